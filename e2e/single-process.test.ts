@@ -1,0 +1,35 @@
+import { dirname } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+describe("pnpm start without nats-server on PATH", () => {
+  let system: RunningSystem;
+  beforeAll(async () => {
+    // Only node's own directory on PATH: no nats-server can be found.
+    system = await startSystem({ env: { PATH: dirname(process.execPath) } });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it("says in its first line that it runs everything in one process", () => {
+    const firstLine = system
+      .output()
+      .split("\n")
+      .find((line) => line.startsWith("[launcher]"));
+    expect(firstLine).toContain("running all services in one process over the in-process bus");
+  });
+
+  it("serves the same API", async () => {
+    const created = await fetch(`${system.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Roquefort", category: { name: "Blue" }, pricePerKg: 38 }),
+    });
+    expect(created.status).toBe(201);
+    const cheese = await json(created);
+    const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`);
+    expect(read.status).toBe(200);
+    expect(await json(read)).toEqual(cheese);
+  });
+});

@@ -1,0 +1,105 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, tempDir } from "@cheese/testing";
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export interface RunningSystem {
+  baseUrl: string;
+  rootUrl: string;
+  dataDir: string;
+  /** Everything the launcher printed so far. */
+  output(): string;
+  /** Current process ids per service, from DATA_DIR/run/processes.json. */
+  pids(): Record<string, number[]>;
+  stop(): Promise<void>;
+}
+
+export interface SystemOptions {
+  env?: Record<string, string>;
+  /** Keep the data directory across stop/start (pass the previous one). */
+  dataDir?: string;
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Starts the whole system exactly as `pnpm start` does (the launcher CLI), on a free gateway
+ * port and a fresh DATA_DIR, and waits until GET /readyz answers 200.
+ */
+export async function startSystem(options: SystemOptions = {}): Promise<RunningSystem> {
+  const port = await freePort();
+  const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--import", "tsx", join(repoRoot, "packages", "launcher", "src", "cli.ts")],
+    {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        NATS_URL: "",
+        LOG_LEVEL: "warn",
+        ...options.env,
+        GATEWAY_PORT: String(port),
+        DATA_DIR: data.path,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const rootUrl = `http://127.0.0.1:${port}`;
+  const system: RunningSystem = {
+    baseUrl: `${rootUrl}/v2`,
+    rootUrl,
+    dataDir: data.path,
+    output: () => output,
+    pids: () => JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8")).processes,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      if (!options.dataDir) data.remove();
+    },
+  };
+  try {
+    await waitUntilReady(rootUrl, options.readyTimeoutMs ?? 60_000, () => child.exitCode !== null);
+  } catch (error) {
+    await system.stop();
+    throw new Error(`${(error as Error).message}\nlauncher output:\n${output}`);
+  }
+  return system;
+}
+
+export async function waitUntilReady(
+  rootUrl: string,
+  timeoutMs: number,
+  exited = () => false,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (exited()) throw new Error("the launcher exited before the system was ready");
+    try {
+      const response = await fetch(`${rootUrl}/readyz`, { signal: AbortSignal.timeout(3000) });
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`system not ready within ${timeoutMs} ms`);
+}
+
+/** A response body as loosely typed JSON, for assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+export async function json(response: Response): Promise<any> {
+  return response.json();
+}

@@ -1,0 +1,83 @@
+import { z } from "@hono/zod-openapi";
+
+/** decisions.md "Errors": the closed list of `type` values. */
+export const errorTypes = [
+  "bad_request",
+  "unauthorized",
+  "forbidden",
+  "not_found",
+  "conflict",
+  "precondition_failed",
+  "payload_too_large",
+  "unsupported_media_type",
+  "validation_error",
+  "rate_limited",
+  "internal_error",
+  "service_unavailable",
+] as const;
+export type ErrorType = (typeof errorTypes)[number];
+
+export const ErrorBody = z
+  .object({
+    code: z.number().int().openapi({ format: "int32", description: "equals the HTTP status" }),
+    type: z.enum(errorTypes).optional(),
+    message: z.string(),
+  })
+  .openapi("Error");
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const FieldError = z.object({ field: z.string(), message: z.string() });
+export type FieldError = z.infer<typeof FieldError>;
+
+export const ValidationErrorBody = z
+  .object({
+    code: z.number().int().openapi({ format: "int32" }),
+    type: z.string(),
+    message: z.string(),
+    errors: z.array(FieldError),
+  })
+  .openapi("ValidationError");
+export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
+
+/** The type each status carries by default. */
+export function errorTypeFor(status: number): ErrorType {
+  const byStatus: Record<number, ErrorType> = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "service_unavailable",
+  };
+  return byStatus[status] ?? "internal_error";
+}
+
+/**
+ * Turns zod issues into `{field, message}` with decisions.md's paths: `name`,
+ * `shippingAddress.country`, `items[0].quantity`.
+ */
+export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
+  return issues.flatMap((issue) => {
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({
+        field: fieldPath([...issue.path, key]),
+        message: "unknown field",
+      }));
+    }
+    return [{ field: fieldPath(issue.path) || "(body)", message: issue.message }];
+  });
+}
+
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}

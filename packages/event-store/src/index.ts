@@ -1,0 +1,3 @@
+export { createEventStoreDbStore, type EventStoreDbOptions } from "./eventstoredb.ts";
+export * from "./port.ts";
+export { createSqliteEventStore, type SqliteEventStoreOptions } from "./sqlite.ts";

@@ -1,0 +1,323 @@
+import { randomUUID } from "node:crypto";
+import Database from "better-sqlite3";
+import {
+  type AppendResult,
+  categoryOf,
+  type EventStore,
+  type EventToAppend,
+  type ExpectedRevision,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+  WrongExpectedRevisionError,
+} from "./port.ts";
+
+export interface SqliteEventStoreOptions {
+  /** Path of the database file; several processes may open the same file. */
+  file: string;
+  /** How often subscriptions look for appends made by other processes. Default 50 ms. */
+  pollIntervalMs?: number;
+}
+
+const PAGE_SIZE = 500;
+
+// `streams.revision` is the last revision ever written, kept when the stream is deleted: like
+// EventStoreDB's soft delete, a recreated stream continues numbering after the deleted one's last
+// revision (delete at revision 2, append with "no_stream" -> revision 3). The deleted events are
+// removed, so neither readStream nor readAll nor subscriptions return them again; AUTOINCREMENT
+// keeps global positions from ever being reused, so subscriber checkpoints stay valid. Writers are
+// serialised by SQLite's write lock, so positions become visible in increasing order and a reader
+// past position N never later finds a newly committed event below N.
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position   INTEGER PRIMARY KEY AUTOINCREMENT,
+  stream     TEXT    NOT NULL,
+  category   TEXT    NOT NULL,
+  revision   INTEGER NOT NULL,
+  id         TEXT    NOT NULL,
+  type       TEXT    NOT NULL,
+  data       TEXT    NOT NULL,
+  metadata   TEXT    NOT NULL,
+  created_at TEXT    NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE INDEX IF NOT EXISTS events_by_category ON events (category, position);
+CREATE TABLE IF NOT EXISTS streams (
+  name     TEXT    PRIMARY KEY,
+  revision INTEGER NOT NULL,
+  deleted  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+`;
+
+interface EventRow {
+  position: number;
+  stream: string;
+  revision: number;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  created_at: string;
+}
+
+interface StreamRow {
+  revision: number;
+  deleted: number;
+}
+
+export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
+  const db = new Database(options.file);
+  db.pragma("journal_mode = WAL");
+  // FULL fsyncs the WAL on every commit: an acknowledged append survives a crash or power loss.
+  db.pragma("synchronous = FULL");
+  // Other processes (replicas) write to the same file; wait for their lock instead of failing. The
+  // wait blocks this process's event loop (better-sqlite3 is synchronous), but commits are short.
+  db.pragma("busy_timeout = 5000");
+  db.exec(SCHEMA);
+
+  const selectStream = db.prepare<[string], StreamRow>(
+    "SELECT revision, deleted FROM streams WHERE name = ?",
+  );
+  const insertEvent = db.prepare(
+    `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const upsertStream = db.prepare(
+    `INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 0)
+     ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, deleted = 0`,
+  );
+  const markDeleted = db.prepare("UPDATE streams SET deleted = 1 WHERE name = ?");
+  const deleteEvents = db.prepare("DELETE FROM events WHERE stream = ?");
+  const selectStreamEvents = db.prepare<[string, number, number], EventRow>(
+    "SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?",
+  );
+  const selectAllPage = db.prepare<[number, number], EventRow>(
+    "SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?",
+  );
+  const selectHead = db.prepare<[], { head: number | null }>("SELECT max(position) AS head FROM events");
+
+  /** The stream's revision as callers see it: a deleted stream does not exist. */
+  function currentRevision(streamName: string): { actual: number | "no_stream"; last: number } {
+    const row = selectStream.get(streamName);
+    if (!row) return { actual: "no_stream", last: -1 };
+    return { actual: row.deleted ? "no_stream" : row.revision, last: row.revision };
+  }
+
+  function check(streamName: string, expected: ExpectedRevision, actual: number | "no_stream"): void {
+    const ok =
+      expected === "any" ||
+      (expected === "no_stream" && actual === "no_stream") ||
+      (expected === "stream_exists" && actual !== "no_stream") ||
+      expected === actual;
+    if (!ok) throw new WrongExpectedRevisionError(streamName, expected, actual);
+  }
+
+  const appendTx = db.transaction(
+    (streamName: string, events: EventToAppend[], expected: ExpectedRevision): AppendResult => {
+      const { actual, last } = currentRevision(streamName);
+      check(streamName, expected, actual);
+      if (events.length === 0) {
+        return { nextRevision: actual === "no_stream" ? -1 : actual, position: selectHead.get()?.head ?? -1 };
+      }
+      const category = categoryOf(streamName);
+      const createdAt = new Date().toISOString();
+      let revision = last;
+      let position = -1;
+      for (const event of events) {
+        revision += 1;
+        const result = insertEvent.run(
+          streamName,
+          category,
+          revision,
+          event.id ?? randomUUID(),
+          event.type,
+          JSON.stringify(event.data ?? null),
+          JSON.stringify(event.metadata ?? {}),
+          createdAt,
+        );
+        position = Number(result.lastInsertRowid);
+      }
+      upsertStream.run(streamName, revision);
+      return { nextRevision: revision, position };
+    },
+  );
+
+  const deleteTx = db.transaction((streamName: string, expected: ExpectedRevision) => {
+    const { actual } = currentRevision(streamName);
+    check(streamName, expected, actual);
+    deleteEvents.run(streamName);
+    markDeleted.run(streamName);
+  });
+
+  // Subscriptions wait on this: woken at once by appends of this process, and by a poll of
+  // max(position) for appends made by other processes on the same file.
+  const waiters = new Set<() => void>();
+  const subscriptions = new Set<Subscription>();
+  let lastSeenHead = selectHead.get()?.head ?? -1;
+  let pollTimer: NodeJS.Timeout | undefined;
+
+  function wakeAll(): void {
+    for (const wake of [...waiters]) wake();
+  }
+
+  function poll(): void {
+    try {
+      const head = selectHead.get()?.head ?? -1;
+      if (head !== lastSeenHead) {
+        lastSeenHead = head;
+        wakeAll();
+      }
+    } catch {
+      // The database was closed under us; close() stops the timer.
+    }
+  }
+
+  function startPolling(): void {
+    if (pollTimer) return;
+    pollTimer = setInterval(poll, options.pollIntervalMs ?? 50);
+    pollTimer.unref();
+  }
+
+  function stopPollingIfIdle(): void {
+    if (subscriptions.size === 0 && pollTimer) {
+      clearInterval(pollTimer);
+      pollTimer = undefined;
+    }
+  }
+
+  function subscribe(subscribeOptions: SubscribeOptions): Subscription {
+    const { categories, handler, onCaughtUp, onError } = subscribeOptions;
+    const placeholders = categories.map(() => "?").join(", ");
+    const selectPage =
+      categories.length === 0
+        ? undefined
+        : db.prepare<unknown[], EventRow>(
+            `SELECT * FROM events WHERE category IN (${placeholders}) AND position > ? ORDER BY position LIMIT ?`,
+          );
+    let cursor = subscribeOptions.after ?? -1;
+    let closed = false;
+    let wake: (() => void) | undefined;
+
+    const waitForAppend = () =>
+      new Promise<void>((resolve) => {
+        const wakeUp = () => {
+          waiters.delete(wakeUp);
+          wake = undefined;
+          resolve();
+        };
+        wake = wakeUp;
+        waiters.add(wakeUp);
+      });
+
+    const run = async () => {
+      await Promise.resolve(); // deliver nothing before subscribe() has returned
+      let caughtUp = false;
+      while (!closed) {
+        const page = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
+        for (const row of page) {
+          if (closed) return;
+          await handler(toRecorded(row));
+          cursor = row.position;
+        }
+        // A short page was read after subscribe() was called, so everything that existed then is delivered.
+        if (!caughtUp && page.length < PAGE_SIZE && !closed) {
+          caughtUp = true;
+          onCaughtUp?.();
+        }
+        // Wait only after an empty read: the read and the registration happen in the same tick, so no
+        // append can slip between them unnoticed (appends made while a handler ran are read next loop).
+        if (page.length === 0 && !closed) await waitForAppend();
+      }
+    };
+
+    const subscription: Subscription = {
+      async close() {
+        closed = true;
+        wake?.();
+        await done;
+      },
+    };
+    const done = run()
+      .catch((error: unknown) => {
+        if (!closed) onError?.(error instanceof Error ? error : new Error(String(error)));
+      })
+      .finally(() => {
+        closed = true;
+        subscriptions.delete(subscription);
+        stopPollingIfIdle();
+      });
+    subscriptions.add(subscription);
+    startPolling();
+    return subscription;
+  }
+
+  return {
+    async append(streamName, events, { expectedRevision }) {
+      // IMMEDIATE takes the write lock before reading the revision, so the check and the insert are atomic
+      // across processes too.
+      const result = appendTx.immediate(streamName, events, expectedRevision);
+      wakeAll();
+      return result;
+    },
+
+    async readStream(streamName, readOptions = {}) {
+      const rows = selectStreamEvents.all(
+        streamName,
+        readOptions.fromRevision ?? 0,
+        readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
+      );
+      return rows.map(toRecorded);
+    },
+
+    async *readAll(readOptions = {}) {
+      let cursor = readOptions.after ?? -1;
+      let remaining = readOptions.maxCount ?? Number.POSITIVE_INFINITY;
+      while (remaining > 0) {
+        const page = selectAllPage.all(cursor, Math.min(PAGE_SIZE, remaining));
+        for (const row of page) yield toRecorded(row);
+        if (page.length === 0) return;
+        remaining -= page.length;
+        cursor = page[page.length - 1]!.position;
+      }
+    },
+
+    async headPosition() {
+      return selectHead.get()?.head ?? -1;
+    },
+
+    subscribe,
+
+    async deleteStream(streamName, deleteOptions = {}) {
+      deleteTx.immediate(streamName, deleteOptions.expectedRevision ?? "any");
+    },
+
+    async ping() {
+      try {
+        db.prepare("SELECT 1").get();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
+    async close() {
+      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
+      if (pollTimer) clearInterval(pollTimer);
+      pollTimer = undefined;
+      if (db.open) db.close();
+    },
+  };
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    streamName: row.stream,
+    type: row.type,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    revision: row.revision,
+    position: row.position,
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,458 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type EventStore,
+  type ExpectedRevision,
+  type RecordedEvent,
+  type Subscription,
+  WrongExpectedRevisionError,
+} from "../src/port.ts";
+
+/**
+ * Behaviour every EventStore adapter must share. `factory` returns an empty store; the tests
+ * share it and keep apart by using fresh categories and stream names.
+ */
+export function eventStoreContract(
+  name: string,
+  factory: () => Promise<{ store: EventStore; cleanup(): Promise<void> }>,
+): void {
+  describe(name, () => {
+    let store: EventStore;
+    let cleanup: (() => Promise<void>) | undefined;
+    const subscriptions: Subscription[] = [];
+
+    beforeAll(async () => {
+      ({ store, cleanup } = await factory());
+    });
+    afterAll(async () => {
+      await Promise.all(subscriptions.map((subscription) => subscription.close()));
+      await cleanup?.();
+    });
+
+    /** Subscribes and closes the subscription when the suite ends, even if a test fails. */
+    const subscribe: EventStore["subscribe"] = (options) => {
+      const subscription = store.subscribe(options);
+      subscriptions.push(subscription);
+      return subscription;
+    };
+
+    const expectWrongRevision = async (
+      attempt: Promise<unknown>,
+      expected: { streamName: string; expected: ExpectedRevision; actual: number | "no_stream" },
+    ) => {
+      const error = await attempt.then(
+        () => undefined,
+        (rejection: unknown) => rejection,
+      );
+      expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+      const wrong = error as WrongExpectedRevisionError;
+      expect({ streamName: wrong.streamName, expected: wrong.expected, actual: wrong.actual }).toEqual(
+        expected,
+      );
+    };
+
+    it("reports -1 as the head position of an empty store, and answers ping", async () => {
+      expect(await store.headPosition()).toBe(-1);
+      expect(await store.ping()).toBe(true);
+    });
+
+    it("reads back appended events with data, metadata, ids, revisions and positions", async () => {
+      const stream = newStream();
+      const id = randomUUID();
+      const metadata = { requestId: "r-1", correlationId: "c-1", causationId: "x-1", extra: [1, 2] };
+      const result = await store.append(
+        stream,
+        [
+          { id, type: "CheeseAdded", data: { id: 42, name: "Brie", tags: ["soft"] }, metadata },
+          { type: "CheeseRenamed", data: { id: 42, name: "Brie de Meaux" } },
+        ],
+        { expectedRevision: "no_stream" },
+      );
+
+      const events = await store.readStream(stream);
+      expect(events).toHaveLength(2);
+      const [first, second] = events as [RecordedEvent, RecordedEvent];
+      expect(first).toMatchObject({
+        id,
+        streamName: stream,
+        type: "CheeseAdded",
+        data: { id: 42, name: "Brie", tags: ["soft"] },
+        metadata,
+        revision: 0,
+      });
+      expect(second).toMatchObject({
+        type: "CheeseRenamed",
+        data: { id: 42, name: "Brie de Meaux" },
+        revision: 1,
+      });
+      expect(second.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(second.metadata).toEqual({});
+      expect(second.position).toBeGreaterThan(first.position);
+      expect(result).toEqual({ nextRevision: 1, position: second.position });
+      expect(new Date(first.createdAt).toISOString()).toBe(first.createdAt);
+      expect(Math.abs(Date.parse(first.createdAt) - Date.now())).toBeLessThan(60_000);
+      expect(await store.headPosition()).toBe(second.position);
+    });
+
+    it("reads a stream from a revision with a max count, and an unknown stream as empty", async () => {
+      const stream = newStream();
+      await store.append(stream, numbered(5), { expectedRevision: "no_stream" });
+
+      const slice = await store.readStream(stream, { fromRevision: 1, maxCount: 3 });
+      expect(slice.map((event) => event.revision)).toEqual([1, 2, 3]);
+      expect(slice.map((event) => event.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect(await store.readStream(newStream())).toEqual([]);
+    });
+
+    it("expected revision no_stream: succeeds on a new stream, fails with the actual revision otherwise", async () => {
+      const stream = newStream();
+      expect(await store.append(stream, numbered(1), { expectedRevision: "no_stream" })).toMatchObject({
+        nextRevision: 0,
+      });
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: "no_stream" }), {
+        streamName: stream,
+        expected: "no_stream",
+        actual: 0,
+      });
+      expect(await store.readStream(stream)).toHaveLength(1);
+    });
+
+    it("expected revision any: succeeds whether or not the stream exists", async () => {
+      const stream = newStream();
+      expect((await store.append(stream, numbered(2), { expectedRevision: "any" })).nextRevision).toBe(1);
+      expect((await store.append(stream, numbered(1), { expectedRevision: "any" })).nextRevision).toBe(2);
+      expect((await store.readStream(stream)).map((event) => event.revision)).toEqual([0, 1, 2]);
+    });
+
+    it("expected revision stream_exists: fails on a new stream with no_stream, succeeds once it exists", async () => {
+      const stream = newStream();
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: "stream_exists" }), {
+        streamName: stream,
+        expected: "stream_exists",
+        actual: "no_stream",
+      });
+      expect(await store.readStream(stream)).toEqual([]);
+      await store.append(stream, numbered(1), { expectedRevision: "no_stream" });
+      expect(
+        (await store.append(stream, numbered(1), { expectedRevision: "stream_exists" })).nextRevision,
+      ).toBe(1);
+    });
+
+    it("expected revision exact: succeeds on the current revision, fails on a stale or missing one", async () => {
+      const stream = newStream();
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: 0 }), {
+        streamName: stream,
+        expected: 0,
+        actual: "no_stream",
+      });
+      await store.append(stream, numbered(2), { expectedRevision: "no_stream" });
+      expect((await store.append(stream, numbered(1), { expectedRevision: 1 })).nextRevision).toBe(2);
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: 1 }), {
+        streamName: stream,
+        expected: 1,
+        actual: 2,
+      });
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: 7 }), {
+        streamName: stream,
+        expected: 7,
+        actual: 2,
+      });
+      expect(await store.readStream(stream)).toHaveLength(3);
+    });
+
+    it("lets exactly one of several appends racing on the same expected revision win", async () => {
+      for (let round = 0; round < 5; round++) {
+        const stream = newStream();
+        await store.append(stream, numbered(1), { expectedRevision: "no_stream" });
+        const racers = Array.from({ length: 4 }, (_, racer) =>
+          store.append(stream, [{ type: "Raced", data: { racer } }], { expectedRevision: 0 }),
+        );
+        const outcomes = await Promise.allSettled(racers);
+        const winners = outcomes.filter((outcome) => outcome.status === "fulfilled");
+        const losers = outcomes.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason] : []));
+        expect(winners).toHaveLength(1);
+        expect(losers).toHaveLength(3);
+        for (const loser of losers) {
+          expect(loser).toBeInstanceOf(WrongExpectedRevisionError);
+          expect((loser as WrongExpectedRevisionError).actual).toBe(1);
+        }
+        const events = await store.readStream(stream);
+        expect(events.map((event) => event.revision)).toEqual([0, 1]);
+      }
+    });
+
+    it("returns 10,000 events over 100 streams from readAll, all of them, in strictly increasing order", async () => {
+      const category = newCategory();
+      const streams = Array.from({ length: 100 }, (_, i) => `${category}-${i}`);
+      const head = await store.headPosition();
+      // Rounds interleave the streams in the global order; each append is a batch of 25.
+      for (let round = 0; round < 4; round++) {
+        await Promise.all(
+          streams.map((stream) =>
+            store.append(
+              stream,
+              Array.from({ length: 25 }, (_, i) => ({
+                type: "Counted",
+                data: { stream, n: round * 25 + i },
+              })),
+              { expectedRevision: round === 0 ? "no_stream" : round * 25 - 1 },
+            ),
+          ),
+        );
+      }
+
+      const read: RecordedEvent[] = [];
+      for await (const event of store.readAll({ after: head })) read.push(event);
+      expect(read).toHaveLength(10_000);
+      for (let i = 1; i < read.length; i++) {
+        expect(read[i]!.position).toBeGreaterThan(read[i - 1]!.position);
+      }
+      const perStream = new Map<string, number[]>();
+      for (const event of read) {
+        expect(event.data).toMatchObject({ stream: event.streamName, n: event.revision });
+        perStream.set(event.streamName, [...(perStream.get(event.streamName) ?? []), event.revision]);
+      }
+      expect([...perStream.keys()].sort()).toEqual([...streams].sort());
+      for (const revisions of perStream.values()) {
+        expect(revisions).toEqual(Array.from({ length: 100 }, (_, i) => i));
+      }
+      expect(await store.headPosition()).toBe(read[read.length - 1]!.position);
+    });
+
+    it("readAll honours after (exclusive) and maxCount", async () => {
+      const stream = newStream();
+      const head = await store.headPosition();
+      await store.append(stream, numbered(6), { expectedRevision: "no_stream" });
+      const all = await collect(store.readAll({ after: head }));
+      expect(all.map((event) => event.revision)).toEqual([0, 1, 2, 3, 4, 5]);
+
+      const afterSecond = await collect(store.readAll({ after: all[1]!.position, maxCount: 3 }));
+      expect(afterSecond.map((event) => event.revision)).toEqual([2, 3, 4]);
+      expect(await collect(store.readAll({ after: all[5]!.position }))).toEqual([]);
+      expect(await collect(store.readAll({ maxCount: 2 }))).toHaveLength(2);
+    });
+
+    it("subscription catches up on existing events of its categories, then follows live appends in order", async () => {
+      const [cheese, order, other] = [newCategory(), newCategory(), newCategory()];
+      await store.append(`${cheese}-1`, numbered(3), { expectedRevision: "no_stream" });
+      await store.append(`${other}-1`, numbered(2), { expectedRevision: "no_stream" });
+      await store.append(`${order}-1`, numbered(2), { expectedRevision: "no_stream" });
+
+      const received: RecordedEvent[] = [];
+      let receivedWhenCaughtUp = -1;
+      let caughtUpCalls = 0;
+      subscribe({
+        categories: [cheese, order],
+        handler: async (event) => {
+          received.push(event);
+        },
+        onCaughtUp: () => {
+          caughtUpCalls += 1;
+          receivedWhenCaughtUp = received.length;
+        },
+      });
+      await waitFor(() => caughtUpCalls > 0);
+      expect(receivedWhenCaughtUp).toBe(5);
+
+      await store.append(`${order}-1`, numbered(1, 2), { expectedRevision: 1 });
+      await store.append(`${other}-1`, numbered(1, 2), { expectedRevision: 1 });
+      await store.append(`${cheese}-2`, numbered(2), { expectedRevision: "no_stream" });
+      await waitFor(() => received.length >= 8);
+      await sleep(100); // nothing else may arrive
+
+      expect(received.map((event) => `${event.streamName}@${event.revision}`)).toEqual([
+        `${cheese}-1@0`,
+        `${cheese}-1@1`,
+        `${cheese}-1@2`,
+        `${order}-1@0`,
+        `${order}-1@1`,
+        `${order}-1@2`,
+        `${cheese}-2@0`,
+        `${cheese}-2@1`,
+      ]);
+      for (let i = 1; i < received.length; i++) {
+        expect(received[i]!.position).toBeGreaterThan(received[i - 1]!.position);
+      }
+      expect(caughtUpCalls).toBe(1);
+    });
+
+    it("subscription calls onCaughtUp only after a backlog larger than any read page is delivered", async () => {
+      const category = newCategory();
+      for (let batch = 0; batch < 12; batch++) {
+        await store.append(`${category}-1`, numbered(100, batch * 100), {
+          expectedRevision: batch === 0 ? "no_stream" : batch * 100 - 1,
+        });
+      }
+      let received = 0;
+      let receivedWhenCaughtUp = -1;
+      subscribe({
+        categories: [category],
+        handler: async (event) => {
+          expect(event.revision).toBe(received);
+          received += 1;
+        },
+        onCaughtUp: () => {
+          receivedWhenCaughtUp = received;
+        },
+      });
+      await waitFor(() => receivedWhenCaughtUp !== -1);
+      expect(receivedWhenCaughtUp).toBe(1_200);
+    });
+
+    it("subscription starts strictly after a checkpoint position", async () => {
+      const category = newCategory();
+      await store.append(`${category}-1`, numbered(4), { expectedRevision: "no_stream" });
+      const [, second] = await store.readStream(`${category}-1`);
+
+      const received: RecordedEvent[] = [];
+      let caughtUp = false;
+      subscribe({
+        categories: [category],
+        after: second!.position,
+        handler: async (event) => {
+          received.push(event);
+        },
+        onCaughtUp: () => {
+          caughtUp = true;
+        },
+      });
+      await waitFor(() => caughtUp);
+      expect(received.map((event) => event.revision)).toEqual([2, 3]);
+      await store.append(`${category}-1`, numbered(1, 4), { expectedRevision: 3 });
+      await waitFor(() => received.length === 3);
+      expect(received[2]).toMatchObject({ revision: 4, data: { n: 4 } });
+    });
+
+    it("subscription delivers one event at a time, waiting for the handler's promise", async () => {
+      const category = newCategory();
+      await store.append(`${category}-1`, numbered(5), { expectedRevision: "no_stream" });
+      let inFlight = 0;
+      let maxInFlight = 0;
+      const seen: number[] = [];
+      subscribe({
+        categories: [category],
+        handler: async (event) => {
+          inFlight += 1;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          await sleep(5);
+          seen.push(event.revision);
+          inFlight -= 1;
+        },
+      });
+      await waitFor(() => seen.length === 5);
+      expect(seen).toEqual([0, 1, 2, 3, 4]);
+      expect(maxInFlight).toBe(1);
+    });
+
+    it("subscription stops and reports through onError when the handler rejects", async () => {
+      const category = newCategory();
+      await store.append(`${category}-1`, numbered(3), { expectedRevision: "no_stream" });
+      const seen: number[] = [];
+      const errors: Error[] = [];
+      subscribe({
+        categories: [category],
+        handler: async (event) => {
+          seen.push(event.revision);
+          if (event.revision === 1) throw new Error("projection failed");
+        },
+        onError: (error) => errors.push(error),
+      });
+      await waitFor(() => errors.length === 1);
+      await store.append(`${category}-1`, numbered(1), { expectedRevision: 2 });
+      await sleep(150);
+      expect(errors[0]!.message).toBe("projection failed");
+      expect(seen).toEqual([0, 1]);
+    });
+
+    it("subscription close waits for the handler in flight and stops delivery", async () => {
+      const category = newCategory();
+      await store.append(`${category}-1`, numbered(1), { expectedRevision: "no_stream" });
+      let finished = 0;
+      let started = 0;
+      const subscription = subscribe({
+        categories: [category],
+        handler: async () => {
+          started += 1;
+          await sleep(100);
+          finished += 1;
+        },
+      });
+      await waitFor(() => started === 1);
+      await subscription.close();
+      expect(finished).toBe(1);
+      await store.append(`${category}-1`, numbered(1), { expectedRevision: 0 });
+      await sleep(150);
+      expect(started).toBe(1);
+    });
+
+    it("deleteStream hides the events; no_stream starts the stream again after the old revisions", async () => {
+      const stream = newStream();
+      await store.append(stream, numbered(3), { expectedRevision: "no_stream" });
+      await store.deleteStream(stream, { expectedRevision: 2 });
+
+      expect(await store.readStream(stream)).toEqual([]);
+      await expectWrongRevision(store.append(stream, numbered(1), { expectedRevision: "stream_exists" }), {
+        streamName: stream,
+        expected: "stream_exists",
+        actual: "no_stream",
+      });
+      // Like EventStoreDB's soft delete, revisions continue after the deleted stream's last one.
+      const result = await store.append(stream, numbered(1, 10), { expectedRevision: "no_stream" });
+      expect(result.nextRevision).toBe(3);
+      const events = await store.readStream(stream);
+      expect(events.map((event) => [event.revision, event.data])).toEqual([[3, { n: 10 }]]);
+      expect((await store.append(stream, numbered(1), { expectedRevision: 3 })).nextRevision).toBe(4);
+    });
+
+    it("deleteStream checks the expected revision", async () => {
+      const stream = newStream();
+      await store.append(stream, numbered(2), { expectedRevision: "no_stream" });
+      await expectWrongRevision(store.deleteStream(stream, { expectedRevision: 0 }), {
+        streamName: stream,
+        expected: 0,
+        actual: 1,
+      });
+      expect(await store.readStream(stream)).toHaveLength(2);
+      await store.deleteStream(stream, { expectedRevision: "stream_exists" });
+      expect(await store.readStream(stream)).toEqual([]);
+    });
+
+    it("headPosition is the position of the newest event", async () => {
+      const before = await store.headPosition();
+      const result = await store.append(newStream(), numbered(3), { expectedRevision: "no_stream" });
+      expect(result.position).toBeGreaterThan(before);
+      expect(await store.headPosition()).toBe(result.position);
+    });
+  });
+}
+
+/** A category nobody else uses: lower-case letters and digits, no `-`. */
+function newCategory(): string {
+  return `c${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+}
+
+function newStream(): string {
+  return `${newCategory()}-1`;
+}
+
+function numbered(count: number, from = 0) {
+  return Array.from({ length: count }, (_, i) => ({ type: "Numbered", data: { n: from + i } }));
+}
+
+async function collect(events: AsyncIterable<RecordedEvent>): Promise<RecordedEvent[]> {
+  const out: RecordedEvent[] = [];
+  for await (const event of events) out.push(event);
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}

@@ -1,0 +1,209 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { tempDir } from "@cheese/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import type { RecordedEvent } from "../src/port.ts";
+import { createSqliteEventStore } from "../src/sqlite.ts";
+import { eventStoreContract, sleep, waitFor } from "./contract.ts";
+
+const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
+
+eventStoreContract("SQLite adapter contract", async () => {
+  const dir = tempDir("event-store");
+  const store = createSqliteEventStore({ file: join(dir.path, "events.db"), pollIntervalMs: 20 });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      dir.remove();
+    },
+  };
+});
+
+describe("SQLite adapter in one process", () => {
+  it("delivers its own appends at once, without waiting for the poll, even those made while a handler runs", async () => {
+    const dir = tempDir("event-store");
+    // A poll this slow would fail the test: only the in-process notification can deliver in time.
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db"), pollIntervalMs: 60_000 });
+    try {
+      const received: number[] = [];
+      store.subscribe({
+        categories: ["cheese"],
+        handler: async (event) => {
+          received.push(event.revision);
+          if (event.revision === 0) {
+            await store.append("cheese-1", [{ type: "CheeseRenamed", data: {} }], { expectedRevision: 0 });
+          }
+        },
+      });
+      await sleep(50);
+      await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+      await waitFor(() => received.length === 2, 2_000);
+      expect(received).toEqual([0, 1]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
+describe("SQLite adapter across processes", () => {
+  const dirs: Array<{ remove(): void }> = [];
+  const children: ChildProcess[] = [];
+  const newFile = () => {
+    const dir = tempDir("event-store");
+    dirs.push(dir);
+    return join(dir.path, "events.db");
+  };
+  afterEach(() => {
+    for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+    for (const dir of dirs.splice(0)) dir.remove();
+  });
+
+  /** Runs a fixture under tsx in its own Node process, as a replica of a service would run. */
+  const runFixture = (name: string, args: string[]) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(fixtures, name), ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    return { child, exited, stdout: () => stdout, stderr: () => stderr };
+  };
+
+  it("a subscription sees appends made by another process on the same file", async () => {
+    const file = newFile();
+    const store = createSqliteEventStore({ file, pollIntervalMs: 20 });
+    try {
+      const received: RecordedEvent[] = [];
+      let caughtUp = false;
+      store.subscribe({
+        categories: ["counter"],
+        handler: async (event) => {
+          received.push(event);
+        },
+        onCaughtUp: () => {
+          caughtUp = true;
+        },
+      });
+      await waitFor(() => caughtUp);
+
+      const other = runFixture("increment.ts", [file, "counter-1", "20"]);
+      expect(await other.exited, other.stderr()).toEqual({ code: 0, signal: null });
+      await waitFor(() => received.length === 20);
+      expect(received.map((event) => event.revision)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect(new Set(received.map((event) => (event.data as { pid: number }).pid))).toEqual(
+        new Set([other.child.pid]),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("expected revisions hold when two processes append to the same stream concurrently", async () => {
+    const file = newFile();
+    // Create the schema first so both children start on an initialised file.
+    await createSqliteEventStore({ file }).close();
+    const startAt = String(Date.now() + 1_500);
+    const racers = [1, 2].map(() => runFixture("increment.ts", [file, "counter-1", "150", startAt]));
+    for (const racer of racers) expect(await racer.exited, racer.stderr()).toEqual({ code: 0, signal: null });
+    const conflicts = racers.reduce((sum, racer) => sum + Number(racer.stdout().trim()), 0);
+
+    const store = createSqliteEventStore({ file });
+    try {
+      const events = await store.readStream("counter-1");
+      // Every acknowledged append is there exactly once, with gap-free revisions: no lost update.
+      expect(events.map((event) => event.revision)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+      const perProcess = new Map<number, number>();
+      for (const event of events) {
+        const pid = (event.data as { pid: number }).pid;
+        perProcess.set(pid, (perProcess.get(pid) ?? 0) + 1);
+      }
+      expect([...perProcess.values()]).toEqual([150, 150]);
+      console.info(`two processes appended 300 events with ${conflicts} expected-revision conflicts`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("every acknowledged append survives SIGKILL of the writing process", async () => {
+    const file = newFile();
+    const writer = runFixture("append-forever.ts", [file]);
+    await waitFor(() => writer.stdout().split("\n").length > 300, 30_000);
+    writer.child.kill("SIGKILL");
+    expect((await writer.exited).signal).toBe("SIGKILL");
+
+    const acknowledged = writer
+      .stdout()
+      .split("\n")
+      .filter((line) => line !== "")
+      .map(Number);
+    const lastAcknowledged = acknowledged[acknowledged.length - 1]!;
+    expect(acknowledged).toEqual(Array.from({ length: lastAcknowledged + 1 }, (_, i) => i));
+
+    const store = createSqliteEventStore({ file });
+    try {
+      const events = await store.readStream("crash-1");
+      // The killed process may have committed one more append it never got to print.
+      expect(events.length).toBeGreaterThanOrEqual(lastAcknowledged + 1);
+      expect(events.length).toBeLessThanOrEqual(lastAcknowledged + 2);
+      expect(events.map((event) => (event.data as { revision: number }).revision)).toEqual(
+        events.map((event) => event.revision),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps events across close and reopen, and continues positions", async () => {
+    const file = newFile();
+    const first = createSqliteEventStore({ file });
+    const { position } = await first.append("cheese-1", [{ type: "CheeseAdded", data: { id: 1 } }], {
+      expectedRevision: "no_stream",
+    });
+    await first.close();
+
+    const second = createSqliteEventStore({ file });
+    try {
+      expect(await second.readStream("cheese-1")).toMatchObject([
+        { type: "CheeseAdded", data: { id: 1 }, position },
+      ]);
+      const next = await second.append("cheese-1", [{ type: "CheeseRenamed", data: {} }], {
+        expectedRevision: 0,
+      });
+      expect(next.position).toBeGreaterThan(position);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("close stops subscriptions and ping answers false afterwards", async () => {
+    const store = createSqliteEventStore({ file: newFile() });
+    let delivered = 0;
+    const errors: Error[] = [];
+    store.subscribe({
+      categories: ["cheese"],
+      handler: async () => {
+        delivered += 1;
+      },
+      onError: (error) => errors.push(error),
+    });
+    await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+    await waitFor(() => delivered === 1);
+    // close() awaits the subscription's loop, so a subscription that kept running would hang here.
+    await store.close();
+    expect(await store.ping()).toBe(false);
+    await sleep(100);
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,49 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+
+/** The nats-server on PATH, or undefined. */
+export function findNatsServer(): string | undefined {
+  const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const path = found.stdout.trim();
+  return found.status === 0 && path ? path : undefined;
+}
+
+export async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolvePort(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export interface RunningNats {
+  url: string;
+  process: ChildProcess;
+}
+
+/** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
+export async function startNatsServer(binary: string, dataDir: string): Promise<RunningNats> {
+  const port = await freeLoopbackPort();
+  const storeDir = resolve(join(dataDir, "nats"));
+  mkdirSync(storeDir, { recursive: true });
+  const child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await new Promise<void>((ready, fail) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("Server is ready")) ready();
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => fail(new Error(`nats-server exited with ${code}:\n${output}`)));
+    setTimeout(() => fail(new Error(`nats-server not ready after 10 s:\n${output}`)), 10_000).unref();
+  });
+  return { url: `nats://127.0.0.1:${port}`, process: child };
+}

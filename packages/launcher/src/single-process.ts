@@ -1,0 +1,37 @@
+import { createInProcessBus } from "@cheese/messaging";
+import { createLogger, type RunningService, type StartOptions } from "@cheese/service-kit";
+import type { ServiceName } from "./config.ts";
+
+type Starter = (options?: StartOptions) => Promise<RunningService>;
+
+/** Lazily imported so multi-process mode does not load every service into the launcher. */
+const starters: Record<ServiceName, () => Promise<Starter>> = {
+  catalogue: async () => (await import("@cheese/catalogue/main")).start,
+  ordering: async () => (await import("@cheese/ordering/main")).start,
+  customer: async () => (await import("@cheese/customer/main")).start,
+  notification: async () => (await import("@cheese/notification/main")).start,
+  gateway: async () => (await import("@cheese/gateway/main")).start,
+};
+
+/**
+ * The fallback when no NATS is available: every service in this process over one in-process
+ * bus. Same code, same stores; only the transport differs.
+ */
+export async function runSingleProcess(
+  services: readonly ServiceName[],
+  env: Record<string, string | undefined>,
+  logLevel: string,
+): Promise<{ stop(): Promise<void> }> {
+  const bus = createInProcessBus({ logger: createLogger("bus", logLevel) });
+  const running: RunningService[] = [];
+  for (const name of services) {
+    const start = await starters[name]();
+    running.push(await start({ env, bus, logger: createLogger(name, logLevel) }));
+  }
+  return {
+    async stop() {
+      for (const service of running.reverse()) await service.stop();
+      await bus.close();
+    },
+  };
+}

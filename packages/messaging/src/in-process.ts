@@ -1,0 +1,507 @@
+/**
+ * The in-process bus: the single-process fallback (no nats-server) and a fast test double.
+ * Observable behaviour matches the NATS adapter: JSON copies of payloads, reply envelopes,
+ * queue groups served round robin, dedup by event id, durable consumers with at-least-once
+ * delivery in publish order (one event in flight per durable), and KV with revisions and CAS.
+ *
+ * Everything lives in memory. In single-process mode durability comes from the event store:
+ * publishers republish from their checkpoint at start (dedup makes that harmless) and
+ * consumers are idempotent by event id.
+ */
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
+import { copyJson } from "./json.ts";
+import { type BusLogger, consoleLogger } from "./log.ts";
+import {
+  type Closable,
+  type ConsumeOptions,
+  type DeliveredEvent,
+  type Headers,
+  type IncomingRequest,
+  type IntegrationEvent,
+  type KeyValue,
+  KvConflictError,
+  type KvEntry,
+  type KvOptions,
+  type MessageBus,
+  NoRespondersError,
+  RemoteError,
+  type ReplyEnvelope,
+  type RequestHandler,
+  type RequestOptions,
+  RequestTimeoutError,
+  toErrorReply,
+} from "./port.ts";
+import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
+
+export interface InProcessBrokerOptions {
+  /** Publishing the same event id again within this window stores it once (default 1 h). */
+  duplicateWindowMs?: number;
+  /** Oldest events are dropped beyond this many, like a stream's max_msgs (default 100 000). */
+  maxEvents?: number;
+  logger?: BusLogger;
+}
+
+/** The shared backend; every `connect()` is a client, as every process has its own NATS connection. */
+export interface InProcessBroker {
+  connect(name?: string): MessageBus;
+}
+
+export function createInProcessBroker(options: InProcessBrokerOptions = {}): InProcessBroker {
+  const broker = new Broker(options);
+  return { connect: () => new InProcessBus(broker) };
+}
+
+/** A broker with a single client, for code that only needs one bus. */
+export function createInProcessBus(options: InProcessBrokerOptions = {}): MessageBus {
+  return createInProcessBroker(options).connect();
+}
+
+type Work = Set<Promise<unknown>>;
+type WatchChange = KvEntry | { key: string; deleted: true };
+
+interface Responder {
+  subject: string;
+  queue: string;
+  answer(request: IncomingRequest): Promise<ReplyEnvelope>;
+}
+
+interface StoredEvent {
+  seq: number;
+  id: string;
+  subject: string;
+  payload: unknown;
+  headers: Headers;
+}
+
+interface Member {
+  run(event: DeliveredEvent): Promise<void>;
+}
+
+/** The event a durable is working on; it stays here until acked or dropped, which keeps order. */
+interface Pending {
+  event: StoredEvent;
+  deliveries: number;
+  timer?: NodeJS.Timeout;
+}
+
+interface Durable {
+  name: string;
+  subjects: string[];
+  ackWaitMs: number;
+  maxDeliver: number;
+  nextSeq: number;
+  members: Member[];
+  turn: number;
+  current?: Pending;
+}
+
+class Broker {
+  readonly log: BusLogger;
+  private readonly responders = new Set<Responder>();
+  private readonly turns = new Map<string, number>();
+  private readonly events: StoredEvent[] = [];
+  private lastSeq = 0;
+  private readonly seen = new Map<string, number>();
+  private readonly durables = new Map<string, Durable>();
+  readonly listeners = new Set<{ subject: string; handler: (payload: unknown) => void }>();
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly duplicateWindowMs: number;
+  private readonly maxEvents: number;
+
+  constructor(options: InProcessBrokerOptions) {
+    this.log = options.logger ?? consoleLogger;
+    this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
+    this.maxEvents = options.maxEvents ?? 100_000;
+  }
+
+  addResponder(responder: Responder): () => void {
+    this.responders.add(responder);
+    return () => this.responders.delete(responder);
+  }
+
+  /** One responder per queue group, taking turns, like NATS queue subscriptions. */
+  pickResponders(subject: string): Responder[] {
+    const groups = new Map<string, Responder[]>();
+    for (const r of this.responders) {
+      if (!subjectMatches(r.subject, subject)) continue;
+      const key = `${r.subject} ${r.queue}`;
+      groups.set(key, [...(groups.get(key) ?? []), r]);
+    }
+    return [...groups].map(([key, members]) => {
+      const turn = this.turns.get(key) ?? 0;
+      this.turns.set(key, turn + 1);
+      return members[turn % members.length]!;
+    });
+  }
+
+  publish(event: IntegrationEvent): void {
+    if (!subjectMatches("events.>", event.subject)) throw noStreamFor(event.subject);
+    const now = Date.now();
+    // `seen` is in insertion order, so expired ids are at the front.
+    for (const [id, at] of this.seen) {
+      if (now - at < this.duplicateWindowMs) break;
+      this.seen.delete(id);
+    }
+    const { id, subject, payload, headers } = copyJson({ ...event, headers: event.headers ?? {} });
+    if (this.seen.has(id)) return;
+    this.seen.set(id, now);
+    this.events.push({ seq: ++this.lastSeq, id, subject, payload, headers });
+    if (this.events.length > this.maxEvents) this.events.splice(0, this.events.length - this.maxEvents);
+    for (const durable of this.durables.values()) this.pump(durable);
+  }
+
+  join(options: ConsumeOptions, member: Member): () => void {
+    let d = this.durables.get(options.durable);
+    if (!d) {
+      // A new durable starts at the oldest retained event (deliver-all).
+      d = {
+        name: options.durable,
+        subjects: [],
+        ackWaitMs: 0,
+        maxDeliver: 0,
+        nextSeq: 1,
+        members: [],
+        turn: 0,
+      };
+      this.durables.set(d.name, d);
+    }
+    // Like re-adding a NATS durable: the latest options win.
+    d.subjects = options.subjects;
+    d.ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+    d.maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    d.members.push(member);
+    const durable = d;
+    if (durable.current && durable.current.timer === undefined) this.deliver(durable);
+    else this.pump(durable);
+    return () => {
+      durable.members = durable.members.filter((m) => m !== member);
+    };
+  }
+
+  private pump(d: Durable): void {
+    if (d.current) return;
+    const first = this.events[0]?.seq ?? this.lastSeq + 1;
+    for (let i = Math.max(0, d.nextSeq - first); i < this.events.length; i++) {
+      const event = this.events[i]!;
+      d.nextSeq = event.seq;
+      if (d.subjects.some((s) => subjectMatches(s, event.subject))) {
+        d.current = { event, deliveries: 0 };
+        this.deliver(d);
+        return;
+      }
+    }
+    d.nextSeq = this.lastSeq + 1;
+  }
+
+  /** Hands the current event to the next member; with no member it waits for one to join. */
+  private deliver(d: Durable): void {
+    const p = d.current!;
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    if (d.members.length === 0) return;
+    const member = d.members[d.turn++ % d.members.length]!;
+    const n = ++p.deliveries;
+    p.timer = setTimeout(() => {
+      if (d.current === p && p.deliveries === n) this.retryOrDrop(d, p, "ack wait expired", 0);
+    }, d.ackWaitMs).unref();
+    const { id, subject, payload, headers } = p.event;
+    member.run({ ...copyJson({ id, subject, payload, headers }), deliveryCount: n }).then(
+      () => {
+        // Any delivery's ack settles the event, even one that outlived its ack wait.
+        if (d.current !== p) return;
+        clearTimeout(p.timer);
+        this.advance(d, p);
+      },
+      (err) => {
+        if (d.current === p && p.deliveries === n) this.retryOrDrop(d, p, err, redeliveryDelayMs(n));
+      },
+    );
+  }
+
+  private retryOrDrop(d: Durable, p: Pending, reason: unknown, delayMs: number): void {
+    clearTimeout(p.timer);
+    const details = {
+      durable: d.name,
+      subject: p.event.subject,
+      eventId: p.event.id,
+      deliveryCount: p.deliveries,
+    };
+    if (p.deliveries >= d.maxDeliver) {
+      this.log.error({ ...details, err: reason }, "event dropped after its last delivery");
+      this.advance(d, p);
+      return;
+    }
+    this.log.warn({ ...details, err: reason }, "event not acked; will redeliver");
+    p.timer = setTimeout(() => {
+      if (d.current === p) this.deliver(d);
+    }, delayMs).unref();
+  }
+
+  private advance(d: Durable, p: Pending): void {
+    d.current = undefined;
+    d.nextSeq = p.event.seq + 1;
+    this.pump(d);
+  }
+
+  bucket(name: string, ttlMs: number | undefined): Bucket {
+    let bucket = this.buckets.get(name);
+    if (!bucket) {
+      // Like NATS, the first creation fixes the bucket's settings.
+      bucket = new Bucket(ttlMs, this.log);
+      this.buckets.set(name, bucket);
+    }
+    return bucket;
+  }
+}
+
+class InProcessBus implements MessageBus {
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private readonly inFlight: Work = new Set();
+  private readonly closables = new Set<Closable>();
+
+  constructor(private readonly broker: Broker) {}
+
+  async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
+    this.assertOpen();
+    const body = copyJson(payload);
+    const responders = this.broker.pickResponders(subject);
+    if (responders.length === 0) throw new NoRespondersError(subject);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new RequestTimeoutError(subject, options.timeoutMs)),
+        options.timeoutMs,
+      );
+      for (const responder of responders) {
+        const request = { subject, payload: copyJson(body), headers: { ...options.headers } };
+        void responder.answer(request).then((reply) => {
+          clearTimeout(timer);
+          if (reply.ok) resolve(reply.data);
+          else reject(new RemoteError(reply.error));
+        });
+      }
+    });
+  }
+
+  serve(subject: string, options: { queue: string }, handler: RequestHandler): Closable {
+    this.assertOpen();
+    const mine: Work = new Set();
+    const remove = this.broker.addResponder({
+      subject,
+      queue: options.queue,
+      answer: (request) => this.track(this.answer(request, handler), mine),
+    });
+    return this.register(async () => {
+      remove();
+      await Promise.allSettled([...mine]);
+    });
+  }
+
+  private async answer(request: IncomingRequest, handler: RequestHandler): Promise<ReplyEnvelope> {
+    await Promise.resolve(); // never run the handler inside the caller's stack
+    let reply: ReplyEnvelope;
+    try {
+      reply = { ok: true, data: await handler(request) };
+    } catch (err) {
+      if (!(err instanceof RemoteError))
+        this.broker.log.error({ err, subject: request.subject }, "handler failed");
+      reply = toErrorReply(err);
+    }
+    try {
+      return copyJson(reply);
+    } catch (err) {
+      this.broker.log.error({ err, subject: request.subject }, "reply is not serialisable");
+      return toErrorReply(err);
+    }
+  }
+
+  async publish(event: IntegrationEvent): Promise<void> {
+    this.assertOpen();
+    this.broker.publish(event);
+  }
+
+  consume(options: ConsumeOptions): Closable {
+    this.assertOpen();
+    const mine: Work = new Set();
+    const leave = this.broker.join(options, {
+      run: (event) =>
+        this.track(
+          Promise.resolve().then(() => options.handler(event)),
+          mine,
+        ),
+    });
+    return this.register(async () => {
+      leave();
+      await Promise.allSettled([...mine]);
+    });
+  }
+
+  async broadcast(subject: string, payload: unknown): Promise<void> {
+    this.assertOpen();
+    const body = copyJson(payload);
+    for (const listener of this.broker.listeners) {
+      if (!subjectMatches(listener.subject, subject)) continue;
+      queueMicrotask(() => {
+        try {
+          listener.handler(copyJson(body));
+        } catch (err) {
+          this.broker.log.error({ err, subject }, "broadcast handler failed");
+        }
+      });
+    }
+  }
+
+  onBroadcast(subject: string, handler: (payload: unknown) => void): Closable {
+    this.assertOpen();
+    const listener = { subject, handler };
+    this.broker.listeners.add(listener);
+    return this.register(async () => {
+      this.broker.listeners.delete(listener);
+    });
+  }
+
+  async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
+    this.assertOpen();
+    assertKvBucket(bucket);
+    const store = this.broker.bucket(bucket, options?.ttlMs);
+    return {
+      get: async (key) => store.get(key),
+      put: async (key, value) => store.write(key, value),
+      create: async (key, value) => {
+        const current = store.current(key);
+        if (current && !current.deleted) throw new KvConflictError(key);
+        return store.write(key, value);
+      },
+      update: async (key, value, revision) => {
+        if ((store.current(key)?.revision ?? 0) !== revision || revision < 1) throw new KvConflictError(key);
+        return store.write(key, value);
+      },
+      delete: async (key) => {
+        store.write(key, undefined);
+      },
+      watch: (pattern, onChange) => this.register(store.watch(pattern, onChange)),
+    };
+  }
+
+  async ping(): Promise<boolean> {
+    return !this.closed;
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    this.closing ??= (async () => {
+      await Promise.allSettled([...this.closables].map((c) => c.close()));
+      await Promise.allSettled([...this.inFlight]);
+    })();
+    return this.closing;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error("message bus is closed");
+  }
+
+  private register(close: () => Promise<void>): Closable {
+    let done: Promise<void> | undefined;
+    const closable: Closable = {
+      close: () => {
+        done ??= close().finally(() => this.closables.delete(closable));
+        return done;
+      },
+    };
+    this.closables.add(closable);
+    return closable;
+  }
+
+  private track<T>(work: Promise<T>, also: Work): Promise<T> {
+    const settled = work.then(
+      () => {},
+      () => {},
+    );
+    this.inFlight.add(settled);
+    also.add(settled);
+    void settled.then(() => {
+      this.inFlight.delete(settled);
+      also.delete(settled);
+    });
+    return work;
+  }
+}
+
+interface Stored {
+  value?: Uint8Array;
+  revision: number;
+  writtenAt: number;
+  deleted: boolean;
+}
+
+/** One KV bucket: a revision counter shared by its keys, like the stream behind a NATS bucket. */
+class Bucket {
+  private revision = 0;
+  private readonly entries = new Map<string, Stored>();
+  private readonly watchers = new Set<{ pattern: string; onChange: (change: WatchChange) => void }>();
+  private lastSweep = Date.now();
+
+  constructor(
+    private readonly ttlMs: number | undefined,
+    private readonly log: BusLogger,
+  ) {}
+
+  /** The latest write of `key` (a delete marker included) unless it has aged out. */
+  current(key: string): Stored | undefined {
+    assertKvKey(key);
+    const stored = this.entries.get(key);
+    if (stored && this.ttlMs && Date.now() - stored.writtenAt >= this.ttlMs) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return stored;
+  }
+
+  get(key: string): KvEntry | undefined {
+    const stored = this.current(key);
+    if (!stored?.value) return undefined;
+    return { key, value: stored.value.slice(), revision: stored.revision };
+  }
+
+  /** Writes a value, or a delete marker when `value` is undefined; returns the new revision. */
+  write(key: string, value: Uint8Array | undefined): number {
+    assertKvKey(key);
+    this.sweep();
+    const stored: Stored = {
+      value: value?.slice(),
+      revision: ++this.revision,
+      writtenAt: Date.now(),
+      deleted: value === undefined,
+    };
+    this.entries.set(key, stored);
+    for (const watcher of this.watchers) {
+      if (!subjectMatches(watcher.pattern, key)) continue;
+      const change: WatchChange = value
+        ? { key, value: value.slice(), revision: stored.revision }
+        : { key, deleted: true };
+      queueMicrotask(() => {
+        try {
+          watcher.onChange(change);
+        } catch (err) {
+          this.log.error({ err, key }, "kv watch handler failed");
+        }
+      });
+    }
+    return stored.revision;
+  }
+
+  watch(pattern: string, onChange: (change: WatchChange) => void): () => Promise<void> {
+    const watcher = { pattern, onChange };
+    this.watchers.add(watcher);
+    return async () => {
+      this.watchers.delete(watcher);
+    };
+  }
+
+  /** Drops aged-out entries now and then, so keys nobody reads again do not pile up. */
+  private sweep(): void {
+    if (!this.ttlMs || Date.now() - this.lastSweep < Math.min(this.ttlMs, 60_000)) return;
+    this.lastSweep = Date.now();
+    for (const key of [...this.entries.keys()]) this.current(key);
+  }
+}

@@ -1,0 +1,25 @@
+export { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, redeliveryDelayMs } from "./delivery.ts";
+export {
+  createInProcessBroker,
+  createInProcessBus,
+  type InProcessBroker,
+  type InProcessBrokerOptions,
+} from "./in-process.ts";
+export { type BusLogger, consoleLogger, silentLogger } from "./log.ts";
+export { connectNatsBus, type NatsBusOptions } from "./nats.ts";
+export * from "./port.ts";
+export {
+  type CallOptions,
+  type ConsumeEventsOptions,
+  callRpc,
+  consumeEvents,
+  defineEvent,
+  defineRpc,
+  type EventDefinition,
+  publishEvent,
+  type RpcContext,
+  type RpcDefinition,
+  serveRpc,
+  type TypedEvent,
+} from "./rpc.ts";
+export { subjectMatches } from "./subjects.ts";

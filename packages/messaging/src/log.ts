@@ -1,0 +1,12 @@
+/** The slice of a pino logger the adapters use; pass the process logger, or get console output. */
+export interface BusLogger {
+  warn(details: Record<string, unknown>, message: string): void;
+  error(details: Record<string, unknown>, message: string): void;
+}
+
+export const consoleLogger: BusLogger = {
+  warn: (details, message) => console.warn(message, details),
+  error: (details, message) => console.error(message, details),
+};
+
+export const silentLogger: BusLogger = { warn: () => {}, error: () => {} };

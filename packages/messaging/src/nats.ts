@@ -1,0 +1,472 @@
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type KV,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  NatsError,
+  nanos,
+  headers as natsHeaders,
+  StorageType,
+} from "nats";
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
+import { decodeJson, encodeJson } from "./json.ts";
+import { type BusLogger, consoleLogger } from "./log.ts";
+import {
+  type Closable,
+  type ConsumeOptions,
+  type DeliveredEvent,
+  type Headers,
+  type IntegrationEvent,
+  type KeyValue,
+  KvConflictError,
+  type KvOptions,
+  type MessageBus,
+  NoRespondersError,
+  RemoteError,
+  type ReplyEnvelope,
+  type RequestHandler,
+  type RequestOptions,
+  RequestTimeoutError,
+  toErrorReply,
+} from "./port.ts";
+import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
+
+export interface NatsBusOptions {
+  url: string;
+  /** Connection name, shown by the server (`nats server report connections`). */
+  name: string;
+  /** JetStream stream holding `events.>`; created or updated at connect. */
+  eventsStream?: string;
+  /** Publishing the same event id again within this window stores it once. */
+  duplicateWindowMs?: number;
+  logger?: BusLogger;
+}
+
+/** Carries the event id next to `Nats-Msg-Id`, which the server may strip on republish. */
+const EVENT_ID_HEADER = "x-event-id";
+/** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
+const WRONG_LAST_SEQUENCE = 10071;
+const STREAM_NOT_FOUND = 10059;
+
+export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBus> {
+  const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1 });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const stream = options.eventsStream ?? "EVENTS";
+    await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);
+    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.logger ?? consoleLogger);
+  } catch (error) {
+    await nc.close();
+    throw error;
+  }
+}
+
+async function ensureEventsStream(jsm: JetStreamManager, name: string, duplicateWindowMs: number) {
+  const config = { subjects: ["events.>"], duplicate_window: nanos(duplicateWindowMs) };
+  try {
+    const info = await jsm.streams.info(name);
+    const same =
+      info.config.duplicate_window === config.duplicate_window &&
+      info.config.subjects.join() === config.subjects.join();
+    if (!same) await jsm.streams.update(name, { ...info.config, ...config });
+  } catch (error) {
+    if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
+    // Several services may race to create it; an identical config makes `add` idempotent.
+    await jsm.streams.add({ name, storage: StorageType.File, ...config });
+  }
+}
+
+class NatsBus implements MessageBus {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly closables = new Set<Closable>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly stream: string,
+    private readonly log: BusLogger,
+  ) {}
+
+  async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
+    let reply: Msg;
+    try {
+      reply = await this.nc.request(subject, encodeJson(payload), {
+        timeout: options.timeoutMs,
+        headers: toNatsHeaders(options.headers),
+      });
+    } catch (error) {
+      if (error instanceof NatsError && error.code === "TIMEOUT")
+        throw new RequestTimeoutError(subject, options.timeoutMs);
+      if (error instanceof NatsError && error.code === "503") throw new NoRespondersError(subject);
+      throw error;
+    }
+    const envelope = parseEnvelope(reply.data);
+    if (!envelope) {
+      throw new RemoteError({
+        status: 500,
+        type: "internal_error",
+        message: `malformed reply on ${subject}`,
+      });
+    }
+    if (envelope.ok) return envelope.data;
+    throw new RemoteError(envelope.error);
+  }
+
+  serve(subject: string, options: { queue: string }, handler: RequestHandler): Closable {
+    const mine = new Set<Promise<unknown>>();
+    const sub = this.nc.subscribe(subject, {
+      queue: options.queue,
+      callback: (error, msg) => {
+        if (error) return this.log.error({ err: error, subject }, "subscription failed");
+        this.track(this.answer(msg, handler), mine);
+      },
+    });
+    return this.register({
+      close: async () => {
+        if (!sub.isClosed()) await sub.drain().catch(() => {});
+        await Promise.allSettled([...mine]);
+      },
+    });
+  }
+
+  private async answer(msg: Msg, handler: RequestHandler): Promise<void> {
+    let reply: ReplyEnvelope;
+    let payload: unknown;
+    try {
+      payload = decodeJson(msg.data);
+    } catch {
+      reply = toErrorReply({ status: 400, type: "bad_request", message: "request body is not valid JSON" });
+      msg.respond(encodeJson(reply));
+      return;
+    }
+    try {
+      const data = await handler({ subject: msg.subject, payload, headers: fromNatsHeaders(msg.headers) });
+      reply = { ok: true, data };
+    } catch (error) {
+      if (!(error instanceof RemoteError))
+        this.log.error({ err: error, subject: msg.subject }, "handler failed");
+      reply = toErrorReply(error);
+    }
+    let body: Uint8Array;
+    try {
+      body = encodeJson(reply);
+    } catch (error) {
+      this.log.error({ err: error, subject: msg.subject }, "reply is not serialisable");
+      body = encodeJson(toErrorReply(error));
+    }
+    if (msg.reply) msg.respond(body);
+  }
+
+  async publish(event: IntegrationEvent): Promise<void> {
+    const h = toNatsHeaders(event.headers);
+    h.set(EVENT_ID_HEADER, event.id);
+    try {
+      await this.js.publish(event.subject, encodeJson(event.payload), { msgID: event.id, headers: h });
+    } catch (error) {
+      if (error instanceof NatsError && error.code === "503") throw noStreamFor(event.subject);
+      throw error;
+    }
+  }
+
+  consume(options: ConsumeOptions): Closable {
+    const consumer = new NatsConsumer(this.nc, this.jsm, this.js, this.stream, options, this.log);
+    return this.register({ close: () => consumer.close() });
+  }
+
+  async broadcast(subject: string, payload: unknown): Promise<void> {
+    this.nc.publish(subject, encodeJson(payload));
+  }
+
+  onBroadcast(subject: string, handler: (payload: unknown) => void): Closable {
+    const sub = this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error) return this.log.error({ err: error, subject }, "subscription failed");
+        try {
+          handler(decodeJson(msg.data));
+        } catch (err) {
+          this.log.error({ err, subject: msg.subject }, "broadcast handler failed");
+        }
+      },
+    });
+    return this.register({ close: async () => sub.unsubscribe() });
+  }
+
+  async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
+    assertKvBucket(bucket);
+    const kv = await this.js.views.kv(bucket, {
+      history: 1,
+      ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
+    });
+    return new NatsKeyValue(kv, (c) => this.register(c), this.log);
+  }
+
+  async ping(): Promise<boolean> {
+    if (this.nc.isClosed() || this.nc.isDraining()) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), 2_000);
+    });
+    const flushed = this.nc.flush().then(
+      () => true,
+      () => false,
+    );
+    return Promise.race([flushed, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.allSettled([...this.closables].map((c) => c.close()));
+      await Promise.allSettled([...this.inFlight]);
+      if (!this.nc.isClosed()) await this.nc.drain();
+    })();
+    return this.closing;
+  }
+
+  private register(closable: Closable): Closable {
+    let closed: Promise<void> | undefined;
+    const once: Closable = {
+      close: () => {
+        closed ??= closable.close().finally(() => this.closables.delete(once));
+        return closed;
+      },
+    };
+    this.closables.add(once);
+    return once;
+  }
+
+  private track(work: Promise<unknown>, also: Set<Promise<unknown>>): void {
+    const settled = work
+      .catch((err) => this.log.error({ err }, "unexpected failure"))
+      .finally(() => {
+        this.inFlight.delete(settled);
+        also.delete(settled);
+      });
+    this.inFlight.add(settled);
+    also.add(settled);
+  }
+}
+
+/**
+ * A durable pull consumer. `max_ack_pending: 1` keeps publish order even across redeliveries and
+ * across the replicas sharing the durable (one event in flight per durable), at the cost of
+ * parallelism; partition into several durables if one is too slow. Handlers are not awaited in
+ * the receive loop: the server sends nothing new before the ack, and an ack-wait redelivery must
+ * not queue up behind the stuck handler it replaces.
+ */
+class NatsConsumer {
+  private closing = false;
+  private stopCurrent: (() => void) | undefined;
+  private readonly done: Promise<void>;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** The newest delivery seen, so a stale delivery's late failure does not nak its successor. */
+  private newest = { seq: 0, deliveryCount: 0 };
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly stream: string,
+    private readonly options: ConsumeOptions,
+    private readonly log: BusLogger,
+  ) {
+    this.done = this.run();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.stopCurrent?.();
+    await this.done;
+    await Promise.allSettled([...this.inFlight]);
+    // Acks are fire-and-forget; make sure the server has them before anyone else takes over.
+    if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closing) {
+      try {
+        await this.ensureDurable();
+        const consumer = await this.js.consumers.get(this.stream, this.options.durable);
+        const messages = await consumer.consume({ max_messages: 10 });
+        this.stopCurrent = () => messages.stop();
+        if (this.closing) messages.stop();
+        for await (const m of messages) {
+          // Stopping yields what was already buffered; hand it back at once rather than handle it.
+          if (this.closing) {
+            m.nak();
+            continue;
+          }
+          const work = this.handle(m).finally(() => this.inFlight.delete(work));
+          this.inFlight.add(work);
+        }
+      } catch (err) {
+        if (this.closing || this.nc.isClosed()) return;
+        this.log.error({ err, durable: this.options.durable }, "consumer failed; retrying");
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  }
+
+  /** Multiple filter subjects need nats-server 2.10; older servers get one filter or the whole stream. */
+  private filter(): { filter_subject?: string; filter_subjects?: string[] } {
+    const { subjects } = this.options;
+    if (subjects.length === 1) return { filter_subject: subjects[0]! };
+    const [major = 0, minor = 0] = (this.nc.info?.version ?? "0.0").split(".").map(Number);
+    if (major > 2 || (major === 2 && minor >= 10)) return { filter_subjects: subjects };
+    return { filter_subject: "events.>" };
+  }
+
+  private async ensureDurable(): Promise<void> {
+    const maxDeliver = this.options.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    await this.jsm.consumers.add(this.stream, {
+      durable_name: this.options.durable,
+      ...this.filter(),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+      max_deliver: maxDeliver,
+      max_ack_pending: 1,
+    });
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    const deliveryCount = m.info.deliveryCount;
+    const base = { durable: this.options.durable, subject: m.subject, seq: m.seq, deliveryCount };
+    if (!this.options.subjects.some((s) => subjectMatches(s, m.subject))) {
+      m.ack(); // only on old servers, whose single filter is the whole stream
+      return;
+    }
+    let event: DeliveredEvent;
+    try {
+      const all = fromNatsHeaders(m.headers);
+      const id = all[EVENT_ID_HEADER] ?? m.headers?.get("Nats-Msg-Id") ?? String(m.seq);
+      const headers = Object.fromEntries(
+        Object.entries(all).filter(([k]) => k !== EVENT_ID_HEADER && !k.startsWith("Nats-")),
+      );
+      event = { id, subject: m.subject, payload: decodeJson(m.data), headers, deliveryCount };
+    } catch (err) {
+      this.log.error({ ...base, err }, "undecodable event dropped");
+      m.term();
+      return;
+    }
+    this.newest = { seq: m.info.streamSequence, deliveryCount };
+    try {
+      await this.options.handler(event);
+    } catch (err) {
+      if (this.newest.seq === m.info.streamSequence && this.newest.deliveryCount > deliveryCount) return;
+      if (deliveryCount >= (this.options.maxDeliver ?? DEFAULT_MAX_DELIVER)) {
+        this.log.error({ ...base, err, eventId: event.id }, "event dropped after its last delivery");
+        m.term();
+      } else {
+        this.log.warn({ ...base, err, eventId: event.id }, "event handler failed; will redeliver");
+        m.nak(redeliveryDelayMs(deliveryCount));
+      }
+      return;
+    }
+    m.ack();
+  }
+}
+
+class NatsKeyValue implements KeyValue {
+  constructor(
+    private readonly kv: KV,
+    private readonly register: (closable: Closable) => Closable,
+    private readonly log: BusLogger,
+  ) {}
+
+  async get(key: string) {
+    assertKvKey(key);
+    const entry = await this.kv.get(key);
+    if (entry?.operation !== "PUT") return undefined;
+    return { key, value: entry.value, revision: entry.revision };
+  }
+
+  put(key: string, value: Uint8Array): Promise<number> {
+    assertKvKey(key);
+    return this.kv.put(key, value);
+  }
+
+  create(key: string, value: Uint8Array): Promise<number> {
+    assertKvKey(key);
+    return this.kv.create(key, value).catch((error) => rethrowConflict(error, key));
+  }
+
+  async update(key: string, value: Uint8Array, revision: number): Promise<number> {
+    assertKvKey(key);
+    if (revision < 1) throw new KvConflictError(key);
+    return this.kv.update(key, value, revision).catch((error) => rethrowConflict(error, key));
+  }
+
+  async delete(key: string): Promise<void> {
+    assertKvKey(key);
+    await this.kv.delete(key);
+  }
+
+  /**
+   * The NATS watcher starts asynchronously, so it asks for the last values too and keeps those
+   * written since `watch` was called, by server timestamp (same clock on one host, NTP otherwise).
+   * Millisecond precision: a write in the same millisecond before the call may be reported, which
+   * errs on the safe side. With history 1, two writes of one key while the watcher is starting
+   * arrive as the latest only.
+   */
+  watch(keyPattern: string, onChange: Parameters<KeyValue["watch"]>[1]): Closable {
+    const since = Date.now();
+    let stopped = false;
+    const started = this.kv.watch({ key: keyPattern }).then((iter) => {
+      if (stopped) iter.stop();
+      void (async () => {
+        for await (const e of iter) {
+          if (e.created.getTime() < since) continue;
+          try {
+            if (e.operation === "PUT") onChange({ key: e.key, value: e.value, revision: e.revision });
+            else onChange({ key: e.key, deleted: true });
+          } catch (err) {
+            this.log.error({ err, key: e.key }, "kv watch handler failed");
+          }
+        }
+      })();
+      return iter;
+    });
+    started.catch((err) => this.log.error({ err, keyPattern }, "kv watch failed"));
+    return this.register({
+      close: async () => {
+        stopped = true;
+        (await started.catch(() => undefined))?.stop();
+      },
+    });
+  }
+}
+
+function rethrowConflict(error: unknown, key: string): never {
+  if (error instanceof NatsError && error.api_error?.err_code === WRONG_LAST_SEQUENCE)
+    throw new KvConflictError(key);
+  throw error;
+}
+
+function parseEnvelope(bytes: Uint8Array): ReplyEnvelope | undefined {
+  try {
+    const value = decodeJson(bytes) as ReplyEnvelope | undefined;
+    if (value?.ok === true) return value;
+    if (value?.ok === false && typeof value.error?.status === "number") return value;
+  } catch {}
+  return undefined;
+}
+
+function toNatsHeaders(headers: Headers | undefined): MsgHdrs {
+  const h = natsHeaders();
+  for (const [key, value] of Object.entries(headers ?? {})) h.set(key, value);
+  return h;
+}
+
+function fromNatsHeaders(h: MsgHdrs | undefined): Headers {
+  const out: Headers = {};
+  for (const key of h?.keys() ?? []) out[key] = h!.get(key);
+  return out;
+}

@@ -1,0 +1,161 @@
+/**
+ * The messaging port: request/reply between services, durable integration events, and a small
+ * key-value store with compare-and-set. Adapters: NATS (core request/reply, JetStream streams
+ * and KV) and an in-process bus with the same semantics for the single-process fallback.
+ *
+ * Payloads are JSON values. Typing and validation (zod) live one layer up, in `rpc.ts`.
+ */
+
+export type Headers = Record<string, string>;
+
+export interface RequestOptions {
+  /** Deadline for the reply; a late or absent reply rejects with {@link RequestTimeoutError}. */
+  timeoutMs: number;
+  headers?: Headers;
+}
+
+export interface IncomingRequest {
+  subject: string;
+  payload: unknown;
+  headers: Headers;
+}
+
+/**
+ * A request handler. Its return value is the reply payload. If it throws, the bus sends
+ * the error as a {@link RemoteError} reply (see `toErrorReply`), so callers always get an answer.
+ */
+export type RequestHandler = (request: IncomingRequest) => Promise<unknown>;
+
+export interface IntegrationEvent {
+  /** Unique id; publishing the same id twice within the dedup window stores it once. */
+  id: string;
+  /** Subject, e.g. `events.catalogue.cheese.created` (see docs/architecture.md). */
+  subject: string;
+  payload: unknown;
+  headers?: Headers;
+}
+
+export interface DeliveredEvent extends IntegrationEvent {
+  headers: Headers;
+  /** 1 on first delivery, higher on redelivery. */
+  deliveryCount: number;
+}
+
+export interface ConsumeOptions {
+  /** Durable consumer name; consumers with the same name share the work (one delivery each). */
+  durable: string;
+  /** Subject filters, NATS wildcards allowed (`events.ordering.>`). */
+  subjects: string[];
+  /** Ack deadline: an event not acked by then is redelivered. */
+  ackWaitMs?: number;
+  /** Give up on an event after this many deliveries (it is then logged and dropped). */
+  maxDeliver?: number;
+  /**
+   * Resolve to ack; reject to have the event redelivered after a backoff.
+   * Events arrive in publish order per consumer, one at a time.
+   */
+  handler: (event: DeliveredEvent) => Promise<void>;
+}
+
+export interface Closable {
+  close(): Promise<void>;
+}
+
+export interface KvEntry {
+  key: string;
+  value: Uint8Array;
+  /** Revision of this entry; pass it to `update` for compare-and-set. */
+  revision: number;
+}
+
+export interface KeyValue {
+  get(key: string): Promise<KvEntry | undefined>;
+  /** Sets unconditionally; returns the new revision. */
+  put(key: string, value: Uint8Array): Promise<number>;
+  /** Creates only if absent; throws {@link KvConflictError} otherwise. */
+  create(key: string, value: Uint8Array): Promise<number>;
+  /** Sets only if the current revision equals `revision`; throws {@link KvConflictError} otherwise. */
+  update(key: string, value: Uint8Array, revision: number): Promise<number>;
+  delete(key: string): Promise<void>;
+  /** Calls `onChange` for every later change of keys matching `keyPattern` (NATS wildcards). */
+  watch(keyPattern: string, onChange: (entry: KvEntry | { key: string; deleted: true }) => void): Closable;
+}
+
+export interface KvOptions {
+  /** Entries older than this vanish (the bucket's max age). */
+  ttlMs?: number;
+}
+
+export interface MessageBus {
+  request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown>;
+  /** Serves a subject; handlers with the same queue group share requests (one replica answers). */
+  serve(subject: string, options: { queue: string }, handler: RequestHandler): Closable;
+  /** Publishes durably; resolves once the bus has stored the event. */
+  publish(event: IntegrationEvent): Promise<void>;
+  consume(options: ConsumeOptions): Closable;
+  /** Fire-and-forget broadcast to every current subscriber (no queue group, no persistence). */
+  broadcast(subject: string, payload: unknown): Promise<void>;
+  onBroadcast(subject: string, handler: (payload: unknown) => void): Closable;
+  kv(bucket: string, options?: KvOptions): Promise<KeyValue>;
+  ping(): Promise<boolean>;
+  /** Stops taking messages, lets in-flight handlers finish, then closes. */
+  close(): Promise<void>;
+}
+
+/** Reply envelope on the wire: how success and errors cross NATS. */
+export type ReplyEnvelope = { ok: true; data: unknown } | { ok: false; error: RemoteErrorBody };
+
+export interface RemoteErrorBody {
+  /** HTTP-like status the gateway should answer with (404, 409, 422, 503...). */
+  status: number;
+  type: string;
+  message: string;
+  errors?: { field: string; message: string }[];
+}
+
+/** An error raised by a remote handler, or by the bus itself (timeouts, no responders). */
+export class RemoteError extends Error {
+  override readonly name = "RemoteError";
+  constructor(readonly body: RemoteErrorBody) {
+    super(body.message);
+  }
+}
+
+export class RequestTimeoutError extends RemoteError {
+  constructor(subject: string, timeoutMs: number) {
+    super({
+      status: 503,
+      type: "service_unavailable",
+      message: `no reply on ${subject} within ${timeoutMs} ms`,
+    });
+  }
+}
+
+export class NoRespondersError extends RemoteError {
+  constructor(subject: string) {
+    super({ status: 503, type: "service_unavailable", message: `no service answers ${subject}` });
+  }
+}
+
+export class KvConflictError extends Error {
+  override readonly name = "KvConflictError";
+  constructor(readonly key: string) {
+    super(`key ${key} changed concurrently`);
+  }
+}
+
+/** Turns whatever a handler threw into the wire body; unknown errors become a 500. */
+export function toErrorReply(error: unknown): ReplyEnvelope {
+  if (error instanceof RemoteError) return { ok: false, error: error.body };
+  if (isErrorBody(error)) return { ok: false, error };
+  return { ok: false, error: { status: 500, type: "internal_error", message: "internal error" } };
+}
+
+function isErrorBody(value: unknown): value is RemoteErrorBody {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as RemoteErrorBody).status === "number" &&
+    typeof (value as RemoteErrorBody).message === "string"
+  );
+}

@@ -1,0 +1,644 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  callRpc,
+  consumeEvents,
+  type DeliveredEvent,
+  defineEvent,
+  defineRpc,
+  KvConflictError,
+  type MessageBus,
+  NoRespondersError,
+  publishEvent,
+  RemoteError,
+  RequestTimeoutError,
+  serveRpc,
+} from "../src/index.ts";
+
+/** A backend under test; `connect` returns a new client (think: another process) on the same backend. */
+export interface BusBackend {
+  connect(name: string): Promise<MessageBus>;
+  cleanup(): Promise<void>;
+}
+
+const uid = () => randomUUID().slice(0, 8);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array | undefined) => (b ? new TextDecoder().decode(b) : undefined);
+
+async function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** A promise the test resolves by hand, to hold a handler in flight. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  return { opened, open };
+}
+
+export function messageBusContract(name: string, factory: () => Promise<BusBackend>): void {
+  describe(`MessageBus contract: ${name}`, () => {
+    let backend: BusBackend;
+    const clients: MessageBus[] = [];
+    const releases: (() => void)[] = [];
+
+    beforeAll(async () => {
+      backend = await factory();
+    });
+    afterEach(async () => {
+      for (const release of releases.splice(0)) release();
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+    });
+    afterAll(async () => {
+      await backend?.cleanup();
+    });
+
+    async function client(label = "client"): Promise<MessageBus> {
+      const bus = await backend.connect(`${label}-${uid()}`);
+      clients.push(bus);
+      return bus;
+    }
+
+    /** A gate that afterEach opens, so a failing test never leaves close() waiting forever. */
+    function held() {
+      const g = gate();
+      releases.push(g.open);
+      return g;
+    }
+
+    describe("request/reply", () => {
+      it("round-trips payload and headers, handing the handler a copy", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.echo`;
+        server.serve(subject, { queue: "svc" }, async (req) => {
+          const payload = req.payload as { n: number; tags: string[] };
+          const echo = structuredClone(payload);
+          payload.tags.push("mutated by handler");
+          return { echo, headers: req.headers, subject: req.subject };
+        });
+        await server.ping(); // the subscription has reached the backend
+        const sent = { n: 1, tags: ["a"] };
+        const reply = (await caller.request(subject, sent, {
+          timeoutMs: 2_000,
+          headers: { "x-request-id": "req-1", "x-correlation-id": "cor-1" },
+        })) as { echo: unknown; headers: Record<string, string>; subject: string };
+        expect(reply.echo).toEqual({ n: 1, tags: ["a"] });
+        expect(reply.subject).toBe(subject);
+        expect(reply.headers).toMatchObject({ "x-request-id": "req-1", "x-correlation-id": "cor-1" });
+        expect(sent.tags).toEqual(["a"]);
+      });
+
+      it("turns a handler's RemoteError into the same RemoteError for the caller", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.fail`;
+        const body = {
+          status: 409,
+          type: "conflict",
+          message: "name taken",
+          errors: [{ field: "name", message: "taken" }],
+        };
+        server.serve(subject, { queue: "svc" }, async () => {
+          throw new RemoteError(body);
+        });
+        await server.ping();
+        const error = await caller.request(subject, {}, { timeoutMs: 2_000 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RemoteError);
+        expect((error as RemoteError).body).toEqual(body);
+        expect((error as RemoteError).message).toBe("name taken");
+      });
+
+      it("answers an unexpected handler failure with a 500 that leaks nothing", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.crash`;
+        server.serve(subject, { queue: "svc" }, async () => {
+          throw new Error("db password is hunter2");
+        });
+        await server.ping();
+        const error = await caller.request(subject, {}, { timeoutMs: 2_000 }).catch((e: unknown) => e);
+        expect((error as RemoteError).body).toEqual({
+          status: 500,
+          type: "internal_error",
+          message: "internal error",
+        });
+      });
+
+      it("rejects with RequestTimeoutError at the deadline when the handler is too slow", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.slow`;
+        const slow = held();
+        server.serve(subject, { queue: "svc" }, () => slow.opened);
+        await server.ping();
+        const started = Date.now();
+        const error = await caller.request(subject, {}, { timeoutMs: 300 }).catch((e: unknown) => e);
+        const elapsed = Date.now() - started;
+        expect(error).toBeInstanceOf(RequestTimeoutError);
+        expect((error as RemoteError).body.status).toBe(503);
+        expect(elapsed).toBeGreaterThanOrEqual(290);
+        expect(elapsed).toBeLessThan(800);
+      });
+
+      it("rejects quickly with NoRespondersError when nobody serves the subject", async () => {
+        const caller = await client("caller");
+        const started = Date.now();
+        const error = await caller
+          .request(`test.${uid()}.nobody`, {}, { timeoutMs: 5_000 })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(NoRespondersError);
+        expect((error as RemoteError).body).toMatchObject({ status: 503, type: "service_unavailable" });
+        expect(Date.now() - started).toBeLessThan(1_000);
+      });
+
+      it("shares requests within a queue group: each answered once, every replica busy", async () => {
+        const [a, b, caller] = [await client("a"), await client("b"), await client("caller")];
+        const subject = `test.${uid()}.shared`;
+        const answered = { a: 0, b: 0 };
+        a.serve(subject, { queue: "svc" }, async () => {
+          answered.a++;
+          return "a";
+        });
+        b.serve(subject, { queue: "svc" }, async () => {
+          answered.b++;
+          return "b";
+        });
+        await Promise.all([a.ping(), b.ping()]);
+        const replies = await Promise.all(
+          Array.from({ length: 30 }, () => caller.request(subject, null, { timeoutMs: 2_000 })),
+        );
+        expect(replies).toHaveLength(30);
+        expect(answered.a + answered.b).toBe(30);
+        expect(answered.a).toBeGreaterThan(0);
+        expect(answered.b).toBeGreaterThan(0);
+      });
+    });
+
+    describe("integration events", () => {
+      function collect(bus: MessageBus, durable: string, subjects: string[], into: DeliveredEvent[]) {
+        return bus.consume({
+          durable,
+          subjects,
+          handler: async (event) => {
+            into.push(event);
+          },
+        });
+      }
+
+      it("delivers events published before the consumer started, in order, with headers", async () => {
+        const [publisher, consumer] = [await client("pub"), await client("sub")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const ids = Array.from({ length: 5 }, (_, i) => `e${i}-${uid()}`);
+        for (const [i, id] of ids.entries()) {
+          await publisher.publish({ id, subject, payload: { i }, headers: { "x-request-id": `r${i}` } });
+        }
+        const got: DeliveredEvent[] = [];
+        collect(consumer, `d-${uid()}`, [subject], got);
+        await waitFor(() => got.length === 5, "5 events");
+        const later = Array.from({ length: 5 }, (_, i) => `l${i}-${uid()}`);
+        for (const [i, id] of later.entries())
+          await publisher.publish({ id, subject, payload: { i: i + 5 } });
+        await waitFor(() => got.length === 10, "10 events");
+        expect(got.map((e) => e.id)).toEqual([...ids, ...later]);
+        expect(got[0]).toMatchObject({ subject, payload: { i: 0 }, deliveryCount: 1 });
+        expect(got[0]!.headers).toEqual({ "x-request-id": "r0" });
+        expect(got.map((e) => (e.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      });
+
+      it("stores an event id once: publishing it again is not delivered again", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const [dup, next] = [`dup-${uid()}`, `next-${uid()}`];
+        await bus.publish({ id: dup, subject, payload: 1 });
+        await bus.publish({ id: dup, subject, payload: 2 });
+        await bus.publish({ id: next, subject, payload: 3 });
+        const got: DeliveredEvent[] = [];
+        collect(bus, `d-${uid()}`, [subject], got);
+        await waitFor(() => got.some((e) => e.id === next), "the event after the duplicate");
+        expect(got.map((e) => [e.id, e.payload])).toEqual([
+          [dup, 1],
+          [next, 3],
+        ]);
+      });
+
+      it("refuses to publish outside events.>, where nothing would store it", async () => {
+        const bus = await client();
+        await expect(bus.publish({ id: uid(), subject: `test.${uid()}.lost`, payload: 1 })).rejects.toThrow(
+          /no stream/,
+        );
+      });
+
+      it("filters by subject with wildcards", async () => {
+        const bus = await client();
+        const area = `test${uid()}`;
+        await bus.publish({ id: uid(), subject: `events.${area}.order.placed`, payload: 1 });
+        await bus.publish({ id: uid(), subject: `events.${area}.cheese.added`, payload: 2 });
+        await bus.publish({ id: uid(), subject: `events.${area}.order.cancelled`, payload: 3 });
+        const got: DeliveredEvent[] = [];
+        collect(bus, `d-${uid()}`, [`events.${area}.order.>`], got);
+        await waitFor(() => got.length === 2, "2 order events");
+        await sleep(100);
+        expect(got.map((e) => e.payload)).toEqual([1, 3]);
+      });
+
+      it("shares a durable between clients: every event handled exactly once", async () => {
+        const [publisher, a, b] = [await client("pub"), await client("a"), await client("b")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `shared-${uid()}`;
+        const handledBy: Record<string, string[]> = {};
+        for (const [label, bus] of [
+          ["a", a],
+          ["b", b],
+        ] as const) {
+          bus.consume({
+            durable,
+            subjects: [subject],
+            handler: async (event) => {
+              handledBy[event.id] = [...(handledBy[event.id] ?? []), label];
+              await sleep(5); // let the other client take the next one
+            },
+          });
+        }
+        const ids = Array.from({ length: 20 }, () => uid());
+        for (const id of ids) await publisher.publish({ id, subject, payload: null });
+        await waitFor(() => Object.keys(handledBy).length === 20, "20 events");
+        await sleep(300); // room for any duplicate delivery to show up
+        expect(Object.keys(handledBy).sort()).toEqual([...ids].sort());
+        expect(Object.values(handledBy).every((by) => by.length === 1)).toBe(true);
+        const labels = Object.values(handledBy).flat();
+        expect(labels).toContain("a");
+        expect(labels).toContain("b");
+      });
+
+      it("redelivers a rejected event (deliveryCount 2) before later events", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const [first, second] = [`first-${uid()}`, `second-${uid()}`];
+        const seen: [string, number][] = [];
+        bus.consume({
+          durable: `d-${uid()}`,
+          subjects: [subject],
+          handler: async (event) => {
+            seen.push([event.id, event.deliveryCount]);
+            if (event.id === first && event.deliveryCount === 1) throw new Error("transient");
+          },
+        });
+        await bus.publish({ id: first, subject, payload: null });
+        await bus.publish({ id: second, subject, payload: null });
+        await waitFor(() => seen.length === 3, "3 deliveries");
+        expect(seen).toEqual([
+          [first, 1],
+          [first, 2],
+          [second, 1],
+        ]);
+      });
+
+      it("drops an event after maxDeliver failed deliveries and carries on", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const [poison, next] = [`poison-${uid()}`, `next-${uid()}`];
+        const seen: [string, number][] = [];
+        bus.consume({
+          durable: `d-${uid()}`,
+          subjects: [subject],
+          maxDeliver: 2,
+          handler: async (event) => {
+            seen.push([event.id, event.deliveryCount]);
+            if (event.id === poison) throw new Error("always fails");
+          },
+        });
+        await bus.publish({ id: poison, subject, payload: null });
+        await bus.publish({ id: next, subject, payload: null });
+        await waitFor(() => seen.some(([id]) => id === next), "the event after the poison one");
+        await sleep(700); // past the next backoff: no third delivery
+        expect(seen).toEqual([
+          [poison, 1],
+          [poison, 2],
+          [next, 1],
+        ]);
+      });
+
+      it("redelivers an event not acked within ackWaitMs", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const stuck = held();
+        const seen: number[] = [];
+        bus.consume({
+          durable: `d-${uid()}`,
+          subjects: [subject],
+          ackWaitMs: 500,
+          handler: async (event) => {
+            seen.push(event.deliveryCount);
+            if (event.deliveryCount === 1) await stuck.opened;
+          },
+        });
+        const started = Date.now();
+        await bus.publish({ id: uid(), subject, payload: null });
+        await waitFor(() => seen.length === 2, "a redelivery after the ack wait");
+        expect(seen).toEqual([1, 2]);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+        stuck.open();
+      });
+
+      it("closing a consumer waits for its in-flight handler, whose ack then counts", async () => {
+        const [publisher, consumer] = [await client("pub"), await client("sub")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `d-${uid()}`;
+        const slow = held();
+        const seen: string[] = [];
+        const subscription = consumer.consume({
+          durable,
+          subjects: [subject],
+          handler: async (event) => {
+            seen.push(event.id);
+            await slow.opened;
+          },
+        });
+        const [first, second] = [`first-${uid()}`, `second-${uid()}`];
+        await publisher.publish({ id: first, subject, payload: null });
+        await waitFor(() => seen.length === 1, "the first event");
+        let closed = false;
+        const closing = subscription.close().then(() => {
+          closed = true;
+        });
+        await sleep(150);
+        expect(closed).toBe(false);
+        slow.open();
+        await closing;
+        const after: DeliveredEvent[] = [];
+        collect(await client("again"), durable, [subject], after);
+        await publisher.publish({ id: second, subject, payload: null });
+        await waitFor(() => after.length >= 1, "the second event");
+        await sleep(100);
+        expect(after.map((e) => e.id)).toEqual([second]);
+      });
+    });
+
+    describe("broadcast", () => {
+      it("reaches every matching subscriber, across clients, and not others", async () => {
+        const [sender, x, y] = [await client("sender"), await client("x"), await client("y")];
+        const topic = `broadcast.test${uid()}`;
+        const got: string[] = [];
+        x.onBroadcast(`${topic}.revoked`, (p) => got.push(`x:${JSON.stringify(p)}`));
+        y.onBroadcast(`${topic}.*`, (p) => got.push(`y:${JSON.stringify(p)}`));
+        sender.onBroadcast(`${topic}.revoked`, (p) => got.push(`self:${JSON.stringify(p)}`));
+        x.onBroadcast(`${topic}.other`, (p) => got.push(`other:${JSON.stringify(p)}`));
+        await Promise.all([x.ping(), y.ping(), sender.ping()]);
+        await sender.broadcast(`${topic}.revoked`, { session: "s1" });
+        await waitFor(() => got.length === 3, "3 deliveries");
+        await sleep(100);
+        expect(got.sort()).toEqual(['self:{"session":"s1"}', 'x:{"session":"s1"}', 'y:{"session":"s1"}']);
+      });
+
+      it("stops delivering once the subscription is closed", async () => {
+        const [sender, listener] = [await client("sender"), await client("listener")];
+        const subject = `broadcast.test${uid()}`;
+        const got: unknown[] = [];
+        const sub = listener.onBroadcast(subject, (p) => got.push(p));
+        await listener.ping();
+        await sender.broadcast(subject, 1);
+        await waitFor(() => got.length === 1, "first broadcast");
+        await sub.close();
+        await listener.ping();
+        await sender.broadcast(subject, 2);
+        await sleep(150);
+        expect(got).toEqual([1]);
+      });
+    });
+
+    describe("key-value", () => {
+      it("gets, puts, creates only once, deletes", async () => {
+        const kv = await (await client()).kv(`b-${uid()}`);
+        expect(await kv.get("k1")).toBeUndefined();
+        const r1 = await kv.put("k1", bytes("v1"));
+        const entry = await kv.get("k1");
+        expect(text(entry?.value)).toBe("v1");
+        expect(entry?.revision).toBe(r1);
+        await expect(kv.create("k1", bytes("again"))).rejects.toBeInstanceOf(KvConflictError);
+        const r2 = await kv.create("k2", bytes("v2"));
+        expect(r2).toBeGreaterThan(r1);
+        await kv.delete("k1");
+        expect(await kv.get("k1")).toBeUndefined();
+        await kv.create("k1", bytes("reborn"));
+        expect(text((await kv.get("k1"))?.value)).toBe("reborn");
+      });
+
+      it("update is compare-and-set: of two updates from one revision exactly one wins", async () => {
+        const bucket = `b-${uid()}`;
+        const [kvA, kvB] = [await (await client("a")).kv(bucket), await (await client("b")).kv(bucket)];
+        const revision = await kvA.put("counter", bytes("0"));
+        const results = await Promise.allSettled([
+          kvA.update("counter", bytes("a"), revision),
+          kvB.update("counter", bytes("b"), revision),
+        ]);
+        const won = results.filter((r) => r.status === "fulfilled");
+        const lost = results.filter((r) => r.status === "rejected");
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(1);
+        expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(KvConflictError);
+        const winner = results[0]!.status === "fulfilled" ? "a" : "b";
+        const current = await kvB.get("counter");
+        expect(text(current?.value)).toBe(winner);
+        expect(current?.revision).toBe((won[0] as PromiseFulfilledResult<number>).value);
+        await expect(kvA.update("counter", bytes("stale"), revision)).rejects.toBeInstanceOf(KvConflictError);
+      });
+
+      it("watch reports later puts and deletes of matching keys until closed", async () => {
+        const bucket = `b-${uid()}`;
+        const [watcherBus, writerBus] = [await client("watcher"), await client("writer")];
+        const kv = await watcherBus.kv(bucket);
+        const writer = await writerBus.kv(bucket);
+        await writer.put("user.0", bytes("before the watch"));
+        await sleep(5); // NATS tells earlier from later by millisecond timestamps
+        const changes: { key: string; value?: string; deleted?: true }[] = [];
+        const watch = kv.watch("user.*", (c) =>
+          changes.push("deleted" in c ? { key: c.key, deleted: true } : { key: c.key, value: text(c.value) }),
+        );
+        // A remote watcher starts asynchronously: write a probe key until it shows up.
+        const probed = () => changes.some((c) => c.key === "user.probe");
+        for (let i = 0; i < 100 && !probed(); i++) {
+          await writer.put("user.probe", bytes("probe"));
+          await sleep(20);
+        }
+        const seen = () => changes.filter((c) => c.key !== "user.probe");
+        await writer.put("user.1", bytes("one"));
+        await writer.put("other.1", bytes("not watched"));
+        await writer.delete("user.1");
+        await waitFor(() => seen().length === 2, "2 changes");
+        expect(seen()).toEqual([
+          { key: "user.1", value: "one" },
+          { key: "user.1", deleted: true },
+        ]);
+        await watch.close();
+        await writer.put("user.2", bytes("after close"));
+        await sleep(150);
+        expect(seen()).toHaveLength(2);
+      });
+
+      it("forgets entries older than ttlMs", async () => {
+        const kv = await (await client()).kv(`b-${uid()}`, { ttlMs: 500 });
+        await kv.put("session", bytes("s"));
+        expect(text((await kv.get("session"))?.value)).toBe("s");
+        await sleep(1_200);
+        expect(await kv.get("session")).toBeUndefined();
+        await kv.create("session", bytes("new")); // an expired key can be created again
+      });
+    });
+
+    describe("lifecycle", () => {
+      it("close() lets an in-flight request finish, then stops serving", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.slow`;
+        const slow = held();
+        let started = false;
+        server.serve(subject, { queue: "svc" }, async () => {
+          started = true;
+          await slow.opened;
+          return "done";
+        });
+        await server.ping();
+        const reply = caller.request(subject, null, { timeoutMs: 5_000 });
+        await waitFor(() => started, "the handler to start");
+        let closed = false;
+        const closing = server.close().then(() => {
+          closed = true;
+        });
+        await sleep(150);
+        expect(closed).toBe(false);
+        slow.open();
+        await closing;
+        expect(await reply).toBe("done");
+        expect(await server.ping()).toBe(false);
+        await expect(caller.request(subject, null, { timeoutMs: 2_000 })).rejects.toBeInstanceOf(
+          NoRespondersError,
+        );
+      });
+
+      it("ping answers true while connected", async () => {
+        expect(await (await client()).ping()).toBe(true);
+      });
+    });
+
+    describe("typed RPC and events (rpc.ts)", () => {
+      const createCheese = defineRpc({
+        subject: `test.${uid()}.cheese.create`,
+        request: z.object({ name: z.string().min(1), weightGrams: z.number().int().positive() }),
+        response: z.object({ id: z.number().int() }),
+      });
+
+      it("validates the request before sending and answers typed replies", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const calls: unknown[] = [];
+        serveRpc(server, createCheese, { queue: "svc" }, async (payload, ctx) => {
+          calls.push({ payload, requestId: ctx.headers["x-request-id"], subject: ctx.subject });
+          return { id: payload.weightGrams };
+        });
+        await server.ping();
+        const reply = await callRpc(
+          caller,
+          createCheese,
+          { name: "Brie", weightGrams: 250 },
+          { timeoutMs: 2_000, headers: { "x-request-id": "r1" } },
+        );
+        expect(reply).toEqual({ id: 250 });
+        expect(calls).toEqual([
+          { payload: { name: "Brie", weightGrams: 250 }, requestId: "r1", subject: createCheese.subject },
+        ]);
+
+        const invalid = await callRpc(
+          caller,
+          createCheese,
+          { name: "", weightGrams: -1 },
+          { timeoutMs: 2_000 },
+        )
+          .then(() => undefined)
+          .catch((e: unknown) => e as RemoteError);
+        expect(invalid?.body).toMatchObject({ status: 400, type: "bad_request" });
+        expect(invalid?.body.errors?.map((e) => e.field).sort()).toEqual(["name", "weightGrams"]);
+        expect(calls).toHaveLength(1); // never sent
+      });
+
+      it("the server rejects an invalid payload with 400 listing the issues", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        let called = false;
+        serveRpc(server, createCheese, { queue: "svc" }, async () => {
+          called = true;
+          return { id: 1 };
+        });
+        await server.ping();
+        const error = await caller.request(createCheese.subject, { name: "Brie" }, { timeoutMs: 2_000 }).then(
+          () => undefined,
+          (e: unknown) => e as RemoteError,
+        );
+        expect(error?.body).toMatchObject({ status: 400, type: "bad_request" });
+        expect(error?.body.errors).toEqual([{ field: "weightGrams", message: expect.any(String) }]);
+        expect(called).toBe(false);
+      });
+
+      it("a response breaking the schema is a 500 internal_error, on either side", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        serveRpc(server, createCheese, { queue: "svc" }, async () => ({ id: "not a number" }) as never);
+        await server.ping();
+        const fromServer = await callRpc(
+          caller,
+          createCheese,
+          { name: "Brie", weightGrams: 1 },
+          { timeoutMs: 2_000 },
+        )
+          .then(() => undefined)
+          .catch((e: unknown) => e as RemoteError);
+        expect(fromServer?.body).toEqual({ status: 500, type: "internal_error", message: "internal error" });
+
+        const raw = defineRpc({ ...createCheese, subject: `test.${uid()}.raw` });
+        server.serve(raw.subject, { queue: "svc" }, async () => ({ unexpected: true }));
+        await server.ping();
+        const fromCaller = await callRpc(caller, raw, { name: "Brie", weightGrams: 1 }, { timeoutMs: 2_000 })
+          .then(() => undefined)
+          .catch((e: unknown) => e as RemoteError);
+        expect(fromCaller).toBeInstanceOf(RemoteError);
+        expect(fromCaller?.body).toMatchObject({ status: 500, type: "internal_error" });
+      });
+
+      it("publishes validated events and consumes them typed; invalid ones are acked and reported", async () => {
+        const bus = await client();
+        const area = `test${uid()}`;
+        const added = defineEvent({
+          subject: `events.${area}.cheese.added`,
+          schema: z.object({ cheeseId: z.number(), name: z.string() }),
+        });
+        const removed = defineEvent({
+          subject: `events.${area}.cheese.removed`,
+          schema: z.object({ cheeseId: z.number() }),
+        });
+        await expect(
+          publishEvent(bus, added, { id: uid(), payload: { cheeseId: "x" } as never }),
+        ).rejects.toThrow(/cheeseId/);
+        const bad = `bad-${uid()}`;
+        await publishEvent(bus, added, { id: uid(), payload: { cheeseId: 1, name: "Brie" } });
+        await bus.publish({ id: bad, subject: removed.subject, payload: { cheeseId: "oops" } }); // a drifted publisher
+        await publishEvent(bus, removed, { id: uid(), payload: { cheeseId: 1 } });
+
+        const handled: string[] = [];
+        const invalid: { id: string; deliveryCount: number }[] = [];
+        consumeEvents(bus, {
+          durable: `d-${uid()}`,
+          events: [added, removed],
+          handler: async (event) => {
+            if (event.subject === added.subject) handled.push(`added ${event.payload.name}`);
+            else handled.push(`removed ${event.payload.cheeseId}`);
+          },
+          onInvalid: (event) => invalid.push({ id: event.id, deliveryCount: event.deliveryCount }),
+        });
+        await waitFor(() => handled.length === 2, "2 valid events");
+        await sleep(700); // past a redelivery backoff: the invalid one must not come back
+        expect(handled).toEqual(["added Brie", "removed 1"]);
+        expect(invalid).toEqual([{ id: bad, deliveryCount: 1 }]);
+      });
+    });
+  });
+}

@@ -1,0 +1,59 @@
+import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
+import { connect, nanos } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNatsBus, silentLogger } from "../src/index.ts";
+import { messageBusContract } from "./contract.ts";
+
+let server: NatsServerHandle;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+messageBusContract("nats", async () => ({
+  connect: (name) => connectNatsBus({ url: server.url, name, logger: silentLogger }),
+  cleanup: async () => {},
+}));
+
+describe("NATS adapter specifics", () => {
+  it("creates the EVENTS stream on events.> with the duplicate window, and updates it", async () => {
+    const bus = await connectNatsBus({ url: server.url, name: "cfg", duplicateWindowMs: 60_000 });
+    const nc = await connect({ servers: server.url });
+    try {
+      const jsm = await nc.jetstreamManager();
+      const info = await jsm.streams.info("EVENTS");
+      expect(info.config.subjects).toEqual(["events.>"]);
+      expect(info.config.duplicate_window).toBe(nanos(60_000));
+      expect(info.config.storage).toBe("file");
+      await (await connectNatsBus({ url: server.url, name: "cfg2", duplicateWindowMs: 120_000 })).close();
+      expect((await jsm.streams.info("EVENTS")).config.duplicate_window).toBe(nanos(120_000));
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
+  it("answers a request whose body is not JSON with a 400 bad_request envelope", async () => {
+    const bus = await connectNatsBus({ url: server.url, name: "svc", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    try {
+      let called = false;
+      bus.serve("test.raw.json", { queue: "svc" }, async () => {
+        called = true;
+      });
+      await bus.ping();
+      const reply = await nc.request("test.raw.json", new TextEncoder().encode("{nope"), { timeout: 2_000 });
+      expect(JSON.parse(new TextDecoder().decode(reply.data))).toMatchObject({
+        ok: false,
+        error: { status: 400, type: "bad_request" },
+      });
+      expect(called).toBe(false);
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+});

@@ -1,0 +1,113 @@
+import {
+  type Collection as DriverCollection,
+  type Filter as DriverFilter,
+  MongoClient,
+  MongoServerError,
+} from "mongodb";
+import type { Collection, Document, FindOptions, ReadModelStore } from "./port.ts";
+import { sortWithIdTieBreak } from "./sort.ts";
+
+export interface MongoReadModelsOptions {
+  url: string;
+  /** Database name; defaults to the one in the URL, else the driver's default ("test"). */
+  database?: string;
+}
+
+const CHECKPOINTS = "_checkpoints";
+const PING_TIMEOUT_MS = 2_000;
+
+/** Read models in MongoDB: durable, shared by replicas of a service. */
+export async function createMongoReadModels(options: MongoReadModelsOptions): Promise<ReadModelStore> {
+  const client = await new MongoClient(options.url).connect();
+  const db = client.db(options.database);
+  const checkpoints = db.collection<{ _id: string; position: number }>(CHECKPOINTS);
+  return {
+    durable: true,
+    collection<T extends Document = Document>(name: string): Collection<T> {
+      return mongoCollection(db.collection<Document>(name)) as unknown as Collection<T>;
+    },
+    async getCheckpoint(projection) {
+      return (await checkpoints.findOne({ _id: projection }))?.position;
+    },
+    async setCheckpoint(projection, position) {
+      await checkpoints.updateOne({ _id: projection }, { $set: { position } }, { upsert: true });
+    },
+    async ping() {
+      // A readiness probe must answer quickly, not after the driver's 30 s server selection.
+      try {
+        await db.command({ ping: 1 }, { signal: AbortSignal.timeout(PING_TIMEOUT_MS) });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+/** Matches a stored document `revision` may still be applied to. */
+const olderThan = (revision: number) => ({
+  $or: [{ _revision: { $lt: revision } }, { _revision: { $exists: false } }],
+});
+
+const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === 11000;
+
+function mongoCollection(collection: DriverCollection<Document>): Collection {
+  const upsertOnce = async (id: Document["_id"], revision: number, update: Record<string, unknown>) => {
+    const $set = { ...(update.$set as object | undefined), _revision: revision };
+    const result = await collection.updateOne(
+      { _id: id, ...olderThan(revision) },
+      { ...update, $set },
+      { upsert: true },
+    );
+    return result.matchedCount + result.upsertedCount > 0;
+  };
+  return {
+    async findOne(filter) {
+      return collection.findOne(filter as DriverFilter<Document>);
+    },
+    async find(filter, options: FindOptions = {}) {
+      return collection
+        .find(filter as DriverFilter<Document>, {
+          sort: sortWithIdTieBreak(options.sort),
+          skip: options.skip,
+          limit: options.limit,
+        })
+        .toArray();
+    },
+    async count(filter = {}) {
+      return collection.countDocuments(filter as DriverFilter<Document>);
+    },
+    async countBy(field, filter = {}) {
+      const groups = await collection
+        .aggregate<{ _id: unknown; count: number }>([
+          { $match: filter },
+          { $group: { _id: `$${field}`, count: { $sum: 1 } } },
+        ])
+        .toArray();
+      return Object.fromEntries(groups.map((group) => [String(group._id), group.count]));
+    },
+    async upsert(id, revision, update) {
+      // When the guard fails the upsert tries to insert a second `_id`: E11000 means "already
+      // applied". Two writers inserting the same new document also collide on E11000, so one retry
+      // tells them apart: the loser then matches the winner's document if its revision is newer.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await upsertOnce(id, revision, update);
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          if (attempt === 2) return false;
+        }
+      }
+    },
+    async deleteOne(id, revision) {
+      const filter = revision === undefined ? { _id: id } : { _id: id, ...olderThan(revision) };
+      return (await collection.deleteOne(filter)).deletedCount === 1;
+    },
+    async deleteMany(filter) {
+      return (await collection.deleteMany(filter as DriverFilter<Document>)).deletedCount;
+    },
+  };
+}

@@ -1,0 +1,309 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Collection, Document, ReadModelStore } from "../src/port.ts";
+
+export interface ReadModelFixture {
+  store: ReadModelStore;
+  cleanup(): Promise<void>;
+}
+
+interface Cheese extends Document {
+  _id: number;
+  name: string;
+  price: number;
+  status: string;
+  category: { id: number; name: string };
+  tags: { id: number; name: string }[];
+}
+
+const french = { id: 1, name: "French" };
+const cow = { id: 2, name: "Cow" };
+// Prices and statuses repeat on purpose so sorts have ties to break.
+const cheeses: Cheese[] = [
+  {
+    _id: 1,
+    name: "Brie de Meaux",
+    price: 12,
+    status: "available",
+    category: { id: 1, name: "Soft" },
+    tags: [french, cow],
+  },
+  {
+    _id: 2,
+    name: "Comté",
+    price: 20,
+    status: "available",
+    category: { id: 2, name: "Hard" },
+    tags: [french],
+  },
+  {
+    _id: 3,
+    name: "brie noir",
+    price: 12,
+    status: "discontinued",
+    category: { id: 1, name: "Soft" },
+    tags: [],
+  },
+  {
+    _id: 4,
+    name: "Gouda",
+    price: 9,
+    status: "available",
+    category: { id: 2, name: "Hard" },
+    tags: [{ id: 3, name: "Dutch" }, cow],
+  },
+  {
+    _id: 5,
+    name: "Roquefort",
+    price: 20,
+    status: "out_of_stock",
+    category: { id: 3, name: "Blue" },
+    tags: [french, { id: 4, name: "Sheep" }],
+  },
+];
+// Inserted out of _id order, so insertion order cannot pass for the _id order the contract promises.
+const insertionOrder = [3, 1, 5, 2, 4];
+
+const ids = (documents: Document[]) => documents.map((document) => document._id);
+
+/** Behaviour every ReadModelStore adapter must share; `factory` gives a fresh, empty store per test. */
+export function readModelContract(name: string, factory: () => Promise<ReadModelFixture>): void {
+  describe(`${name} read-model contract`, () => {
+    let fixture: ReadModelFixture;
+    let store: ReadModelStore;
+    let cheese: Collection<Cheese>;
+
+    beforeEach(async () => {
+      fixture = await factory();
+      store = fixture.store;
+      cheese = store.collection<Cheese>("cheeses");
+    });
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    const seed = async () => {
+      for (const id of insertionOrder) {
+        const { _id, ...fields } = cheeses.find((c) => c._id === id)!;
+        expect(await cheese.upsert(_id, 1, { $set: fields })).toBe(true);
+      }
+    };
+
+    describe("upsert", () => {
+      it("creates the document from its _id, then updates it with $set, $unset and $inc", async () => {
+        const docs = store.collection("docs");
+        expect(
+          await docs.upsert(1, 1, { $set: { name: "Brie", "category.name": "Soft" }, $inc: { stock: 5 } }),
+        ).toBe(true);
+        expect(await docs.findOne({ _id: 1 })).toEqual({
+          _id: 1,
+          name: "Brie",
+          category: { name: "Soft" },
+          stock: 5,
+          _revision: 1,
+        });
+        expect(
+          await docs.upsert(1, 2, { $set: { price: 11 }, $unset: { category: "" }, $inc: { stock: -2 } }),
+        ).toBe(true);
+        expect(await docs.findOne({ _id: 1 })).toEqual({
+          _id: 1,
+          name: "Brie",
+          price: 11,
+          stock: 3,
+          _revision: 2,
+        });
+      });
+
+      it("applies $push, $addToSet and $pull to arrays", async () => {
+        const docs = store.collection("docs");
+        await docs.upsert(1, 1, { $set: { tags: [french] }, $push: { history: "added" } });
+        await docs.upsert(1, 2, { $push: { tags: cow, history: "tagged" }, $addToSet: { labels: "x" } });
+        await docs.upsert(1, 3, { $addToSet: { labels: { $each: ["x", "y"] } } });
+        await docs.upsert(1, 4, { $pull: { tags: { id: french.id } } });
+        expect(await docs.findOne({ _id: 1 })).toEqual({
+          _id: 1,
+          tags: [cow],
+          history: ["added", "tagged"],
+          labels: ["x", "y"],
+          _revision: 4,
+        });
+      });
+
+      it("changes nothing and returns false for an equal or lower revision", async () => {
+        const docs = store.collection("docs");
+        await docs.upsert("order-7", 5, { $set: { status: "placed" }, $inc: { lines: 1 } });
+        expect(await docs.upsert("order-7", 5, { $set: { status: "replayed" }, $inc: { lines: 1 } })).toBe(
+          false,
+        );
+        expect(await docs.upsert("order-7", 3, { $set: { status: "older" } })).toBe(false);
+        expect(await docs.findOne({ _id: "order-7" })).toEqual({
+          _id: "order-7",
+          status: "placed",
+          lines: 1,
+          _revision: 5,
+        });
+        expect(await docs.upsert("order-7", 6, { $set: { status: "shipped" } })).toBe(true);
+        expect(await docs.findOne({ _id: "order-7" })).toMatchObject({ status: "shipped", _revision: 6 });
+      });
+
+      it("rejects a replacement document or a change of _id, leaving the document as it was", async () => {
+        const docs = store.collection("docs");
+        await docs.upsert(1, 1, { $set: { name: "Brie" } });
+        await expect(docs.upsert(1, 2, { name: "Replaced" })).rejects.toThrow();
+        await expect(docs.upsert(1, 2, { $set: { _id: 2 } })).rejects.toThrow();
+        expect(await docs.findOne({ _id: 1 })).toEqual({ _id: 1, name: "Brie", _revision: 1 });
+      });
+    });
+
+    describe("queries", () => {
+      beforeEach(seed);
+
+      it("findOne returns the matching document or null", async () => {
+        expect(await cheese.findOne({ _id: 4 })).toEqual({ ...cheeses[3], _revision: 1 });
+        expect(await cheese.findOne({ name: "Comté" })).toMatchObject({ _id: 2 });
+        expect(await cheese.findOne({ name: "Cheddar" })).toBeNull();
+      });
+
+      it("filters with $in, $gt/$lt and $regex (case-insensitive)", async () => {
+        expect(ids(await cheese.find({ status: { $in: ["discontinued", "out_of_stock"] } }))).toEqual([3, 5]);
+        expect(ids(await cheese.find({ price: { $gt: 9, $lt: 20 } }))).toEqual([1, 3]);
+        expect(ids(await cheese.find({ name: { $regex: "^brie", $options: "i" } }))).toEqual([1, 3]);
+        expect(ids(await cheese.find({ name: /^BRIE/i }))).toEqual([1, 3]);
+        expect(ids(await cheese.find({ name: /^brie/ }))).toEqual([3]);
+      });
+
+      it("filters on nested fields and on members of arrays of objects", async () => {
+        expect(ids(await cheese.find({ "category.name": "Hard" }))).toEqual([2, 4]);
+        expect(ids(await cheese.find({ "tags.name": "Cow" }))).toEqual([1, 4]);
+        expect(ids(await cheese.find({ "tags.name": { $in: ["Dutch", "Sheep"] } }))).toEqual([4, 5]);
+        expect(ids(await cheese.find({ tags: { $size: 0 } }))).toEqual([3]);
+      });
+
+      it("combines conditions with $or and $and", async () => {
+        expect(
+          ids(await cheese.find({ $or: [{ status: "discontinued" }, { price: { $gte: 20 } }] })),
+        ).toEqual([2, 3, 5]);
+        expect(ids(await cheese.find({ $and: [{ "tags.name": "French" }, { price: { $lt: 15 } }] }))).toEqual(
+          [1],
+        );
+      });
+
+      it("rejects an unknown operator instead of ignoring it", async () => {
+        await expect(cheese.find({ price: { $near: 3 } })).rejects.toThrow();
+      });
+
+      it("sorts on several keys, breaking remaining ties by _id", async () => {
+        expect(ids(await cheese.find({}, { sort: { price: -1, name: 1 } }))).toEqual([2, 5, 1, 3, 4]);
+        expect(ids(await cheese.find({}, { sort: { price: 1 } }))).toEqual([4, 1, 3, 2, 5]);
+        expect(ids(await cheese.find({}, { sort: { price: -1 } }))).toEqual([2, 5, 1, 3, 4]);
+        expect(ids(await cheese.find({}, { sort: { "category.name": 1, price: -1 } }))).toEqual([
+          5, 2, 4, 1, 3,
+        ]);
+        expect(ids(await cheese.find({}, { sort: { status: 1, _id: -1 } }))).toEqual([4, 2, 1, 3, 5]);
+      });
+
+      it("returns unsorted finds in _id order", async () => {
+        expect(ids(await cheese.find({}))).toEqual([1, 2, 3, 4, 5]);
+      });
+
+      it("pages with skip and limit; a limit of 0 means no limit", async () => {
+        const sort = { price: 1 } as const;
+        expect(ids(await cheese.find({}, { sort, skip: 1, limit: 2 }))).toEqual([1, 3]);
+        const pages = [0, 2, 4].map((skip) => cheese.find({}, { sort, skip, limit: 2 }));
+        expect((await Promise.all(pages)).flatMap(ids)).toEqual([4, 1, 3, 2, 5]);
+        expect(ids(await cheese.find({ status: "available" }, { limit: 0 }))).toEqual([1, 2, 4]);
+        expect(await cheese.find({}, { skip: 5 })).toEqual([]);
+      });
+
+      it("counts matching documents", async () => {
+        expect(await cheese.count()).toBe(5);
+        expect(await cheese.count({ status: "available" })).toBe(3);
+        expect(await cheese.count({ "tags.name": "French", price: { $gt: 15 } })).toBe(2);
+        expect(await cheese.count({ status: "sold" })).toBe(0);
+      });
+
+      it("counts by the values of a field, missing values under null", async () => {
+        expect(await cheese.countBy("status")).toEqual({ available: 3, discontinued: 1, out_of_stock: 1 });
+        expect(await cheese.countBy("category.name", { price: { $gt: 10 } })).toEqual({
+          Soft: 2,
+          Hard: 1,
+          Blue: 1,
+        });
+        expect(await cheese.countBy("status", { price: { $gt: 100 } })).toEqual({});
+        await cheese.upsert(6, 1, { $set: { name: "Mystery" } });
+        expect(await cheese.countBy("status", { price: { $not: { $gt: 10 } } })).toEqual({
+          available: 1,
+          null: 1,
+        });
+      });
+    });
+
+    describe("deletes", () => {
+      beforeEach(seed);
+
+      it("deleteOne without a revision deletes whatever revision is stored", async () => {
+        expect(await cheese.deleteOne(2)).toBe(true);
+        expect(await cheese.findOne({ _id: 2 })).toBeNull();
+        expect(await cheese.deleteOne(2)).toBe(false);
+        expect(await cheese.count()).toBe(4);
+      });
+
+      it("deleteOne with a revision is guarded like upsert", async () => {
+        await cheese.upsert(2, 4, { $set: { status: "discontinued" } });
+        expect(await cheese.deleteOne(2, 4)).toBe(false);
+        expect(await cheese.deleteOne(2, 3)).toBe(false);
+        expect(await cheese.findOne({ _id: 2 })).toMatchObject({ _revision: 4 });
+        expect(await cheese.deleteOne(2, 5)).toBe(true);
+        expect(await cheese.findOne({ _id: 2 })).toBeNull();
+        expect(await cheese.deleteOne(99, 1)).toBe(false);
+      });
+
+      it("deleteMany deletes the matching documents and says how many", async () => {
+        expect(await cheese.deleteMany({ status: "available" })).toBe(3);
+        expect(ids(await cheese.find({}))).toEqual([3, 5]);
+        expect(await cheese.deleteMany({ status: "available" })).toBe(0);
+        expect(await cheese.deleteMany({})).toBe(2);
+        expect(await cheese.count()).toBe(0);
+      });
+    });
+
+    it("returns copies: mutating a result or an update's values leaves the store unchanged", async () => {
+      const tags = [french];
+      await cheese.upsert(1, 1, { $set: { name: "Brie", tags, category: { id: 1, name: "Soft" } } });
+      tags.push(cow);
+      const found = (await cheese.findOne({ _id: 1 }))!;
+      found.name = "Changed";
+      found.tags.push(cow);
+      found.category.name = "Changed";
+      const [listed] = await cheese.find({});
+      listed!.tags.length = 0;
+      expect(await cheese.findOne({ _id: 1 })).toEqual({
+        _id: 1,
+        name: "Brie",
+        tags: [french],
+        category: { id: 1, name: "Soft" },
+        _revision: 1,
+      });
+    });
+
+    it("stores checkpoints per projection", async () => {
+      expect(await store.getCheckpoint("catalogue")).toBeUndefined();
+      await store.setCheckpoint("catalogue", 5);
+      await store.setCheckpoint("catalogue", 7);
+      await store.setCheckpoint("orders", 0);
+      expect(await store.getCheckpoint("catalogue")).toBe(7);
+      expect(await store.getCheckpoint("orders")).toBe(0);
+    });
+
+    it("keeps collections independent, and the same name gives the same collection", async () => {
+      await store.collection("a").upsert(1, 1, { $set: { in: "a" } });
+      await store.collection("b").upsert(1, 7, { $set: { in: "b" } });
+      expect(await store.collection("a").find({})).toEqual([{ _id: 1, in: "a", _revision: 1 }]);
+      expect(await store.collection("b").find({})).toEqual([{ _id: 1, in: "b", _revision: 7 }]);
+      expect(await store.collection("c").count()).toBe(0);
+    });
+
+    it("answers ping", async () => {
+      expect(await store.ping()).toBe(true);
+    });
+  });
+}

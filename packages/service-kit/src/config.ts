@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { duration } from "./duration.ts";
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v));
+const optionalUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(z.url().optional());
+
+/**
+ * Variables every service reads (decisions.md "Running it"). Production adapters are chosen
+ * when their variable is set; otherwise the embedded ones under DATA_DIR.
+ */
+export const baseConfigShape = {
+  DATA_DIR: z.string().min(1).default("./.data"),
+  NATS_URL: optionalUrl,
+  EVENTSTORE_URL: optionalText,
+  MONGO_URL: optionalText,
+  MONGO_DATABASE: z.string().min(1).default("cheese_store"),
+  S3_ENDPOINT: optionalUrl,
+  S3_ACCESS_KEY: optionalText,
+  S3_SECRET_KEY: optionalText,
+  S3_BUCKET: z.string().min(3).default("cheese-store"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Port of the service's own /healthz and /readyz; 0 picks a free one. */
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  /** Deadline of every internal request. */
+  RPC_TIMEOUT: duration("5s"),
+};
+export const baseConfigSchema = z.object(baseConfigShape);
+export type BaseConfig = z.infer<typeof baseConfigSchema>;
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/**
+ * Parses environment variables; a bad value throws a ConfigError naming every variable at fault.
+ * S3 credentials are required together with S3_ENDPOINT.
+ */
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const config = result.data as z.infer<S> & Partial<BaseConfig>;
+  if (config.S3_ENDPOINT && (!config.S3_ACCESS_KEY || !config.S3_SECRET_KEY)) {
+    throw new ConfigError(
+      "invalid configuration:\n  S3_ACCESS_KEY, S3_SECRET_KEY: required when S3_ENDPOINT is set",
+    );
+  }
+  return config;
+}

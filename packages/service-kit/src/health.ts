@@ -1,0 +1,73 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type ReadinessCheck = () => Promise<boolean>;
+
+export interface HealthServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A service's own `/healthz` (the process is up) and `/readyz` (every dependency answers),
+ * on 127.0.0.1. Checks run with a deadline so a hung dependency reads as not ready.
+ */
+export async function startHealthServer(
+  port: number,
+  checks: Record<string, ReadinessCheck>,
+  host = "127.0.0.1",
+): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    if (req.url === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+      return;
+    }
+    if (req.url === "/readyz") {
+      void runChecks(checks).then((result) => {
+        res
+          .writeHead(result.ready ? 200 : 503, { "content-type": "application/json" })
+          .end(JSON.stringify({ status: result.ready ? "ready" : "not_ready", checks: result.checks }));
+      });
+      return;
+    }
+    res.writeHead(404, { "content-type": "application/json" }).end('{"code":404,"message":"not found"}');
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export async function runChecks(
+  checks: Record<string, ReadinessCheck>,
+  timeoutMs = 2000,
+): Promise<{ ready: boolean; checks: Record<string, "up" | "down"> }> {
+  const entries = await Promise.all(
+    Object.entries(checks).map(
+      async ([name, check]) => [name, await withDeadline(check(), timeoutMs)] as const,
+    ),
+  );
+  const result = Object.fromEntries(entries.map(([name, up]) => [name, up ? "up" : "down"] as const));
+  return { ready: entries.every(([, up]) => up), checks: result };
+}
+
+function withDeadline(check: Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    check.then(
+      (up) => {
+        clearTimeout(timer);
+        resolve(up);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(false);
+      },
+    );
+  });
+}

@@ -1,0 +1,74 @@
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { type BlobStore, createFileBlobStore, createMinioBlobStore } from "@cheese/blob-store";
+import { createEventStoreDbStore, createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { connectNatsBus, type MessageBus } from "@cheese/messaging";
+import { createMemoryReadModels, createMongoReadModels, type ReadModelStore } from "@cheese/read-models";
+import type { BaseConfig } from "./config.ts";
+import type { Logger } from "./logger.ts";
+
+/** Which adapter each port got, for the start-up log line and /readyz. */
+export interface AdapterChoice {
+  eventStore: "eventstoredb" | "sqlite";
+  readModels: "mongodb" | "memory";
+  bus: "nats" | "in-process";
+  blobs: "minio" | "filesystem";
+}
+
+export function serviceDataDir(config: BaseConfig, service: string): string {
+  const dir = resolve(config.DATA_DIR, service);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** EventStoreDB when EVENTSTORE_URL is set, else one SQLite file per service under DATA_DIR. */
+export function openEventStore(config: BaseConfig, service: string): EventStore {
+  if (config.EVENTSTORE_URL) return createEventStoreDbStore({ connectionString: config.EVENTSTORE_URL });
+  return createSqliteEventStore({ file: join(serviceDataDir(config, service), "events.sqlite") });
+}
+
+/** MongoDB when MONGO_URL is set, else in-memory collections rebuilt from the event store. */
+export async function openReadModels(config: BaseConfig, service: string): Promise<ReadModelStore> {
+  if (config.MONGO_URL) {
+    return createMongoReadModels({ url: config.MONGO_URL, database: `${config.MONGO_DATABASE}_${service}` });
+  }
+  return createMemoryReadModels();
+}
+
+/** MinIO/S3 when S3_ENDPOINT is set, else files under DATA_DIR/blobs. */
+export async function openBlobStore(config: BaseConfig): Promise<BlobStore> {
+  if (config.S3_ENDPOINT) {
+    return createMinioBlobStore({
+      endPoint: config.S3_ENDPOINT,
+      accessKey: config.S3_ACCESS_KEY ?? "",
+      secretKey: config.S3_SECRET_KEY ?? "",
+      bucket: config.S3_BUCKET,
+    });
+  }
+  const dir = resolve(config.DATA_DIR, "blobs");
+  mkdirSync(dir, { recursive: true });
+  return createFileBlobStore({ dir });
+}
+
+/** NATS when NATS_URL is set; a process started on its own needs it. */
+export async function connectBus(config: BaseConfig, service: string, logger?: Logger): Promise<MessageBus> {
+  if (!config.NATS_URL) {
+    throw new Error(
+      "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
+    );
+  }
+  return connectNatsBus({ url: config.NATS_URL, name: service, ...(logger ? { logger } : {}) });
+}
+
+export function describeAdapters(
+  config: BaseConfig,
+  busKind: AdapterChoice["bus"],
+  needs: { eventStore?: boolean; readModels?: boolean; blobs?: boolean },
+): Partial<AdapterChoice> {
+  return {
+    bus: busKind,
+    ...(needs.eventStore ? { eventStore: config.EVENTSTORE_URL ? "eventstoredb" : "sqlite" } : {}),
+    ...(needs.readModels ? { readModels: config.MONGO_URL ? "mongodb" : "memory" } : {}),
+    ...(needs.blobs ? { blobs: config.S3_ENDPOINT ? "minio" : "filesystem" } : {}),
+  } as Partial<AdapterChoice>;
+}

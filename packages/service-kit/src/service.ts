@@ -1,0 +1,159 @@
+import type { BlobStore } from "@cheese/blob-store";
+import type { EventStore } from "@cheese/event-store";
+import { type Closable, type MessageBus, RemoteError, type RpcDefinition, serveRpc } from "@cheese/messaging";
+import type { ReadModelStore } from "@cheese/read-models";
+import type { z } from "zod";
+import { type BaseConfig, loadConfig } from "./config.ts";
+import { type ReadinessCheck, runChecks, startHealthServer } from "./health.ts";
+import {
+  connectBus,
+  describeAdapters,
+  openBlobStore,
+  openEventStore,
+  openReadModels,
+} from "./infrastructure.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { contextFromHeaders, contextLogger, type RequestContext } from "./request-context.ts";
+
+/** What a request handler gets besides its payload. */
+export interface HandlerContext extends RequestContext {
+  logger: Logger;
+}
+
+export interface ServiceContext<C extends BaseConfig> {
+  name: string;
+  config: C;
+  logger: Logger;
+  bus: MessageBus;
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  blobs: BlobStore;
+  /** Serves an RPC with queue group = service name; stopped first on shutdown. */
+  serve<Req extends z.ZodType, Res extends z.ZodType>(
+    definition: RpcDefinition<Req, Res>,
+    handler: (payload: z.output<Req>, context: HandlerContext) => Promise<z.input<Res>>,
+  ): void;
+  /** Registers something to close on shutdown, after the RPC subscriptions (last in, first out). */
+  onStop(closable: Closable): void;
+  /** Adds a readiness check to /readyz. */
+  addCheck(name: string, check: ReadinessCheck): void;
+}
+
+export interface ServiceDefinition<C extends BaseConfig> {
+  name: string;
+  configSchema: z.ZodType<C>;
+  needs: { eventStore?: boolean; readModels?: boolean; blobs?: boolean };
+  start(context: ServiceContext<C>): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  /** A bus shared with other services in the same process (single-process mode). */
+  bus?: MessageBus;
+  logger?: Logger;
+}
+
+export interface RunningService {
+  name: string;
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+const unavailable = <T>(what: string): T =>
+  new Proxy({} as object, {
+    get() {
+      throw new Error(`${what} was not declared in the service's needs`);
+    },
+  }) as T;
+
+/** Opens the adapters the service needs, wires it, and serves its health endpoints and RPC. */
+export async function startService<C extends BaseConfig>(
+  definition: ServiceDefinition<C>,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  const name = definition.name;
+  const config = loadConfig(definition.configSchema as unknown as z.ZodObject, options.env) as C;
+  const logger = options.logger ?? createLogger(name, config.LOG_LEVEL);
+  const ownsBus = !options.bus;
+  const bus = options.bus ?? (await connectBus(config, name, logger));
+  const eventStore = definition.needs.eventStore
+    ? openEventStore(config, name)
+    : unavailable<EventStore>("eventStore");
+  const readModels = definition.needs.readModels
+    ? await openReadModels(config, name)
+    : unavailable<ReadModelStore>("readModels");
+  const blobs = definition.needs.blobs ? await openBlobStore(config) : unavailable<BlobStore>("blobs");
+
+  const servers: Closable[] = [];
+  const closables: Closable[] = [];
+  const checks: Record<string, ReadinessCheck> = { bus: () => bus.ping() };
+  if (definition.needs.eventStore) checks.eventStore = () => eventStore.ping();
+  if (definition.needs.readModels) checks.readModels = () => readModels.ping();
+  if (definition.needs.blobs) checks.blobs = () => blobs.ping();
+
+  const context: ServiceContext<C> = {
+    name,
+    config,
+    logger,
+    bus,
+    eventStore,
+    readModels,
+    blobs,
+    serve(rpc, handler) {
+      servers.push(
+        serveRpc(bus, rpc, { queue: name }, async (payload, { headers }) => {
+          const request = contextFromHeaders(headers);
+          const log = contextLogger(logger, request);
+          const started = performance.now();
+          try {
+            const reply = await handler(payload, { ...request, logger: log });
+            log.info({ subject: rpc.subject, ms: Math.round(performance.now() - started) }, "handled");
+            return reply;
+          } catch (error) {
+            if (error instanceof RemoteError) {
+              log.info({ subject: rpc.subject, status: error.body.status }, "refused");
+            } else {
+              log.error({ err: error, subject: rpc.subject }, "handler failed");
+            }
+            throw error;
+          }
+        }),
+      );
+    },
+    onStop(closable) {
+      closables.push(closable);
+    },
+    addCheck(checkName, check) {
+      checks[checkName] = check;
+    },
+  };
+
+  await definition.start(context);
+  servers.push(bus.serve(`${name}.health`, { queue: name }, async () => runChecks(checks)));
+  const health = await startHealthServer(config.HEALTH_PORT, checks);
+  const busKind = ownsBus ? "nats" : "in-process";
+  const adapters = describeAdapters(config, busKind, definition.needs);
+  logger.info({ healthPort: health.port, adapters }, `${name} started`);
+
+  let stopping: Promise<void> | undefined;
+  return {
+    name,
+    healthPort: health.port,
+    stop() {
+      stopping ??= (async () => {
+        // Stop taking work, let in-flight work finish, then close connections.
+        await Promise.allSettled(servers.map((s) => s.close()));
+        for (const closable of closables.reverse()) await closable.close().catch(() => {});
+        if (ownsBus) await bus.close().catch(() => {});
+        await Promise.allSettled([
+          definition.needs.eventStore ? eventStore.close() : undefined,
+          definition.needs.readModels ? readModels.close() : undefined,
+          definition.needs.blobs ? blobs.close() : undefined,
+        ]);
+        await health.close();
+        logger.info(`${name} stopped`);
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { tempDir } from "@cheese/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Decider, DomainError, type DomainEvent, handleCommand } from "../src/decider.ts";
+import { IdAllocator } from "../src/ids.ts";
+
+type CounterEvent = DomainEvent<"Incremented", { by: number }>;
+const counter: Decider<{ total: number }, { type: "Increment"; by: number; max: number }, CounterEvent> = {
+  initialState: () => ({ total: 0 }),
+  evolve: (state, event) => ({ total: state.total + event.data.by }),
+  decide: (command, state) => {
+    if (state.total + command.by > command.max) throw new DomainError(409, "conflict", "over the maximum");
+    return [{ type: "Incremented", data: { by: command.by } }];
+  },
+};
+
+describe("command handling on a real event store", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: EventStore;
+  beforeEach(() => {
+    dir = tempDir("decider");
+    store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+  });
+  afterEach(async () => {
+    await store.close();
+    dir.remove();
+  });
+
+  it("folds the stream, decides and appends with the expected revision", async () => {
+    const first = await handleCommand(store, "counter-1", counter, { type: "Increment", by: 2, max: 10 });
+    expect(first).toMatchObject({ state: { total: 2 }, revision: 0 });
+    const second = await handleCommand(store, "counter-1", counter, { type: "Increment", by: 3, max: 10 });
+    expect(second).toMatchObject({ state: { total: 5 }, revision: 1 });
+  });
+
+  it("keeps the invariant under concurrent commands by retrying on a revision conflict", async () => {
+    const attempts = Array.from({ length: 20 }, () =>
+      handleCommand(store, "counter-2", counter, { type: "Increment", by: 1, max: 10 }, {}, 50).then(
+        () => "ok",
+        (error: unknown) => (error instanceof DomainError ? "refused" : `failed: ${error}`),
+      ),
+    );
+    const outcomes = await Promise.all(attempts);
+    expect(outcomes.filter((o) => o === "ok")).toHaveLength(10);
+    expect(outcomes.filter((o) => o === "refused")).toHaveLength(10);
+    expect(await store.readStream("counter-2")).toHaveLength(10);
+  });
+
+  it("allocates ids that are unique and increasing per allocator, across racing allocators", async () => {
+    const a = new IdAllocator(store, "thing", 5);
+    const b = new IdAllocator(store, "thing", 5);
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).nextId()));
+    expect(new Set(ids).size).toBe(40);
+    expect(Math.min(...ids)).toBeGreaterThan(0);
+    const fromA = await Promise.all([a.nextId(), a.nextId(), a.nextId()]);
+    expect(fromA).toEqual([...fromA].sort((x, y) => x - y));
+  });
+});

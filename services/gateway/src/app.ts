@@ -1,0 +1,28 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { Hono } from "hono";
+import type { GatewayDeps, GatewayEnv } from "./env.ts";
+import { errorResponse, handleError, validationFailure } from "./errors.ts";
+import { requestId } from "./middleware/request-id.ts";
+import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
+import { cheeseRoutes } from "./routes/cheeses.ts";
+import { healthRoutes } from "./routes/health.ts";
+
+/** The gateway's HTTP surface: `/v2/...` API routes, health, and documentation. */
+export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  app.use(requestId(deps.logger));
+  app.onError(handleError);
+  app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+
+  const api = new OpenAPIHono<GatewayEnv>({
+    defaultHook: (result, c) =>
+      result.success ? undefined : validationFailure(c, result.target, result.error),
+  });
+  registerSecuritySchemes(api);
+  cheeseRoutes(api, deps);
+
+  healthRoutes(app, deps);
+  documentationRoutes(app, api);
+  app.route("/v2", api);
+  return app;
+}

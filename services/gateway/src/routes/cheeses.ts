@@ -1,0 +1,57 @@
+import { Cheese, CheeseIdParam, CheeseInput, catalogueRpc, toCheeseFields } from "@cheese/contracts";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { callService } from "../rpc.ts";
+import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+
+const cheeseJson = { "application/json": { schema: Cheese } };
+
+const addCheese = createRoute({
+  method: "post",
+  path: "/cheeses",
+  operationId: "addCheese",
+  tags: ["Cheeses"],
+  summary: "Add a cheese",
+  security: [{ cheesy_oauth: ["write:cheeses"] }],
+  request: { body: { required: true, content: { "application/json": { schema: CheeseInput } } } },
+  responses: {
+    ...commonResponses,
+    201: { description: "the cheese", content: cheeseJson },
+    409: errorResponse("name already exists in the category"),
+    422: validationErrorResponse,
+  },
+});
+
+const getCheese = createRoute({
+  method: "get",
+  path: "/cheeses/{cheeseId}",
+  operationId: "getCheeseById",
+  tags: ["Cheeses"],
+  summary: "Find a cheese by id",
+  security: [{ api_key: [] }],
+  request: { params: CheeseIdParam },
+  responses: {
+    ...commonResponses,
+    200: { description: "the cheese", content: cheeseJson },
+    404: errorResponse("cheese not found"),
+  },
+});
+
+export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(addCheese, async (c) => {
+    const input = c.req.valid("json");
+    const { cheese, revision } = await callService(deps, c, catalogueRpc.createCheese, {
+      fields: toCheeseFields(input),
+    });
+    c.header("Location", `/v2/cheeses/${cheese.id}`);
+    c.header("ETag", `"${revision}"`);
+    return c.json(cheese, 201);
+  });
+
+  api.openapi(getCheese, async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    const { cheese, revision } = await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
+    c.header("ETag", `"${revision}"`);
+    return c.json(cheese, 200);
+  });
+}

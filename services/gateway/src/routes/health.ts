@@ -1,0 +1,35 @@
+import { runChecks } from "@cheese/service-kit";
+import type { Hono } from "hono";
+import { backendServices } from "../config.ts";
+import type { GatewayDeps, GatewayEnv } from "../env.ts";
+
+/** Deadline for one service's health answer; /readyz never hangs. */
+const SERVICE_HEALTH_TIMEOUT_MS = 1500;
+
+/** `/healthz`: the process is up. `/readyz`: NATS answers and every service says it is ready. */
+export function healthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    const checks: Record<string, () => Promise<boolean>> = { nats: () => deps.bus.ping() };
+    for (const service of backendServices) {
+      checks[service] = async () => {
+        const answer = (await deps.bus.request(
+          `${service}.health`,
+          {},
+          { timeoutMs: SERVICE_HEALTH_TIMEOUT_MS },
+        )) as {
+          ready?: boolean;
+        };
+        return answer?.ready === true;
+      };
+    }
+    const result = await runChecks(checks, SERVICE_HEALTH_TIMEOUT_MS + 500);
+    if (!result.ready) c.header("Retry-After", "2");
+    return c.json(
+      result.ready
+        ? { status: "ready", checks: result.checks }
+        : { code: 503, type: "service_unavailable", message: "not ready", checks: result.checks },
+      result.ready ? 200 : 503,
+    );
+  });
+}

@@ -1,0 +1,18 @@
+import { callRpc, type RpcDefinition } from "@cheese/messaging";
+import { contextHeaders } from "@cheese/service-kit";
+import type { Context } from "hono";
+import type { z } from "zod";
+import type { GatewayDeps, GatewayEnv } from "./env.ts";
+
+/** Calls a service with the request's ids and the internal deadline; errors propagate as RemoteError. */
+export function callService<Req extends z.ZodType, Res extends z.ZodType>(
+  deps: GatewayDeps,
+  c: Context<GatewayEnv>,
+  definition: RpcDefinition<Req, Res>,
+  payload: z.input<Req>,
+): Promise<z.output<Res>> {
+  return callRpc(deps.bus, definition, payload, {
+    timeoutMs: deps.rpcTimeoutMs,
+    headers: contextHeaders(c.get("request")),
+  });
+}
