@@ -4,8 +4,14 @@ import type { GatewayDeps, GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
 import { requestId } from "./middleware/request-id.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
+import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
+import { customersRoutes } from "./routes/customers.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { inventoryRoutes } from "./routes/inventory.ts";
+import { oauthRoutes } from "./routes/oauth.ts";
+import { ordersRoutes } from "./routes/orders.ts";
+import { webhooksRoutes } from "./routes/webhooks.ts";
 
 /** The gateway's HTTP surface: `/v2/...` API routes, health, and documentation. */
 export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
@@ -20,8 +26,14 @@ export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
   });
   registerSecuritySchemes(api);
   cheeseRoutes(api, deps);
+  inventoryRoutes(api, deps);
+  ordersRoutes(api, deps);
+  customersRoutes(api, deps);
+  apiKeysRoutes(api, deps);
+  webhooksRoutes(api, deps);
 
   healthRoutes(app, deps);
+  oauthRoutes(app, deps);
   documentationRoutes(app, api);
   app.route("/v2", api);
   return app;

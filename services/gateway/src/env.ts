@@ -1,10 +1,14 @@
 import type { MessageBus } from "@cheese/messaging";
 import type { Logger, RequestContext } from "@cheese/service-kit";
+import type { MiddlewareHandler } from "hono";
+import type { AccessRule, Caller } from "./auth/access.ts";
 
 /** Variables every request handler can read from the Hono context. */
 export interface GatewayVariables {
   request: RequestContext;
   logger: Logger;
+  /** Set by the authorizer on routes with an access rule. */
+  caller: Caller;
 }
 
 export interface GatewayEnv {
@@ -16,4 +20,6 @@ export interface GatewayDeps {
   bus: MessageBus;
   logger: Logger;
   rpcTimeoutMs: number;
+  /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
+  authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
 }

@@ -8,6 +8,7 @@ import {
 } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
+import { createAuthorizer } from "./auth/authorize.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 
 export const gatewayService: ServiceDefinition<GatewayConfig> = {
@@ -15,7 +16,12 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
   configSchema: gatewayConfigSchema,
   needs: {},
   async start(ctx) {
-    const app = createApp({ bus: ctx.bus, logger: ctx.logger, rpcTimeoutMs: ctx.config.RPC_TIMEOUT });
+    const app = createApp({
+      bus: ctx.bus,
+      logger: ctx.logger,
+      rpcTimeoutMs: ctx.config.RPC_TIMEOUT,
+      authorize: createAuthorizer(),
+    });
     const server = serve({
       fetch: app.fetch,
       port: ctx.config.GATEWAY_PORT,

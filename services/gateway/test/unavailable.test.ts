@@ -3,13 +3,14 @@ import { createInProcessBroker, serveRpc } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
+import { createAuthorizer } from "../src/auth/authorize.ts";
 
 const logger = createLogger("gateway-test", "silent");
 
 describe("gateway when a service does not answer", () => {
   it("answers 503 with Retry-After when nobody serves the subject", async () => {
     const bus = createInProcessBroker().connect("gateway");
-    const app = createApp({ bus, logger, rpcTimeoutMs: 500 });
+    const app = createApp({ bus, logger, rpcTimeoutMs: 500, authorize: createAuthorizer() });
     const response = await app.request("/v2/cheeses/1");
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
@@ -22,7 +23,7 @@ describe("gateway when a service does not answer", () => {
     const bus = broker.connect("gateway");
     const stuck = broker.connect("catalogue");
     serveRpc(stuck, catalogueRpc.getCheese, { queue: "catalogue" }, () => new Promise(() => {}));
-    const app = createApp({ bus, logger, rpcTimeoutMs: 300 });
+    const app = createApp({ bus, logger, rpcTimeoutMs: 300, authorize: createAuthorizer() });
     const started = Date.now();
     const response = await app.request("/v2/cheeses/1");
     expect(response.status).toBe(503);
@@ -37,7 +38,7 @@ describe("gateway when a service does not answer", () => {
     serveRpc(broken, catalogueRpc.getCheese, { queue: "catalogue" }, async () => {
       throw new Error("disk on fire");
     });
-    const app = createApp({ bus, logger, rpcTimeoutMs: 1000 });
+    const app = createApp({ bus, logger, rpcTimeoutMs: 1000, authorize: createAuthorizer() });
     const response = await app.request("/v2/cheeses/1");
     expect(response.status).toBe(500);
     const body = await response.json();
