@@ -1,5 +1,6 @@
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders } from "./support/credentials.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 describe("pnpm start without nats-server on PATH", () => {
@@ -21,14 +22,15 @@ describe("pnpm start without nats-server on PATH", () => {
   });
 
   it("serves the same API", async () => {
+    const auth = await operatorHeaders(system);
     const created = await fetch(`${system.baseUrl}/cheeses`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...auth.bearer },
       body: JSON.stringify({ name: "Roquefort", category: { name: "Blue" }, pricePerKg: 38 }),
     });
     expect(created.status).toBe(201);
     const cheese = await json(created);
-    const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`);
+    const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
     expect(read.status).toBe(200);
     expect(await json(read)).toEqual(cheese);
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders } from "./support/credentials.ts";
 import { json, type RunningSystem, startSystem, waitUntilReady } from "./support/system.ts";
 
 const cheddar = {
@@ -10,6 +11,8 @@ const cheddar = {
   ageMonths: 12,
 };
 
+let auth: Awaited<ReturnType<typeof operatorHeaders>>;
+
 async function post(
   system: RunningSystem,
   path: string,
@@ -18,7 +21,7 @@ async function post(
 ) {
   return fetch(`${system.baseUrl}${path}`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": "application/json", ...auth.bearer, ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
@@ -27,6 +30,7 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
   let system: RunningSystem;
   beforeAll(async () => {
     system = await startSystem();
+    auth = await operatorHeaders(system);
   });
   afterAll(async () => {
     await system?.stop();
@@ -56,7 +60,7 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     expect(cheese.category.id).toBeGreaterThan(0);
     expect(created.headers.get("location")).toBe(`/v2/cheeses/${cheese.id}`);
 
-    const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`);
+    const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
     expect(read.status).toBe(200);
     expect(await json(read)).toEqual(cheese);
 
@@ -68,7 +72,7 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     }, 20_000);
     await waitUntilReady(system.rootUrl, 30_000);
 
-    const again = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`);
+    const again = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
     expect(again.status).toBe(200);
     expect(await json(again)).toEqual(cheese);
   });
@@ -88,11 +92,11 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
 
   it("answers malformed path parameters with 400 and a missing cheese with 404", async () => {
     for (const id of ["abc", "0", "-3", "1.5"]) {
-      const response = await fetch(`${system.baseUrl}/cheeses/${id}`);
+      const response = await fetch(`${system.baseUrl}/cheeses/${id}`, { headers: auth.apiKey });
       expect(response.status, id).toBe(400);
       expect(await response.json()).toMatchObject({ code: 400, type: "bad_request" });
     }
-    const missing = await fetch(`${system.baseUrl}/cheeses/987654321`);
+    const missing = await fetch(`${system.baseUrl}/cheeses/987654321`, { headers: auth.apiKey });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ code: 404, type: "not_found", message: expect.any(String) });
   });

@@ -6,6 +6,21 @@ import { freePort, tempDir } from "@cheese/testing";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/** Credentials every system started by the tests knows (see `credentials.ts`). */
+export const OPERATOR_KEY = "e2e-operator-key";
+export const OPERATOR_CLIENT = { id: "e2e-operator", secret: "e2e-operator-secret" };
+const defaultCredentials = {
+  API_KEYS: `${OPERATOR_KEY}:enterprise`,
+  OAUTH_CLIENTS: JSON.stringify([
+    {
+      ...OPERATOR_CLIENT,
+      scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+      redirectUris: [],
+      plan: "enterprise",
+    },
+  ]),
+};
+
 export interface RunningSystem {
   baseUrl: string;
   rootUrl: string;
@@ -14,6 +29,8 @@ export interface RunningSystem {
   output(): string;
   /** Current process ids per service, from DATA_DIR/run/processes.json. */
   pids(): Record<string, number[]>;
+  /** The NATS server the launcher started (multi-process mode), to attach extra processes. */
+  natsUrl(): string;
   stop(): Promise<void>;
 }
 
@@ -40,6 +57,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         ...process.env,
         NATS_URL: "",
         LOG_LEVEL: "warn",
+        ...defaultCredentials,
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: data.path,
@@ -61,6 +79,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     dataDir: data.path,
     output: () => output,
     pids: () => JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8")).processes,
+    natsUrl: () => JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8")).natsUrl,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once("exit", resolve));

@@ -70,7 +70,8 @@ export class Supervisor {
     }
     const file = join(this.dataDir, "run", "processes.json");
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, JSON.stringify({ launcher: process.pid, processes }, null, 2));
+    const natsUrl = this.env.NATS_URL;
+    writeFileSync(file, JSON.stringify({ launcher: process.pid, natsUrl, processes }, null, 2));
   }
 
   /** SIGTERM to every process; SIGKILL to those still running after the deadline. */

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
+import { authenticate } from "./auth/authenticate.ts";
 import type { GatewayDeps, GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
 import { requestId } from "./middleware/request-id.ts";
@@ -17,6 +18,7 @@ import { webhooksRoutes } from "./routes/webhooks.ts";
 export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.use(requestId(deps.logger));
+  app.use(authenticate(deps.auth));
   app.onError(handleError);
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
 

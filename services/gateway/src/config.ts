@@ -1,10 +1,20 @@
 import { baseConfigShape } from "@cheese/service-kit";
 import { z } from "zod";
+import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
 
 export const gatewayConfigSchema = z.object({
   ...baseConfigShape,
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
+  API_KEYS: apiKeysSchema,
+  OAUTH_CLIENTS: oauthClientsSchema,
+  ANON_PLAN: z.enum(plans).default("free"),
+  JWT_ISSUER: z.url().default("http://127.0.0.1:8080"),
+  /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
+  JWT_PRIVATE_KEY: z
+    .string()
+    .optional()
+    .transform((v) => (v === "" ? undefined : v)),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 

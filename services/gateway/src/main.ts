@@ -1,26 +1,43 @@
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import {
   isEntryPoint,
   runAsProcess,
   type ServiceDefinition,
   type StartOptions,
+  serviceDataDir,
   startService,
 } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
+import { loadSigningKey } from "./auth/signing-key.ts";
+import { TokenService } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 
 export const gatewayService: ServiceDefinition<GatewayConfig> = {
   name: "gateway",
   configSchema: gatewayConfigSchema,
-  needs: {},
+  needs: { blobs: true },
   async start(ctx) {
+    const { config } = ctx;
+    const key = await loadSigningKey(
+      join(serviceDataDir(config, "gateway"), "jwt-signing-key.json"),
+      config.JWT_PRIVATE_KEY,
+    );
     const app = createApp({
       bus: ctx.bus,
+      blobs: ctx.blobs,
       logger: ctx.logger,
-      rpcTimeoutMs: ctx.config.RPC_TIMEOUT,
+      rpcTimeoutMs: config.RPC_TIMEOUT,
       authorize: createAuthorizer(),
+      auth: {
+        tokens: new TokenService(key, config.JWT_ISSUER),
+        operatorKeys: config.API_KEYS,
+        oauthClients: config.OAUTH_CLIENTS,
+        anonymousPlan: config.ANON_PLAN,
+        issuer: config.JWT_ISSUER,
+      },
     });
     const server = serve({
       fetch: app.fetch,

@@ -1,17 +1,15 @@
 import { catalogueRpc } from "@cheese/contracts";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
-import { createLogger } from "@cheese/service-kit";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app.ts";
-import { createAuthorizer } from "../src/auth/authorize.ts";
+import { OPERATOR_KEY, testGateway } from "./support.ts";
 
-const logger = createLogger("gateway-test", "silent");
+const headers = { "x-api-key": OPERATOR_KEY };
 
 describe("gateway when a service does not answer", () => {
   it("answers 503 with Retry-After when nobody serves the subject", async () => {
     const bus = createInProcessBroker().connect("gateway");
-    const app = createApp({ bus, logger, rpcTimeoutMs: 500, authorize: createAuthorizer() });
-    const response = await app.request("/v2/cheeses/1");
+    const { app } = await testGateway(bus, 500);
+    const response = await app.request("/v2/cheeses/1", { headers });
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(await response.json()).toMatchObject({ code: 503, type: "service_unavailable" });
@@ -23,9 +21,9 @@ describe("gateway when a service does not answer", () => {
     const bus = broker.connect("gateway");
     const stuck = broker.connect("catalogue");
     serveRpc(stuck, catalogueRpc.getCheese, { queue: "catalogue" }, () => new Promise(() => {}));
-    const app = createApp({ bus, logger, rpcTimeoutMs: 300, authorize: createAuthorizer() });
+    const { app } = await testGateway(bus, 300);
     const started = Date.now();
-    const response = await app.request("/v2/cheeses/1");
+    const response = await app.request("/v2/cheeses/1", { headers });
     expect(response.status).toBe(503);
     expect(Date.now() - started).toBeLessThan(2000);
     await bus.close();
@@ -38,8 +36,8 @@ describe("gateway when a service does not answer", () => {
     serveRpc(broken, catalogueRpc.getCheese, { queue: "catalogue" }, async () => {
       throw new Error("disk on fire");
     });
-    const app = createApp({ bus, logger, rpcTimeoutMs: 1000, authorize: createAuthorizer() });
-    const response = await app.request("/v2/cheeses/1");
+    const { app } = await testGateway(bus, 1000);
+    const response = await app.request("/v2/cheeses/1", { headers });
     expect(response.status).toBe(500);
     const body = await response.json();
     expect(body).toEqual({ code: 500, type: "internal_error", message: "internal error" });

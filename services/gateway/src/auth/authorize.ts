@@ -1,22 +1,41 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
+import { errorResponse } from "../errors.ts";
 import type { AccessRule, Caller } from "./access.ts";
 
+const CHALLENGE = 'Bearer realm="cheese-store", ApiKey realm="cheese-store", header="X-API-Key"';
+
 /**
- * PROVISIONAL until identity and access (issue 3) lands: every caller is anonymous and every
- * rule passes. Issue 3 replaces this file with real authentication (API keys, JWT, OAuth).
+ * Enforces a route's access rule on the caller `authenticate` found: 401 with WWW-Authenticate
+ * for missing or bad credentials, 403 for valid credentials of the wrong kind or scope.
  */
 export function createAuthorizer(): (rule: AccessRule) => ReturnType<typeof createMiddleware<GatewayEnv>> {
-  return (_rule) =>
+  return (rule) =>
     createMiddleware<GatewayEnv>(async (c, next) => {
-      const caller: Caller = {
-        kind: "anonymous",
-        id: "ip:unknown",
-        plan: "free",
-        scopes: new Set(),
-        via: "none",
-      };
-      c.set("caller", caller);
-      await next();
+      if ("public" in rule) return next();
+      const problem = c.get("authProblem");
+      const caller = c.get("caller");
+      if (problem) return unauthorized(c, problem, true);
+      if (caller.kind === "anonymous") return unauthorized(c, "credentials required", false);
+      if (!allows(rule, caller)) {
+        return errorResponse(c, 403, "these credentials do not grant this operation");
+      }
+      return next();
     });
+}
+
+/** Any one alternative of the rule admits the caller. */
+export function allows(rule: Exclude<AccessRule, { public: true }>, caller: Caller): boolean {
+  if (rule.apiKey && caller.via === "api_key") return true;
+  if (rule.bearer && caller.via === "bearer") return true;
+  if (rule.oauth && (caller.via === "oauth" || caller.via === "bearer")) {
+    return rule.oauth.every((scope) => caller.scopes.has(scope));
+  }
+  return false;
+}
+
+function unauthorized(c: Context<GatewayEnv>, message: string, invalid: boolean): Response {
+  c.header("WWW-Authenticate", invalid ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE);
+  return errorResponse(c, 401, message);
 }

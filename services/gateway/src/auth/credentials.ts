@@ -1,0 +1,80 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { Caller, Scope } from "./access.ts";
+
+export const plans = ["free", "pro", "enterprise"] as const;
+export type Plan = (typeof plans)[number];
+export const allScopes: Scope[] = ["read:cheeses", "write:cheeses", "read:orders", "write:orders"];
+
+export interface OperatorKey {
+  /** Stable id for rate limiting and logs; never the key itself. */
+  id: string;
+  plan: Plan;
+}
+
+/** `API_KEYS`: `key:plan,key:plan`. Keys are kept only as SHA-256 hashes in memory. */
+export const apiKeysSchema = z
+  .string()
+  .default("")
+  .transform((text, ctx) => {
+    const keys = new Map<string, OperatorKey>();
+    for (const entry of text
+      .split(",")
+      .map((e) => e.trim())
+      .filter(Boolean)) {
+      const colon = entry.lastIndexOf(":");
+      const key = colon === -1 ? entry : entry.slice(0, colon);
+      const plan = colon === -1 ? "free" : entry.slice(colon + 1);
+      if (!key || !(plans as readonly string[]).includes(plan)) {
+        ctx.addIssue({
+          code: "custom",
+          message: "each entry must be key:plan with plan free, pro or enterprise",
+        });
+        return z.NEVER;
+      }
+      const hash = hashKey(key);
+      keys.set(hash, { id: `op:${hash.slice(0, 12)}`, plan: plan as Plan });
+    }
+    return keys;
+  });
+
+export const OAuthClient = z.object({
+  id: z.string().min(1),
+  /** Omitted: a public client, which must use PKCE. */
+  secret: z.string().min(1).optional(),
+  scopes: z.array(z.enum(allScopes as [Scope, ...Scope[]])).default([]),
+  redirectUris: z.array(z.url()).default([]),
+  plan: z.enum(plans).default("free"),
+});
+export type OAuthClient = z.infer<typeof OAuthClient>;
+
+/** `OAUTH_CLIENTS`: a JSON array of clients. */
+export const oauthClientsSchema = z
+  .string()
+  .default("[]")
+  .transform((text, ctx) => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text || "[]");
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be a JSON array of clients" });
+      return z.NEVER;
+    }
+    const result = z.array(OAuthClient).safeParse(parsed);
+    if (!result.success) {
+      ctx.addIssue({
+        code: "custom",
+        message: result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "),
+      });
+      return z.NEVER;
+    }
+    return new Map(result.data.map((client) => [client.id, client]));
+  });
+
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+export function anonymousCaller(ip: string, plan: Plan): Caller {
+  return { kind: "anonymous", id: `ip:${ip}`, plan, scopes: new Set(), via: "none" };
+}

@@ -1,0 +1,86 @@
+import { randomUUID } from "node:crypto";
+import { createLocalJWKSet, type JWTPayload, jwtVerify, SignJWT } from "jose";
+import type { Scope } from "./access.ts";
+import { SIGNING_ALG, type SigningKey } from "./signing-key.ts";
+
+/**
+ * What a token stands for:
+ *  - `session`: a customer's login (bearer_auth), 24 h
+ *  - `user`: an OAuth token a customer granted to a client (authorization code / implicit)
+ *  - `client`: an OAuth client acting for itself (client_credentials)
+ */
+export type TokenKind = "session" | "user" | "client";
+
+export interface TokenClaims {
+  kind: TokenKind;
+  /** Customer id for session/user tokens, client id for client tokens. */
+  sub: string;
+  scopes: Scope[];
+  jti: string;
+  exp: number;
+  username?: string;
+  clientId?: string;
+}
+
+export interface IssuedToken {
+  token: string;
+  jti: string;
+  expiresAt: Date;
+}
+
+export class TokenService {
+  private readonly keySet;
+
+  constructor(
+    private readonly key: SigningKey,
+    private readonly issuer: string,
+  ) {
+    this.keySet = createLocalJWKSet({ keys: [key.publicJwk] });
+  }
+
+  async issue(claims: Omit<TokenClaims, "jti" | "exp">, ttlSeconds: number): Promise<IssuedToken> {
+    const jti = randomUUID();
+    const expiresAt = new Date(Math.floor(Date.now() / 1000 + ttlSeconds) * 1000);
+    const payload: JWTPayload = { kind: claims.kind, scope: claims.scopes.join(" ") };
+    if (claims.username) payload.username = claims.username;
+    if (claims.clientId) payload.client_id = claims.clientId;
+    const token = await new SignJWT(payload)
+      .setProtectedHeader({ alg: SIGNING_ALG, kid: this.key.kid, typ: "JWT" })
+      .setIssuer(this.issuer)
+      .setSubject(claims.sub)
+      .setJti(jti)
+      .setIssuedAt()
+      .setExpirationTime(expiresAt)
+      .sign(this.key.privateKey);
+    return { token, jti, expiresAt };
+  }
+
+  /**
+   * Verifies signature, issuer, expiry and algorithm (only EdDSA: `alg: none` and HMAC
+   * confusion are refused). Throws on anything wrong.
+   */
+  async verify(token: string): Promise<TokenClaims> {
+    const { payload } = await jwtVerify(token, this.keySet, {
+      issuer: this.issuer,
+      algorithms: [SIGNING_ALG],
+    });
+    const kind = payload.kind;
+    if (kind !== "session" && kind !== "user" && kind !== "client") throw new Error("unknown token kind");
+    if (!payload.sub || !payload.jti || !payload.exp) throw new Error("token lacks sub, jti or exp");
+    return {
+      kind,
+      sub: payload.sub,
+      jti: payload.jti,
+      exp: payload.exp,
+      scopes: String(payload.scope ?? "")
+        .split(" ")
+        .filter(Boolean) as Scope[],
+      ...(typeof payload.username === "string" ? { username: payload.username } : {}),
+      ...(typeof payload.client_id === "string" ? { clientId: payload.client_id } : {}),
+    };
+  }
+
+  jwks(): { keys: SigningKey["publicJwk"][] } {
+    return { keys: [this.key.publicJwk] };
+  }
+}

@@ -1,0 +1,165 @@
+import { generateKeyPairSync } from "node:crypto";
+import { catalogueRpc } from "@cheese/contracts";
+import { createInProcessBroker, serveRpc } from "@cheese/messaging";
+import { tempDir } from "@cheese/testing";
+import { SignJWT, UnsecuredJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadSigningKey } from "../src/auth/signing-key.ts";
+import { TokenService } from "../src/auth/tokens.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
+
+const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
+
+describe("authentication and access at the gateway", () => {
+  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  beforeAll(async () => {
+    const broker = createInProcessBroker();
+    const catalogue = broker.connect("catalogue");
+    serveRpc(catalogue, catalogueRpc.getCheese, { queue: "catalogue" }, async () => ({
+      cheese,
+      revision: 0,
+    }));
+    serveRpc(catalogue, catalogueRpc.createCheese, { queue: "catalogue" }, async () => ({
+      cheese,
+      revision: 0,
+    }));
+    gateway = await testGateway(broker.connect("gateway"));
+  });
+  afterAll(() => gateway.cleanup());
+
+  const token = async (scope?: string) => {
+    const form = new URLSearchParams({ grant_type: "client_credentials", ...(scope ? { scope } : {}) });
+    const response = await gateway.app.request("/oauth/token", {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from(`${OPERATOR_CLIENT.id}:${OPERATOR_CLIENT.secret}`).toString("base64")}`,
+      },
+      body: form.toString(),
+    });
+    expect(response.status).toBe(200);
+    return (await response.json()) as { access_token: string; scope: string; token_type: string };
+  };
+  const getCheese = (headers: Record<string, string>) => gateway.app.request("/v2/cheeses/1", { headers });
+  const postCheese = (headers: Record<string, string>) =>
+    gateway.app.request("/v2/cheeses", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ name: "Brie" }),
+    });
+
+  it("answers 401 with WWW-Authenticate and the error body when credentials are missing", async () => {
+    const response = await getCheese({});
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toContain("Bearer");
+    expect(await response.json()).toMatchObject({ code: 401, type: "unauthorized" });
+  });
+
+  it("accepts an operator API key where api_key is allowed, and refuses an unknown key with 401", async () => {
+    expect((await getCheese({ "x-api-key": OPERATOR_KEY })).status).toBe(200);
+    const unknown = await getCheese({ "x-api-key": "guess" });
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  });
+
+  it("refuses an API key with 403 where only cheesy_oauth with write:cheeses is allowed", async () => {
+    expect((await postCheese({ "x-api-key": OPERATOR_KEY })).status).toBe(403);
+  });
+
+  it("issues client-credentials tokens with the requested scopes intersected with the client's", async () => {
+    const all = await token();
+    expect(all.token_type).toBe("Bearer");
+    expect(all.scope.split(" ").sort()).toEqual([
+      "read:cheeses",
+      "read:orders",
+      "write:cheeses",
+      "write:orders",
+    ]);
+    expect((await postCheese({ authorization: `Bearer ${all.access_token}` })).status).toBe(201);
+
+    const readOnly = await token("read:cheeses");
+    expect(readOnly.scope).toBe("read:cheeses");
+    expect((await getCheese({ authorization: `Bearer ${readOnly.access_token}` })).status).toBe(200);
+    const forbidden = await postCheese({ authorization: `Bearer ${readOnly.access_token}` });
+    expect(forbidden.status).toBe(403);
+    expect(await forbidden.json()).toMatchObject({ code: 403, type: "forbidden" });
+  });
+
+  it("refuses tokens with a foreign signature, alg none, or past expiry", async () => {
+    const dir = tempDir("foreign-key");
+    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const forged = await foreign.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
+      60,
+    );
+    expect((await postCheese({ authorization: `Bearer ${forged.token}` })).status).toBe(401);
+    dir.remove();
+
+    const unsigned = new UnsecuredJWT({ kind: "client", scope: "write:cheeses" })
+      .setSubject(OPERATOR_CLIENT.id)
+      .setJti("x")
+      .setIssuer("http://127.0.0.1:8080")
+      .setExpirationTime("1h")
+      .encode();
+    expect((await postCheese({ authorization: `Bearer ${unsigned}` })).status).toBe(401);
+
+    const expired = await gateway.tokens.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
+      -10,
+    );
+    expect((await postCheese({ authorization: `Bearer ${expired.token}` })).status).toBe(401);
+
+    const { privateKey } = generateKeyPairSync("ed25519");
+    const otherKid = await new SignJWT({ kind: "client", scope: "write:cheeses" })
+      .setProtectedHeader({ alg: "EdDSA", kid: "not-ours" })
+      .setSubject(OPERATOR_CLIENT.id)
+      .setJti("y")
+      .setIssuer("http://127.0.0.1:8080")
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    expect((await postCheese({ authorization: `Bearer ${otherKid}` })).status).toBe(401);
+  });
+
+  it("answers OAuth errors in RFC 6749 form as well as ours", async () => {
+    const wrongSecret = await gateway.app.request("/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: "ops",
+        client_secret: "nope",
+      }).toString(),
+    });
+    expect(wrongSecret.status).toBe(401);
+    expect(await wrongSecret.json()).toMatchObject({
+      code: 401,
+      error: "invalid_client",
+      error_description: expect.any(String),
+    });
+
+    const unsupported = await gateway.app.request("/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=password",
+    });
+    expect(unsupported.status).toBe(400);
+    expect(await unsupported.json()).toMatchObject({
+      code: 400,
+      type: "bad_request",
+      error: "unsupported_grant_type",
+    });
+  });
+
+  it("publishes its signing key and metadata", async () => {
+    const jwks = (await (await gateway.app.request("/.well-known/jwks.json")).json()) as {
+      keys: { kid: string; kty: string; d?: string }[];
+    };
+    expect(jwks.keys).toHaveLength(1);
+    expect(jwks.keys[0]).toMatchObject({ kty: "OKP", kid: expect.any(String) });
+    expect(jwks.keys[0]?.d).toBeUndefined();
+    const metadata = (await (
+      await gateway.app.request("/.well-known/oauth-authorization-server")
+    ).json()) as Record<string, unknown>;
+    expect(metadata.token_endpoint).toBe("http://127.0.0.1:8080/oauth/token");
+  });
+});
