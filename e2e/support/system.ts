@@ -57,6 +57,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         ...process.env,
         NATS_URL: "",
         LOG_LEVEL: "warn",
+        // E2E_REPLICAS=2 runs every e2e suite against two processes of every service.
+        REPLICAS: process.env.E2E_REPLICAS ?? "1",
         ...defaultCredentials,
         ...options.env,
         GATEWAY_PORT: String(port),

@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { ConfigError, runAsProcess } from "@cheese/service-kit";
 import { loadLauncherConfig, serviceNames } from "./config.ts";
-import { findNatsServer, startNatsServer } from "./nats-server.ts";
+import { startLoadBalancer } from "./load-balancer.ts";
+import { findNatsServer, freeLoopbackPort, startNatsServer } from "./nats-server.ts";
 import { runSingleProcess } from "./single-process.ts";
 import { Supervisor } from "./supervisor.ts";
 
@@ -34,9 +35,24 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     `[launcher] running each service as its own process over NATS; gateway on http://127.0.0.1:${config.GATEWAY_PORT}`,
   );
   const supervisor = new Supervisor({ ...env, NATS_URL: natsUrl }, dataDir);
-  for (const service of serviceNames) supervisor.start(service, service === "gateway" ? 1 : config.REPLICAS);
+  for (const service of serviceNames) {
+    if (service !== "gateway") supervisor.start(service, config.REPLICAS);
+  }
+  // One gateway listens on GATEWAY_PORT; several sit behind a round-robin balancer there.
+  let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
+  if (config.REPLICAS === 1) {
+    supervisor.start("gateway", 1);
+  } else {
+    const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeLoopbackPort()));
+    supervisor.start("gateway", config.REPLICAS, (replica) => ({ GATEWAY_PORT: String(ports[replica - 1]) }));
+    balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
+    console.log(
+      `[launcher] ${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`,
+    );
+  }
   return {
     async stop() {
+      balancer?.close();
       await supervisor.stop();
       if (nats && nats.process.exitCode === null) {
         const exited = new Promise((done) => nats?.process.once("exit", done));

@@ -14,6 +14,7 @@ interface Instance {
   service: ServiceName;
   child: ChildProcess | undefined;
   restarts: number;
+  env: Record<string, string>;
 }
 
 /**
@@ -30,10 +31,15 @@ export class Supervisor {
     private readonly dataDir: string,
   ) {}
 
-  start(service: ServiceName, replicas: number): void {
+  /** Starts `replicas` processes; `envFor(replica)` adds per-replica variables (e.g. a port). */
+  start(
+    service: ServiceName,
+    replicas: number,
+    envFor: (replica: number) => Record<string, string> = () => ({}),
+  ): void {
     for (let replica = 1; replica <= replicas; replica++) {
       const label = replicas > 1 ? `${service}#${replica}` : service;
-      const instance: Instance = { label, service, child: undefined, restarts: 0 };
+      const instance: Instance = { label, service, child: undefined, restarts: 0, env: envFor(replica) };
       this.instances.push(instance);
       this.spawn(instance);
     }
@@ -42,7 +48,7 @@ export class Supervisor {
   private spawn(instance: Instance): void {
     const entry = join(repoRoot, "services", instance.service, "src", "main.ts");
     const child = spawn(process.execPath, ["--import", tsxLoader, entry], {
-      env: { ...this.env, SERVICE_INSTANCE: instance.label },
+      env: { ...this.env, ...instance.env, SERVICE_INSTANCE: instance.label },
       stdio: ["ignore", "pipe", "pipe"],
     });
     instance.child = child;
@@ -75,7 +81,7 @@ export class Supervisor {
   }
 
   /** SIGTERM to every process; SIGKILL to those still running after the deadline. */
-  async stop(deadlineMs = 10_000): Promise<void> {
+  async stop(deadlineMs = 8_000): Promise<void> {
     this.stopping = true;
     const running = this.instances.flatMap(({ child }) => (child && child.exitCode === null ? [child] : []));
     await Promise.all(

@@ -1,0 +1,79 @@
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders } from "./support/credentials.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("pnpm start with REPLICAS=2", () => {
+  let system: RunningSystem;
+  let stopped = false;
+  beforeAll(async () => {
+    system = await startSystem({ env: { REPLICAS: "2" } });
+  });
+  afterAll(async () => {
+    if (!stopped) await system?.stop();
+  });
+
+  it("runs two processes of every service, gateways behind one port", () => {
+    const pids = system.pids();
+    for (const service of ["gateway", "catalogue", "ordering", "customer", "notification"]) {
+      expect(pids[service], service).toHaveLength(2);
+    }
+    expect(system.output()).toMatch(/2 gateways on ports \d+, \d+ behind :\d+/);
+  });
+
+  it("keeps serving through the balancer when one gateway process dies", async () => {
+    const auth = await operatorHeaders(system);
+    const created = await fetch(`${system.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...auth.bearer },
+      body: JSON.stringify({ name: "Tomme de Savoie", pricePerKg: 21 }),
+    });
+    expect(created.status).toBe(201);
+    const cheese = await json(created);
+    const [victim] = system.pids().gateway ?? [];
+    process.kill(victim!, "SIGKILL");
+    // Connections already open to the dead gateway are closed by the balancer; give the
+    // client a moment to see that, as any HTTP client would before its next request.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let i = 0; i < 10; i++) {
+      const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
+      expect(read.status).toBe(200);
+    }
+  });
+
+  it("stops every process it started, nats-server included, on SIGTERM", async () => {
+    // The gateway killed above is restarted by the launcher: wait for all ten processes.
+    const deadline = Date.now() + 15_000;
+    while (Object.values(system.pids()).flat().length < 10 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const pids = Object.values(system.pids()).flat();
+    expect(pids).toHaveLength(10);
+    const natsPort = Number(new URL(system.natsUrl()).port);
+    expect(await listening(natsPort)).toBe(true);
+    await system.stop();
+    stopped = true;
+    for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
+    expect(await listening(natsPort)).toBe(false);
+  });
+});
