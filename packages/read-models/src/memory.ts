@@ -34,9 +34,10 @@ export function createMemoryReadModels(): ReadModelStore {
 
 function memoryCollection(): Collection {
   const documents = new Map<Document["_id"], Document>();
+  // Tombstones (see port.ts deleteOne) are stored but never read.
   const matching = (filter: Filter): Document[] => {
     const query = new Query(filter);
-    return [...documents.values()].filter((document) => query.test(document));
+    return [...documents.values()].filter((document) => !document._deleted && query.test(document));
   };
   // Stored documents never leave the store: callers get copies, so mutating a result is harmless.
   const copy = (document: Document): Document => structuredClone(document);
@@ -47,7 +48,9 @@ function memoryCollection(): Collection {
     async findOne(filter) {
       // Like MongoDB's findOne without a sort: which match comes back when several do is unspecified.
       const query = new Query(filter);
-      for (const document of documents.values()) if (query.test(document)) return copy(document);
+      for (const document of documents.values()) {
+        if (!document._deleted && query.test(document)) return copy(document);
+      }
       return null;
     },
     async find(filter: Filter, options: FindOptions = {}) {
@@ -71,7 +74,7 @@ function memoryCollection(): Collection {
       if (stored && !revisionAllows(stored, revision)) return false;
       // Update a copy and swap it in, so an update that throws half way leaves the store untouched;
       // deep-cloned values keep the caller's update object from aliasing stored state.
-      const next: Document = stored ? copy(stored) : { _id: id };
+      const next: Document = stored && !stored._deleted ? copy(stored) : { _id: id };
       applyUpdate(next, update, undefined, undefined, { cloneMode: "deep" });
       if (next._id !== id) throw new Error(`upsert may not change _id (${String(id)})`);
       next._revision = revision;
@@ -80,8 +83,10 @@ function memoryCollection(): Collection {
     },
     async deleteOne(id, revision) {
       const stored = documents.get(id);
-      if (!stored || (revision !== undefined && !revisionAllows(stored, revision))) return false;
-      return documents.delete(id);
+      if (revision === undefined) return stored !== undefined && !stored._deleted && documents.delete(id);
+      if (stored && !revisionAllows(stored, revision)) return false;
+      documents.set(id, { _id: id, _revision: revision, _deleted: true });
+      return stored !== undefined && !stored._deleted;
     },
     async deleteMany(filter) {
       const doomed = matching(filter);

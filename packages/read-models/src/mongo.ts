@@ -4,7 +4,7 @@ import {
   MongoClient,
   MongoServerError,
 } from "mongodb";
-import type { Collection, Document, FindOptions, ReadModelStore } from "./port.ts";
+import type { Collection, Document, Filter, FindOptions, ReadModelStore } from "./port.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
 export interface MongoReadModelsOptions {
@@ -52,25 +52,30 @@ const olderThan = (revision: number) => ({
   $or: [{ _revision: { $lt: revision } }, { _revision: { $exists: false } }],
 });
 
+/** Tombstones (see port.ts deleteOne) are stored but never read. */
+const live = (filter: Filter) => ({ $and: [filter, { _deleted: { $ne: true } }] }) as DriverFilter<Document>;
+
 const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === 11000;
 
 function mongoCollection(collection: DriverCollection<Document>): Collection {
   const upsertOnce = async (id: Document["_id"], revision: number, update: Record<string, unknown>) => {
     const $set = { ...(update.$set as object | undefined), _revision: revision };
+    // Applied over a tombstone, the update starts a new document: the tombstone mark goes.
+    const $unset = { ...(update.$unset as object | undefined), _deleted: "" as const };
     const result = await collection.updateOne(
       { _id: id, ...olderThan(revision) },
-      { ...update, $set },
+      { ...update, $set, $unset },
       { upsert: true },
     );
     return result.matchedCount + result.upsertedCount > 0;
   };
   return {
     async findOne(filter) {
-      return collection.findOne(filter as DriverFilter<Document>);
+      return collection.findOne(live(filter));
     },
     async find(filter, options: FindOptions = {}) {
       return collection
-        .find(filter as DriverFilter<Document>, {
+        .find(live(filter), {
           sort: sortWithIdTieBreak(options.sort),
           skip: options.skip,
           limit: options.limit,
@@ -78,12 +83,12 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
         .toArray();
     },
     async count(filter = {}) {
-      return collection.countDocuments(filter as DriverFilter<Document>);
+      return collection.countDocuments(live(filter));
     },
     async countBy(field, filter = {}) {
       const groups = await collection
         .aggregate<{ _id: unknown; count: number }>([
-          { $match: filter },
+          { $match: live(filter) },
           { $group: { _id: `$${field}`, count: { $sum: 1 } } },
         ])
         .toArray();
@@ -103,11 +108,24 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
       }
     },
     async deleteOne(id, revision) {
-      const filter = revision === undefined ? { _id: id } : { _id: id, ...olderThan(revision) };
-      return (await collection.deleteOne(filter)).deletedCount === 1;
+      if (revision === undefined)
+        return (await collection.deleteOne({ _id: id, _deleted: { $ne: true } })).deletedCount === 1;
+      // Keep a tombstone carrying the revision, so a replica replaying an older event later
+      // cannot bring the document back (the same guard as upsert).
+      try {
+        const result = await collection.replaceOne(
+          { _id: id, ...olderThan(revision) },
+          { _revision: revision, _deleted: true },
+          { upsert: true },
+        );
+        return result.matchedCount === 1;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false;
+        throw error;
+      }
     },
     async deleteMany(filter) {
-      return (await collection.deleteMany(filter as DriverFilter<Document>)).deletedCount;
+      return (await collection.deleteMany(live(filter))).deletedCount;
     },
   };
 }

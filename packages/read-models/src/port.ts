@@ -34,7 +34,12 @@ export interface Collection<T extends Document = Document> {
    * replays an event it already applied therefore changes nothing. Returns whether it applied.
    */
   upsert(id: T["_id"], revision: number, update: Update): Promise<boolean>;
-  /** Same guard as upsert; deletes the document. Returns whether a document was deleted. */
+  /**
+   * Deletes the document; returns whether one was there. With a revision the same guard as
+   * upsert applies, and a tombstone keeps that revision (invisible to every read) so an older
+   * event replayed later, e.g. by a lagging replica, cannot bring the document back; a higher
+   * revision may create it anew.
+   */
   deleteOne(id: T["_id"], revision?: number): Promise<boolean>;
   deleteMany(filter: Filter): Promise<number>;
 }

@@ -257,6 +257,22 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         expect(await cheese.deleteOne(99, 1)).toBe(false);
       });
 
+      it("a delete with a revision keeps a tombstone: an older event replayed later cannot bring the document back", async () => {
+        await cheese.upsert(2, 4, { $set: { status: "discontinued" } });
+        expect(await cheese.deleteOne(2, 6)).toBe(true);
+        expect(await cheese.upsert(2, 5, { $set: { status: "available" } })).toBe(false);
+        expect(await cheese.findOne({ _id: 2 })).toBeNull();
+        expect(await cheese.count()).toBe(4);
+        expect(ids(await cheese.find({}))).not.toContain(2);
+        expect(Object.values(await cheese.countBy("status")).reduce((a, b) => a + b, 0)).toBe(4);
+
+        expect(await cheese.upsert(2, 7, { $set: { name: "Reborn" } })).toBe(true);
+        const reborn = await cheese.findOne({ _id: 2 });
+        expect(reborn).toMatchObject({ _id: 2, name: "Reborn", _revision: 7 });
+        expect(reborn).not.toHaveProperty("status");
+        expect(reborn).not.toHaveProperty("_deleted");
+      });
+
       it("deleteMany deletes the matching documents and says how many", async () => {
         expect(await cheese.deleteMany({ status: "available" })).toBe(3);
         expect(ids(await cheese.find({}))).toEqual([3, 5]);
