@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { isoCountryCodes } from "./countries.ts";
 
 export const orderStatuses = ["placed", "approved", "shipped", "delivered", "cancelled"] as const;
 export const OrderStatus = z.enum(orderStatuses);
@@ -6,14 +7,19 @@ export type OrderStatus = z.infer<typeof OrderStatus>;
 
 const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
 const dateTime = z.string().openapi({ format: "date-time" });
+const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const Address = z
-  .object({
-    street: z.string(),
-    city: z.string(),
-    state: z.string().nullable().optional(),
-    zipCode: z.string().optional(),
-    country: z.string().openapi({ description: "ISO 3166-1 alpha-2 code" }),
+  .strictObject({
+    street: text(200),
+    city: text(100),
+    state: z.string().trim().max(100).nullable().optional(),
+    zipCode: z.string().trim().max(20).optional(),
+    country: z
+      .string()
+      .regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, like GB")
+      .refine((code) => isoCountryCodes.has(code), "is not an ISO 3166-1 alpha-2 country code")
+      .openapi({ description: "ISO 3166-1 alpha-2 code", example: "GB" }),
   })
   .openapi("Address");
 export type Address = z.infer<typeof Address>;
@@ -26,6 +32,7 @@ export const OrderItem = z
     pricePerKg: z.number().openapi({ format: "float" }),
   })
   .openapi("OrderItem");
+export type OrderItem = z.infer<typeof OrderItem>;
 
 export const Order = z
   .object({
@@ -43,3 +50,89 @@ export const Order = z
   })
   .openapi("Order");
 export type Order = z.infer<typeof Order>;
+
+export const OrderLineInput = z.strictObject({
+  cheeseId: int64Id,
+  quantity: z.number().int().min(1).max(100).openapi({ description: "1 to 100 inclusive" }),
+});
+export type OrderLineInput = z.infer<typeof OrderLineInput>;
+
+/** decisions.md "Orders": two lines for the same cheese are 422, naming the later line. */
+const orderLines = z
+  .array(OrderLineInput)
+  .min(1)
+  .max(50)
+  .superRefine((lines, ctx) => {
+    const firstLine = new Map<number, number>();
+    lines.forEach((line, index) => {
+      const first = firstLine.get(line.cheeseId);
+      if (first === undefined) firstLine.set(line.cheeseId, index);
+      else
+        ctx.addIssue({
+          code: "custom",
+          path: [index, "cheeseId"],
+          message: `cheese ${line.cheeseId} is already ordered on line items[${first}]`,
+        });
+    });
+  })
+  .openapi({ description: "1 to 50 lines, at most one per cheese" });
+
+/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+const ignoredReadOnly = {
+  id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+  createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+  updatedAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+};
+
+export const OrderInput = z
+  .strictObject({
+    items: orderLines,
+    shippingAddress: Address,
+    notes: z.string().max(2000).nullable().optional().openapi({ description: "special instructions" }),
+    ...ignoredReadOnly,
+  })
+  .openapi("OrderInput");
+export type OrderInput = z.infer<typeof OrderInput>;
+
+/** What a placement carries to the ordering service once read-only fields are dropped. */
+export const OrderFields = z.object({
+  items: z.array(z.object({ cheeseId: z.number().int().positive(), quantity: z.number().int() })),
+  shippingAddress: Address,
+  notes: z.string().nullable(),
+});
+export type OrderFields = z.infer<typeof OrderFields>;
+
+export function toOrderFields(input: OrderInput): OrderFields {
+  return { items: input.items, shippingAddress: input.shippingAddress, notes: input.notes ?? null };
+}
+
+/** Body of `POST /store/order/{orderId}/ship` (decisions.md "Orders"). */
+export const ShipmentInput = z
+  .strictObject({
+    carrier: text(100),
+    trackingNumber: text(100),
+    estimatedDelivery: z.iso
+      .datetime({ offset: true })
+      .openapi({ format: "date-time", description: "when the carrier expects to deliver" }),
+  })
+  .openapi("ShipmentInput");
+export type ShipmentInput = z.infer<typeof ShipmentInput>;
+
+export const OrderList = z
+  .object({
+    items: z.array(Order),
+    nextCursor: z.string().nullable().openapi({ description: "cursor for the next page; null when none" }),
+    hasMore: z.boolean(),
+    total: z.number().int().openapi({ description: "total number of matching orders" }),
+  })
+  .openapi("OrderList");
+export type OrderList = z.infer<typeof OrderList>;
+
+export const OrderIdParam = z.object({
+  orderId: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .openapi({ param: { name: "orderId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+});

@@ -1,5 +1,320 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import {
+  Order,
+  OrderIdParam,
+  OrderInput,
+  OrderList,
+  type OrderViewer,
+  orderingRpc,
+  orderStatuses,
+  ShipmentInput,
+  toOrderFields,
+} from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { HTTPException } from "hono/http-exception";
+import { type AccessRule, type Caller, secured } from "../auth/access.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { errorResponse as errorBody } from "../errors.ts";
+import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
+import { callService } from "../rpc.ts";
+import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** Routes of this area are added by the issue that builds it. */
-export function ordersRoutes(_api: OpenAPIHono<GatewayEnv>, _deps: GatewayDeps): void {}
+const orderJson = { "application/json": { schema: Order } };
+const tags = ["Store"];
+
+/** Reading an order: the spec's api_key, plus read:orders tokens and customers' bearer tokens. */
+const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
+const writeOrders: AccessRule = { oauth: ["write:orders"] };
+
+const placeOrder = (deps: GatewayDeps) => {
+  const route = secured(
+    writeOrders,
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/store/order",
+      operationId: "placeOrder",
+      tags,
+      summary: "Place an order for cheeses",
+      description:
+        "Every line's cheese must exist, be available and have a price. Prices are fixed now; the order " +
+        "is then checked again asynchronously and moves to approved or cancelled. Send an " +
+        "Idempotency-Key to make retries safe.",
+      request: {
+        headers: z.object({
+          "idempotency-key": z.string().optional().openapi({
+            description: "a repeat with the same key within 24 h returns the first response",
+          }),
+        }),
+        body: { required: true, content: { "application/json": { schema: OrderInput } } },
+      },
+      responses: {
+        ...commonResponses,
+        201: {
+          description: "the order, status placed",
+          headers: { Location: { description: "URL of the order", schema: { type: "string" } } },
+          content: orderJson,
+        },
+        409: errorResponse("the Idempotency-Key was used with a different request"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+  // After the access rule: idempotency records are scoped to the authenticated caller.
+  return { ...route, middleware: [deps.authorize(writeOrders), idempotency(deps)] };
+};
+
+const getOrder = (deps: GatewayDeps) =>
+  secured(
+    readOrders,
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/store/order/{orderId}",
+      operationId: "getOrderById",
+      tags,
+      summary: "Find an order by id",
+      description: "A customer sees only its own orders; someone else's order is 404.",
+      request: { params: OrderIdParam },
+      responses: {
+        ...commonResponses,
+        200: { description: "the order", content: orderJson },
+        404: errorResponse("order not found"),
+      },
+    }),
+  );
+
+const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: "1 to 100, default 20" }),
+  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  status: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      const statuses = value.split(",");
+      const unknown = statuses.filter((s) => !(orderStatuses as readonly string[]).includes(s));
+      if (unknown.length > 0) {
+        ctx.addIssue({ code: "custom", message: `unknown status ${unknown.join(", ")}` });
+        return z.NEVER;
+      }
+      return statuses as (typeof orderStatuses)[number][];
+    })
+    .openapi({
+      type: "string",
+      description: `one or several of ${orderStatuses.join(", ")}, comma separated`,
+    }),
+});
+
+const listOrders = (deps: GatewayDeps) =>
+  secured(
+    readOrders,
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/store/orders",
+      operationId: "listOrders",
+      tags,
+      summary: "List the caller's orders (paginated, newest first)",
+      description: "A customer gets its own orders; an operator gets every order.",
+      request: { query: ListQuery },
+      responses: {
+        ...commonResponses,
+        200: {
+          description: "a page of orders",
+          headers: {
+            "X-Total-Count": { description: "equals total", schema: { type: "integer" } },
+            Link: { description: 'rel="next" when there is a next page', schema: { type: "string" } },
+          },
+          content: { "application/json": { schema: OrderList } },
+        },
+      },
+    }),
+  );
+
+const cancelOrder = (deps: GatewayDeps) =>
+  secured(
+    writeOrders,
+    deps.authorize,
+    createRoute({
+      method: "delete",
+      path: "/store/order/{orderId}",
+      operationId: "deleteOrder",
+      tags,
+      summary: "Cancel an order",
+      description:
+        "placed or approved: cancelled (204); already cancelled: 204 again; shipped or delivered: 409.",
+      request: { params: OrderIdParam },
+      responses: {
+        ...commonResponses,
+        204: { description: "cancelled" },
+        404: errorResponse("order not found"),
+        409: errorResponse("order already shipped"),
+      },
+    }),
+  );
+
+const fulfilmentRoute = {
+  tags,
+  description: "Operator clients only (client-credentials token with write:orders). Any other move is 409.",
+  responses: {
+    ...commonResponses,
+    200: { description: "the order", content: orderJson },
+    403: errorResponse("only operator clients may do this"),
+    404: errorResponse("order not found"),
+  },
+};
+
+const shipOrder = (deps: GatewayDeps) =>
+  operatorClientsOnly(
+    deps,
+    secured(
+      writeOrders,
+      deps.authorize,
+      createRoute({
+        ...fulfilmentRoute,
+        method: "post",
+        path: "/store/order/{orderId}/ship",
+        operationId: "shipOrder",
+        summary: "Mark an approved order shipped",
+        request: {
+          params: OrderIdParam,
+          body: { required: true, content: { "application/json": { schema: ShipmentInput } } },
+        },
+        responses: {
+          ...fulfilmentRoute.responses,
+          409: errorResponse("order is not approved"),
+          422: validationErrorResponse,
+        },
+      }),
+    ),
+  );
+
+const deliverOrder = (deps: GatewayDeps) =>
+  operatorClientsOnly(
+    deps,
+    secured(
+      writeOrders,
+      deps.authorize,
+      createRoute({
+        ...fulfilmentRoute,
+        method: "post",
+        path: "/store/order/{orderId}/deliver",
+        operationId: "deliverOrder",
+        summary: "Mark a shipped order delivered",
+        request: { params: OrderIdParam },
+        responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
+      }),
+    ),
+  );
+
+export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(placeOrder(deps), async (c) => {
+    const caller = c.get("caller");
+    const idempotencyScope = idempotencyOf(c);
+    const { order } = await callService(deps, c, orderingRpc.placeOrder, {
+      fields: toOrderFields(c.req.valid("json")),
+      owner: { customerId: viewerOf(caller).customerId, ownerId: caller.id },
+      ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
+    });
+    c.header("Location", `/v2/store/order/${order.id}`);
+    return c.json(order, 201);
+  });
+
+  api.openapi(getOrder(deps), async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { order } = await callService(deps, c, orderingRpc.getOrder, {
+      orderId,
+      viewer: viewerOf(c.get("caller")),
+    });
+    return c.json(order, 200);
+  });
+
+  api.openapi(listOrders(deps), async (c) => {
+    const { limit, cursor, status } = c.req.valid("query");
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    if (after === null)
+      throw new HTTPException(400, {
+        message: "invalid query parameter: cursor: not a cursor from this API",
+      });
+    const page = await callService(deps, c, orderingRpc.listOrders, {
+      viewer: viewerOf(c.get("caller")),
+      limit,
+      ...(after !== undefined ? { after } : {}),
+      ...(status ? { statuses: status } : {}),
+    });
+    const last = page.items.at(-1);
+    const nextCursor = page.hasMore && last ? encodeCursor(last) : null;
+    c.header("X-Total-Count", String(page.total));
+    if (nextCursor) c.header("Link", `<${nextPageUrl(c, nextCursor)}>; rel="next"`);
+    return c.json({ items: page.items, nextCursor, hasMore: page.hasMore, total: page.total }, 200);
+  });
+
+  api.openapi(cancelOrder(deps), async (c) => {
+    const { orderId } = c.req.valid("param");
+    await callService(deps, c, orderingRpc.cancelOrder, { orderId, viewer: viewerOf(c.get("caller")) });
+    return c.body(null, 204);
+  });
+
+  api.openapi(shipOrder(deps), async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { order } = await callService(deps, c, orderingRpc.shipOrder, { orderId, ...c.req.valid("json") });
+    return c.json(order, 200);
+  });
+
+  api.openapi(deliverOrder(deps), async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { order } = await callService(deps, c, orderingRpc.deliverOrder, { orderId });
+    return c.json(order, 200);
+  });
+}
+
+/** Customers see their own orders; operator keys and operator clients see all. */
+function viewerOf(caller: Caller): OrderViewer {
+  if (caller.kind !== "customer") return { customerId: null };
+  const customerId = Number(caller.customer?.id);
+  if (!Number.isSafeInteger(customerId) || customerId < 1) {
+    throw new HTTPException(403, { message: "these credentials name no customer" });
+  }
+  return { customerId };
+}
+
+/**
+ * decisions.md: ship and deliver take a client-credentials token. Checked right after the access
+ * rule, so a customer gets 403 whatever the body.
+ */
+function operatorClientsOnly<R extends RouteConfig>(deps: GatewayDeps, route: R): R {
+  const clientsOnly = createMiddleware<GatewayEnv>(async (c, next) => {
+    if (c.get("caller").kind !== "client") {
+      return errorBody(c, 403, "only operator clients (client-credentials tokens) may do this");
+    }
+    return next();
+  });
+  return { ...route, middleware: [deps.authorize(writeOrders), clientsOnly] };
+}
+
+/** Opaque to clients: the last order of the page, so added or removed orders never shift pages. */
+function encodeCursor(last: { createdAt: string; id: number }): string {
+  return Buffer.from(JSON.stringify({ c: last.createdAt, o: last.id })).toString("base64url");
+}
+
+/** The order to continue after, or null when the cursor is not one of ours. */
+function decodeCursor(cursor: string): { createdAt: string; id: number } | null {
+  try {
+    const { c, o } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as {
+      c?: unknown;
+      o?: unknown;
+    };
+    const valid = typeof c === "string" && !Number.isNaN(Date.parse(c)) && typeof o === "number";
+    return valid && Number.isSafeInteger(o) && o >= 1 ? { createdAt: c, id: o } : null;
+  } catch {
+    return null;
+  }
+}
+
+function nextPageUrl(c: Context<GatewayEnv>, cursor: string): string {
+  const url = new URL(c.req.url);
+  url.searchParams.set("cursor", cursor);
+  return `${url.pathname}?${url.searchParams.toString()}`;
+}

@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// The real ordering service behind the gateway, on one in-process bus, with a stand-in catalogue.
+import { address, fakeCatalogue, newBroker, orderingOn } from "../../ordering/test/support.ts";
+import { OPERATOR_CLIENT, testGateway } from "./support.ts";
+
+/**
+ * The order routes and the Idempotency-Key middleware: who sees which order, who may ship, and
+ * what a repeated request gets.
+ */
+describe("order routes", () => {
+  const broker = newBroker();
+  const catalogue = fakeCatalogue(broker);
+  let ordering: Awaited<ReturnType<typeof orderingOn>>;
+  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  let operator: Record<string, string>;
+  const customer = async (id: number) => {
+    const { token } = await gateway.tokens.issue(
+      {
+        kind: "session",
+        sub: String(id),
+        username: `customer${id}`,
+        scopes: ["read:cheeses", "read:orders", "write:orders"],
+      },
+      3600,
+    );
+    return { authorization: `Bearer ${token}` };
+  };
+
+  beforeAll(async () => {
+    ordering = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "1h" });
+    gateway = await testGateway(broker.connect("gateway"), 5000);
+    const response = await gateway.app.request("/oauth/token", {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from(`${OPERATOR_CLIENT.id}:${OPERATOR_CLIENT.secret}`).toString("base64")}`,
+      },
+      body: "grant_type=client_credentials",
+    });
+    operator = {
+      authorization: `Bearer ${((await response.json()) as { access_token: string }).access_token}`,
+    };
+    for (const id of [1, 2, 3]) catalogue.add(id, { pricePerKg: 10 });
+  });
+  afterAll(async () => {
+    await ordering.service.stop();
+    await catalogue.close();
+    ordering.dataDir.remove();
+    gateway.cleanup();
+  });
+
+  const request = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+    gateway.app.request(`/v2${path}`, {
+      method,
+      headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const place = (headers: Record<string, string>, cheeseId = 1, quantity = 1) =>
+    request("POST", "/store/order", headers, { items: [{ cheeseId, quantity }], shippingAddress: address });
+
+  describe("visibility", () => {
+    it("lets a customer see, list and cancel only its own orders; others' read as 404", async () => {
+      const alice = await customer(1001);
+      const bob = await customer(1002);
+      const placed = await place(alice);
+      expect(placed.status).toBe(201);
+      const order = (await placed.json()) as { id: number };
+
+      expect((await request("GET", `/store/order/${order.id}`, alice)).status).toBe(200);
+      expect((await request("GET", `/store/order/${order.id}`, bob)).status).toBe(404);
+      expect((await request("DELETE", `/store/order/${order.id}`, bob)).status).toBe(404);
+      expect((await request("GET", `/store/order/${order.id}`, operator)).status).toBe(200);
+
+      const alicesOrders = (await (await request("GET", "/store/orders", alice)).json()) as {
+        items: { id: number }[];
+        total: number;
+      };
+      expect(alicesOrders.items.map((o) => o.id)).toEqual([order.id]);
+      expect(alicesOrders.total).toBe(1);
+      expect(((await (await request("GET", "/store/orders", bob)).json()) as { total: number }).total).toBe(
+        0,
+      );
+      const all = (await (await request("GET", "/store/orders", operator)).json()) as {
+        items: { id: number }[];
+      };
+      expect(all.items.map((o) => o.id)).toContain(order.id);
+
+      expect((await request("DELETE", `/store/order/${order.id}`, alice)).status).toBe(204);
+    });
+
+    it("pages a customer's orders newest first with a cursor, each once", async () => {
+      const carol = await customer(1006);
+      const placed: number[] = [];
+      for (let i = 0; i < 5; i++) placed.push(((await (await place(carol)).json()) as { id: number }).id);
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const query: string = cursor ? `&cursor=${cursor}` : "";
+        const page = (await (await request("GET", `/store/orders?limit=2${query}`, carol)).json()) as {
+          items: { id: number }[];
+          nextCursor: string | null;
+          total: number;
+        };
+        expect(page.total).toBe(5);
+        seen.push(...page.items.map((o) => o.id));
+        cursor = page.nextCursor;
+      } while (cursor && seen.length <= 5);
+      expect(seen).toEqual([...placed].reverse());
+    });
+
+    it("lets only operator clients ship and deliver", async () => {
+      const alice = await customer(1003);
+      const order = (await (await place(alice)).json()) as { id: number };
+      const shipment = { carrier: "DHL", trackingNumber: "1", estimatedDelivery: "2030-01-01T00:00:00Z" };
+      const refused = await request("POST", `/store/order/${order.id}/ship`, alice, shipment);
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ code: 403, type: "forbidden" });
+      expect((await request("POST", `/store/order/${order.id}/deliver`, alice)).status).toBe(403);
+      // Refused for who it is, before the body is looked at.
+      expect((await request("POST", `/store/order/${order.id}/ship`, alice, {})).status).toBe(403);
+      // The operator client gets through to the order, which is not approved yet.
+      expect((await request("POST", `/store/order/${order.id}/ship`, operator, shipment)).status).toBe(409);
+    });
+  });
+
+  describe("Idempotency-Key", () => {
+    const withKey = (headers: Record<string, string>, key: string) => ({
+      ...headers,
+      "idempotency-key": key,
+    });
+    const orderTotal = async () =>
+      ((await (await request("GET", "/store/orders?limit=1", operator)).json()) as { total: number }).total;
+
+    it("answers a repeat with the first response, and places nothing more", async () => {
+      const before = await orderTotal();
+      const first = await place(withKey(operator, "repeat-1"), 2, 3);
+      expect(first.status).toBe(201);
+      const firstBody = await first.text();
+      const again = await place(withKey(operator, "repeat-1"), 2, 3);
+      expect(again.status).toBe(201);
+      expect(await again.text()).toBe(firstBody);
+      expect(again.headers.get("location")).toBe(first.headers.get("location"));
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      expect(await orderTotal()).toBe(before + 1);
+    });
+
+    it("makes one order of many concurrent repeats", async () => {
+      const before = await orderTotal();
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, () => place(withKey(operator, "concurrent-1"), 3, 2)),
+      );
+      expect(responses.map((r) => r.status)).toEqual(Array(10).fill(201));
+      expect(new Set(await Promise.all(responses.map((r) => r.text()))).size).toBe(1);
+      expect(await orderTotal()).toBe(before + 1);
+    });
+
+    it("refuses the same key with a different body (409), but not the same JSON written differently", async () => {
+      expect((await place(withKey(operator, "body-1"), 1, 1)).status).toBe(201);
+      const different = await place(withKey(operator, "body-1"), 1, 2);
+      expect(different.status).toBe(409);
+      expect(await different.json()).toMatchObject({ code: 409, type: "conflict" });
+      const reordered = await gateway.app.request("/v2/store/order", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...withKey(operator, "body-1") },
+        body: `{ "shippingAddress": ${JSON.stringify(address)}, "items": [{"quantity": 1, "cheeseId": 1}] }`,
+      });
+      expect(reordered.status).toBe(201);
+    });
+
+    it("keeps keys of different callers apart", async () => {
+      const before = await orderTotal();
+      const alice = await customer(1004);
+      const bob = await customer(1005);
+      const a = (await (await place(withKey(alice, "shared-key"))).json()) as { id: number };
+      const b = (await (await place(withKey(bob, "shared-key"))).json()) as { id: number };
+      expect(a.id).not.toBe(b.id);
+      expect(await orderTotal()).toBe(before + 2);
+    });
+
+    it("replays a refusal too, and refuses a malformed key with 400", async () => {
+      const first = await place(withKey(operator, "refused-1"), 999);
+      expect(first.status).toBe(422);
+      catalogue.add(999);
+      const again = await place(withKey(operator, "refused-1"), 999);
+      expect(again.status).toBe(422);
+      expect(await again.json()).toEqual(await first.json());
+
+      expect((await place(withKey(operator, "x".repeat(256)))).status).toBe(400);
+      expect((await place(withKey(operator, "has space"))).status).toBe(400);
+    });
+
+    it("is not consulted without credentials: 401 comes first", async () => {
+      const response = await place(withKey({}, "anonymous-1"));
+      expect(response.status).toBe(401);
+    });
+  });
+});

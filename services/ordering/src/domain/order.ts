@@ -1,0 +1,145 @@
+import type { Order, OrderStatus } from "@cheese/contracts";
+import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+
+/**
+ * The order aggregate (decisions.md "Orders"). Every event carries the order as it stands after
+ * the change, so the outbox relay can publish the integration event from the event alone and
+ * the projection stores it as is.
+ */
+interface OrderChange {
+  order: Order;
+  /** The customer who placed it, or null for an operator client. */
+  customerId: number | null;
+}
+
+export type OrderEvent =
+  | DomainEvent<"OrderPlaced", OrderChange & { ownerId: string }>
+  | DomainEvent<"OrderApproved", OrderChange>
+  | DomainEvent<
+      "OrderShipped",
+      OrderChange & { carrier: string; trackingNumber: string; estimatedDelivery: string }
+    >
+  | DomainEvent<"OrderDelivered", OrderChange>
+  | DomainEvent<"OrderCancelled", OrderChange & { reason: string }>;
+
+/** Who asks: a customer may only touch its own orders; `customerId: null` is an operator. */
+export interface Actor {
+  customerId: number | null;
+}
+
+export type OrderCommand =
+  | { type: "PlaceOrder"; order: Order; customerId: number | null; ownerId: string }
+  /** The process manager's verdict after re-checking the catalogue. */
+  | { type: "ReviewOrder"; verdict: { approve: true } | { approve: false; reason: string }; at: string }
+  | {
+      type: "ShipOrder";
+      carrier: string;
+      trackingNumber: string;
+      estimatedDelivery: string;
+      at: string;
+    }
+  | { type: "DeliverOrder"; at: string }
+  | { type: "CancelOrder"; by: Actor; at: string }
+  /** decisions.md: a deleted cheese cancels its placed orders; other statuses are left alone. */
+  | { type: "CancelForDeletedCheese"; cheeseId: number; at: string };
+
+export type OrderState =
+  | { status: "absent" }
+  | { status: OrderStatus; order: Order; customerId: number | null };
+
+export const orderStream = (id: number) => `order-${id}`;
+
+const moved = (order: Order, status: OrderStatus, at: string, extra: Partial<Order> = {}): Order => ({
+  ...order,
+  ...extra,
+  status,
+  updatedAt: at,
+});
+
+const conflict = (order: Order, wanted: string) =>
+  new DomainError(409, "conflict", `order ${order.id} is ${order.status} and cannot be ${wanted}`);
+
+const notFound = () => new DomainError(404, "not_found", "order not found");
+
+export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
+  initialState: () => ({ status: "absent" }),
+  evolve(_state, event) {
+    const { order, customerId } = event.data;
+    return { status: order.status, order, customerId };
+  },
+  decide(command, state) {
+    if (command.type === "PlaceOrder") {
+      if (state.status !== "absent") throw new DomainError(409, "conflict", "order already exists");
+      const { order, customerId, ownerId } = command;
+      return [{ type: "OrderPlaced", data: { order: { ...order, status: "placed" }, customerId, ownerId } }];
+    }
+    if (state.status === "absent") throw notFound();
+    const { order, customerId } = state;
+    switch (command.type) {
+      case "ReviewOrder": {
+        // Another replica, a cancellation or a cheese deletion got there first: nothing to do.
+        if (state.status !== "placed") return [];
+        const { verdict, at } = command;
+        if (verdict.approve) {
+          return [{ type: "OrderApproved", data: { order: moved(order, "approved", at), customerId } }];
+        }
+        return [
+          {
+            type: "OrderCancelled",
+            data: { order: moved(order, "cancelled", at), customerId, reason: verdict.reason },
+          },
+        ];
+      }
+      case "ShipOrder": {
+        if (state.status !== "approved") throw conflict(order, "shipped");
+        const { carrier, trackingNumber, estimatedDelivery, at } = command;
+        return [
+          {
+            type: "OrderShipped",
+            data: {
+              order: moved(order, "shipped", at, { shipDate: at }),
+              customerId,
+              carrier,
+              trackingNumber,
+              estimatedDelivery,
+            },
+          },
+        ];
+      }
+      case "DeliverOrder":
+        if (state.status !== "shipped") throw conflict(order, "delivered");
+        return [
+          { type: "OrderDelivered", data: { order: moved(order, "delivered", command.at), customerId } },
+        ];
+      case "CancelOrder": {
+        if (command.by.customerId !== null && command.by.customerId !== customerId) throw notFound();
+        if (state.status === "cancelled") return [];
+        if (state.status === "shipped" || state.status === "delivered") throw conflict(order, "cancelled");
+        const reason =
+          command.by.customerId === null ? "cancelled by an operator" : "cancelled by the customer";
+        return [
+          {
+            type: "OrderCancelled",
+            data: { order: moved(order, "cancelled", command.at), customerId, reason },
+          },
+        ];
+      }
+      case "CancelForDeletedCheese": {
+        const hasCheese = order.items.some((item) => item.cheeseId === command.cheeseId);
+        if (state.status !== "placed" || !hasCheese) return [];
+        const reason = `cheese ${command.cheeseId} was deleted`;
+        return [
+          {
+            type: "OrderCancelled",
+            data: { order: moved(order, "cancelled", command.at), customerId, reason },
+          },
+        ];
+      }
+    }
+  },
+};
+
+/** Whether `actor` may see the order: customers their own, operators all. */
+export function visibleTo(actor: Actor, customerId: number | null): boolean {
+  return actor.customerId === null || actor.customerId === customerId;
+}

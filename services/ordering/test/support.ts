@@ -1,0 +1,80 @@
+import type { Cheese } from "@cheese/contracts";
+import { catalogueRpc } from "@cheese/contracts";
+import {
+  type Closable,
+  createInProcessBroker,
+  type InProcessBroker,
+  RemoteError,
+  serveRpc,
+} from "@cheese/messaging";
+import { createLogger, type RunningService } from "@cheese/service-kit";
+import { tempDir } from "@cheese/testing";
+import { start } from "../src/main.ts";
+
+/**
+ * A catalogue stand-in over the in-process bus: cheeses live in a map the test edits; `down`
+ * makes it answer 503 as a catalogue that does not respond would.
+ */
+export function fakeCatalogue(broker: InProcessBroker) {
+  const cheeses = new Map<number, Cheese>();
+  let down = false;
+  const bus = broker.connect("catalogue");
+  const served: Closable = serveRpc(
+    bus,
+    catalogueRpc.getCheese,
+    { queue: "catalogue" },
+    async ({ cheeseId }) => {
+      if (down)
+        throw new RemoteError({ status: 503, type: "service_unavailable", message: "catalogue down" });
+      const cheese = cheeses.get(cheeseId);
+      if (!cheese) throw new RemoteError({ status: 404, type: "not_found", message: "no such cheese" });
+      return { cheese, revision: 0 };
+    },
+  );
+  return {
+    add(id: number, fields: Partial<Cheese> = {}): Cheese {
+      const cheese: Cheese = { id, name: `Cheese ${id}`, status: "available", pricePerKg: 10, ...fields };
+      cheeses.set(id, cheese);
+      return cheese;
+    },
+    set(id: number, fields: Partial<Cheese>) {
+      cheeses.set(id, { ...cheeses.get(id)!, ...fields });
+    },
+    setDown(value: boolean) {
+      down = value;
+    },
+    close: () => served.close(),
+  };
+}
+
+/** The ordering service on the in-process bus with its stores under a temporary DATA_DIR. */
+export async function orderingOn(
+  broker: InProcessBroker,
+  env: Record<string, string> = {},
+  dataDir = tempDir("ordering"),
+): Promise<{ service: RunningService; dataDir: { path: string; remove: () => void } }> {
+  const service = await start({
+    env: { DATA_DIR: dataDir.path, LOG_LEVEL: "silent", ORDER_AUTO_APPROVE_DELAY: "0s", ...env },
+    bus: broker.connect("ordering"),
+    logger: createLogger("ordering-test", "silent"),
+  });
+  return { service, dataDir };
+}
+
+export function newBroker(): InProcessBroker {
+  return createInProcessBroker({ logger: createLogger("bus", "silent") });
+}
+
+export const address = { street: "1 Rue du Lait", city: "Meaux", country: "FR" };
+
+export async function eventually(check: () => void | Promise<void>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
