@@ -22,7 +22,13 @@ export const Cheese = z
     status: CheeseStatus,
     origin: z.string().nullable().optional().openapi({ description: "country of origin, null if unknown" }),
     pricePerKg: z.number().gt(0).optional().openapi({ format: "float", description: "greater than 0; USD" }),
-    ageMonths: z.number().int().min(0).max(120).optional().openapi({ description: "aging period in months" }),
+    ageMonths: z
+      .number()
+      .int()
+      .min(0)
+      .max(120)
+      .optional()
+      .openapi({ description: "0 to 120 inclusive; aging period in months" }),
     organic: z.boolean().optional().openapi({ description: "certified organic; default false" }),
     createdAt: dateTime.optional().openapi({ description: "when added" }),
     updatedAt: dateTime.optional().openapi({ description: "when last updated" }),
@@ -31,21 +37,22 @@ export const Cheese = z
 export type Cheese = z.infer<typeof Cheese>;
 
 const cheeseName = z.string().trim().min(1).max(100);
-const nameOnly = (max: number) => z.strictObject({ name: z.string().trim().min(1).max(max) });
+const tagName = z.string().trim().min(1).max(50);
+const nameOnly = z.strictObject({ name: tagName });
+/** In a replacement body a category or tag may carry the id it was returned with; the name decides. */
+const nameWithId = z.strictObject({ id: int64Id.optional(), name: tagName });
 
-/** Writable fields shared by creation and replacement. */
+/** Writable fields shared by creation, replacement and partial update. */
 const writableFields = {
   name: cheeseName,
-  category: nameOnly(50).optional().openapi({ description: "an object with only name" }),
   photoUrls: z.array(z.string().min(1).max(2048)).max(50).optional(),
-  tags: z.array(nameOnly(50)).max(20).optional().openapi({ description: "each an object with only name" }),
   origin: z.string().max(100).nullable().optional(),
   pricePerKg: z.number().gt(0).max(1_000_000).optional().openapi({ format: "float" }),
   ageMonths: z.number().int().min(0).max(120).optional(),
   organic: z.boolean().optional(),
 };
 
-/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+/** Read-only fields are accepted and ignored in write bodies (decisions.md "Errors"). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
   createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
@@ -53,9 +60,42 @@ const ignoredReadOnly = {
 };
 
 export const CheeseInput = z
-  .strictObject({ ...writableFields, status: CheeseStatus.optional(), ...ignoredReadOnly })
+  .strictObject({
+    ...writableFields,
+    category: nameOnly.optional().openapi({ description: "an object with only name" }),
+    tags: z.array(nameOnly).max(20).optional().openapi({ description: "each an object with only name" }),
+    status: CheeseStatus.optional().openapi({ description: "default available" }),
+    ...ignoredReadOnly,
+  })
   .openapi("CheeseInput");
 export type CheeseInput = z.infer<typeof CheeseInput>;
+
+/** Body of PUT /cheeses: a whole cheese; id, name and status required; omitted fields reset. */
+export const CheeseReplacement = z
+  .strictObject({
+    ...writableFields,
+    id: int64Id.openapi({ description: "the cheese to replace" }),
+    category: nameWithId.optional(),
+    tags: z.array(nameWithId).max(20).optional(),
+    status: CheeseStatus,
+    createdAt: ignoredReadOnly.createdAt,
+    updatedAt: ignoredReadOnly.updatedAt,
+  })
+  .openapi("CheeseReplacement");
+export type CheeseReplacement = z.infer<typeof CheeseReplacement>;
+
+/** Optional JSON body of POST /cheeses/{cheeseId}: any CheeseInput fields, merged. */
+export const CheesePatch = z
+  .strictObject({
+    ...writableFields,
+    name: cheeseName.optional(),
+    category: nameOnly.nullable().optional().openapi({ description: "null removes the category" }),
+    tags: z.array(nameOnly).max(20).optional(),
+    status: CheeseStatus.optional(),
+    ...ignoredReadOnly,
+  })
+  .openapi("CheesePatch");
+export type CheesePatch = z.infer<typeof CheesePatch>;
 
 /** The fields a cheese command carries once read-only fields are dropped and defaults applied. */
 export const CheeseFields = z.object({
@@ -71,9 +111,34 @@ export const CheeseFields = z.object({
 });
 export type CheeseFields = z.infer<typeof CheeseFields>;
 
-export function toCheeseFields(input: CheeseInput): CheeseFields {
-  const { id: _id, createdAt: _c, updatedAt: _u, ...fields } = input;
-  return { ...fields, status: input.status ?? "available", organic: input.organic ?? false };
+/** A partial update: absent fields stay; `category: null` removes the category. */
+export const CheeseChanges = CheeseFields.partial().extend({
+  category: z.object({ name: z.string() }).nullable().optional(),
+});
+export type CheeseChanges = z.infer<typeof CheeseChanges>;
+
+export function toCheeseFields(input: CheeseInput | CheeseReplacement): CheeseFields {
+  const { id: _id, createdAt: _c, updatedAt: _u, category, tags, ...fields } = input;
+  return {
+    ...fields,
+    ...(category ? { category: { name: category.name } } : {}),
+    ...(tags ? { tags: tags.map((tag) => ({ name: tag.name })) } : {}),
+    status: input.status ?? "available",
+    organic: input.organic ?? false,
+  };
+}
+
+/** Body fields first, then the query parameters, which win when both name the same field. */
+export function toCheeseChanges(
+  body: CheesePatch,
+  query: { name?: string | undefined; status?: CheeseStatus | undefined },
+): CheeseChanges {
+  const { id: _id, createdAt: _c, updatedAt: _u, ...changes } = body;
+  return {
+    ...changes,
+    ...(query.name !== undefined ? { name: query.name } : {}),
+    ...(query.status !== undefined ? { status: query.status } : {}),
+  };
 }
 
 export const CheeseIdParam = z.object({
@@ -84,3 +149,148 @@ export const CheeseIdParam = z.object({
     .max(Number.MAX_SAFE_INTEGER)
     .openapi({ param: { name: "cheeseId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Listing
+
+export const cheeseSorts = ["name", "-name", "createdAt", "-createdAt"] as const;
+export const CheeseSort = z.enum(cheeseSorts);
+export type CheeseSort = z.infer<typeof CheeseSort>;
+
+/** What a list is filtered by, normalised (lower-case names, sorted lists) so cursors compare. */
+export const CheeseFilters = z.object({
+  status: z.array(CheeseStatus).optional(),
+  tags: z.array(z.string()).optional(),
+  category: z.string().optional(),
+  organic: z.boolean().optional(),
+});
+export type CheeseFilters = z.infer<typeof CheeseFilters>;
+
+export const PAGE_SIZE_DEFAULT = 20;
+export const PAGE_SIZE_MAX = 100;
+export const TAG_MAX_LENGTH = 50;
+
+const statusList = z.string().regex(/^(available|pending|sold)(,(available|pending|sold))*$/, {
+  message: "each status must be one of available, pending, sold",
+});
+/** A comma-separated list of tag names, each 1 to 50 characters. */
+const tagList = z
+  .string()
+  .refine((text) => splitList(text).every((tag) => tag.length >= 1 && tag.length <= TAG_MAX_LENGTH), {
+    message: `each tag must be 1 to ${TAG_MAX_LENGTH} characters`,
+  });
+
+export const CheeseListQuery = z.object({
+  cursor: z
+    .string()
+    .min(1)
+    .max(2048)
+    .optional()
+    .openapi({ description: "cursor from a previous response (its nextCursor)" }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(PAGE_SIZE_MAX)
+    .default(PAGE_SIZE_DEFAULT)
+    .openapi({ type: "integer", minimum: 1, maximum: PAGE_SIZE_MAX, default: PAGE_SIZE_DEFAULT }),
+  status: statusList
+    .optional()
+    .openapi({ description: "available, pending, sold; several comma-separated", example: "available" }),
+  sort: CheeseSort.optional().openapi({
+    description: "name, -name, createdAt, -createdAt; ties break on id",
+    default: "name",
+  }),
+  tags: tagList
+    .optional()
+    .openapi({ description: "comma-separated tag names; a cheese with any of them matches" }),
+  category: z.string().trim().min(1).max(50).optional().openapi({ description: "category name" }),
+  organic: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({ type: "boolean", description: "only organic (true) or non-organic (false) cheeses" }),
+});
+export type CheeseListQuery = z.infer<typeof CheeseListQuery>;
+
+export const CheeseList = z
+  .object({
+    items: z.array(Cheese),
+    nextCursor: z
+      .string()
+      .nullable()
+      .openapi({ description: "cursor for the next page; null when no more results" }),
+    hasMore: z.boolean().openapi({ description: "whether more results exist" }),
+    total: z.number().int().openapi({ description: "total number of matching cheeses" }),
+  })
+  .openapi("CheeseList");
+export type CheeseList = z.infer<typeof CheeseList>;
+
+/** `a,b` and repeated parameters (`?x=a&x=b`) both give a list. */
+const commaSeparatedArray = <T extends z.ZodType>(item: T) =>
+  z.preprocess(
+    (value) => (Array.isArray(value) ? value.flatMap(splitList) : splitList(String(value ?? ""))),
+    z.array(item).min(1),
+  );
+
+export const FindByStatusQuery = z.object({
+  status: commaSeparatedArray(CheeseStatus).openapi({
+    param: { name: "status", in: "query", style: "form", explode: false, required: true },
+    type: "array",
+    items: { type: "string", enum: [...cheeseStatuses] },
+    description: "several values comma-separated; a cheese matching any value is returned",
+  }),
+});
+
+export const FindByTagsQuery = z.object({
+  tags: commaSeparatedArray(z.string().trim().min(1).max(TAG_MAX_LENGTH)).openapi({
+    param: { name: "tags", in: "query", style: "form", explode: false, required: true },
+    type: "array",
+    items: { type: "string", minLength: 1, maxLength: TAG_MAX_LENGTH },
+    description: "comma-separated tag names",
+  }),
+});
+
+export function splitList(text: string): string[] {
+  return text.split(",").map((part) => part.trim());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images and inventory
+
+export const ImageUploadResult = z
+  .object({
+    imageUrl: z.string().openapi({ format: "uri" }),
+    thumbnailUrl: z.string().openapi({ format: "uri" }),
+    size: z.number().int().openapi({ description: "size of the uploaded file in bytes" }),
+  })
+  .openapi("ImageUploadResult");
+export type ImageUploadResult = z.infer<typeof ImageUploadResult>;
+
+export const imageFormats = ["jpeg", "png", "webp"] as const;
+export const ImageFormat = z.enum(imageFormats);
+export type ImageFormat = z.infer<typeof ImageFormat>;
+
+/** An image attached to a cheese, as kept by the catalogue (beyond the spec: its caption and role). */
+export const CheeseImage = z
+  .object({
+    imageUrl: z.string().openapi({ format: "uri" }),
+    thumbnailUrl: z.string().openapi({ format: "uri" }),
+    size: z.number().int(),
+    contentType: z.string(),
+    width: z.number().int(),
+    height: z.number().int(),
+    caption: z.string().nullable(),
+    isPrimary: z.boolean(),
+    createdAt: dateTime,
+  })
+  .openapi("CheeseImage");
+export type CheeseImage = z.infer<typeof CheeseImage>;
+
+export const Inventory = z
+  .object({
+    available: z.number().int().min(0),
+    pending: z.number().int().min(0),
+    sold: z.number().int().min(0),
+  })
+  .openapi("Inventory", { description: "count of cheeses per status" });
+export type Inventory = z.infer<typeof Inventory>;

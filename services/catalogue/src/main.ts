@@ -10,8 +10,9 @@ import {
   startPublisher,
   startService,
 } from "@cheese/service-kit";
-import { addCheese } from "./handlers/cheese-commands.ts";
-import { getCheese } from "./handlers/cheese-queries.ts";
+import { addCheese, deleteCheese, replaceCheese, updateCheese } from "./handlers/cheese-commands.ts";
+import { attachImage } from "./handlers/cheese-images.ts";
+import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./handlers/cheese-queries.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { projectCheese } from "./projections/cheeses.ts";
 
@@ -49,10 +50,22 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       store,
       cheeseIds: new IdAllocator(store, "cheese"),
       nameIds: new IdAllocator(store, "name"),
+      bus: ctx.bus,
+      blobs: ctx.blobs,
+      // Half the gateway's deadline: ordering's silence becomes our 503 before the gateway gives up.
+      orderingTimeoutMs: Math.max(100, Math.floor(ctx.config.RPC_TIMEOUT / 2)),
     };
     const readSide = { readModels, projection };
     ctx.serve(catalogueRpc.createCheese, ({ fields }, context) => addCheese(writeSide, fields, context));
+    ctx.serve(catalogueRpc.replaceCheese, (request, context) => replaceCheese(writeSide, request, context));
+    ctx.serve(catalogueRpc.updateCheese, (request, context) => updateCheese(writeSide, request, context));
+    ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(writeSide, request, context));
+    ctx.serve(catalogueRpc.attachImage, (request, context) => attachImage(writeSide, request, context));
     ctx.serve(catalogueRpc.getCheese, ({ cheeseId }) => getCheese(readSide, cheeseId));
+    ctx.serve(catalogueRpc.listCheeses, (request) => listCheeses(readSide, request));
+    ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(readSide, request));
+    ctx.serve(catalogueRpc.inventory, () => inventory(readSide));
+    ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(readSide, cheeseId));
   },
 };
 

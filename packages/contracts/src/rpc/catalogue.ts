@@ -1,10 +1,27 @@
 import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
-import { Cheese, CheeseFields } from "../cheese.ts";
+import {
+  Cheese,
+  CheeseChanges,
+  CheeseFields,
+  CheeseFilters,
+  CheeseImage,
+  CheeseList,
+  CheeseSort,
+  CheeseStatus,
+  ImageFormat,
+  Inventory,
+} from "../cheese.ts";
 
 /** A cheese as the catalogue returns it, with the stream revision for ETags. */
 export const CheeseReply = z.object({ cheese: Cheese, revision: z.number().int() });
 export type CheeseReply = z.infer<typeof CheeseReply>;
+
+const cheeseId = z.number().int().positive();
+
+/** `If-Match` as the catalogue checks it: any of these revisions, or `*` (the cheese exists). */
+export const Precondition = z.union([z.literal("*"), z.array(z.number().int())]);
+export type Precondition = z.infer<typeof Precondition>;
 
 export const catalogueRpc = {
   createCheese: defineRpc({
@@ -14,7 +31,73 @@ export const catalogueRpc = {
   }),
   getCheese: defineRpc({
     subject: "catalogue.cheese.get",
-    request: z.object({ cheeseId: z.number().int().positive() }),
+    request: z.object({ cheeseId }),
     response: CheeseReply,
+  }),
+  /** PUT /cheeses: every field replaced; 404 when absent, 409 name taken, 412 If-Match failed. */
+  replaceCheese: defineRpc({
+    subject: "catalogue.cheese.replace",
+    request: z.object({ cheeseId, fields: CheeseFields, ifMatch: Precondition.optional() }),
+    response: CheeseReply,
+  }),
+  /** POST /cheeses/{cheeseId}: only the given fields change. */
+  updateCheese: defineRpc({
+    subject: "catalogue.cheese.update",
+    request: z.object({ cheeseId, changes: CheeseChanges, ifMatch: Precondition.optional() }),
+    response: CheeseReply,
+  }),
+  /** Asks ordering first: 409 with approved or shipped orders, 503 when ordering does not answer. */
+  deleteCheese: defineRpc({
+    subject: "catalogue.cheese.delete",
+    request: z.object({ cheeseId, confirmed: z.boolean() }),
+    response: z.object({ deleted: z.literal(true) }),
+  }),
+  listCheeses: defineRpc({
+    subject: "catalogue.cheese.list",
+    request: z.object({
+      cursor: z.string().optional(),
+      limit: z.number().int().min(1).max(100),
+      /** Absent: the cursor's sort, else name. */
+      sort: CheeseSort.optional(),
+      /** Absent filters: the cursor's. */
+      filters: CheeseFilters,
+    }),
+    response: CheeseList,
+  }),
+  /** findByStatus / findByTags: every match, no pagination, ordered by id. */
+  findCheeses: defineRpc({
+    subject: "catalogue.cheese.find",
+    request: z.object({ status: z.array(CheeseStatus).optional(), tags: z.array(z.string()).optional() }),
+    response: z.object({ items: z.array(Cheese) }),
+  }),
+  inventory: defineRpc({
+    subject: "catalogue.inventory.get",
+    request: z.object({}),
+    response: Inventory,
+  }),
+  /**
+   * The gateway has stored the original under `originalKey`; the catalogue decodes it from the
+   * blob store (415 when it does not decode as `format`), writes the thumbnail to `thumbnailKey`
+   * and records the image. Only keys and URLs travel here, never bytes.
+   */
+  attachImage: defineRpc({
+    subject: "catalogue.cheese.attach_image",
+    request: z.object({
+      cheeseId,
+      originalKey: z.string(),
+      thumbnailKey: z.string(),
+      format: ImageFormat,
+      size: z.number().int().positive(),
+      imageUrl: z.string(),
+      thumbnailUrl: z.string(),
+      caption: z.string().nullable(),
+      isPrimary: z.boolean(),
+    }),
+    response: z.object({ image: CheeseImage, revision: z.number().int() }),
+  }),
+  listImages: defineRpc({
+    subject: "catalogue.cheese.images",
+    request: z.object({ cheeseId }),
+    response: z.object({ images: z.array(CheeseImage) }),
   }),
 };

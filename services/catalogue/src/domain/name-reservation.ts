@@ -10,8 +10,8 @@ export type ReservationEvent =
   | DomainEvent<"NameReleased", { cheeseId: number }>;
 
 export type ReservationCommand =
-  | { type: "Reserve"; cheeseId: number }
-  | { type: "Release"; cheeseId: number };
+  /** `replacing`: a holder known to be deleted, whose release was lost (say, to a crash). */
+  { type: "Reserve"; cheeseId: number; replacing?: number } | { type: "Release"; cheeseId: number };
 
 export type ReservationState = { holder: number | undefined };
 
@@ -36,7 +36,7 @@ export const nameReservationDecider: Decider<ReservationState, ReservationComman
     switch (command.type) {
       case "Reserve":
         if (state.holder === command.cheeseId) return [];
-        if (state.holder !== undefined) {
+        if (state.holder !== undefined && state.holder !== command.replacing) {
           throw new DomainError(409, "conflict", "a cheese with this name already exists in the category");
         }
         return [{ type: "NameReserved", data: { cheeseId: command.cheeseId } }];

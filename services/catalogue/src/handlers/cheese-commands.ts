@@ -1,80 +1,131 @@
-import type { CheeseFields, CheeseReply } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
-import { contextMetadata, type HandlerContext, handleCommand, type IdAllocator } from "@cheese/service-kit";
-import { cheeseDecider, cheeseStream } from "../domain/cheese.ts";
-import { nameReservationDecider, nameReservationStream } from "../domain/name-reservation.ts";
-import { idForName } from "../domain/named-ids.ts";
+import type { BlobStore } from "@cheese/blob-store";
+import {
+  type CheeseChanges,
+  type CheeseFields,
+  type CheeseReply,
+  orderingRpc,
+  type Precondition,
+} from "@cheese/contracts";
+import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
+import { contextHeaders, DomainError, foldEvents, type HandlerContext } from "@cheese/service-kit";
+import {
+  type CheeseCommand,
+  type CheeseState,
+  cheeseDecider,
+  cheeseOf,
+  cheeseStream,
+} from "../domain/cheese.ts";
+import {
+  type CatalogueWriteSide,
+  executeCheeseCommand,
+  resolveChanges,
+  resolveDetails,
+} from "./cheese-writes.ts";
 
-export interface CatalogueWriteSide {
-  store: EventStore;
-  cheeseIds: IdAllocator;
-  nameIds: IdAllocator;
+export interface CatalogueCommandSide extends CatalogueWriteSide {
+  bus: MessageBus;
+  blobs: BlobStore;
+  /** Deadline for asking ordering; shorter than the gateway's so its 503 is ours to give. */
+  orderingTimeoutMs: number;
 }
 
-/**
- * Adds a cheese: resolve category and tag ids, reserve the name within the category (409 when
- * taken), then append CheeseAdded. If the add fails the reservation is released again.
- */
+/** Adds a cheese: resolve ids, reserve the name within the category (409 when taken), append. */
 export async function addCheese(
   side: CatalogueWriteSide,
   fields: CheeseFields,
   context: HandlerContext,
 ): Promise<CheeseReply> {
-  const metadata = contextMetadata(context);
-  const category = fields.category
-    ? {
-        id: await idForName(side.store, side.nameIds, "category", fields.category.name),
-        name: fields.category.name,
-      }
-    : undefined;
-  const tags = await Promise.all(
-    (fields.tags ?? []).map(async (tag) => ({
-      id: await idForName(side.store, side.nameIds, "tag", tag.name),
-      name: tag.name,
-    })),
-  );
+  const details = await resolveDetails(side, fields);
   const id = await side.cheeseIds.nextId();
-  const reservation = nameReservationStream(category?.id, fields.name);
-  await handleCommand(
-    side.store,
-    reservation,
-    nameReservationDecider,
-    { type: "Reserve", cheeseId: id },
-    metadata,
-  );
-
   const now = new Date().toISOString();
-  const cheese = {
-    id,
-    name: fields.name,
-    ...(category ? { category } : {}),
-    photoUrls: fields.photoUrls ?? [],
-    tags,
-    status: fields.status,
-    origin: fields.origin ?? null,
-    ...(fields.pricePerKg !== undefined ? { pricePerKg: fields.pricePerKg } : {}),
-    ...(fields.ageMonths !== undefined ? { ageMonths: fields.ageMonths } : {}),
-    organic: fields.organic,
-    createdAt: now,
-    updatedAt: now,
+  const command: CheeseCommand = { type: "AddCheese", cheese: cheeseOf(id, details, now, now) };
+  return reply((await executeCheeseCommand(side, id, command, context)).state);
+}
+
+/** PUT /cheeses: every field replaced (omitted ones reset), name uniqueness kept. */
+export async function replaceCheese(
+  side: CatalogueWriteSide,
+  request: { cheeseId: number; fields: CheeseFields; ifMatch?: Precondition | undefined },
+  context: HandlerContext,
+): Promise<CheeseReply> {
+  const details = await resolveDetails(side, request.fields);
+  const command: CheeseCommand = {
+    type: "ReplaceCheese",
+    details,
+    at: new Date().toISOString(),
+    ...(request.ifMatch !== undefined ? { ifMatch: request.ifMatch } : {}),
   };
-  try {
-    const result = await handleCommand(
-      side.store,
-      cheeseStream(id),
-      cheeseDecider,
-      { type: "AddCheese", cheese },
-      metadata,
-    );
-    return { cheese, revision: result.revision };
-  } catch (error) {
-    await handleCommand(
-      side.store,
-      reservation,
-      nameReservationDecider,
-      { type: "Release", cheeseId: id },
-      metadata,
-    );
-    throw error;
+  return reply((await executeCheeseCommand(side, request.cheeseId, command, context)).state);
+}
+
+/** POST /cheeses/{cheeseId}: only the given fields change; a status alone is a status change. */
+export async function updateCheese(
+  side: CatalogueWriteSide,
+  request: { cheeseId: number; changes: CheeseChanges; ifMatch?: Precondition | undefined },
+  context: HandlerContext,
+): Promise<CheeseReply> {
+  const changes = await resolveChanges(side, request.changes);
+  const at = new Date().toISOString();
+  const ifMatch = request.ifMatch !== undefined ? { ifMatch: request.ifMatch } : {};
+  const onlyStatus = Object.keys(changes).length === 1 && changes.status !== undefined;
+  const command: CheeseCommand = onlyStatus
+    ? { type: "ChangeCheeseStatus", status: changes.status!, at, ...ifMatch }
+    : { type: "UpdateCheese", changes, at, ...ifMatch };
+  return reply((await executeCheeseCommand(side, request.cheeseId, command, context)).state);
+}
+
+/**
+ * DELETE /cheeses/{cheeseId}: ordering says how many approved or shipped orders the cheese has
+ * (409 when any); if ordering does not answer, nothing is deleted (503). The name is released
+ * and the images' blobs removed; ordering cancels placed orders when it sees cheese.deleted.
+ */
+export async function deleteCheese(
+  side: CatalogueCommandSide,
+  request: { cheeseId: number; confirmed: boolean },
+  context: HandlerContext,
+): Promise<{ deleted: true }> {
+  const { cheeseId, confirmed } = request;
+  // Refusals that need no answer from ordering (404, 400) come first: decide as if there were
+  // no orders, without appending anything.
+  const current = foldEvents(cheeseDecider, await side.store.readStream(cheeseStream(cheeseId)));
+  cheeseDecider.decide({ type: "DeleteCheese", confirmed, activeOrders: 0 }, current);
+  const activeOrders = await askOrdering(side, cheeseId, context);
+  const { events } = await executeCheeseCommand(
+    side,
+    cheeseId,
+    { type: "DeleteCheese", confirmed, activeOrders },
+    context,
+  );
+  for (const event of events) {
+    if (event.type !== "CheeseDeleted") continue;
+    for (const key of event.data.imageKeys) {
+      await side.blobs.delete(key).catch((error) => context.logger.warn({ err: error, key }, "blob kept"));
+    }
   }
+  return { deleted: true };
+}
+
+async function askOrdering(side: CatalogueCommandSide, cheeseId: number, context: HandlerContext) {
+  try {
+    const answer = await callRpc(
+      side.bus,
+      orderingRpc.activeOrdersForCheese,
+      { cheeseId },
+      { timeoutMs: side.orderingTimeoutMs, headers: contextHeaders(context) },
+    );
+    return answer.activeOrders;
+  } catch (error) {
+    const detail = error instanceof RemoteError ? error.body.message : String(error);
+    context.logger.warn({ cheeseId, detail }, "ordering did not say whether the cheese has active orders");
+    throw new DomainError(
+      503,
+      "service_unavailable",
+      "ordering could not confirm the cheese has no active orders; nothing was deleted",
+    );
+  }
+}
+
+export function reply(state: CheeseState): CheeseReply {
+  if (state.phase !== "present") throw new DomainError(404, "not_found", "cheese not found");
+  return { cheese: state.cheese, revision: state.revision };
 }

@@ -1,17 +1,102 @@
-import type { CheeseReply } from "@cheese/contracts";
+import type {
+  CheeseFilters,
+  CheeseImage,
+  CheeseList,
+  CheeseReply,
+  CheeseSort,
+  CheeseStatus,
+  Inventory,
+} from "@cheese/contracts";
 import type { ReadModelStore } from "@cheese/read-models";
 import { DomainError, type Projection } from "@cheese/service-kit";
+import {
+  afterQuery,
+  encodeCursor,
+  filterQuery,
+  normaliseFilters,
+  resolveListRequest,
+  sortSpec,
+} from "../domain/listing.ts";
 import { CHEESES, type CheeseDocument } from "../projections/cheeses.ts";
+import { publicImage } from "./cheese-images.ts";
 
 export interface CatalogueReadSide {
   readModels: ReadModelStore;
   projection: Projection;
 }
 
-/** Reads one cheese; waits for the projection first so a write by any replica is visible. */
-export async function getCheese(side: CatalogueReadSide, cheeseId: number): Promise<CheeseReply> {
+/**
+ * Every read first waits for the projection to apply everything appended so far, by any
+ * replica: a GET right after a write sees it.
+ */
+async function cheeses(side: CatalogueReadSide) {
   await side.projection.catchUp();
-  const document = await side.readModels.collection<CheeseDocument>(CHEESES).findOne({ _id: cheeseId });
+  return side.readModels.collection<CheeseDocument>(CHEESES);
+}
+
+export async function getCheese(side: CatalogueReadSide, cheeseId: number): Promise<CheeseReply> {
+  const document = await (await cheeses(side)).findOne({ _id: cheeseId });
   if (!document) throw new DomainError(404, "not_found", `cheese ${cheeseId} not found`);
   return { cheese: document.cheese, revision: document._revision as number };
+}
+
+/** GET /cheeses: one page after the cursor's position, with the total of all matches. */
+export async function listCheeses(
+  side: CatalogueReadSide,
+  request: {
+    cursor?: string | undefined;
+    limit: number;
+    sort?: CheeseSort | undefined;
+    filters: CheeseFilters;
+  },
+): Promise<CheeseList> {
+  const { sort, filters, after } = resolveListRequest(request);
+  const collection = await cheeses(side);
+  const matching = filterQuery(filters);
+  const { field, direction } = sortSpec(sort);
+  const [page, total] = await Promise.all([
+    collection.find(after ? { $and: [matching, afterQuery(after)] } : matching, {
+      sort: { [field]: direction, _id: direction },
+      limit: request.limit + 1,
+    }),
+    collection.count(matching),
+  ]);
+  const hasMore = page.length > request.limit;
+  const items = page.slice(0, request.limit);
+  const last = items[items.length - 1];
+  return {
+    items: items.map((document) => document.cheese),
+    nextCursor:
+      hasMore && last ? encodeCursor({ sort, key: last[field] as string, id: last._id, filters }) : null,
+    hasMore,
+    total,
+  };
+}
+
+/** findByStatus and findByTags: every match, ordered by id. */
+export async function findCheeses(
+  side: CatalogueReadSide,
+  request: { status?: CheeseStatus[] | undefined; tags?: string[] | undefined },
+): Promise<{ items: CheeseList["items"] }> {
+  const filters = normaliseFilters({
+    ...(request.status ? { status: request.status } : {}),
+    ...(request.tags ? { tags: request.tags } : {}),
+  });
+  const documents = await (await cheeses(side)).find(filterQuery(filters), { sort: { _id: 1 } });
+  return { items: documents.map((document) => document.cheese) };
+}
+
+/** GET /store/inventory: cheeses per status, every status present. */
+export async function inventory(side: CatalogueReadSide): Promise<Inventory> {
+  const counts = await (await cheeses(side)).countBy("status");
+  return { available: counts.available ?? 0, pending: counts.pending ?? 0, sold: counts.sold ?? 0 };
+}
+
+export async function listImages(
+  side: CatalogueReadSide,
+  cheeseId: number,
+): Promise<{ images: CheeseImage[] }> {
+  const document = await (await cheeses(side)).findOne({ _id: cheeseId });
+  if (!document) throw new DomainError(404, "not_found", `cheese ${cheeseId} not found`);
+  return { images: document.images.map(publicImage) };
 }

@@ -1,14 +1,26 @@
-import type { Cheese } from "@cheese/contracts";
+import type { Cheese, CheeseStatus } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { Document, ReadModelStore } from "@cheese/read-models";
-import type { CheeseEvent } from "../domain/cheese.ts";
+import type { CheeseEvent, StoredImage } from "../domain/cheese.ts";
+import { lowerName } from "../domain/listing.ts";
 
-/** The `cheeses` read model: one document per cheese, `_id` = cheese id. */
+/**
+ * The `cheeses` read model: one document per cheese, `_id` = cheese id, `_revision` = stream
+ * revision (the ETag). Beside the cheese it holds the fields lists filter and sort on, and the
+ * cheese's images. Inventory counts are a group-by over `status`.
+ */
 export interface CheeseDocument extends Document {
   _id: number;
   cheese: Cheese;
+  images: StoredImage[];
   /** Lower-cased name, for case-insensitive sorting. */
   sortName: string;
+  createdAt: string;
+  status: CheeseStatus;
+  /** Lower-cased tag and category names, for case-insensitive filters. */
+  tagNames: string[];
+  categoryName: string | null;
+  organic: boolean;
 }
 
 export const CHEESES = "cheeses";
@@ -17,12 +29,42 @@ export async function projectCheese(event: RecordedEvent, readModels: ReadModelS
   const cheeses = readModels.collection<CheeseDocument>(CHEESES);
   const domainEvent = { type: event.type, data: event.data } as CheeseEvent;
   switch (domainEvent.type) {
-    case "CheeseAdded": {
-      const { cheese } = domainEvent.data;
+    case "CheeseAdded":
+      await cheeses.upsert(domainEvent.data.cheese.id, event.revision, {
+        $set: { ...searchFields(domainEvent.data.cheese), images: [] },
+      });
+      return;
+    case "CheeseUpdated":
+    case "CheeseStatusChanged":
+      await cheeses.upsert(domainEvent.data.cheese.id, event.revision, {
+        $set: searchFields(domainEvent.data.cheese),
+      });
+      return;
+    case "CheeseImageAttached": {
+      const { cheese, image } = domainEvent.data;
+      const stored = await cheeses.findOne({ _id: cheese.id });
+      const earlier = (stored?.images ?? []).map((other) =>
+        image.isPrimary ? { ...other, isPrimary: false } : other,
+      );
       await cheeses.upsert(cheese.id, event.revision, {
-        $set: { cheese, sortName: cheese.name.toLowerCase() },
+        $set: { ...searchFields(cheese), images: [...earlier, image] },
       });
       return;
     }
+    case "CheeseDeleted":
+      await cheeses.deleteOne(domainEvent.data.cheeseId, event.revision);
+      return;
   }
+}
+
+function searchFields(cheese: Cheese) {
+  return {
+    cheese,
+    sortName: lowerName(cheese.name),
+    createdAt: cheese.createdAt ?? "",
+    status: cheese.status,
+    tagNames: (cheese.tags ?? []).map((tag) => lowerName(tag.name)),
+    categoryName: cheese.category ? lowerName(cheese.category.name) : null,
+    organic: cheese.organic ?? false,
+  };
 }

@@ -1,15 +1,41 @@
-import { Cheese, CheeseIdParam, CheeseInput, catalogueRpc, toCheeseFields } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import {
+  Cheese,
+  CheeseIdParam,
+  CheeseInput,
+  CheesePatch,
+  CheeseReplacement,
+  CheeseStatus,
+  catalogueRpc,
+  toCheeseChanges,
+  toCheeseFields,
+} from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { idempotency } from "../middleware/idempotency.ts";
 import { callService } from "../rpc.ts";
+import { authResponses, readWithApiKey, withMiddleware, writeCheeses } from "./cheese-access.ts";
+import { cheeseSearchRoutes } from "./cheese-search.ts";
+import { imageRoutes } from "./images.ts";
+import {
+  emptyBodyIsNoBody,
+  etagHeader,
+  etagOf,
+  ifMatchHeader,
+  notModified,
+  parseIfMatch,
+} from "./preconditions.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-const cheeseJson = { "application/json": { schema: Cheese } };
+const cheeseResponse = (description: string) => ({
+  description,
+  headers: etagHeader,
+  content: { "application/json": { schema: Cheese } },
+});
 
 const addCheese = (deps: GatewayDeps) =>
   secured(
-    { oauth: ["write:cheeses"] },
+    writeCheeses,
     deps.authorize,
     createRoute({
       method: "post",
@@ -17,11 +43,57 @@ const addCheese = (deps: GatewayDeps) =>
       operationId: "addCheese",
       tags: ["Cheeses"],
       summary: "Add a cheese",
-      request: { body: { required: true, content: { "application/json": { schema: CheeseInput } } } },
+      description: "The name must be unique within its category.",
+      request: {
+        headers: z.object({
+          "Idempotency-Key": z
+            .string()
+            .optional()
+            .openapi({
+              param: { in: "header" },
+              description: "a repeat within 24 h returns the first response and adds nothing",
+            }),
+        }),
+        body: { required: true, content: { "application/json": { schema: CheeseInput } } },
+      },
       responses: {
         ...commonResponses,
-        201: { description: "the cheese", content: cheeseJson },
+        ...authResponses,
+        201: {
+          ...cheeseResponse("the cheese"),
+          headers: {
+            ...etagHeader,
+            Location: { description: "URL of the new cheese", schema: { type: "string" } },
+          },
+        },
+        409: errorResponse("name already exists in the category, or Idempotency-Key reused"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const replaceCheese = (deps: GatewayDeps) =>
+  secured(
+    writeCheeses,
+    deps.authorize,
+    createRoute({
+      method: "put",
+      path: "/cheeses",
+      operationId: "updateCheese",
+      tags: ["Cheeses"],
+      summary: "Replace a cheese",
+      description: "The id must match an existing cheese; omitted optional fields are reset.",
+      request: {
+        headers: ifMatchHeader,
+        body: { required: true, content: { "application/json": { schema: CheeseReplacement } } },
+      },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: cheeseResponse("the cheese"),
+        404: errorResponse("cheese not found"),
         409: errorResponse("name already exists in the category"),
+        412: errorResponse("the cheese changed since the ETag in If-Match"),
         422: validationErrorResponse,
       },
     }),
@@ -29,7 +101,7 @@ const addCheese = (deps: GatewayDeps) =>
 
 const getCheese = (deps: GatewayDeps) =>
   secured(
-    { apiKey: true, bearer: true, oauth: ["read:cheeses"] },
+    readWithApiKey,
     deps.authorize,
     createRoute({
       method: "get",
@@ -40,27 +112,135 @@ const getCheese = (deps: GatewayDeps) =>
       request: { params: CheeseIdParam },
       responses: {
         ...commonResponses,
-        200: { description: "the cheese", content: cheeseJson },
+        ...authResponses,
+        200: cheeseResponse("the cheese"),
+        304: { description: "If-None-Match named the current ETag" },
         404: errorResponse("cheese not found"),
       },
     }),
   );
 
+const updateCheese = (deps: GatewayDeps) =>
+  secured(
+    writeCheeses,
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/cheeses/{cheeseId}",
+      operationId: "updateCheeseWithForm",
+      tags: ["Cheeses"],
+      summary: "Update a cheese partially",
+      description:
+        "Only provided fields are updated: name and status as query parameters, and any CheeseInput " +
+        "field in an optional JSON body, merged (the query parameters win).",
+      request: {
+        params: CheeseIdParam,
+        query: z.object({
+          name: z.string().trim().min(1).max(100).optional().openapi({ description: "new name" }),
+          status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
+        }),
+        headers: ifMatchHeader,
+        body: { required: false, content: { "application/json": { schema: CheesePatch } } },
+      },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: cheeseResponse("the cheese"),
+        404: errorResponse("cheese not found"),
+        409: errorResponse("name already exists in the category"),
+        412: errorResponse("the cheese changed since the ETag in If-Match"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const deleteCheese = (deps: GatewayDeps) =>
+  secured(
+    writeCheeses,
+    deps.authorize,
+    createRoute({
+      method: "delete",
+      path: "/cheeses/{cheeseId}",
+      operationId: "deleteCheese",
+      tags: ["Cheeses"],
+      summary: "Delete a cheese",
+      description:
+        "Permanent removal, cannot be undone. Placed orders for the cheese are cancelled; approved " +
+        "or shipped ones make it 409.",
+      request: {
+        params: CheeseIdParam,
+        headers: z.object({
+          "X-Confirm-Delete": z
+            .string()
+            .refine((value) => value.trim().toLowerCase() === "true", { message: "must be true" })
+            .openapi({
+              param: { in: "header", required: true },
+              type: "boolean",
+              description: "must be true",
+            }),
+        }),
+      },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        204: { description: "deleted" },
+        404: errorResponse("cheese not found"),
+        409: errorResponse("cheese has active orders and cannot be deleted"),
+      },
+    }),
+  );
+
 export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(addCheese(deps), async (c) => {
+  api.openapi(withMiddleware(addCheese(deps), idempotency(deps)), async (c) => {
     const input = c.req.valid("json");
     const { cheese, revision } = await callService(deps, c, catalogueRpc.createCheese, {
       fields: toCheeseFields(input),
     });
     c.header("Location", `/v2/cheeses/${cheese.id}`);
-    c.header("ETag", `"${revision}"`);
+    c.header("ETag", etagOf(revision));
     return c.json(cheese, 201);
   });
+
+  api.openapi(replaceCheese(deps), async (c) => {
+    const input = c.req.valid("json");
+    const ifMatch = parseIfMatch(c.req.valid("header")["If-Match"]);
+    const { cheese, revision } = await callService(deps, c, catalogueRpc.replaceCheese, {
+      cheeseId: input.id,
+      fields: toCheeseFields(input),
+      ...(ifMatch !== undefined ? { ifMatch } : {}),
+    });
+    c.header("ETag", etagOf(revision));
+    return c.json(cheese, 200);
+  });
+
+  // Fixed paths under /cheeses/ first: Hono tries routes in the order they are added.
+  cheeseSearchRoutes(api, deps);
+  imageRoutes(api, deps);
 
   api.openapi(getCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
     const { cheese, revision } = await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
-    c.header("ETag", `"${revision}"`);
+    const etag = etagOf(revision);
+    c.header("ETag", etag);
+    if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304);
     return c.json(cheese, 200);
+  });
+
+  api.openapi(withMiddleware(updateCheese(deps), emptyBodyIsNoBody), async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    const ifMatch = parseIfMatch(c.req.valid("header")["If-Match"]);
+    const { cheese, revision } = await callService(deps, c, catalogueRpc.updateCheese, {
+      cheeseId,
+      changes: toCheeseChanges(c.req.valid("json"), c.req.valid("query")),
+      ...(ifMatch !== undefined ? { ifMatch } : {}),
+    });
+    c.header("ETag", etagOf(revision));
+    return c.json(cheese, 200);
+  });
+
+  api.openapi(deleteCheese(deps), async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    await callService(deps, c, catalogueRpc.deleteCheese, { cheeseId, confirmed: true });
+    return c.body(null, 204);
   });
 }

@@ -1,5 +1,35 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { catalogueRpc, Inventory } from "@cheese/contracts";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { secured } from "../auth/access.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { callService } from "../rpc.ts";
+import { authResponses, readWithApiKey } from "./cheese-access.ts";
+import { commonResponses } from "./responses.ts";
 
-/** Routes of this area are added by the issue that builds it. */
-export function inventoryRoutes(_api: OpenAPIHono<GatewayEnv>, _deps: GatewayDeps): void {}
+const getInventory = (deps: GatewayDeps) =>
+  secured(
+    readWithApiKey,
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/store/inventory",
+      operationId: "getInventory",
+      tags: ["Store"],
+      summary: "Count of cheeses per status",
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: {
+          description: "inventory map: every status with its count",
+          content: { "application/json": { schema: Inventory } },
+        },
+      },
+    }),
+  );
+
+export function inventoryRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(getInventory(deps), async (c) => {
+    const counts = await callService(deps, c, catalogueRpc.inventory, {});
+    return c.json(counts, 200);
+  });
+}

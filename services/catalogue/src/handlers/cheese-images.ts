@@ -1,0 +1,129 @@
+import { Readable } from "node:stream";
+import type { BlobStore } from "@cheese/blob-store";
+import type { CheeseImage, ImageFormat } from "@cheese/contracts";
+import { DomainError, type HandlerContext } from "@cheese/service-kit";
+import sharp from "sharp";
+import type { StoredImage } from "../domain/cheese.ts";
+import { type CatalogueWriteSide, executeCheeseCommand } from "./cheese-writes.ts";
+
+/** Decompression bombs: a small file may decode to gigapixels; more than this is refused. */
+export const MAX_IMAGE_PIXELS = 50_000_000;
+/** Longest side of a thumbnail. */
+export const THUMBNAIL_SIZE = 256;
+
+export const contentTypes: Record<ImageFormat, string> = {
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+};
+
+export interface AttachImageRequest {
+  cheeseId: number;
+  originalKey: string;
+  thumbnailKey: string;
+  format: ImageFormat;
+  size: number;
+  imageUrl: string;
+  thumbnailUrl: string;
+  caption: string | null;
+  isPrimary: boolean;
+}
+
+/**
+ * The gateway stored the original; here it is decoded from the blob store (415 when it is not
+ * the format its bytes claim, or does not decode), a WebP thumbnail is written beside it, and
+ * the image is recorded on the cheese. Whatever fails, the blobs written for it are removed.
+ */
+export async function attachImage(
+  side: CatalogueWriteSide & { blobs: BlobStore },
+  request: AttachImageRequest,
+  context: HandlerContext,
+): Promise<{ image: CheeseImage; revision: number }> {
+  try {
+    const original = await readBlob(side.blobs, request.originalKey, request.size);
+    const { width, height, thumbnail } = await makeThumbnail(original, request.format);
+    await side.blobs.put(request.thumbnailKey, Readable.from([thumbnail]), thumbnail.length, {
+      contentType: contentTypes.webp,
+      metadata: { "cheese-id": String(request.cheeseId) },
+    });
+    const at = new Date().toISOString();
+    const image: StoredImage = {
+      key: request.originalKey,
+      thumbnailKey: request.thumbnailKey,
+      imageUrl: request.imageUrl,
+      thumbnailUrl: request.thumbnailUrl,
+      size: request.size,
+      contentType: contentTypes[request.format],
+      width,
+      height,
+      caption: request.caption,
+      isPrimary: request.isPrimary,
+      createdAt: at,
+    };
+    const { state } = await executeCheeseCommand(
+      side,
+      request.cheeseId,
+      { type: "AttachImage", image, at },
+      context,
+    );
+    return { image: publicImage(image), revision: state.revision };
+  } catch (error) {
+    for (const key of [request.originalKey, request.thumbnailKey]) {
+      await side.blobs.delete(key).catch(() => {});
+    }
+    throw error;
+  }
+}
+
+export function publicImage(image: StoredImage): CheeseImage {
+  const { key: _key, thumbnailKey: _thumbnailKey, ...visible } = image;
+  return visible;
+}
+
+async function readBlob(blobs: BlobStore, key: string, size: number): Promise<Buffer> {
+  const blob = await blobs.get(key);
+  if (!blob || blob.info.size !== size) {
+    throw new DomainError(422, "validation_error", "the uploaded file was not found in storage", [
+      { field: "file", message: "not stored" },
+    ]);
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of blob.body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Decodes fully (a thumbnail needs every pixel), so a truncated or corrupt file is caught here.
+ * Checks the pixel count from the header first, before anything large is allocated.
+ */
+async function makeThumbnail(bytes: Buffer, format: ImageFormat) {
+  const options = { limitInputPixels: MAX_IMAGE_PIXELS, failOn: "warning" as const };
+  let metadata: sharp.Metadata;
+  try {
+    metadata = await sharp(bytes, { ...options, limitInputPixels: false }).metadata();
+  } catch {
+    throw unsupported("the file does not decode as an image");
+  }
+  if (metadata.format !== format) throw unsupported("the file does not decode as JPEG, PNG or WebP");
+  const width = metadata.width ?? 0;
+  const height = metadata.height ?? 0;
+  if (width * height > MAX_IMAGE_PIXELS) {
+    throw new DomainError(
+      413,
+      "payload_too_large",
+      `the image is ${width}×${height} pixels; at most ${MAX_IMAGE_PIXELS / 1_000_000} megapixels are accepted`,
+    );
+  }
+  try {
+    const thumbnail = await sharp(bytes, options)
+      .rotate()
+      .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: "inside" })
+      .webp({ quality: 80 })
+      .toBuffer();
+    return { width, height, thumbnail };
+  } catch {
+    throw unsupported("the file does not decode as an image");
+  }
+}
+
+const unsupported = (message: string) => new DomainError(415, "unsupported_media_type", message);

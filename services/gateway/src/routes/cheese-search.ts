@@ -1,0 +1,142 @@
+import {
+  Cheese,
+  CheeseList,
+  CheeseListQuery,
+  type CheeseStatus,
+  catalogueRpc,
+  FindByStatusQuery,
+  FindByTagsQuery,
+  splitList,
+} from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { secured } from "../auth/access.ts";
+import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { callService } from "../rpc.ts";
+import { authResponses } from "./cheese-access.ts";
+import { commonResponses, errorResponse } from "./responses.ts";
+
+const cheeseArray = { "application/json": { schema: z.array(Cheese) } };
+
+const listCheeses = (deps: GatewayDeps) =>
+  secured(
+    { apiKey: true, oauth: ["read:cheeses"] },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/cheeses",
+      operationId: "listCheeses",
+      tags: ["Cheeses"],
+      summary: "List cheeses (paginated)",
+      description:
+        "Keyset pagination: nextCursor stays valid while cheeses are added or removed. A request with a " +
+        "cursor may leave out sort and filters (the cursor's apply); stating different ones is 400.",
+      request: { query: CheeseListQuery },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: {
+          description: "a page of cheeses",
+          headers: {
+            "X-Total-Count": { description: "= total", schema: { type: "integer" } },
+            Link: {
+              description: 'RFC 8288; rel="next" when there is a next page',
+              schema: { type: "string" },
+            },
+          },
+          content: { "application/json": { schema: CheeseList } },
+        },
+      },
+    }),
+  );
+
+const findByStatus = (deps: GatewayDeps) =>
+  secured(
+    { oauth: ["read:cheeses"] },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/cheeses/findByStatus",
+      operationId: "findCheesesByStatus",
+      tags: ["Cheeses"],
+      summary: "Find cheeses by status",
+      request: { query: FindByStatusQuery },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: { description: "cheeses with any of the statuses", content: cheeseArray },
+        400: errorResponse("invalid status value"),
+      },
+    }),
+  );
+
+const findByTags = (deps: GatewayDeps) =>
+  secured(
+    { oauth: ["read:cheeses"] },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/cheeses/findByTags",
+      operationId: "findCheesesByTags",
+      tags: ["Cheeses"],
+      summary: "Find cheeses by tags",
+      description: "Deprecated: use GET /cheeses with the tags query parameter.",
+      deprecated: true,
+      request: { query: FindByTagsQuery },
+      responses: {
+        ...commonResponses,
+        ...authResponses,
+        200: {
+          description: "cheeses with any of the tags",
+          headers: {
+            Deprecation: { description: "true", schema: { type: "string" } },
+            Link: { description: 'rel="successor-version": GET /cheeses?tags=', schema: { type: "string" } },
+          },
+          content: cheeseArray,
+        },
+        400: errorResponse("invalid tag value"),
+      },
+    }),
+  );
+
+export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(listCheeses(deps), async (c) => {
+    const query = c.req.valid("query");
+    const page = await callService(deps, c, catalogueRpc.listCheeses, {
+      limit: query.limit,
+      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+      ...(query.sort !== undefined ? { sort: query.sort } : {}),
+      filters: {
+        ...(query.status !== undefined ? { status: splitList(query.status) as CheeseStatus[] } : {}),
+        ...(query.tags !== undefined ? { tags: splitList(query.tags) } : {}),
+        ...(query.category !== undefined ? { category: query.category } : {}),
+        ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
+      },
+    });
+    c.header("X-Total-Count", String(page.total));
+    if (page.nextCursor) c.header("Link", `<${nextPageUrl(c, page.nextCursor)}>; rel="next"`);
+    return c.json(page, 200);
+  });
+
+  api.openapi(findByStatus(deps), async (c) => {
+    const { status } = c.req.valid("query");
+    const { items } = await callService(deps, c, catalogueRpc.findCheeses, { status });
+    return c.json(items, 200);
+  });
+
+  api.openapi(findByTags(deps), async (c) => {
+    const { tags } = c.req.valid("query");
+    const { items } = await callService(deps, c, catalogueRpc.findCheeses, { tags });
+    const successor = new URL(`/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`, c.req.url);
+    c.header("Deprecation", "true");
+    c.header("Link", `<${successor}>; rel="successor-version"`);
+    return c.json(items, 200);
+  });
+}
+
+/** This request's URL, absolute, with the cursor replaced: same sort, filters and limit. */
+function nextPageUrl(c: Context<GatewayEnv>, cursor: string): string {
+  const url = new URL(c.req.url);
+  url.searchParams.set("cursor", cursor);
+  return url.href;
+}
