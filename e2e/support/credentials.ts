@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem } from "./system.ts";
 
 /** A client-credentials access token of the operator client the test systems are configured with. */
@@ -23,4 +24,49 @@ export async function operatorHeaders(
     apiKey: { "x-api-key": OPERATOR_KEY },
     bearer: { authorization: `Bearer ${await operatorToken(system)}` },
   };
+}
+
+export interface TestCustomer {
+  id: number;
+  username: string;
+  email: string;
+  password: string;
+  /** The session token from POST /customer/login. */
+  token: string;
+  bearer: Record<string, string>;
+}
+
+/** A username no other test uses (3 to 32 of [A-Za-z0-9._-]). */
+export function uniqueUsername(prefix = "cust"): string {
+  return `${prefix}_${randomUUID().slice(0, 8)}`;
+}
+
+/** Registers a customer (POST /customer) and logs it in (POST /customer/login). */
+export async function registerAndLogin(
+  system: RunningSystem,
+  fields: Record<string, unknown> = {},
+): Promise<TestCustomer> {
+  const username = (fields.username as string | undefined) ?? uniqueUsername();
+  const email = (fields.email as string | undefined) ?? `${username}@example.com`;
+  const password = (fields.password as string | undefined) ?? "correct horse battery";
+  const created = await fetch(`${system.baseUrl}/customer`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...fields, username, email, password }),
+  });
+  if (created.status !== 201)
+    throw new Error(`customer not created: ${created.status} ${await created.text()}`);
+  const { id } = (await created.json()) as { id: number };
+  const token = await login(system, username, password);
+  return { id, username, email, password, token, bearer: { authorization: `Bearer ${token}` } };
+}
+
+export async function login(system: RunningSystem, username: string, password: string): Promise<string> {
+  const response = await fetch(`${system.baseUrl}/customer/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username, password }),
+  });
+  if (response.status !== 200) throw new Error(`login failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { token: string }).token;
 }

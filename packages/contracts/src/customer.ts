@@ -1,2 +1,199 @@
-// Owned by the issue that builds this area; see docs/architecture.md.
-export {};
+import { z } from "@hono/zod-openapi";
+import { Cheese } from "./cheese.ts";
+
+const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
+const dateTime = z.string().openapi({ format: "date-time" });
+
+export const customerStatuses = ["bronze", "silver", "gold", "platinum"] as const;
+export const CustomerStatus = z
+  .enum(customerStatuses)
+  .openapi({ description: "tier based on purchase volume; one of: bronze, silver, gold, platinum" });
+export type CustomerStatus = z.infer<typeof CustomerStatus>;
+
+/** Rate plans (decisions.md "Rate limits"). */
+export const ratePlans = ["free", "pro", "enterprise"] as const;
+export type RatePlan = (typeof ratePlans)[number];
+
+/** Customers are `free` unless gold (`pro`) or platinum (`enterprise`). */
+export function planForStatus(status: CustomerStatus): RatePlan {
+  if (status === "platinum") return "enterprise";
+  if (status === "gold") return "pro";
+  return "free";
+}
+
+/**
+ * Paths the gateway serves under /customer/ beside /customer/{username}; an account of that name
+ * could never be read, so nobody may register it.
+ */
+export const reservedUsernames = ["login", "logout", "createmultiple"] as const;
+
+export const Username = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{3,32}$/, "must be 3 to 32 characters of A-Z, a-z, 0-9, '.', '_' or '-'")
+  .refine((name) => !(reservedUsernames as readonly string[]).includes(name.toLowerCase()), {
+    message: "is reserved",
+  })
+  .openapi({ description: "3 to 32 of [A-Za-z0-9._-]; unique case-insensitively", example: "alice" });
+
+export const UsernameParam = z.object({
+  username: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{3,32}$/, "must be 3 to 32 characters of A-Z, a-z, 0-9, '.', '_' or '-'")
+    .openapi({ param: { name: "username", in: "path" }, example: "alice" }),
+});
+
+const Password = z
+  .string()
+  .min(8, "must be at least 8 characters")
+  .max(128, "must be at most 128 characters")
+  .openapi({ format: "password", description: "8 to 128 characters; never returned" });
+
+const Email = z.email().max(254).openapi({ format: "email", description: "unique case-insensitively" });
+
+const Phone = z
+  .string()
+  .regex(/^\+?[0-9][0-9 ().-]{2,31}$/, "must be a phone number of digits, spaces and + ( ) . -")
+  .nullable()
+  .openapi({ example: "+44 20 7946 0000" });
+
+const PersonName = z.string().trim().max(100);
+
+/** `{id}` of a catalogue cheese, or `{name}` of any cheese (decisions.md "Customers"). */
+export const FavouriteCheeseInput = z
+  .union([
+    z.strictObject({ id: int64Id.openapi({ description: "a catalogue cheese" }) }),
+    z.strictObject({ name: z.string().trim().min(1).max(100) }),
+  ])
+  .openapi("FavouriteCheeseInput", { description: "{id} of a catalogue cheese, or {name}" });
+
+export const FavouriteCheeseByName = z.object({ name: z.string() }).openapi("FavouriteCheeseByName");
+
+/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+const ignoredReadOnly = {
+  id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+  createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+  updatedAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
+};
+
+export const CustomerInput = z
+  .strictObject({
+    username: Username,
+    firstName: PersonName.optional(),
+    lastName: PersonName.optional(),
+    email: Email,
+    password: Password,
+    phone: Phone.optional(),
+    favouriteCheese: FavouriteCheeseInput.optional(),
+    ...ignoredReadOnly,
+  })
+  .openapi("CustomerInput");
+export type CustomerInput = z.infer<typeof CustomerInput>;
+
+/** What a register or replace command carries: read-only fields dropped, phone defaulted. */
+export const CustomerFields = z.object({
+  username: z.string(),
+  firstName: z.string().optional(),
+  lastName: z.string().optional(),
+  email: z.string(),
+  password: z.string(),
+  phone: z.string().nullable(),
+  favouriteCheese: z
+    .union([z.object({ id: z.number().int().positive() }), z.object({ name: z.string() })])
+    .optional(),
+});
+export type CustomerFields = z.infer<typeof CustomerFields>;
+
+export function toCustomerFields(input: CustomerInput): CustomerFields {
+  const { id: _id, createdAt: _c, updatedAt: _u, phone, ...fields } = input;
+  return { ...fields, phone: phone ?? null };
+}
+
+export const Customer = z
+  .object({
+    id: int64Id,
+    username: z.string(),
+    firstName: z.string().optional(),
+    lastName: z.string().optional(),
+    email: z.string().openapi({ format: "email" }),
+    phone: z.string().nullable(),
+    customerStatus: CustomerStatus,
+    favouriteCheese: z
+      .union([Cheese, FavouriteCheeseByName])
+      .optional()
+      .openapi({ description: "the catalogue cheese, or {name} (also when that cheese was deleted)" }),
+    createdAt: dateTime,
+  })
+  .openapi("Customer", { description: "The password is never part of a returned customer." });
+export type Customer = z.infer<typeof Customer>;
+
+export const LoginInput = z
+  .strictObject({
+    username: z.string().min(1).max(256),
+    password: z.string().min(1).max(1024).openapi({ format: "password" }),
+  })
+  .openapi("LoginInput");
+
+export const LoginResult = z
+  .object({
+    token: z.string().openapi({ description: "JWT (EdDSA), sent as a bearer credential" }),
+    expiresAt: dateTime.openapi({ description: "24 hours after issue" }),
+  })
+  .openapi("LoginResult");
+
+/** At most 100 elements (decisions.md "Customers"); each element is validated on its own. */
+export const MAX_BATCH = 100;
+/** Elements are checked one by one in the handler, so the body schema only bounds the array. */
+export const CustomerBatchInput = z
+  .array(z.unknown())
+  .max(MAX_BATCH, `at most ${MAX_BATCH} customers per batch`)
+  .openapi({
+    description: "JSON array of CustomerInput, at most 100",
+    items: { $ref: "#/components/schemas/CustomerInput" },
+  });
+
+export const BatchError = z
+  .object({
+    index: z.number().int().min(0).openapi({ description: "position in the submitted array" }),
+    message: z.string(),
+  })
+  .openapi("BatchError");
+
+export const CustomerBatchResult = z
+  .object({ created: z.array(Customer), errors: z.array(BatchError) })
+  .openapi("CustomerBatchResult");
+
+/** Customer API keys start with this, so the gateway asks the customer service only about likely keys. */
+export const CUSTOMER_API_KEY_PREFIX = "chs_";
+
+/** A customer's personal API key, as listed (the key itself is shown only on creation). */
+export const ApiKeySummary = z
+  .object({
+    id: int64Id,
+    prefix: z.string().openapi({ description: "the key's first characters, to recognise it" }),
+    plan: z.enum(ratePlans),
+    createdAt: dateTime,
+    expiresAt: dateTime,
+  })
+  .openapi("ApiKeySummary");
+export type ApiKeySummary = z.infer<typeof ApiKeySummary>;
+
+export const IssuedApiKey = z
+  .object({
+    id: ApiKeySummary.shape.id,
+    key: z.string().openapi({ description: "send as X-API-Key; shown only in this response" }),
+    prefix: ApiKeySummary.shape.prefix,
+    plan: ApiKeySummary.shape.plan,
+    createdAt: ApiKeySummary.shape.createdAt,
+    expiresAt: ApiKeySummary.shape.expiresAt,
+  })
+  .openapi("IssuedApiKey");
+export type IssuedApiKey = z.infer<typeof IssuedApiKey>;
+
+export const ApiKeyIdParam = UsernameParam.extend({
+  id: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+});

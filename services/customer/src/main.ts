@@ -1,23 +1,101 @@
+import { join } from "node:path";
+import { customerRpc } from "@cheese/contracts";
 import {
-  baseConfigSchema,
+  IdAllocator,
   isEntryPoint,
   runAsProcess,
   type ServiceDefinition,
   type StartOptions,
+  serviceDataDir,
+  startProjection,
+  startPublisher,
   startService,
 } from "@cheese/service-kit";
+import { type CustomerConfig, customerConfigSchema } from "./config.ts";
+import { deleteCustomer, registerBatch, registerCustomer, replaceCustomer } from "./handlers/accounts.ts";
+import { startExpiryWarnings } from "./handlers/api-key-expiry.ts";
+import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./handlers/api-keys.ts";
+import type { CustomerDeps } from "./handlers/deps.ts";
+import { catalogueLookup } from "./handlers/favourite-cheese.ts";
+import { getCustomer, login, principal } from "./handlers/queries.ts";
+import { countDeliveredOrders } from "./handlers/tiers.ts";
+import { toIntegrationEvent } from "./integration-events.ts";
+import { PasswordChecker } from "./passwords.ts";
+import { createFileKeyStore } from "./personal-data/key-store.ts";
+import { PersonalDataVault } from "./personal-data/vault.ts";
+import { projectApiKeys } from "./projections/api-keys.ts";
 
-const configSchema = baseConfigSchema;
-
-/**
- * The customer service. Its domain arrives with its own issue; for now it runs, connects to its
- * stores and answers its health subject, so the system's topology is complete from day one.
- */
-export const customerService: ServiceDefinition<typeof configSchema._output> = {
+export const customerService: ServiceDefinition<CustomerConfig> = {
   name: "customer",
-  configSchema,
+  configSchema: customerConfigSchema,
   needs: { eventStore: true, readModels: true },
-  async start() {},
+  async start(ctx) {
+    const { eventStore: store, readModels, logger, config, bus } = ctx;
+    const vault = new PersonalDataVault(createFileKeyStore(join(serviceDataDir(config, "customer"), "keys")));
+    const apiKeys = await startProjection({
+      name: "api_keys",
+      eventStore: store,
+      readModels,
+      categories: ["customer"],
+      apply: projectApiKeys((customerId) => vault.erase(customerId)),
+      logger,
+    });
+    ctx.onStop(apiKeys);
+    await apiKeys.ready;
+    ctx.onStop(
+      await startPublisher({
+        service: "customer",
+        eventStore: store,
+        bus,
+        categories: ["customer"],
+        toIntegrationEvent,
+        logger,
+      }),
+    );
+    ctx.onStop(countDeliveredOrders(bus, store, logger));
+    ctx.onStop(
+      startExpiryWarnings({
+        store,
+        readModels,
+        apiKeys,
+        warnBeforeMs: config.API_KEY_EXPIRY_WARNING,
+        intervalMs: config.API_KEY_EXPIRY_CHECK_INTERVAL,
+        logger,
+      }),
+    );
+
+    const passwords = new PasswordChecker();
+    await passwords.warmUp();
+    const deps: CustomerDeps = {
+      store,
+      customerIds: new IdAllocator(store, "customer"),
+      apiKeyIds: new IdAllocator(store, "apikey"),
+      vault,
+      passwords,
+      // Half the gateway's deadline, so a slow catalogue still leaves time to answer.
+      cheeses: catalogueLookup(bus, Math.max(500, Math.floor(config.RPC_TIMEOUT / 2))),
+      readModels,
+      apiKeys,
+      apiKeyLifetimeMs: config.API_KEY_LIFETIME,
+    };
+    ctx.serve(customerRpc.register, async ({ fields }, context) => ({
+      customer: await registerCustomer(deps, fields, context),
+    }));
+    ctx.serve(customerRpc.registerBatch, ({ elements }, context) => registerBatch(deps, elements, context));
+    ctx.serve(customerRpc.get, async (request, context) => ({
+      customer: await getCustomer(deps, request, context),
+    }));
+    ctx.serve(customerRpc.replace, async (request, context) => ({
+      customer: await replaceCustomer(deps, request, context),
+    }));
+    ctx.serve(customerRpc.delete, (request, context) => deleteCustomer(deps, request, context));
+    ctx.serve(customerRpc.login, (request) => login(deps, request));
+    ctx.serve(customerRpc.principal, ({ customerId }) => principal(deps, customerId));
+    ctx.serve(customerRpc.createApiKey, (request, context) => createApiKey(deps, request, context));
+    ctx.serve(customerRpc.listApiKeys, (request) => listApiKeys(deps, request));
+    ctx.serve(customerRpc.revokeApiKey, (request, context) => revokeApiKey(deps, request, context));
+    ctx.serve(customerRpc.authenticateApiKey, ({ keyHash }) => authenticateApiKey(deps, keyHash));
+  },
 };
 
 export const start = (options?: StartOptions) => startService(customerService, options);

@@ -1,9 +1,17 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
-import { authenticate } from "./auth/authenticate.ts";
+import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
+import type { Plan } from "./auth/credentials.ts";
+import { CustomerDirectory } from "./auth/customer-directory.ts";
+import { OAuthGrants } from "./auth/oauth-grants.ts";
+import { documentOAuth } from "./auth/oauth-openapi.ts";
+import { Revocations } from "./auth/revocations.ts";
 import type { GatewayDeps, GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
+import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
 import { requestId } from "./middleware/request-id.ts";
+import { SharedBuckets } from "./middleware/shared-buckets.ts";
+import type { PlanLimits } from "./middleware/token-bucket.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
 import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
@@ -14,11 +22,30 @@ import { oauthRoutes } from "./routes/oauth.ts";
 import { ordersRoutes } from "./routes/orders.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
-/** The gateway's HTTP surface: `/v2/...` API routes, health, and documentation. */
-export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
+export interface AppOptions {
+  /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */
+  rateLimits?: Record<Plan, PlanLimits>;
+  /** Lifetime of OAuth authorization codes (default 60 s). */
+  oauthCodeTtlMs?: number;
+}
+
+/** The gateway's HTTP surface: `/v2/...` API routes, health, OAuth, and documentation. */
+export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<GatewayEnv> {
+  // State shared with the other gateway replicas lives in NATS; these are this replica's views.
+  const identity: CustomerIdentity = {
+    revocations: new Revocations(deps.bus, deps.logger),
+    customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
+  };
+  identity.revocations.start();
+  const grants = new OAuthGrants(deps.bus, options.oauthCodeTtlMs ?? 60_000);
+  const plans = options.rateLimits ?? specPlanLimits;
+
   const app = new Hono<GatewayEnv>();
   app.use(requestId(deps.logger));
-  app.use(authenticate(deps.auth));
+  app.use(authenticate(deps.auth, identity));
+  if (options.rateLimits) {
+    app.use(rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger) }));
+  }
   app.onError(handleError);
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
 
@@ -30,12 +57,13 @@ export function createApp(deps: GatewayDeps): Hono<GatewayEnv> {
   cheeseRoutes(api, deps);
   inventoryRoutes(api, deps);
   ordersRoutes(api, deps);
-  customersRoutes(api, deps);
-  apiKeysRoutes(api, deps);
+  customersRoutes(api, deps, { identity, plans });
+  apiKeysRoutes(api, deps, { identity, plans });
   webhooksRoutes(api, deps);
+  documentOAuth(api);
 
   healthRoutes(app, deps);
-  oauthRoutes(app, deps);
+  oauthRoutes(app, deps, { grants });
   documentationRoutes(app, api);
   app.route("/v2", api);
   return app;

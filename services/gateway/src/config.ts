@@ -1,6 +1,7 @@
-import { baseConfigShape } from "@cheese/service-kit";
+import { baseConfigShape, duration } from "@cheese/service-kit";
 import { z } from "zod";
 import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
+import { ratePlansSchema } from "./middleware/rate-limit.ts";
 
 export const gatewayConfigSchema = z.object({
   ...baseConfigShape,
@@ -15,6 +16,10 @@ export const gatewayConfigSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v === "" ? undefined : v)),
+  /** Overrides of the spec's rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
+  RATE_LIMIT_PLANS: ratePlansSchema,
+  /** Lifetime of an OAuth authorization code; decisions.md: within 60 s. */
+  OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 

@@ -25,20 +25,23 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
       join(serviceDataDir(config, "gateway"), "jwt-signing-key.json"),
       config.JWT_PRIVATE_KEY,
     );
-    const app = createApp({
-      bus: ctx.bus,
-      blobs: ctx.blobs,
-      logger: ctx.logger,
-      rpcTimeoutMs: config.RPC_TIMEOUT,
-      authorize: createAuthorizer(),
-      auth: {
-        tokens: new TokenService(key, config.JWT_ISSUER),
-        operatorKeys: config.API_KEYS,
-        oauthClients: config.OAUTH_CLIENTS,
-        anonymousPlan: config.ANON_PLAN,
-        issuer: config.JWT_ISSUER,
+    const app = createApp(
+      {
+        bus: ctx.bus,
+        blobs: ctx.blobs,
+        logger: ctx.logger,
+        rpcTimeoutMs: config.RPC_TIMEOUT,
+        authorize: createAuthorizer(),
+        auth: {
+          tokens: new TokenService(key, config.JWT_ISSUER),
+          operatorKeys: config.API_KEYS,
+          oauthClients: config.OAUTH_CLIENTS,
+          anonymousPlan: config.ANON_PLAN,
+          issuer: config.JWT_ISSUER,
+        },
       },
-    });
+      { rateLimits: config.RATE_LIMIT_PLANS, oauthCodeTtlMs: config.OAUTH_CODE_TTL },
+    );
     const server = serve({
       fetch: app.fetch,
       port: ctx.config.GATEWAY_PORT,

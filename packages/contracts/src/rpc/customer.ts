@@ -1,2 +1,98 @@
-// Owned by the issue that builds this area; see docs/architecture.md.
-export {};
+import { defineRpc } from "@cheese/messaging";
+import { z } from "zod";
+import {
+  ApiKeySummary,
+  Customer,
+  CustomerFields,
+  CustomerStatus,
+  IssuedApiKey,
+  ratePlans,
+} from "../customer.ts";
+
+const customerId = z.number().int().positive();
+
+/**
+ * Whose rights a request carries: a customer id (who may touch only itself; anything else is 403,
+ * existing or not) or null for an operator (may read anyone). The gateway decides who the caller
+ * is; the customer service, which knows the id behind a username, checks ownership.
+ */
+const asCustomer = customerId.nullable();
+
+/** Who a credential belongs to, for tokens, rate plans and ownership checks. */
+export const CustomerPrincipal = z.object({
+  customerId,
+  username: z.string(),
+  customerStatus: CustomerStatus,
+  plan: z.enum(ratePlans),
+});
+export type CustomerPrincipal = z.infer<typeof CustomerPrincipal>;
+
+const BatchOutcome = z.union([
+  z.object({ index: z.number().int().min(0), customer: Customer }),
+  z.object({ index: z.number().int().min(0), status: z.number().int(), message: z.string() }),
+]);
+
+export const customerRpc = {
+  register: defineRpc({
+    subject: "customer.customer.register",
+    request: z.object({ fields: CustomerFields }),
+    response: z.object({ customer: Customer }),
+  }),
+  /** Elements are registered in order, so a duplicate of an earlier element fails with its index. */
+  registerBatch: defineRpc({
+    subject: "customer.customer.register_batch",
+    request: z.object({
+      elements: z.array(z.object({ index: z.number().int().min(0), fields: CustomerFields })).max(100),
+    }),
+    response: z.object({ results: z.array(BatchOutcome) }),
+  }),
+  get: defineRpc({
+    subject: "customer.customer.get",
+    request: z.object({ username: z.string(), asCustomer }),
+    response: z.object({ customer: Customer }),
+  }),
+  replace: defineRpc({
+    subject: "customer.customer.replace",
+    request: z.object({ username: z.string(), asCustomer: customerId, fields: CustomerFields }),
+    response: z.object({ customer: Customer }),
+  }),
+  /** Erases the account; answers what the gateway must revoke. */
+  delete: defineRpc({
+    subject: "customer.customer.delete",
+    request: z.object({ username: z.string(), asCustomer: customerId }),
+    response: z.object({ customerId, apiKeyIds: z.array(z.number().int().positive()) }),
+  }),
+  /** Checks a password; 401 for an unknown user or a wrong password alike, in the same time. */
+  login: defineRpc({
+    subject: "customer.session.login",
+    request: z.object({ username: z.string(), password: z.string() }),
+    response: CustomerPrincipal,
+  }),
+  /** The current username, status and plan of a customer; 404 once deleted. */
+  principal: defineRpc({
+    subject: "customer.customer.principal",
+    request: z.object({ customerId }),
+    response: CustomerPrincipal,
+  }),
+  createApiKey: defineRpc({
+    subject: "customer.api_key.create",
+    request: z.object({ username: z.string(), asCustomer: customerId }),
+    response: IssuedApiKey,
+  }),
+  listApiKeys: defineRpc({
+    subject: "customer.api_key.list",
+    request: z.object({ username: z.string(), asCustomer: customerId }),
+    response: z.object({ keys: z.array(ApiKeySummary) }),
+  }),
+  revokeApiKey: defineRpc({
+    subject: "customer.api_key.revoke",
+    request: z.object({ username: z.string(), asCustomer: customerId, keyId: z.number().int().positive() }),
+    response: z.object({ keyId: z.number().int().positive() }),
+  }),
+  /** Looks a presented key up by its SHA-256 hash; 401 when unknown, revoked or expired. */
+  authenticateApiKey: defineRpc({
+    subject: "customer.api_key.authenticate",
+    request: z.object({ keyHash: z.string().regex(/^[0-9a-f]{64}$/) }),
+    response: CustomerPrincipal.extend({ keyId: z.number().int().positive(), expiresAt: z.string() }),
+  }),
+};

@@ -18,7 +18,10 @@ export type AccessRule = { public: true } | { apiKey?: true; bearer?: true; oaut
 /** The authenticated caller, set on the context by `authorize` for every request. */
 export interface Caller {
   kind: "anonymous" | "operator" | "customer" | "client";
-  /** Identity for rate limiting and idempotency keys: `op:<key id>`, `cust:<id>`, `client:<id>`, `ip:<addr>`. */
+  /**
+   * Identity for rate limiting and idempotency keys: `op:<key id>`, `key:<customer key id>`,
+   * `cust:<id>`, `client:<id>`, `ip:<addr>`.
+   */
   id: string;
   plan: "free" | "pro" | "enterprise";
   scopes: ReadonlySet<Scope>;
@@ -26,6 +29,8 @@ export interface Caller {
   customer?: { id: string; username: string };
   /** How the caller proved who it is. */
   via: "none" | "api_key" | "bearer" | "oauth";
+  /** The token presented, for logout (revokes its `jti` until `exp`, epoch seconds). */
+  token?: { jti: string; exp: number };
 }
 
 /** OpenAPI security requirements for a rule. */

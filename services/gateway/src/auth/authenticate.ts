@@ -1,3 +1,4 @@
+import { CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -11,7 +12,9 @@ import {
   type OperatorKey,
   type Plan,
 } from "./credentials.ts";
-import type { TokenService } from "./tokens.ts";
+import type { CustomerDirectory } from "./customer-directory.ts";
+import { type Revocations, revocationKey } from "./revocations.ts";
+import type { TokenClaims, TokenService } from "./tokens.ts";
 
 export interface AuthenticationDeps {
   tokens: TokenService;
@@ -20,14 +23,22 @@ export interface AuthenticationDeps {
   anonymousPlan: Plan;
 }
 
+/** Shared state behind customer credentials: revocations and the customer service. */
+export interface CustomerIdentity {
+  revocations: Revocations;
+  customers: CustomerDirectory;
+}
+
+type Identified = { caller: Caller; problem?: string };
+
 /**
- * Works out who is calling, for every request: an API key, a bearer token, or nobody (counted
- * by client IP). Bad credentials do not stop the request here; they are remembered and the
- * route's access rule answers 401 (public routes ignore them).
+ * Works out who is calling, for every request: an API key (operator or customer), a bearer token,
+ * or nobody (counted by client IP). Bad credentials do not stop the request here; they are
+ * remembered and the route's access rule answers 401 (public routes ignore them).
  */
-export function authenticate(deps: AuthenticationDeps) {
+export function authenticate(deps: AuthenticationDeps, identity: CustomerIdentity) {
   return createMiddleware<GatewayEnv>(async (c, next) => {
-    const result = await identify(c, deps);
+    const result = await identify(c, deps, identity);
     c.set("caller", result.caller);
     if (result.problem) c.set("authProblem", result.problem);
     await next();
@@ -37,43 +48,111 @@ export function authenticate(deps: AuthenticationDeps) {
 async function identify(
   c: Context<GatewayEnv>,
   deps: AuthenticationDeps,
-): Promise<{ caller: Caller; problem?: string }> {
+  identity: CustomerIdentity,
+): Promise<Identified> {
   const anonymous = anonymousCaller(clientIp(c), deps.anonymousPlan);
   const apiKey = c.req.header("x-api-key");
-  if (apiKey !== undefined) {
-    const operator = deps.operatorKeys.get(hashKey(apiKey));
-    if (!operator) return { caller: anonymous, problem: "unknown API key" };
-    return {
-      caller: { kind: "operator", id: operator.id, plan: operator.plan, scopes: new Set(), via: "api_key" },
-    };
-  }
+  if (apiKey !== undefined) return identifyApiKey(c, apiKey, deps, identity, anonymous);
   const authorization = c.req.header("authorization");
   if (authorization === undefined) return { caller: anonymous };
   const match = /^Bearer\s+(\S+)$/i.exec(authorization);
   if (!match) return { caller: anonymous, problem: "Authorization must be 'Bearer <token>'" };
+  let claims: TokenClaims;
   try {
-    const claims = await deps.tokens.verify(match[1]!);
-    const scopes = new Set(claims.scopes.filter((s) => allScopes.includes(s)));
-    if (claims.kind === "client") {
-      const client = deps.oauthClients.get(claims.sub);
-      if (!client) return { caller: anonymous, problem: "token of an unknown client" };
-      return {
-        caller: { kind: "client", id: `client:${client.id}`, plan: client.plan, scopes, via: "oauth" },
-      };
-    }
+    claims = await deps.tokens.verify(match[1]!);
+  } catch (error) {
+    return { caller: anonymous, problem: `invalid token: ${(error as Error).message}` };
+  }
+  const revocations = [revocationKey.token(claims.jti)];
+  if (claims.kind !== "client") revocations.push(revocationKey.customer(claims.sub));
+  if (await identity.revocations.isRevoked(revocations)) {
+    return { caller: anonymous, problem: "token revoked" };
+  }
+  return identifyToken(c, claims, deps, identity, anonymous);
+}
+
+async function identifyApiKey(
+  c: Context<GatewayEnv>,
+  apiKey: string,
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+  anonymous: Caller,
+): Promise<Identified> {
+  const operator = deps.operatorKeys.get(hashKey(apiKey));
+  if (operator) {
+    return {
+      caller: { kind: "operator", id: operator.id, plan: operator.plan, scopes: new Set(), via: "api_key" },
+    };
+  }
+  if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { caller: anonymous, problem: "unknown API key" };
+  const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
+  if (!owner) return { caller: anonymous, problem: "unknown, revoked or expired API key" };
+  const revoked = await identity.revocations.isRevoked([
+    revocationKey.apiKey(owner.keyId),
+    revocationKey.customer(owner.customerId),
+  ]);
+  if (revoked) return { caller: anonymous, problem: "API key revoked" };
+  return {
+    caller: {
+      kind: "customer",
+      id: `key:${owner.keyId}`,
+      plan: owner.plan,
+      scopes: new Set(),
+      customer: { id: String(owner.customerId), username: owner.username },
+      via: "api_key",
+    },
+  };
+}
+
+/**
+ * Client tokens act for the client; session tokens for the customer (bearer_auth); user tokens
+ * (authorization code, implicit) for the customer through a client, counted against the client.
+ */
+async function identifyToken(
+  c: Context<GatewayEnv>,
+  claims: TokenClaims,
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+  anonymous: Caller,
+): Promise<Identified> {
+  const scopes = new Set(claims.scopes.filter((s) => allScopes.includes(s)));
+  const token = { jti: claims.jti, exp: claims.exp };
+  if (claims.kind === "client") {
+    const client = deps.oauthClients.get(claims.sub);
+    if (!client) return { caller: anonymous, problem: "token of an unknown client" };
+    return {
+      caller: { kind: "client", id: `client:${client.id}`, plan: client.plan, scopes, via: "oauth", token },
+    };
+  }
+  const principal = await identity.customers.principal(Number(claims.sub), c.get("request"));
+  if (!principal) return { caller: anonymous, problem: "the customer no longer exists" };
+  const customer = { id: claims.sub, username: principal.username || (claims.username ?? "") };
+  if (claims.kind === "session") {
     return {
       caller: {
         kind: "customer",
         id: `cust:${claims.sub}`,
-        plan: "free",
+        plan: principal.plan,
         scopes,
-        customer: { id: claims.sub, username: claims.username ?? "" },
-        via: claims.kind === "session" ? "bearer" : "oauth",
+        customer,
+        via: "bearer",
+        token,
       },
     };
-  } catch (error) {
-    return { caller: anonymous, problem: `invalid token: ${(error as Error).message}` };
   }
+  const client = claims.clientId ? deps.oauthClients.get(claims.clientId) : undefined;
+  if (!client) return { caller: anonymous, problem: "token of an unknown client" };
+  return {
+    caller: {
+      kind: "customer",
+      id: `client:${client.id}`,
+      plan: client.plan,
+      scopes,
+      customer,
+      via: "oauth",
+      token,
+    },
+  };
 }
 
 function clientIp(c: Context<GatewayEnv>): string {

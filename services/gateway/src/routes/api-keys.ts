@@ -1,5 +1,106 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { secured } from "../auth/access.ts";
+import { revocationKey } from "../auth/revocations.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { callService } from "../rpc.ts";
+import { actingCustomer, type IdentityRouteDeps } from "./customers.ts";
+import { commonResponses, errorResponse } from "./responses.ts";
 
-/** Routes of this area are added by the issue that builds it. */
-export function apiKeysRoutes(_api: OpenAPIHono<GatewayEnv>, _deps: GatewayDeps): void {}
+const credentialResponses = {
+  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+  403: errorResponse("another customer's keys, or credentials of the wrong kind"),
+  404: errorResponse("customer or key not found"),
+};
+
+const createKey = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/customer/{username}/apiKeys",
+      operationId: "createApiKey",
+      tags: ["API keys"],
+      summary: "Issue a personal API key (shown once; valid 90 days)",
+      description:
+        "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
+      request: { params: UsernameParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        201: { description: "the new key", content: { "application/json": { schema: IssuedApiKey } } },
+        409: errorResponse("too many active keys"),
+      },
+    }),
+  );
+
+const listKeys = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/customer/{username}/apiKeys",
+      operationId: "listApiKeys",
+      tags: ["API keys"],
+      summary: "List one's keys that are not revoked (without the keys themselves)",
+      request: { params: UsernameParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        200: { description: "the keys", content: { "application/json": { schema: z.array(ApiKeySummary) } } },
+      },
+    }),
+  );
+
+const revokeKey = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "delete",
+      path: "/customer/{username}/apiKeys/{id}",
+      operationId: "revokeApiKey",
+      tags: ["API keys"],
+      summary: "Revoke a key: it stops working on every gateway within a second",
+      request: { params: ApiKeyIdParam },
+      responses: { ...commonResponses, ...credentialResponses, 204: { description: "revoked" } },
+    }),
+  );
+
+export function apiKeysRoutes(
+  api: OpenAPIHono<GatewayEnv>,
+  deps: GatewayDeps,
+  more: IdentityRouteDeps,
+): void {
+  api.openapi(createKey(deps), async (c) => {
+    const { username } = c.req.valid("param");
+    const key = await callService(deps, c, customerRpc.createApiKey, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+    });
+    c.header("Cache-Control", "no-store");
+    return c.json(key, 201);
+  });
+
+  api.openapi(listKeys(deps), async (c) => {
+    const { username } = c.req.valid("param");
+    const { keys } = await callService(deps, c, customerRpc.listApiKeys, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+    });
+    return c.json(keys, 200);
+  });
+
+  api.openapi(revokeKey(deps), async (c) => {
+    const { username, id } = c.req.valid("param");
+    await callService(deps, c, customerRpc.revokeApiKey, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+      keyId: id,
+    });
+    await more.identity.revocations.revoke(revocationKey.apiKey(id));
+    return c.body(null, 204);
+  });
+}

@@ -1,5 +1,309 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import {
+  Customer,
+  CustomerBatchInput,
+  CustomerBatchResult,
+  type CustomerFields,
+  CustomerInput,
+  customerRpc,
+  fieldErrors,
+  LoginInput,
+  LoginResult,
+  toCustomerFields,
+  UsernameParam,
+} from "@cheese/contracts";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { type Caller, type Scope, secured } from "../auth/access.ts";
+import type { CustomerIdentity } from "../auth/authenticate.ts";
+import type { Plan } from "../auth/credentials.ts";
+import { revocationKey } from "../auth/revocations.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
+import { callService } from "../rpc.ts";
+import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** Routes of this area are added by the issue that builds it. */
-export function customersRoutes(_api: OpenAPIHono<GatewayEnv>, _deps: GatewayDeps): void {}
+/** decisions.md "Authentication": what a login session may do. */
+export const SESSION_SCOPES: Scope[] = ["read:cheeses", "read:orders", "write:orders"];
+export const SESSION_TTL_SECONDS = 24 * 3600;
+/** Batch elements go to the customer service in slices, each well within the internal deadline. */
+const BATCH_SLICE = 5;
+
+export interface IdentityRouteDeps {
+  identity: CustomerIdentity;
+  plans: Record<Plan, PlanLimits>;
+}
+
+const customerJson = { "application/json": { schema: Customer } };
+const customerBody = { required: true, content: { "application/json": { schema: CustomerInput } } };
+const credentialResponses = {
+  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+  403: errorResponse("another customer's account, or credentials of the wrong kind"),
+};
+
+const register = (deps: GatewayDeps) =>
+  secured(
+    { public: true },
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/customer",
+      operationId: "createCustomer",
+      tags: ["Customers"],
+      summary: "Register an account",
+      description: "Username and email must be unique (case-insensitively). Public.",
+      request: { body: customerBody },
+      responses: {
+        ...commonResponses,
+        201: { description: "the new customer", content: customerJson },
+        409: errorResponse("username or email exists"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const registerMany = (deps: GatewayDeps) =>
+  secured(
+    { public: true },
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/customer/createMultiple",
+      operationId: "createCustomersWithArray",
+      tags: ["Customers"],
+      summary: "Register up to 100 accounts",
+      description:
+        "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public.",
+      request: { body: { required: true, content: { "application/json": { schema: CustomerBatchInput } } } },
+      responses: {
+        ...commonResponses,
+        200: {
+          description: "what was created, and why the rest was not",
+          content: { "application/json": { schema: CustomerBatchResult } },
+        },
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const login = (deps: GatewayDeps) =>
+  secured(
+    { public: true },
+    deps.authorize,
+    createRoute({
+      method: "post",
+      path: "/customer/login",
+      operationId: "loginCustomer",
+      tags: ["Customers"],
+      summary: "Log in: a bearer token for 24 hours",
+      request: { body: { required: true, content: { "application/json": { schema: LoginInput } } } },
+      responses: {
+        ...commonResponses,
+        200: {
+          description: "the session token",
+          headers: {
+            "X-Rate-Limit": {
+              description: "requests per hour the customer's plan allows",
+              schema: { type: "integer", format: "int32" },
+            },
+            "X-Expires-After": {
+              description: "when the token expires (= expiresAt)",
+              schema: { type: "string", format: "date-time" },
+            },
+          },
+          content: { "application/json": { schema: LoginResult } },
+        },
+        401: errorResponse("invalid username or password"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const logout = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/customer/logout",
+      operationId: "logoutCustomer",
+      tags: ["Customers"],
+      summary: "End the session: the token stops working on every gateway within a second",
+      responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
+    }),
+  );
+
+const getCustomer = (deps: GatewayDeps) =>
+  secured(
+    { apiKey: true, bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/customer/{username}",
+      operationId: "getCustomerByName",
+      tags: ["Customers"],
+      summary: "Read an account (a customer only its own; an operator key anyone's)",
+      request: { params: UsernameParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        200: { description: "the customer", content: customerJson },
+        404: errorResponse("customer not found"),
+      },
+    }),
+  );
+
+const replaceCustomer = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "put",
+      path: "/customer/{username}",
+      operationId: "updateCustomer",
+      tags: ["Customers"],
+      summary: "Replace one's own account (username, email and password required)",
+      request: { params: UsernameParam, body: customerBody },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        200: { description: "the customer", content: customerJson },
+        404: errorResponse("customer not found"),
+        409: errorResponse("the new username or email belongs to someone else"),
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const deleteCustomer = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "delete",
+      path: "/customer/{username}",
+      operationId: "deleteCustomer",
+      tags: ["Customers"],
+      summary: "Erase one's own account, its API keys and sessions, and its personal data",
+      request: { params: UsernameParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        204: { description: "erased" },
+        404: errorResponse("customer not found"),
+      },
+    }),
+  );
+
+export function customersRoutes(
+  api: OpenAPIHono<GatewayEnv>,
+  deps: GatewayDeps,
+  more: IdentityRouteDeps,
+): void {
+  const { revocations, customers } = more.identity;
+
+  api.openapi(register(deps), async (c) => {
+    const fields = toCustomerFields(c.req.valid("json"));
+    const { customer } = await callService(deps, c, customerRpc.register, { fields });
+    c.header("Location", `/v2/customer/${encodeURIComponent(customer.username)}`);
+    return c.json(customer, 201);
+  });
+
+  api.openapi(registerMany(deps), async (c) => {
+    const body = c.req.valid("json");
+    const errors: { index: number; message: string }[] = [];
+    const valid: { index: number; fields: CustomerFields }[] = [];
+    body.forEach((element, index) => {
+      const parsed = CustomerInput.safeParse(element);
+      if (parsed.success) valid.push({ index, fields: toCustomerFields(parsed.data) });
+      else
+        errors.push({
+          index,
+          message: fieldErrors(parsed.error.issues)
+            .map((e) => `${e.field}: ${e.message}`)
+            .join("; "),
+        });
+    });
+    const created: { index: number; customer: Customer }[] = [];
+    for (let start = 0; start < valid.length; start += BATCH_SLICE) {
+      const { results } = await callService(deps, c, customerRpc.registerBatch, {
+        elements: valid.slice(start, start + BATCH_SLICE),
+      });
+      for (const result of results) {
+        if ("customer" in result) created.push(result);
+        else errors.push({ index: result.index, message: result.message });
+      }
+    }
+    return c.json(
+      {
+        created: created.sort((a, b) => a.index - b.index).map((r) => r.customer),
+        errors: errors.sort((a, b) => a.index - b.index),
+      },
+      200,
+    );
+  });
+
+  api.openapi(login(deps), async (c) => {
+    const principal = await callService(deps, c, customerRpc.login, c.req.valid("json"));
+    const { token, expiresAt } = await deps.auth.tokens.issue(
+      {
+        kind: "session",
+        sub: String(principal.customerId),
+        username: principal.username,
+        scopes: SESSION_SCOPES,
+      },
+      SESSION_TTL_SECONDS,
+    );
+    c.header("Cache-Control", "no-store");
+    c.header("X-Rate-Limit", String(hourlyRate(more.plans[principal.plan])));
+    c.header("X-Expires-After", expiresAt.toISOString());
+    return c.json({ token, expiresAt: expiresAt.toISOString() }, 200);
+  });
+
+  api.openapi(logout(deps), async (c) => {
+    const token = c.get("caller").token;
+    if (token) await revocations.revoke(revocationKey.token(token.jti), token.exp * 1000);
+    return c.body(null, 204);
+  });
+
+  api.openapi(getCustomer(deps), async (c) => {
+    const { username } = c.req.valid("param");
+    const { customer } = await callService(deps, c, customerRpc.get, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), true),
+    });
+    return c.json(customer, 200);
+  });
+
+  api.openapi(replaceCustomer(deps), async (c) => {
+    const { username } = c.req.valid("param");
+    const { customer } = await callService(deps, c, customerRpc.replace, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+      fields: toCustomerFields(c.req.valid("json")),
+    });
+    return c.json(customer, 200);
+  });
+
+  api.openapi(deleteCustomer(deps), async (c) => {
+    const { username } = c.req.valid("param");
+    const { customerId, apiKeyIds } = await callService(deps, c, customerRpc.delete, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+    });
+    // Everything the customer held stops working on every replica: sessions, OAuth tokens, keys.
+    customers.forget(customerId);
+    await revocations.revoke(revocationKey.customer(customerId));
+    for (const keyId of apiKeyIds) await revocations.revoke(revocationKey.apiKey(keyId));
+    return c.body(null, 204);
+  });
+}
+
+/**
+ * Whose rights the request carries to the customer service: the customer's own id, or null for
+ * an operator key when operators may act (reads).
+ */
+export function actingCustomer(caller: Caller, operatorAllowed: boolean): number | null {
+  if (caller.kind === "customer" && caller.customer) return Number(caller.customer.id);
+  if (caller.kind === "operator" && operatorAllowed) return null;
+  throw new HTTPException(403, { message: "these credentials do not grant this operation" });
+}

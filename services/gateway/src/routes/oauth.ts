@@ -1,19 +1,37 @@
 import { timingSafeEqual } from "node:crypto";
+import { customerRpc } from "@cheese/contracts";
+import { RemoteError } from "@cheese/messaging";
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Scope } from "../auth/access.ts";
-import { allScopes } from "../auth/credentials.ts";
+import {
+  type AuthorizationRequest,
+  parseAuthorizationRequest,
+  redirectWith,
+  verifierMatches,
+} from "../auth/authorization-request.ts";
+import { errorPage, pageSecurityHeaders, signInPage } from "../auth/authorize-page.ts";
+import { allScopes, type OAuthClient } from "../auth/credentials.ts";
+import type { OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { callService } from "../rpc.ts";
 
 /** Lifetime of a client-credentials access token. */
 const CLIENT_TOKEN_TTL_SECONDS = 3600;
+/** Lifetime of an access token a customer granted to a client (refresh it after). */
+export const USER_TOKEN_TTL_SECONDS = 3600;
+
+export interface OAuthDeps {
+  grants: OAuthGrants;
+}
 
 /**
- * The authorization server on the gateway root: `/oauth/token`, `/.well-known/jwks.json` and
- * `/.well-known/oauth-authorization-server`. Error bodies carry both our `{code, type, message}`
- * and RFC 6749's `error` / `error_description`, so standard OAuth clients understand them.
+ * The authorization server on the gateway root: `/oauth/authorize` (sign-in and consent page),
+ * `/oauth/token`, `/.well-known/jwks.json` and `/.well-known/oauth-authorization-server`. Error
+ * bodies carry both our `{code, type, message}` and RFC 6749's `error` / `error_description`, so
+ * standard OAuth clients understand them. docs/identity.md describes the flows.
  */
-export function oauthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
+export function oauthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps, oauth: OAuthDeps): void {
   const { tokens, oauthClients, issuer } = deps.auth;
 
   app.get("/.well-known/jwks.json", (c) => {
@@ -29,49 +47,269 @@ export function oauthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       scopes_supported: allScopes,
       response_types_supported: ["code", "token"],
+      response_modes_supported: ["query", "fragment"],
       grant_types_supported: ["authorization_code", "client_credentials", "refresh_token", "implicit"],
       code_challenge_methods_supported: ["S256"],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
     }),
   );
 
+  app.get("/oauth/authorize", (c) => {
+    const parsed = parseAuthorizationRequest(new URL(c.req.url).searchParams, oauthClients);
+    if (!parsed.ok) return refuseAuthorization(c, parsed);
+    return page(c, signInPage(parsed.request), 200);
+  });
+
+  app.post("/oauth/authorize", async (c) => {
+    const form = await readForm(c);
+    if (!form) return problemPage(c, 400, "invalid_request", "Send the sign-in form form-encoded.");
+    const parsed = parseAuthorizationRequest(form, oauthClients);
+    if (!parsed.ok) return refuseAuthorization(c, parsed);
+    const { request } = parsed;
+    if (form.get("decision") === "deny") {
+      return redirectError(c, request, "access_denied", "the customer denied the request");
+    }
+    let customer: { customerId: number; username: string };
+    try {
+      customer = await callService(deps, c, customerRpc.login, {
+        username: form.get("username") ?? "",
+        password: form.get("password") ?? "",
+      });
+    } catch (error) {
+      if (error instanceof RemoteError && error.body.status === 401) {
+        if (!wantsHtml(c)) return oauthError(c, 401, "access_denied", "invalid username or password");
+        return page(c, signInPage(request, "Invalid username or password."), 401);
+      }
+      throw error;
+    }
+    if (request.responseType === "code") {
+      const code = await oauth.grants.issueCode({
+        clientId: request.client.id,
+        redirectUri: request.redirectUri,
+        redirectUriGiven: request.redirectUriGiven,
+        customerId: customer.customerId,
+        username: customer.username,
+        scopes: request.scopes,
+        codeChallenge: request.codeChallenge!,
+      });
+      // 303: the browser follows with a GET, as it must after a POST.
+      return c.redirect(redirectWith(request.redirectUri, false, { code, state: request.state }), 303);
+    }
+    const issued = await tokens.issue(
+      {
+        kind: "user",
+        sub: String(customer.customerId),
+        username: customer.username,
+        clientId: request.client.id,
+        scopes: request.scopes,
+      },
+      USER_TOKEN_TTL_SECONDS,
+    );
+    return c.redirect(
+      redirectWith(request.redirectUri, true, {
+        access_token: issued.token,
+        token_type: "Bearer",
+        expires_in: String(USER_TOKEN_TTL_SECONDS),
+        scope: request.scopes.join(" "),
+        state: request.state,
+      }),
+      303,
+    );
+  });
+
   app.post("/oauth/token", async (c) => {
     c.header("Cache-Control", "no-store");
+    c.header("Pragma", "no-cache");
     const form = await readForm(c);
     if (!form) return oauthError(c, 400, "invalid_request", "send the parameters form-encoded");
     const grantType = form.get("grant_type");
-    const credentials = clientCredentials(c, form);
-    if (grantType === "client_credentials") {
-      const client = credentials ? oauthClients.get(credentials.id) : undefined;
-      if (
-        !client ||
-        !client.secret ||
-        !credentials?.secret ||
-        !safeEqual(client.secret, credentials.secret)
-      ) {
-        c.header("WWW-Authenticate", 'Basic realm="cheese-store"');
-        return oauthError(c, 401, "invalid_client", "unknown client or wrong secret");
-      }
-      const requested = form.get("scope");
-      const granted = requested
-        ? requested.split(" ").filter((s): s is Scope => client.scopes.includes(s as Scope))
-        : client.scopes;
-      if (requested && granted.length === 0)
-        return oauthError(c, 400, "invalid_scope", "none of the scopes is allowed");
-      const issued = await tokens.issue(
-        { kind: "client", sub: client.id, scopes: granted },
-        CLIENT_TOKEN_TTL_SECONDS,
-      );
-      return c.json({
-        access_token: issued.token,
-        token_type: "Bearer",
-        expires_in: CLIENT_TOKEN_TTL_SECONDS,
-        scope: granted.join(" "),
-      });
-    }
     if (!grantType) return oauthError(c, 400, "invalid_request", "grant_type is required");
-    return oauthError(c, 400, "unsupported_grant_type", `grant_type ${grantType} is not supported`);
+    if (!["client_credentials", "authorization_code", "refresh_token"].includes(grantType)) {
+      return oauthError(c, 400, "unsupported_grant_type", `grant_type ${grantType} is not supported`);
+    }
+    const client = authenticateClient(c, form, oauthClients, grantType === "client_credentials");
+    if (!client) {
+      c.header("WWW-Authenticate", 'Basic realm="cheese-store"');
+      return oauthError(c, 401, "invalid_client", "unknown client or wrong secret");
+    }
+    if (grantType === "client_credentials") return clientCredentialsGrant(c, form, client, deps);
+    if (grantType === "authorization_code") return authorizationCodeGrant(c, form, client, deps, oauth);
+    return refreshTokenGrant(c, form, client, deps, oauth);
   });
+}
+
+async function clientCredentialsGrant(
+  c: Context<GatewayEnv>,
+  form: URLSearchParams,
+  client: OAuthClient,
+  deps: GatewayDeps,
+): Promise<Response> {
+  const requested = form.get("scope");
+  const granted = requested
+    ? requested.split(" ").filter((s): s is Scope => client.scopes.includes(s as Scope))
+    : client.scopes;
+  if (requested && granted.length === 0)
+    return oauthError(c, 400, "invalid_scope", "none of the scopes is allowed");
+  const issued = await deps.auth.tokens.issue(
+    { kind: "client", sub: client.id, scopes: granted },
+    CLIENT_TOKEN_TTL_SECONDS,
+  );
+  return c.json({
+    access_token: issued.token,
+    token_type: "Bearer",
+    expires_in: CLIENT_TOKEN_TTL_SECONDS,
+    scope: granted.join(" "),
+  });
+}
+
+/** RFC 6749 §4.1.3 with RFC 7636: the code once, for the client it was issued to, with the verifier. */
+async function authorizationCodeGrant(
+  c: Context<GatewayEnv>,
+  form: URLSearchParams,
+  client: OAuthClient,
+  deps: GatewayDeps,
+  oauth: OAuthDeps,
+): Promise<Response> {
+  const code = form.get("code");
+  const verifier = form.get("code_verifier");
+  if (!code) return oauthError(c, 400, "invalid_request", "code is required");
+  if (!verifier) return oauthError(c, 400, "invalid_request", "code_verifier is required (PKCE)");
+  const grant = await oauth.grants.redeemCode(code);
+  if (!grant || grant.clientId !== client.id) {
+    return oauthError(
+      c,
+      400,
+      "invalid_grant",
+      "the code is unknown, expired, already used, or not this client's",
+    );
+  }
+  const redirectUri = form.get("redirect_uri");
+  if ((grant.redirectUriGiven || redirectUri !== null) && redirectUri !== grant.redirectUri) {
+    return oauthError(c, 400, "invalid_grant", "redirect_uri differs from the authorization request's");
+  }
+  if (!verifierMatches(verifier, grant.codeChallenge)) {
+    return oauthError(c, 400, "invalid_grant", "code_verifier does not match the code_challenge");
+  }
+  return userTokens(c, deps, oauth, client, grant.customerId, grant.username, grant.scopes);
+}
+
+/** Rotating refresh tokens: each use answers a new one and the old one stops working. */
+async function refreshTokenGrant(
+  c: Context<GatewayEnv>,
+  form: URLSearchParams,
+  client: OAuthClient,
+  deps: GatewayDeps,
+  oauth: OAuthDeps,
+): Promise<Response> {
+  const token = form.get("refresh_token");
+  if (!token) return oauthError(c, 400, "invalid_request", "refresh_token is required");
+  const grant = await oauth.grants.redeemRefreshToken(token);
+  if (!grant || grant.clientId !== client.id) {
+    return oauthError(
+      c,
+      400,
+      "invalid_grant",
+      "the refresh token is unknown, expired, already used, or not this client's",
+    );
+  }
+  const requested = form.get("scope");
+  const scopes = requested ? grant.scopes.filter((s) => requested.split(" ").includes(s)) : grant.scopes;
+  if (requested && scopes.length !== requested.split(" ").filter(Boolean).length) {
+    return oauthError(c, 400, "invalid_scope", "a refresh may only narrow the scopes granted");
+  }
+  let username: string;
+  try {
+    ({ username } = await callService(deps, c, customerRpc.principal, { customerId: grant.customerId }));
+  } catch (error) {
+    if (error instanceof RemoteError && error.body.status === 404) {
+      return oauthError(c, 400, "invalid_grant", "the customer no longer exists");
+    }
+    throw error;
+  }
+  return userTokens(c, deps, oauth, client, grant.customerId, username, scopes);
+}
+
+async function userTokens(
+  c: Context<GatewayEnv>,
+  deps: GatewayDeps,
+  oauth: OAuthDeps,
+  client: OAuthClient,
+  customerId: number,
+  username: string,
+  scopes: Scope[],
+): Promise<Response> {
+  const issued = await deps.auth.tokens.issue(
+    { kind: "user", sub: String(customerId), username, clientId: client.id, scopes },
+    USER_TOKEN_TTL_SECONDS,
+  );
+  const refreshToken = await oauth.grants.issueRefreshToken({ clientId: client.id, customerId, scopes });
+  return c.json({
+    access_token: issued.token,
+    token_type: "Bearer",
+    expires_in: USER_TOKEN_TTL_SECONDS,
+    scope: scopes.join(" "),
+    refresh_token: refreshToken,
+  });
+}
+
+/**
+ * Confidential clients prove themselves with their secret (HTTP Basic or form); public clients
+ * (no secret) name themselves with client_id and prove possession through PKCE instead.
+ * client_credentials is for confidential clients only.
+ */
+function authenticateClient(
+  c: Context<GatewayEnv>,
+  form: URLSearchParams,
+  clients: Map<string, OAuthClient>,
+  confidentialOnly: boolean,
+): OAuthClient | undefined {
+  const credentials = clientCredentials(c, form);
+  const client = credentials ? clients.get(credentials.id) : undefined;
+  if (!client || !credentials) return undefined;
+  if (!client.secret) return confidentialOnly ? undefined : client;
+  return credentials.secret && safeEqual(client.secret, credentials.secret) ? client : undefined;
+}
+
+function refuseAuthorization(
+  c: Context<GatewayEnv>,
+  parsed: Exclude<ReturnType<typeof parseAuthorizationRequest>, { ok: true }>,
+): Response {
+  if ("showError" in parsed) return problemPage(c, 400, "invalid_request", parsed.showError);
+  const { request, error, description } = parsed.redirectError;
+  return redirectError(c, request, error, description);
+}
+
+function redirectError(
+  c: Context<GatewayEnv>,
+  request: Omit<AuthorizationRequest, "scopes">,
+  error: string,
+  description: string,
+): Response {
+  const target = redirectWith(request.redirectUri, request.responseType === "token", {
+    error,
+    error_description: description,
+    state: request.state,
+  });
+  return c.redirect(target, c.req.method === "POST" ? 303 : 302);
+}
+
+function page(c: Context<GatewayEnv>, html: string, status: ContentfulStatusCode): Response {
+  for (const [name, value] of Object.entries(pageSecurityHeaders)) c.header(name, value);
+  return c.html(html, status);
+}
+
+/**
+ * A problem the user must see (nobody to redirect to): an HTML page for a browser, and the
+ * API's error body for any other client, since every non-2xx body is an Error there.
+ */
+function problemPage(c: Context<GatewayEnv>, status: 400, error: string, message: string): Response {
+  if (!wantsHtml(c)) return oauthError(c, status, error, message);
+  return page(c, errorPage(message), status);
+}
+
+/** Browsers ask for text/html when they navigate; API clients (fetch asks for any type) do not. */
+function wantsHtml(c: Context<GatewayEnv>): boolean {
+  return (c.req.header("accept") ?? "").includes("text/html");
 }
 
 async function readForm(c: Context<GatewayEnv>): Promise<URLSearchParams | undefined> {
@@ -90,10 +328,14 @@ function clientCredentials(
     const decoded = Buffer.from(basic[1]!, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon === -1) return undefined;
-    return {
-      id: decodeURIComponent(decoded.slice(0, colon)),
-      secret: decodeURIComponent(decoded.slice(colon + 1)),
-    };
+    try {
+      return {
+        id: decodeURIComponent(decoded.slice(0, colon)),
+        secret: decodeURIComponent(decoded.slice(colon + 1)),
+      };
+    } catch {
+      return undefined;
+    }
   }
   const id = form.get("client_id");
   if (!id) return undefined;

@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+/** On the production stack the events live in EventStoreDB, not in a file these tests can read. */
+const embeddedEventStore = !inject("productionStackEnv")?.EVENTSTORE_URL;
+
+/**
+ * DELETE /customer/{username}: the account, its API keys and sessions go, its personal data can
+ * no longer be read from any store (the event store included: it was sealed with a key that is
+ * now destroyed), and its username and email can be registered again.
+ */
+describe("erasure", () => {
+  let system: RunningSystem;
+  let second: ExtraGateway;
+  let alice: TestCustomer;
+  let bob: TestCustomer;
+  let apiKey: string;
+  const marker = randomUUID().slice(0, 8);
+  const personal = {
+    firstName: `Ottoline${marker}`,
+    lastName: `Morrell${marker}`,
+    phone: `+44 ${Number.parseInt(marker, 16) % 1_000_000_000}`,
+  };
+
+  beforeAll(async () => {
+    system = await startSystem();
+    second = await startExtraGateway(system);
+    alice = await registerAndLogin(system, {
+      ...personal,
+      email: `Ottoline.${marker}@Example.com`,
+      favouriteCheese: { name: "Wensleydale" },
+    });
+    bob = await registerAndLogin(system);
+    const issued = await fetch(`${system.baseUrl}/customer/${alice.username}/apiKeys`, {
+      method: "POST",
+      headers: alice.bearer,
+    });
+    apiKey = (await json(issued)).key;
+  });
+  afterAll(async () => {
+    await second?.stop();
+    await system?.stop();
+  });
+
+  const get = (path: string, headers: Record<string, string>, baseUrl = system.baseUrl) =>
+    fetch(`${baseUrl}${path}`, { headers });
+  const remove = (username: string, headers: Record<string, string>) =>
+    fetch(`${system.baseUrl}/customer/${username}`, { method: "DELETE", headers });
+
+  it("lets only the customer itself delete its account", async () => {
+    expect((await remove(alice.username, bob.bearer)).status).toBe(403);
+    expect((await remove(alice.username, { "x-api-key": apiKey })).status).toBe(403);
+    expect((await remove(alice.username, {})).status).toBe(401);
+    const before = await json(await get(`/customer/${alice.username}`, alice.bearer));
+    expect(before).toMatchObject({ ...personal, email: alice.email });
+  });
+
+  it("deletes the account, and with it every session and API key, on every gateway", async () => {
+    expect((await get(`/customer/${alice.username}`, alice.bearer, second.baseUrl)).status).toBe(200);
+    expect((await get(`/customer/${alice.username}`, { "x-api-key": apiKey }, second.baseUrl)).status).toBe(
+      200,
+    );
+    expect((await remove(alice.username, alice.bearer)).status).toBe(204);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const baseUrl of [system.baseUrl, second.baseUrl]) {
+      expect((await get(`/customer/${alice.username}`, alice.bearer, baseUrl)).status).toBe(401);
+      expect((await get(`/customer/${alice.username}`, { "x-api-key": apiKey }, baseUrl)).status).toBe(401);
+    }
+    expect((await get(`/customer/${alice.username}`, { "x-api-key": "e2e-operator-key" })).status).toBe(404);
+    const login = await fetch(`${system.baseUrl}/customer/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: alice.username, password: alice.password }),
+    });
+    expect(login.status).toBe(401);
+  });
+
+  it.skipIf(!embeddedEventStore)(
+    "leaves no trace of the name, email or phone in any store: event store, key store, NATS",
+    async () => {
+      const eventStore = join(system.dataDir, "customer", "events.sqlite");
+      expect(existsSync(eventStore)).toBe(true);
+      // The raw bytes of the event store file (and its write-ahead log) hold events of alice...
+      const raw = Buffer.concat(
+        [eventStore, `${eventStore}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f)),
+      );
+      expect(raw.includes(alice.username)).toBe(true);
+      // ...but none of her personal data, in any spelling.
+      for (const secret of [alice.email, alice.email.toLowerCase(), ...Object.values(personal)]) {
+        expect(raw.includes(secret), secret).toBe(false);
+        expect(filesContaining(system.dataDir, secret), secret).toEqual([]);
+      }
+      expect(
+        readdirSync(join(system.dataDir, "customer", "keys")).filter((f) => f.includes(`-${alice.id}.`)),
+      ).toEqual([]);
+    },
+  );
+
+  it("lets the username and email be registered again, as a new customer", async () => {
+    const again = await registerAndLogin(system, {
+      username: alice.username,
+      email: alice.email.toUpperCase(),
+    });
+    expect(again.id).not.toBe(alice.id);
+    const read = await json(await get(`/customer/${alice.username}`, again.bearer));
+    expect(read).toMatchObject({ id: again.id, customerStatus: "bronze" });
+    expect(read).not.toHaveProperty("firstName");
+    // The old session is still refused: it belonged to the erased customer, not to the name.
+    expect((await get(`/customer/${alice.username}`, alice.bearer)).status).toBe(401);
+  });
+});
+
+function filesContaining(dir: string, needle: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (stat.isDirectory()) found.push(...filesContaining(path, needle));
+    else if (readFileSync(path).includes(needle)) found.push(path);
+  }
+  return found;
+}

@@ -1,0 +1,401 @@
+import { createHash, randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { json, OPERATOR_CLIENT, type RunningSystem, startSystem } from "./support/system.ts";
+
+/** What a browser sends when it navigates. */
+const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+
+const SPA = { id: "cheese-spa", redirectUri: "http://127.0.0.1:9/callback" };
+const WEB = { id: "cheese-web", secret: "web-secret-123", redirectUri: "https://web.example/oauth/cb" };
+const clients = [
+  {
+    ...OPERATOR_CLIENT,
+    scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+    redirectUris: [],
+    plan: "enterprise",
+  },
+  {
+    id: SPA.id,
+    scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+    redirectUris: [SPA.redirectUri, "http://127.0.0.1:9/other"],
+    plan: "free",
+  },
+  {
+    id: WEB.id,
+    secret: WEB.secret,
+    scopes: ["read:cheeses", "read:orders"],
+    redirectUris: [WEB.redirectUri],
+    plan: "pro",
+  },
+];
+
+/**
+ * The authorization server over HTTP, as a browser and a client would use it: the sign-in and
+ * consent page, the form post, the redirect, and the token endpoint's grants. Codes live 2 s
+ * here (OAUTH_CODE_TTL) so their expiry can be seen.
+ */
+describe("OAuth 2.0 authorization server", () => {
+  let system: RunningSystem;
+  let alice: TestCustomer;
+  let cheeseId: number;
+
+  beforeAll(async () => {
+    system = await startSystem({ env: { OAUTH_CLIENTS: JSON.stringify(clients), OAUTH_CODE_TTL: "2s" } });
+    alice = await registerAndLogin(system);
+    const operator = await clientCredentials(OPERATOR_CLIENT.id, OPERATOR_CLIENT.secret);
+    const created = await fetch(`${system.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${operator.access_token}` },
+      body: JSON.stringify({ name: "OAuth Cheddar" }),
+    });
+    cheeseId = (await json(created)).id;
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const pkce = () => {
+    const verifier = randomBytes(32).toString("base64url");
+    return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
+  };
+  const authorizeUrl = (params: Record<string, string>) =>
+    `${system.rootUrl}/oauth/authorize?${new URLSearchParams(params).toString()}`;
+  const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(url, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body).toString(),
+    });
+  const token = (body: Record<string, string>, headers: Record<string, string> = {}) =>
+    form(`${system.rootUrl}/oauth/token`, body, headers);
+  async function clientCredentials(id: string, secret: string) {
+    const response = await token({ grant_type: "client_credentials", client_id: id, client_secret: secret });
+    expect(response.status).toBe(200);
+    return json(response);
+  }
+
+  /** GETs the page, reads its form, and posts it back with the customer's credentials. */
+  async function signIn(
+    params: Record<string, string>,
+    credentials = { username: alice.username, password: alice.password },
+    decision = "allow",
+  ) {
+    const page = await fetch(authorizeUrl(params), { redirect: "manual", headers: browser });
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    const html = await page.text();
+    const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
+    expect(action).toBe("/oauth/authorize");
+    const hidden = Object.fromEntries(
+      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
+        m[1]!,
+        unescapeHtml(m[2]!),
+      ]),
+    );
+    return {
+      html,
+      response: await form(`${system.rootUrl}${action}`, { ...hidden, ...credentials, decision }, browser),
+    };
+  }
+
+  const codeRequest = (challenge: string, extra: Record<string, string> = {}) => ({
+    response_type: "code",
+    client_id: SPA.id,
+    redirect_uri: SPA.redirectUri,
+    scope: "read:cheeses write:orders write:cheeses",
+    state: "state-123",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    ...extra,
+  });
+
+  async function authorizationCode(challenge: string, extra: Record<string, string> = {}) {
+    const { response } = await signIn(codeRequest(challenge, extra));
+    expect(response.status).toBe(303);
+    const location = new URL(response.headers.get("location")!);
+    return location.searchParams.get("code")!;
+  }
+
+  it("runs the authorization-code flow with PKCE: page, form, redirect, exchange, use", async () => {
+    const { verifier, challenge } = pkce();
+    const { html, response } = await signIn(codeRequest(challenge));
+    // The consent page names the client and what the customer may grant it: not write:cheeses.
+    expect(html).toContain(SPA.id);
+    expect(html).toContain("read:cheeses");
+    expect(html).toContain("write:orders");
+    expect(html).not.toContain("write:cheeses");
+    expect(response.status).toBe(303);
+    const location = new URL(response.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(SPA.redirectUri);
+    expect(location.searchParams.get("state")).toBe("state-123");
+    const code = location.searchParams.get("code")!;
+    expect(code).toMatch(/^[\w-]{20,}$/);
+
+    const exchanged = await token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: SPA.redirectUri,
+      client_id: SPA.id,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.headers.get("cache-control")).toBe("no-store");
+    const tokens = await json(exchanged);
+    expect(tokens).toEqual({
+      access_token: expect.any(String),
+      token_type: "Bearer",
+      expires_in: 3600,
+      scope: "read:cheeses write:orders",
+      refresh_token: expect.any(String),
+    });
+    const claims = JSON.parse(Buffer.from(tokens.access_token.split(".")[1], "base64url").toString());
+    expect(claims).toMatchObject({ sub: String(alice.id), username: alice.username, client_id: SPA.id });
+
+    const bearer = { authorization: `Bearer ${tokens.access_token}` };
+    expect((await fetch(`${system.baseUrl}/cheeses/${cheeseId}`, { headers: bearer })).status).toBe(200);
+    const write = await fetch(`${system.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...bearer },
+      body: JSON.stringify({ name: "Not granted" }),
+    });
+    expect(write.status).toBe(403);
+
+    // A code works once.
+    const again = await token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: SPA.redirectUri,
+      client_id: SPA.id,
+      code_verifier: verifier,
+    });
+    expect(again.status).toBe(400);
+    expect(await json(again)).toMatchObject({ code: 400, type: "bad_request", error: "invalid_grant" });
+  });
+
+  it("refuses the exchange without the right verifier, redirect URI or client", async () => {
+    const exchange = async (overrides: Record<string, string>) => {
+      const { verifier, challenge } = pkce();
+      const code = await authorizationCode(challenge);
+      const body = {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: SPA.redirectUri,
+        client_id: SPA.id,
+        code_verifier: verifier,
+        ...overrides,
+      };
+      return token(body);
+    };
+    const mismatches: Record<string, string>[] = [
+      { code_verifier: randomBytes(32).toString("base64url") },
+      { redirect_uri: "http://127.0.0.1:9/other" },
+    ];
+    for (const overrides of mismatches) {
+      const response = await exchange(overrides);
+      expect(response.status).toBe(400);
+      expect((await json(response)).error).toBe("invalid_grant");
+    }
+    const noVerifier = await exchange({ code_verifier: "" });
+    expect((await json(noVerifier)).error).toBe("invalid_request");
+    const otherClient = await exchange({ client_id: WEB.id, client_secret: WEB.secret });
+    expect((await json(otherClient)).error).toBe("invalid_grant");
+  });
+
+  it("lets a code expire (OAUTH_CODE_TTL, here 2 s)", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await authorizationCode(challenge);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const late = await token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: SPA.redirectUri,
+      client_id: SPA.id,
+      code_verifier: verifier,
+    });
+    expect(late.status).toBe(400);
+    expect((await json(late)).error).toBe("invalid_grant");
+  });
+
+  it("rotates refresh tokens: a refresh answers new tokens, and the old refresh token is spent", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await authorizationCode(challenge);
+    const first = await json(
+      await token({
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: SPA.redirectUri,
+        client_id: SPA.id,
+        code_verifier: verifier,
+      }),
+    );
+    const refreshed = await token({
+      grant_type: "refresh_token",
+      refresh_token: first.refresh_token,
+      client_id: SPA.id,
+    });
+    expect(refreshed.status).toBe(200);
+    const second = await json(refreshed);
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(second.scope).toBe("read:cheeses write:orders");
+    const bearer = { authorization: `Bearer ${second.access_token}` };
+    expect((await fetch(`${system.baseUrl}/cheeses/${cheeseId}`, { headers: bearer })).status).toBe(200);
+    const reused = await token({
+      grant_type: "refresh_token",
+      refresh_token: first.refresh_token,
+      client_id: SPA.id,
+    });
+    expect(reused.status).toBe(400);
+    expect((await json(reused)).error).toBe("invalid_grant");
+    const narrowed = await json(
+      await token({
+        grant_type: "refresh_token",
+        refresh_token: second.refresh_token,
+        client_id: SPA.id,
+        scope: "read:cheeses",
+      }),
+    );
+    expect(narrowed.scope).toBe("read:cheeses");
+  });
+
+  it("runs the implicit flow: the token comes back in the fragment", async () => {
+    const { response } = await signIn({
+      response_type: "token",
+      client_id: SPA.id,
+      redirect_uri: SPA.redirectUri,
+      scope: "read:orders",
+      state: "imp",
+    });
+    expect(response.status).toBe(303);
+    const location = new URL(response.headers.get("location")!);
+    expect(location.search).toBe("");
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    expect(fragment.get("token_type")).toBe("Bearer");
+    expect(fragment.get("expires_in")).toBe("3600");
+    expect(fragment.get("scope")).toBe("read:orders");
+    expect(fragment.get("state")).toBe("imp");
+    const cheese = await fetch(`${system.baseUrl}/cheeses/${cheeseId}`, {
+      headers: { authorization: `Bearer ${fragment.get("access_token")}` },
+    });
+    // read:orders does not read cheeses.
+    expect(cheese.status).toBe(403);
+  });
+
+  it("authenticates confidential clients at the token endpoint", async () => {
+    const { verifier, challenge } = pkce();
+    const page = await signIn({
+      response_type: "code",
+      client_id: WEB.id,
+      redirect_uri: WEB.redirectUri,
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    });
+    const code = new URL(page.response.headers.get("location")!).searchParams.get("code")!;
+    const body = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: WEB.redirectUri,
+      code_verifier: verifier,
+    };
+    const unauthenticated = await token({ ...body, client_id: WEB.id });
+    expect(unauthenticated.status).toBe(401);
+    expect(await json(unauthenticated)).toMatchObject({ code: 401, error: "invalid_client" });
+    const basic = { authorization: `Basic ${Buffer.from(`${WEB.id}:${WEB.secret}`).toString("base64")}` };
+    // The failed attempt did not spend the code: the client never proved who it was.
+    const exchanged = await token(body, basic);
+    expect(exchanged.status).toBe(200);
+    expect((await json(exchanged)).scope).toBe("read:cheeses read:orders");
+    // client_credentials is for confidential clients only.
+    const publicClient = await token({ grant_type: "client_credentials", client_id: SPA.id });
+    expect(publicClient.status).toBe(401);
+  });
+
+  it("never redirects to an unregistered URI, and reports other problems to the client", async () => {
+    const { challenge } = pkce();
+    const evil = authorizeUrl(codeRequest(challenge, { redirect_uri: "https://evil.example/cb" }));
+    const foreign = await fetch(evil, { redirect: "manual", headers: browser });
+    expect(foreign.status).toBe(400);
+    expect(foreign.headers.get("location")).toBeNull();
+    expect(foreign.headers.get("content-type")).toContain("text/html");
+    expect(await foreign.text()).toContain("redirect_uri");
+    // An API client gets the API's error body instead of a page.
+    const asApi = await fetch(evil, { redirect: "manual" });
+    expect(asApi.status).toBe(400);
+    expect(await json(asApi)).toMatchObject({ code: 400, type: "bad_request", error: "invalid_request" });
+    const prefix = await fetch(
+      authorizeUrl(codeRequest(challenge, { redirect_uri: `${SPA.redirectUri}/x` })),
+      {
+        redirect: "manual",
+      },
+    );
+    expect(prefix.status).toBe(400);
+    const unknownClient = await fetch(authorizeUrl(codeRequest(challenge, { client_id: "nobody" })), {
+      redirect: "manual",
+    });
+    expect(unknownClient.status).toBe(400);
+
+    const withoutPkce = await fetch(
+      authorizeUrl({ response_type: "code", client_id: SPA.id, redirect_uri: SPA.redirectUri, state: "s1" }),
+      { redirect: "manual" },
+    );
+    expect(withoutPkce.status).toBe(302);
+    const location = new URL(withoutPkce.headers.get("location")!);
+    expect(location.searchParams.get("error")).toBe("invalid_request");
+    expect(location.searchParams.get("state")).toBe("s1");
+    const badType = await fetch(
+      authorizeUrl({ response_type: "id_token", client_id: SPA.id, redirect_uri: SPA.redirectUri }),
+      { redirect: "manual" },
+    );
+    expect(new URL(badType.headers.get("location")!).searchParams.get("error")).toBe(
+      "unsupported_response_type",
+    );
+  });
+
+  it("shows the page again on a wrong password, and sends access_denied when the customer says no", async () => {
+    const { challenge } = pkce();
+    const wrong = await signIn(codeRequest(challenge), {
+      username: alice.username,
+      password: "wrong password",
+    });
+    expect(wrong.response.status).toBe(401);
+    expect(wrong.response.headers.get("location")).toBeNull();
+    expect(await wrong.response.text()).toContain("Invalid username or password");
+    const denied = await signIn(codeRequest(challenge), { username: "", password: "" }, "deny");
+    expect(denied.response.status).toBe(303);
+    const location = new URL(denied.response.headers.get("location")!);
+    expect(location.searchParams.get("error")).toBe("access_denied");
+    expect(location.searchParams.get("state")).toBe("state-123");
+    expect(location.searchParams.get("code")).toBeNull();
+  });
+
+  it("publishes its metadata and keys, and documents every OAuth operation", async () => {
+    const metadata = await json(await fetch(`${system.rootUrl}/.well-known/oauth-authorization-server`));
+    expect(metadata).toMatchObject({
+      authorization_endpoint: expect.stringMatching(/\/oauth\/authorize$/),
+      token_endpoint: expect.stringMatching(/\/oauth\/token$/),
+      code_challenge_methods_supported: ["S256"],
+      response_types_supported: ["code", "token"],
+    });
+    expect(metadata.grant_types_supported).toEqual(
+      expect.arrayContaining(["authorization_code", "client_credentials", "refresh_token"]),
+    );
+    const doc = await json(await fetch(`${system.baseUrl}/openapi.json`));
+    for (const path of ["/oauth/authorize", "/oauth/token", "/.well-known/jwks.json"]) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
+    expect(doc.paths["/oauth/token"].post.requestBody.content).toHaveProperty(
+      "application/x-www-form-urlencoded",
+    );
+    expect(doc.paths["/oauth/authorize"].get.servers).toEqual([expect.objectContaining({ url: "/" })]);
+  });
+});
+
+function unescapeHtml(value: string): string {
+  return value
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#39;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
+}

@@ -1,0 +1,327 @@
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "@cheese/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+/**
+ * Sessions and access over HTTP: login tokens (EdDSA JWTs with a key that survives restarts),
+ * logout on every replica, and 401/403 for every kind of bad or insufficient credential.
+ */
+describe("sessions and access", () => {
+  const data = tempDir("sessions");
+  let system: RunningSystem;
+  let second: ExtraGateway;
+  let operator: Awaited<ReturnType<typeof operatorHeaders>>;
+  let cheeseId: number;
+
+  beforeAll(async () => {
+    system = await startSystem({ dataDir: data.path, env: { RATE_LIMIT_PLANS: "" } });
+    second = await startExtraGateway(system);
+    operator = await operatorHeaders(system);
+    const created = await fetch(`${system.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...operator.bearer },
+      body: JSON.stringify({ name: "Session Brie" }),
+    });
+    cheeseId = (await json(created)).id;
+  });
+  afterAll(async () => {
+    await second?.stop();
+    await system?.stop();
+    data.remove();
+  });
+
+  const get = (baseUrl: string, path: string, headers: Record<string, string> = {}) =>
+    fetch(`${baseUrl}${path}`, { headers });
+  const loginRequest = (body: unknown) =>
+    fetch(`${system.baseUrl}/customer/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+
+  describe("login", () => {
+    let alice: TestCustomer;
+    beforeAll(async () => {
+      alice = await registerAndLogin(system);
+    });
+
+    it("answers a 24-hour EdDSA JWT with kid, verifiable with the published key", async () => {
+      const response = await loginRequest({ username: alice.username, password: alice.password });
+      expect(response.status).toBe(200);
+      const body = await json(response);
+      const { header, payload } = decode(body.token);
+      expect(header).toMatchObject({ alg: "EdDSA", kid: expect.any(String) });
+      expect(payload).toMatchObject({
+        sub: String(alice.id),
+        username: alice.username,
+        jti: expect.any(String),
+        scope: "read:cheeses read:orders write:orders",
+      });
+      expect(payload.exp - payload.iat).toBe(24 * 3600);
+      expect(body.expiresAt).toBe(new Date(payload.exp * 1000).toISOString());
+      expect(response.headers.get("x-expires-after")).toBe(body.expiresAt);
+      expect(response.headers.get("x-rate-limit")).toBe("100");
+
+      const jwks = await json(await get(system.rootUrl, "/.well-known/jwks.json"));
+      const jwk = jwks.keys.find((k: { kid: string }) => k.kid === header.kid);
+      expect(jwk).toMatchObject({ kty: "OKP", crv: "Ed25519", alg: "EdDSA" });
+      expect(jwk.d).toBeUndefined();
+      expect(verifies(body.token, createPublicKey({ key: jwk, format: "jwk" }))).toBe(true);
+    });
+
+    it("answers 401 alike for a wrong password and an unknown user, in the same time", async () => {
+      const wrong = await loginRequest({ username: alice.username, password: "not the password" });
+      const unknown = await loginRequest({ username: "nobody_at_all", password: "not the password" });
+      expect(wrong.status).toBe(401);
+      expect(unknown.status).toBe(401);
+      expect(await json(wrong)).toEqual(await json(unknown));
+
+      const timed = async (username: string) => {
+        const started = performance.now();
+        await loginRequest({ username, password: "not the password" });
+        return performance.now() - started;
+      };
+      const wrongTimes: number[] = [];
+      const unknownTimes: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        wrongTimes.push(await timed(alice.username));
+        unknownTimes.push(await timed(`nobody_${i}`));
+      }
+      // Both verify an argon2 hash; without the dummy hash an unknown user would answer in a
+      // fraction of the time.
+      expect(median(unknownTimes)).toBeGreaterThan(median(wrongTimes) * 0.6);
+      expect(median(unknownTimes)).toBeLessThan(median(wrongTimes) * 1.7);
+    });
+
+    it("answers a malformed login body with 422", async () => {
+      const response = await loginRequest({ username: alice.username });
+      expect(response.status).toBe(422);
+      expect((await json(response)).errors).toContainEqual({
+        field: "password",
+        message: expect.any(String),
+      });
+    });
+
+    it("accepts the token wherever bearer_auth is, and where cheesy_oauth asks for one of its scopes", async () => {
+      expect((await get(system.baseUrl, `/customer/${alice.username}`, alice.bearer)).status).toBe(200);
+      expect((await get(system.baseUrl, `/cheeses/${cheeseId}`, alice.bearer)).status).toBe(200);
+      const writeCheeses = await fetch(`${system.baseUrl}/cheeses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...alice.bearer },
+        body: JSON.stringify({ name: "Not allowed" }),
+      });
+      expect(writeCheeses.status).toBe(403);
+      expect(await json(writeCheeses)).toMatchObject({ code: 403, type: "forbidden" });
+    });
+  });
+
+  describe("logout", () => {
+    it("revokes the token on every gateway replica within a second", async () => {
+      const bob = await registerAndLogin(system);
+      expect((await get(second.baseUrl, `/customer/${bob.username}`, bob.bearer)).status).toBe(200);
+      const logout = await get(system.baseUrl, "/customer/logout", bob.bearer);
+      expect(logout.status).toBe(204);
+      const loggedOutAt = Date.now();
+      let refusedAfter: number | undefined;
+      while (Date.now() - loggedOutAt < 3000) {
+        if ((await get(second.baseUrl, `/customer/${bob.username}`, bob.bearer)).status === 401) {
+          refusedAfter = Date.now() - loggedOutAt;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(refusedAfter).toBeDefined();
+      expect(refusedAfter!).toBeLessThan(1000);
+      const here = await get(system.baseUrl, `/customer/${bob.username}`, bob.bearer);
+      expect(here.status).toBe(401);
+      expect(here.headers.get("www-authenticate")).toContain('error="invalid_token"');
+      expect((await get(system.baseUrl, "/customer/logout", bob.bearer)).status).toBe(401);
+      // Only that session ends: a new login works.
+      const again = await loginRequest({ username: bob.username, password: bob.password });
+      const fresh = { authorization: `Bearer ${(await json(again)).token}` };
+      expect((await get(second.baseUrl, `/customer/${bob.username}`, fresh)).status).toBe(200);
+    });
+
+    it("takes a session token only: an API key or client token is 403, nothing is 401", async () => {
+      expect((await get(system.baseUrl, "/customer/logout", operator.apiKey)).status).toBe(403);
+      expect((await get(system.baseUrl, "/customer/logout", operator.bearer)).status).toBe(403);
+      const anonymous = await get(system.baseUrl, "/customer/logout");
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get("www-authenticate")).toContain("Bearer");
+    });
+  });
+
+  describe("refused credentials", () => {
+    let carol: TestCustomer;
+    let kid: string;
+    let realKey: KeyObject;
+    beforeAll(async () => {
+      carol = await registerAndLogin(system);
+      kid = decode(carol.token).header.kid;
+      const jwk = JSON.parse(readFileSync(join(system.dataDir, "gateway", "jwt-signing-key.json"), "utf8"));
+      realKey = createPrivateKey({ key: jwk, format: "jwk" });
+    });
+    const claims = () => {
+      const now = Math.floor(Date.now() / 1000);
+      return {
+        iss: decode(carol.token).payload.iss,
+        sub: String(carol.id),
+        username: carol.username,
+        kind: "session",
+        scope: "read:cheeses read:orders write:orders",
+        jti: `forged-${now}-${Math.random()}`,
+        iat: now,
+        exp: now + 3600,
+      };
+    };
+    const refused = async (token: string) => {
+      const response = await get(system.baseUrl, `/customer/${carol.username}`, {
+        authorization: `Bearer ${token}`,
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("www-authenticate")).toMatch(/Bearer/);
+      expect(await json(response)).toMatchObject({ code: 401, type: "unauthorized" });
+    };
+
+    it("accepts a token signed with the real key, so the refusals below are about what they change", async () => {
+      const token = signJwt({ alg: "EdDSA", kid, typ: "JWT" }, claims(), realKey);
+      expect(
+        (await get(system.baseUrl, `/customer/${carol.username}`, { authorization: `Bearer ${token}` }))
+          .status,
+      ).toBe(200);
+    });
+
+    it("refuses a foreign signature, alg none, an expired token, and garbage with 401", async () => {
+      const foreign = generateKeyPairSync("ed25519").privateKey;
+      await refused(signJwt({ alg: "EdDSA", kid, typ: "JWT" }, claims(), foreign));
+      const none = `${b64(JSON.stringify({ alg: "none", typ: "JWT" }))}.${b64(JSON.stringify(claims()))}.`;
+      await refused(none);
+      const now = Math.floor(Date.now() / 1000);
+      await refused(
+        signJwt(
+          { alg: "EdDSA", kid, typ: "JWT" },
+          { ...claims(), iat: now - 90_000, exp: now - 3600 },
+          realKey,
+        ),
+      );
+      await refused("not.a.token");
+      // A valid token whose signature bytes were altered.
+      await refused(`${carol.token.slice(0, -4)}AAAA`);
+    });
+
+    it("refuses an unknown API key with 401", async () => {
+      for (const key of ["guess", "chs_notarealkeyatall0000000000000000000000000"]) {
+        const response = await get(system.baseUrl, `/cheeses/${cheeseId}`, { "x-api-key": key });
+        expect(response.status).toBe(401);
+        expect(response.headers.get("www-authenticate")).toContain('error="invalid_token"');
+      }
+    });
+
+    it("answers 401 with WWW-Authenticate on every secured operation of the API without valid credentials", async () => {
+      const doc = await json(await get(system.baseUrl, "/openapi.json"));
+      const secured: [string, string][] = [];
+      for (const [path, item] of Object.entries(
+        doc.paths as Record<string, Record<string, { security?: unknown[] }>>,
+      )) {
+        for (const [method, operation] of Object.entries(item)) {
+          if (operation.security && operation.security.length > 0) secured.push([method, path]);
+        }
+      }
+      expect(secured.length).toBeGreaterThan(8);
+      const expired = signJwt(
+        { alg: "EdDSA", kid, typ: "JWT" },
+        { ...claims(), exp: Math.floor(Date.now() / 1000) - 60 },
+        realKey,
+      );
+      for (const [method, path] of secured) {
+        const url = `${system.baseUrl}${path.replace(/\{[^}]+\}/g, (p) => (p === "{username}" ? carol.username : "1"))}`;
+        const attempts: Record<string, string>[] = [
+          {},
+          { authorization: `Bearer ${expired}` },
+          { "x-api-key": "not-a-key" },
+        ];
+        for (const headers of attempts) {
+          const response = await fetch(url, {
+            method: method.toUpperCase(),
+            headers: { "content-type": "application/json", ...headers },
+            body: method === "get" || method === "delete" ? undefined : "{}",
+          });
+          expect(response.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
+          expect(response.headers.get("www-authenticate"), `${method} ${path}`).toBeTruthy();
+          expect(await json(response)).toMatchObject({ code: 401, type: "unauthorized" });
+        }
+      }
+    });
+
+    it("answers 403 for valid credentials without the scope, and for someone else's account", async () => {
+      const readOnly = await fetch(`${system.rootUrl}/oauth/token`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          authorization: `Basic ${Buffer.from("e2e-operator:e2e-operator-secret").toString("base64")}`,
+        },
+        body: "grant_type=client_credentials&scope=read:cheeses",
+      });
+      const token = { authorization: `Bearer ${(await json(readOnly)).access_token}` };
+      const write = await fetch(`${system.baseUrl}/cheeses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...token },
+        body: JSON.stringify({ name: "Nope" }),
+      });
+      expect(write.status).toBe(403);
+      const dave = await registerAndLogin(system);
+      expect((await get(system.baseUrl, `/customer/${dave.username}`, carol.bearer)).status).toBe(403);
+    });
+  });
+
+  it("keeps the signing key across a restart: tokens stay valid and the kid stays the same", async () => {
+    const erin = await registerAndLogin(system);
+    const kidBefore = decode(erin.token).header.kid;
+    await second.stop();
+    await system.stop();
+    system = await startSystem({ dataDir: data.path, env: { RATE_LIMIT_PLANS: "" } });
+    const jwks = await json(await get(system.rootUrl, "/.well-known/jwks.json"));
+    expect(jwks.keys.map((k: { kid: string }) => k.kid)).toEqual([kidBefore]);
+    expect((await get(system.baseUrl, `/customer/${erin.username}`, erin.bearer)).status).toBe(200);
+  });
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: decoded JWT parts are arbitrary JSON
+function decode(token: string): { header: any; payload: any } {
+  const [header, payload] = token.split(".");
+  return {
+    header: JSON.parse(Buffer.from(header!, "base64url").toString()),
+    payload: JSON.parse(Buffer.from(payload!, "base64url").toString()),
+  };
+}
+
+function b64(text: string): string {
+  return Buffer.from(text).toString("base64url");
+}
+
+function signJwt(header: object, payload: object, key: KeyObject): string {
+  const input = `${b64(JSON.stringify(header))}.${b64(JSON.stringify(payload))}`;
+  return `${input}.${sign(null, Buffer.from(input), key).toString("base64url")}`;
+}
+
+function verifies(token: string, key: KeyObject): boolean {
+  const [header, payload, signature] = token.split(".");
+  return verify(null, Buffer.from(`${header}.${payload}`), key, Buffer.from(signature!, "base64url"));
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}

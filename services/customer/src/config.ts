@@ -1,0 +1,13 @@
+import { baseConfigShape, duration } from "@cheese/service-kit";
+import { z } from "zod";
+
+export const customerConfigSchema = z.object({
+  ...baseConfigShape,
+  /** Lifetime of a new customer API key (decisions.md: 90 days). */
+  API_KEY_LIFETIME: duration("2160h"),
+  /** How long before expiry api_key.expiring goes out (7 days). */
+  API_KEY_EXPIRY_WARNING: duration("168h"),
+  /** How often the customer service looks for keys entering the warning window. */
+  API_KEY_EXPIRY_CHECK_INTERVAL: duration("1m"),
+});
+export type CustomerConfig = z.infer<typeof customerConfigSchema>;

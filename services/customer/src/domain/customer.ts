@@ -1,0 +1,269 @@
+import type { CustomerStatus } from "@cheese/contracts";
+import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import { addMoney, tierFor } from "./tiers.ts";
+
+/**
+ * The customer aggregate, one stream `customer-<id>`. Personal data (names, email, phone and the
+ * password hash) travels only as `personal`, ciphertext under the customer's own key, so erasing
+ * the key erases it from every event (crypto-shredding). `emailKey` is a keyed hash of the
+ * normalised email, never the email. The decider never sees plaintext.
+ */
+
+/** A favourite cheese as stored: the catalogue id when chosen by id, and always a name. */
+export interface FavouriteRef {
+  id?: number;
+  name: string;
+}
+
+export interface ApiKeyRecord {
+  keyId: number;
+  keyHash: string;
+  prefix: string;
+  createdAt: string;
+  expiresAt: string;
+  revoked: boolean;
+  warned: boolean;
+}
+
+export interface CustomerData {
+  customerId: number;
+  username: string;
+  emailKey: string;
+  personal: string;
+  favouriteCheese: FavouriteRef | null;
+  customerStatus: CustomerStatus;
+  createdAt: string;
+  deliveredTotal: number;
+  countedOrders: number[];
+  apiKeys: ApiKeyRecord[];
+}
+
+export type CustomerState =
+  | { status: "absent" }
+  | { status: "active"; customer: CustomerData }
+  | { status: "deleted"; customerId: number };
+
+interface Profile {
+  username: string;
+  emailKey: string;
+  personal: string;
+  favouriteCheese: FavouriteRef | null;
+}
+
+export type CustomerEvent =
+  | DomainEvent<"CustomerRegistered", Profile & { customerId: number; createdAt: string }>
+  | DomainEvent<"CustomerUpdated", Profile & { customerId: number; updatedAt: string }>
+  | DomainEvent<
+      "CustomerDeleted",
+      { customerId: number; username: string; apiKeyIds: number[]; deletedAt: string }
+    >
+  | DomainEvent<
+      "DeliveredOrderCounted",
+      { customerId: number; orderId: number; total: number; deliveredTotal: number }
+    >
+  | DomainEvent<
+      "CustomerStatusChanged",
+      { customerId: number; username: string; from: CustomerStatus; to: CustomerStatus }
+    >
+  | DomainEvent<
+      "ApiKeyIssued",
+      {
+        customerId: number;
+        keyId: number;
+        keyHash: string;
+        prefix: string;
+        createdAt: string;
+        expiresAt: string;
+      }
+    >
+  | DomainEvent<"ApiKeyRevoked", { customerId: number; keyId: number; revokedAt: string }>
+  | DomainEvent<
+      "ApiKeyExpiring",
+      { customerId: number; username: string; keyId: number; prefix: string; expiresAt: string }
+    >;
+
+export type CustomerCommand =
+  | ({ type: "Register"; customerId: number; at: string } & Profile)
+  | ({ type: "Replace"; at: string } & Profile)
+  | { type: "Delete"; at: string }
+  | { type: "CountDeliveredOrder"; orderId: number; total: number }
+  | {
+      type: "IssueApiKey";
+      keyId: number;
+      keyHash: string;
+      prefix: string;
+      createdAt: string;
+      expiresAt: string;
+    }
+  | { type: "RevokeApiKey"; keyId: number; at: string }
+  | { type: "WarnApiKeyExpiring"; keyId: number };
+
+/** Live keys per customer; more is almost certainly a leak or a script gone wrong. */
+export const MAX_ACTIVE_API_KEYS = 25;
+
+export const customerStream = (id: number) => `customer-${id}`;
+
+const notFound = () => new DomainError(404, "not_found", "customer not found");
+
+export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEvent> = {
+  initialState: () => ({ status: "absent" }),
+  evolve(state, event) {
+    if (event.type === "CustomerRegistered") {
+      const { customerId, username, emailKey, personal, favouriteCheese, createdAt } = event.data;
+      return {
+        status: "active",
+        customer: {
+          customerId,
+          username,
+          emailKey,
+          personal,
+          favouriteCheese,
+          customerStatus: "bronze",
+          createdAt,
+          deliveredTotal: 0,
+          countedOrders: [],
+          apiKeys: [],
+        },
+      };
+    }
+    if (state.status !== "active") return state;
+    const customer = state.customer;
+    switch (event.type) {
+      case "CustomerUpdated": {
+        const { username, emailKey, personal, favouriteCheese } = event.data;
+        return { status: "active", customer: { ...customer, username, emailKey, personal, favouriteCheese } };
+      }
+      case "CustomerDeleted":
+        return { status: "deleted", customerId: customer.customerId };
+      case "DeliveredOrderCounted":
+        return {
+          status: "active",
+          customer: {
+            ...customer,
+            deliveredTotal: event.data.deliveredTotal,
+            countedOrders: [...customer.countedOrders, event.data.orderId],
+          },
+        };
+      case "CustomerStatusChanged":
+        return { status: "active", customer: { ...customer, customerStatus: event.data.to } };
+      case "ApiKeyIssued": {
+        const { keyId, keyHash, prefix, createdAt, expiresAt } = event.data;
+        const key = { keyId, keyHash, prefix, createdAt, expiresAt, revoked: false, warned: false };
+        return { status: "active", customer: { ...customer, apiKeys: [...customer.apiKeys, key] } };
+      }
+      case "ApiKeyRevoked":
+        return withKey(customer, event.data.keyId, { revoked: true });
+      case "ApiKeyExpiring":
+        return withKey(customer, event.data.keyId, { warned: true });
+      default:
+        return state;
+    }
+  },
+  decide(command, state) {
+    if (command.type === "Register") {
+      if (state.status !== "absent") throw new DomainError(409, "conflict", "customer already exists");
+      const { customerId, username, emailKey, personal, favouriteCheese, at } = command;
+      return [
+        {
+          type: "CustomerRegistered",
+          data: { customerId, username, emailKey, personal, favouriteCheese, createdAt: at },
+        },
+      ];
+    }
+    // Events from elsewhere (deliveries, the expiry scheduler) about a gone customer are no-ops.
+    if (state.status !== "active") {
+      if (command.type === "CountDeliveredOrder" || command.type === "WarnApiKeyExpiring") return [];
+      throw notFound();
+    }
+    const customer = state.customer;
+    const { customerId } = customer;
+    switch (command.type) {
+      case "Replace": {
+        const { username, emailKey, personal, favouriteCheese, at } = command;
+        return [
+          {
+            type: "CustomerUpdated",
+            data: { customerId, username, emailKey, personal, favouriteCheese, updatedAt: at },
+          },
+        ];
+      }
+      case "Delete":
+        return [
+          {
+            type: "CustomerDeleted",
+            data: {
+              customerId,
+              username: customer.username,
+              apiKeyIds: customer.apiKeys.filter((k) => !k.revoked).map((k) => k.keyId),
+              deletedAt: command.at,
+            },
+          },
+        ];
+      case "CountDeliveredOrder":
+        return countDeliveredOrder(customer, command.orderId, command.total);
+      case "IssueApiKey": {
+        if (customer.apiKeys.filter((k) => !k.revoked).length >= MAX_ACTIVE_API_KEYS) {
+          throw new DomainError(
+            409,
+            "conflict",
+            `at most ${MAX_ACTIVE_API_KEYS} API keys may be active; revoke one first`,
+          );
+        }
+        const { keyId, keyHash, prefix, createdAt, expiresAt } = command;
+        return [{ type: "ApiKeyIssued", data: { customerId, keyId, keyHash, prefix, createdAt, expiresAt } }];
+      }
+      case "RevokeApiKey": {
+        const key = customer.apiKeys.find((k) => k.keyId === command.keyId);
+        if (!key || key.revoked)
+          throw new DomainError(404, "not_found", `API key ${command.keyId} not found`);
+        return [{ type: "ApiKeyRevoked", data: { customerId, keyId: key.keyId, revokedAt: command.at } }];
+      }
+      case "WarnApiKeyExpiring": {
+        const key = customer.apiKeys.find((k) => k.keyId === command.keyId);
+        if (!key || key.revoked || key.warned) return [];
+        const { keyId, prefix, expiresAt } = key;
+        return [
+          {
+            type: "ApiKeyExpiring",
+            data: { customerId, username: customer.username, keyId, prefix, expiresAt },
+          },
+        ];
+      }
+    }
+  },
+};
+
+/** Adds a delivered order's total once per order id, and moves the tier when it crosses a line. */
+function countDeliveredOrder(customer: CustomerData, orderId: number, total: number): CustomerEvent[] {
+  if (customer.countedOrders.includes(orderId)) return [];
+  const deliveredTotal = addMoney(customer.deliveredTotal, total);
+  const events: CustomerEvent[] = [
+    {
+      type: "DeliveredOrderCounted",
+      data: { customerId: customer.customerId, orderId, total, deliveredTotal },
+    },
+  ];
+  const to = tierFor(deliveredTotal);
+  if (to !== customer.customerStatus) {
+    events.push({
+      type: "CustomerStatusChanged",
+      data: {
+        customerId: customer.customerId,
+        username: customer.username,
+        from: customer.customerStatus,
+        to,
+      },
+    });
+  }
+  return events;
+}
+
+function withKey(customer: CustomerData, keyId: number, change: Partial<ApiKeyRecord>): CustomerState {
+  return {
+    status: "active",
+    customer: {
+      ...customer,
+      apiKeys: customer.apiKeys.map((key) => (key.keyId === keyId ? { ...key, ...change } : key)),
+    },
+  };
+}

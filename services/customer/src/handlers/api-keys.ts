@@ -1,0 +1,93 @@
+import { createHash, randomBytes } from "node:crypto";
+import {
+  type ApiKeySummary,
+  CUSTOMER_API_KEY_PREFIX,
+  type IssuedApiKey,
+  planForStatus,
+} from "@cheese/contracts";
+import { contextMetadata, DomainError, handleCommand, type RequestContext } from "@cheese/service-kit";
+import { type ApiKeyRecord, type CustomerData, customerDecider, customerStream } from "../domain/customer.ts";
+import { API_KEYS, type ApiKeyDocument } from "../projections/api-keys.ts";
+import type { CustomerDeps } from "./deps.ts";
+import { loadCustomer, ownedCustomer } from "./lookup.ts";
+import { principalOf } from "./queries.ts";
+
+/** Characters of the key shown in listings, enough to tell keys apart, useless to an attacker. */
+const SHOWN_CHARACTERS = 12;
+
+export const hashApiKey = (key: string) => createHash("sha256").update(key).digest("hex");
+
+/** Issues a key: 256 random bits, returned once, stored only as its SHA-256 hash. */
+export async function createApiKey(
+  deps: CustomerDeps,
+  request: { username: string; asCustomer: number },
+  context: RequestContext,
+): Promise<IssuedApiKey> {
+  const { customer } = await ownedCustomer(deps.store, request.username, request.asCustomer);
+  const key = `${CUSTOMER_API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+  const keyId = await deps.apiKeyIds.nextId();
+  const now = Date.now();
+  const record = {
+    keyId,
+    keyHash: hashApiKey(key),
+    prefix: key.slice(0, SHOWN_CHARACTERS),
+    createdAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + deps.apiKeyLifetimeMs).toISOString(),
+  };
+  await handleCommand(
+    deps.store,
+    customerStream(customer.customerId),
+    customerDecider,
+    { type: "IssueApiKey", ...record },
+    contextMetadata(context),
+  );
+  return { ...summary(customer, { ...record, revoked: false, warned: false }), key };
+}
+
+export async function listApiKeys(
+  deps: CustomerDeps,
+  request: { username: string; asCustomer: number },
+): Promise<{ keys: ApiKeySummary[] }> {
+  const { customer } = await ownedCustomer(deps.store, request.username, request.asCustomer);
+  return { keys: customer.apiKeys.filter((key) => !key.revoked).map((key) => summary(customer, key)) };
+}
+
+export async function revokeApiKey(
+  deps: CustomerDeps,
+  request: { username: string; asCustomer: number; keyId: number },
+  context: RequestContext,
+): Promise<{ keyId: number }> {
+  const { customer } = await ownedCustomer(deps.store, request.username, request.asCustomer);
+  await handleCommand(
+    deps.store,
+    customerStream(customer.customerId),
+    customerDecider,
+    { type: "RevokeApiKey", keyId: request.keyId, at: new Date().toISOString() },
+    contextMetadata(context),
+  );
+  return { keyId: request.keyId };
+}
+
+/** Who a presented key belongs to; 401 when unknown, revoked, expired or its customer is gone. */
+export async function authenticateApiKey(deps: CustomerDeps, keyHash: string) {
+  await deps.apiKeys.catchUp();
+  const document = await deps.readModels.collection<ApiKeyDocument>(API_KEYS).findOne({ keyHash });
+  if (!document || document.revoked) throw new DomainError(401, "unauthorized", "unknown API key");
+  if (Date.parse(document.expiresAt) <= Date.now()) {
+    throw new DomainError(401, "unauthorized", "API key expired");
+  }
+  const loaded = await loadCustomer(deps.store, document.customerId);
+  const key = loaded?.customer.apiKeys.find((k) => k.keyId === document._id);
+  if (!loaded || !key || key.revoked) throw new DomainError(401, "unauthorized", "unknown API key");
+  return { ...principalOf(loaded.customer), keyId: key.keyId, expiresAt: key.expiresAt };
+}
+
+function summary(customer: CustomerData, key: ApiKeyRecord): ApiKeySummary {
+  return {
+    id: key.keyId,
+    prefix: key.prefix,
+    plan: planForStatus(customer.customerStatus),
+    createdAt: key.createdAt,
+    expiresAt: key.expiresAt,
+  };
+}

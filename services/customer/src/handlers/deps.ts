@@ -1,0 +1,20 @@
+import type { EventStore } from "@cheese/event-store";
+import type { ReadModelStore } from "@cheese/read-models";
+import type { IdAllocator, Projection } from "@cheese/service-kit";
+import type { PasswordChecker } from "../passwords.ts";
+import type { PersonalDataVault } from "../personal-data/vault.ts";
+import type { CheeseLookup } from "./favourite-cheese.ts";
+
+/** What the customer service's handlers work with. */
+export interface CustomerDeps {
+  store: EventStore;
+  customerIds: IdAllocator;
+  apiKeyIds: IdAllocator;
+  vault: PersonalDataVault;
+  passwords: PasswordChecker;
+  cheeses: CheeseLookup;
+  readModels: ReadModelStore;
+  /** The api_keys read model, for lookups by hash and the expiry scheduler. */
+  apiKeys: Projection;
+  apiKeyLifetimeMs: number;
+}

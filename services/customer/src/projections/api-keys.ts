@@ -1,0 +1,53 @@
+import type { RecordedEvent } from "@cheese/event-store";
+import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CustomerEvent } from "../domain/customer.ts";
+
+/**
+ * The `api_keys` read model: one document per customer API key, found by the hash of a presented
+ * key, and by expiry for the warning scheduler. No personal data; a deleted customer's keys go.
+ */
+export interface ApiKeyDocument extends Document {
+  _id: number;
+  keyHash: string;
+  customerId: number;
+  expiresAt: string;
+  /** expiresAt in epoch milliseconds, for range queries. */
+  expiresAtMs: number;
+  revoked: boolean;
+  warned: boolean;
+}
+
+export const API_KEYS = "api_keys";
+
+export function projectApiKeys(onCustomerDeleted: (customerId: number) => Promise<void>) {
+  return async (event: RecordedEvent, readModels: ReadModelStore): Promise<void> => {
+    const keys = readModels.collection<ApiKeyDocument>(API_KEYS);
+    const domainEvent = { type: event.type, data: event.data } as CustomerEvent;
+    switch (domainEvent.type) {
+      case "ApiKeyIssued": {
+        const { keyId, keyHash, customerId, expiresAt } = domainEvent.data;
+        await keys.upsert(keyId, event.revision, {
+          $set: {
+            keyHash,
+            customerId,
+            expiresAt,
+            expiresAtMs: Date.parse(expiresAt),
+            revoked: false,
+            warned: false,
+          },
+        });
+        return;
+      }
+      case "ApiKeyRevoked":
+        await keys.upsert(domainEvent.data.keyId, event.revision, { $set: { revoked: true } });
+        return;
+      case "ApiKeyExpiring":
+        await keys.upsert(domainEvent.data.keyId, event.revision, { $set: { warned: true } });
+        return;
+      case "CustomerDeleted":
+        await keys.deleteMany({ customerId: domainEvent.data.customerId });
+        await onCustomerDeleted(domainEvent.data.customerId);
+        return;
+    }
+  };
+}

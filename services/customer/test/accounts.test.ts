@@ -1,0 +1,205 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { CustomerFields } from "@cheese/contracts";
+import { createSqliteEventStore } from "@cheese/event-store";
+import { createMemoryReadModels } from "@cheese/read-models";
+import { createLogger, IdAllocator, startProjection } from "@cheese/service-kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deleteCustomer, registerBatch, registerCustomer } from "../src/handlers/accounts.ts";
+import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
+import type { CustomerDeps } from "../src/handlers/deps.ts";
+import { getCustomer, login } from "../src/handlers/queries.ts";
+import { PasswordChecker } from "../src/passwords.ts";
+import { createFileKeyStore } from "../src/personal-data/key-store.ts";
+import { PersonalDataVault } from "../src/personal-data/vault.ts";
+import { projectApiKeys } from "../src/projections/api-keys.ts";
+
+const context = { requestId: "test", correlationId: "test" };
+let dir: string;
+let deps: CustomerDeps;
+let counter = 0;
+
+const fields = (overrides: Partial<CustomerFields> = {}): CustomerFields => {
+  counter += 1;
+  return {
+    username: `user${counter}`,
+    email: `user${counter}@example.com`,
+    password: "correct horse battery",
+    phone: null,
+    ...overrides,
+  };
+};
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "customer-accounts-"));
+  const store = createSqliteEventStore({ file: join(dir, "events.sqlite") });
+  const readModels = createMemoryReadModels();
+  const vault = new PersonalDataVault(createFileKeyStore(join(dir, "keys")));
+  const apiKeys = await startProjection({
+    name: "api_keys",
+    eventStore: store,
+    readModels,
+    categories: ["customer"],
+    apply: projectApiKeys((id) => vault.erase(id)),
+    logger: createLogger("test", "silent"),
+  });
+  deps = {
+    store,
+    customerIds: new IdAllocator(store, "customer"),
+    apiKeyIds: new IdAllocator(store, "apikey"),
+    vault,
+    passwords: new PasswordChecker(),
+    cheeses: async () => undefined,
+    readModels,
+    apiKeys,
+    apiKeyLifetimeMs: 90 * 24 * 3_600_000,
+  };
+});
+afterAll(async () => {
+  await deps.apiKeys.close();
+  await deps.store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("registration on the write side", () => {
+  it("lets exactly one of concurrent registrations of a username (any case) win", async () => {
+    const name = "racer";
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        registerCustomer(deps, fields({ username: i % 2 ? name : name.toUpperCase() }), context),
+      ),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    for (const r of results.filter((r) => r.status === "rejected")) {
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ body: { status: 409 } });
+    }
+  });
+
+  it("refuses an email in another case, and frees the username the loser reserved", async () => {
+    const first = fields();
+    await registerCustomer(deps, first, context);
+    const loser = fields({ email: first.email.toUpperCase() });
+    await expect(registerCustomer(deps, loser, context)).rejects.toMatchObject({
+      body: { status: 409, message: "email already exists" },
+    });
+    await expect(
+      registerCustomer(deps, { ...loser, email: "other@example.com" }, context),
+    ).resolves.toMatchObject({
+      username: loser.username,
+    });
+  });
+
+  it("registers a batch in order: a later duplicate fails with its own index", async () => {
+    const a = fields();
+    const { results } = await registerBatch(
+      deps,
+      [
+        { index: 0, fields: a },
+        { index: 3, fields: { ...fields(), username: a.username } },
+      ],
+      context,
+    );
+    expect(results).toEqual([
+      { index: 0, customer: expect.objectContaining({ username: a.username }) },
+      { index: 3, status: 409, message: "username already exists" },
+    ]);
+  });
+});
+
+describe("login", () => {
+  it("answers the customer for the right password and the same 401 otherwise", async () => {
+    const alice = fields();
+    const { id } = await registerCustomer(deps, alice, context);
+    await expect(
+      login(deps, { username: alice.username.toUpperCase(), password: alice.password }),
+    ).resolves.toEqual({
+      customerId: id,
+      username: alice.username,
+      customerStatus: "bronze",
+      plan: "free",
+    });
+    const wrong = await login(deps, { username: alice.username, password: "nope" }).catch((e) => e);
+    const unknown = await login(deps, { username: "ghost", password: "nope" }).catch((e) => e);
+    expect(wrong.body).toEqual({
+      status: 401,
+      type: "unauthorized",
+      message: "invalid username or password",
+    });
+    expect(unknown.body).toEqual(wrong.body);
+  });
+});
+
+describe("erasure", () => {
+  it("destroys the key, so the sealed personal data in the event store cannot be read back", async () => {
+    const bob = fields({ firstName: "Bobbington", lastName: "Smythe-Erased", phone: "+1 555 0100" });
+    const { id } = await registerCustomer(deps, bob, context);
+    expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(true);
+    await deleteCustomer(deps, { username: bob.username, asCustomer: id }, context);
+    expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(false);
+
+    const events = await deps.store.readStream(`customer-${id}`);
+    const registered = events.find((e) => e.type === "CustomerRegistered")!.data as { personal: string };
+    await expect(deps.vault.open(id, registered.personal)).resolves.toBeUndefined();
+    const raw = Buffer.concat(
+      [join(dir, "events.sqlite"), join(dir, "events.sqlite-wal")]
+        .filter((f) => existsSync(f))
+        .map((f) => readFileSync(f)),
+    );
+    for (const secret of [bob.email, "Bobbington", "Smythe-Erased", "+1 555 0100"]) {
+      expect(raw.includes(secret), secret).toBe(false);
+    }
+    await expect(
+      getCustomer(deps, { username: bob.username, asCustomer: null }, context),
+    ).rejects.toMatchObject({
+      body: { status: 404 },
+    });
+    // The name and the email are free again.
+    const again = await registerCustomer(deps, { ...bob, username: bob.username.toUpperCase() }, context);
+    expect(again.id).not.toBe(id);
+  });
+
+  it("refuses a sealed blob moved to another customer", async () => {
+    const { id: a } = await registerCustomer(deps, fields(), context);
+    const { id: b } = await registerCustomer(deps, fields(), context);
+    const sealed = await deps.vault.seal(a, { email: "a@example.com", phone: null, passwordHash: "x" });
+    await expect(deps.vault.open(a, sealed)).resolves.toMatchObject({ email: "a@example.com" });
+    await expect(deps.vault.open(b, sealed)).rejects.toThrow();
+  });
+});
+
+describe("API keys", () => {
+  it("finds a key's customer by its hash, and refuses it once revoked or expired", async () => {
+    const carol = fields();
+    const { id } = await registerCustomer(deps, carol, context);
+    const issued = await createApiKey(deps, { username: carol.username, asCustomer: id }, context);
+    await expect(authenticateApiKey(deps, hashApiKey(issued.key))).resolves.toMatchObject({
+      customerId: id,
+      username: carol.username,
+      keyId: issued.id,
+      plan: "free",
+    });
+    await revokeApiKey(deps, { username: carol.username, asCustomer: id, keyId: issued.id }, context);
+    await expect(authenticateApiKey(deps, hashApiKey(issued.key))).rejects.toMatchObject({
+      body: { status: 401 },
+    });
+
+    const shortLived = { ...deps, apiKeyLifetimeMs: 50 };
+    const brief = await createApiKey(shortLived, { username: carol.username, asCustomer: id }, context);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expect(authenticateApiKey(deps, hashApiKey(brief.key))).rejects.toMatchObject({
+      body: { status: 401, message: "API key expired" },
+    });
+  });
+
+  it("lets only the key's customer manage its keys", async () => {
+    const { id: dave } = await registerCustomer(deps, fields(), context);
+    const erin = fields();
+    await registerCustomer(deps, erin, context);
+    await expect(
+      createApiKey(deps, { username: erin.username, asCustomer: dave }, context),
+    ).rejects.toMatchObject({
+      body: { status: 403 },
+    });
+  });
+});

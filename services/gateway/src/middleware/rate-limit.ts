@@ -1,0 +1,93 @@
+import { createMiddleware } from "hono/factory";
+import { z } from "zod";
+import { type Plan, plans } from "../auth/credentials.ts";
+import type { GatewayEnv } from "../env.ts";
+import { errorResponse } from "../errors.ts";
+import type { SharedBuckets } from "./shared-buckets.ts";
+import { type Admission, hourlyRate, type PlanLimits } from "./token-bucket.ts";
+
+/** The spec's Limits table. */
+export const specPlanLimits: Record<Plan, PlanLimits> = {
+  free: { burst: 10, perHour: 100 },
+  pro: { burst: 100, perHour: 10_000 },
+  enterprise: { burst: 1000, perHour: "unlimited" },
+};
+
+/**
+ * `RATE_LIMIT_PLANS`: overrides of the spec's table, `plan=burst/perHour` comma separated, e.g.
+ * `free=1000/unlimited` for a test system; plans not named keep the spec's limits.
+ */
+export const ratePlansSchema = z
+  .string()
+  .default("")
+  .transform((text, ctx) => {
+    const table = { ...specPlanLimits };
+    for (const entry of text
+      .split(",")
+      .map((e) => e.trim())
+      .filter(Boolean)) {
+      const match = /^(\w+)=(\d+)\/(\d+|unlimited)$/.exec(entry);
+      if (!match || !(plans as readonly string[]).includes(match[1]!) || Number(match[2]) < 1) {
+        ctx.addIssue({
+          code: "custom",
+          message: `"${entry}" is not plan=burst/perHour (plan free, pro or enterprise; perHour a number or unlimited)`,
+        });
+        return z.NEVER;
+      }
+      table[match[1] as Plan] = {
+        burst: Number(match[2]),
+        perHour: match[3] === "unlimited" ? "unlimited" : Number(match[3]),
+      };
+    }
+    return table;
+  });
+
+/**
+ * Monitoring must never be throttled: health probes are not counted and carry no limit headers
+ * (they are not part of the API, and load balancers poll them constantly).
+ */
+const EXEMPT = new Set(["/healthz", "/readyz"]);
+
+/**
+ * decisions.md "Rate limits": a token bucket per caller (operator key, customer key, OAuth client,
+ * customer, or client IP) sized by the caller's plan, shared by all replicas. Every counted
+ * response carries RateLimit-Limit/-Remaining/-Reset and X-Rate-Limit/-Remaining; a refused
+ * request gets 429 with Retry-After.
+ */
+export function rateLimit(options: { plans: Record<Plan, PlanLimits>; buckets: SharedBuckets }) {
+  return createMiddleware<GatewayEnv>(async (c, next) => {
+    if (EXEMPT.has(c.req.path)) return next();
+    const caller = c.get("caller");
+    const limits = options.plans[caller.plan];
+    const admission = await options.buckets.admit(caller.id, limits);
+    const headers = limitHeaders(limits, admission);
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    if (!admission.allowed) {
+      c.header("Retry-After", String(admission.retryAfterSeconds));
+      return errorResponse(
+        c,
+        429,
+        `rate limit exceeded: the ${caller.plan} plan allows bursts of ${limits.burst} and ${hourlyRate(limits)} requests an hour; retry in ${admission.retryAfterSeconds} s`,
+      );
+    }
+    await next();
+    // A handler that built its own Response lost the headers set above; routes may override them.
+    try {
+      for (const [name, value] of Object.entries(headers)) {
+        if (!c.res.headers.has(name)) c.res.headers.set(name, value);
+      }
+    } catch {
+      // immutable headers (a proxied response): nothing to add then
+    }
+  });
+}
+
+export function limitHeaders(limits: PlanLimits, admission: Admission): Record<string, string> {
+  return {
+    "RateLimit-Limit": String(limits.burst),
+    "RateLimit-Remaining": String(admission.remaining),
+    "RateLimit-Reset": String(admission.resetSeconds),
+    "X-Rate-Limit": String(hourlyRate(limits)),
+    "X-Rate-Limit-Remaining": String(admission.remaining),
+  };
+}
