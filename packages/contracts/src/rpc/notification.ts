@@ -1,2 +1,54 @@
-// Owned by the issue that builds this area; see docs/architecture.md.
-export {};
+import { defineRpc } from "@cheese/messaging";
+import { z } from "zod";
+import { Delivery, DeliveryStatus, Webhook, WebhookCreated, WebhookEventKind } from "../webhook.ts";
+
+const webhookId = z.number().int().positive();
+const page = {
+  /** Opaque cursor from a previous page's nextCursor. */
+  cursor: z.string().optional(),
+  limit: z.number().int().min(1).max(100),
+};
+
+export const notificationRpc = {
+  /** The URL's scheme and addresses are checked by the service (it knows WEBHOOK_ALLOW_PRIVATE_URLS). */
+  createWebhook: defineRpc({
+    subject: "notification.webhook.create",
+    request: z.object({
+      url: z.string(),
+      events: z.array(WebhookEventKind).min(1),
+      secret: z.string().optional(),
+      description: z.string().nullable(),
+    }),
+    response: WebhookCreated,
+  }),
+  listWebhooks: defineRpc({
+    subject: "notification.webhook.list",
+    request: z.object(page),
+    response: z.object({ items: z.array(Webhook), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+  }),
+  getWebhook: defineRpc({
+    subject: "notification.webhook.get",
+    request: z.object({ webhookId }),
+    response: Webhook,
+  }),
+  deleteWebhook: defineRpc({
+    subject: "notification.webhook.delete",
+    request: z.object({ webhookId }),
+    response: z.object({ deleted: z.boolean() }),
+  }),
+  listDeliveries: defineRpc({
+    subject: "notification.delivery.list",
+    request: z.object({ webhookId, ...page, status: z.array(DeliveryStatus).optional() }),
+    response: z.object({ items: z.array(Delivery), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+  }),
+  sendTestEvent: defineRpc({
+    subject: "notification.webhook.test",
+    request: z.object({ webhookId }),
+    response: z.object({ deliveryId: z.number().int().positive() }),
+  }),
+  replayDeadLetters: defineRpc({
+    subject: "notification.webhook.replay",
+    request: z.object({ webhookId }),
+    response: z.object({ replayed: z.number().int().min(0) }),
+  }),
+};

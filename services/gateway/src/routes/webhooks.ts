@@ -1,5 +1,277 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import {
+  DeliveryList,
+  DeliveryListQuery,
+  notificationRpc,
+  Webhook,
+  WebhookCreated,
+  WebhookIdParam,
+  WebhookInput,
+  WebhookList,
+  WebhookListQuery,
+  webhookEnvelope,
+  webhookEventData,
+  webhookEventKinds,
+} from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { createMiddleware } from "hono/factory";
+import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { errorResponse as errorBody } from "../errors.ts";
+import { callService } from "../rpc.ts";
+import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** Routes of this area are added by the issue that builds it. */
-export function webhooksRoutes(_api: OpenAPIHono<GatewayEnv>, _deps: GatewayDeps): void {}
+/** decisions.md: webhooks are managed with operator API keys only. */
+const operatorKey: AccessRule = { apiKey: true };
+
+export const operatorOnly = createMiddleware<GatewayEnv>(async (c, next) => {
+  if (c.get("caller").kind !== "operator") {
+    return errorBody(c, 403, "only operator API keys may manage webhooks");
+  }
+  return next();
+});
+
+/** A route for operators: the api_key rule (401 without a key), then 403 for a customer's key. */
+function operatorRoute<R extends RouteConfig>(deps: GatewayDeps, route: R): R {
+  const withRule = secured(operatorKey, deps.authorize, route);
+  return { ...withRule, middleware: [deps.authorize(operatorKey), operatorOnly] } as R;
+}
+
+const authResponses = {
+  ...commonResponses,
+  401: errorResponse("missing or invalid API key"),
+  403: errorResponse("not an operator API key"),
+};
+const notFound = { 404: errorResponse("webhook not found") };
+const json = <S extends z.ZodType>(schema: S) => ({ "application/json": { schema } });
+
+const createWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks",
+      operationId: "createWebhook",
+      tags: ["Webhooks"],
+      summary: "Register a receiving URL and the events wanted",
+      description:
+        "The secret is generated when absent and shown only in this response. The URL must be https and must " +
+        "not resolve to a loopback, private, link-local or metadata address (checked again at each delivery).",
+      request: { body: { required: true, content: json(WebhookInput) } },
+      responses: {
+        ...authResponses,
+        201: {
+          description: "the registration, with its secret (shown only here)",
+          content: json(WebhookCreated),
+        },
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const listWebhooks = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "get",
+      path: "/webhooks",
+      operationId: "listWebhooks",
+      tags: ["Webhooks"],
+      summary: "List registrations (oldest first, paginated)",
+      request: { query: WebhookListQuery },
+      responses: {
+        ...authResponses,
+        200: { description: "a page of registrations", content: json(WebhookList) },
+      },
+    }),
+  );
+
+const getWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "get",
+      path: "/webhooks/{id}",
+      operationId: "getWebhook",
+      tags: ["Webhooks"],
+      summary: "Read a registration (never its secret)",
+      request: { params: WebhookIdParam },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "the registration", content: json(Webhook) },
+      },
+    }),
+  );
+
+const deleteWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "delete",
+      path: "/webhooks/{id}",
+      operationId: "deleteWebhook",
+      tags: ["Webhooks"],
+      summary: "Delete a registration; its waiting deliveries are cancelled",
+      request: { params: WebhookIdParam },
+      responses: { ...authResponses, ...notFound, 204: { description: "deleted" } },
+    }),
+  );
+
+const listDeliveries = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "get",
+      path: "/webhooks/{id}/deliveries",
+      operationId: "listWebhookDeliveries",
+      tags: ["Webhooks"],
+      summary: "Deliveries of a registration, newest first, with every attempt",
+      request: { params: WebhookIdParam, query: DeliveryListQuery },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "a page of deliveries", content: json(DeliveryList) },
+      },
+    }),
+  );
+
+const testWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/test",
+      operationId: "testWebhook",
+      tags: ["Webhooks"],
+      summary: "Send a webhook.test event to the registration",
+      request: { params: WebhookIdParam },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        202: {
+          description: "the test event is on its way",
+          content: json(z.object({ deliveryId: z.number().int().openapi({ format: "int64" }) })),
+        },
+      },
+    }),
+  );
+
+const replayWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/replay",
+      operationId: "replayWebhook",
+      tags: ["Webhooks"],
+      summary: "Replay the dead letter queue: every dead-lettered delivery starts again from attempt 1",
+      request: { params: WebhookIdParam },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        202: {
+          description: "how many deliveries were replayed",
+          content: json(z.object({ replayed: z.number().int().min(0) })),
+        },
+      },
+    }),
+  );
+
+export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(createWebhook(deps), async (c) => {
+    const { url, events, secret, description } = c.req.valid("json");
+    const created = await callService(deps, c, notificationRpc.createWebhook, {
+      url,
+      events,
+      ...(secret !== undefined ? { secret } : {}),
+      description: description ?? null,
+    });
+    c.header("Location", `/v2/webhooks/${created.id}`);
+    c.header("Cache-Control", "no-store");
+    return c.json(created, 201);
+  });
+
+  api.openapi(listWebhooks(deps), async (c) => {
+    const { cursor, limit } = c.req.valid("query");
+    return c.json(await callService(deps, c, notificationRpc.listWebhooks, { cursor, limit }), 200);
+  });
+
+  api.openapi(getWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(await callService(deps, c, notificationRpc.getWebhook, { webhookId: id }), 200);
+  });
+
+  api.openapi(deleteWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    await callService(deps, c, notificationRpc.deleteWebhook, { webhookId: id });
+    return c.body(null, 204);
+  });
+
+  api.openapi(listDeliveries(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    const { cursor, limit, status } = c.req.valid("query");
+    const page = await callService(deps, c, notificationRpc.listDeliveries, {
+      webhookId: id,
+      cursor,
+      limit,
+      status,
+    });
+    return c.json(page, 200);
+  });
+
+  api.openapi(testWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(await callService(deps, c, notificationRpc.sendTestEvent, { webhookId: id }), 202);
+  });
+
+  api.openapi(replayWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(await callService(deps, c, notificationRpc.replayDeadLetters, { webhookId: id }), 202);
+  });
+
+  registerWebhookEvents(api);
+}
+
+const deliveryHeaders = z.object({
+  "X-Cheese-Signature": z.string().openapi({
+    description:
+      "sha256=<hex of HMAC-SHA256(secret, raw body)>, keyed with the secret string as shown at registration",
+  }),
+  "X-Cheese-Event": z.string().openapi({ description: "the event kind, as in `type`" }),
+  "X-Cheese-Delivery": z.string().openapi({ description: "the delivery id (GET /webhooks/{id}/deliveries)" }),
+  "webhook-id": z
+    .string()
+    .openapi({ description: "Standard Webhooks: the event id, as in the envelope's `id`" }),
+  "webhook-timestamp": z
+    .string()
+    .openapi({ description: "Standard Webhooks: Unix seconds when this attempt was signed" }),
+  "webhook-signature": z.string().openapi({
+    description:
+      "Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_",
+  }),
+});
+
+/** The OpenAPI 3.1 `webhooks` section: one entry per event kind, with its envelope and data. */
+function registerWebhookEvents(api: OpenAPIHono<GatewayEnv>): void {
+  for (const kind of webhookEventKinds) {
+    api.openAPIRegistry.registerWebhook({
+      method: "post",
+      path: kind,
+      operationId: `webhook_${kind.replace(".", "_")}`,
+      tags: ["Webhook events"],
+      summary: `${kind}: sent when ${webhookEventData[kind].when}`,
+      description:
+        "Answer with a 2xx within WEBHOOK_TIMEOUT (10 s by default). Anything else, a time-out or a redirect is a " +
+        "failure, retried after 1 min, 5 min, 30 min, 2 h and 12 h; after the 6th failure the delivery goes to the dead " +
+        "letter queue (POST /webhooks/{id}/replay). Deduplicate by `id`; order by `created_at`.",
+      request: {
+        headers: deliveryHeaders,
+        body: {
+          required: true,
+          content: json(webhookEnvelope(kind).openapi(`WebhookEvent_${kind.replace(".", "_")}`)),
+        },
+      },
+      responses: { "2XX": { description: "received" } },
+    });
+  }
+}

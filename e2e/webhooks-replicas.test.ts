@@ -1,0 +1,86 @@
+import { verifyWebhook } from "@cheese/webhook-signature";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders } from "./support/credentials.ts";
+import { envelopeOf, type ReceivedRequest, Receiver } from "./support/receiver.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+/** Two processes of every backend service (REPLICAS=2), the notification service included. */
+describe("webhooks with two notification replicas", () => {
+  let system: RunningSystem;
+  let receiver: Receiver;
+  let auth: Awaited<ReturnType<typeof operatorHeaders>>;
+
+  beforeAll(async () => {
+    receiver = await Receiver.start();
+    system = await startSystem({
+      env: {
+        REPLICAS: "2",
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_DELAYS: "0,200ms,200ms,200ms,200ms,200ms",
+        WEBHOOK_TIMEOUT: "1s",
+      },
+    });
+    auth = await operatorHeaders(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = auth.apiKey) =>
+    fetch(`${system.baseUrl}${path}`, {
+      method,
+      headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  const register = async (path: string, events: string[]) => {
+    const response = await api("POST", "/webhooks", { url: receiver.url(path), events });
+    expect(response.status).toBe(201);
+    return (await json(response)) as { id: number; secret: string };
+  };
+  const countById = (requests: ReceivedRequest[]) => {
+    const counts = new Map<string, number>();
+    for (const request of requests) {
+      const id = envelopeOf(request).id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    return counts;
+  };
+
+  it("runs two notification processes", () => {
+    expect(system.pids().notification).toHaveLength(2);
+  });
+
+  it("makes each attempt once: six per failing delivery, never twelve", async () => {
+    receiver.behave("/failing", { status: 500 });
+    const hook = await register("/failing", ["webhook.test"]);
+    for (let i = 0; i < 5; i++) expect((await api("POST", `/webhooks/${hook.id}/test`)).status).toBe(202);
+
+    await expect
+      .poll(
+        async () =>
+          (await json(await api("GET", `/webhooks/${hook.id}/deliveries?status=dead_lettered`))).items.length,
+        { timeout: 30_000, interval: 300 },
+      )
+      .toBe(5);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect([...countById(receiver.requests("/failing")).values()]).toEqual([6, 6, 6, 6, 6]);
+    const { items } = await json(await api("GET", `/webhooks/${hook.id}/deliveries`));
+    for (const delivery of items) {
+      expect(delivery.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
+    }
+  });
+
+  it("delivers each event once to a healthy receiver", async () => {
+    const hook = await register("/arrivals", ["cheese.new_arrival"]);
+    const names = Array.from({ length: 8 }, (_, i) => `Replica Cheese ${i}`);
+    for (const name of names) expect((await api("POST", "/cheeses", { name }, auth.bearer)).status).toBe(201);
+
+    const requests = await receiver.waitFor("/arrivals", names.length);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(receiver.requests("/arrivals")).toHaveLength(names.length);
+    expect([...countById(requests).values()].every((n) => n === 1)).toBe(true);
+    const received = requests.map((r) => verifyWebhook(hook.secret, r.rawBody, r.headers).data.name).sort();
+    expect(received).toEqual([...names].sort());
+  });
+});

@@ -1,0 +1,371 @@
+import { createInProcessBroker } from "@cheese/messaging";
+import { createLogger, type RunningService } from "@cheese/service-kit";
+import { tempDir } from "@cheese/testing";
+import { Hono } from "hono";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Receiver } from "../../../e2e/support/receiver.ts";
+import { start as startNotification } from "../../notification/src/main.ts";
+import type { GatewayEnv } from "../src/env.ts";
+import { operatorOnly } from "../src/routes/webhooks.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
+
+const allKinds = [
+  "order.placed",
+  "order.confirmed",
+  "order.shipped",
+  "order.delivered",
+  "order.cancelled",
+  "cheese.new_arrival",
+  "cheese.low_stock",
+  "cheese.out_of_stock",
+  "cheese.back_in_stock",
+  "customer.created",
+  "customer.updated",
+  "customer.subscription_changed",
+  "api_key.expiring",
+  "webhook.test",
+];
+
+/** A response body as loosely typed JSON, for assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+const read = (response: Response): Promise<any> => response.json();
+
+/** A gateway and a real notification service over one in-process bus. */
+async function webhookSystem(env: Record<string, string>) {
+  const broker = createInProcessBroker();
+  const data = tempDir("webhooks-gateway");
+  const notification: RunningService = await startNotification({
+    env: { DATA_DIR: data.path, LOG_LEVEL: "silent", ...env },
+    bus: broker.connect("notification"),
+    logger: createLogger("notification", "silent"),
+  });
+  const gateway = await testGateway(broker.connect("gateway"), 3000);
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    gateway.app.request(`/v2${path}`, {
+      method,
+      headers: {
+        "x-api-key": OPERATOR_KEY,
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+    });
+  return {
+    gateway,
+    call,
+    async stop() {
+      await notification.stop();
+      gateway.cleanup();
+      data.remove();
+    },
+  };
+}
+
+describe("webhook registrations over HTTP", () => {
+  let system: Awaited<ReturnType<typeof webhookSystem>>;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    system = await webhookSystem({ WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_TIMEOUT: "2s" });
+    receiver = await Receiver.start();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await system?.stop();
+  });
+
+  const register = async (body: Record<string, unknown> = {}) => {
+    const response = await system.call("POST", "/webhooks", {
+      url: receiver.url("/hooks"),
+      events: ["cheese.new_arrival"],
+      ...body,
+    });
+    expect(response.status).toBe(201);
+    return response;
+  };
+
+  it("creates a registration with a generated whsec_ secret that is shown only in the 201", async () => {
+    const response = await register({ description: "stock alerts" });
+    const created = await read(response);
+    expect(Object.keys(created).sort()).toEqual([
+      "createdAt",
+      "description",
+      "events",
+      "id",
+      "secret",
+      "url",
+    ]);
+    expect(created).toMatchObject({
+      url: receiver.url("/hooks"),
+      events: ["cheese.new_arrival"],
+      description: "stock alerts",
+    });
+    expect(created.id).toBeGreaterThan(0);
+    expect(created.secret).toMatch(/^whsec_/);
+    expect(Buffer.from(created.secret.slice(6), "base64")).toHaveLength(32);
+    expect(response.headers.get("location")).toBe(`/v2/webhooks/${created.id}`);
+
+    const fetched = await system.call("GET", `/webhooks/${created.id}`);
+    expect(fetched.status).toBe(200);
+    const text = await fetched.text();
+    expect(text).not.toContain(created.secret);
+    const { secret: _secret, ...withoutSecret } = created;
+    expect(JSON.parse(text)).toEqual(withoutSecret);
+
+    const list = await (await system.call("GET", "/webhooks?limit=100")).text();
+    expect(list).not.toContain(created.secret);
+    expect(JSON.parse(list).items).toContainEqual(withoutSecret);
+  });
+
+  it("keeps a secret given in whsec_ form, and generates a different one each time otherwise", async () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+    expect((await read(await register({ secret }))).secret).toBe(secret);
+    const a = (await read(await register())).secret;
+    const b = (await read(await register())).secret;
+    expect(a).not.toBe(b);
+  });
+
+  it("answers 422 naming the field for unknown kinds, bad URLs, bad secrets and unknown fields", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ url: receiver.url(), events: ["order.placed", "cheese.melted"] }, "events[1]"],
+      [{ url: receiver.url(), events: [] }, "events"],
+      [{ url: "ftp://example.com/x", events: ["order.placed"] }, "url"],
+      [{ url: "not a url", events: ["order.placed"] }, "url"],
+      [{ url: receiver.url(), events: ["order.placed"], secret: "hunter2" }, "secret"],
+      [{ url: receiver.url(), events: ["order.placed"], colour: "blue" }, "colour"],
+      [{ events: ["order.placed"] }, "url"],
+    ];
+    for (const [body, field] of cases) {
+      const response = await system.call("POST", "/webhooks", body);
+      expect(response.status, JSON.stringify(body)).toBe(422);
+      const error = await read(response);
+      expect(error).toMatchObject({ code: 422, type: "validation_error" });
+      expect(error.errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+    const malformed = await system.call("POST", "/webhooks", "{nope");
+    expect(malformed.status).toBe(422);
+  });
+
+  it("ignores read-only id and createdAt in the create body", async () => {
+    const created = await read(await register({ id: 999999, createdAt: "yesterday" }));
+    expect(created.id).not.toBe(999999);
+    expect(created.createdAt).not.toBe("yesterday");
+  });
+
+  it("lets only operator API keys in: 401 without or with an unknown key, 403 for tokens", async () => {
+    const none = await system.gateway.app.request("/v2/webhooks");
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toBeTruthy();
+    expect((await system.call("GET", "/webhooks", undefined, { "x-api-key": "guess" })).status).toBe(401);
+
+    const client = await system.gateway.tokens.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["read:orders", "write:orders"] },
+      60,
+    );
+    const customer = await system.gateway.tokens.issue(
+      {
+        kind: "session",
+        sub: "7",
+        username: "alice",
+        scopes: ["read:cheeses", "read:orders", "write:orders"],
+      },
+      60,
+    );
+    for (const token of [client.token, customer.token]) {
+      const response = await system.gateway.app.request("/v2/webhooks", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ url: receiver.url(), events: ["order.placed"] }),
+      });
+      expect(response.status).toBe(403);
+      expect(await read(response)).toMatchObject({ code: 403, type: "forbidden" });
+    }
+  });
+
+  it("refuses a customer's own API key with 403", async () => {
+    const app = new Hono<GatewayEnv>();
+    app.use(async (c, next) => {
+      c.set("caller", { kind: "customer", id: "cust:1", plan: "free", scopes: new Set(), via: "api_key" });
+      await next();
+    });
+    app.get("/webhooks", operatorOnly, (c) => c.text("listed"));
+    const response = await app.request("/webhooks");
+    expect(response.status).toBe(403);
+    expect(await read(response)).toMatchObject({ code: 403, type: "forbidden" });
+  });
+
+  it("answers 404 for unknown registrations and 400 for malformed ids and parameters", async () => {
+    for (const [method, path] of [
+      ["GET", "/webhooks/987654"],
+      ["DELETE", "/webhooks/987654"],
+      ["GET", "/webhooks/987654/deliveries"],
+      ["POST", "/webhooks/987654/test"],
+      ["POST", "/webhooks/987654/replay"],
+    ] as const) {
+      const response = await system.call(method, path);
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(await read(response)).toMatchObject({ code: 404, type: "not_found" });
+    }
+    for (const path of [
+      "/webhooks/abc",
+      "/webhooks/0",
+      "/webhooks?limit=0",
+      "/webhooks?limit=500",
+      "/webhooks?cursor=garbage",
+    ]) {
+      const response = await system.call("GET", path);
+      expect(response.status, path).toBe(400);
+      expect(await read(response)).toMatchObject({ code: 400, type: "bad_request" });
+    }
+    const { id } = await read(await register());
+    expect((await system.call("GET", `/webhooks/${id}/deliveries?status=lost`)).status).toBe(400);
+  });
+
+  it("deletes a registration: 204, then it is gone from reads and lists", async () => {
+    const { id } = await read(await register());
+    expect((await system.call("DELETE", `/webhooks/${id}`)).status).toBe(204);
+    expect((await system.call("GET", `/webhooks/${id}`)).status).toBe(404);
+    const list = await read(await system.call("GET", "/webhooks?limit=100"));
+    expect(list.items.map((w: { id: number }) => w.id)).not.toContain(id);
+    expect((await system.call("DELETE", `/webhooks/${id}`)).status).toBe(404);
+  });
+
+  it("paginates registrations with an opaque cursor, oldest first", async () => {
+    for (let i = 0; i < 3; i++) await register();
+    const all = (await read(await system.call("GET", "/webhooks?limit=100"))).items.map(
+      (w: { id: number }) => w.id,
+    );
+    const seen: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { items: { id: number }[]; nextCursor: string | null; hasMore: boolean } = await read(
+        await system.call("GET", `/webhooks?limit=2${cursor ? `&cursor=${cursor}` : ""}`),
+      );
+      expect(page.items.length).toBeLessThanOrEqual(2);
+      expect(page.hasMore).toBe(page.nextCursor !== null);
+      seen.push(...page.items.map((w) => w.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(all);
+    expect([...all].sort((a, b) => a - b)).toEqual(all);
+  });
+
+  it("sends a test event (202 with its delivery id) and lists the delivery with its attempt", async () => {
+    receiver.behave("/test-event", { status: 204 });
+    const { id } = await read(await register({ url: receiver.url("/test-event"), events: ["order.placed"] }));
+    const accepted = await system.call("POST", `/webhooks/${id}/test`);
+    expect(accepted.status).toBe(202);
+    const { deliveryId } = await read(accepted);
+    expect(deliveryId).toBeGreaterThan(0);
+    const [request] = await receiver.waitFor("/test-event", 1);
+    expect(request!.headers["x-cheese-event"]).toBe("webhook.test");
+    expect(request!.headers["x-cheese-delivery"]).toBe(String(deliveryId));
+
+    await expect
+      .poll(async () => (await read(await system.call("GET", `/webhooks/${id}/deliveries`))).items[0]?.status)
+      .toBe("delivered");
+    const page = await read(await system.call("GET", `/webhooks/${id}/deliveries?status=delivered`));
+    expect(page.items).toHaveLength(1);
+    expect(page.items[0]).toMatchObject({
+      id: deliveryId,
+      webhookId: id,
+      eventId: JSON.parse(request!.body).id,
+      eventType: "webhook.test",
+      status: "delivered",
+      deadLettered: false,
+      attempts: [{ attempt: 1, round: 0, outcome: "succeeded", statusCode: 204, error: null }],
+    });
+    expect(page.items[0].attempts[0].durationMs).toBeGreaterThanOrEqual(0);
+    const none = await read(await system.call("GET", `/webhooks/${id}/deliveries?status=dead_lettered`));
+    expect(none).toEqual({ items: [], nextCursor: null, hasMore: false });
+  });
+
+  it("replays nothing when the dead letter queue is empty", async () => {
+    const { id } = await read(await register());
+    const response = await system.call("POST", `/webhooks/${id}/replay`);
+    expect(response.status).toBe(202);
+    expect(await read(response)).toEqual({ replayed: 0 });
+  });
+
+  it("documents the operations and every event kind in the OpenAPI 3.1 webhooks section", async () => {
+    const doc = await read(await system.gateway.app.request("/v2/openapi.json"));
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.paths["/webhooks"].post.security).toEqual([{ api_key: [] }]);
+    for (const path of [
+      "/webhooks",
+      "/webhooks/{id}",
+      "/webhooks/{id}/deliveries",
+      "/webhooks/{id}/test",
+      "/webhooks/{id}/replay",
+    ]) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
+    expect(Object.keys(doc.paths["/webhooks/{id}/test"].post.responses)).toContain("202");
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...allKinds].sort());
+    const shipped = doc.webhooks["order.shipped"].post;
+    const schemaRef = shipped.requestBody.content["application/json"].schema.$ref as string;
+    const envelope = doc.components.schemas[schemaRef.split("/").pop()!];
+    expect(envelope.required).toEqual(expect.arrayContaining(["id", "type", "created_at", "data"]));
+    const dataRef = envelope.properties.data.$ref as string;
+    const data = doc.components.schemas[dataRef.split("/").pop()!];
+    expect(Object.keys(data.properties).sort()).toEqual([
+      "carrier",
+      "estimated_delivery",
+      "order_id",
+      "tracking_number",
+    ]);
+    expect(data.properties.order_id.type).toBe("string");
+    const headerNames = shipped.parameters.map((p: { name: string }) => p.name);
+    expect(headerNames).toEqual(
+      expect.arrayContaining([
+        "X-Cheese-Signature",
+        "X-Cheese-Event",
+        "X-Cheese-Delivery",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+      ]),
+    );
+  });
+});
+
+describe("the SSRF guard at registration (private URLs not allowed)", () => {
+  let system: Awaited<ReturnType<typeof webhookSystem>>;
+  beforeAll(async () => {
+    system = await webhookSystem({});
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it("refuses loopback, private, link-local, metadata, mapped and unresolvable targets, and plain http", async () => {
+    const refused = [
+      "https://localhost/hooks",
+      "https://127.0.0.1/hooks",
+      "https://2130706433/hooks",
+      "https://10.1.2.3/hooks",
+      "https://192.168.0.10/hooks",
+      "https://100.64.1.1/hooks",
+      "https://169.254.169.254/latest/meta-data",
+      "https://[::1]/hooks",
+      "https://[fd00:ec2::254]/hooks",
+      "https://[fe80::1]/hooks",
+      "https://[::ffff:127.0.0.1]/hooks",
+      "https://no-such-host.invalid/hooks",
+      "http://93.184.216.34/hooks",
+    ];
+    for (const url of refused) {
+      const response = await system.call("POST", "/webhooks", { url, events: ["order.placed"] });
+      expect(response.status, url).toBe(422);
+      const body = await read(response);
+      expect(body.errors[0].field, url).toBe("url");
+    }
+  });
+
+  it("accepts a public https address", async () => {
+    const response = await system.call("POST", "/webhooks", {
+      url: "https://93.184.216.34/hooks",
+      events: ["order.placed"],
+    });
+    expect(response.status).toBe(201);
+  });
+});

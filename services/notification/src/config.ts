@@ -1,0 +1,54 @@
+import { baseConfigShape, duration, parseDuration } from "@cheese/service-kit";
+import { z } from "zod";
+
+/** The spec's retry table: delays before attempts 1 to 6. */
+export const DEFAULT_RETRY_DELAYS = "0,1m,5m,30m,2h,12h";
+
+/** `WEBHOOK_RETRY_DELAYS`: comma-separated durations; their count is the number of attempts. */
+const retryDelays = z
+  .string()
+  .default(DEFAULT_RETRY_DELAYS)
+  .transform((text, ctx) => {
+    const parts = (text.trim() === "" ? DEFAULT_RETRY_DELAYS : text).split(",").map((p) => p.trim());
+    const delays = parts.map(parseDuration);
+    if (delays.some((d) => d === undefined) || delays.length < 1 || delays.length > 20) {
+      ctx.addIssue({
+        code: "custom",
+        message: `"${text}" must be 1 to 20 comma-separated durations like 0,1m,5m,30m,2h,12h`,
+      });
+      return z.NEVER;
+    }
+    return delays as number[];
+  });
+
+const flag = z
+  .enum(["true", "false", ""])
+  .default("false")
+  .transform((v) => v === "true");
+
+/** Base64 of 32 bytes; encrypts webhook secrets at rest. Unset: a key file under DATA_DIR. */
+const secretsKey = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === "") return undefined;
+    const key = Buffer.from(v, "base64");
+    if (key.length !== 32) {
+      ctx.addIssue({ code: "custom", message: "must be base64 of exactly 32 bytes" });
+      return z.NEVER;
+    }
+    return key;
+  });
+
+export const notificationConfigSchema = z.object({
+  ...baseConfigShape,
+  WEBHOOK_RETRY_DELAYS: retryDelays,
+  WEBHOOK_TIMEOUT: duration("10s").refine((ms) => ms > 0, "must be more than 0"),
+  WEBHOOK_ALLOW_PRIVATE_URLS: flag,
+  WEBHOOK_SECRETS_KEY: secretsKey,
+  /** Attempts in flight at once per registration and process: a slow receiver holds only these. */
+  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(100).default(5),
+  /** Attempts in flight at once per process, over all registrations. */
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(200),
+});
+export type NotificationConfig = z.infer<typeof notificationConfigSchema>;

@@ -1,0 +1,229 @@
+import type { WebhookEventKind } from "@cheese/contracts";
+import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+
+/**
+ * One event on its way to one registration (spec "Webhook delivery" states). Every change is an
+ * append with the expected revision, so the append itself is the claim: of two replicas that
+ * find an attempt due, exactly one records AttemptStarted; the other's append fails and it
+ * moves on. The attempt is claimed before the request is sent and its result recorded after.
+ */
+export interface DeliveryFacts {
+  deliveryId: number;
+  webhookId: number;
+  eventId: string;
+  eventType: WebhookEventKind;
+  body: string;
+  createdAt: string;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/** Retry delays: `delays[i]` is the wait before attempt i + 1; their count is the number of attempts. */
+export type RetryDelays = readonly number[];
+
+export const OUTCOME_UNKNOWN =
+  "outcome unknown: the notification process stopped during the attempt; counted as failed";
+
+type AttemptKey = { round: number; attempt: number };
+
+export type DeliveryEvent =
+  | DomainEvent<"DeliveryCreated", DeliveryFacts & { dueAt: string }>
+  | DomainEvent<"AttemptStarted", AttemptKey & { startedAt: string }>
+  | DomainEvent<
+      "AttemptSucceeded",
+      AttemptKey & { statusCode: number; durationMs: number; finishedAt: string }
+    >
+  | DomainEvent<
+      "AttemptFailed",
+      AttemptKey & {
+        outcome: "failed" | "unknown";
+        statusCode: number | null;
+        error: string | null;
+        durationMs: number | null;
+        finishedAt: string;
+        nextAttemptAt: string | null;
+      }
+    >
+  | DomainEvent<"DeliveryDeadLettered", { round: number; at: string }>
+  | DomainEvent<"DeliveryReplayed", { round: number; at: string; dueAt: string }>
+  | DomainEvent<"DeliveryCancelled", { reason: string; at: string }>;
+
+export type DeliveryCommand =
+  | { type: "Create"; facts: DeliveryFacts; delays: RetryDelays }
+  | { type: "StartAttempt"; now: string }
+  | {
+      type: "RecordResult";
+      round: number;
+      attempt: number;
+      result: AttemptResult;
+      now: string;
+      delays: RetryDelays;
+    }
+  | { type: "Abandon"; now: string; leaseMs: number; delays: RetryDelays }
+  | { type: "Replay"; now: string }
+  | { type: "Cancel"; now: string; reason: string };
+
+export type DeliveryStatus =
+  | "pending"
+  | "attempting"
+  | "retry_scheduled"
+  | "delivered"
+  | "dead_lettered"
+  | "cancelled";
+
+export type DeliveryState =
+  | { status: "absent" }
+  | (DeliveryFacts & {
+      status: DeliveryStatus;
+      round: number;
+      /** Attempts made in the current round. */
+      attempt: number;
+      dueAt: string | null;
+      startedAt: string | null;
+    });
+
+export const deliveryStream = (id: number) => `delivery-${id}`;
+
+const at = (iso: string, plusMs: number) => new Date(Date.parse(iso) + plusMs).toISOString();
+
+export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEvent> = {
+  initialState: () => ({ status: "absent" }),
+  evolve(state, event) {
+    if (event.type === "DeliveryCreated") {
+      const { dueAt, ...facts } = event.data;
+      return { ...facts, status: "pending", round: 0, attempt: 0, dueAt, startedAt: null };
+    }
+    if (state.status === "absent") return state;
+    switch (event.type) {
+      case "AttemptStarted":
+        return {
+          ...state,
+          status: "attempting",
+          attempt: event.data.attempt,
+          startedAt: event.data.startedAt,
+          dueAt: null,
+        };
+      case "AttemptSucceeded":
+        return { ...state, status: "delivered", startedAt: null };
+      case "AttemptFailed":
+        return event.data.nextAttemptAt
+          ? { ...state, status: "retry_scheduled", dueAt: event.data.nextAttemptAt, startedAt: null }
+          : { ...state, status: "dead_lettered", dueAt: null, startedAt: null };
+      case "DeliveryDeadLettered":
+        return { ...state, status: "dead_lettered", dueAt: null, startedAt: null };
+      case "DeliveryReplayed":
+        return { ...state, status: "pending", round: event.data.round, attempt: 0, dueAt: event.data.dueAt };
+      case "DeliveryCancelled":
+        return { ...state, status: "cancelled", dueAt: null, startedAt: null };
+      default:
+        return state;
+    }
+  },
+  decide(command, state) {
+    if (command.type === "Create") {
+      if (state.status !== "absent") return []; // idempotent: the fan-out may run twice
+      const delay = command.delays[0] ?? 0;
+      return [
+        { type: "DeliveryCreated", data: { ...command.facts, dueAt: at(command.facts.createdAt, delay) } },
+      ];
+    }
+    if (state.status === "absent") throw new DomainError(404, "not_found", "delivery not found");
+    switch (command.type) {
+      case "StartAttempt":
+        if ((state.status !== "pending" && state.status !== "retry_scheduled") || !state.dueAt) {
+          throw new DomainError(409, "conflict", `delivery is ${state.status}`);
+        }
+        if (Date.parse(state.dueAt) > Date.parse(command.now))
+          throw new DomainError(409, "conflict", "not due yet");
+        return [
+          {
+            type: "AttemptStarted",
+            data: { round: state.round, attempt: state.attempt + 1, startedAt: command.now },
+          },
+        ];
+      case "RecordResult": {
+        const current =
+          state.status === "attempting" && state.round === command.round && state.attempt === command.attempt;
+        if (!current) throw new DomainError(409, "conflict", "attempt is no longer in flight");
+        const { result } = command;
+        const key = { round: state.round, attempt: state.attempt };
+        if (result.ok && result.statusCode !== null) {
+          return [
+            {
+              type: "AttemptSucceeded",
+              data: {
+                ...key,
+                statusCode: result.statusCode,
+                durationMs: result.durationMs,
+                finishedAt: command.now,
+              },
+            },
+          ];
+        }
+        return failed(state.attempt, key, command.now, command.delays, {
+          outcome: "failed",
+          statusCode: result.statusCode,
+          error: result.error,
+          durationMs: result.durationMs,
+        });
+      }
+      case "Abandon": {
+        const expired =
+          state.status === "attempting" &&
+          state.startedAt !== null &&
+          Date.parse(state.startedAt) + command.leaseMs <= Date.parse(command.now);
+        if (!expired) throw new DomainError(409, "conflict", "no abandoned attempt");
+        return failed(
+          state.attempt,
+          { round: state.round, attempt: state.attempt },
+          command.now,
+          command.delays,
+          {
+            outcome: "unknown",
+            statusCode: null,
+            error: OUTCOME_UNKNOWN,
+            durationMs: null,
+          },
+        );
+      }
+      case "Replay":
+        if (state.status !== "dead_lettered") return [];
+        return [
+          { type: "DeliveryReplayed", data: { round: state.round + 1, at: command.now, dueAt: command.now } },
+        ];
+      case "Cancel":
+        if (state.status === "delivered" || state.status === "cancelled") return [];
+        return [{ type: "DeliveryCancelled", data: { reason: command.reason, at: command.now } }];
+    }
+  },
+};
+
+/** A failed attempt: the next one per the delays, or the dead letter queue after the last. */
+function failed(
+  attempt: number,
+  key: AttemptKey,
+  now: string,
+  delays: RetryDelays,
+  detail: {
+    outcome: "failed" | "unknown";
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number | null;
+  },
+): DeliveryEvent[] {
+  const next = delays[attempt];
+  if (next !== undefined) {
+    return [
+      { type: "AttemptFailed", data: { ...key, ...detail, finishedAt: now, nextAttemptAt: at(now, next) } },
+    ];
+  }
+  return [
+    { type: "AttemptFailed", data: { ...key, ...detail, finishedAt: now, nextAttemptAt: null } },
+    { type: "DeliveryDeadLettered", data: { round: key.round, at: now } },
+  ];
+}

@@ -1,0 +1,54 @@
+import type { WebhookEventKind } from "@cheese/contracts";
+import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import type { SealedSecret } from "../security/secrets.ts";
+
+/** A registration as events hold it; the secret only sealed (see security/secrets.ts). */
+export interface Registration {
+  webhookId: number;
+  url: string;
+  events: WebhookEventKind[];
+  description: string | null;
+  secret: SealedSecret;
+  createdAt: string;
+}
+
+export type WebhookEvent =
+  | DomainEvent<"WebhookRegistered", Registration>
+  | DomainEvent<"WebhookDeleted", { webhookId: number; deletedAt: string }>;
+
+export type WebhookCommand =
+  | { type: "Register"; registration: Registration }
+  | { type: "Delete"; webhookId: number; now: string };
+
+export type WebhookState =
+  | { status: "absent" }
+  | { status: "active"; registration: Registration }
+  | { status: "deleted" };
+
+export const webhookStream = (id: number) => `webhook-${id}`;
+
+export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent> = {
+  initialState: () => ({ status: "absent" }),
+  evolve(state, event) {
+    switch (event.type) {
+      case "WebhookRegistered":
+        return { status: "active", registration: event.data };
+      case "WebhookDeleted":
+        return { status: "deleted" };
+      default:
+        return state;
+    }
+  },
+  decide(command, state) {
+    switch (command.type) {
+      case "Register":
+        if (state.status !== "absent") throw new DomainError(409, "conflict", "webhook already exists");
+        return [{ type: "WebhookRegistered", data: command.registration }];
+      case "Delete":
+        if (state.status !== "active") {
+          throw new DomainError(404, "not_found", `webhook ${command.webhookId} not found`);
+        }
+        return [{ type: "WebhookDeleted", data: { webhookId: command.webhookId, deletedAt: command.now } }];
+    }
+  },
+};

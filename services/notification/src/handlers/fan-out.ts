@@ -1,0 +1,85 @@
+import type { WebhookEventKind } from "@cheese/contracts";
+import type { EventMetadata } from "@cheese/event-store";
+import { handleCommand } from "@cheese/service-kit";
+import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
+import { envelopeBody } from "../domain/event-mapping.ts";
+import {
+  type RecordedWebhookEvent,
+  webhookEventDecider,
+  webhookEventStream,
+} from "../domain/webhook-event.ts";
+import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
+import type { NotificationSide } from "./side.ts";
+
+export interface Outgoing {
+  eventId: string;
+  kind: WebhookEventKind;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Records an outgoing event with one delivery per target, then creates those deliveries.
+ * Targets are the registrations subscribed to the kind, or the given ones (webhook.test).
+ * Safe to repeat: the recorded plan is reused, and creating an existing delivery does nothing.
+ */
+export async function fanOut(
+  side: NotificationSide,
+  outgoing: Outgoing,
+  metadata: EventMetadata,
+  targets?: number[],
+): Promise<RecordedWebhookEvent | undefined> {
+  const stream = webhookEventStream(outgoing.eventId);
+  const [existing] = await side.store.readStream(stream, { maxCount: 1 });
+  let recorded = existing?.data as RecordedWebhookEvent | undefined;
+  if (!recorded) {
+    const webhookIds = targets ?? (await subscribers(side, outgoing.kind));
+    if (webhookIds.length === 0) return undefined;
+    const createdAt = new Date().toISOString();
+    const deliveries = [];
+    for (const webhookId of webhookIds)
+      deliveries.push({ webhookId, deliveryId: await side.deliveryIds.nextId() });
+    const planned: RecordedWebhookEvent = {
+      eventId: outgoing.eventId,
+      type: outgoing.kind,
+      createdAt,
+      body: envelopeBody(outgoing.eventId, outgoing.kind, createdAt, outgoing.data),
+      deliveries,
+    };
+    const result = await handleCommand(
+      side.store,
+      stream,
+      webhookEventDecider,
+      { type: "Record", event: planned },
+      metadata,
+    );
+    recorded = result.state.recorded!;
+  }
+  for (const { webhookId, deliveryId } of recorded.deliveries) {
+    const facts = {
+      deliveryId,
+      webhookId,
+      eventId: recorded.eventId,
+      eventType: recorded.type,
+      body: recorded.body,
+      createdAt: recorded.createdAt,
+    };
+    await handleCommand(
+      side.store,
+      deliveryStream(deliveryId),
+      deliveryDecider,
+      { type: "Create", facts, delays: side.delays },
+      metadata,
+    );
+  }
+  side.wakeScheduler();
+  return recorded;
+}
+
+async function subscribers(side: NotificationSide, kind: WebhookEventKind): Promise<number[]> {
+  // A registration made just before the event must see it: wait for the projection first.
+  await side.projection.catchUp();
+  const found = await side.readModels
+    .collection<WebhookDocument>(WEBHOOKS)
+    .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
+  return found.map((document) => document._id);
+}

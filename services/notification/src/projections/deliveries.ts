@@ -1,0 +1,125 @@
+import type { DeliveryAttempt, DeliveryStatus, WebhookEventKind } from "@cheese/contracts";
+import type { RecordedEvent } from "@cheese/event-store";
+import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { DeliveryEvent } from "../domain/delivery.ts";
+
+/**
+ * The `deliveries` read model behind GET /webhooks/{id}/deliveries. Attempts are kept in an
+ * object keyed `r<round>a<attempt>` so each event can set its own entry without knowing the
+ * array position; the query side turns them into a list.
+ */
+export interface DeliveryDocument extends Document {
+  _id: number;
+  webhookId: number;
+  eventId: string;
+  eventType: WebhookEventKind;
+  status: DeliveryStatus;
+  deadLettered: boolean;
+  attempts: Record<string, DeliveryAttempt>;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const DELIVERIES = "deliveries";
+
+const attemptKey = (round: number, attempt: number) => `attempts.r${round}a${attempt}`;
+
+export async function projectDelivery(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
+  const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
+  const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
+  const update = updateFor(domainEvent);
+  if (update)
+    await readModels.collection<DeliveryDocument>(DELIVERIES).upsert(deliveryId, event.revision, update);
+}
+
+function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
+  switch (event.type) {
+    case "DeliveryCreated": {
+      const { deliveryId, webhookId, eventId, eventType, createdAt, dueAt } = event.data;
+      return {
+        $set: {
+          webhookId,
+          eventId,
+          eventType,
+          status: "pending",
+          deadLettered: false,
+          attempts: {},
+          nextAttemptAt: dueAt,
+          createdAt,
+          updatedAt: createdAt,
+          id: deliveryId,
+        },
+      };
+    }
+    case "AttemptStarted": {
+      const { round, attempt, startedAt } = event.data;
+      const entry: DeliveryAttempt = {
+        attempt,
+        round,
+        startedAt,
+        outcome: "in_flight",
+        statusCode: null,
+        error: null,
+        durationMs: null,
+      };
+      return {
+        $set: {
+          status: "attempting",
+          nextAttemptAt: null,
+          updatedAt: startedAt,
+          [attemptKey(round, attempt)]: entry,
+        },
+      };
+    }
+    case "AttemptSucceeded": {
+      const { round, attempt, statusCode, durationMs, finishedAt } = event.data;
+      const key = attemptKey(round, attempt);
+      return {
+        $set: {
+          status: "delivered",
+          updatedAt: finishedAt,
+          [`${key}.outcome`]: "succeeded",
+          [`${key}.statusCode`]: statusCode,
+          [`${key}.durationMs`]: durationMs,
+        },
+      };
+    }
+    case "AttemptFailed": {
+      const { round, attempt, outcome, statusCode, error, durationMs, finishedAt, nextAttemptAt } =
+        event.data;
+      const key = attemptKey(round, attempt);
+      return {
+        $set: {
+          status: nextAttemptAt ? "retry_scheduled" : "dead_lettered",
+          deadLettered: nextAttemptAt === null,
+          nextAttemptAt,
+          updatedAt: finishedAt,
+          [`${key}.outcome`]: outcome,
+          [`${key}.statusCode`]: statusCode,
+          [`${key}.error`]: error,
+          [`${key}.durationMs`]: durationMs,
+        },
+      };
+    }
+    case "DeliveryDeadLettered":
+      return {
+        $set: { status: "dead_lettered", deadLettered: true, nextAttemptAt: null, updatedAt: event.data.at },
+      };
+    case "DeliveryReplayed":
+      return {
+        $set: {
+          status: "pending",
+          deadLettered: false,
+          nextAttemptAt: event.data.dueAt,
+          updatedAt: event.data.at,
+        },
+      };
+    case "DeliveryCancelled":
+      return {
+        $set: { status: "cancelled", deadLettered: false, nextAttemptAt: null, updatedAt: event.data.at },
+      };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,76 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (decisions.md "Webhooks"). */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+/** A secret as stored in events and read models: AES-256-GCM, never the plain text. */
+export interface SealedSecret {
+  alg: "A256GCM";
+  iv: string;
+  tag: string;
+  data: string;
+}
+
+/**
+ * Encrypts webhook secrets at rest, so the event store and read models (and their backups) hold
+ * nothing that could sign a delivery. The key comes from WEBHOOK_SECRETS_KEY or a file under
+ * DATA_DIR that never leaves the machine.
+ */
+export class SecretBox {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error("the secrets key must be 32 bytes");
+  }
+
+  seal(secret: string): SealedSecret {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    const data = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
+    return {
+      alg: "A256GCM",
+      iv: iv.toString("base64"),
+      tag: cipher.getAuthTag().toString("base64"),
+      data: data.toString("base64"),
+    };
+  }
+
+  open(sealed: SealedSecret): string {
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(sealed.iv, "base64"));
+    decipher.setAuthTag(Buffer.from(sealed.tag, "base64"));
+    return Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString(
+      "utf8",
+    );
+  }
+}
+
+/**
+ * The key file is created once and shared by replicas on one host: it is published with
+ * link(2), which fails for all but the first writer, so every replica reads the same key.
+ */
+export function loadSecretsKey(file: string): Buffer {
+  try {
+    return readKey(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  mkdirSync(dirname(file), { recursive: true });
+  const temp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  writeFileSync(temp, randomBytes(32).toString("base64"), { mode: 0o600 });
+  try {
+    linkSync(temp, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  } finally {
+    rmSync(temp, { force: true });
+  }
+  return readKey(file);
+}
+
+function readKey(file: string): Buffer {
+  const key = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
+  if (key.length !== 32) throw new Error(`${file} does not hold a base64 32-byte key`);
+  return key;
+}

@@ -1,0 +1,147 @@
+import type { LookupAddress } from "node:dns";
+import { describe, expect, it } from "vitest";
+import { forbiddenAddressReason, guardedLookup, webhookUrlProblem } from "../src/security/address-policy.ts";
+
+describe("the address classifier", () => {
+  const refused: [string, RegExp][] = [
+    ["127.0.0.1", /loopback/],
+    ["127.255.255.254", /loopback/],
+    ["0.0.0.0", /unspecified/],
+    ["10.0.0.1", /private/],
+    ["10.255.255.255", /private/],
+    ["172.16.0.1", /private/],
+    ["172.31.255.255", /private/],
+    ["192.168.1.1", /private/],
+    ["100.64.0.1", /carrier-grade NAT/],
+    ["100.127.255.255", /carrier-grade NAT/],
+    ["169.254.169.254", /link-local/],
+    ["169.254.0.1", /link-local/],
+    ["192.0.0.192", /reserved/],
+    ["198.18.0.1", /benchmarking/],
+    ["224.0.0.1", /multicast/],
+    ["255.255.255.255", /reserved/],
+    ["::1", /loopback/],
+    ["::", /unspecified/],
+    ["fe80::1", /link-local/],
+    ["fe80::1%eth0", /link-local/],
+    ["fd00:ec2::254", /unique-local/],
+    ["fc00::1", /unique-local/],
+    ["fec0::1", /site-local/],
+    ["ff02::1", /multicast/],
+    ["::ffff:127.0.0.1", /IPv4-mapped/],
+    ["::ffff:7f00:1", /IPv4-mapped/],
+    ["::ffff:169.254.169.254", /IPv4-mapped/],
+    ["::ffff:8.8.8.8", /IPv4-mapped/],
+    ["::127.0.0.1", /IPv4-compatible/],
+    ["64:ff9b::a9fe:a9fe", /link-local/], // NAT64 of 169.254.169.254
+    ["64:ff9b::7f00:1", /loopback/],
+    ["2002:0a00:0001::1", /private/], // 6to4 of 10.0.0.1
+    ["2001:db8::1", /documentation/],
+    ["[::1]", /loopback/],
+  ];
+  it.each(refused)("refuses %s", (address, reason) => {
+    expect(forbiddenAddressReason(address)).toMatch(reason);
+  });
+
+  const allowed = [
+    "8.8.8.8",
+    "93.184.216.34",
+    "172.15.255.255",
+    "172.32.0.1",
+    "100.63.255.255",
+    "100.128.0.1",
+    "169.253.255.255",
+    "2606:4700:4700::1111",
+    "2a00:1450:4001:80b::200e",
+    "64:ff9b::808:808",
+    "2002:0808:0808::1",
+  ];
+  it.each(allowed)("allows the public address %s", (address) => {
+    expect(forbiddenAddressReason(address)).toBeUndefined();
+  });
+
+  it("does not take a host name for an address", () => {
+    expect(forbiddenAddressReason("example.com")).toBe("not an IP address");
+  });
+});
+
+const resolverOf =
+  (table: Record<string, string[]>) =>
+  async (host: string): Promise<LookupAddress[]> => {
+    const addresses = table[host];
+    if (!addresses) throw Object.assign(new Error(`${host} not found`), { code: "ENOTFOUND" });
+    return addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+  };
+
+describe("the URL policy at registration", () => {
+  const resolve = resolverOf({
+    "hooks.example.com": ["93.184.216.34", "2606:2800:220:1::1"],
+    "sneaky.example.com": ["93.184.216.34", "10.0.0.5"],
+    "metadata.example.com": ["169.254.169.254"],
+    "v6local.example.com": ["fd00::1"],
+  });
+  const strict = { allowPrivate: false, resolve };
+
+  it("accepts https URLs whose every address is public", async () => {
+    expect(await webhookUrlProblem("https://hooks.example.com/cheese", strict)).toBeUndefined();
+    expect(await webhookUrlProblem("https://93.184.216.34:8443/x", strict)).toBeUndefined();
+  });
+
+  it("refuses names resolving to any private or metadata address, and names that do not resolve", async () => {
+    expect(await webhookUrlProblem("https://sneaky.example.com/", strict)).toMatch(/private.*10\.0\.0\.5/);
+    expect(await webhookUrlProblem("https://metadata.example.com/", strict)).toMatch(/link-local/);
+    expect(await webhookUrlProblem("https://v6local.example.com/", strict)).toMatch(/unique-local/);
+    expect(await webhookUrlProblem("https://nowhere.example.com/", strict)).toMatch(/does not resolve/);
+  });
+
+  it("refuses literal private addresses in every spelling the URL parser accepts", async () => {
+    for (const url of [
+      "https://127.0.0.1/",
+      "https://2130706433/",
+      "https://0x7f.1/",
+      "https://127.1/",
+      "https://[::1]/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://[fd00:ec2::254]/",
+    ]) {
+      expect(await webhookUrlProblem(url, strict), url).toMatch(/must not target/);
+    }
+  });
+
+  it("requires https unless private URLs are allowed, and then allows http to loopback", async () => {
+    expect(await webhookUrlProblem("http://hooks.example.com/", strict)).toBe("must use https");
+    expect(await webhookUrlProblem("ftp://hooks.example.com/", strict)).toBe("must use https");
+    expect(
+      await webhookUrlProblem("http://127.0.0.1:9999/", { allowPrivate: true, resolve }),
+    ).toBeUndefined();
+    expect(await webhookUrlProblem("ftp://127.0.0.1/", { allowPrivate: true, resolve })).toBe(
+      "must use http or https",
+    );
+  });
+});
+
+describe("the connect-time lookup", () => {
+  const lookup = guardedLookup(
+    resolverOf({
+      "hooks.example.com": ["93.184.216.34"],
+      "rebound.example.com": ["93.184.216.34", "127.0.0.1"],
+    }),
+  );
+  const run = (host: string, options: { all?: boolean }) =>
+    new Promise<{ error: Error | null; address: unknown }>((resolve) =>
+      lookup(host, options, (error, address) => resolve({ error, address })),
+    );
+
+  it("hands the socket exactly the checked addresses", async () => {
+    expect(await run("hooks.example.com", {})).toEqual({ error: null, address: "93.184.216.34" });
+    expect(await run("hooks.example.com", { all: true })).toEqual({
+      error: null,
+      address: [{ address: "93.184.216.34", family: 4 }],
+    });
+  });
+
+  it("fails the connection when any address is forbidden", async () => {
+    const { error } = await run("rebound.example.com", { all: true });
+    expect(error?.message).toMatch(/loopback address \(127\.0\.0\.1\)/);
+  });
+});

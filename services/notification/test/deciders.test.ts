@@ -1,0 +1,224 @@
+import { specFor } from "@cheese/service-kit/testing";
+import { describe, it } from "vitest";
+import { type DeliveryEvent, deliveryDecider, OUTCOME_UNKNOWN } from "../src/domain/delivery.ts";
+import { webhookDecider } from "../src/domain/webhook.ts";
+import { webhookEventDecider } from "../src/domain/webhook-event.ts";
+
+const delays = [0, 60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
+const t0 = "2026-03-01T10:00:00.000Z";
+const plus = (ms: number) => new Date(Date.parse(t0) + ms).toISOString();
+
+const facts = {
+  deliveryId: 12,
+  webhookId: 3,
+  eventId: "evt_abc",
+  eventType: "order.placed" as const,
+  body: '{"id":"evt_abc"}',
+  createdAt: t0,
+};
+const created: DeliveryEvent = { type: "DeliveryCreated", data: { ...facts, dueAt: t0 } };
+const started = (attempt: number, at: string, round = 0): DeliveryEvent => ({
+  type: "AttemptStarted",
+  data: { round, attempt, startedAt: at },
+});
+const failedAt = (attempt: number, at: string, next: string | null, round = 0): DeliveryEvent => ({
+  type: "AttemptFailed",
+  data: {
+    round,
+    attempt,
+    outcome: "failed",
+    statusCode: 500,
+    error: "receiver answered 500",
+    durationMs: 5,
+    finishedAt: at,
+    nextAttemptAt: next,
+  },
+});
+const fail500 = { ok: false, statusCode: 500, error: "receiver answered 500", durationMs: 5 };
+
+/** Five failed attempts, the sixth started: the last one decides the dead letter queue. */
+const sixthInFlight: DeliveryEvent[] = [
+  created,
+  ...[1, 2, 3, 4, 5].flatMap((n) => [started(n, plus(n)), failedAt(n, plus(n), plus(n + 1))]),
+  started(6, plus(6)),
+];
+
+describe("delivery decider", () => {
+  const given = specFor(deliveryDecider);
+
+  it("schedules attempt 1 after the first delay, and creating twice does nothing", () => {
+    given([])
+      .when({ type: "Create", facts, delays: [250, 1000] })
+      .thenEmits([{ type: "DeliveryCreated", data: { ...facts, dueAt: plus(250) } }]);
+    given([created]).when({ type: "Create", facts, delays }).thenEmits([]);
+  });
+
+  it("claims a due attempt once: a second claim of the same attempt is refused", () => {
+    given([created])
+      .when({ type: "StartAttempt", now: plus(1) })
+      .thenEmits([started(1, plus(1))]);
+    given([created, started(1, plus(1))])
+      .when({ type: "StartAttempt", now: plus(2) })
+      .thenRefuses({ body: { status: 409 } });
+  });
+
+  it("does not start an attempt before it is due", () => {
+    given([created, started(1, t0), failedAt(1, t0, plus(60_000))])
+      .when({ type: "StartAttempt", now: plus(59_999) })
+      .thenRefuses({ body: { status: 409 } });
+  });
+
+  it("records a 2xx as delivered", () => {
+    given([created, started(1, t0)])
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 1,
+        result: { ok: true, statusCode: 204, error: null, durationMs: 12 },
+        now: plus(12),
+        delays,
+      })
+      .thenEmits([
+        {
+          type: "AttemptSucceeded",
+          data: { round: 0, attempt: 1, statusCode: 204, durationMs: 12, finishedAt: plus(12) },
+        },
+      ]);
+  });
+
+  it("schedules the next attempt after the delay of the retry table", () => {
+    given([created, started(1, t0), failedAt(1, t0, plus(60_000)), started(2, plus(60_000))])
+      .when({ type: "RecordResult", round: 0, attempt: 2, result: fail500, now: plus(60_005), delays })
+      .thenEmits([failedAt(2, plus(60_005), plus(60_005 + 300_000))]);
+  });
+
+  it("dead-letters the delivery after the 6th failure", () => {
+    given(sixthInFlight)
+      .when({ type: "RecordResult", round: 0, attempt: 6, result: fail500, now: plus(7), delays })
+      .thenEmits([
+        failedAt(6, plus(7), null),
+        { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } },
+      ]);
+  });
+
+  it("refuses a result for an attempt that is no longer in flight", () => {
+    given([created, started(1, t0), failedAt(1, t0, plus(60_000))])
+      .when({ type: "RecordResult", round: 0, attempt: 1, result: fail500, now: plus(3), delays })
+      .thenRefuses({ body: { status: 409 } });
+  });
+
+  it("records an attempt whose process died as failed with an unknown outcome once the lease is over", () => {
+    given([created, started(1, t0)])
+      .when({ type: "Abandon", now: plus(14_999), leaseMs: 15_000, delays })
+      .thenRefuses({ body: { status: 409 } });
+    given([created, started(1, t0)])
+      .when({ type: "Abandon", now: plus(15_000), leaseMs: 15_000, delays })
+      .thenEmits([
+        {
+          type: "AttemptFailed",
+          data: {
+            round: 0,
+            attempt: 1,
+            outcome: "unknown",
+            statusCode: null,
+            error: OUTCOME_UNKNOWN,
+            durationMs: null,
+            finishedAt: plus(15_000),
+            nextAttemptAt: plus(15_000 + 60_000),
+          },
+        },
+      ]);
+  });
+
+  it("replays a dead-lettered delivery from attempt 1 of a new round", () => {
+    const dead = [
+      ...sixthInFlight,
+      failedAt(6, plus(7), null),
+      { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } } as DeliveryEvent,
+    ];
+    given(dead)
+      .when({ type: "Replay", now: plus(9) })
+      .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }]);
+    given([...dead, { type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }])
+      .when({ type: "StartAttempt", now: plus(10) })
+      .thenEmits([started(1, plus(10), 1)]);
+  });
+
+  it("replays only dead-lettered deliveries", () => {
+    given([created])
+      .when({ type: "Replay", now: plus(1) })
+      .thenEmits([]);
+  });
+
+  it("cancels a waiting delivery, but not a delivered one", () => {
+    given([created])
+      .when({ type: "Cancel", now: plus(1), reason: "webhook deleted" })
+      .thenEmits([{ type: "DeliveryCancelled", data: { reason: "webhook deleted", at: plus(1) } }]);
+    given([
+      created,
+      started(1, t0),
+      {
+        type: "AttemptSucceeded",
+        data: { round: 0, attempt: 1, statusCode: 200, durationMs: 1, finishedAt: t0 },
+      },
+    ])
+      .when({ type: "Cancel", now: plus(1), reason: "webhook deleted" })
+      .thenEmits([]);
+  });
+});
+
+describe("webhook decider", () => {
+  const given = specFor(webhookDecider);
+  const registration = {
+    webhookId: 3,
+    url: "https://hooks.example.com/",
+    events: ["order.placed" as const],
+    description: null,
+    secret: { alg: "A256GCM" as const, iv: "aXY=", tag: "dGFn", data: "ZGF0YQ==" },
+    createdAt: t0,
+  };
+
+  it("registers once", () => {
+    given([])
+      .when({ type: "Register", registration })
+      .thenEmits([{ type: "WebhookRegistered", data: registration }]);
+    given([{ type: "WebhookRegistered", data: registration }])
+      .when({ type: "Register", registration })
+      .thenRefuses({ body: { status: 409 } });
+  });
+
+  it("deletes an active registration; deleting an unknown or deleted one is 404", () => {
+    given([{ type: "WebhookRegistered", data: registration }])
+      .when({ type: "Delete", webhookId: 3, now: t0 })
+      .thenEmits([{ type: "WebhookDeleted", data: { webhookId: 3, deletedAt: t0 } }]);
+    given([])
+      .when({ type: "Delete", webhookId: 3, now: t0 })
+      .thenRefuses({ body: { status: 404 } });
+    given([
+      { type: "WebhookRegistered", data: registration },
+      { type: "WebhookDeleted", data: { webhookId: 3, deletedAt: t0 } },
+    ])
+      .when({ type: "Delete", webhookId: 3, now: t0 })
+      .thenRefuses({ body: { status: 404 } });
+  });
+});
+
+describe("webhook event record", () => {
+  const given = specFor(webhookEventDecider);
+  const plan = {
+    eventId: "evt_1",
+    type: "order.placed" as const,
+    createdAt: t0,
+    body: "{}",
+    deliveries: [{ webhookId: 1, deliveryId: 5 }],
+  };
+
+  it("keeps the first plan when the same event is recorded again", () => {
+    given([])
+      .when({ type: "Record", event: plan })
+      .thenEmits([{ type: "WebhookEventRecorded", data: plan }]);
+    given([{ type: "WebhookEventRecorded", data: plan }])
+      .when({ type: "Record", event: { ...plan, deliveries: [{ webhookId: 1, deliveryId: 9 }] } })
+      .thenEmits([]);
+  });
+});

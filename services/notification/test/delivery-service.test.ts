@@ -1,0 +1,228 @@
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { catalogueEvents, notificationRpc } from "@cheese/contracts";
+import { createSqliteEventStore } from "@cheese/event-store";
+import {
+  callRpc,
+  createInProcessBroker,
+  type InProcessBroker,
+  publishEvent,
+  type RpcDefinition,
+} from "@cheese/messaging";
+import { createLogger, type RunningService } from "@cheese/service-kit";
+import { tempDir } from "@cheese/testing";
+import { verifyWebhook } from "@cheese/webhook-signature";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { z } from "zod";
+import { envelopeOf, Receiver } from "../../../e2e/support/receiver.ts";
+import { start } from "../src/main.ts";
+
+/**
+ * The notification service as it runs, over an in-process bus and its SQLite event store: what an
+ * integrator would see at the receiver, and in GET /webhooks/{id}/deliveries.
+ */
+describe("webhook delivery by the notification service", () => {
+  let broker: InProcessBroker;
+  let data: ReturnType<typeof tempDir>;
+  let receiver: Receiver;
+  const running: RunningService[] = [];
+
+  beforeEach(async () => {
+    broker = createInProcessBroker();
+    data = tempDir("notification");
+    receiver = await Receiver.start();
+  });
+  afterEach(async () => {
+    for (const service of running.splice(0)) await service.stop();
+    await receiver.close();
+    data.remove();
+  });
+
+  const startReplica = async (env: Record<string, string> = {}) => {
+    const service = await start({
+      env: {
+        DATA_DIR: data.path,
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_DELAYS: "0,150ms,150ms",
+        WEBHOOK_TIMEOUT: "1s",
+        ...env,
+      },
+      bus: broker.connect("notification"),
+      logger: createLogger("notification", "silent"),
+    });
+    running.push(service);
+    return service;
+  };
+  const bus = () => broker.connect("test");
+  const rpc = <Req extends z.ZodType, Res extends z.ZodType>(
+    definition: RpcDefinition<Req, Res>,
+    payload: z.input<Req>,
+  ) => callRpc(bus(), definition, payload, { timeoutMs: 5000 });
+  const register = (path: string, events: z.input<typeof notificationRpc.createWebhook.request>["events"]) =>
+    rpc(notificationRpc.createWebhook, { url: receiver.url(path), events, description: null });
+  const deliveries = async (webhookId: number) =>
+    (await rpc(notificationRpc.listDeliveries, { webhookId, limit: 100 })).items;
+
+  const cheese = (id: number) => ({ id, name: `Cheese ${id}`, status: "available" as const, organic: false });
+
+  it("sends an integration event to the registrations that want its kind, signed, once each", async () => {
+    await startReplica();
+    const wanted = await register("/arrivals", ["cheese.new_arrival"]);
+    await register("/orders", ["order.placed"]);
+    await publishEvent(bus(), catalogueEvents.cheeseAdded, {
+      id: randomUUID(),
+      payload: { cheese: cheese(5) },
+    });
+
+    const [request] = await receiver.waitFor("/arrivals", 1);
+    const envelope = verifyWebhook(wanted.secret, request!.rawBody, request!.headers);
+    expect(envelope).toMatchObject({
+      type: "cheese.new_arrival",
+      data: { cheese_id: "5", name: "Cheese 5" },
+    });
+    expect(Date.parse(envelope.created_at)).not.toBeNaN();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.requests("/arrivals")).toHaveLength(1);
+    expect(receiver.requests("/orders")).toHaveLength(0);
+  });
+
+  it("retries on the configured delays, dead-letters after the last attempt, and replays with the same event id", async () => {
+    await startReplica();
+    receiver.behave("/failing", { status: 503 });
+    const hook = await register("/failing", ["webhook.test"]);
+    const { deliveryId } = await rpc(notificationRpc.sendTestEvent, { webhookId: hook.id });
+
+    const attempts = await receiver.waitFor("/failing", 3);
+    await expect.poll(async () => (await deliveries(hook.id))[0]?.status).toBe("dead_lettered");
+    expect(new Set(attempts.map((r) => r.headers["webhook-id"])).size).toBe(1);
+    for (let i = 1; i < attempts.length; i++) {
+      expect(attempts[i]!.receivedAt - attempts[i - 1]!.receivedAt).toBeGreaterThanOrEqual(140);
+    }
+    const [dead] = await deliveries(hook.id);
+    expect(dead).toMatchObject({
+      id: deliveryId,
+      status: "dead_lettered",
+      deadLettered: true,
+      nextAttemptAt: null,
+    });
+    expect(dead!.attempts.map((a) => [a.attempt, a.outcome, a.statusCode])).toEqual([
+      [1, "failed", 503],
+      [2, "failed", 503],
+      [3, "failed", 503],
+    ]);
+
+    receiver.behave("/failing", { status: 200 });
+    expect(await rpc(notificationRpc.replayDeadLetters, { webhookId: hook.id })).toEqual({ replayed: 1 });
+    const [, , , replayed] = await receiver.waitFor("/failing", 4);
+    expect(envelopeOf(replayed!).id).toBe(envelopeOf(attempts[0]!).id);
+    expect(replayed!.body).toBe(attempts[0]!.body);
+    expect(verifyWebhook(hook.secret, replayed!.rawBody, replayed!.headers).id).toBe(
+      replayed!.headers["webhook-id"],
+    );
+    await expect.poll(async () => (await deliveries(hook.id))[0]?.status).toBe("delivered");
+    const [done] = await deliveries(hook.id);
+    expect(done!.attempts.at(-1)).toMatchObject({
+      round: 1,
+      attempt: 1,
+      outcome: "succeeded",
+      statusCode: 200,
+    });
+    expect(await rpc(notificationRpc.replayDeadLetters, { webhookId: hook.id })).toEqual({ replayed: 0 });
+  });
+
+  it("makes each attempt once with two replicas sharing the store", async () => {
+    await startReplica({ WEBHOOK_RETRY_DELAYS: "0,50ms,50ms,50ms,50ms,50ms" });
+    await startReplica({ WEBHOOK_RETRY_DELAYS: "0,50ms,50ms,50ms,50ms,50ms" });
+    receiver.behave("/shared", { status: 500 });
+    const hook = await register("/shared", ["webhook.test"]);
+    for (let i = 0; i < 4; i++) await rpc(notificationRpc.sendTestEvent, { webhookId: hook.id });
+
+    await expect
+      .poll(async () => (await deliveries(hook.id)).filter((d) => d.status === "dead_lettered").length, {
+        timeout: 15_000,
+      })
+      .toBe(4);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const perEvent = new Map<string, number>();
+    for (const request of receiver.requests("/shared")) {
+      const id = String(request.headers["webhook-id"]);
+      perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
+    }
+    expect([...perEvent.values()]).toEqual([6, 6, 6, 6]);
+    for (const delivery of await deliveries(hook.id)) expect(delivery.attempts).toHaveLength(6);
+  });
+
+  it("keeps a receiver that times out from delaying the others", async () => {
+    await startReplica({ WEBHOOK_TIMEOUT: "800ms" });
+    receiver.behave("/stuck", { delayMs: 5000 });
+    const stuck = await register("/stuck", ["webhook.test"]);
+    const prompt = await register("/prompt", ["webhook.test"]);
+    for (let i = 0; i < 12; i++) await rpc(notificationRpc.sendTestEvent, { webhookId: stuck.id });
+    await receiver.waitFor("/stuck", 1);
+
+    const sent = Date.now();
+    await rpc(notificationRpc.sendTestEvent, { webhookId: prompt.id });
+    const [request] = await receiver.waitFor("/prompt", 1);
+    expect(request!.receivedAt - sent).toBeLessThan(500);
+  });
+
+  it("takes over an attempt left in flight by a process that died, counting it as failed", async () => {
+    const first = await startReplica();
+    const hook = await register("/recovered", ["webhook.test"]);
+    await first.stop();
+    running.splice(0);
+
+    // What a SIGKILL between claim and result leaves behind: an attempt started long ago, no result.
+    const store = createSqliteEventStore({ file: join(data.path, "notification", "events.sqlite") });
+    const longAgo = new Date(Date.now() - 3_600_000).toISOString();
+    await store.append(
+      "delivery-900001",
+      [
+        {
+          type: "DeliveryCreated",
+          data: {
+            deliveryId: 900001,
+            webhookId: hook.id,
+            eventId: "evt_0123456789abcdef0123456789abcdef",
+            eventType: "webhook.test",
+            body: '{"id":"evt_0123456789abcdef0123456789abcdef","type":"webhook.test","created_at":"2026-01-01T00:00:00.000Z","data":{}}',
+            createdAt: longAgo,
+            dueAt: longAgo,
+          },
+        },
+        { type: "AttemptStarted", data: { round: 0, attempt: 1, startedAt: longAgo } },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await store.close();
+
+    await startReplica();
+    const [request] = await receiver.waitFor("/recovered", 1);
+    expect(request!.headers["webhook-id"]).toBe("evt_0123456789abcdef0123456789abcdef");
+    await expect.poll(async () => (await deliveries(hook.id))[0]?.status).toBe("delivered");
+    const [delivery] = await deliveries(hook.id);
+    expect(delivery!.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, "unknown"],
+      [2, "succeeded"],
+    ]);
+  });
+
+  it("cancels waiting deliveries when their registration is deleted", async () => {
+    await startReplica({ WEBHOOK_RETRY_DELAYS: "0,1h" });
+    receiver.behave("/doomed", { status: 500 });
+    const hook = await register("/doomed", ["webhook.test"]);
+    const { deliveryId } = await rpc(notificationRpc.sendTestEvent, { webhookId: hook.id });
+    await receiver.waitFor("/doomed", 1);
+    await expect.poll(async () => (await deliveries(hook.id))[0]?.status).toBe("retry_scheduled");
+    await rpc(notificationRpc.deleteWebhook, { webhookId: hook.id });
+    await expect(
+      rpc(notificationRpc.listDeliveries, { webhookId: hook.id, limit: 10 }),
+    ).rejects.toMatchObject({
+      body: { status: 404 },
+    });
+    const store = createSqliteEventStore({ file: join(data.path, "notification", "events.sqlite") });
+    const events = await store.readStream(`delivery-${deliveryId}`);
+    await store.close();
+    expect(events.at(-1)).toMatchObject({ type: "DeliveryCancelled", data: { reason: "webhook deleted" } });
+  });
+});

@@ -1,0 +1,99 @@
+import { verifyWebhook } from "@cheese/webhook-signature";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Receiver } from "../../../e2e/support/receiver.ts";
+import { sendAttempt } from "../src/delivery/sender.ts";
+import { deliveryHeaders } from "../src/delivery/signing.ts";
+import { generateWebhookSecret } from "../src/security/secrets.ts";
+
+describe("one delivery attempt over HTTP", () => {
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await Receiver.start();
+  });
+  afterAll(() => receiver.close());
+
+  const secret = generateWebhookSecret();
+  const body = JSON.stringify({
+    id: "evt_1",
+    type: "webhook.test",
+    created_at: "2026-03-01T10:00:00.000Z",
+    data: { message: "héllo ✓" },
+  });
+  const headers = deliveryHeaders({
+    secret,
+    body,
+    eventId: "evt_1",
+    eventType: "webhook.test",
+    deliveryId: 77,
+    timestampSeconds: Math.floor(Date.now() / 1000),
+  });
+  const send = (path: string, extra: Partial<Parameters<typeof sendAttempt>[0]> = {}) =>
+    sendAttempt({ url: receiver.url(path), headers, body, timeoutMs: 1000, allowPrivate: true, ...extra });
+
+  it("POSTs the exact bytes with both signatures, which the receiver-side helper verifies", async () => {
+    const result = await send("/ok");
+    expect(result).toMatchObject({ ok: true, statusCode: 200, error: null });
+    const [request] = receiver.requests("/ok");
+    expect(request!.method).toBe("POST");
+    expect(request!.body).toBe(body);
+    expect(request!.headers["content-type"]).toBe("application/json");
+    expect(request!.headers["x-cheese-event"]).toBe("webhook.test");
+    expect(request!.headers["x-cheese-delivery"]).toBe("77");
+    expect(verifyWebhook(secret, request!.rawBody, request!.headers)).toMatchObject({ id: "evt_1" });
+    expect(() => verifyWebhook(generateWebhookSecret(), request!.rawBody, request!.headers)).toThrow();
+  });
+
+  it("counts only 2xx as success", async () => {
+    receiver.behave("/created", { status: 201 });
+    receiver.behave("/gone", { status: 410 });
+    receiver.behave("/broken", { status: 500 });
+    expect(await send("/created")).toMatchObject({ ok: true, statusCode: 201 });
+    expect(await send("/gone")).toMatchObject({ ok: false, statusCode: 410, error: "receiver answered 410" });
+    expect(await send("/broken")).toMatchObject({ ok: false, statusCode: 500 });
+  });
+
+  it("does not follow redirects", async () => {
+    receiver.behave("/moved", { status: 302, headers: { location: receiver.url("/ok-after-redirect") } });
+    expect(await send("/moved")).toMatchObject({
+      ok: false,
+      statusCode: 302,
+      error: "redirect (302) not followed",
+    });
+    expect(receiver.requests("/ok-after-redirect")).toHaveLength(0);
+  });
+
+  it("gives up at the time-out", async () => {
+    receiver.behave("/slow", { delayMs: 3000 });
+    const result = await send("/slow", { timeoutMs: 200 });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: "timed out after 200 ms" });
+    expect(result.durationMs).toBeLessThan(2000);
+  });
+
+  it("reports a refused connection", async () => {
+    const result = await sendAttempt({
+      url: "http://127.0.0.1:1/x",
+      headers,
+      body,
+      timeoutMs: 1000,
+      allowPrivate: true,
+    });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: "connection refused" });
+  });
+
+  it("refuses private targets at delivery time unless they are allowed", async () => {
+    const strict = { allowPrivate: false, timeoutMs: 1000, headers, body };
+    const literal = await sendAttempt({ ...strict, url: "https://127.0.0.1:9/x" });
+    expect(literal).toMatchObject({ ok: false, error: expect.stringMatching(/^refused: loopback/) });
+    const byName = await sendAttempt({
+      ...strict,
+      url: "https://rebound.example.com/x",
+      resolve: async () => [{ address: "10.0.0.8", family: 4 }],
+    });
+    expect(byName).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^refused: .*private address \(10\.0\.0\.8\)/),
+    });
+    const http = await sendAttempt({ ...strict, url: receiver.url("/ok") });
+    expect(http).toMatchObject({ ok: false, error: "refused: URL is not https" });
+  });
+});
