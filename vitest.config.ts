@@ -10,5 +10,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
     reporters: ["default"],
+    globalSetup: ["e2e/support/containers-setup.ts"],
   },
 });

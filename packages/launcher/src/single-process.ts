@@ -5,7 +5,7 @@ import type { ServiceName } from "./config.ts";
 type Starter = (options?: StartOptions) => Promise<RunningService>;
 
 /** Lazily imported so multi-process mode does not load every service into the launcher. */
-const starters: Record<ServiceName, () => Promise<Starter>> = {
+export const starters: Record<ServiceName, () => Promise<Starter>> = {
   catalogue: async () => (await import("@cheese/catalogue/main")).start,
   ordering: async () => (await import("@cheese/ordering/main")).start,
   customer: async () => (await import("@cheese/customer/main")).start,

@@ -28,6 +28,8 @@ export const baseConfigShape = {
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Port of the service's own /healthz and /readyz; 0 picks a free one. */
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  /** Address of the health endpoints; 0.0.0.0 in containers so probes can reach them. */
+  HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** Deadline of every internal request. */
   RPC_TIMEOUT: duration("5s"),
 };

@@ -130,7 +130,7 @@ export async function startService<C extends BaseConfig>(
 
   await definition.start(context);
   servers.push(bus.serve(`${name}.health`, { queue: name }, async () => runChecks(checks)));
-  const health = await startHealthServer(config.HEALTH_PORT, checks);
+  const health = await startHealthServer(config.HEALTH_PORT, checks, config.HEALTH_HOST);
   const busKind = ownsBus ? "nats" : "in-process";
   const adapters = describeAdapters(config, busKind, definition.needs);
   logger.info({ healthPort: health.port, adapters }, `${name} started`);

@@ -1,0 +1,46 @@
+/**
+ * `pnpm check:deploy`: what can be checked of the deployment without a Docker engine or a
+ * cluster. docker-compose validates the compose file, kustomize renders each overlay and every
+ * object is validated against the Kubernetes schemas, and the Dockerfile is linted.
+ */
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { checkDockerfile } from "./checks/dockerfile.ts";
+import { checkOverlay } from "./checks/kubernetes.ts";
+
+const deployDir = dirname(fileURLToPath(import.meta.url));
+const problems: string[] = [];
+
+// docker-compose needs the .env its services name; check with the example when none exists.
+const envFile = join(deployDir, ".env");
+const madeEnv = !existsSync(envFile);
+if (madeEnv) copyFileSync(join(deployDir, ".env.example"), envFile);
+try {
+  execFileSync("docker-compose", ["-f", join(deployDir, "docker-compose.yml"), "config", "-q"], {
+    stdio: "pipe",
+  });
+  console.log("docker-compose config: valid");
+} catch (error) {
+  const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
+  problems.push(`docker-compose config: ${stderr.trim()}`);
+} finally {
+  if (madeEnv) rmSync(envFile);
+}
+
+for (const overlay of ["dev", "prod"]) {
+  const result = await checkOverlay(join(deployDir, "k8s", "overlays", overlay));
+  console.log(`kustomize ${overlay}: ${result.objects} objects rendered and validated`);
+  problems.push(...result.problems);
+}
+
+const dockerfileProblems = checkDockerfile(join(deployDir, "..", "Dockerfile"));
+console.log(`Dockerfile: ${dockerfileProblems.length === 0 ? "passes the lint rules" : "has problems"}`);
+problems.push(...dockerfileProblems.map((p) => `Dockerfile: ${p}`));
+
+if (problems.length > 0) {
+  console.error(`\n${problems.length} deployment problem(s):\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  process.exit(1);
+}
+console.log("deployment checks passed");
