@@ -65,7 +65,8 @@ describe("read-your-writes across catalogue replicas", () => {
         await write("POST", "/cheeses", { name: `Replica ${i} again`, tags: [{ name: tag }] });
       }
     }
-  });
+    // About 250 requests one after another; on two loaded cores that takes more than a minute.
+  }, 240_000);
 
   it("keeps the inventory current after each write", async () => {
     const before = await json(await read("/store/inventory"));

@@ -9,12 +9,19 @@ interface IdBlockReserved {
  * Hands out positive integer ids that are never reused, without a global lock per request:
  * each replica reserves a block by appending `IdBlockReserved` to `idblock-<kind>` with the
  * expected revision (a racing replica retries with the next block), then serves ids from memory.
- * Ids left in a block when a process stops are skipped, never reused.
+ *
+ * Ids also increase across replicas for any caller whose requests follow one another: before
+ * handing out an id, a replica checks (one read of the stream's tail) whether another replica
+ * has reserved a later block since; if so it abandons the rest of its block and reserves after
+ * that one. Ids left in an abandoned block, or in a block when a process stops, are skipped,
+ * never reused.
  */
 export class IdAllocator {
   private next = 0;
   private last = -1;
   private pending: Promise<void> | undefined;
+  /** Revision of our current block's event in the stream (-1: none yet). */
+  private ownRevision = -1;
   /** Revision of the newest block this replica has seen; reading starts there, not at 0. */
   private seenRevision = 0;
 
@@ -24,30 +31,50 @@ export class IdAllocator {
     private readonly blockSize = 50,
   ) {}
 
+  private get stream(): string {
+    return `idblock-${this.kind}`;
+  }
+
   async nextId(): Promise<number> {
-    while (this.next > this.last) {
+    for (;;) {
+      if (this.next <= this.last && !(await this.laterBlockExists())) {
+        if (this.next <= this.last) return this.next++;
+      }
       this.pending ??= this.reserveBlock().finally(() => {
         this.pending = undefined;
       });
       await this.pending;
+      if (this.next <= this.last) return this.next++;
     }
-    return this.next++;
+  }
+
+  private async laterBlockExists(): Promise<boolean> {
+    const later = await this.store.readStream(this.stream, {
+      fromRevision: this.ownRevision + 1,
+      maxCount: 1,
+    });
+    return later.length > 0;
   }
 
   private async reserveBlock(): Promise<void> {
-    const stream = `idblock-${this.kind}`;
     for (;;) {
-      const events = await this.store.readStream(stream, { fromRevision: this.seenRevision });
+      const events = await this.store.readStream(this.stream, { fromRevision: this.seenRevision });
       const lastEvent = events[events.length - 1];
       if (lastEvent) this.seenRevision = lastEvent.revision;
       const previous = lastEvent ? (lastEvent.data as IdBlockReserved).last : 0;
       const block: IdBlockReserved = { first: previous + 1, last: previous + this.blockSize };
       try {
-        await this.store.append(stream, [{ type: "IdBlockReserved", data: block }], {
-          expectedRevision: lastEvent ? lastEvent.revision : "no_stream",
-        });
+        const { nextRevision } = await this.store.append(
+          this.stream,
+          [{ type: "IdBlockReserved", data: block }],
+          {
+            expectedRevision: lastEvent ? lastEvent.revision : "no_stream",
+          },
+        );
         this.next = block.first;
         this.last = block.last;
+        this.ownRevision = nextRevision;
+        this.seenRevision = nextRevision;
         return;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;

@@ -46,6 +46,15 @@ describe("command handling on a real event store", () => {
     expect(await store.readStream("counter-2")).toHaveLength(10);
   });
 
+  it("gives a caller increasing ids even when its requests alternate between replicas", async () => {
+    const replicaA = new IdAllocator(store, "alternating", 50);
+    const replicaB = new IdAllocator(store, "alternating", 50);
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await (i % 2 ? replicaB : replicaA).nextId());
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(new Set(ids).size).toBe(10);
+  });
+
   it("allocates ids that are unique and increasing per allocator, across racing allocators", async () => {
     const a = new IdAllocator(store, "thing", 5);
     const b = new IdAllocator(store, "thing", 5);
