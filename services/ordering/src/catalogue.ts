@@ -1,5 +1,5 @@
-import { type Cheese, catalogueRpc } from "@cheese/contracts";
-import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
+import { type Cheese, findCheese } from "@cheese/contracts";
+import type { MessageBus } from "@cheese/messaging";
 import { contextHeaders, type RequestContext } from "@cheese/service-kit";
 
 /** What ordering asks the catalogue: a cheese as it is now, or undefined when it does not exist. */
@@ -10,20 +10,8 @@ export interface Catalogue {
 /** Over the catalogue's RPC; an unreachable catalogue throws 503 (never read as "absent"). */
 export function catalogueOverBus(bus: MessageBus, timeoutMs: number): Catalogue {
   return {
-    async findCheese(cheeseId, context) {
-      try {
-        const { cheese } = await callRpc(
-          bus,
-          catalogueRpc.getCheese,
-          { cheeseId },
-          { timeoutMs, headers: contextHeaders(context) },
-        );
-        return cheese;
-      } catch (error) {
-        if (error instanceof RemoteError && error.body.status === 404) return undefined;
-        throw error;
-      }
-    },
+    findCheese: (cheeseId, context) =>
+      findCheese(bus, cheeseId, { timeoutMs, headers: contextHeaders(context) }),
   };
 }
 

@@ -1,4 +1,4 @@
-import { defineRpc } from "@cheese/messaging";
+import { type CallOptions, callRpc, defineRpc, type MessageBus, RemoteError } from "@cheese/messaging";
 import { z } from "zod";
 import {
   Cheese,
@@ -101,3 +101,20 @@ export const catalogueRpc = {
     response: z.object({ images: z.array(CheeseImage) }),
   }),
 };
+
+/**
+ * A cheese as the catalogue has it now, or undefined when it does not exist. Any other failure
+ * (a catalogue that does not answer in time: 503) is thrown, never read as "absent".
+ */
+export async function findCheese(
+  bus: MessageBus,
+  cheeseId: number,
+  options: CallOptions,
+): Promise<Cheese | undefined> {
+  try {
+    return (await callRpc(bus, catalogueRpc.getCheese, { cheeseId }, options)).cheese;
+  } catch (error) {
+    if (error instanceof RemoteError && error.body.status === 404) return undefined;
+    throw error;
+  }
+}

@@ -1,5 +1,5 @@
-import { type Cheese, type CustomerFields, catalogueRpc } from "@cheese/contracts";
-import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
+import { type Cheese, type CustomerFields, findCheese } from "@cheese/contracts";
+import type { MessageBus } from "@cheese/messaging";
 import { contextHeaders, DomainError, type RequestContext } from "@cheese/service-kit";
 import type { FavouriteRef } from "../domain/customer.ts";
 
@@ -7,20 +7,7 @@ import type { FavouriteRef } from "../domain/customer.ts";
 export type CheeseLookup = (cheeseId: number, context: RequestContext) => Promise<Cheese | undefined>;
 
 export function catalogueLookup(bus: MessageBus, timeoutMs: number): CheeseLookup {
-  return async (cheeseId, context) => {
-    try {
-      const { cheese } = await callRpc(
-        bus,
-        catalogueRpc.getCheese,
-        { cheeseId },
-        { timeoutMs, headers: contextHeaders(context) },
-      );
-      return cheese;
-    } catch (error) {
-      if (error instanceof RemoteError && error.body.status === 404) return undefined;
-      throw error;
-    }
-  };
+  return (cheeseId, context) => findCheese(bus, cheeseId, { timeoutMs, headers: contextHeaders(context) });
 }
 
 /** `{id}` must name a catalogue cheese (its name is kept for when it is deleted); `{name}` is kept as is. */
