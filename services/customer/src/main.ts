@@ -21,7 +21,8 @@ import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { countDeliveredOrders } from "./handlers/tiers.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { PasswordChecker } from "./passwords.ts";
-import { createFileKeyStore } from "./personal-data/key-store.ts";
+import { createFileKeyStore, type KeyStore } from "./personal-data/key-store.ts";
+import { createMongoKeyStore } from "./personal-data/mongo-key-store.ts";
 import { PersonalDataVault } from "./personal-data/vault.ts";
 import { projectApiKeys } from "./projections/api-keys.ts";
 
@@ -31,7 +32,17 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
   needs: { eventStore: true, readModels: true },
   async start(ctx) {
     const { eventStore: store, readModels, logger, config, bus } = ctx;
-    const vault = new PersonalDataVault(createFileKeyStore(join(serviceDataDir(config, "customer"), "keys")));
+    // Keys shared by every replica on every host: MongoDB in production, files on one host.
+    let keyStore: KeyStore;
+    if (config.MONGO_URL) {
+      const database = `${config.MONGO_DATABASE}_customer_keys`;
+      const mongoKeys = await createMongoKeyStore({ url: config.MONGO_URL, database });
+      ctx.onStop(mongoKeys);
+      keyStore = mongoKeys;
+    } else {
+      keyStore = createFileKeyStore(join(serviceDataDir(config, "customer"), "keys"));
+    }
+    const vault = new PersonalDataVault(keyStore);
     const apiKeys = await startProjection({
       name: "api_keys",
       eventStore: store,
