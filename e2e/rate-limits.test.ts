@@ -48,7 +48,9 @@ describe("rate limits", () => {
   beforeAll(async () => {
     // One gateway of the system's own (the launcher's balancer would hide the callers' addresses)
     // and one more process next to it.
-    system = await startSystem({ env: { ANON_PLAN: "free", RATE_LIMIT_PLANS: "", REPLICAS: "1" } });
+    system = await startSystem({
+      env: { ANON_PLAN: "free", RATE_LIMIT_PLANS: "", REPLICAS: "1", TRUSTED_PROXIES: "127.0.0.9" },
+    });
     second = await startExtraGateway(system);
     operator = await operatorHeaders(system);
   });
@@ -86,6 +88,31 @@ describe("rate limits", () => {
       expect(answer.headers["x-rate-limit-remaining"]).toBe(answer.headers["ratelimit-remaining"]);
       expect(Number(answer.headers["ratelimit-reset"])).toBeGreaterThan(0);
     }
+  });
+
+  it("counts callers behind a trusted proxy by X-Forwarded-For, and ignores the header from anyone else", async () => {
+    const viaProxy = async (client: string) =>
+      (
+        await send(`${system.rootUrl}/v2/openapi.json`, {
+          from: "127.0.0.9",
+          headers: { "x-forwarded-for": client },
+        })
+      ).status;
+    const first = await Promise.all(Array.from({ length: 10 }, () => viaProxy("198.51.100.1")));
+    expect(first.every((status) => status === 200)).toBe(true);
+    expect(await viaProxy("198.51.100.1")).toBe(429);
+    expect(await viaProxy("198.51.100.2")).toBe(200);
+
+    // Not a trusted proxy: the header cannot buy a fresh bucket per request.
+    const spoofed: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const answer = await send(`${system.rootUrl}/v2/openapi.json`, {
+        from: "127.0.0.10",
+        headers: { "x-forwarded-for": `203.0.113.${i}` },
+      });
+      spoofed.push(answer.status);
+    }
+    expect(spoofed.filter((status) => status === 200)).toHaveLength(10);
   });
 
   it("answers 429 with Retry-After and the error body", async () => {

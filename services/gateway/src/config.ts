@@ -1,5 +1,6 @@
 import { baseConfigShape, duration } from "@cheese/service-kit";
 import { z } from "zod";
+import { trustedProxiesSchema } from "./auth/client-address.ts";
 import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
 import { ratePlansSchema } from "./middleware/rate-limit.ts";
 
@@ -10,6 +11,7 @@ export const gatewayConfigSchema = z.object({
   API_KEYS: apiKeysSchema,
   OAUTH_CLIENTS: oauthClientsSchema,
   ANON_PLAN: z.enum(plans).default("free"),
+  TRUSTED_PROXIES: trustedProxiesSchema,
   JWT_ISSUER: z.url().default("http://127.0.0.1:8080"),
   /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
   JWT_PRIVATE_KEY: z

@@ -37,6 +37,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,
           anonymousPlan: config.ANON_PLAN,
+          trustedProxies: config.TRUSTED_PROXIES,
           issuer: config.JWT_ISSUER,
         },
       },

@@ -1,9 +1,11 @@
+import type { BlockList } from "node:net";
 import { CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 import type { Caller } from "./access.ts";
+import { clientAddress } from "./client-address.ts";
 import {
   allScopes,
   anonymousCaller,
@@ -21,6 +23,8 @@ export interface AuthenticationDeps {
   operatorKeys: Map<string, OperatorKey>;
   oauthClients: Map<string, OAuthClient>;
   anonymousPlan: Plan;
+  /** Proxies whose X-Forwarded-For names the client (see client-address.ts). */
+  trustedProxies?: BlockList;
 }
 
 /** Shared state behind customer credentials: revocations and the customer service. */
@@ -50,7 +54,7 @@ async function identify(
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
 ): Promise<Identified> {
-  const anonymous = anonymousCaller(clientIp(c), deps.anonymousPlan);
+  const anonymous = anonymousCaller(clientIp(c, deps.trustedProxies), deps.anonymousPlan);
   const apiKey = c.req.header("x-api-key");
   if (apiKey !== undefined) return identifyApiKey(c, apiKey, deps, identity, anonymous);
   const authorization = c.req.header("authorization");
@@ -155,10 +159,13 @@ async function identifyToken(
   };
 }
 
-function clientIp(c: Context<GatewayEnv>): string {
+function clientIp(c: Context<GatewayEnv>, trustedProxies: BlockList | undefined): string {
+  let peer: string | undefined;
   try {
-    return getConnInfo(c).remote.address ?? "unknown";
+    peer = getConnInfo(c).remote.address;
   } catch {
-    return "unknown";
+    // no socket (in-process requests)
   }
+  if (!peer) return "unknown";
+  return trustedProxies ? clientAddress(peer, c.req.header("x-forwarded-for"), trustedProxies) : peer;
 }
