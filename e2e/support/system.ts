@@ -3,7 +3,6 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, tempDir } from "@cheese/testing";
-import { inject } from "vitest";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -66,7 +65,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         REPLICAS: process.env.E2E_REPLICAS ?? "1",
         ...defaultCredentials,
         // Under `pnpm test:e2e:containers` every suite runs on the production stack.
-        ...(inject("productionStackEnv") ?? {}),
+        ...(await productionStackEnv()),
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: data.path,
@@ -131,3 +130,14 @@ export async function waitUntilReady(
 export async function json(response: Response): Promise<any> {
   return response.json();
 }
+
+/**
+ * The container stack's variables under `pnpm test:e2e:containers`. Vitest is imported only
+ * inside its runner, so `pnpm bench` can start systems too.
+ */
+async function productionStackEnv(): Promise<Record<string, string>> {
+  if (!process.env.VITEST) return {};
+  const { inject } = await import("vitest");
+  return inject("productionStackEnv") ?? {};
+}
+
