@@ -25,8 +25,8 @@ const allKinds = [
 /**
  * The event kinds that real actions in the other services send (decisions.md "Webhooks": which
  * change sends which kind), received and verified by a registration for every kind.
- * api_key.expiring is sent 7 days before a key expires, which no test can wait for; its mapping
- * is covered by services/notification/test/event-mapping.test.ts.
+ * api_key.expiring needs a key close to expiry: e2e/api-key-expiring.test.ts shortens the
+ * lifetime to see it.
  */
 describe("webhook kinds sent by real actions", () => {
   let system: RunningSystem;

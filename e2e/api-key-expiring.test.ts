@@ -1,0 +1,131 @@
+import { verifyWebhook } from "@cheese/webhook-signature";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { envelopeOf, type ReceivedEnvelope, type ReceivedRequest, Receiver } from "./support/receiver.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+
+const CHECK_INTERVAL_MS = 500;
+const LIFETIME_MS = 3_600_000;
+/** A key enters its warning window this long after it is issued. */
+const DUE_AFTER_MS = 3_000;
+const WARNING_MS = LIFETIME_MS - DUE_AFTER_MS;
+
+/**
+ * api_key.expiring end to end (decisions.md "Webhooks": sent 7 days before an API key expires):
+ * a real customer's real API key, the customer service's expiry check, the relay, the
+ * notification service and a signed delivery to a real receiver on 127.0.0.1.
+ *
+ * Keys live an hour (API_KEY_LIFETIME) and are announced API_KEY_EXPIRY_WARNING = 1 h - 3 s before
+ * they expire, so a new key enters its window 3 s after it is issued. Those 3 s let the test
+ * revoke a key before it is due, so "a revoked key is never announced" does not depend on beating
+ * the 500 ms check.
+ */
+describe("api_key.expiring over HTTP, delivered to a real receiver", () => {
+  let system: RunningSystem;
+  let receiver: Receiver;
+  let operator: Awaited<ReturnType<typeof operatorHeaders>>;
+  let customer: TestCustomer;
+  let hook: { id: number; secret: string };
+
+  beforeAll(async () => {
+    receiver = await Receiver.start();
+    system = await startSystem({
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_TIMEOUT: "2s",
+        API_KEY_LIFETIME: `${LIFETIME_MS / 1000}s`,
+        API_KEY_EXPIRY_WARNING: `${WARNING_MS / 1000}s`,
+        API_KEY_EXPIRY_CHECK_INTERVAL: `${CHECK_INTERVAL_MS}ms`,
+      },
+    });
+    operator = await operatorHeaders(system);
+    const registered = await call("POST", "/webhooks", operator.apiKey, {
+      url: receiver.url("/expiring"),
+      events: ["api_key.expiring"],
+    });
+    expect(registered.status).toBe(201);
+    hook = await json(registered);
+    customer = await registerAndLogin(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
+    return fetch(`${system.baseUrl}${path}`, {
+      method,
+      headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  }
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const naming = (keyId: number) =>
+    receiver.requests("/expiring").filter((request: ReceivedRequest) => {
+      const { data } = envelopeOf(request);
+      return data?.key_id === String(keyId) || data?.key_id === keyId;
+    });
+
+  it("announces a live key once, signed, with its ids as strings and its expiry but not the key; never a revoked one", async () => {
+    const issue = async () => {
+      const response = await call("POST", `/customer/${customer.username}/apiKeys`, customer.bearer);
+      expect(response.status).toBe(201);
+      return (await json(response)) as {
+        id: number;
+        key: string;
+        prefix: string;
+        createdAt: string;
+        expiresAt: string;
+      };
+    };
+    const live = await issue();
+    const revoked = await issue();
+    expect(
+      (await call("DELETE", `/customer/${customer.username}/apiKeys/${revoked.id}`, customer.bearer)).status,
+    ).toBe(204);
+    const revokedDueAt = Date.parse(revoked.expiresAt) - WARNING_MS;
+    // Revoked before it entered its warning window, or this test would prove nothing about it.
+    expect(Date.now()).toBeLessThan(revokedDueAt);
+
+    // The live key: announced once its window opens, within a few checks.
+    const liveDueAt = Date.parse(live.expiresAt) - WARNING_MS;
+    const deadline = liveDueAt + 15_000;
+    while (naming(live.id).length === 0 && Date.now() < deadline) await sleep(50);
+    const [request] = naming(live.id);
+    if (!request) throw new Error(`no api_key.expiring for key ${live.id} within 15 s of its window`);
+    expect(request.receivedAt).toBeGreaterThanOrEqual(liveDueAt);
+
+    const envelope = verifyWebhook(hook.secret, request.rawBody, request.headers) as ReceivedEnvelope;
+    expect(request.headers["x-cheese-event"]).toBe("api_key.expiring");
+    expect(request.headers["webhook-id"]).toBe(envelope.id);
+    expect(envelope.type).toBe("api_key.expiring");
+    expect(envelope.id).toMatch(/^evt_[0-9a-f]{32}$/);
+    expect(envelope.data).toEqual({
+      customer_id: String(customer.id),
+      username: customer.username,
+      key_id: String(live.id),
+      key_prefix: live.prefix,
+      expires_at: live.expiresAt,
+    });
+    expect(Date.parse(envelope.data.expires_at) - Date.parse(live.createdAt)).toBe(LIFETIME_MS);
+    expect(request.body).not.toContain(live.key);
+
+    // Several more checks later: still once for the live key, never for the revoked one (whose
+    // window opened no later than the live key's plus the moment between the two issues).
+    await sleep(Math.max(0, revokedDueAt - Date.now()) + 6 * CHECK_INTERVAL_MS);
+    expect(naming(live.id)).toHaveLength(1);
+    expect(naming(revoked.id)).toHaveLength(0);
+    const all = receiver.requests("/expiring");
+    expect(new Set(all.map((r) => envelopeOf(r).id)).size).toBe(all.length);
+    for (const r of all) {
+      expect(r.body).not.toContain(live.key);
+      expect(r.body).not.toContain(revoked.key);
+    }
+
+    const deliveries = (await json(await call("GET", `/webhooks/${hook.id}/deliveries`, operator.apiKey)))
+      .items as { eventId: string; eventType: string; status: string }[];
+    const forLive = deliveries.filter((d) => d.eventId === envelope.id);
+    expect(forLive).toHaveLength(1);
+    expect(forLive[0]).toMatchObject({ eventType: "api_key.expiring", status: "delivered" });
+  });
+});
