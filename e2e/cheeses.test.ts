@@ -307,6 +307,66 @@ describe("concurrency for clients", () => {
   });
 });
 
+describe("Idempotency-Key behind a gateway time-out", () => {
+  // Its own system with a short RPC_TIMEOUT, so the frozen catalogue makes the gateway give up fast.
+  let quick: RunningSystem;
+  let quickAuth: Awaited<ReturnType<typeof operatorHeaders>>;
+  beforeAll(async () => {
+    quick = await startSystem({ env: { RPC_TIMEOUT: "1s" } });
+    quickAuth = await operatorHeaders(quick);
+  });
+  afterAll(async () => {
+    await quick?.stop();
+  });
+
+  it("answers a retry after a 503 with the cheese created behind it (201, same cheese), and there is one", async () => {
+    const key = `frozen-${Date.now()}`;
+    const body = { name: "Frozen Fourme d'Ambert", pricePerKg: 27, tags: [{ name: key }] };
+    const post = () =>
+      fetch(`${quick.baseUrl}/cheeses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...quickAuth.bearer, "idempotency-key": key },
+        body: JSON.stringify(body),
+      });
+    const catalogue = quick.pids().catalogue ?? [];
+    expect(catalogue.length).toBeGreaterThan(0);
+    // The request reaches the frozen catalogue, the gateway gives up on it (503); once thawed,
+    // the catalogue creates the cheese nobody hears about.
+    for (const pid of catalogue) process.kill(pid, "SIGSTOP");
+    let first: Response;
+    try {
+      first = await post();
+    } finally {
+      for (const pid of catalogue) process.kill(pid, "SIGCONT");
+    }
+    expect(first.status).toBe(503);
+    expect(first.headers.get("retry-after")).toMatch(/^\d+$/);
+
+    const retry = await post();
+    expect(retry.status).toBe(201);
+    const cheese = await json(retry);
+    expect(cheese).toMatchObject({ name: body.name, pricePerKg: 27, tags: [{ name: key }] });
+    expect(retry.headers.get("location")).toBe(`/v2/cheeses/${cheese.id}`);
+    expect(retry.headers.get("etag")).toBe('"0"');
+
+    const list = await json(
+      await fetch(`${quick.baseUrl}/cheeses?tags=${key}`, { headers: quickAuth.apiKey }),
+    );
+    expect(list.total).toBe(1);
+    expect(list.items).toEqual([cheese]);
+
+    const replayed = await post();
+    expect(replayed.status).toBe(201);
+    expect(await json(replayed)).toEqual(cheese);
+    const other = await fetch(`${quick.baseUrl}/cheeses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...quickAuth.bearer, "idempotency-key": key },
+      body: JSON.stringify({ ...body, pricePerKg: 28 }),
+    });
+    expect(other.status).toBe(409);
+  });
+});
+
 describe("deleting", () => {
   it("needs X-Confirm-Delete: true (400 otherwise), then deletes for good (204, then 404)", async () => {
     const { cheese } = await create({ name: "Vacherin", category: { name: "Washed" } });

@@ -56,7 +56,9 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       orderingTimeoutMs: Math.max(100, Math.floor(ctx.config.RPC_TIMEOUT / 2)),
     };
     const readSide = { readModels, projection };
-    ctx.serve(catalogueRpc.createCheese, ({ fields }, context) => addCheese(writeSide, fields, context));
+    ctx.serve(catalogueRpc.createCheese, ({ fields, idempotency }, context) =>
+      addCheese(writeSide, fields, context, idempotency),
+    );
     ctx.serve(catalogueRpc.replaceCheese, (request, context) => replaceCheese(writeSide, request, context));
     ctx.serve(catalogueRpc.updateCheese, (request, context) => updateCheese(writeSide, request, context));
     ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(writeSide, request, context));

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { crc32, deflateSync } from "node:zlib";
 import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
 import { type CheeseFields, catalogueEvents, catalogueRpc, orderingRpc } from "@cheese/contracts";
+import { createSqliteEventStore } from "@cheese/event-store";
 import {
   type Closable,
   callRpc,
@@ -131,6 +133,87 @@ describe("name uniqueness within a category", () => {
     });
     expect(renamed.cheese.name).toBe("STILTON");
     expect(renamed.revision).toBe(stilton.revision + 1);
+  });
+});
+
+describe("Idempotency-Key on create (the gateway passes the scoped key down)", () => {
+  const scoped = (label: string) => ({
+    key: createHash("sha256").update(`op:test\n${label}-${Math.random()}`).digest("hex"),
+    fingerprint: createHash("sha256").update(label).digest("hex"),
+  });
+  const withTag = (tag: string) => call(catalogueRpc.findCheeses, { tags: [tag] });
+
+  it("answers a retry after the gateway gave up with the cheese first created, and creates one", async () => {
+    const idempotency = scoped("retry");
+    const body = fields("Retried Reblochon", { tags: [{ name: "retry-tag" }], pricePerKg: 21 });
+    // The first call's caller stops waiting at once, as the gateway does on its deadline (503);
+    // the catalogue still creates the cheese.
+    await callRpc(client, catalogueRpc.createCheese, { fields: body, idempotency }, { timeoutMs: 1 }).catch(
+      () => {},
+    );
+    const retry = await call(catalogueRpc.createCheese, { fields: body, idempotency });
+    expect(retry.revision).toBe(0);
+    // A later repeat still answers with the cheese as first created, whatever happened since.
+    await call(catalogueRpc.updateCheese, { cheeseId: retry.cheese.id, changes: { pricePerKg: 22 } });
+    const again = await call(catalogueRpc.createCheese, { fields: body, idempotency });
+    expect(again).toEqual(retry);
+    expect(retry.cheese).toMatchObject({ name: "Retried Reblochon", pricePerKg: 21 });
+    expect((await withTag("retry-tag")).items.map((c) => c.id)).toEqual([retry.cheese.id]);
+    // Without the key the name is simply taken.
+    expect(await refusal(call(catalogueRpc.createCheese, { fields: body }))).toMatchObject({ status: 409 });
+  });
+
+  it("refuses the same key with another body (409) and creates nothing more", async () => {
+    const idempotency = scoped("other-body");
+    const first = await call(catalogueRpc.createCheese, {
+      fields: fields("Keyed Comté", { tags: [{ name: "keyed-tag" }] }),
+      idempotency,
+    });
+    const other = call(catalogueRpc.createCheese, {
+      fields: fields("Keyed Beaufort", { tags: [{ name: "keyed-tag" }] }),
+      idempotency: { ...idempotency, fingerprint: scoped("another body").fingerprint },
+    });
+    expect(await refusal(other)).toMatchObject({ status: 409, type: "conflict" });
+    expect((await withTag("keyed-tag")).items.map((c) => c.id)).toEqual([first.cheese.id]);
+  });
+
+  it("makes concurrent repeats of one key create one cheese, and all answer with it", async () => {
+    const idempotency = scoped("concurrent");
+    const body = fields("Concurrent Cantal", { tags: [{ name: "concurrent-tag" }] });
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => call(catalogueRpc.createCheese, { fields: body, idempotency })),
+    );
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    expect((await withTag("concurrent-tag")).items.map((c) => c.id)).toEqual([answers[0]!.cheese.id]);
+  });
+
+  it("takes over a claim whose request never created the cheese, under the claimed id", async () => {
+    const idempotency = scoped("takeover");
+    const claimedId = 2 ** 40 + Math.floor(Math.random() * 1000);
+    const store = createSqliteEventStore({ file: `${dir.path}/catalogue/events.sqlite` });
+    try {
+      await store.append(
+        `cheeserequest-${idempotency.key}`,
+        [
+          {
+            type: "CheeseRequestClaimed",
+            data: {
+              cheeseId: claimedId,
+              fingerprint: idempotency.fingerprint,
+              claimedAt: new Date(Date.now() - 60_000).toISOString(),
+            },
+          },
+        ],
+        { expectedRevision: "no_stream" },
+      );
+    } finally {
+      await store.close();
+    }
+    const body = fields("Orphaned Ossau", { tags: [{ name: "takeover-tag" }] });
+    const created = await call(catalogueRpc.createCheese, { fields: body, idempotency });
+    expect(created.cheese.id).toBe(claimedId);
+    expect(await call(catalogueRpc.createCheese, { fields: body, idempotency })).toEqual(created);
+    expect((await withTag("takeover-tag")).items.map((c) => c.id)).toEqual([claimedId]);
   });
 });
 

@@ -24,9 +24,21 @@ export const Precondition = z.union([z.literal("*"), z.array(z.number().int())])
 export type Precondition = z.infer<typeof Precondition>;
 
 export const catalogueRpc = {
+  /**
+   * POST /cheeses. With `idempotency` (the gateway's sha256 of caller id and Idempotency-Key, and
+   * the request's fingerprint) the catalogue claims the cheese id for the key before creating:
+   * a repeat, even after the gateway gave up on the first reply, answers with the cheese as first
+   * created instead of creating another (or a 409 for its own name); a repeat whose
+   * `fingerprint` differs is 409.
+   */
   createCheese: defineRpc({
     subject: "catalogue.cheese.create",
-    request: z.object({ fields: CheeseFields }),
+    request: z.object({
+      fields: CheeseFields,
+      idempotency: z
+        .object({ key: z.string().regex(/^[0-9a-f]{64}$/), fingerprint: z.string().min(1) })
+        .optional(),
+    }),
     response: CheeseReply,
   }),
   getCheese: defineRpc({

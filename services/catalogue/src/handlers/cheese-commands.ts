@@ -10,11 +10,13 @@ import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
 import { contextHeaders, DomainError, foldEvents, type HandlerContext } from "@cheese/service-kit";
 import {
   type CheeseCommand,
+  type CheeseDetails,
   type CheeseState,
   cheeseDecider,
   cheeseOf,
   cheeseStream,
 } from "../domain/cheese.ts";
+import { addCheeseOnce, type CheeseIdempotency } from "./cheese-requests.ts";
 import {
   type CatalogueWriteSide,
   executeCheeseCommand,
@@ -29,17 +31,25 @@ export interface CatalogueCommandSide extends CatalogueWriteSide {
   orderingTimeoutMs: number;
 }
 
-/** Adds a cheese: resolve ids, reserve the name within the category (409 when taken), append. */
+/**
+ * Adds a cheese: resolve ids, reserve the name within the category (409 when taken), append.
+ * With an Idempotency-Key the id is claimed for the key first, so a repeat answers with the
+ * cheese as first created (see `cheese-requests.ts`).
+ */
 export async function addCheese(
-  side: CatalogueWriteSide,
+  side: CatalogueWriteSide & { takeoverAfterMs?: number },
   fields: CheeseFields,
   context: HandlerContext,
+  idempotency?: CheeseIdempotency,
 ): Promise<CheeseReply> {
+  const create = async (id: number, details: CheeseDetails) => {
+    const now = new Date().toISOString();
+    const command: CheeseCommand = { type: "AddCheese", cheese: cheeseOf(id, details, now, now) };
+    return reply((await executeCheeseCommand(side, id, command, context)).state);
+  };
+  if (idempotency) return addCheeseOnce(side, fields, idempotency, create, context);
   const details = await resolveDetails(side, fields);
-  const id = await side.cheeseIds.nextId();
-  const now = new Date().toISOString();
-  const command: CheeseCommand = { type: "AddCheese", cheese: cheeseOf(id, details, now, now) };
-  return reply((await executeCheeseCommand(side, id, command, context)).state);
+  return create(await side.cheeseIds.nextId(), details);
 }
 
 /** PUT /cheeses: every field replaced (omitted ones reset), name uniqueness kept. */

@@ -1,5 +1,5 @@
 import type { Cheese, CheeseChanges, CheeseFields } from "@cheese/contracts";
-import { type EventStore, WrongExpectedRevisionError } from "@cheese/event-store";
+import { type EventMetadata, type EventStore, WrongExpectedRevisionError } from "@cheese/event-store";
 import { contextMetadata, foldEvents, type HandlerContext, type IdAllocator } from "@cheese/service-kit";
 import {
   type CheeseChangeSet,
@@ -54,7 +54,7 @@ export async function executeCheeseCommand(
         { expectedRevision: state.revision === -1 ? "no_stream" : state.revision },
       );
     } catch (error) {
-      if (taking) await releaseName(side.store, after, cheeseId, metadata).catch(() => {});
+      if (taking) await releaseUnlessHeld(side.store, after, cheeseId, metadata);
       if (!(error instanceof WrongExpectedRevisionError) || attempt >= ATTEMPTS) throw error;
       continue;
     }
@@ -65,6 +65,26 @@ export async function executeCheeseCommand(
       );
     }
     return { state: next, events };
+  }
+}
+
+/**
+ * Gives back a name this write reserved but could not use, unless a concurrent write of the same
+ * cheese (a racing PUT, or a repeat of one idempotent create) has meanwhile given the cheese that
+ * very name: the reservation is per cheese, so releasing it then would free a name in use.
+ */
+async function releaseUnlessHeld(
+  store: EventStore,
+  name: string,
+  cheeseId: number,
+  metadata: EventMetadata,
+): Promise<void> {
+  try {
+    const now = foldEvents(cheeseDecider, await store.readStream(cheeseStream(cheeseId)));
+    if (now.phase === "present" && nameKey(now.cheese) === name) return;
+    await releaseName(store, name, cheeseId, metadata);
+  } catch {
+    // Not fatal: the write's own error is what the caller needs to see.
   }
 }
 

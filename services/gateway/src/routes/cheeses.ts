@@ -12,7 +12,7 @@ import {
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps, GatewayEnv } from "../env.ts";
-import { idempotency } from "../middleware/idempotency.ts";
+import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { callService } from "../rpc.ts";
 import { authResponses, readWithApiKey, withMiddleware, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
@@ -193,8 +193,11 @@ const deleteCheese = (deps: GatewayDeps) =>
 export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(withMiddleware(addCheese(deps), idempotency(deps)), async (c) => {
     const input = c.req.valid("json");
+    // Behind a 503 the cheese may still have been created: the catalogue recognises the retry.
+    const idempotencyScope = idempotencyOf(c);
     const { cheese, revision } = await callService(deps, c, catalogueRpc.createCheese, {
       fields: toCheeseFields(input),
+      ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
     });
     c.header("Location", `/v2/cheeses/${cheese.id}`);
     c.header("ETag", etagOf(revision));
