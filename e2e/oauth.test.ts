@@ -248,6 +248,15 @@ describe("OAuth 2.0 authorization server", () => {
     });
     expect(reused.status).toBe(400);
     expect((await json(reused)).error).toBe("invalid_grant");
+    // A refused refresh (asking for more than was granted) does not spend the token.
+    const widened = await token({
+      grant_type: "refresh_token",
+      refresh_token: second.refresh_token,
+      client_id: SPA.id,
+      scope: "read:cheeses write:cheeses",
+    });
+    expect(widened.status).toBe(400);
+    expect((await json(widened)).error).toBe("invalid_scope");
     const narrowed = await json(
       await token({
         grant_type: "refresh_token",

@@ -140,4 +140,3 @@ async function productionStackEnv(): Promise<Record<string, string>> {
   const { inject } = await import("vitest");
   return inject("productionStackEnv") ?? {};
 }
-

@@ -8,6 +8,7 @@ import { documentOAuth } from "./auth/oauth-openapi.ts";
 import { Revocations } from "./auth/revocations.ts";
 import type { GatewayDeps, GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
+import { bodySize, noSniff } from "./middleware/body-size.ts";
 import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
 import { requestId } from "./middleware/request-id.ts";
 import { SharedBuckets } from "./middleware/shared-buckets.ts";
@@ -42,6 +43,8 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
 
   const app = new Hono<GatewayEnv>();
   app.use(requestId(deps.logger));
+  app.use(noSniff);
+  app.use(bodySize());
   app.use(authenticate(deps.auth, identity));
   if (options.rateLimits) {
     app.use(rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger) }));

@@ -20,6 +20,13 @@ describe("client address behind proxies", () => {
     expect(clientAddress("::ffff:10.1.2.3", "198.51.100.1", ingress)).toBe("198.51.100.1");
   });
 
+  it("reads hops that carry a port, and stops at a hop it cannot read", () => {
+    expect(clientAddress("10.1.2.3", "198.51.100.1:51234", ingress)).toBe("198.51.100.1");
+    expect(clientAddress("10.1.2.3", "[2001:db8::7]:443", ingress)).toBe("2001:db8::7");
+    // The client's own value stands left of an unreadable hop: it must not be believed.
+    expect(clientAddress("10.1.2.3", "6.6.6.6, not-an-address", ingress)).toBe("10.1.2.3");
+  });
+
   it("falls back to the peer when the header holds nothing usable", () => {
     expect(clientAddress("10.1.2.3", "garbage", ingress)).toBe("10.1.2.3");
     expect(clientAddress("10.1.2.3", undefined, ingress)).toBe("10.1.2.3");
@@ -29,5 +36,16 @@ describe("client address behind proxies", () => {
     for (const bad of ["10.0.0.0/abc", "not-an-ip", "10.0.0.0/8,300.1.1.1"]) {
       expect(trustedProxiesSchema.safeParse(bad).success, bad).toBe(false);
     }
+  });
+});
+
+describe("anonymous rate-limit identity", () => {
+  it("counts IPv4 callers per address and IPv6 callers per /64", async () => {
+    const { rateLimitedNetwork } = await import("../src/auth/credentials.ts");
+    expect(rateLimitedNetwork("203.0.113.9")).toBe("203.0.113.9");
+    expect(rateLimitedNetwork("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedNetwork("2001:db8:1:2:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedNetwork("2001:db8:1:3::1")).not.toBe(rateLimitedNetwork("2001:db8:1:2::1"));
+    expect(rateLimitedNetwork("::1")).toBe("0:0:0:0::/64");
   });
 });

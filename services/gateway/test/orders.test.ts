@@ -177,6 +177,34 @@ describe("order routes", () => {
       expect(await orderTotal()).toBe(before + 2);
     });
 
+    it("keeps keys apart for customers who act through the same OAuth client", async () => {
+      // Tokens a customer granted to a client: the caller (rate limits) is the client, but each
+      // customer's idempotency keys are its own.
+      const viaClient = async (id: number) => {
+        const { token } = await gateway.tokens.issue(
+          {
+            kind: "user",
+            sub: String(id),
+            username: `customer${id}`,
+            clientId: OPERATOR_CLIENT.id,
+            scopes: ["read:orders", "write:orders"],
+          },
+          3600,
+        );
+        return { authorization: `Bearer ${token}` };
+      };
+      const alice = await viaClient(1006);
+      const bob = await viaClient(1007);
+      const a = await place(withKey(alice, "same-client-key"));
+      const b = await place(withKey(bob, "same-client-key"));
+      expect(a.status).toBe(201);
+      expect(b.status).toBe(201);
+      expect(b.headers.get("idempotent-replayed")).toBeNull();
+      const bobsOrder = (await b.json()) as { id: number };
+      expect(bobsOrder.id).not.toBe(((await a.json()) as { id: number }).id);
+      expect((await request("GET", `/store/order/${bobsOrder.id}`, bob)).status).toBe(200);
+    });
+
     it("replays a refusal too, and refuses a malformed key with 400", async () => {
       const first = await place(withKey(operator, "refused-1"), 999);
       expect(first.status).toBe(422);

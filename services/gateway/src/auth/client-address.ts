@@ -36,15 +36,24 @@ export const trustedProxiesSchema = z
 export function clientAddress(peer: string, forwardedFor: string | undefined, trusted: BlockList): string {
   let address = unmap(peer);
   if (!forwardedFor || !isTrusted(address, trusted)) return address;
-  const hops = forwardedFor
-    .split(",")
-    .map((hop) => unmap(hop.trim()))
-    .filter((hop) => isIP(hop) !== 0);
+  const hops = forwardedFor.split(",").map((hop) => unmap(withoutPort(hop.trim())));
   for (let i = hops.length - 1; i >= 0; i--) {
-    address = hops[i]!;
+    const hop = hops[i]!;
+    // A hop we cannot read ends the walk: whatever stands left of it was not written by a
+    // proxy we trust, so the last trusted address is the best we know.
+    if (isIP(hop) === 0) return address;
+    address = hop;
     if (!isTrusted(address, trusted)) return address;
   }
   return address;
+}
+
+/** Proxies may append `1.2.3.4:5678` or `[2001:db8::1]:5678`. */
+function withoutPort(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(hop);
+  return v4WithPort ? v4WithPort[1]! : hop;
 }
 
 function isTrusted(address: string, trusted: BlockList): boolean {

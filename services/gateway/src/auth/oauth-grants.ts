@@ -62,9 +62,17 @@ export class OAuthGrants {
   }
 
   /** The grant, once: a refresh token is replaced by a new one each time it is used. */
-  async redeemRefreshToken(token: string): Promise<RefreshGrant | undefined> {
-    const grant = await redeem<RefreshGrant>(await this.refreshBucket(), digest(token));
-    return grant && grant.expiresAt > Date.now() ? grant : undefined;
+  /**
+   * Spends a refresh token, but only once `check` accepts its grant: a refresh refused for a
+   * reason that may pass (a narrower scope asked wrongly, the customer service not answering)
+   * must not cost the client its only refresh token.
+   */
+  async redeemRefreshToken(
+    token: string,
+    check: (grant: RefreshGrant) => Promise<boolean> = async () => true,
+  ): Promise<RefreshGrant | undefined> {
+    const live = async (grant: RefreshGrant) => grant.expiresAt > Date.now() && check(grant);
+    return redeem<RefreshGrant>(await this.refreshBucket(), digest(token), live);
   }
 
   /** Opened once; a failure (NATS away) is retried on the next request instead of remembered. */
@@ -91,7 +99,12 @@ export class OAuthGrants {
 
 const USED = new TextEncoder().encode("used");
 
-async function redeem<T>(kv: KeyValue, key: string): Promise<T | undefined> {
+async function redeem<T>(
+  kv: KeyValue,
+  key: string,
+  /** Checks the grant before it is spent; a refusal leaves it usable. */
+  check: (grant: T) => Promise<boolean> = async () => true,
+): Promise<T | undefined> {
   const entry = await kv.get(key);
   if (!entry) return undefined;
   let grant: T;
@@ -100,6 +113,7 @@ async function redeem<T>(kv: KeyValue, key: string): Promise<T | undefined> {
   } catch {
     return undefined; // "used", or garbage
   }
+  if (!(await check(grant))) return undefined;
   try {
     await kv.update(key, USED, entry.revision);
   } catch (error) {

@@ -13,12 +13,13 @@ import { errorResponse } from "../errors.ts";
  * so the guarantee holds across gateway replicas, and `create` is the lock: of several
  * concurrent repeats one runs, the others wait for its response.
  *
- * Apply it per route after the access rule (the record is scoped to the authenticated caller):
+ * Apply it per route after the access rule (the record is scoped to the authenticated caller,
+ * and to the customer when a client acts for one):
  *   `{ ...route, middleware: [...route.middleware, idempotency(deps)] }`
  *
  * A 5xx is not recorded (the client should retry), but the work may still have happened behind
  * a time-out; routes whose service can repeat the work pass `idempotencyOf(c)` down, so the
- * service recognises the retry (ordering does).
+ * service recognises the retry (ordering and the catalogue do).
  */
 
 const HEADER = "idempotency-key";
@@ -68,7 +69,9 @@ export function idempotency(
       return errorResponse(c, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters");
     }
     const scope: IdempotencyScope = {
-      key: sha256(`${c.get("caller").id}\n${sent}`),
+      // Per caller, and per customer within a caller: every customer of one OAuth client shares
+      // the client's identity for rate limits, but never each other's idempotency records.
+      key: sha256(`${c.get("caller").id}\n${c.get("caller").customer?.id ?? ""}\n${sent}`),
       fingerprint: sha256(`${c.req.method} ${c.req.path}\n${canonical(await c.req.text())}`),
     };
     scopes.set(c.req.raw, scope);

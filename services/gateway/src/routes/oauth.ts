@@ -203,28 +203,37 @@ async function refreshTokenGrant(
 ): Promise<Response> {
   const token = form.get("refresh_token");
   if (!token) return oauthError(c, 400, "invalid_request", "refresh_token is required");
-  const grant = await oauth.grants.redeemRefreshToken(token);
-  if (!grant || grant.clientId !== client.id) {
+  // Everything that can refuse the refresh runs before the token is spent (rotation).
+  const requested = form.get("scope")?.split(" ").filter(Boolean);
+  let refusal: Response | undefined;
+  let scopes: Scope[] = [];
+  let username = "";
+  const grant = await oauth.grants.redeemRefreshToken(token, async (candidate) => {
+    if (candidate.clientId !== client.id) return false;
+    scopes = requested ? candidate.scopes.filter((s) => requested.includes(s)) : candidate.scopes;
+    if (requested && scopes.length !== requested.length) {
+      refusal = oauthError(c, 400, "invalid_scope", "a refresh may only narrow the scopes granted");
+      return false;
+    }
+    try {
+      ({ username } = await callService(deps, c, customerRpc.principal, {
+        customerId: candidate.customerId,
+      }));
+    } catch (error) {
+      if (!(error instanceof RemoteError && error.body.status === 404)) throw error;
+      refusal = oauthError(c, 400, "invalid_grant", "the customer no longer exists");
+      return false;
+    }
+    return true;
+  });
+  if (refusal) return refusal;
+  if (!grant) {
     return oauthError(
       c,
       400,
       "invalid_grant",
       "the refresh token is unknown, expired, already used, or not this client's",
     );
-  }
-  const requested = form.get("scope");
-  const scopes = requested ? grant.scopes.filter((s) => requested.split(" ").includes(s)) : grant.scopes;
-  if (requested && scopes.length !== requested.split(" ").filter(Boolean).length) {
-    return oauthError(c, 400, "invalid_scope", "a refresh may only narrow the scopes granted");
-  }
-  let username: string;
-  try {
-    ({ username } = await callService(deps, c, customerRpc.principal, { customerId: grant.customerId }));
-  } catch (error) {
-    if (error instanceof RemoteError && error.body.status === 404) {
-      return oauthError(c, 400, "invalid_grant", "the customer no longer exists");
-    }
-    throw error;
   }
   return userTokens(c, deps, oauth, client, grant.customerId, username, scopes);
 }

@@ -10,7 +10,7 @@ import {
 } from "@cheese/service-kit";
 import { type Catalogue, unorderable } from "../catalogue.ts";
 import { orderDecider, orderStream } from "../domain/order.ts";
-import { orderRequestDecider, orderRequestStream } from "../domain/order-request.ts";
+import { liveClaim, orderRequestDecider, orderRequestStream } from "../domain/order-request.ts";
 import { orderTotal } from "../domain/pricing.ts";
 
 export interface PlacementDeps {
@@ -57,7 +57,7 @@ export async function placeOrder(
         deps.store,
         orderRequestStream(idempotency.key),
         orderRequestDecider,
-        { type: "Claim", orderId: id, fingerprint: idempotency.fingerprint },
+        { type: "Claim", orderId: id, fingerprint: idempotency.fingerprint, now: new Date().toISOString() },
         metadata,
       );
       // A concurrent repeat claimed the key first: its order id is the one to place (once).
@@ -82,10 +82,11 @@ export async function placeOrder(
 
 async function claimedOrderId(store: EventStore, idempotency: Idempotency): Promise<number | undefined> {
   const state = foldEvents(orderRequestDecider, await store.readStream(orderRequestStream(idempotency.key)));
-  if (state.orderId !== undefined && state.fingerprint !== idempotency.fingerprint) {
+  const claim = liveClaim(state, new Date().toISOString());
+  if (claim && claim.fingerprint !== idempotency.fingerprint) {
     throw new DomainError(409, "conflict", "this Idempotency-Key was already used with a different request");
   }
-  return state.orderId;
+  return claim?.orderId;
 }
 
 /** The order as it was placed (the first response's body), or undefined when not placed yet. */
