@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { pageQuery } from "./paging.ts";
 
 export const cheeseStatuses = ["available", "pending", "sold"] as const;
 export const CheeseStatus = z
@@ -166,8 +167,6 @@ export const CheeseFilters = z.object({
 });
 export type CheeseFilters = z.infer<typeof CheeseFilters>;
 
-export const PAGE_SIZE_DEFAULT = 20;
-export const PAGE_SIZE_MAX = 100;
 export const TAG_MAX_LENGTH = 50;
 
 const statusList = z.string().regex(/^(available|pending|sold)(,(available|pending|sold))*$/, {
@@ -181,19 +180,7 @@ const tagList = z
   });
 
 export const CheeseListQuery = z.object({
-  cursor: z
-    .string()
-    .min(1)
-    .max(2048)
-    .optional()
-    .openapi({ description: "cursor from a previous response (its nextCursor)" }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(PAGE_SIZE_MAX)
-    .default(PAGE_SIZE_DEFAULT)
-    .openapi({ type: "integer", minimum: 1, maximum: PAGE_SIZE_MAX, default: PAGE_SIZE_DEFAULT }),
+  ...pageQuery,
   status: statusList
     .optional()
     .openapi({ description: "available, pending, sold; several comma-separated", example: "available" }),

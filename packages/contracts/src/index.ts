@@ -3,6 +3,7 @@ export * from "./customer.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./order.ts";
+export * from "./paging.ts";
 export * from "./rpc/catalogue.ts";
 export * from "./rpc/customer.ts";
 export * from "./rpc/notification.ts";

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { pageQuery } from "./paging.ts";
 
 /** The spec's event kinds (Events part), the only values `events` may hold. */
 export const webhookEventKinds = [
@@ -287,22 +288,6 @@ export const WebhookIdParam = z.object({
     .max(Number.MAX_SAFE_INTEGER)
     .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
-
-const pageQuery = {
-  cursor: z
-    .string()
-    .min(1)
-    .max(2048)
-    .optional()
-    .openapi({ description: "cursor from a previous response (its nextCursor)" }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(20)
-    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20 }),
-};
 
 export const WebhookListQuery = z.object(pageQuery);
 

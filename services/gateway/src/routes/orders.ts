@@ -6,6 +6,7 @@ import {
   type OrderViewer,
   orderingRpc,
   orderStatuses,
+  pageQuery,
   ShipmentInput,
   toOrderFields,
 } from "@cheese/contracts";
@@ -86,8 +87,7 @@ const getOrder = (deps: GatewayDeps) =>
   );
 
 const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: "1 to 100, default 20" }),
-  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  ...pageQuery,
   status: z
     .string()
     .optional()
