@@ -31,7 +31,8 @@ async function post(
 describe("walking skeleton: several processes over NATS, as pnpm start runs it", () => {
   let system: RunningSystem;
   beforeAll(async () => {
-    system = await startSystem();
+    // info level: the test below reads the request's log lines in every service.
+    system = await startSystem({ env: { LOG_LEVEL: "info" } });
     auth = await operatorHeaders(system);
   });
   afterAll(async () => {
@@ -126,6 +127,22 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     expect((await json(readOnly)).createdAt).not.toBe("yesterday");
   });
 
+  it("carries the caller's X-Request-Id into the log lines of every service the request touches", async () => {
+    const requestId = `trace-${Date.now()}`;
+    const created = await post(
+      system,
+      "/cheeses",
+      { name: `Traced ${requestId}` },
+      { "x-request-id": requestId },
+    );
+    expect(created.status).toBe(201);
+    const lines = (service: string) => linesWith(system.output(), requestId, service);
+    await waitFor(() => lines("catalogue").length > 0 && lines("gateway").length > 0, 5000);
+    for (const line of [...lines("gateway"), ...lines("catalogue")]) {
+      expect(JSON.parse(line.slice(line.indexOf("{")))).toMatchObject({ requestId });
+    }
+  });
+
   it("serves the OpenAPI 3.1 document and its rendering", async () => {
     const doc = await json(await fetch(`${system.baseUrl}/openapi.json`));
     expect(doc.openapi).toBe("3.1.0");
@@ -143,6 +160,13 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
+
+/** Log lines of one service (prefixed `[service]` or `[service#n]` by the launcher) naming `text`. */
+function linesWith(output: string, text: string, service: string): string[] {
+  return output
+    .split("\n")
+    .filter((line) => new RegExp(`^\\[${service}(#\\d+)?\\] `).test(line) && line.includes(text));
+}
 
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
