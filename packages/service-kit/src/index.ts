@@ -1,6 +1,7 @@
 export * from "./config.ts";
 export * from "./decider.ts";
 export * from "./duration.ts";
+export * from "./files.ts";
 export * from "./health.ts";
 export * from "./ids.ts";
 export * from "./infrastructure.ts";

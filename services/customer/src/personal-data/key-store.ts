@@ -1,15 +1,7 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import {
-  closeSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { publishFile, readOrCreateFile } from "@cheese/service-kit";
 
 /**
  * Where per-customer encryption keys live. Unlike the event store it must really forget: once
@@ -29,7 +21,7 @@ const KEY_BYTES = 32;
 
 /**
  * The embedded key store: one small file per key under DATA_DIR/customer/keys, shared by the
- * replicas on one host. Files are published with link(2) (never half-written, never replaced)
+ * replicas on one host. Files are published with `publishFile` (never half-written, never replaced)
  * and destroyed by overwriting their bytes with random ones and syncing before unlinking, so the
  * key does not linger in the file's old blocks. Production would keep keys in a KMS or a
  * MongoDB collection of its own (see docs/identity.md).
@@ -41,7 +33,7 @@ export function createFileKeyStore(dir: string): KeyStore {
   return {
     async create(customerId) {
       const key = randomBytes(KEY_BYTES);
-      publish(keyFile(customerId), key);
+      publishFile(keyFile(customerId), key);
       return key;
     },
     async get(customerId) {
@@ -56,38 +48,10 @@ export function createFileKeyStore(dir: string): KeyStore {
       shred(keyFile(customerId));
     },
     async secret(name) {
-      const file = join(dir, `${name}.secret`);
-      try {
-        return readFileSync(file);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      }
-      try {
-        publish(file, randomBytes(KEY_BYTES));
-      } catch (error) {
-        // Another replica created it first; everyone uses that one.
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      }
-      return readFileSync(file);
+      // Created once; another replica racing to create it loses and reads the winner's.
+      return readOrCreateFile(join(dir, `${name}.secret`), () => randomBytes(KEY_BYTES));
     },
   };
-}
-
-/** Writes a temporary file, syncs it, then links it into place; EEXIST if the name is taken. */
-function publish(file: string, bytes: Buffer): void {
-  const temp = `${file}.${randomUUID()}.tmp`;
-  const fd = openSync(temp, "wx", 0o600);
-  try {
-    writeSync(fd, bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(temp, file);
-  } finally {
-    rmSync(temp, { force: true });
-  }
 }
 
 function shred(file: string): void {

@@ -1,6 +1,5 @@
-import { generateKeyPairSync, randomUUID } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { generateKeyPairSync } from "node:crypto";
+import { readOrCreateFile } from "@cheese/service-kit";
 import { calculateJwkThumbprint, importJWK, type JWK } from "jose";
 
 export const SIGNING_ALG = "EdDSA";
@@ -28,21 +27,8 @@ export async function loadSigningKey(file: string, privateJwkJson?: string): Pro
 }
 
 function readOrCreate(file: string): JWK {
-  try {
-    return JSON.parse(readFileSync(file, "utf8")) as JWK;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  mkdirSync(dirname(file), { recursive: true });
-  const { privateKey } = generateKeyPairSync("ed25519");
-  const temp = `${file}.${randomUUID()}.tmp`;
-  writeFileSync(temp, JSON.stringify(privateKey.export({ format: "jwk" })), { mode: 0o600 });
-  try {
-    linkSync(temp, file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-  } finally {
-    rmSync(temp, { force: true });
-  }
-  return JSON.parse(readFileSync(file, "utf8")) as JWK;
+  const created = readOrCreateFile(file, () =>
+    JSON.stringify(generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" })),
+  );
+  return JSON.parse(created.toString("utf8")) as JWK;
 }

@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { readOrCreateFile } from "@cheese/service-kit";
 
 /** A new signing secret: `whsec_` + base64 of 32 random bytes (decisions.md "Webhooks"). */
 export function generateWebhookSecret(): string {
@@ -51,26 +50,8 @@ export class SecretBox {
  * link(2), which fails for all but the first writer, so every replica reads the same key.
  */
 export function loadSecretsKey(file: string): Buffer {
-  try {
-    return readKey(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  mkdirSync(dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  writeFileSync(temp, randomBytes(32).toString("base64"), { mode: 0o600 });
-  try {
-    linkSync(temp, file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-  } finally {
-    rmSync(temp, { force: true });
-  }
-  return readKey(file);
-}
-
-function readKey(file: string): Buffer {
-  const key = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
+  const text = readOrCreateFile(file, () => randomBytes(32).toString("base64")).toString("utf8");
+  const key = Buffer.from(text.trim(), "base64");
   if (key.length !== 32) throw new Error(`${file} does not hold a base64 32-byte key`);
   return key;
 }
