@@ -72,6 +72,17 @@ const addCheese = (deps: GatewayDeps) =>
     }),
   );
 
+/** What PUT /cheeses and POST /cheeses/{cheeseId} answer: both change an existing cheese. */
+const changeResponses = {
+  ...commonResponses,
+  ...authResponses,
+  200: cheeseResponse("the cheese"),
+  404: errorResponse("cheese not found"),
+  409: errorResponse("name already exists in the category"),
+  412: errorResponse("the cheese changed since the ETag in If-Match"),
+  422: validationErrorResponse,
+};
+
 const replaceCheese = (deps: GatewayDeps) =>
   secured(
     writeCheeses,
@@ -87,15 +98,7 @@ const replaceCheese = (deps: GatewayDeps) =>
         headers: ifMatchHeader,
         body: { required: true, content: { "application/json": { schema: CheeseReplacement } } },
       },
-      responses: {
-        ...commonResponses,
-        ...authResponses,
-        200: cheeseResponse("the cheese"),
-        404: errorResponse("cheese not found"),
-        409: errorResponse("name already exists in the category"),
-        412: errorResponse("the cheese changed since the ETag in If-Match"),
-        422: validationErrorResponse,
-      },
+      responses: changeResponses,
     }),
   );
 
@@ -142,15 +145,7 @@ const updateCheese = (deps: GatewayDeps) =>
         headers: ifMatchHeader,
         body: { required: false, content: { "application/json": { schema: CheesePatch } } },
       },
-      responses: {
-        ...commonResponses,
-        ...authResponses,
-        200: cheeseResponse("the cheese"),
-        404: errorResponse("cheese not found"),
-        409: errorResponse("name already exists in the category"),
-        412: errorResponse("the cheese changed since the ETag in If-Match"),
-        422: validationErrorResponse,
-      },
+      responses: changeResponses,
     }),
   );
 
