@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
+import { categoryOf, type EventStore, type RecordedEvent, type Subscription } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { Logger } from "./logger.ts";
 
@@ -42,6 +42,8 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     markReady = resolve;
   });
   const waiters = new Set<() => void>();
+  /** A head position up to which every event of our categories is known to be applied. */
+  let verifiedHead = -1;
 
   const saveCheckpoint = async () => {
     if (applied > savedCheckpoint) {
@@ -76,11 +78,16 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     ready,
     async catchUp(timeoutMs = 2000) {
       const head = await eventStore.headPosition();
-      if (applied >= head) return true;
-      // The head may belong to another category; what matters is that the subscription has
-      // seen everything up to it, which a fresh head read after a short wait tells us.
+      if (applied >= head || head <= verifiedHead) return true;
+      // The head may belong to a category this projection does not follow (id blocks, name
+      // reservations): then nothing of ours is pending, which one scan tells without waiting.
       const deadline = Date.now() + timeoutMs;
-      while (Date.now() < deadline) {
+      for (;;) {
+        if (applied >= head || (await isCaughtUpFor(eventStore, categories, applied, head))) {
+          verifiedHead = Math.max(verifiedHead, head);
+          return true;
+        }
+        if (Date.now() >= deadline) return false;
         await new Promise<void>((resolve) => {
           const wake = () => {
             waiters.delete(wake);
@@ -89,10 +96,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
           waiters.add(wake);
           setTimeout(wake, 25).unref();
         });
-        if (applied >= head) return true;
-        if (await isCaughtUpFor(eventStore, categories, applied, head)) return true;
       }
-      return false;
     },
     async close() {
       closed = true;
@@ -109,9 +113,10 @@ async function isCaughtUpFor(
   applied: number,
   head: number,
 ): Promise<boolean> {
-  for await (const event of eventStore.readAll({ after: applied, maxCount: 1000 })) {
+  // readAll pages through the store; the walk stops at the head, however many events lie between.
+  for await (const event of eventStore.readAll({ after: applied })) {
     if (event.position > head) break;
-    if (categories.includes(event.streamName.split("-", 1)[0]!)) return false;
+    if (categories.includes(categoryOf(event.streamName))) return false;
   }
   return true;
 }
