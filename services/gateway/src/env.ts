@@ -1,15 +1,36 @@
-import type { BlobStore } from "@cheese/blob-store";
-import type { MessageBus } from "@cheese/messaging";
 import type { Logger, RequestContext } from "@cheese/service-kit";
-import type { MiddlewareHandler } from "hono";
-import type { AccessRule, Caller } from "./auth/access.ts";
-import type { AuthenticationDeps } from "./auth/authenticate.ts";
+
+/**
+ * The Hono context of every request: what middleware sets and handlers read. A leaf module: it
+ * imports nothing of the gateway, so anything may import it.
+ */
+
+/** The spec's OAuth 2.0 scopes. */
+export type Scope = "read:cheeses" | "write:cheeses" | "read:orders" | "write:orders";
+
+/** The authenticated caller, set on the context by `authenticate` for every request. */
+export interface Caller {
+  kind: "anonymous" | "operator" | "customer" | "client";
+  /**
+   * Identity for rate limiting and idempotency keys: `op:<key id>`, `key:<customer key id>`,
+   * `cust:<id>`, `client:<id>`, `ip:<addr>`.
+   */
+  id: string;
+  plan: "free" | "pro" | "enterprise";
+  scopes: ReadonlySet<Scope>;
+  /** Set when the caller acts as a customer (bearer, customer API key, or user OAuth token). */
+  customer?: { id: string; username: string };
+  /** How the caller proved who it is. */
+  via: "none" | "api_key" | "bearer" | "oauth";
+  /** The token presented, for logout (revokes its `jti` until `exp`, epoch seconds). */
+  token?: { jti: string; exp: number };
+}
 
 /** Variables every request handler can read from the Hono context. */
 export interface GatewayVariables {
   request: RequestContext;
   logger: Logger;
-  /** Set by the authorizer on routes with an access rule. */
+  /** Set by `authenticate` on every request. */
   caller: Caller;
   /** Why the credentials sent were refused, if they were; routes with an access rule answer 401. */
   authProblem?: string;
@@ -17,16 +38,4 @@ export interface GatewayVariables {
 
 export interface GatewayEnv {
   Variables: GatewayVariables;
-}
-
-/** What routes need from the rest of the gateway. */
-export interface GatewayDeps {
-  bus: MessageBus;
-  /** Image bytes go straight between HTTP and the blob store; they never travel over NATS. */
-  blobs: BlobStore;
-  logger: Logger;
-  rpcTimeoutMs: number;
-  /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
-  authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
-  auth: AuthenticationDeps & { issuer: string };
 }

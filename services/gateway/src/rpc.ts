@@ -2,7 +2,8 @@ import { callRpc, type RpcDefinition } from "@cheese/messaging";
 import { contextHeaders } from "@cheese/service-kit";
 import type { Context } from "hono";
 import type { z } from "zod";
-import type { GatewayDeps, GatewayEnv } from "./env.ts";
+import type { GatewayDeps } from "./deps.ts";
+import type { GatewayEnv } from "./env.ts";
 
 /** Calls a service with the request's ids and the internal deadline; errors propagate as RemoteError. */
 export function callService<Req extends z.ZodType, Res extends z.ZodType>(

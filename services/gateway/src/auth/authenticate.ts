@@ -3,8 +3,7 @@ import { CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { GatewayEnv } from "../env.ts";
-import type { Caller } from "./access.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
 import {
   allScopes,

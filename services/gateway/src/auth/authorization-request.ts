@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Scope } from "./access.ts";
+import type { Scope } from "../env.ts";
 import type { OAuthClient } from "./credentials.ts";
 
 /** decisions.md: a customer can grant at most these; write:cheeses is for operator clients only. */

@@ -1,4 +1,4 @@
-import type { Scope } from "./access.ts";
+import type { Scope } from "../env.ts";
 import type { AuthorizationRequest } from "./authorization-request.ts";
 
 const scopeText: Record<Scope, string> = {

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { GatewayEnv } from "../env.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
-import type { AccessRule, Caller } from "./access.ts";
+import type { AccessRule } from "./access.ts";
 
 const CHALLENGE = 'Bearer realm="cheese-store", ApiKey realm="cheese-store", header="X-API-Key"';
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { isIP } from "node:net";
 import { z } from "zod";
-import type { Caller, Scope } from "./access.ts";
+import type { Caller, Scope } from "../env.ts";
 
 export const plans = ["free", "pro", "enterprise"] as const;
 export type Plan = (typeof plans)[number];

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
-import type { Scope } from "./access.ts";
+import type { Scope } from "../env.ts";
 
 /** What an authorization code stands for until it is exchanged. */
 export interface CodeGrant {

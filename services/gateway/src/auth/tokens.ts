@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createLocalJWKSet, type JWTPayload, jwtVerify, SignJWT } from "jose";
-import type { Scope } from "./access.ts";
+import type { Scope } from "../env.ts";
 import { SIGNING_ALG, type SigningKey } from "./signing-key.ts";
 
 /**

@@ -3,7 +3,8 @@ import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messagi
 import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 
 /**
@@ -14,8 +15,8 @@ import { errorResponse } from "../errors.ts";
  * concurrent repeats one runs, the others wait for its response.
  *
  * Apply it per route after the access rule (the record is scoped to the authenticated caller,
- * and to the customer when a client acts for one):
- *   `{ ...route, middleware: [...route.middleware, idempotency(deps)] }`
+ * and to the customer when a client acts for one): `secured(rule, deps.authorize, route,
+ * idempotency(deps))`.
  *
  * A 5xx is not recorded (the client should retry), but the work may still have happened behind
  * a time-out; routes whose service can repeat the work pass `idempotencyOf(c)` down, so the

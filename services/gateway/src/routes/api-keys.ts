@@ -2,7 +2,8 @@ import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam 
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import { revocationKey } from "../auth/revocations.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer, type IdentityRouteDeps } from "./customers.ts";
 import { commonResponses, errorResponse } from "./responses.ts";

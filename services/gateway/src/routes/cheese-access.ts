@@ -1,7 +1,4 @@
-import type { RouteConfig } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
 import type { AccessRule } from "../auth/access.ts";
-import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "./responses.ts";
 
 /** cheesy_oauth with write:cheeses, as the spec's Auth lines say for every cheese write. */
@@ -12,15 +9,6 @@ export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
  * tokens and customers' bearer tokens in too.
  */
 export const readWithApiKey: AccessRule = { apiKey: true, bearer: true, oauth: ["read:cheeses"] };
-
-/** Adds middleware after a secured route's access rule (so it runs for callers let in). */
-export function withMiddleware<R extends RouteConfig>(
-  route: R,
-  ...extra: MiddlewareHandler<GatewayEnv>[]
-): R {
-  const existing = (route as { middleware?: MiddlewareHandler<GatewayEnv>[] }).middleware ?? [];
-  return { ...route, middleware: [...existing, ...extra] };
-}
 
 /** What the access rule of a secured route may answer. */
 export const authResponses = {

@@ -11,7 +11,8 @@ import {
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
 import { commonResponses, errorResponse } from "./responses.ts";

@@ -11,10 +11,11 @@ import {
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { callService } from "../rpc.ts";
-import { authResponses, readWithApiKey, withMiddleware, writeCheeses } from "./cheese-access.ts";
+import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
 import {
@@ -70,6 +71,7 @@ const addCheese = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    idempotency(deps),
   );
 
 /** What PUT /cheeses and POST /cheeses/{cheeseId} answer: both change an existing cheese. */
@@ -147,6 +149,7 @@ const updateCheese = (deps: GatewayDeps) =>
       },
       responses: changeResponses,
     }),
+    emptyBodyIsNoBody,
   );
 
 const deleteCheese = (deps: GatewayDeps) =>
@@ -186,7 +189,7 @@ const deleteCheese = (deps: GatewayDeps) =>
   );
 
 export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(withMiddleware(addCheese(deps), idempotency(deps)), async (c) => {
+  api.openapi(addCheese(deps), async (c) => {
     const input = c.req.valid("json");
     // Behind a 503 the cheese may still have been created: the catalogue recognises the retry.
     const idempotencyScope = idempotencyOf(c);
@@ -224,7 +227,7 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
     return c.json(cheese, 200);
   });
 
-  api.openapi(withMiddleware(updateCheese(deps), emptyBodyIsNoBody), async (c) => {
+  api.openapi(updateCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
     const ifMatch = parseIfMatch(c.req.valid("header")["If-Match"]);
     const { cheese, revision } = await callService(deps, c, catalogueRpc.updateCheese, {

@@ -13,11 +13,12 @@ import {
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
-import { type Caller, type Scope, secured } from "../auth/access.ts";
+import { secured } from "../auth/access.ts";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import { revocationKey } from "../auth/revocations.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { Caller, GatewayEnv, Scope } from "../env.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";

@@ -1,7 +1,8 @@
 import { runChecks } from "@cheese/service-kit";
 import type { Hono } from "hono";
 import { backendServices } from "../config.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 
 /** Deadline for one service's health answer; /readyz never hangs. */
 const SERVICE_HEALTH_TIMEOUT_MS = 1500;

@@ -5,7 +5,8 @@ import { CheeseIdParam, CheeseImage, catalogueRpc, ImageUploadResult } from "@ch
 import { NoRespondersError } from "@cheese/messaging";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorReply } from "../errors.ts";
 import { detectImageFormat, extensions, mediaTypes } from "../images/format.ts";
 import {
@@ -16,7 +17,7 @@ import {
   uploadGuard,
 } from "../images/upload.ts";
 import { callService } from "../rpc.ts";
-import { authResponses, readWithApiKey, withMiddleware, writeCheeses } from "./cheese-access.ts";
+import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
@@ -80,6 +81,7 @@ const uploadImage = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    ...uploadGuard(),
   );
 
 const listImages = (deps: GatewayDeps) =>
@@ -137,7 +139,7 @@ const getImage = (deps: GatewayDeps) =>
   );
 
 export function imageRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(withMiddleware(uploadImage(deps), ...uploadGuard()), async (c) => {
+  api.openapi(uploadImage(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
     const form = await readUploadForm(c);
     const format = detectImageFormat(new Uint8Array(await form.file.slice(0, 16).arrayBuffer()));

@@ -1,7 +1,8 @@
 import { catalogueRpc, Inventory } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { authResponses, readWithApiKey } from "./cheese-access.ts";
 import { commonResponses } from "./responses.ts";

@@ -3,7 +3,6 @@ import { customerRpc } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { Scope } from "../auth/access.ts";
 import {
   type AuthorizationRequest,
   parseAuthorizationRequest,
@@ -13,7 +12,8 @@ import {
 import { errorPage, pageSecurityHeaders, signInPage } from "../auth/authorize-page.ts";
 import { allScopes, type OAuthClient } from "../auth/credentials.ts";
 import type { OAuthGrants } from "../auth/oauth-grants.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv, Scope } from "../env.ts";
 import { callService } from "../rpc.ts";
 
 /** Lifetime of a client-credentials access token. */

@@ -10,12 +10,13 @@ import {
   ShipmentInput,
   toOrderFields,
 } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
-import { type AccessRule, type Caller, secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import { type AccessRule, secured } from "../auth/access.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { callService } from "../rpc.ts";
@@ -28,8 +29,8 @@ const tags = ["Store"];
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const writeOrders: AccessRule = { oauth: ["write:orders"] };
 
-const placeOrder = (deps: GatewayDeps) => {
-  const route = secured(
+const placeOrder = (deps: GatewayDeps) =>
+  secured(
     writeOrders,
     deps.authorize,
     createRoute({
@@ -61,10 +62,9 @@ const placeOrder = (deps: GatewayDeps) => {
         422: validationErrorResponse,
       },
     }),
+    // After the access rule: idempotency records are scoped to the authenticated caller.
+    idempotency(deps),
   );
-  // After the access rule: idempotency records are scoped to the authenticated caller.
-  return { ...route, middleware: [deps.authorize(writeOrders), idempotency(deps)] };
-};
 
 const getOrder = (deps: GatewayDeps) =>
   secured(
@@ -167,46 +167,42 @@ const fulfilmentRoute = {
 };
 
 const shipOrder = (deps: GatewayDeps) =>
-  operatorClientsOnly(
-    deps,
-    secured(
-      writeOrders,
-      deps.authorize,
-      createRoute({
-        ...fulfilmentRoute,
-        method: "post",
-        path: "/store/order/{orderId}/ship",
-        operationId: "shipOrder",
-        summary: "Mark an approved order shipped",
-        request: {
-          params: OrderIdParam,
-          body: { required: true, content: { "application/json": { schema: ShipmentInput } } },
-        },
-        responses: {
-          ...fulfilmentRoute.responses,
-          409: errorResponse("order is not approved"),
-          422: validationErrorResponse,
-        },
-      }),
-    ),
+  secured(
+    writeOrders,
+    deps.authorize,
+    createRoute({
+      ...fulfilmentRoute,
+      method: "post",
+      path: "/store/order/{orderId}/ship",
+      operationId: "shipOrder",
+      summary: "Mark an approved order shipped",
+      request: {
+        params: OrderIdParam,
+        body: { required: true, content: { "application/json": { schema: ShipmentInput } } },
+      },
+      responses: {
+        ...fulfilmentRoute.responses,
+        409: errorResponse("order is not approved"),
+        422: validationErrorResponse,
+      },
+    }),
+    clientsOnly,
   );
 
 const deliverOrder = (deps: GatewayDeps) =>
-  operatorClientsOnly(
-    deps,
-    secured(
-      writeOrders,
-      deps.authorize,
-      createRoute({
-        ...fulfilmentRoute,
-        method: "post",
-        path: "/store/order/{orderId}/deliver",
-        operationId: "deliverOrder",
-        summary: "Mark a shipped order delivered",
-        request: { params: OrderIdParam },
-        responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
-      }),
-    ),
+  secured(
+    writeOrders,
+    deps.authorize,
+    createRoute({
+      ...fulfilmentRoute,
+      method: "post",
+      path: "/store/order/{orderId}/deliver",
+      operationId: "deliverOrder",
+      summary: "Mark a shipped order delivered",
+      request: { params: OrderIdParam },
+      responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
+    }),
+    clientsOnly,
   );
 
 export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
@@ -284,15 +280,12 @@ function viewerOf(caller: Caller): OrderViewer {
  * decisions.md: ship and deliver take a client-credentials token. Checked right after the access
  * rule, so a customer gets 403 whatever the body.
  */
-function operatorClientsOnly<R extends RouteConfig>(deps: GatewayDeps, route: R): R {
-  const clientsOnly = createMiddleware<GatewayEnv>(async (c, next) => {
-    if (c.get("caller").kind !== "client") {
-      return errorBody(c, 403, "only operator clients (client-credentials tokens) may do this");
-    }
-    return next();
-  });
-  return { ...route, middleware: [deps.authorize(writeOrders), clientsOnly] };
-}
+const clientsOnly = createMiddleware<GatewayEnv>(async (c, next) => {
+  if (c.get("caller").kind !== "client") {
+    return errorBody(c, 403, "only operator clients (client-credentials tokens) may do this");
+  }
+  return next();
+});
 
 /** Opaque to clients: the last order of the page, so added or removed orders never shift pages. */
 function encodeCursor(last: { createdAt: string; id: number }): string {

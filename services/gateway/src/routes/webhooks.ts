@@ -15,7 +15,8 @@ import {
 import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
@@ -32,8 +33,7 @@ export const operatorOnly = createMiddleware<GatewayEnv>(async (c, next) => {
 
 /** A route for operators: the api_key rule (401 without a key), then 403 for a customer's key. */
 function operatorRoute<R extends RouteConfig>(deps: GatewayDeps, route: R): R {
-  const withRule = secured(operatorKey, deps.authorize, route);
-  return { ...withRule, middleware: [deps.authorize(operatorKey), operatorOnly] } as R;
+  return secured(operatorKey, deps.authorize, route, operatorOnly);
 }
 
 const authResponses = {

@@ -1,0 +1,19 @@
+import type { BlobStore } from "@cheese/blob-store";
+import type { MessageBus } from "@cheese/messaging";
+import type { Logger } from "@cheese/service-kit";
+import type { MiddlewareHandler } from "hono";
+import type { AccessRule } from "./auth/access.ts";
+import type { AuthenticationDeps } from "./auth/authenticate.ts";
+import type { GatewayEnv } from "./env.ts";
+
+/** What routes need from the rest of the gateway, built once in `main.ts`. */
+export interface GatewayDeps {
+  bus: MessageBus;
+  /** Image bytes go straight between HTTP and the blob store; they never travel over NATS. */
+  blobs: BlobStore;
+  logger: Logger;
+  rpcTimeoutMs: number;
+  /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
+  authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
+  auth: AuthenticationDeps & { issuer: string };
+}
