@@ -4,7 +4,6 @@ import {
   type RecordedEvent,
   WrongExpectedRevisionError,
 } from "@cheese/event-store";
-import { RemoteError } from "@cheese/messaging";
 
 /** A domain event as deciders see it: a type tag and a JSON payload. */
 export interface DomainEvent<Type extends string = string, Data = unknown> {
@@ -13,20 +12,14 @@ export interface DomainEvent<Type extends string = string, Data = unknown> {
 }
 
 /**
- * An aggregate as a decider (Emmett style): pure functions, no I/O.
- * `decide` refuses a command by throwing a {@link DomainError}.
+ * An aggregate as a decider (Emmett style): pure functions, no I/O, no clock, no randomness
+ * (a time or an id a command needs is in the command). `decide` refuses a command by throwing a
+ * `DomainError` (`notFound(...)`, `conflict(...)`, ... from errors.ts).
  */
 export interface Decider<State, Command, Event extends DomainEvent> {
   initialState: () => State;
   evolve: (state: State, event: Event) => State;
   decide: (command: Command, state: State) => Event[];
-}
-
-/** A refusal with the HTTP status and error type the caller will see. */
-export class DomainError extends RemoteError {
-  constructor(status: number, type: string, message: string, errors?: { field: string; message: string }[]) {
-    super(errors ? { status, type, message, errors } : { status, type, message });
-  }
 }
 
 export function foldEvents<State, Event extends DomainEvent>(
@@ -49,33 +42,51 @@ export interface CommandResult<State, Event> {
   position: number | undefined;
 }
 
+export interface CommandOptions<State, Event> {
+  metadata?: EventMetadata;
+  /** Tries in all before a lost append race is given up (default {@link COMMAND_ATTEMPTS}). */
+  attempts?: number;
+  /**
+   * Runs after `decide`, before the append, with the state before and after the new events:
+   * the place for a step that must hold before the events are written (the catalogue reserves a
+   * cheese's new name here). It runs again on every retry; throwing refuses the command.
+   */
+  beforeAppend?: (change: { before: State; after: State; newEvents: Event[] }) => Promise<void>;
+}
+
+/** How many times a command is tried when concurrent writers keep winning the append. */
+export const COMMAND_ATTEMPTS = 5;
+
 /**
  * Read stream, fold, decide, append with the read revision as the expected revision. A
- * concurrent writer makes the append fail; the whole cycle is then retried on fresh state.
+ * concurrent writer makes the append fail; the whole cycle is then retried on fresh state, up
+ * to {@link COMMAND_ATTEMPTS} times in all (unless `attempts` says otherwise). The one command handler of every service.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
   streamName: string,
   decider: Decider<State, Command, Event>,
   command: Command,
-  metadata: EventMetadata = {},
-  attempts = 5,
+  options: CommandOptions<State, Event> = {},
 ): Promise<CommandResult<State, Event>> {
+  const metadata = options.metadata ?? {};
   for (let attempt = 1; ; attempt++) {
     const recorded = await store.readStream(streamName);
     const state = foldEvents(decider, recorded);
     const revision = recorded.length === 0 ? -1 : recorded[recorded.length - 1]!.revision;
     const newEvents = decider.decide(command, state);
     if (newEvents.length === 0) return { state, newEvents, revision, position: undefined };
+    const next = newEvents.reduce(decider.evolve, state);
+    await options.beforeAppend?.({ before: state, after: next, newEvents });
     try {
       const result = await store.append(
         streamName,
         newEvents.map((event) => ({ type: event.type, data: event.data, metadata })),
         { expectedRevision: revision === -1 ? "no_stream" : revision },
       );
-      const next = newEvents.reduce(decider.evolve, state);
       return { state: next, newEvents, revision: result.nextRevision, position: result.position };
     } catch (error) {
+      const attempts = options.attempts ?? COMMAND_ATTEMPTS;
       if (!(error instanceof WrongExpectedRevisionError) || attempt >= attempts) throw error;
     }
   }

@@ -1,6 +1,10 @@
+export * from "./claims.ts";
+export * from "./clock.ts";
 export * from "./config.ts";
+export * from "./cursor.ts";
 export * from "./decider.ts";
 export * from "./duration.ts";
+export * from "./errors.ts";
 export * from "./files.ts";
 export * from "./health.ts";
 export * from "./ids.ts";
@@ -10,4 +14,5 @@ export * from "./process.ts";
 export * from "./projection.ts";
 export * from "./publisher.ts";
 export * from "./request-context.ts";
+export * from "./reservations.ts";
 export * from "./service.ts";

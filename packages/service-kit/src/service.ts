@@ -3,6 +3,7 @@ import type { EventStore } from "@cheese/event-store";
 import { type Closable, type MessageBus, RemoteError, type RpcDefinition, serveRpc } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { z } from "zod";
+import { type Clock, systemClock } from "./clock.ts";
 import { type BaseConfig, loadConfig } from "./config.ts";
 import { type ReadinessCheck, runChecks, startHealthServer } from "./health.ts";
 import {
@@ -28,6 +29,8 @@ export interface ServiceContext<C extends BaseConfig> {
   eventStore: EventStore;
   readModels: ReadModelStore;
   blobs: BlobStore;
+  /** The time every decision reads (the system clock, or a test's manual one). */
+  clock: Clock;
   /** Serves an RPC with queue group = service name; stopped first on shutdown. */
   serve<Req extends z.ZodType, Res extends z.ZodType>(
     definition: RpcDefinition<Req, Res>,
@@ -51,6 +54,8 @@ export interface StartOptions {
   /** A bus shared with other services in the same process (single-process mode). */
   bus?: MessageBus;
   logger?: Logger;
+  /** Time for the service's decisions; tests pass a `ManualClock` and advance it. */
+  clock?: Clock;
 }
 
 export interface RunningService {
@@ -99,6 +104,7 @@ export async function startService<C extends BaseConfig>(
     eventStore,
     readModels,
     blobs,
+    clock: options.clock ?? systemClock,
     serve(rpc, handler) {
       servers.push(
         serveRpc(bus, rpc, { queue: name }, async (payload, { headers }) => {

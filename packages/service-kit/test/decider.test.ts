@@ -1,7 +1,8 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Decider, DomainError, type DomainEvent, handleCommand } from "../src/decider.ts";
+import { type Decider, type DomainEvent, handleCommand } from "../src/decider.ts";
+import { conflict, DomainError } from "../src/errors.ts";
 import { IdAllocator } from "../src/ids.ts";
 
 type CounterEvent = DomainEvent<"Incremented", { by: number }>;
@@ -9,7 +10,7 @@ const counter: Decider<{ total: number }, { type: "Increment"; by: number; max: 
   initialState: () => ({ total: 0 }),
   evolve: (state, event) => ({ total: state.total + event.data.by }),
   decide: (command, state) => {
-    if (state.total + command.by > command.max) throw new DomainError(409, "conflict", "over the maximum");
+    if (state.total + command.by > command.max) throw conflict("over the maximum");
     return [{ type: "Incremented", data: { by: command.by } }];
   },
 };
@@ -35,7 +36,13 @@ describe("command handling on a real event store", () => {
 
   it("keeps the invariant under concurrent commands by retrying on a revision conflict", async () => {
     const attempts = Array.from({ length: 20 }, () =>
-      handleCommand(store, "counter-2", counter, { type: "Increment", by: 1, max: 10 }, {}, 50).then(
+      handleCommand(
+        store,
+        "counter-2",
+        counter,
+        { type: "Increment", by: 1, max: 10 },
+        { attempts: 50 },
+      ).then(
         () => "ok",
         (error: unknown) => (error instanceof DomainError ? "refused" : `failed: ${error}`),
       ),

@@ -59,7 +59,7 @@ export async function addCheeseOnce(
         fingerprint: idempotency.fingerprint,
         at: new Date().toISOString(),
       },
-      contextMetadata(context),
+      { metadata: contextMetadata(context) },
     );
     claimedHere = result.newEvents.length > 0;
     // A concurrent repeat may have claimed the key first: its cheese id is the one.

@@ -14,7 +14,13 @@ export async function reserveName(
   metadata: EventMetadata,
 ): Promise<void> {
   try {
-    await handleCommand(store, stream, nameReservationDecider, { type: "Reserve", cheeseId }, metadata);
+    await handleCommand(
+      store,
+      stream,
+      nameReservationDecider,
+      { type: "Reserve", cheeseId },
+      { metadata: metadata },
+    );
   } catch (error) {
     if (!(error instanceof DomainError) || error.body.status !== 409) throw error;
     const { holder } = foldEvents(nameReservationDecider, await store.readStream(stream));
@@ -24,7 +30,7 @@ export async function reserveName(
       stream,
       nameReservationDecider,
       { type: "Reserve", cheeseId, replacing: holder },
-      metadata,
+      { metadata: metadata },
     );
   }
 }
@@ -35,7 +41,13 @@ export async function releaseName(
   cheeseId: number,
   metadata: EventMetadata,
 ): Promise<void> {
-  await handleCommand(store, stream, nameReservationDecider, { type: "Release", cheeseId }, metadata);
+  await handleCommand(
+    store,
+    stream,
+    nameReservationDecider,
+    { type: "Release", cheeseId },
+    { metadata: metadata },
+  );
 }
 
 async function isDeleted(store: EventStore, cheeseId: number): Promise<boolean> {

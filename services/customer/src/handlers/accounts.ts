@@ -77,7 +77,7 @@ async function registerHashed(
         favouriteCheese: favourite.ref,
         at: new Date().toISOString(),
       },
-      metadata,
+      { metadata: metadata },
     );
     if (result.state.status !== "active") throw new Error("registration left no active customer");
     return customerView(deps, result.state.customer, context, {
@@ -177,7 +177,7 @@ export async function deleteCustomer(
     customerStream(customerId),
     customerDecider,
     { type: "Delete", at: new Date().toISOString() },
-    metadata,
+    { metadata: metadata },
   );
   const deleted = result.newEvents.find((event) => event.type === "CustomerDeleted");
   await release(deps.store, "username", usernameStream(customer.username), customerId, metadata);

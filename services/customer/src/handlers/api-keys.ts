@@ -39,7 +39,7 @@ export async function createApiKey(
     customerStream(customer.customerId),
     customerDecider,
     { type: "IssueApiKey", ...record },
-    contextMetadata(context),
+    { metadata: contextMetadata(context) },
   );
   return { ...summary(customer, { ...record, revoked: false, warned: false }), key };
 }
@@ -63,7 +63,7 @@ export async function revokeApiKey(
     customerStream(customer.customerId),
     customerDecider,
     { type: "RevokeApiKey", keyId: request.keyId, at: new Date().toISOString() },
-    contextMetadata(context),
+    { metadata: contextMetadata(context) },
   );
   return { keyId: request.keyId };
 }

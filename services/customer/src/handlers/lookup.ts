@@ -73,7 +73,7 @@ export async function reserve(
 ): Promise<void> {
   const decider = reservationDecider(what);
   try {
-    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, metadata);
+    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, { metadata: metadata });
   } catch (error) {
     if (!(error instanceof DomainError) || error.body.status !== 409) throw error;
     const events = await store.readStream(stream);
@@ -85,8 +85,14 @@ export async function reserve(
       Date.now() - Date.parse(last.createdAt) > ABANDONED_AFTER_MS &&
       (await store.readStream(customerStream(holder), { maxCount: 1 })).length === 0;
     if (!abandoned) throw error;
-    await handleCommand(store, stream, decider, { type: "Release", customerId: holder }, metadata);
-    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, metadata);
+    await handleCommand(
+      store,
+      stream,
+      decider,
+      { type: "Release", customerId: holder },
+      { metadata: metadata },
+    );
+    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, { metadata: metadata });
   }
 }
 
@@ -97,5 +103,11 @@ export async function release(
   customerId: number,
   metadata: EventMetadata,
 ): Promise<void> {
-  await handleCommand(store, stream, reservationDecider(what), { type: "Release", customerId }, metadata);
+  await handleCommand(
+    store,
+    stream,
+    reservationDecider(what),
+    { type: "Release", customerId },
+    { metadata: metadata },
+  );
 }

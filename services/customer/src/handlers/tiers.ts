@@ -21,7 +21,7 @@ export function countDeliveredOrders(bus: MessageBus, store: EventStore, logger:
         customerStream(customerId),
         customerDecider,
         { type: "CountDeliveredOrder", orderId: order.id, total: order.total },
-        contextMetadata(contextFromHeaders(event.headers), event.id),
+        { metadata: contextMetadata(contextFromHeaders(event.headers), event.id) },
       );
     },
     onInvalid: (event, error) =>

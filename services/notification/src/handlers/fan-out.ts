@@ -50,7 +50,7 @@ export async function fanOut(
       stream,
       webhookEventDecider,
       { type: "Record", event: planned },
-      metadata,
+      { metadata: metadata },
     );
     recorded = result.state.recorded!;
   }
@@ -68,7 +68,7 @@ export async function fanOut(
       deliveryStream(deliveryId),
       deliveryDecider,
       { type: "Create", facts, delays: side.delays },
-      metadata,
+      { metadata: metadata },
     );
   }
   side.wakeScheduler();

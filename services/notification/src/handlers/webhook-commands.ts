@@ -55,7 +55,7 @@ export async function createWebhook(
     webhookStream(webhookId),
     webhookDecider,
     { type: "Register", registration },
-    contextMetadata(context),
+    { metadata: contextMetadata(context) },
   );
   const { url, events, description, createdAt } = registration;
   return { id: webhookId, url, events, secret, description, createdAt };
@@ -70,7 +70,7 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
     webhookStream(webhookId),
     webhookDecider,
     { type: "Delete", webhookId, now },
-    metadata,
+    { metadata: metadata },
   );
   await side.projection.catchUp();
   const waiting = await side.readModels
@@ -82,7 +82,7 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
       deliveryStream(delivery._id),
       deliveryDecider,
       { type: "Cancel", now, reason: "webhook deleted" },
-      metadata,
+      { metadata: metadata },
     ).catch((error: unknown) =>
       context.logger.warn({ err: error, deliveryId: delivery._id }, "cancel failed"),
     );
@@ -122,7 +122,7 @@ export async function replayDeadLetters(side: NotificationSide, webhookId: numbe
       deliveryStream(delivery._id),
       deliveryDecider,
       { type: "Replay", now },
-      contextMetadata(context),
+      { metadata: contextMetadata(context) },
     );
     replayed += result.newEvents.length > 0 ? 1 : 0;
   }

@@ -32,7 +32,7 @@ export async function cancelOrdersOfDeletedCheese(
       orderStream(_id),
       orderDecider,
       { type: "CancelForDeletedCheese", cheeseId, at: new Date().toISOString() },
-      contextMetadata(context, eventId),
+      { metadata: contextMetadata(context, eventId) },
     );
   }
   return placed.length;

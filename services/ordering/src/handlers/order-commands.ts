@@ -14,13 +14,9 @@ export async function changeOrder(
   context: HandlerContext,
 ): Promise<Order> {
   const command = { ...change, at: new Date().toISOString() } as OrderCommand;
-  const result = await handleCommand(
-    store,
-    orderStream(orderId),
-    orderDecider,
-    command,
-    contextMetadata(context),
-  );
+  const result = await handleCommand(store, orderStream(orderId), orderDecider, command, {
+    metadata: contextMetadata(context),
+  });
   if (result.state.status === "absent") throw new Error("unreachable: the decider refuses absent orders");
   return result.state.order;
 }

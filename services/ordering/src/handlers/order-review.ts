@@ -31,7 +31,7 @@ export async function reviewOrder(store: EventStore, catalogue: Catalogue, order
     orderStream(orderId),
     orderDecider,
     { type: "ReviewOrder", verdict, at: new Date().toISOString() },
-    { ...context, causationId: placed.id },
+    { metadata: { ...context, causationId: placed.id } },
   );
 }
 

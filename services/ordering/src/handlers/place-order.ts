@@ -58,7 +58,7 @@ export async function placeOrder(
         orderRequestStream(idempotency.key),
         orderRequestDecider,
         { type: "Claim", orderId: id, fingerprint: idempotency.fingerprint, now: new Date().toISOString() },
-        metadata,
+        { metadata: metadata },
       );
       // A concurrent repeat claimed the key first: its order id is the one to place (once).
       id = claim.state.orderId ?? id;
@@ -70,7 +70,7 @@ export async function placeOrder(
       orderStream(id),
       orderDecider,
       { type: "PlaceOrder", order: { ...order, id }, ...owner },
-      metadata,
+      { metadata: metadata },
     );
   } catch (error) {
     const earlier = idempotency && (await placedSnapshot(deps.store, id));

@@ -1,0 +1,147 @@
+import type { EventMetadata, EventStore } from "@cheese/event-store";
+import { type Clock, isoNow } from "./clock.ts";
+import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
+import { conflict } from "./errors.ts";
+
+/**
+ * Idempotency claims: "do this once per Idempotency-Key", across retries, replicas and crashes.
+ *
+ * The first request of a key appends `Claimed` (the id it will create, the request's
+ * fingerprint, the time) to `<category>-<key>` with an expected revision, so of racing requests
+ * exactly one claims. Rules, the same for every service:
+ *  - the same key with another fingerprint is 409 while the claim counts;
+ *  - takeover: a repeat waits for the first request's result until `claimedAt` + 3 s, then does
+ *    the work itself under the claimed id (so there is still only one);
+ *  - staleness: a claim counts for 24 h after `claimedAt`; after that the key is new.
+ */
+
+/** What the gateway passes down with an Idempotency-Key (already scoped to the caller). */
+export interface IdempotencyKey {
+  /** sha256 (hex) of caller and Idempotency-Key. */
+  key: string;
+  /** Of method, path and canonical body; the same key with another body is 409. */
+  fingerprint: string;
+}
+
+export const CLAIM_TAKEOVER_AFTER_MS = 3000;
+export const CLAIM_LAPSES_AFTER_MS = 24 * 3_600_000;
+export const KEY_REUSED = "this Idempotency-Key was already used with a different request";
+
+export interface ClaimRecord {
+  id: number;
+  fingerprint: string;
+  /** Absent in claims recorded before claims had a time: those never lapse. */
+  claimedAt?: string;
+}
+
+export type ClaimEvent = DomainEvent<"Claimed", ClaimRecord>;
+export type ClaimCommand = { type: "Claim"; id: number; fingerprint: string; at: string };
+export type ClaimState = { claim?: ClaimRecord };
+
+/**
+ * Events recorded before this mechanism was shared: the catalogue's `CheeseRequestClaimed`
+ * (`cheeseId`) and ordering's `OrderRequestClaimed` (`orderId`, maybe without `claimedAt`).
+ */
+function upcast(data: Record<string, unknown>): ClaimRecord {
+  const id = (data.id ?? data.cheeseId ?? data.orderId) as number;
+  const claimedAt = data.claimedAt as string | undefined;
+  return { id, fingerprint: data.fingerprint as string, ...(claimedAt ? { claimedAt } : {}) };
+}
+
+/** The claim that still counts at `at`, if any. */
+export function liveClaim(state: ClaimState, at: string): ClaimRecord | undefined {
+  const { claim } = state;
+  if (!claim) return undefined;
+  if (claim.claimedAt && Date.parse(at) - Date.parse(claim.claimedAt) >= CLAIM_LAPSES_AFTER_MS) {
+    return undefined;
+  }
+  return claim;
+}
+
+export const claimDecider: Decider<ClaimState, ClaimCommand, ClaimEvent> = {
+  initialState: () => ({}),
+  evolve: (_state, event) => ({ claim: upcast(event.data as unknown as Record<string, unknown>) }),
+  decide(command, state) {
+    const claim = liveClaim(state, command.at);
+    if (!claim) {
+      const { id, fingerprint, at } = command;
+      return [{ type: "Claimed", data: { id, fingerprint, claimedAt: at } }];
+    }
+    if (claim.fingerprint !== command.fingerprint) throw conflict(KEY_REUSED);
+    return [];
+  },
+};
+
+export interface Claim<T> {
+  /** The id to do the work under. */
+  id: number;
+  /** Set when an earlier request of the key did the work: answer with it, do nothing. */
+  earlier?: T;
+  /**
+   * After the work under `id` failed: what a racing request of the same key made meanwhile
+   * (it took over, or was taken over from), or the error again.
+   */
+  recover(error: unknown): Promise<T>;
+}
+
+export interface ClaimOptions<T> {
+  /** Stream category of the claims, e.g. `cheeserequest`. */
+  category: string;
+  /** Without a key there is nothing to claim: the work gets a fresh id. */
+  idempotency: IdempotencyKey | undefined;
+  newId: () => Promise<number>;
+  /** What the work under `id` made, as it was first answered; undefined while nothing is. */
+  made: (id: number) => Promise<T | undefined>;
+  metadata?: EventMetadata;
+}
+
+/** Poll interval while a repeat waits for the first request of its key (real time). */
+const POLL_MS = 50;
+
+/** Claims the work of a request for its Idempotency-Key; see the rules above. */
+export async function claimOnce<T>(
+  deps: { store: EventStore; clock: Clock },
+  options: ClaimOptions<T>,
+): Promise<Claim<T>> {
+  const { idempotency, made } = options;
+  if (!idempotency) {
+    return { id: await options.newId(), recover: (error) => Promise.reject(error) };
+  }
+  const recover = (id: number) => async (error: unknown) => {
+    const earlier = await made(id);
+    if (earlier) return earlier;
+    throw error;
+  };
+  const stream = `${options.category}-${idempotency.key}`;
+  for (;;) {
+    const claim = liveClaim(
+      foldEvents(claimDecider, await deps.store.readStream(stream)),
+      isoNow(deps.clock),
+    );
+    if (claim) {
+      if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
+      const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
+      const earlier = await waitFor(() => made(claim.id), deps.clock, takeoverAt);
+      return { id: claim.id, ...(earlier ? { earlier } : {}), recover: recover(claim.id) };
+    }
+    const id = await options.newId();
+    const { newEvents } = await handleCommand(
+      deps.store,
+      stream,
+      claimDecider,
+      { type: "Claim", id, fingerprint: idempotency.fingerprint, at: isoNow(deps.clock) },
+      { metadata: options.metadata ?? {} },
+    );
+    // Otherwise a concurrent request of the key claimed first: its claim is read next.
+    if (newEvents.length > 0) return { id, recover: recover(id) };
+  }
+}
+
+/** `find()`'s answer, polled until it has one or the clock reaches `until`. */
+async function waitFor<T>(find: () => Promise<T | undefined>, clock: Clock, until: number) {
+  for (;;) {
+    const found = await find();
+    if (found || clock.now().getTime() >= until) return found;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}

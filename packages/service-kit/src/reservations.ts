@@ -1,0 +1,145 @@
+import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
+import { type Clock, isoNow } from "./clock.ts";
+import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
+import { conflict, isRefusal } from "./errors.ts";
+
+/**
+ * Unique values (a cheese name within its category, a username, an email), enforced on the
+ * write side: one stream per normalised value, `Reserved` by one holder (an id) at a time,
+ * appended with an expected revision, so of racing reservations exactly one wins.
+ *
+ * A holder reserves the value before it writes it, and releases it when it stops having it (a
+ * rename, a deletion, a registration that failed half-way). Should a release be lost (a crash),
+ * the rules, the same for every service:
+ *  - staleness: a reservation is stale when, one minute after it was made, its holder does not
+ *    have the value (it was never written, was renamed or deleted);
+ *  - takeover: the next holder asking for a stale value takes it over (`Reserved` with
+ *    `replacing`, expected revision: of two askers one wins); a fresh or live one is 409.
+ */
+
+export const RESERVATION_STALE_AFTER_MS = 60_000;
+
+export type ReservationEvent =
+  | DomainEvent<"Reserved", { holder: number; at?: string; replacing?: number }>
+  | DomainEvent<"Released", { holder: number }>;
+
+export type ReservationCommand =
+  | { type: "Reserve"; holder: number; at: string; replacing?: number }
+  | { type: "Release"; holder: number };
+
+export interface ReservationState {
+  holder: number | undefined;
+  /** When the holder reserved it (absent in reservations recorded before this was kept). */
+  reservedAt?: string | undefined;
+}
+
+/**
+ * Events recorded before this mechanism was shared: the catalogue's `NameReserved` /
+ * `NameReleased` (`cheeseId`) and the customer service's `Reserved` / `Released` (`customerId`).
+ */
+function upcast(event: { type: string; data: unknown }): ReservationEvent {
+  const data = event.data as Record<string, unknown>;
+  const holder = (data.holder ?? data.cheeseId ?? data.customerId) as number;
+  if (event.type === "Released" || event.type === "NameReleased")
+    return { type: "Released", data: { holder } };
+  return { type: "Reserved", data: { holder, ...(typeof data.at === "string" ? { at: data.at } : {}) } };
+}
+
+/** `whenTaken`: the 409 message, e.g. "username already exists". */
+export function reservationDecider(
+  whenTaken: string,
+): Decider<ReservationState, ReservationCommand, ReservationEvent> {
+  return {
+    initialState: () => ({ holder: undefined }),
+    evolve(state, recorded) {
+      const event = upcast(recorded);
+      switch (event.type) {
+        case "Reserved":
+          return { holder: event.data.holder, reservedAt: event.data.at };
+        case "Released":
+          return state.holder === event.data.holder ? { holder: undefined } : state;
+      }
+    },
+    decide(command, state) {
+      switch (command.type) {
+        case "Reserve": {
+          if (state.holder === command.holder) return [];
+          if (state.holder !== undefined && state.holder !== command.replacing) throw conflict(whenTaken);
+          const { holder, at, replacing } = command;
+          const replaced = state.holder !== undefined && replacing !== undefined ? { replacing } : {};
+          return [{ type: "Reserved", data: { holder, at, ...replaced } }];
+        }
+        case "Release":
+          return state.holder === command.holder
+            ? [{ type: "Released", data: { holder: command.holder } }]
+            : [];
+      }
+    },
+  };
+}
+
+export interface UniqueValue {
+  /** The value's stream, `<category>-<normalised value>`. */
+  stream: string;
+  holder: number;
+  /** The 409 message when another holder has it. */
+  whenTaken: string;
+  /** Whether `holder` has the value now (false when it does not exist, or has another value). */
+  holds: (holder: number) => Promise<boolean>;
+}
+
+/** Reserves the value for its holder: 409 when another holder has it, takeover when stale. */
+export async function reserveUnique(
+  deps: { store: EventStore; clock: Clock },
+  value: UniqueValue,
+  metadata: EventMetadata = {},
+): Promise<void> {
+  const decider = reservationDecider(value.whenTaken);
+  const reserve = (replacing?: number) =>
+    handleCommand(
+      deps.store,
+      value.stream,
+      decider,
+      { type: "Reserve", holder: value.holder, at: isoNow(deps.clock), ...(replacing ? { replacing } : {}) },
+      { metadata },
+    );
+  try {
+    await reserve();
+  } catch (error) {
+    if (!isRefusal(error, 409)) throw error;
+    const current = readReservation(await deps.store.readStream(value.stream), decider);
+    if (current.holder === undefined || !(await isStale(current, value, deps.clock))) throw error;
+    await reserve(current.holder);
+  }
+}
+
+/** Gives the value back; nothing happens unless `holder` has it. */
+export async function releaseUnique(
+  deps: { store: EventStore },
+  value: Pick<UniqueValue, "stream" | "holder">,
+  metadata: EventMetadata = {},
+): Promise<void> {
+  await handleCommand(
+    deps.store,
+    value.stream,
+    reservationDecider(""),
+    { type: "Release", holder: value.holder },
+    { metadata },
+  );
+}
+
+/** The reservation, with the recorded time standing in for reservations that kept none. */
+function readReservation(events: readonly RecordedEvent[], decider: ReturnType<typeof reservationDecider>) {
+  return events.reduce<ReservationState>((state, event) => {
+    const next = decider.evolve(state, event as unknown as ReservationEvent);
+    return next.holder !== undefined && next.reservedAt === undefined && next !== state
+      ? { ...next, reservedAt: event.createdAt }
+      : next;
+  }, decider.initialState());
+}
+
+async function isStale(current: ReservationState, value: UniqueValue, clock: Clock): Promise<boolean> {
+  const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
+  if (clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
+  return !(await value.holds(current.holder!));
+}
