@@ -33,6 +33,8 @@ export function foldEvents<State, Event extends DomainEvent>(
 }
 
 export interface CommandResult<State, Event> {
+  /** State the command was decided on. */
+  before: State;
   /** State after the new events. */
   state: State;
   newEvents: Event[];
@@ -75,7 +77,7 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
     const state = foldEvents(decider, recorded);
     const revision = recorded.length === 0 ? -1 : recorded[recorded.length - 1]!.revision;
     const newEvents = decider.decide(command, state);
-    if (newEvents.length === 0) return { state, newEvents, revision, position: undefined };
+    if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
     const next = newEvents.reduce(decider.evolve, state);
     await options.beforeAppend?.({ before: state, after: next, newEvents });
     try {
@@ -84,7 +86,13 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
         newEvents.map((event) => ({ type: event.type, data: event.data, metadata })),
         { expectedRevision: revision === -1 ? "no_stream" : revision },
       );
-      return { state: next, newEvents, revision: result.nextRevision, position: result.position };
+      return {
+        before: state,
+        state: next,
+        newEvents,
+        revision: result.nextRevision,
+        position: result.position,
+      };
     } catch (error) {
       const attempts = options.attempts ?? COMMAND_ATTEMPTS;
       if (!(error instanceof WrongExpectedRevisionError) || attempt >= attempts) throw error;

@@ -10,9 +10,12 @@ import {
   startPublisher,
   startService,
 } from "@cheese/service-kit";
-import { addCheese, deleteCheese, replaceCheese, updateCheese } from "./handlers/cheese-commands.ts";
-import { attachImage } from "./handlers/cheese-images.ts";
+import { addCheese } from "./handlers/add-cheese.ts";
+import { attachImage } from "./handlers/attach-image.ts";
+import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
 import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./handlers/cheese-queries.ts";
+import { deleteCheese } from "./handlers/delete-cheese.ts";
+import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { projectCheese } from "./projections/cheeses.ts";
 
@@ -46,28 +49,28 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       }),
     );
 
-    const writeSide = {
+    const deps: CatalogueDeps = {
       store,
+      clock: ctx.clock,
       cheeseIds: new IdAllocator(store, "cheese"),
       nameIds: new IdAllocator(store, "name"),
       bus: ctx.bus,
       blobs: ctx.blobs,
       // Half the gateway's deadline: ordering's silence becomes our 503 before the gateway gives up.
       orderingTimeoutMs: Math.max(100, Math.floor(ctx.config.RPC_TIMEOUT / 2)),
+      readModels,
+      projection,
     };
-    const readSide = { readModels, projection };
-    ctx.serve(catalogueRpc.createCheese, ({ fields, idempotency }, context) =>
-      addCheese(writeSide, fields, context, idempotency),
-    );
-    ctx.serve(catalogueRpc.replaceCheese, (request, context) => replaceCheese(writeSide, request, context));
-    ctx.serve(catalogueRpc.updateCheese, (request, context) => updateCheese(writeSide, request, context));
-    ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(writeSide, request, context));
-    ctx.serve(catalogueRpc.attachImage, (request, context) => attachImage(writeSide, request, context));
-    ctx.serve(catalogueRpc.getCheese, ({ cheeseId }) => getCheese(readSide, cheeseId));
-    ctx.serve(catalogueRpc.listCheeses, (request) => listCheeses(readSide, request));
-    ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(readSide, request));
-    ctx.serve(catalogueRpc.inventory, () => inventory(readSide));
-    ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(readSide, cheeseId));
+    ctx.serve(catalogueRpc.createCheese, (request, context) => addCheese(deps, request, context));
+    ctx.serve(catalogueRpc.replaceCheese, (request, context) => replaceCheese(deps, request, context));
+    ctx.serve(catalogueRpc.updateCheese, (request, context) => updateCheese(deps, request, context));
+    ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(deps, request, context));
+    ctx.serve(catalogueRpc.attachImage, (request, context) => attachImage(deps, request, context));
+    ctx.serve(catalogueRpc.getCheese, ({ cheeseId }) => getCheese(deps, cheeseId));
+    ctx.serve(catalogueRpc.listCheeses, (request) => listCheeses(deps, request));
+    ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(deps, request));
+    ctx.serve(catalogueRpc.inventory, () => inventory(deps));
+    ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(deps, cheeseId));
   },
 };
 

@@ -7,7 +7,6 @@ import {
   cheeseOf,
   type StoredImage,
 } from "../src/domain/cheese.ts";
-import { nameReservationDecider } from "../src/domain/name-reservation.ts";
 
 const added = "2026-11-22T10:00:00.000Z";
 const later = "2026-11-23T08:30:00.000Z";
@@ -239,52 +238,6 @@ describe("cheese decider", () => {
       cheeseDecider.initialState(),
     );
     expect(state.revision).toBe(2);
-  });
-});
-
-describe("name reservation decider", () => {
-  const given = specFor(nameReservationDecider);
-
-  it("reserves a free name", () => {
-    given([])
-      .when({ type: "Reserve", cheeseId: 1 })
-      .thenEmits([{ type: "NameReserved", data: { cheeseId: 1 } }]);
-  });
-
-  it("refuses a name another cheese holds", () => {
-    given([{ type: "NameReserved", data: { cheeseId: 1 } }])
-      .when({ type: "Reserve", cheeseId: 2 })
-      .thenRefuses({ body: { status: 409 } });
-  });
-
-  it("takes a name over from a holder known to be deleted, and only from that one", () => {
-    given([{ type: "NameReserved", data: { cheeseId: 1 } }])
-      .when({ type: "Reserve", cheeseId: 2, replacing: 1 })
-      .thenEmits([{ type: "NameReserved", data: { cheeseId: 2 } }]);
-    given([{ type: "NameReserved", data: { cheeseId: 1 } }])
-      .when({ type: "Reserve", cheeseId: 2, replacing: 9 })
-      .thenRefuses({ body: { status: 409 } });
-  });
-
-  it("is idempotent for the holder", () => {
-    given([{ type: "NameReserved", data: { cheeseId: 1 } }])
-      .when({ type: "Reserve", cheeseId: 1 })
-      .thenEmits([]);
-  });
-
-  it("lets the name be taken again once released", () => {
-    given([
-      { type: "NameReserved", data: { cheeseId: 1 } },
-      { type: "NameReleased", data: { cheeseId: 1 } },
-    ])
-      .when({ type: "Reserve", cheeseId: 2 })
-      .thenEmits([{ type: "NameReserved", data: { cheeseId: 2 } }]);
-  });
-
-  it("only releases for the holder", () => {
-    given([{ type: "NameReserved", data: { cheeseId: 1 } }])
-      .when({ type: "Release", cheeseId: 2 })
-      .thenEmits([]);
   });
 });
 

@@ -1,5 +1,12 @@
-import type { Category, Cheese, CheeseStatus, Precondition } from "@cheese/contracts";
-import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import type { Category, Cheese, CheeseReply, CheeseStatus, Precondition } from "@cheese/contracts";
+import {
+  badRequest,
+  conflict,
+  type Decider,
+  type DomainEvent,
+  notFound,
+  preconditionFailed,
+} from "@cheese/service-kit";
 import type { z } from "zod";
 
 /** Everything about a cheese a client can write, with category and tag ids already resolved. */
@@ -72,6 +79,21 @@ export type CheeseState =
 
 export const cheeseStream = (id: number) => `cheese-${id}`;
 
+/**
+ * The one name normaliser: cheese, category and tag names compare, sort, filter and are unique
+ * case-insensitively and without surrounding blanks.
+ */
+export const normaliseName = (name: string) => name.trim().toLowerCase();
+
+/**
+ * The stream reserving a cheese name within its category (see the service kit's
+ * `reserveUnique`); cheeses without a category form their own group, keyed `none`.
+ */
+export const cheeseNameStream = (cheese: { name: string; category?: { id: number } | undefined }) =>
+  `cheesename-${cheese.category?.id ?? "none"}:${normaliseName(cheese.name)}`;
+
+export const NAME_TAKEN = "a cheese with this name already exists in the category";
+
 /** The cheese aggregate. Ids, category and tag ids are resolved before a command is decided. */
 export const cheeseDecider: Decider<CheeseState, CheeseCommand, CheeseEvent> = {
   initialState: () => ({ phase: "absent", revision: -1 }),
@@ -100,7 +122,7 @@ export const cheeseDecider: Decider<CheeseState, CheeseCommand, CheeseEvent> = {
   },
   decide(command, state) {
     if (command.type === "AddCheese") {
-      if (state.phase !== "absent") throw new DomainError(409, "conflict", "cheese already exists");
+      if (state.phase !== "absent") throw conflict("cheese already exists");
       return [{ type: "CheeseAdded", data: { cheese: command.cheese } }];
     }
     const present = requirePresent(state);
@@ -125,19 +147,20 @@ export const cheeseDecider: Decider<CheeseState, CheeseCommand, CheeseEvent> = {
 type Present = Extract<CheeseState, { phase: "present" }>;
 
 function requirePresent(state: CheeseState): Present {
-  if (state.phase !== "present") throw new DomainError(404, "not_found", "cheese not found");
+  if (state.phase !== "present") throw notFound("cheese not found");
   return state;
+}
+
+/** The cheese and its revision (the ETag), as every write answers. */
+export function replyOf(state: CheeseState): CheeseReply {
+  return { cheese: requirePresent(state).cheese, revision: state.revision };
 }
 
 /** If-Match: 412 unless the cheese is still at one of the revisions the client saw. */
 function checkPrecondition(state: Present, ifMatch: Precondition | undefined): void {
   if (ifMatch === undefined || ifMatch === "*") return;
   if (!ifMatch.includes(state.revision)) {
-    throw new DomainError(
-      412,
-      "precondition_failed",
-      `the cheese has changed: its ETag is now "${state.revision}"`,
-    );
+    throw preconditionFailed(`the cheese has changed: its ETag is now "${state.revision}"`);
   }
 }
 
@@ -167,12 +190,10 @@ function attachImage(state: Present, image: StoredImage, at: string): CheeseEven
 
 function deleteCheese(state: Present, command: Extract<CheeseCommand, { type: "DeleteCheese" }>) {
   if (!command.confirmed) {
-    throw new DomainError(400, "bad_request", "deleting a cheese needs the header X-Confirm-Delete: true");
+    throw badRequest("deleting a cheese needs the header X-Confirm-Delete: true");
   }
   if (command.activeOrders > 0) {
-    throw new DomainError(
-      409,
-      "conflict",
+    throw conflict(
       `the cheese has ${command.activeOrders} approved or shipped order(s) and cannot be deleted`,
     );
   }

@@ -1,6 +1,11 @@
 import { type CheeseFilters, type CheeseSort, CheeseStatus, cheeseSorts } from "@cheese/contracts";
-import { DomainError } from "@cheese/service-kit";
+import {
+  badRequest,
+  decodeCursor as decodePosition,
+  encodeCursor as encodePosition,
+} from "@cheese/service-kit";
 import { z } from "zod";
+import { normaliseName } from "./cheese.ts";
 
 /**
  * Keyset pagination of GET /cheeses. A page is "the next `limit` cheeses after (key, id) in this
@@ -31,22 +36,11 @@ const CursorSchema = z.strictObject({
 });
 
 export function encodeCursor(position: ListPosition): string {
-  const payload = { v: 1, s: position.sort, k: position.key, i: position.id, f: position.filters };
-  return Buffer.from(JSON.stringify(payload)).toString("base64url");
+  return encodePosition({ v: 1, s: position.sort, k: position.key, i: position.id, f: position.filters });
 }
 
 export function decodeCursor(cursor: string): ListPosition {
-  const invalid = () => new DomainError(400, "bad_request", "invalid cursor: use a nextCursor as returned");
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch {
-    throw invalid();
-  }
-  const result = CursorSchema.safeParse(parsed);
-  if (!result.success) throw invalid();
-  const { s, k, i, f } = result.data;
+  const { s, k, i, f } = decodePosition(cursor, CursorSchema);
   return { sort: s, key: k, id: i, filters: normaliseFilters(f) };
 }
 
@@ -55,13 +49,11 @@ export function normaliseFilters(filters: CheeseFilters): CheeseFilters {
   const unique = (values: string[]) => [...new Set(values)].sort();
   return {
     ...(filters.status?.length ? { status: unique(filters.status) as CheeseFilters["status"] } : {}),
-    ...(filters.tags?.length ? { tags: unique(filters.tags.map(lowerName)) } : {}),
-    ...(filters.category !== undefined ? { category: lowerName(filters.category) } : {}),
+    ...(filters.tags?.length ? { tags: unique(filters.tags.map(normaliseName)) } : {}),
+    ...(filters.category !== undefined ? { category: normaliseName(filters.category) } : {}),
     ...(filters.organic !== undefined ? { organic: filters.organic } : {}),
   };
 }
-
-export const lowerName = (name: string) => name.trim().toLowerCase();
 
 /**
  * The sort and filters of a request that continues from a cursor: what the request leaves out is
@@ -76,22 +68,14 @@ export function resolveListRequest(request: {
   if (!request.cursor) return { sort: request.sort ?? "name", filters: stated };
   const after = decodeCursor(request.cursor);
   if (request.sort !== undefined && request.sort !== after.sort) {
-    throw new DomainError(
-      400,
-      "bad_request",
-      `the cursor belongs to sort=${after.sort}; start again without it`,
-    );
+    throw badRequest(`the cursor belongs to sort=${after.sort}; start again without it`);
   }
   const filters: CheeseFilters = { ...after.filters };
   for (const name of ["status", "tags", "category", "organic"] as const) {
     const value = stated[name];
     if (value === undefined) continue;
     if (JSON.stringify(value) !== JSON.stringify(after.filters[name])) {
-      throw new DomainError(
-        400,
-        "bad_request",
-        `the cursor was issued for other ${name} filters; start again without it`,
-      );
+      throw badRequest(`the cursor was issued for other ${name} filters; start again without it`);
     }
   }
   return { sort: after.sort, filters, after };

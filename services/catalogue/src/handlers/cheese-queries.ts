@@ -7,8 +7,7 @@ import type {
   CheeseStatus,
   Inventory,
 } from "@cheese/contracts";
-import type { ReadModelStore } from "@cheese/read-models";
-import { DomainError, type Projection } from "@cheese/service-kit";
+import { notFound } from "@cheese/service-kit";
 import {
   afterQuery,
   encodeCursor,
@@ -18,31 +17,27 @@ import {
   sortSpec,
 } from "../domain/listing.ts";
 import { CHEESES, type CheeseDocument } from "../projections/cheeses.ts";
-import { publicImage } from "./cheese-images.ts";
-
-export interface CatalogueReadSide {
-  readModels: ReadModelStore;
-  projection: Projection;
-}
+import { publicImage } from "./attach-image.ts";
+import type { CatalogueDeps } from "./deps.ts";
 
 /**
  * Every read first waits for the projection to apply everything appended so far, by any
  * replica: a GET right after a write sees it.
  */
-async function cheeses(side: CatalogueReadSide) {
-  await side.projection.catchUp();
-  return side.readModels.collection<CheeseDocument>(CHEESES);
+async function cheeses(deps: CatalogueDeps) {
+  await deps.projection.catchUp();
+  return deps.readModels.collection<CheeseDocument>(CHEESES);
 }
 
-export async function getCheese(side: CatalogueReadSide, cheeseId: number): Promise<CheeseReply> {
-  const document = await (await cheeses(side)).findOne({ _id: cheeseId });
-  if (!document) throw new DomainError(404, "not_found", `cheese ${cheeseId} not found`);
+export async function getCheese(deps: CatalogueDeps, cheeseId: number): Promise<CheeseReply> {
+  const document = await (await cheeses(deps)).findOne({ _id: cheeseId });
+  if (!document) throw notFound(`cheese ${cheeseId} not found`);
   return { cheese: document.cheese, revision: document._revision as number };
 }
 
 /** GET /cheeses: one page after the cursor's position, with the total of all matches. */
 export async function listCheeses(
-  side: CatalogueReadSide,
+  deps: CatalogueDeps,
   request: {
     cursor?: string | undefined;
     limit: number;
@@ -51,7 +46,7 @@ export async function listCheeses(
   },
 ): Promise<CheeseList> {
   const { sort, filters, after } = resolveListRequest(request);
-  const collection = await cheeses(side);
+  const collection = await cheeses(deps);
   const matching = filterQuery(filters);
   const { field, direction } = sortSpec(sort);
   const [page, total] = await Promise.all([
@@ -75,28 +70,25 @@ export async function listCheeses(
 
 /** findByStatus and findByTags: every match, ordered by id. */
 export async function findCheeses(
-  side: CatalogueReadSide,
+  deps: CatalogueDeps,
   request: { status?: CheeseStatus[] | undefined; tags?: string[] | undefined },
 ): Promise<{ items: CheeseList["items"] }> {
   const filters = normaliseFilters({
     ...(request.status ? { status: request.status } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
   });
-  const documents = await (await cheeses(side)).find(filterQuery(filters), { sort: { _id: 1 } });
+  const documents = await (await cheeses(deps)).find(filterQuery(filters), { sort: { _id: 1 } });
   return { items: documents.map((document) => document.cheese) };
 }
 
 /** GET /store/inventory: cheeses per status, every status present. */
-export async function inventory(side: CatalogueReadSide): Promise<Inventory> {
-  const counts = await (await cheeses(side)).countBy("status");
+export async function inventory(deps: CatalogueDeps): Promise<Inventory> {
+  const counts = await (await cheeses(deps)).countBy("status");
   return { available: counts.available ?? 0, pending: counts.pending ?? 0, sold: counts.sold ?? 0 };
 }
 
-export async function listImages(
-  side: CatalogueReadSide,
-  cheeseId: number,
-): Promise<{ images: CheeseImage[] }> {
-  const document = await (await cheeses(side)).findOne({ _id: cheeseId });
-  if (!document) throw new DomainError(404, "not_found", `cheese ${cheeseId} not found`);
+export async function listImages(deps: CatalogueDeps, cheeseId: number): Promise<{ images: CheeseImage[] }> {
+  const document = await (await cheeses(deps)).findOne({ _id: cheeseId });
+  if (!document) throw notFound(`cheese ${cheeseId} not found`);
   return { images: document.images.map(publicImage) };
 }

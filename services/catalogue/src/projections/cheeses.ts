@@ -1,8 +1,7 @@
 import type { Cheese, CheeseStatus } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { Document, ReadModelStore } from "@cheese/read-models";
-import type { CheeseEvent, StoredImage } from "../domain/cheese.ts";
-import { lowerName } from "../domain/listing.ts";
+import { type CheeseEvent, normaliseName, type StoredImage } from "../domain/cheese.ts";
 
 /**
  * The `cheeses` read model: one document per cheese, `_id` = cheese id, `_revision` = stream
@@ -60,11 +59,11 @@ export async function projectCheese(event: RecordedEvent, readModels: ReadModelS
 function searchFields(cheese: Cheese) {
   return {
     cheese,
-    sortName: lowerName(cheese.name),
+    sortName: normaliseName(cheese.name),
     createdAt: cheese.createdAt ?? "",
     status: cheese.status,
-    tagNames: (cheese.tags ?? []).map((tag) => lowerName(tag.name)),
-    categoryName: cheese.category ? lowerName(cheese.category.name) : null,
+    tagNames: (cheese.tags ?? []).map((tag) => normaliseName(tag.name)),
+    categoryName: cheese.category ? normaliseName(cheese.category.name) : null,
     organic: cheese.organic ?? false,
   };
 }

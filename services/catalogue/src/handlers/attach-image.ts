@@ -1,10 +1,18 @@
 import { Readable } from "node:stream";
 import type { BlobStore } from "@cheese/blob-store";
 import type { CheeseImage, ImageFormat } from "@cheese/contracts";
-import { DomainError, type HandlerContext } from "@cheese/service-kit";
+import {
+  contextMetadata,
+  type HandlerContext,
+  handleCommand,
+  isoNow,
+  payloadTooLarge,
+  unsupportedMediaType,
+  validationFailed,
+} from "@cheese/service-kit";
 import sharp from "sharp";
-import type { StoredImage } from "../domain/cheese.ts";
-import { type CatalogueWriteSide, executeCheeseCommand } from "./cheese-writes.ts";
+import { cheeseDecider, cheeseStream, type StoredImage } from "../domain/cheese.ts";
+import type { CatalogueDeps } from "./deps.ts";
 
 /** Decompression bombs: a small file may decode to gigapixels; more than this is refused. */
 export const MAX_IMAGE_PIXELS = 50_000_000;
@@ -35,18 +43,18 @@ export interface AttachImageRequest {
  * the image is recorded on the cheese. Whatever fails, the blobs written for it are removed.
  */
 export async function attachImage(
-  side: CatalogueWriteSide & { blobs: BlobStore },
+  deps: CatalogueDeps,
   request: AttachImageRequest,
   context: HandlerContext,
 ): Promise<{ image: CheeseImage; revision: number }> {
   try {
-    const original = await readBlob(side.blobs, request.originalKey, request.size);
+    const original = await readBlob(deps.blobs, request.originalKey, request.size);
     const { width, height, thumbnail } = await makeThumbnail(original, request.format);
-    await side.blobs.put(request.thumbnailKey, Readable.from([thumbnail]), thumbnail.length, {
+    await deps.blobs.put(request.thumbnailKey, Readable.from([thumbnail]), thumbnail.length, {
       contentType: contentTypes.webp,
       metadata: { "cheese-id": String(request.cheeseId) },
     });
-    const at = new Date().toISOString();
+    const at = isoNow(deps.clock);
     const image: StoredImage = {
       key: request.originalKey,
       thumbnailKey: request.thumbnailKey,
@@ -60,16 +68,17 @@ export async function attachImage(
       isPrimary: request.isPrimary,
       createdAt: at,
     };
-    const { state } = await executeCheeseCommand(
-      side,
-      request.cheeseId,
+    const { state } = await handleCommand(
+      deps.store,
+      cheeseStream(request.cheeseId),
+      cheeseDecider,
       { type: "AttachImage", image, at },
-      context,
+      { metadata: contextMetadata(context) },
     );
     return { image: publicImage(image), revision: state.revision };
   } catch (error) {
     for (const key of [request.originalKey, request.thumbnailKey]) {
-      await side.blobs.delete(key).catch(() => {});
+      await deps.blobs.delete(key).catch(() => {});
     }
     throw error;
   }
@@ -83,7 +92,7 @@ export function publicImage(image: StoredImage): CheeseImage {
 async function readBlob(blobs: BlobStore, key: string, size: number): Promise<Buffer> {
   const blob = await blobs.get(key);
   if (!blob || blob.info.size !== size) {
-    throw new DomainError(422, "validation_error", "the uploaded file was not found in storage", [
+    throw validationFailed("the uploaded file was not found in storage", [
       { field: "file", message: "not stored" },
     ]);
   }
@@ -108,9 +117,7 @@ async function makeThumbnail(bytes: Buffer, format: ImageFormat) {
   const width = metadata.width ?? 0;
   const height = metadata.height ?? 0;
   if (width * height > MAX_IMAGE_PIXELS) {
-    throw new DomainError(
-      413,
-      "payload_too_large",
+    throw payloadTooLarge(
       `the image is ${width}×${height} pixels; at most ${MAX_IMAGE_PIXELS / 1_000_000} megapixels are accepted`,
     );
   }
@@ -126,4 +133,4 @@ async function makeThumbnail(bytes: Buffer, format: ImageFormat) {
   }
 }
 
-const unsupported = (message: string) => new DomainError(415, "unsupported_media_type", message);
+const unsupported = unsupportedMediaType;

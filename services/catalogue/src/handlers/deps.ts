@@ -1,0 +1,21 @@
+import type { BlobStore } from "@cheese/blob-store";
+import type { EventStore } from "@cheese/event-store";
+import type { MessageBus } from "@cheese/messaging";
+import type { ReadModelStore } from "@cheese/read-models";
+import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
+
+/** What the catalogue's handlers work with, built once in `main.ts`. */
+export interface CatalogueDeps {
+  store: EventStore;
+  clock: Clock;
+  cheeseIds: IdAllocator;
+  /** Ids of category and tag names. */
+  nameIds: IdAllocator;
+  blobs: BlobStore;
+  bus: MessageBus;
+  /** Deadline for asking ordering; shorter than the gateway's so its 503 is ours to give. */
+  orderingTimeoutMs: number;
+  readModels: ReadModelStore;
+  /** The `cheeses` read model, for every read. */
+  projection: Projection;
+}
