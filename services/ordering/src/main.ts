@@ -15,8 +15,8 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { z } from "zod";
-import { catalogueOverBus } from "./catalogue.ts";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
+import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
 import { activeOrdersForCheese, getOrder, listOrders } from "./handlers/order-queries.ts";
 import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
@@ -26,7 +26,7 @@ import { ORDERS, type OrderDocument, projectOrder } from "./projections/orders.t
 
 const configSchema = z.object({
   ...baseConfigShape,
-  /** decisions.md: how long after placement an order is checked again and approved or cancelled. */
+  /** How long after placement an order is checked again and approved or cancelled (docs/ordering.md). */
   ORDER_AUTO_APPROVE_DELAY: duration("0s"),
 });
 type OrderingConfig = z.infer<typeof configSchema>;
@@ -36,14 +36,15 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
   configSchema,
   needs: { eventStore: true, readModels: true },
   async start(ctx) {
-    const { eventStore: store, readModels, logger, bus, config } = ctx;
+    const { eventStore: store, readModels, logger, bus, config, clock } = ctx;
     const catalogue = catalogueOverBus(bus, config.RPC_TIMEOUT);
 
     // The process manager: every placed order gets a review ORDER_AUTO_APPROVE_DELAY after
     // placement. Its schedule is the set of placed orders, so it follows the projection.
     const reviews = createReviewScheduler({
       delayMs: config.ORDER_AUTO_APPROVE_DELAY,
-      review: (orderId) => reviewOrder(store, catalogue, orderId),
+      review: (orderId) => reviewOrder({ store, clock, catalogue }, orderId),
+      clock,
       logger,
     });
     ctx.onStop(reviews);
@@ -80,7 +81,14 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
       }),
     );
 
-    const readSide = { store, readModels, projection };
+    const deps: OrderingDeps = {
+      store,
+      clock,
+      orderIds: new IdAllocator(store, "order"),
+      catalogue,
+      readModels,
+      projection,
+    };
     ctx.onStop(
       consumeEvents(bus, {
         durable: "ordering-cheese-deleted",
@@ -88,7 +96,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
         async handler(event) {
           const context = contextFromHeaders(event.headers);
           const cancelled = await cancelOrdersOfDeletedCheese(
-            readSide,
+            deps,
             event.payload.cheeseId,
             context,
             event.id,
@@ -103,25 +111,24 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
       }),
     );
 
-    const placement = { store, orderIds: new IdAllocator(store, "order"), catalogue };
-    ctx.serve(orderingRpc.placeOrder, async ({ fields, owner, idempotency }, context) => ({
-      order: await placeOrder(placement, fields, owner, context, idempotency),
+    ctx.serve(orderingRpc.placeOrder, async (request, context) => ({
+      order: await placeOrder(deps, request, context),
     }));
-    ctx.serve(orderingRpc.getOrder, async ({ orderId, viewer }) => ({
-      order: await getOrder(readSide, orderId, viewer),
+    ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }) => ({
+      order: await getOrder(deps, orderId, actor),
     }));
-    ctx.serve(orderingRpc.listOrders, (request) => listOrders(readSide, request));
-    ctx.serve(orderingRpc.cancelOrder, async ({ orderId, viewer }, context) => ({
-      order: await cancelOrder(store, orderId, viewer, context),
+    ctx.serve(orderingRpc.listOrders, (request) => listOrders(deps, request));
+    ctx.serve(orderingRpc.cancelOrder, async ({ orderId, actor }, context) => ({
+      order: await cancelOrder(deps, orderId, actor, context),
     }));
-    ctx.serve(orderingRpc.shipOrder, async ({ orderId, ...shipment }, context) => ({
-      order: await changeOrder(store, orderId, { type: "ShipOrder", ...shipment }, context),
+    ctx.serve(orderingRpc.shipOrder, async ({ orderId, actor, ...shipment }, context) => ({
+      order: await changeOrder(deps, orderId, { type: "ShipOrder", by: actor, ...shipment }, context),
     }));
-    ctx.serve(orderingRpc.deliverOrder, async ({ orderId }, context) => ({
-      order: await changeOrder(store, orderId, { type: "DeliverOrder" }, context),
+    ctx.serve(orderingRpc.deliverOrder, async ({ orderId, actor }, context) => ({
+      order: await changeOrder(deps, orderId, { type: "DeliverOrder", by: actor }, context),
     }));
     ctx.serve(orderingRpc.activeOrdersForCheese, async ({ cheeseId }) => ({
-      activeOrders: await activeOrdersForCheese(readSide, cheeseId),
+      activeOrders: await activeOrdersForCheese(deps, cheeseId),
     }));
   },
 };

@@ -51,10 +51,19 @@ const reject: OrderCommand = {
   verdict: { approve: false, reason: "cheese 7 is sold, not available" },
   at: later,
 };
-const ship: OrderCommand = { type: "ShipOrder", ...shipment, at: later };
-const deliver: OrderCommand = { type: "DeliverOrder", at: later };
-const cancelByCustomer: OrderCommand = { type: "CancelOrder", by: { customerId }, at: later };
-const cancelByOperator: OrderCommand = { type: "CancelOrder", by: { customerId: null }, at: later };
+const operatorClient = { kind: "client" as const, customerId: null };
+const ship: OrderCommand = { type: "ShipOrder", by: operatorClient, ...shipment, at: later };
+const deliver: OrderCommand = { type: "DeliverOrder", by: operatorClient, at: later };
+const cancelByCustomer: OrderCommand = {
+  type: "CancelOrder",
+  by: { kind: "customer", customerId },
+  at: later,
+};
+const cancelByOperator: OrderCommand = {
+  type: "CancelOrder",
+  by: { kind: "operator", customerId: null },
+  at: later,
+};
 const cheeseDeleted: OrderCommand = { type: "CancelForDeletedCheese", cheeseId: 7, at: later };
 
 const history: Record<OrderStatus, OrderEvent[]> = {
@@ -129,6 +138,23 @@ describe("order decider", () => {
       }
     });
 
+    it("lets only operator clients ship or deliver (403 for customers and operator keys, whatever the order)", () => {
+      const others = [
+        { kind: "customer" as const, customerId },
+        { kind: "operator" as const, customerId: null },
+      ];
+      for (const by of others) {
+        for (const events of [[], history.approved, history.shipped]) {
+          given(events)
+            .when({ ...ship, by } as OrderCommand)
+            .thenRefuses({ body: { status: 403, type: "forbidden" } });
+          given(events)
+            .when({ ...deliver, by } as OrderCommand)
+            .thenRefuses({ body: { status: 403, type: "forbidden" } });
+        }
+      }
+    });
+
     it("refuses to deliver anything but a shipped order", () => {
       for (const status of ["placed", "approved", "delivered", "cancelled"] as const) {
         given(history[status])
@@ -168,7 +194,7 @@ describe("order decider", () => {
     it("answers 404 to a customer cancelling someone else's order, whatever its status", () => {
       for (const status of ["placed", "shipped", "cancelled"] as const) {
         given(history[status])
-          .when({ type: "CancelOrder", by: { customerId: 99 }, at: later })
+          .when({ type: "CancelOrder", by: { kind: "customer", customerId: 99 }, at: later })
           .thenRefuses({ body: { status: 404, type: "not_found" } });
       }
     });

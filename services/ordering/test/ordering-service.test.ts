@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { address, eventually, fakeCatalogue, newBroker, orderingOn } from "./support.ts";
 
 const operator = { customerId: null, ownerId: "client:ops" };
-const everyone = { customerId: null };
+const everyone = { kind: "operator" as const, customerId: null };
+const operatorClient = { kind: "client" as const, customerId: null };
 
 describe("the ordering service over its bus", () => {
   const broker = newBroker();
@@ -54,7 +55,7 @@ describe("the ordering service over its bus", () => {
       ...extra,
     });
   const statusOf = async (orderId: number) =>
-    (await call("getOrder", { orderId, viewer: everyone })).order.status;
+    (await call("getOrder", { orderId, actor: everyone })).order.status;
   const refusal = async (promise: Promise<unknown>) => {
     const error = await promise.then(
       () => undefined,
@@ -106,10 +107,10 @@ describe("the ordering service over its bus", () => {
     });
     await eventually(async () => expect(await statusOf(order.id)).toBe("approved"));
     const shipment = { carrier: "DHL", trackingNumber: "JD1", estimatedDelivery: "2030-01-01T00:00:00Z" };
-    await call("shipOrder", { orderId: order.id, ...shipment });
-    await call("deliverOrder", { orderId: order.id });
+    await call("shipOrder", { orderId: order.id, actor: operatorClient, ...shipment });
+    await call("deliverOrder", { orderId: order.id, actor: operatorClient });
     const second = (await place([{ cheeseId: 121, quantity: 1 }])).order;
-    await call("cancelOrder", { orderId: second.id, viewer: everyone });
+    await call("cancelOrder", { orderId: second.id, actor: everyone });
 
     await eventually(() => {
       const ofOrder = published.filter((e) => e.payload.order.id === order.id);
@@ -163,14 +164,15 @@ describe("the ordering service over its bus", () => {
     expect(await count()).toBe(2);
     await call("shipOrder", {
       orderId: a.id,
+      actor: operatorClient,
       carrier: "DHL",
       trackingNumber: "1",
       estimatedDelivery: "2030-01-01T00:00:00Z",
     });
     expect(await count()).toBe(2);
-    await call("cancelOrder", { orderId: b.id, viewer: everyone });
+    await call("cancelOrder", { orderId: b.id, actor: everyone });
     expect(await count()).toBe(1);
-    await call("deliverOrder", { orderId: a.id });
+    await call("deliverOrder", { orderId: a.id, actor: operatorClient });
     expect(await count()).toBe(0);
   });
 });
@@ -200,7 +202,7 @@ describe("the ordering service's process manager", () => {
       await publishEvent(bus, catalogueEvents.cheeseDeleted, event);
       await publishEvent(bus, catalogueEvents.cheeseDeleted, { ...event, id: crypto.randomUUID() });
       const status = async (orderId: number) =>
-        (await callRpc(bus, orderingRpc.getOrder, { orderId, viewer: everyone }, { timeoutMs: 5000 })).order
+        (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
           .status;
       await eventually(async () => expect(await status(doomed.id)).toBe("cancelled"));
       expect(await status(kept.id)).toBe("placed");
@@ -233,7 +235,7 @@ describe("the ordering service's process manager", () => {
       const kept = (await place(2)).order;
       catalogue.set(1, { status: "sold" });
       const status = async (orderId: number) =>
-        (await callRpc(bus, orderingRpc.getOrder, { orderId, viewer: everyone }, { timeoutMs: 5000 })).order
+        (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
           .status;
       await eventually(async () => expect(await status(sold.id)).toBe("cancelled"));
       await eventually(async () => expect(await status(kept.id)).toBe("approved"));
@@ -268,7 +270,7 @@ describe("the ordering service's process manager", () => {
           await callRpc(
             bus,
             orderingRpc.getOrder,
-            { orderId: order.id, viewer: everyone },
+            { orderId: order.id, actor: everyone },
             { timeoutMs: 5000 },
           )
         ).order.status;

@@ -5,12 +5,16 @@ import { Order, OrderFields, OrderStatus } from "../order.ts";
 const orderId = z.number().int().positive();
 
 /**
- * Whose orders a caller may see and touch: a customer only its own (`customerId`), an operator
- * (API key or client-credentials client) every order (`customerId: null`). Someone else's order
- * reads as absent (404), never as forbidden, so ids do not leak.
+ * Who acts on orders, as the gateway authenticated them: a customer (`customerId`) may see and
+ * touch only its own orders (someone else's reads as absent, 404, so ids do not leak); an
+ * operator (API key) or an operator client (client-credentials token, `kind: "client"`) every
+ * order (`customerId: null`). Only operator clients ship and deliver.
  */
-export const OrderViewer = z.object({ customerId: z.number().int().positive().nullable() });
-export type OrderViewer = z.infer<typeof OrderViewer>;
+export const OrderActor = z.object({
+  kind: z.enum(["customer", "operator", "client"]),
+  customerId: z.number().int().positive().nullable(),
+});
+export type OrderActor = z.infer<typeof OrderActor>;
 
 /** Who places an order: a customer, or an operator client (`customerId: null`). */
 export const OrderOwner = z.object({
@@ -51,31 +55,40 @@ export const orderingRpc = {
   }),
   getOrder: defineRpc({
     subject: "ordering.order.get",
-    request: z.object({ orderId, viewer: OrderViewer }),
+    request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
   }),
-  /** Newest first (createdAt, then id, descending); `after` is the last order of the previous page. */
+  /**
+   * Newest first (createdAt, then id, descending), one page after `cursor` (a `nextCursor` this
+   * RPC returned; 400 for anything else).
+   */
   listOrders: defineRpc({
     subject: "ordering.order.list",
     request: z.object({
-      viewer: OrderViewer,
+      actor: OrderActor,
       limit: z.number().int().min(1).max(100),
-      after: z.object({ createdAt: z.string().min(1), id: orderId }).optional(),
+      cursor: z.string().optional(),
       statuses: z.array(OrderStatus).optional(),
     }),
-    response: z.object({ items: z.array(Order), hasMore: z.boolean(), total: z.number().int().min(0) }),
+    response: z.object({
+      items: z.array(Order),
+      nextCursor: z.string().nullable(),
+      hasMore: z.boolean(),
+      total: z.number().int().min(0),
+    }),
   }),
   /** placed or approved → cancelled; cancelled stays cancelled; shipped or delivered → 409. */
   cancelOrder: defineRpc({
     subject: "ordering.order.cancel",
-    request: z.object({ orderId, viewer: OrderViewer }),
+    request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
   }),
-  /** approved → shipped (operator clients only; the gateway checks who calls). */
+  /** approved → shipped (operator clients only, 403 for anyone else). */
   shipOrder: defineRpc({
     subject: "ordering.order.ship",
     request: z.object({
       orderId,
+      actor: OrderActor,
       carrier: z.string().min(1),
       trackingNumber: z.string().min(1),
       estimatedDelivery: z.string().min(1),
@@ -85,7 +98,7 @@ export const orderingRpc = {
   /** shipped → delivered (operator clients only). */
   deliverOrder: defineRpc({
     subject: "ordering.order.deliver",
-    request: z.object({ orderId }),
+    request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
   }),
 };

@@ -1,6 +1,6 @@
 import type { RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv, Scope } from "../env.ts";
+import type { Caller, GatewayEnv, Scope } from "../env.ts";
 
 /**
  * Who may call an operation, written next to its route (and published as its OpenAPI
@@ -9,8 +9,12 @@ import type { GatewayEnv, Scope } from "../env.ts";
  *  - `bearer`: a customer's login JWT (`bearer_auth`)
  *  - `oauth`: a cheesy_oauth access token carrying all of these scopes; a customer's login JWT
  *    counts when its scopes include them (docs/identity.md "Access at the gateway")
+ * `callers` narrows any of them to these kinds of caller (fulfilment: client-credentials
+ * clients only); others get 403.
  */
-export type AccessRule = { public: true } | { apiKey?: true; bearer?: true; oauth?: Scope[] };
+export type AccessRule =
+  | { public: true }
+  | { apiKey?: true; bearer?: true; oauth?: Scope[]; callers?: Caller["kind"][] };
 
 /** OpenAPI security requirements for a rule. */
 export function securityOf(rule: AccessRule): RouteConfig["security"] {

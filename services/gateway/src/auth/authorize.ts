@@ -27,6 +27,7 @@ export function createAuthorizer(): (rule: AccessRule) => ReturnType<typeof crea
 
 /** Any one alternative of the rule admits the caller. */
 export function allows(rule: Exclude<AccessRule, { public: true }>, caller: Caller): boolean {
+  if (rule.callers && !rule.callers.includes(caller.kind)) return false;
   if (rule.apiKey && caller.via === "api_key") return true;
   if (rule.bearer && caller.via === "bearer") return true;
   if (rule.oauth && (caller.via === "oauth" || caller.via === "bearer")) {

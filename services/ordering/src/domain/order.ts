@@ -1,10 +1,10 @@
-import type { Order, OrderStatus } from "@cheese/contracts";
-import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import type { Order, OrderActor, OrderStatus } from "@cheese/contracts";
+import { conflict, type Decider, type DomainEvent, forbidden, notFound } from "@cheese/service-kit";
 
 /**
- * The order aggregate (decisions.md "Orders"). Every event carries the order as it stands after
- * the change, so the outbox relay can publish the integration event from the event alone and
- * the projection stores it as is.
+ * The order aggregate (docs/ordering.md). Every event carries the order as it stands after the
+ * change, so the outbox relay can publish the integration event from the event alone and the
+ * projection stores it as is.
  */
 interface OrderChange {
   order: Order;
@@ -22,10 +22,11 @@ export type OrderEvent =
   | DomainEvent<"OrderDelivered", OrderChange>
   | DomainEvent<"OrderCancelled", OrderChange & { reason: string }>;
 
-/** Who asks: a customer may only touch its own orders; `customerId: null` is an operator. */
-export interface Actor {
-  customerId: number | null;
-}
+/**
+ * Who asks: a customer may only touch its own orders; `customerId: null` is an operator (API
+ * key) or an operator client (client-credentials token, the only one who ships and delivers).
+ */
+export type Actor = OrderActor;
 
 export type OrderCommand =
   | { type: "PlaceOrder"; order: Order; customerId: number | null; ownerId: string }
@@ -33,14 +34,15 @@ export type OrderCommand =
   | { type: "ReviewOrder"; verdict: { approve: true } | { approve: false; reason: string }; at: string }
   | {
       type: "ShipOrder";
+      by: Actor;
       carrier: string;
       trackingNumber: string;
       estimatedDelivery: string;
       at: string;
     }
-  | { type: "DeliverOrder"; at: string }
+  | { type: "DeliverOrder"; by: Actor; at: string }
   | { type: "CancelOrder"; by: Actor; at: string }
-  /** decisions.md: a deleted cheese cancels its placed orders; other statuses are left alone. */
+  /** A deleted cheese cancels its placed orders; other statuses are left alone. */
   | { type: "CancelForDeletedCheese"; cheeseId: number; at: string };
 
 export type OrderState =
@@ -56,10 +58,17 @@ const moved = (order: Order, status: OrderStatus, at: string, extra: Partial<Ord
   updatedAt: at,
 });
 
-const conflict = (order: Order, wanted: string) =>
-  new DomainError(409, "conflict", `order ${order.id} is ${order.status} and cannot be ${wanted}`);
+const cannotBe = (order: Order, wanted: string) =>
+  conflict(`order ${order.id} is ${order.status} and cannot be ${wanted}`);
 
-const notFound = () => new DomainError(404, "not_found", "order not found");
+const orderNotFound = () => notFound("order not found");
+
+/** Fulfilment is the operator clients' work: anyone else is refused whatever the order. */
+function requireOperatorClient(actor: Actor): void {
+  if (actor.kind !== "client") {
+    throw forbidden("only operator clients (client-credentials tokens) may ship or deliver orders");
+  }
+}
 
 export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
   initialState: () => ({ status: "absent" }),
@@ -69,11 +78,12 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
   },
   decide(command, state) {
     if (command.type === "PlaceOrder") {
-      if (state.status !== "absent") throw new DomainError(409, "conflict", "order already exists");
+      if (state.status !== "absent") throw conflict("order already exists");
       const { order, customerId, ownerId } = command;
       return [{ type: "OrderPlaced", data: { order: { ...order, status: "placed" }, customerId, ownerId } }];
     }
-    if (state.status === "absent") throw notFound();
+    if (command.type === "ShipOrder" || command.type === "DeliverOrder") requireOperatorClient(command.by);
+    if (state.status === "absent") throw orderNotFound();
     const { order, customerId } = state;
     switch (command.type) {
       case "ReviewOrder": {
@@ -91,7 +101,7 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
         ];
       }
       case "ShipOrder": {
-        if (state.status !== "approved") throw conflict(order, "shipped");
+        if (state.status !== "approved") throw cannotBe(order, "shipped");
         const { carrier, trackingNumber, estimatedDelivery, at } = command;
         return [
           {
@@ -107,14 +117,14 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
         ];
       }
       case "DeliverOrder":
-        if (state.status !== "shipped") throw conflict(order, "delivered");
+        if (state.status !== "shipped") throw cannotBe(order, "delivered");
         return [
           { type: "OrderDelivered", data: { order: moved(order, "delivered", command.at), customerId } },
         ];
       case "CancelOrder": {
-        if (command.by.customerId !== null && command.by.customerId !== customerId) throw notFound();
+        if (!visibleTo(command.by, customerId)) throw orderNotFound();
         if (state.status === "cancelled") return [];
-        if (state.status === "shipped" || state.status === "delivered") throw conflict(order, "cancelled");
+        if (state.status === "shipped" || state.status === "delivered") throw cannotBe(order, "cancelled");
         const reason =
           command.by.customerId === null ? "cancelled by an operator" : "cancelled by the customer";
         return [

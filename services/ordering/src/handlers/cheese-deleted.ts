@@ -1,37 +1,34 @@
-import type { EventStore } from "@cheese/event-store";
-import type { ReadModelStore } from "@cheese/read-models";
 import {
   contextMetadata,
-  DomainError,
   handleCommand,
-  type Projection,
+  isoNow,
   type RequestContext,
+  unavailable,
 } from "@cheese/service-kit";
 import { orderDecider, orderStream } from "../domain/order.ts";
 import { ORDERS, type OrderDocument } from "../projections/orders.ts";
+import type { OrderingDeps } from "./deps.ts";
 
 /**
- * decisions.md "Cheeses": deleting a cheese cancels its placed orders. Repeating it (a
- * redelivered event) changes nothing, since cancelled orders stay as they are.
+ * On cheese.deleted: the cheese's placed orders are cancelled (docs/ordering.md). Repeating it
+ * (a redelivered event) changes nothing, since cancelled orders stay as they are.
  */
 export async function cancelOrdersOfDeletedCheese(
-  side: { store: EventStore; readModels: ReadModelStore; projection: Projection },
+  deps: OrderingDeps,
   cheeseId: number,
   context: RequestContext,
   eventId: string,
 ): Promise<number> {
-  if (!(await side.projection.catchUp())) {
-    throw new DomainError(503, "service_unavailable", "orders are still being indexed");
-  }
-  const placed = await side.readModels
+  if (!(await deps.projection.catchUp())) throw unavailable("orders are still being indexed");
+  const placed = await deps.readModels
     .collection<OrderDocument>(ORDERS)
     .find({ status: "placed", cheeseIds: cheeseId });
   for (const { _id } of placed) {
     await handleCommand(
-      side.store,
+      deps.store,
       orderStream(_id),
       orderDecider,
-      { type: "CancelForDeletedCheese", cheeseId, at: new Date().toISOString() },
+      { type: "CancelForDeletedCheese", cheeseId, at: isoNow(deps.clock) },
       { metadata: contextMetadata(context, eventId) },
     );
   }

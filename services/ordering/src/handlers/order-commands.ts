@@ -1,29 +1,28 @@
-import type { Order, OrderViewer } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
-import { contextMetadata, type HandlerContext, handleCommand } from "@cheese/service-kit";
+import type { Order, OrderActor } from "@cheese/contracts";
+import { contextMetadata, type HandlerContext, handleCommand, isoNow } from "@cheese/service-kit";
 import { type OrderCommand, orderDecider, orderStream } from "../domain/order.ts";
+import type { OrderingDeps } from "./deps.ts";
 
-type Change = DistributiveOmit<Exclude<OrderCommand, { type: "PlaceOrder" | "ReviewOrder" }>, "at">;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+type Change = DistributiveOmit<
+  Extract<OrderCommand, { type: "CancelOrder" | "ShipOrder" | "DeliverOrder" }>,
+  "at"
+>;
 
-/** Applies one fulfilment or cancellation command and returns the order as it now stands. */
+/** Cancels, ships or delivers an order on behalf of `by`, and answers the order as it now stands. */
 export async function changeOrder(
-  store: EventStore,
+  deps: OrderingDeps,
   orderId: number,
   change: Change,
   context: HandlerContext,
 ): Promise<Order> {
-  const command = { ...change, at: new Date().toISOString() } as OrderCommand;
-  const result = await handleCommand(store, orderStream(orderId), orderDecider, command, {
+  const command = { ...change, at: isoNow(deps.clock) } as OrderCommand;
+  const { state } = await handleCommand(deps.store, orderStream(orderId), orderDecider, command, {
     metadata: contextMetadata(context),
   });
-  if (result.state.status === "absent") throw new Error("unreachable: the decider refuses absent orders");
-  return result.state.order;
+  if (state.status === "absent") throw new Error("unreachable: the decider refuses absent orders");
+  return state.order;
 }
 
-export const cancelOrder = (
-  store: EventStore,
-  orderId: number,
-  viewer: OrderViewer,
-  context: HandlerContext,
-) => changeOrder(store, orderId, { type: "CancelOrder", by: viewer }, context);
+export const cancelOrder = (deps: OrderingDeps, orderId: number, by: OrderActor, context: HandlerContext) =>
+  changeOrder(deps, orderId, { type: "CancelOrder", by }, context);

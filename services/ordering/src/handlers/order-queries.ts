@@ -1,43 +1,52 @@
-import type { Order, OrderStatus, OrderViewer } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
-import type { Filter, ReadModelStore } from "@cheese/read-models";
-import { DomainError, foldEvents, type Projection } from "@cheese/service-kit";
+import type { Order, OrderActor, OrderStatus } from "@cheese/contracts";
+import type { Filter } from "@cheese/read-models";
+import {
+  decodeCursor,
+  encodeCursor,
+  foldEvents,
+  notFound,
+  type Projection,
+  unavailable,
+} from "@cheese/service-kit";
+import { z } from "zod";
 import { orderDecider, orderStream, visibleTo } from "../domain/order.ts";
 import { ORDERS, type OrderDocument } from "../projections/orders.ts";
-
-export interface OrderReadSide {
-  store: EventStore;
-  readModels: ReadModelStore;
-  projection: Projection;
-}
+import type { OrderingDeps } from "./deps.ts";
 
 /**
  * One order, folded from its stream rather than read from the projection, so a GET right after
  * the 201 finds it whichever replica answers. Someone else's order reads as absent.
  */
-export async function getOrder(side: OrderReadSide, orderId: number, viewer: OrderViewer): Promise<Order> {
-  const state = foldEvents(orderDecider, await side.store.readStream(orderStream(orderId)));
-  if (state.status === "absent" || !visibleTo(viewer, state.customerId)) {
-    throw new DomainError(404, "not_found", `order ${orderId} not found`);
+export async function getOrder(deps: OrderingDeps, orderId: number, actor: OrderActor): Promise<Order> {
+  const state = foldEvents(orderDecider, await deps.store.readStream(orderStream(orderId)));
+  if (state.status === "absent" || !visibleTo(actor, state.customerId)) {
+    throw notFound(`order ${orderId} not found`);
   }
   return state.order;
 }
 
 export interface ListRequest {
-  viewer: OrderViewer;
+  actor: OrderActor;
   limit: number;
-  after?: { createdAt: string; id: number } | undefined;
+  cursor?: string | undefined;
   statuses?: OrderStatus[] | undefined;
 }
 
-/** The viewer's orders, newest first, keyset paginated on (createdAt, id) so pages never shift. */
-export async function listOrders(side: OrderReadSide, request: ListRequest) {
-  await caughtUp(side.projection);
+/** Where a page ends: the last order's (createdAt, id). */
+const Position = z.strictObject({
+  c: z.string().refine((value) => !Number.isNaN(Date.parse(value))),
+  o: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+});
+
+/** The actor's orders, newest first, keyset paginated on (createdAt, id) so pages never shift. */
+export async function listOrders(deps: OrderingDeps, request: ListRequest) {
+  await caughtUp(deps.projection);
   const filter: Filter = {};
-  if (request.viewer.customerId !== null) filter.customerId = request.viewer.customerId;
+  if (request.actor.customerId !== null) filter.customerId = request.actor.customerId;
   if (request.statuses?.length) filter.status = { $in: request.statuses };
-  const orders = side.readModels.collection<OrderDocument>(ORDERS);
-  const { after } = request;
+  const orders = deps.readModels.collection<OrderDocument>(ORDERS);
+  const position = request.cursor === undefined ? undefined : decodeCursor(request.cursor, Position);
+  const after = position && { createdAt: position.c, id: position.o };
   const rest: Filter = after
     ? {
         ...filter,
@@ -48,17 +57,21 @@ export async function listOrders(side: OrderReadSide, request: ListRequest) {
       }
     : filter;
   const page = await orders.find(rest, { sort: { createdAt: -1, _id: -1 }, limit: request.limit + 1 });
+  const items = page.slice(0, request.limit).map((document) => document.order);
+  const hasMore = page.length > request.limit;
+  const last = items.at(-1);
   return {
-    items: page.slice(0, request.limit).map((document) => document.order),
-    hasMore: page.length > request.limit,
+    items,
+    nextCursor: hasMore && last ? encodeCursor({ c: last.createdAt, o: last.id }) : null,
+    hasMore,
     total: await orders.count(filter),
   };
 }
 
-/** decisions.md: approved or shipped orders for a cheese make its deletion a 409. */
-export async function activeOrdersForCheese(side: OrderReadSide, cheeseId: number): Promise<number> {
-  await caughtUp(side.projection);
-  return side.readModels
+/** Approved or shipped orders for a cheese make its deletion a 409 (docs/catalogue.md). */
+export async function activeOrdersForCheese(deps: OrderingDeps, cheeseId: number): Promise<number> {
+  await caughtUp(deps.projection);
+  return deps.readModels
     .collection<OrderDocument>(ORDERS)
     .count({ status: { $in: ["approved", "shipped"] }, cheeseIds: cheeseId });
 }
@@ -66,6 +79,6 @@ export async function activeOrdersForCheese(side: OrderReadSide, cheeseId: numbe
 /** A stale answer here could let a cheese with active orders be deleted, so better a 503. */
 async function caughtUp(projection: Projection): Promise<void> {
   if (!(await projection.catchUp())) {
-    throw new DomainError(503, "service_unavailable", "orders are still being indexed; try again");
+    throw unavailable("orders are still being indexed; try again");
   }
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { EventStore } from "@cheese/event-store";
-import { foldEvents, handleCommand, type Logger } from "@cheese/service-kit";
-import { type Catalogue, unorderable } from "../catalogue.ts";
+import { type Clock, foldEvents, handleCommand, isoNow, type Logger, type Timer } from "@cheese/service-kit";
 import { orderDecider, orderStream } from "../domain/order.ts";
+import { unorderable } from "../domain/pricing.ts";
+import type { OrderingDeps } from "./deps.ts";
 
 /**
  * The process manager's step: re-check a placed order's cheeses and approve it (all still
@@ -10,8 +10,11 @@ import { orderDecider, orderStream } from "../domain/order.ts";
  * order, or a review repeated after a crash, append one outcome (expected-revision appends).
  * An unreachable catalogue throws, and the caller tries again later.
  */
-export async function reviewOrder(store: EventStore, catalogue: Catalogue, orderId: number): Promise<void> {
-  const events = await store.readStream(orderStream(orderId));
+export async function reviewOrder(
+  deps: Pick<OrderingDeps, "store" | "clock" | "catalogue">,
+  orderId: number,
+): Promise<void> {
+  const events = await deps.store.readStream(orderStream(orderId));
   const state = foldEvents(orderDecider, events);
   if (state.status !== "placed") return;
   const placed = events[0]!;
@@ -19,7 +22,7 @@ export async function reviewOrder(store: EventStore, catalogue: Catalogue, order
   const context = { requestId, correlationId: String(placed.metadata.correlationId ?? requestId) };
   const problems: string[] = [];
   for (const item of state.order.items) {
-    const problem = unorderable(item.cheeseId, await catalogue.findCheese(item.cheeseId, context));
+    const problem = unorderable(item.cheeseId, await deps.catalogue.findCheese(item.cheeseId, context));
     if (problem) problems.push(problem);
   }
   const verdict =
@@ -27,10 +30,10 @@ export async function reviewOrder(store: EventStore, catalogue: Catalogue, order
       ? { approve: true as const }
       : { approve: false as const, reason: problems.join("; ") };
   await handleCommand(
-    store,
+    deps.store,
     orderStream(orderId),
     orderDecider,
-    { type: "ReviewOrder", verdict, at: new Date().toISOString() },
+    { type: "ReviewOrder", verdict, at: isoNow(deps.clock) },
     { metadata: { ...context, causationId: placed.id } },
   );
 }
@@ -43,7 +46,6 @@ export interface ReviewScheduler {
   close(): Promise<void>;
 }
 
-const MAX_TIMER_MS = 2_147_483_647;
 const MAX_RETRY_MS = 30_000;
 const CONCURRENT_REVIEWS = 8;
 
@@ -55,23 +57,21 @@ const CONCURRENT_REVIEWS = 8;
 export function createReviewScheduler(options: {
   delayMs: number;
   review: (orderId: number) => Promise<void>;
+  clock: Clock;
   logger: Logger;
 }): ReviewScheduler {
-  const { delayMs, review, logger } = options;
-  const timers = new Map<number, NodeJS.Timeout>();
+  const { delayMs, review, clock, logger } = options;
+  const timers = new Map<number, Timer>();
   const queue: { orderId: number; attempt: number }[] = [];
   const running = new Set<Promise<void>>();
   let closed = false;
 
   const later = (orderId: number, waitMs: number, attempt: number) => {
-    clearTimeout(timers.get(orderId));
-    const timer = setTimeout(
-      () => {
-        queue.push({ orderId, attempt });
-        pump();
-      },
-      Math.min(Math.max(0, waitMs), MAX_TIMER_MS),
-    );
+    timers.get(orderId)?.cancel();
+    const timer = clock.setTimeout(() => {
+      queue.push({ orderId, attempt });
+      pump();
+    }, waitMs);
     timers.set(orderId, timer);
   };
 
@@ -100,15 +100,15 @@ export function createReviewScheduler(options: {
   return {
     schedule(orderId, placedAt) {
       if (closed || timers.has(orderId)) return;
-      later(orderId, Date.parse(placedAt) + delayMs - Date.now(), 0);
+      later(orderId, Date.parse(placedAt) + delayMs - clock.now().getTime(), 0);
     },
     forget(orderId) {
-      clearTimeout(timers.get(orderId));
+      timers.get(orderId)?.cancel();
       timers.delete(orderId);
     },
     async close() {
       closed = true;
-      for (const timer of timers.values()) clearTimeout(timer);
+      for (const timer of timers.values()) timer.cancel();
       timers.clear();
       await Promise.allSettled([...running]);
     },

@@ -1,6 +1,14 @@
 import { type Cheese, findCheese } from "@cheese/contracts";
+import type { EventStore } from "@cheese/event-store";
 import type { MessageBus } from "@cheese/messaging";
-import { contextHeaders, type RequestContext } from "@cheese/service-kit";
+import type { ReadModelStore } from "@cheese/read-models";
+import {
+  type Clock,
+  contextHeaders,
+  type IdAllocator,
+  type Projection,
+  type RequestContext,
+} from "@cheese/service-kit";
 
 /** What ordering asks the catalogue: a cheese as it is now, or undefined when it does not exist. */
 export interface Catalogue {
@@ -15,10 +23,13 @@ export function catalogueOverBus(bus: MessageBus, timeoutMs: number): Catalogue 
   };
 }
 
-/** Why a line cannot be ordered now, or undefined when it can. */
-export function unorderable(cheeseId: number, cheese: Cheese | undefined): string | undefined {
-  if (!cheese) return `cheese ${cheeseId} does not exist`;
-  if (cheese.status !== "available") return `cheese ${cheeseId} is ${cheese.status}, not available`;
-  if (cheese.pricePerKg === undefined) return `cheese ${cheeseId} has no price`;
-  return undefined;
+/** What ordering's handlers work with, built once in `main.ts`. */
+export interface OrderingDeps {
+  store: EventStore;
+  clock: Clock;
+  orderIds: IdAllocator;
+  catalogue: Catalogue;
+  readModels: ReadModelStore;
+  /** The `orders` read model. */
+  projection: Projection;
 }
