@@ -1,8 +1,14 @@
 import { defineConfig } from "vitest/config";
 
+// Tests import workspace packages from their TypeScript source (the `source` export condition);
+// processes the tests start run the built JavaScript, as `pnpm start` and the image do.
+const conditions = ["source", "module", "node", "development|production"];
+
 // One run covers unit tests, port contract suites and end-to-end tests. Suites that start
 // servers do it themselves; container suites print why they skip when no Docker engine exists.
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "e2e/**/*.test.ts"],
     pool: "forks",
@@ -10,6 +16,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
     reporters: ["default"],
-    globalSetup: ["e2e/support/containers-setup.ts"],
+    // First the build (what the e2e suites start is what `pnpm start` runs), then containers.
+    globalSetup: ["e2e/support/build-setup.ts", "e2e/support/containers-setup.ts"],
   },
 });

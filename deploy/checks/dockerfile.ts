@@ -21,8 +21,13 @@ export function checkDockerfile(path: string): string[] {
     if (arg) args.set(arg[1]!, arg[2]!);
   }
   if (stages.length < 2) problems.push("not a multi-stage build");
+  const stageNames = new Set<string>();
   for (const from of stages) {
-    const image = from.split(/\s+/)[1]!.replace(/\$\{(\w+)\}/g, (_, name: string) => args.get(name) ?? "");
+    const [, source, as, name] = from.split(/\s+/);
+    if (as?.toUpperCase() === "AS" && name) stageNames.add(name);
+    // FROM an earlier stage: nothing to pin.
+    if (stageNames.has(source!)) continue;
+    const image = source!.replace(/\$\{(\w+)\}/g, (_, arg: string) => args.get(arg) ?? "");
     if (!image.includes(":") || image.endsWith(":latest"))
       problems.push(`DL3006/DL3007: ${image} is not pinned`);
   }

@@ -30,7 +30,7 @@ export async function startExtraGateway(system: RunningSystem): Promise<ExtraGat
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", "tsx", join(repoRoot, "services", "gateway", "src", "main.ts")],
+    [join(repoRoot, "apps", "launcher", "dist", "service.js")],
     {
       cwd: repoRoot,
       env: {
@@ -39,6 +39,7 @@ export async function startExtraGateway(system: RunningSystem): Promise<ExtraGat
         DATA_DIR: system.dataDir,
         GATEWAY_PORT: String(port),
         HEALTH_PORT: "0",
+        SERVICE: "gateway",
         SERVICE_INSTANCE: "gateway-extra",
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -46,7 +46,7 @@ export interface SystemOptions {
 }
 
 /**
- * Starts the whole system exactly as `pnpm start` does (the launcher CLI), on a free gateway
+ * Starts the whole system exactly as `pnpm start` does (the built launcher CLI), on a free gateway
  * port and a fresh DATA_DIR, and waits until GET /readyz answers 200.
  */
 export async function startSystem(options: SystemOptions = {}): Promise<RunningSystem> {
@@ -54,7 +54,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
   const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", "tsx", join(repoRoot, "packages", "launcher", "src", "cli.ts")],
+    // What `pnpm start` runs once built (the global setup builds before any suite starts).
+    [join(repoRoot, "apps", "launcher", "dist", "cli.js")],
     {
       cwd: repoRoot,
       env: {

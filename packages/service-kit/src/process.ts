@@ -1,13 +1,6 @@
-import { pathToFileURL } from "node:url";
 import { ConfigError } from "./config.ts";
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
-
-/** True when the module with this import.meta.url is the process's entry point. */
-export function isEntryPoint(moduleUrl: string): boolean {
-  const entry = process.argv[1];
-  return entry !== undefined && pathToFileURL(entry).href === moduleUrl;
-}
 
 /**
  * Runs something as a process: a bad configuration prints its message and exits 1; SIGTERM

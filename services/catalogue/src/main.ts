@@ -2,8 +2,6 @@ import { catalogueRpc } from "@cheese/contracts";
 import {
   baseConfigSchema,
   IdAllocator,
-  isEntryPoint,
-  runAsProcess,
   type ServiceDefinition,
   type StartOptions,
   startProjection,
@@ -75,5 +73,3 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
 };
 
 export const start = (options?: StartOptions) => startService(catalogueService, options);
-
-if (isEntryPoint(import.meta.url)) void runAsProcess(start);

@@ -2,8 +2,6 @@ import { join } from "node:path";
 import { customerRpc } from "@cheese/contracts";
 import {
   IdAllocator,
-  isEntryPoint,
-  runAsProcess,
   type ServiceDefinition,
   type StartOptions,
   serviceDataDir,
@@ -110,5 +108,3 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
 };
 
 export const start = (options?: StartOptions) => startService(customerService, options);
-
-if (isEntryPoint(import.meta.url)) void runAsProcess(start);

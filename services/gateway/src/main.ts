@@ -1,13 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import {
-  isEntryPoint,
-  runAsProcess,
-  type ServiceDefinition,
-  type StartOptions,
-  serviceDataDir,
-  startService,
-} from "@cheese/service-kit";
+import { type ServiceDefinition, type StartOptions, serviceDataDir, startService } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
@@ -66,5 +59,3 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
 };
 
 export const start = (options?: StartOptions) => startService(gatewayService, options);
-
-if (isEntryPoint(import.meta.url)) void runAsProcess(start);

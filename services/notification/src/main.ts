@@ -4,8 +4,6 @@ import type { RecordedEvent } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
 import {
   IdAllocator,
-  isEntryPoint,
-  runAsProcess,
   type ServiceDefinition,
   type StartOptions,
   serviceDataDir,
@@ -106,5 +104,3 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
 };
 
 export const start = (options?: StartOptions) => startService(notificationService, options);
-
-if (isEntryPoint(import.meta.url)) void runAsProcess(start);

@@ -6,8 +6,6 @@ import {
   contextLogger,
   duration,
   IdAllocator,
-  isEntryPoint,
-  runAsProcess,
   type ServiceDefinition,
   type StartOptions,
   startProjection,
@@ -134,5 +132,3 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
 };
 
 export const start = (options?: StartOptions) => startService(orderingService, options);
-
-if (isEntryPoint(import.meta.url)) void runAsProcess(start);

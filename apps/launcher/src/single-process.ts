@@ -6,11 +6,11 @@ type Starter = (options?: StartOptions) => Promise<RunningService>;
 
 /** Lazily imported so multi-process mode does not load every service into the launcher. */
 export const starters: Record<ServiceName, () => Promise<Starter>> = {
-  catalogue: async () => (await import("@cheese/catalogue/main")).start,
-  ordering: async () => (await import("@cheese/ordering/main")).start,
-  customer: async () => (await import("@cheese/customer/main")).start,
-  notification: async () => (await import("@cheese/notification/main")).start,
-  gateway: async () => (await import("@cheese/gateway/main")).start,
+  catalogue: async () => (await import("@cheese/catalogue")).start,
+  ordering: async () => (await import("@cheese/ordering")).start,
+  customer: async () => (await import("@cheese/customer")).start,
+  notification: async () => (await import("@cheese/notification")).start,
+  gateway: async () => (await import("@cheese/gateway")).start,
 };
 
 /**

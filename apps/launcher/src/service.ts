@@ -4,7 +4,7 @@ import { starters } from "./single-process.ts";
 
 /**
  * Container entry point: runs the one service named by SERVICE as this process (the image is
- * shared by all services). `node --import tsx packages/launcher/src/service.ts`.
+ * shared by all services), and what `pnpm start` runs for each process: `node apps/launcher/dist/service.js`.
  */
 const name = process.env.SERVICE;
 if (!name || !(serviceNames as readonly string[]).includes(name)) {

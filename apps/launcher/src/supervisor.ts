@@ -1,12 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { ServiceName } from "./config.ts";
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-const tsxLoader = import.meta.resolve("tsx");
+/**
+ * Every process runs the container's entry point with SERVICE set: built JavaScript under plain
+ * node (dist/service.js beside dist/cli.js); under `pnpm dev` the source, with the loader this
+ * process was started with (process.execArgv).
+ */
+const serviceEntry = fileURLToPath(
+  new URL(`./service${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
 const MAX_BACKOFF_MS = 5000;
 
 interface Instance {
@@ -46,9 +52,8 @@ export class Supervisor {
   }
 
   private spawn(instance: Instance): void {
-    const entry = join(repoRoot, "services", instance.service, "src", "main.ts");
-    const child = spawn(process.execPath, ["--import", tsxLoader, entry], {
-      env: { ...this.env, ...instance.env, SERVICE_INSTANCE: instance.label },
+    const child = spawn(process.execPath, [...process.execArgv, serviceEntry], {
+      env: { ...this.env, ...instance.env, SERVICE: instance.service, SERVICE_INSTANCE: instance.label },
       stdio: ["ignore", "pipe", "pipe"],
     });
     instance.child = child;
