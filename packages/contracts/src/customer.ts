@@ -161,6 +161,7 @@ export const BatchError = z
 export const CustomerBatchResult = z
   .object({ created: z.array(Customer), errors: z.array(BatchError) })
   .openapi("CustomerBatchResult");
+export type CustomerBatchResult = z.infer<typeof CustomerBatchResult>;
 
 /** Customer API keys start with this, so the gateway asks the customer service only about likely keys. */
 export const CUSTOMER_API_KEY_PREFIX = "chs_";

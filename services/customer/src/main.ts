@@ -10,12 +10,14 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { type CustomerConfig, customerConfigSchema } from "./config.ts";
-import { deleteCustomer, registerBatch, registerCustomer, replaceCustomer } from "./handlers/accounts.ts";
 import { startExpiryWarnings } from "./handlers/api-key-expiry.ts";
 import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./handlers/api-keys.ts";
+import { deleteCustomer } from "./handlers/delete-customer.ts";
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
+import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
+import { replaceCustomer } from "./handlers/replace-customer.ts";
 import { countDeliveredOrders } from "./handlers/tiers.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { PasswordChecker } from "./passwords.ts";
@@ -67,6 +69,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
         store,
         readModels,
         apiKeys,
+        clock: ctx.clock,
         warnBeforeMs: config.API_KEY_EXPIRY_WARNING,
         intervalMs: config.API_KEY_EXPIRY_CHECK_INTERVAL,
         logger,
@@ -77,6 +80,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     await passwords.warmUp();
     const deps: CustomerDeps = {
       store,
+      clock: ctx.clock,
       customerIds: new IdAllocator(store, "customer"),
       apiKeyIds: new IdAllocator(store, "apikey"),
       vault,

@@ -5,11 +5,13 @@ import type { CustomerFields } from "@cheese/contracts";
 import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, IdAllocator, startProjection } from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deleteCustomer, registerBatch, registerCustomer } from "../src/handlers/accounts.ts";
 import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
+import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
 import { getCustomer, login } from "../src/handlers/queries.ts";
+import { registerBatch, registerCustomer } from "../src/handlers/register-customer.ts";
 import { PasswordChecker } from "../src/passwords.ts";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
 import { PersonalDataVault } from "../src/personal-data/vault.ts";
@@ -19,6 +21,7 @@ const context = { requestId: "test", correlationId: "test" };
 let dir: string;
 let deps: CustomerDeps;
 let counter = 0;
+const clock = new ManualClock();
 
 const fields = (overrides: Partial<CustomerFields> = {}): CustomerFields => {
   counter += 1;
@@ -46,6 +49,7 @@ beforeAll(async () => {
   });
   deps = {
     store,
+    clock,
     customerIds: new IdAllocator(store, "customer"),
     apiKeyIds: new IdAllocator(store, "apikey"),
     vault,
@@ -90,20 +94,17 @@ describe("registration on the write side", () => {
     });
   });
 
-  it("registers a batch in order: a later duplicate fails with its own index", async () => {
+  it("registers a batch in order: invalid elements and a later duplicate fail with their own index", async () => {
     const a = fields();
-    const { results } = await registerBatch(
+    const result = await registerBatch(
       deps,
-      [
-        { index: 0, fields: a },
-        { index: 3, fields: { ...fields(), username: a.username } },
-      ],
+      [a, { username: "x" }, "not a customer", { ...fields(), username: a.username }],
       context,
     );
-    expect(results).toEqual([
-      { index: 0, customer: expect.objectContaining({ username: a.username }) },
-      { index: 3, status: 409, message: "username already exists" },
-    ]);
+    expect(result.created).toEqual([expect.objectContaining({ username: a.username })]);
+    expect(result.errors.map((e) => e.index)).toEqual([1, 2, 3]);
+    expect(result.errors[0]!.message).toContain("email");
+    expect(result.errors[2]).toEqual({ index: 3, message: "username already exists" });
   });
 });
 
@@ -186,7 +187,8 @@ describe("API keys", () => {
 
     const shortLived = { ...deps, apiKeyLifetimeMs: 50 };
     const brief = await createApiKey(shortLived, { username: carol.username, asCustomer: id }, context);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expect(authenticateApiKey(deps, hashApiKey(brief.key))).resolves.toMatchObject({ keyId: brief.id });
+    await clock.advance(50);
     await expect(authenticateApiKey(deps, hashApiKey(brief.key))).rejects.toMatchObject({
       body: { status: 401, message: "API key expired" },
     });

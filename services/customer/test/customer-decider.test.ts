@@ -1,7 +1,6 @@
 import { specFor } from "@cheese/service-kit/testing";
 import { describe, it } from "vitest";
 import { type CustomerEvent, customerDecider, MAX_ACTIVE_API_KEYS } from "../src/domain/customer.ts";
-import { reservationDecider } from "../src/domain/reservation.ts";
 
 const given = specFor(customerDecider);
 const at = "2025-01-01T00:00:00.000Z";
@@ -170,30 +169,5 @@ describe("customer decider", () => {
         .when({ type: "WarnApiKeyExpiring", keyId: 1 })
         .thenEmits([]);
     });
-  });
-});
-
-describe("username and email reservations", () => {
-  const reservation = specFor(reservationDecider("username"));
-
-  it("lets one customer hold a value; another gets 409 until it is released", () => {
-    reservation([])
-      .when({ type: "Reserve", customerId: 1 })
-      .thenEmits([{ type: "Reserved", data: { customerId: 1 } }]);
-    reservation([{ type: "Reserved", data: { customerId: 1 } }])
-      .when({ type: "Reserve", customerId: 2 })
-      .thenRefuses({ body: { status: 409, type: "conflict", message: "username already exists" } });
-    reservation([
-      { type: "Reserved", data: { customerId: 1 } },
-      { type: "Released", data: { customerId: 1 } },
-    ])
-      .when({ type: "Reserve", customerId: 2 })
-      .thenEmits([{ type: "Reserved", data: { customerId: 2 } }]);
-  });
-
-  it("ignores a release by someone who does not hold the value", () => {
-    reservation([{ type: "Reserved", data: { customerId: 1 } }])
-      .when({ type: "Release", customerId: 2 })
-      .thenEmits([]);
   });
 });

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
 import type { Plan } from "./auth/credentials.ts";
 import { CustomerDirectory } from "./auth/customer-directory.ts";
+import { revokeDeletedCustomers } from "./auth/erasure.ts";
 import { OAuthGrants } from "./auth/oauth-grants.ts";
 import { documentOAuth } from "./auth/oauth-openapi.ts";
 import { Revocations } from "./auth/revocations.ts";
@@ -39,6 +40,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
+  revokeDeletedCustomers(deps.bus, identity, deps.logger);
   const grants = new OAuthGrants(deps.bus, options.oauthCodeTtlMs ?? 60_000);
   const plans = options.rateLimits ?? specPlanLimits;
 

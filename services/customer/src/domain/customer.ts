@@ -1,5 +1,5 @@
 import type { CustomerStatus } from "@cheese/contracts";
-import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
 import { addMoney, tierFor } from "./tiers.ts";
 
 /**
@@ -103,7 +103,21 @@ export const MAX_ACTIVE_API_KEYS = 25;
 
 export const customerStream = (id: number) => `customer-${id}`;
 
-const notFound = () => new DomainError(404, "not_found", "customer not found");
+/**
+ * Usernames and emails are unique (the service kit's reservations), each under a stream of its
+ * normalised value. Email streams are named by a keyed hash of the normalised email (see
+ * personal-data/vault.ts), so no stream name or event holds an email.
+ */
+export const usernameStream = (username: string) => `customername-${username.toLowerCase()}`;
+export const emailStream = (emailKey: string) => `customeremail-${emailKey}`;
+
+const customerNotFound = () => notFound("customer not found");
+
+/** The customer of a state that must be active (404 otherwise). */
+export function activeCustomer(state: CustomerState): CustomerData {
+  if (state.status !== "active") throw customerNotFound();
+  return state.customer;
+}
 
 export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEvent> = {
   initialState: () => ({ status: "absent" }),
@@ -161,7 +175,7 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
   },
   decide(command, state) {
     if (command.type === "Register") {
-      if (state.status !== "absent") throw new DomainError(409, "conflict", "customer already exists");
+      if (state.status !== "absent") throw conflict("customer already exists");
       const { customerId, username, emailKey, personal, favouriteCheese, at } = command;
       return [
         {
@@ -173,7 +187,7 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
     // Events from elsewhere (deliveries, the expiry scheduler) about a gone customer are no-ops.
     if (state.status !== "active") {
       if (command.type === "CountDeliveredOrder" || command.type === "WarnApiKeyExpiring") return [];
-      throw notFound();
+      throw customerNotFound();
     }
     const customer = state.customer;
     const { customerId } = customer;
@@ -203,19 +217,14 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
         return countDeliveredOrder(customer, command.orderId, command.total);
       case "IssueApiKey": {
         if (customer.apiKeys.filter((k) => !k.revoked).length >= MAX_ACTIVE_API_KEYS) {
-          throw new DomainError(
-            409,
-            "conflict",
-            `at most ${MAX_ACTIVE_API_KEYS} API keys may be active; revoke one first`,
-          );
+          throw conflict(`at most ${MAX_ACTIVE_API_KEYS} API keys may be active; revoke one first`);
         }
         const { keyId, keyHash, prefix, createdAt, expiresAt } = command;
         return [{ type: "ApiKeyIssued", data: { customerId, keyId, keyHash, prefix, createdAt, expiresAt } }];
       }
       case "RevokeApiKey": {
         const key = customer.apiKeys.find((k) => k.keyId === command.keyId);
-        if (!key || key.revoked)
-          throw new DomainError(404, "not_found", `API key ${command.keyId} not found`);
+        if (!key || key.revoked) throw notFound(`API key ${command.keyId} not found`);
         return [{ type: "ApiKeyRevoked", data: { customerId, keyId: key.keyId, revokedAt: command.at } }];
       }
       case "WarnApiKeyExpiring": {

@@ -1,7 +1,7 @@
 import type { EventStore } from "@cheese/event-store";
 import type { Closable } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
-import { handleCommand, type Logger, type Projection } from "@cheese/service-kit";
+import { type Clock, handleCommand, type Logger, type Projection } from "@cheese/service-kit";
 import { customerDecider, customerStream } from "../domain/customer.ts";
 import { API_KEYS, type ApiKeyDocument } from "../projections/api-keys.ts";
 
@@ -9,6 +9,7 @@ export interface ExpiryWarningOptions {
   store: EventStore;
   readModels: ReadModelStore;
   apiKeys: Projection;
+  clock: Clock;
   /** How long before expiry the warning goes out (7 days). */
   warnBeforeMs: number;
   /** How often to look for keys entering that window. */
@@ -22,14 +23,14 @@ export interface ExpiryWarningOptions {
  * makes racing replicas agree, so the event is written once.
  */
 export function startExpiryWarnings(options: ExpiryWarningOptions): Closable {
-  const { store, readModels, apiKeys, warnBeforeMs, intervalMs, logger } = options;
+  const { store, readModels, apiKeys, clock, warnBeforeMs, intervalMs, logger } = options;
   let running: Promise<void> | undefined;
   const check = async () => {
     await apiKeys.catchUp();
     const due = await readModels
       .collection<ApiKeyDocument>(API_KEYS)
       .find(
-        { revoked: false, warned: false, expiresAtMs: { $lte: Date.now() + warnBeforeMs } },
+        { revoked: false, warned: false, expiresAtMs: { $lte: clock.now().getTime() + warnBeforeMs } },
         { sort: { expiresAtMs: 1 }, limit: 100 },
       );
     for (const key of due) {
@@ -39,17 +40,16 @@ export function startExpiryWarnings(options: ExpiryWarningOptions): Closable {
       });
     }
   };
-  const timer = setInterval(() => {
+  const timer = clock.setInterval(() => {
     running ??= check()
       .catch((error) => logger.error({ err: error }, "API key expiry check failed"))
       .finally(() => {
         running = undefined;
       });
   }, intervalMs);
-  timer.unref();
   return {
     async close() {
-      clearInterval(timer);
+      timer.cancel();
       await running;
     },
   };

@@ -5,7 +5,13 @@ import {
   type IssuedApiKey,
   planForStatus,
 } from "@cheese/contracts";
-import { contextMetadata, DomainError, handleCommand, type RequestContext } from "@cheese/service-kit";
+import {
+  contextMetadata,
+  handleCommand,
+  isoNow,
+  type RequestContext,
+  unauthorized,
+} from "@cheese/service-kit";
 import { type ApiKeyRecord, type CustomerData, customerDecider, customerStream } from "../domain/customer.ts";
 import { API_KEYS, type ApiKeyDocument } from "../projections/api-keys.ts";
 import type { CustomerDeps } from "./deps.ts";
@@ -26,7 +32,7 @@ export async function createApiKey(
   const { customer } = await ownedCustomer(deps.store, request.username, request.asCustomer);
   const key = `${CUSTOMER_API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
   const keyId = await deps.apiKeyIds.nextId();
-  const now = Date.now();
+  const now = deps.clock.now().getTime();
   const record = {
     keyId,
     keyHash: hashApiKey(key),
@@ -62,7 +68,7 @@ export async function revokeApiKey(
     deps.store,
     customerStream(customer.customerId),
     customerDecider,
-    { type: "RevokeApiKey", keyId: request.keyId, at: new Date().toISOString() },
+    { type: "RevokeApiKey", keyId: request.keyId, at: isoNow(deps.clock) },
     { metadata: contextMetadata(context) },
   );
   return { keyId: request.keyId };
@@ -72,14 +78,17 @@ export async function revokeApiKey(
 export async function authenticateApiKey(deps: CustomerDeps, keyHash: string) {
   await deps.apiKeys.catchUp();
   const document = await deps.readModels.collection<ApiKeyDocument>(API_KEYS).findOne({ keyHash });
-  if (!document || document.revoked) throw new DomainError(401, "unauthorized", "unknown API key");
-  if (Date.parse(document.expiresAt) <= Date.now()) {
-    throw new DomainError(401, "unauthorized", "API key expired");
-  }
+  if (!document || document.revoked) throw unauthorized("unknown API key");
+  if (Date.parse(document.expiresAt) <= deps.clock.now().getTime()) throw unauthorized("API key expired");
   const loaded = await loadCustomer(deps.store, document.customerId);
   const key = loaded?.customer.apiKeys.find((k) => k.keyId === document._id);
-  if (!loaded || !key || key.revoked) throw new DomainError(401, "unauthorized", "unknown API key");
-  return { ...principalOf(loaded.customer), keyId: key.keyId, expiresAt: key.expiresAt };
+  if (!loaded || !key || key.revoked) throw unauthorized("unknown API key");
+  return {
+    ...principalOf(loaded.customer),
+    keyId: key.keyId,
+    createdAt: key.createdAt,
+    expiresAt: key.expiresAt,
+  };
 }
 
 function summary(customer: CustomerData, key: ApiKeyRecord): ApiKeySummary {

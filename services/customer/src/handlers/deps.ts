@@ -1,6 +1,6 @@
 import type { EventStore } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
-import type { IdAllocator, Projection } from "@cheese/service-kit";
+import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
 import type { PasswordChecker } from "../passwords.ts";
 import type { PersonalDataVault } from "../personal-data/vault.ts";
 import type { CheeseLookup } from "./favourite-cheese.ts";
@@ -8,6 +8,7 @@ import type { CheeseLookup } from "./favourite-cheese.ts";
 /** What the customer service's handlers work with. */
 export interface CustomerDeps {
   store: EventStore;
+  clock: Clock;
   customerIds: IdAllocator;
   apiKeyIds: IdAllocator;
   vault: PersonalDataVault;

@@ -1,7 +1,6 @@
-import type { EventMetadata, EventStore } from "@cheese/event-store";
-import { DomainError, foldEvents, handleCommand } from "@cheese/service-kit";
-import { type CustomerData, customerDecider, customerStream } from "../domain/customer.ts";
-import { type ReservedValue, reservationDecider, usernameStream } from "../domain/reservation.ts";
+import type { EventStore } from "@cheese/event-store";
+import { foldEvents, forbidden, notFound, reservationDecider } from "@cheese/service-kit";
+import { type CustomerData, customerDecider, customerStream, usernameStream } from "../domain/customer.ts";
 
 export interface LoadedCustomer {
   customer: CustomerData;
@@ -31,7 +30,7 @@ export async function findByUsername(
   // Nobody can hold a name outside the username rules; such names never reach a stream name.
   if (!/^[A-Za-z0-9._-]{3,32}$/.test(username)) return undefined;
   const holder = foldEvents(
-    reservationDecider("username"),
+    reservationDecider("username already exists"),
     await store.readStream(usernameStream(username)),
   ).holder;
   if (holder === undefined) return undefined;
@@ -51,63 +50,8 @@ export async function ownedCustomer(
 ): Promise<LoadedCustomer> {
   const found = await findByUsername(store, username);
   if (asCustomer !== null && found?.customer.customerId !== asCustomer) {
-    throw new DomainError(403, "forbidden", "a customer may only access its own account");
+    throw forbidden("a customer may only access its own account");
   }
-  if (!found) throw new DomainError(404, "not_found", `customer ${username} not found`);
+  if (!found) throw notFound(`customer ${username} not found`);
   return found;
-}
-
-/** A reservation older than this whose customer never appeared is left over from a crash. */
-const ABANDONED_AFTER_MS = 60_000;
-
-/**
- * Reserves a username or email for a customer (409 when someone else holds it). A reservation
- * left by a registration that crashed before its customer existed is taken over after a minute.
- */
-export async function reserve(
-  store: EventStore,
-  what: ReservedValue,
-  stream: string,
-  customerId: number,
-  metadata: EventMetadata,
-): Promise<void> {
-  const decider = reservationDecider(what);
-  try {
-    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, { metadata: metadata });
-  } catch (error) {
-    if (!(error instanceof DomainError) || error.body.status !== 409) throw error;
-    const events = await store.readStream(stream);
-    const holder = foldEvents(decider, events).holder;
-    const last = events[events.length - 1];
-    const abandoned =
-      holder !== undefined &&
-      last !== undefined &&
-      Date.now() - Date.parse(last.createdAt) > ABANDONED_AFTER_MS &&
-      (await store.readStream(customerStream(holder), { maxCount: 1 })).length === 0;
-    if (!abandoned) throw error;
-    await handleCommand(
-      store,
-      stream,
-      decider,
-      { type: "Release", customerId: holder },
-      { metadata: metadata },
-    );
-    await handleCommand(store, stream, decider, { type: "Reserve", customerId }, { metadata: metadata });
-  }
-}
-
-export async function release(
-  store: EventStore,
-  what: ReservedValue,
-  stream: string,
-  customerId: number,
-  metadata: EventMetadata,
-): Promise<void> {
-  await handleCommand(
-    store,
-    stream,
-    reservationDecider(what),
-    { type: "Release", customerId },
-    { metadata: metadata },
-  );
 }

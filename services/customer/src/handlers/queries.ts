@@ -1,6 +1,6 @@
 import type { CustomerPrincipal } from "@cheese/contracts";
 import { type Customer, planForStatus } from "@cheese/contracts";
-import { DomainError, type RequestContext } from "@cheese/service-kit";
+import { notFound, type RequestContext, unauthorized } from "@cheese/service-kit";
 import type { CustomerData } from "../domain/customer.ts";
 import type { CustomerDeps } from "./deps.ts";
 import { findByUsername, loadCustomer, ownedCustomer } from "./lookup.ts";
@@ -28,13 +28,13 @@ export async function login(
     ? await deps.vault.open(found.customer.customerId, found.customer.personal)
     : undefined;
   const valid = await deps.passwords.verify(personal?.passwordHash, request.password);
-  if (!valid || !found) throw new DomainError(401, "unauthorized", "invalid username or password");
+  if (!valid || !found) throw unauthorized("invalid username or password");
   return principalOf(found.customer);
 }
 
 export async function principal(deps: CustomerDeps, customerId: number): Promise<CustomerPrincipal> {
   const loaded = await loadCustomer(deps.store, customerId);
-  if (!loaded) throw new DomainError(404, "not_found", `customer ${customerId} not found`);
+  if (!loaded) throw notFound(`customer ${customerId} not found`);
   return principalOf(loaded.customer);
 }
 

@@ -1,5 +1,5 @@
 import type { Cheese, Customer } from "@cheese/contracts";
-import { DomainError, type RequestContext } from "@cheese/service-kit";
+import { notFound, type RequestContext } from "@cheese/service-kit";
 import type { CustomerData } from "../domain/customer.ts";
 import type { PersonalData } from "../personal-data/vault.ts";
 import type { CustomerDeps } from "./deps.ts";
@@ -16,7 +16,7 @@ export async function customerView(
   known?: { personal: PersonalData; favourite: Cheese | { name: string } | undefined },
 ): Promise<Customer> {
   const personal = known?.personal ?? (await deps.vault.open(customer.customerId, customer.personal));
-  if (!personal) throw new DomainError(404, "not_found", `customer ${customer.username} not found`);
+  if (!personal) throw notFound(`customer ${customer.username} not found`);
   const favouriteCheese = known
     ? known.favourite
     : await favouriteForView(deps.cheeses, customer.favouriteCheese, context);

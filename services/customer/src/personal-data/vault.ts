@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
+import type { CustomerFields } from "@cheese/contracts";
 import type { KeyStore } from "./key-store.ts";
 
 /** What erasure must make unreadable: everything that identifies or authenticates a person. */
@@ -8,6 +9,17 @@ export interface PersonalData {
   email: string;
   phone: string | null;
   passwordHash: string;
+}
+
+/** The personal part of what a customer sent, with its password already hashed. */
+export function personalData(fields: CustomerFields, passwordHash: string): PersonalData {
+  return {
+    ...(fields.firstName !== undefined ? { firstName: fields.firstName } : {}),
+    ...(fields.lastName !== undefined ? { lastName: fields.lastName } : {}),
+    email: fields.email,
+    phone: fields.phone,
+    passwordHash,
+  };
 }
 
 const VERSION = "v1";

@@ -14,7 +14,7 @@ import {
   type Plan,
 } from "./credentials.ts";
 import type { CustomerDirectory } from "./customer-directory.ts";
-import { type Revocations, revocationKey } from "./revocations.ts";
+import type { Revocations } from "./revocations.ts";
 import type { TokenClaims, TokenService } from "./tokens.ts";
 
 export interface AuthenticationDeps {
@@ -66,9 +66,12 @@ async function identify(
   } catch (error) {
     return { caller: anonymous, problem: `invalid token: ${(error as Error).message}` };
   }
-  const revocations = [revocationKey.token(claims.jti)];
-  if (claims.kind !== "client") revocations.push(revocationKey.customer(claims.sub));
-  if (await identity.revocations.isRevoked(revocations)) {
+  const revoked = await identity.revocations.isRevoked({
+    jti: claims.jti,
+    ...(claims.kind !== "client" ? { customerId: claims.sub } : {}),
+    issuedAtMs: claims.iat * 1000,
+  });
+  if (revoked) {
     return { caller: anonymous, problem: "token revoked" };
   }
   return identifyToken(c, claims, deps, identity, anonymous);
@@ -90,10 +93,11 @@ async function identifyApiKey(
   if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { caller: anonymous, problem: "unknown API key" };
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
   if (!owner) return { caller: anonymous, problem: "unknown, revoked or expired API key" };
-  const revoked = await identity.revocations.isRevoked([
-    revocationKey.apiKey(owner.keyId),
-    revocationKey.customer(owner.customerId),
-  ]);
+  const revoked = await identity.revocations.isRevoked({
+    keyId: owner.keyId,
+    customerId: owner.customerId,
+    issuedAtMs: Date.parse(owner.createdAt),
+  });
   if (revoked) return { caller: anonymous, problem: "API key revoked" };
   return {
     caller: {

@@ -10,6 +10,7 @@ const MAX_ENTRIES = 10_000;
 
 export interface KeyOwner extends CustomerPrincipal {
   keyId: number;
+  createdAt: string;
   expiresAt: string;
 }
 

@@ -1,5 +1,5 @@
 import { type KeyValue, type MessageBus, RemoteError } from "@cheese/messaging";
-import type { Logger } from "@cheese/service-kit";
+import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 
 /** Longer than any token lives (sessions: 24 h), so a revocation outlasts what it revokes. */
 const BUCKET_TTL_MS = 25 * 3_600_000;
@@ -9,12 +9,31 @@ const BUCKET_TTL_MS = 25 * 3_600_000;
  */
 const CONFIRMED_FOR_MS = 30_000;
 
-/** What can be revoked: one token, everything of one customer (erasure), one customer API key. */
-export const revocationKey = {
+/** What can be revoked: one token, one customer API key, or a customer's credentials. */
+const keys = {
   token: (jti: string) => `jti.${jti}`,
-  customer: (customerId: number | string) => `sub.${customerId}`,
   apiKey: (keyId: number) => `key.${keyId}`,
+  customer: (customerId: number | string) => `sub.${customerId}`,
 };
+
+/** A credential presented: the revocations that may apply to it. */
+export interface Credential {
+  jti?: string;
+  keyId?: number;
+  customerId?: number | string;
+  /** When it was issued (epoch ms): a customer's revocation covers what was issued before it. */
+  issuedAtMs: number;
+}
+
+/**
+ * A revocation as stored: until when it matters (epoch ms, the bucket forgets it after), and for
+ * a customer's, which credentials it covers: those issued before `before` (epoch ms), or all of
+ * them when absent (erasure). Entries written before `before` existed are plain numbers: `until`.
+ */
+interface Entry {
+  until: number;
+  before?: number;
+}
 
 /**
  * Revocations shared by every gateway replica through a NATS key-value bucket. Each replica
@@ -24,18 +43,18 @@ export const revocationKey = {
  */
 export class Revocations {
   private bucket: Promise<KeyValue> | undefined;
-  /** Revoked keys → when the entry may be forgotten (epoch ms). */
-  private readonly revoked = new Map<string, number>();
+  private readonly revoked = new Map<string, Entry>();
   /** Keys the bucket said were not revoked, and when it said so. */
   private readonly confirmed = new Map<string, number>();
-  private readonly pruner: NodeJS.Timeout;
+  /** Waiting for a key to be revoked (`whenRevoked`). */
+  private readonly waiting = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly bus: MessageBus,
     private readonly logger: Logger,
+    private readonly clock: Clock = systemClock,
   ) {
-    this.pruner = setInterval(() => this.prune(), 60_000);
-    this.pruner.unref();
+    clock.setInterval(() => this.prune(), 60_000);
   }
 
   /** Opens the bucket and its watch ahead of the first request. */
@@ -43,10 +62,10 @@ export class Revocations {
     this.open().catch(() => {});
   }
 
-  /** True when any of the keys is revoked. A bucket that cannot be asked is a 503, never a pass. */
-  async isRevoked(keys: string[]): Promise<boolean> {
+  /** True when the credential is revoked. A bucket that cannot be asked is a 503, never a pass. */
+  async isRevoked(credential: Credential): Promise<boolean> {
     try {
-      return await this.lookUp(keys);
+      return await this.lookUp(credential);
     } catch (error) {
       this.logger.error({ err: error }, "revocations cannot be checked");
       throw new RemoteError({
@@ -57,26 +76,76 @@ export class Revocations {
     }
   }
 
-  private async lookUp(keys: string[]): Promise<boolean> {
-    const now = Date.now();
-    if (keys.some((key) => (this.revoked.get(key) ?? 0) > now)) return true;
+  /** Revokes one token until it expires (`untilMs`), on every replica (logout). */
+  revokeToken(jti: string, untilMs: number): Promise<void> {
+    return this.put(keys.token(jti), { until: untilMs });
+  }
+
+  /** Revokes one customer API key on every replica. */
+  revokeApiKey(keyId: number): Promise<void> {
+    return this.put(keys.apiKey(keyId), { until: this.now() + BUCKET_TTL_MS });
+  }
+
+  /**
+   * Revokes a customer's sessions, OAuth tokens and API keys on every replica: all of them
+   * (erasure), or those issued before `issuedBeforeMs`.
+   */
+  revokeCustomer(customerId: number, issuedBeforeMs?: number): Promise<void> {
+    const entry: Entry = { until: this.now() + BUCKET_TTL_MS };
+    if (issuedBeforeMs !== undefined) entry.before = issuedBeforeMs;
+    return this.put(keys.customer(customerId), entry);
+  }
+
+  /** Resolves once this replica knows every credential of the customer is revoked, or after `timeoutMs` (false). */
+  async whenCustomerRevoked(customerId: number, timeoutMs: number): Promise<boolean> {
+    const key = keys.customer(customerId);
+    const known = () => {
+      const entry = this.revoked.get(key);
+      return entry !== undefined && entry.before === undefined && entry.until > this.now();
+    };
+    if (known()) return true;
+    return new Promise<boolean>((resolve) => {
+      const listeners = this.waiting.get(key) ?? new Set();
+      this.waiting.set(key, listeners);
+      const done = (result: boolean) => {
+        listeners.delete(check);
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const check = () => known() && done(true);
+      const timer = setTimeout(() => done(known()), timeoutMs);
+      listeners.add(check);
+      this.open().catch(() => {});
+    });
+  }
+
+  private async lookUp(credential: Credential): Promise<boolean> {
+    const candidates: string[] = [];
+    if (credential.jti !== undefined) candidates.push(keys.token(credential.jti));
+    if (credential.keyId !== undefined) candidates.push(keys.apiKey(credential.keyId));
+    if (credential.customerId !== undefined) candidates.push(keys.customer(credential.customerId));
+    const covers = (entry: Entry | undefined) =>
+      entry !== undefined &&
+      entry.until > this.now() &&
+      (entry.before === undefined || credential.issuedAtMs < entry.before);
+    if (candidates.some((key) => covers(this.revoked.get(key)))) return true;
     const kv = await this.open();
-    for (const key of keys) {
+    for (const key of candidates) {
       const checked = this.confirmed.get(key);
-      if (checked !== undefined && now - checked < CONFIRMED_FOR_MS) continue;
-      const entry = await kv.get(key);
-      if (entry) {
-        this.remember(key, entry.value);
-        return true;
+      if (checked !== undefined && this.now() - checked < CONFIRMED_FOR_MS) continue;
+      const stored = await kv.get(key);
+      if (stored) {
+        this.remember(key, stored.value);
+        if (covers(this.revoked.get(key))) return true;
+      } else {
+        this.confirmed.set(key, this.now());
       }
-      this.confirmed.set(key, now);
     }
     return false;
   }
 
-  /** Revokes a key on every replica; `untilMs` is when it no longer matters (a token's expiry). */
-  async revoke(key: string, untilMs = Date.now() + BUCKET_TTL_MS): Promise<void> {
-    const value = new TextEncoder().encode(String(untilMs));
+  private async put(key: string, entry: Entry): Promise<void> {
+    const value = new TextEncoder().encode(JSON.stringify(entry));
     this.remember(key, value);
     await (await this.open()).put(key, value);
   }
@@ -100,14 +169,32 @@ export class Revocations {
   }
 
   private remember(key: string, value: Uint8Array): void {
-    const until = Number(new TextDecoder().decode(value));
-    this.revoked.set(key, Number.isFinite(until) ? until : Date.now() + BUCKET_TTL_MS);
+    this.revoked.set(key, parseEntry(new TextDecoder().decode(value), this.now() + BUCKET_TTL_MS));
     this.confirmed.delete(key);
+    for (const listener of this.waiting.get(key) ?? []) listener();
   }
 
   private prune(): void {
-    const now = Date.now();
-    for (const [key, until] of this.revoked) if (until <= now) this.revoked.delete(key);
+    const now = this.now();
+    for (const [key, entry] of this.revoked) if (entry.until <= now) this.revoked.delete(key);
     for (const [key, at] of this.confirmed) if (now - at >= CONFIRMED_FOR_MS) this.confirmed.delete(key);
   }
+
+  private now(): number {
+    return this.clock.now().getTime();
+  }
+}
+
+function parseEntry(text: string, fallbackUntil: number): Entry {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
+    if (parsed && typeof parsed === "object" && typeof (parsed as Entry).until === "number") {
+      const { until, before } = parsed as Entry;
+      return typeof before === "number" ? { until, before } : { until };
+    }
+  } catch {
+    // unreadable: treated as a revocation of everything under the key, to be safe
+  }
+  return { until: fallbackUntil };
 }

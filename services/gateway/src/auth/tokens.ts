@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { type Clock, systemClock } from "@cheese/service-kit";
 import { createLocalJWKSet, type JWTPayload, jwtVerify, SignJWT } from "jose";
 import type { Scope } from "../env.ts";
 import { SIGNING_ALG, type SigningKey } from "./signing-key.ts";
@@ -17,6 +18,8 @@ export interface TokenClaims {
   sub: string;
   scopes: Scope[];
   jti: string;
+  /** Issued at and expires at, epoch seconds. */
+  iat: number;
   exp: number;
   username?: string;
   clientId?: string;
@@ -34,13 +37,15 @@ export class TokenService {
   constructor(
     private readonly key: SigningKey,
     private readonly issuer: string,
+    private readonly clock: Clock = systemClock,
   ) {
     this.keySet = createLocalJWKSet({ keys: [key.publicJwk] });
   }
 
-  async issue(claims: Omit<TokenClaims, "jti" | "exp">, ttlSeconds: number): Promise<IssuedToken> {
+  async issue(claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number): Promise<IssuedToken> {
     const jti = randomUUID();
-    const expiresAt = new Date(Math.floor(Date.now() / 1000 + ttlSeconds) * 1000);
+    const issuedAt = Math.floor(this.clock.now().getTime() / 1000);
+    const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
     const payload: JWTPayload = { kind: claims.kind, scope: claims.scopes.join(" ") };
     if (claims.username) payload.username = claims.username;
     if (claims.clientId) payload.client_id = claims.clientId;
@@ -49,7 +54,7 @@ export class TokenService {
       .setIssuer(this.issuer)
       .setSubject(claims.sub)
       .setJti(jti)
-      .setIssuedAt()
+      .setIssuedAt(issuedAt)
       .setExpirationTime(expiresAt)
       .sign(this.key.privateKey);
     return { token, jti, expiresAt };
@@ -63,6 +68,7 @@ export class TokenService {
     const { payload } = await jwtVerify(token, this.keySet, {
       issuer: this.issuer,
       algorithms: [SIGNING_ALG],
+      currentDate: this.clock.now(),
     });
     const kind = payload.kind;
     if (kind !== "session" && kind !== "user" && kind !== "client") throw new Error("unknown token kind");
@@ -71,6 +77,7 @@ export class TokenService {
       kind,
       sub: payload.sub,
       jti: payload.jti,
+      iat: payload.iat ?? 0,
       exp: payload.exp,
       scopes: String(payload.scope ?? "")
         .split(" ")

@@ -1,7 +1,6 @@
 import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import { revocationKey } from "../auth/revocations.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
@@ -101,7 +100,7 @@ export function apiKeysRoutes(
       asCustomer: actingCustomer(c.get("caller"), false)!,
       keyId: id,
     });
-    await more.identity.revocations.revoke(revocationKey.apiKey(id));
+    await more.identity.revocations.revokeApiKey(id);
     return c.body(null, 204);
   });
 }

@@ -2,32 +2,29 @@ import {
   Customer,
   CustomerBatchInput,
   CustomerBatchResult,
-  type CustomerFields,
   CustomerInput,
   customerRpc,
-  fieldErrors,
   LoginInput,
   LoginResult,
+  registerBatchDeadlineMs,
   toCustomerFields,
   UsernameParam,
 } from "@cheese/contracts";
+import { RemoteError } from "@cheese/messaging";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { secured } from "../auth/access.ts";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
-import { revocationKey } from "../auth/revocations.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv, Scope } from "../env.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** decisions.md "Authentication": what a login session may do. */
+/** What a login session may do (docs/identity.md "Sessions"). */
 export const SESSION_SCOPES: Scope[] = ["read:cheeses", "read:orders", "write:orders"];
 export const SESSION_TTL_SECONDS = 24 * 3600;
-/** Batch elements go to the customer service in slices, each well within the internal deadline. */
-const BATCH_SLICE = 5;
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
@@ -200,7 +197,7 @@ export function customersRoutes(
   deps: GatewayDeps,
   more: IdentityRouteDeps,
 ): void {
-  const { revocations, customers } = more.identity;
+  const { revocations } = more.identity;
 
   api.openapi(register(deps), async (c) => {
     const fields = toCustomerFields(c.req.valid("json"));
@@ -210,37 +207,9 @@ export function customersRoutes(
   });
 
   api.openapi(registerMany(deps), async (c) => {
-    const body = c.req.valid("json");
-    const errors: { index: number; message: string }[] = [];
-    const valid: { index: number; fields: CustomerFields }[] = [];
-    body.forEach((element, index) => {
-      const parsed = CustomerInput.safeParse(element);
-      if (parsed.success) valid.push({ index, fields: toCustomerFields(parsed.data) });
-      else
-        errors.push({
-          index,
-          message: fieldErrors(parsed.error.issues)
-            .map((e) => `${e.field}: ${e.message}`)
-            .join("; "),
-        });
-    });
-    const created: { index: number; customer: Customer }[] = [];
-    for (let start = 0; start < valid.length; start += BATCH_SLICE) {
-      const { results } = await callService(deps, c, customerRpc.registerBatch, {
-        elements: valid.slice(start, start + BATCH_SLICE),
-      });
-      for (const result of results) {
-        if ("customer" in result) created.push(result);
-        else errors.push({ index: result.index, message: result.message });
-      }
-    }
-    return c.json(
-      {
-        created: created.sort((a, b) => a.index - b.index).map((r) => r.customer),
-        errors: errors.sort((a, b) => a.index - b.index),
-      },
-      200,
-    );
+    const elements = c.req.valid("json");
+    const timeoutMs = registerBatchDeadlineMs(deps.rpcTimeoutMs, elements.length);
+    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }, { timeoutMs }), 200);
   });
 
   api.openapi(login(deps), async (c) => {
@@ -262,7 +231,7 @@ export function customersRoutes(
 
   api.openapi(logout(deps), async (c) => {
     const token = c.get("caller").token;
-    if (token) await revocations.revoke(revocationKey.token(token.jti), token.exp * 1000);
+    if (token) await revocations.revokeToken(token.jti, token.exp * 1000);
     return c.body(null, 204);
   });
 
@@ -287,14 +256,20 @@ export function customersRoutes(
 
   api.openapi(deleteCustomer(deps), async (c) => {
     const { username } = c.req.valid("param");
-    const { customerId, apiKeyIds } = await callService(deps, c, customerRpc.delete, {
+    const { customerId } = await callService(deps, c, customerRpc.delete, {
       username,
       asCustomer: actingCustomer(c.get("caller"), false)!,
     });
-    // Everything the customer held stops working on every replica: sessions, OAuth tokens, keys.
-    customers.forget(customerId);
-    await revocations.revoke(revocationKey.customer(customerId));
-    for (const keyId of apiKeyIds) await revocations.revoke(revocationKey.apiKey(keyId));
+    // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
+    // once customer.deleted is through (auth/erasure.ts): the answer waits for that.
+    if (!(await revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs))) {
+      throw new RemoteError({
+        status: 503,
+        type: "service_unavailable",
+        message:
+          "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly",
+      });
+    }
     return c.body(null, 204);
   });
 }
