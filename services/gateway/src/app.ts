@@ -5,7 +5,6 @@ import type { Plan } from "./auth/credentials.ts";
 import { CustomerDirectory } from "./auth/customer-directory.ts";
 import { revokeDeletedCustomers } from "./auth/erasure.ts";
 import { OAuthGrants } from "./auth/oauth-grants.ts";
-import { documentOAuth } from "./auth/oauth-openapi.ts";
 import { Revocations } from "./auth/revocations.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -66,10 +65,9 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
   webhooksRoutes(api, deps);
-  documentOAuth(api);
 
   healthRoutes(app, deps);
-  oauthRoutes(app, deps, { grants });
+  oauthRoutes(app, api, deps, { grants });
   documentationRoutes(app, api);
   app.route("/v2", api);
   return app;
