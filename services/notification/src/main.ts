@@ -12,8 +12,8 @@ import {
 } from "@cheese/service-kit";
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
+import type { NotificationDeps } from "./handlers/deps.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
-import type { NotificationSide } from "./handlers/side.ts";
 import {
   createWebhook,
   deleteWebhook,
@@ -68,14 +68,16 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       maxInFlightPerWebhook: config.WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK,
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+      clock: ctx.clock,
       logger,
     });
     scheduler.start();
     ctx.onStop(scheduler);
     await scheduler.ready;
 
-    const side: NotificationSide = {
+    const deps: NotificationDeps = {
       store,
+      clock: ctx.clock,
       readModels,
       projection,
       webhookIds: new IdAllocator(store, "webhook"),
@@ -85,20 +87,20 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       wakeScheduler: () => scheduler.wake(),
     };
-    ctx.onStop(consumeIntegrationEvents(ctx.bus, side, logger));
+    ctx.onStop(consumeIntegrationEvents(ctx.bus, deps, logger));
 
-    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(side, request, context));
-    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(side, page));
-    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(side, webhookId));
+    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(deps, request, context));
+    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(deps, page));
+    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(deps, webhookId));
     ctx.serve(notificationRpc.deleteWebhook, ({ webhookId }, context) =>
-      deleteWebhook(side, webhookId, context),
+      deleteWebhook(deps, webhookId, context),
     );
-    ctx.serve(notificationRpc.listDeliveries, (request) => listDeliveries(side, request));
+    ctx.serve(notificationRpc.listDeliveries, (request) => listDeliveries(deps, request));
     ctx.serve(notificationRpc.sendTestEvent, ({ webhookId }, context) =>
-      sendTestEvent(side, webhookId, context),
+      sendTestEvent(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.replayDeadLetters, ({ webhookId }, context) =>
-      replayDeadLetters(side, webhookId, context),
+      replayDeadLetters(deps, webhookId, context),
     );
   },
 };

@@ -1,5 +1,13 @@
 import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
-import { DomainError, foldEvents, handleCommand, type Logger } from "@cheese/service-kit";
+import {
+  type Clock,
+  DomainError,
+  foldEvents,
+  handleCommand,
+  isoNow,
+  type Logger,
+  type Timer,
+} from "@cheese/service-kit";
 import {
   type DeliveryCommand,
   type DeliveryEvent,
@@ -25,6 +33,8 @@ export interface SchedulerOptions {
   resolve?: Resolver;
   maxInFlightPerWebhook: number;
   maxInFlight: number;
+  /** Due times, leases and timestamps read it; scans sleep on it. */
+  clock: Clock;
   logger: Logger;
 }
 
@@ -61,7 +71,7 @@ export class DeliveryScheduler {
   private inFlight = 0;
   private position: number | undefined;
   private subscription: Subscription | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private tickQueued = false;
   private closed = false;
   private markReady: () => void = () => {};
@@ -104,7 +114,7 @@ export class DeliveryScheduler {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     await this.subscription?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
@@ -154,8 +164,8 @@ export class DeliveryScheduler {
 
   private tick(): void {
     if (this.closed) return;
-    clearTimeout(this.timer);
-    const now = Date.now();
+    this.timer?.cancel();
+    const now = this.options.clock.now().getTime();
     let nextWake = now + MAX_SLEEP_MS;
     for (const [deliveryId, tracked] of this.index) {
       if (this.busy.has(deliveryId)) continue;
@@ -170,8 +180,7 @@ export class DeliveryScheduler {
         else this.run(deliveryId, undefined, () => this.abandon(deliveryId));
       }
     }
-    this.timer = setTimeout(() => this.tick(), Math.max(0, nextWake - Date.now()));
-    this.timer.unref();
+    this.timer = this.options.clock.setTimeout(() => this.tick(), nextWake - now);
   }
 
   private hasCapacity(webhookId: number): boolean {
@@ -239,12 +248,12 @@ export class DeliveryScheduler {
     if (registration.status !== "active") {
       await this.command(deliveryId, {
         type: "Cancel",
-        now: new Date().toISOString(),
+        now: isoNow(this.options.clock),
         reason: "webhook deleted",
       });
       return;
     }
-    const claimed = await this.command(deliveryId, { type: "StartAttempt", now: new Date().toISOString() });
+    const claimed = await this.command(deliveryId, { type: "StartAttempt", now: isoNow(this.options.clock) });
     if (claimed?.state.status !== "attempting") return;
     const delivery = claimed.state;
     const { round, attempt } = delivery;
@@ -256,7 +265,7 @@ export class DeliveryScheduler {
       eventId: delivery.eventId,
       eventType: delivery.eventType,
       deliveryId,
-      timestampSeconds: Math.floor(Date.now() / 1000),
+      timestampSeconds: Math.floor(this.options.clock.now().getTime() / 1000),
     });
     const result = await sendAttempt({
       url: registration.registration.url,
@@ -271,7 +280,7 @@ export class DeliveryScheduler {
       round,
       attempt,
       result,
-      now: new Date().toISOString(),
+      now: isoNow(this.options.clock),
       delays,
     });
     const facts = {
@@ -293,7 +302,7 @@ export class DeliveryScheduler {
   private async abandon(deliveryId: number): Promise<void> {
     const result = await this.command(deliveryId, {
       type: "Abandon",
-      now: new Date().toISOString(),
+      now: isoNow(this.options.clock),
       leaseMs: this.options.leaseMs,
       delays: this.options.delays,
     });

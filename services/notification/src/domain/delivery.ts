@@ -1,5 +1,5 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
 
 /**
  * One event on its way to one registration (spec "Webhook delivery" states). Every change is an
@@ -132,14 +132,13 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
         { type: "DeliveryCreated", data: { ...command.facts, dueAt: at(command.facts.createdAt, delay) } },
       ];
     }
-    if (state.status === "absent") throw new DomainError(404, "not_found", "delivery not found");
+    if (state.status === "absent") throw notFound("delivery not found");
     switch (command.type) {
       case "StartAttempt":
         if ((state.status !== "pending" && state.status !== "retry_scheduled") || !state.dueAt) {
-          throw new DomainError(409, "conflict", `delivery is ${state.status}`);
+          throw conflict(`delivery is ${state.status}`);
         }
-        if (Date.parse(state.dueAt) > Date.parse(command.now))
-          throw new DomainError(409, "conflict", "not due yet");
+        if (Date.parse(state.dueAt) > Date.parse(command.now)) throw conflict("not due yet");
         return [
           {
             type: "AttemptStarted",
@@ -149,7 +148,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
       case "RecordResult": {
         const current =
           state.status === "attempting" && state.round === command.round && state.attempt === command.attempt;
-        if (!current) throw new DomainError(409, "conflict", "attempt is no longer in flight");
+        if (!current) throw conflict("attempt is no longer in flight");
         const { result } = command;
         const key = { round: state.round, attempt: state.attempt };
         if (result.ok && result.statusCode !== null) {
@@ -177,7 +176,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
           state.status === "attempting" &&
           state.startedAt !== null &&
           Date.parse(state.startedAt) + command.leaseMs <= Date.parse(command.now);
-        if (!expired) throw new DomainError(409, "conflict", "no abandoned attempt");
+        if (!expired) throw conflict("no abandoned attempt");
         return failed(
           state.attempt,
           { round: state.round, attempt: state.attempt },

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import {
   type Cheese,
   catalogueEvents,
@@ -37,11 +37,6 @@ export interface OutgoingEvent {
  */
 export function eventIdFor(integrationEventId: string): string {
   return `evt_${createHash("sha256").update(`integration:${integrationEventId}`).digest("hex").slice(0, 32)}`;
-}
-
-/** A fresh event id, for events that have no integration event behind them (webhook.test). */
-export function newEventId(): string {
-  return `evt_${randomUUID().replaceAll("-", "")}`;
 }
 
 const stockKinds = {

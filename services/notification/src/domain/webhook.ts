@@ -1,5 +1,5 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import { type Decider, DomainError, type DomainEvent } from "@cheese/service-kit";
+import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
 import type { SealedSecret } from "../security/secrets.ts";
 
 /** A registration as events hold it; the secret only sealed (see security/secrets.ts). */
@@ -42,11 +42,11 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
   decide(command, state) {
     switch (command.type) {
       case "Register":
-        if (state.status !== "absent") throw new DomainError(409, "conflict", "webhook already exists");
+        if (state.status !== "absent") throw conflict("webhook already exists");
         return [{ type: "WebhookRegistered", data: command.registration }];
       case "Delete":
         if (state.status !== "active") {
-          throw new DomainError(404, "not_found", `webhook ${command.webhookId} not found`);
+          throw notFound(`webhook ${command.webhookId} not found`);
         }
         return [{ type: "WebhookDeleted", data: { webhookId: command.webhookId, deletedAt: command.now } }];
     }

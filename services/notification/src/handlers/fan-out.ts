@@ -1,6 +1,6 @@
 import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventMetadata } from "@cheese/event-store";
-import { handleCommand } from "@cheese/service-kit";
+import { handleCommand, isoNow } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
 import { envelopeBody } from "../domain/event-mapping.ts";
 import {
@@ -9,7 +9,7 @@ import {
   webhookEventStream,
 } from "../domain/webhook-event.ts";
 import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
-import type { NotificationSide } from "./side.ts";
+import type { NotificationDeps } from "./deps.ts";
 
 export interface Outgoing {
   eventId: string;
@@ -23,21 +23,21 @@ export interface Outgoing {
  * Safe to repeat: the recorded plan is reused, and creating an existing delivery does nothing.
  */
 export async function fanOut(
-  side: NotificationSide,
+  deps: NotificationDeps,
   outgoing: Outgoing,
   metadata: EventMetadata,
   targets?: number[],
 ): Promise<RecordedWebhookEvent | undefined> {
   const stream = webhookEventStream(outgoing.eventId);
-  const [existing] = await side.store.readStream(stream, { maxCount: 1 });
+  const [existing] = await deps.store.readStream(stream, { maxCount: 1 });
   let recorded = existing?.data as RecordedWebhookEvent | undefined;
   if (!recorded) {
-    const webhookIds = targets ?? (await subscribers(side, outgoing.kind));
+    const webhookIds = targets ?? (await subscribers(deps, outgoing.kind));
     if (webhookIds.length === 0) return undefined;
-    const createdAt = new Date().toISOString();
+    const createdAt = isoNow(deps.clock);
     const deliveries = [];
     for (const webhookId of webhookIds)
-      deliveries.push({ webhookId, deliveryId: await side.deliveryIds.nextId() });
+      deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
     const planned: RecordedWebhookEvent = {
       eventId: outgoing.eventId,
       type: outgoing.kind,
@@ -46,11 +46,11 @@ export async function fanOut(
       deliveries,
     };
     const result = await handleCommand(
-      side.store,
+      deps.store,
       stream,
       webhookEventDecider,
       { type: "Record", event: planned },
-      { metadata: metadata },
+      { metadata },
     );
     recorded = result.state.recorded!;
   }
@@ -64,21 +64,21 @@ export async function fanOut(
       createdAt: recorded.createdAt,
     };
     await handleCommand(
-      side.store,
+      deps.store,
       deliveryStream(deliveryId),
       deliveryDecider,
-      { type: "Create", facts, delays: side.delays },
-      { metadata: metadata },
+      { type: "Create", facts, delays: deps.delays },
+      { metadata },
     );
   }
-  side.wakeScheduler();
+  deps.wakeScheduler();
   return recorded;
 }
 
-async function subscribers(side: NotificationSide, kind: WebhookEventKind): Promise<number[]> {
+async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
   // A registration made just before the event must see it: wait for the projection first.
-  await side.projection.catchUp();
-  const found = await side.readModels
+  await deps.projection.catchUp();
+  const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
   return found.map((document) => document._id);

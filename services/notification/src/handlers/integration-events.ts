@@ -1,8 +1,8 @@
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
 import { contextFromHeaders, contextMetadata, type Logger } from "@cheese/service-kit";
 import { eventIdFor, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
+import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
-import type { NotificationSide } from "./side.ts";
 
 export const WEBHOOK_CONSUMER = "notification-webhooks";
 
@@ -11,7 +11,7 @@ export const WEBHOOK_CONSUMER = "notification-webhooks";
  * shared by the replicas (each event handled by one of them, in publish order). Handling is
  * idempotent by event id, so a redelivery after a crash creates nothing twice.
  */
-export function consumeIntegrationEvents(bus: MessageBus, side: NotificationSide, logger: Logger): Closable {
+export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps, logger: Logger): Closable {
   return consumeEvents(bus, {
     durable: WEBHOOK_CONSUMER,
     events: mappedEvents,
@@ -22,7 +22,7 @@ export function consumeIntegrationEvents(bus: MessageBus, side: NotificationSide
       if (!outgoing) return;
       const context = contextFromHeaders(event.headers);
       const recorded = await fanOut(
-        side,
+        deps,
         { eventId: eventIdFor(event.id), kind: outgoing.kind, data: outgoing.data },
         { ...contextMetadata(context, event.id) },
       );

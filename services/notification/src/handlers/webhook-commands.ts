@@ -1,19 +1,21 @@
+import { randomUUID } from "node:crypto";
 import type { WebhookCreated, WebhookEventKind } from "@cheese/contracts";
 import {
   contextMetadata,
-  DomainError,
   foldEvents,
   type HandlerContext,
   handleCommand,
+  isoNow,
+  notFound,
+  validationFailed,
 } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
-import { newEventId } from "../domain/event-mapping.ts";
 import { type WebhookState, webhookDecider, webhookStream } from "../domain/webhook.ts";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { webhookUrlProblem } from "../security/address-policy.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
+import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
-import type { NotificationSide } from "./side.ts";
 
 export interface WebhookRequest {
   url: string;
@@ -27,31 +29,29 @@ export interface WebhookRequest {
  * and again at each attempt. The secret is returned this once; events hold it sealed.
  */
 export async function createWebhook(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: WebhookRequest,
   context: HandlerContext,
 ): Promise<WebhookCreated> {
   const problem = await webhookUrlProblem(request.url, {
-    allowPrivate: side.allowPrivateUrls,
-    ...(side.resolve ? { resolve: side.resolve } : {}),
+    allowPrivate: deps.allowPrivateUrls,
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
   });
   if (problem) {
-    throw new DomainError(422, "validation_error", "request body failed validation", [
-      { field: "url", message: problem },
-    ]);
+    throw validationFailed("request body failed validation", [{ field: "url", message: problem }]);
   }
   const secret = request.secret ?? generateWebhookSecret();
-  const webhookId = await side.webhookIds.nextId();
+  const webhookId = await deps.webhookIds.nextId();
   const registration = {
     webhookId,
     url: request.url,
     events: [...new Set(request.events)],
     description: request.description,
-    secret: side.secrets.seal(secret),
-    createdAt: new Date().toISOString(),
+    secret: deps.secrets.seal(secret),
+    createdAt: isoNow(deps.clock),
   };
   await handleCommand(
-    side.store,
+    deps.store,
     webhookStream(webhookId),
     webhookDecider,
     { type: "Register", registration },
@@ -62,27 +62,27 @@ export async function createWebhook(
 }
 
 /** Deletes a registration; its deliveries still waiting are cancelled. */
-export async function deleteWebhook(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  const now = new Date().toISOString();
+export async function deleteWebhook(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  const now = isoNow(deps.clock);
   const metadata = contextMetadata(context);
   await handleCommand(
-    side.store,
+    deps.store,
     webhookStream(webhookId),
     webhookDecider,
     { type: "Delete", webhookId, now },
-    { metadata: metadata },
+    { metadata },
   );
-  await side.projection.catchUp();
-  const waiting = await side.readModels
+  await deps.projection.catchUp();
+  const waiting = await deps.readModels
     .collection<DeliveryDocument>(DELIVERIES)
     .find({ webhookId, status: { $in: ["pending", "retry_scheduled", "dead_lettered"] } });
   for (const delivery of waiting) {
     await handleCommand(
-      side.store,
+      deps.store,
       deliveryStream(delivery._id),
       deliveryDecider,
       { type: "Cancel", now, reason: "webhook deleted" },
-      { metadata: metadata },
+      { metadata },
     ).catch((error: unknown) =>
       context.logger.warn({ err: error, deliveryId: delivery._id }, "cancel failed"),
     );
@@ -91,11 +91,12 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
 }
 
 /** Sends a webhook.test event to this registration only, whatever kinds it subscribed to. */
-export async function sendTestEvent(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  await requireActive(side, webhookId);
-  const eventId = newEventId();
+export async function sendTestEvent(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  await requireActive(deps, webhookId);
+  // No integration event behind it: a fresh id.
+  const eventId = `evt_${randomUUID().replaceAll("-", "")}`;
   const recorded = await fanOut(
-    side,
+    deps,
     {
       eventId,
       kind: "webhook.test",
@@ -108,17 +109,17 @@ export async function sendTestEvent(side: NotificationSide, webhookId: number, c
 }
 
 /** Starts every dead-lettered delivery of the registration again from attempt 1. */
-export async function replayDeadLetters(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  await requireActive(side, webhookId);
-  await side.projection.catchUp();
-  const dead = await side.readModels
+export async function replayDeadLetters(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  await requireActive(deps, webhookId);
+  await deps.projection.catchUp();
+  const dead = await deps.readModels
     .collection<DeliveryDocument>(DELIVERIES)
     .find({ webhookId, status: "dead_lettered" }, { sort: { createdAt: 1, _id: 1 } });
-  const now = new Date().toISOString();
+  const now = isoNow(deps.clock);
   let replayed = 0;
   for (const delivery of dead) {
     const result = await handleCommand(
-      side.store,
+      deps.store,
       deliveryStream(delivery._id),
       deliveryDecider,
       { type: "Replay", now },
@@ -126,16 +127,16 @@ export async function replayDeadLetters(side: NotificationSide, webhookId: numbe
     );
     replayed += result.newEvents.length > 0 ? 1 : 0;
   }
-  side.wakeScheduler();
+  deps.wakeScheduler();
   return { replayed };
 }
 
 /** The registration from its own stream (the source of truth), or 404. */
-export async function requireActive(side: NotificationSide, webhookId: number) {
+export async function requireActive(deps: NotificationDeps, webhookId: number) {
   const state = foldEvents(
     webhookDecider,
-    await side.store.readStream(webhookStream(webhookId)),
+    await deps.store.readStream(webhookStream(webhookId)),
   ) as WebhookState;
-  if (state.status !== "active") throw new DomainError(404, "not_found", `webhook ${webhookId} not found`);
+  if (state.status !== "active") throw notFound(`webhook ${webhookId} not found`);
   return state.registration;
 }

@@ -1,37 +1,36 @@
 import type { Delivery, DeliveryStatus, Webhook } from "@cheese/contracts";
 import type { Filter } from "@cheese/read-models";
-import { DomainError } from "@cheese/service-kit";
+import { decodeCursor, encodeCursor, notFound } from "@cheese/service-kit";
+import { z } from "zod";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
-import type { NotificationSide } from "./side.ts";
+import type { NotificationDeps } from "./deps.ts";
+
+/** Where a page of registrations ends: the last one's id. */
+const WebhookPosition = z.object({ after: z.number() });
 
 interface Page {
   cursor?: string | undefined;
   limit: number;
 }
 
-export async function getWebhook(side: NotificationSide, webhookId: number): Promise<Webhook> {
-  await side.projection.catchUp();
-  const document = await side.readModels
+export async function getWebhook(deps: NotificationDeps, webhookId: number): Promise<Webhook> {
+  await deps.projection.catchUp();
+  const document = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .findOne({ _id: webhookId, deleted: false });
-  if (!document) throw new DomainError(404, "not_found", `webhook ${webhookId} not found`);
+  if (!document) throw notFound(`webhook ${webhookId} not found`);
   return document.webhook;
 }
 
 /** Registrations in id order (oldest first); the secret is never part of them. */
-export async function listWebhooks(side: NotificationSide, page: Page) {
-  await side.projection.catchUp();
+export async function listWebhooks(deps: NotificationDeps, page: Page) {
+  await deps.projection.catchUp();
   const filter: Filter = { deleted: false };
   if (page.cursor) {
-    const after = decodeCursor(
-      page.cursor,
-      (v): v is { after: number } => typeof (v as { after?: unknown })?.after === "number",
-    );
-    filter._id = { $gt: after.after };
+    filter._id = { $gt: decodeCursor(page.cursor, WebhookPosition).after };
   }
-  const found = await side.readModels
+  const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find(filter, { sort: { _id: 1 }, limit: page.limit + 1 });
   const items = found.slice(0, page.limit).map((document) => document.webhook);
@@ -40,23 +39,22 @@ export async function listWebhooks(side: NotificationSide, page: Page) {
   return { items, hasMore, nextCursor: hasMore && last ? encodeCursor({ after: last.id }) : null };
 }
 
-type DeliveryKey = { createdAt: string; id: number };
-const isDeliveryKey = (v: unknown): v is DeliveryKey =>
-  typeof (v as DeliveryKey)?.createdAt === "string" && typeof (v as DeliveryKey)?.id === "number";
+/** Where a page of deliveries ends: the last one's (createdAt, id). */
+const DeliveryPosition = z.object({ createdAt: z.string(), id: z.number() });
 
 /** A registration's deliveries, newest first, each with every attempt. */
 export async function listDeliveries(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: Page & { webhookId: number; status?: DeliveryStatus[] | undefined },
 ) {
-  await getWebhook(side, request.webhookId);
+  await getWebhook(deps, request.webhookId);
   const filter: Filter = { webhookId: request.webhookId };
   if (request.status?.length) filter.status = { $in: request.status };
   if (request.cursor) {
-    const key = decodeCursor(request.cursor, isDeliveryKey);
+    const key = decodeCursor(request.cursor, DeliveryPosition);
     filter.$or = [{ createdAt: { $lt: key.createdAt } }, { createdAt: key.createdAt, _id: { $lt: key.id } }];
   }
-  const found = await side.readModels
+  const found = await deps.readModels
     .collection<DeliveryDocument>(DELIVERIES)
     .find(filter, { sort: { createdAt: -1, _id: -1 }, limit: request.limit + 1 });
   const items = found.slice(0, request.limit).map(toDelivery);

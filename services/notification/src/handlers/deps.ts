@@ -1,13 +1,14 @@
 import type { EventStore } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
-import type { IdAllocator, Projection } from "@cheese/service-kit";
+import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
 import type { RetryDelays } from "../domain/delivery.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import type { SecretBox } from "../security/secrets.ts";
 
-/** What the notification handlers share. */
-export interface NotificationSide {
+/** What the notification handlers work with, built once in `main.ts`. */
+export interface NotificationDeps {
   store: EventStore;
+  clock: Clock;
   readModels: ReadModelStore;
   /** Keeps `webhooks` and `deliveries` current; `catchUp()` gives read-your-writes. */
   projection: Projection;
