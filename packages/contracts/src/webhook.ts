@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { pageQuery } from "./paging.ts";
 
-/** The spec's event kinds (Events part), the only values `events` may hold. */
+/** The spec's event kinds (Events part) and our webhook.disabled: the only values `events` may hold. */
 export const webhookEventKinds = [
   "order.placed",
   "order.confirmed",
@@ -17,6 +17,7 @@ export const webhookEventKinds = [
   "customer.subscription_changed",
   "api_key.expiring",
   "webhook.test",
+  "webhook.disabled",
 ] as const;
 export const WebhookEventKind = z.enum(webhookEventKinds).openapi("WebhookEventKind");
 export type WebhookEventKind = z.infer<typeof WebhookEventKind>;
@@ -75,16 +76,131 @@ export const WebhookInput = z
   .openapi("WebhookInput");
 export type WebhookInput = z.infer<typeof WebhookInput>;
 
+export const webhookStatuses = ["active", "paused", "disabled"] as const;
+export const WebhookStatus = z.enum(webhookStatuses).openapi({
+  description:
+    "active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), deliveries wait. POST /webhooks/{id}/resume makes it active again.",
+});
+
 export const Webhook = z
   .object({
     id: int64Id,
     url: z.string().openapi({ format: "uri" }),
     events: z.array(WebhookEventKind),
     description: z.string().nullable(),
+    status: WebhookStatus,
+    statusReason: z
+      .string()
+      .nullable()
+      .openapi({ description: "why it is paused or disabled; null while active" }),
+    statusSince: dateTime.openapi({ description: "since when it has its current status" }),
+    failingSince: dateTime.nullable().openapi({
+      description: "when disabled for failing: the first failed attempt of the run that disabled it",
+    }),
+    previousSecretExpiresAt: dateTime.nullable().openapi({
+      description: "after a rotation: until when the previous secret still signs; null when only one secret signs",
+    }),
     createdAt: dateTime,
+    updatedAt: dateTime,
   })
-  .openapi("Webhook");
+  .openapi("Webhook", {
+    example: {
+      id: 3,
+      url: "https://example.com/hooks/cheese",
+      events: ["order.placed", "order.shipped"],
+      description: "fulfilment",
+      status: "disabled",
+      statusReason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
+      statusSince: "2026-03-06T10:00:04.000Z",
+      failingSince: "2026-03-01T10:00:00.000Z",
+      previousSecretExpiresAt: null,
+      createdAt: "2026-02-20T09:00:00.000Z",
+      updatedAt: "2026-03-06T10:00:04.000Z",
+    },
+  });
 export type Webhook = z.infer<typeof Webhook>;
+
+/** Fields of a registration that a PATCH body may carry but that cannot be changed: ignored. */
+const ignoredInPatch = Object.fromEntries(
+  ["id", "createdAt", "updatedAt", "status", "statusReason", "statusSince", "failingSince", "previousSecretExpiresAt"].map(
+    (field) => [field, z.unknown().optional().openapi({ readOnly: true, description: "ignored" })],
+  ),
+);
+
+export const WebhookPatch = z
+  .strictObject({
+    url: webhookUrl.optional().openapi({ description: "new receiving URL; the rules of creation apply" }),
+    events: z
+      .array(WebhookEventKind)
+      .min(1)
+      .max(webhookEventKinds.length)
+      .optional()
+      .openapi({ description: "the kinds wanted from now on (replaces the list)" }),
+    description: z.string().max(500).nullable().optional(),
+    ...ignoredInPatch,
+  })
+  .openapi("WebhookPatch", { example: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] } });
+export type WebhookPatch = z.infer<typeof WebhookPatch>;
+
+export const RotateSecretInput = z
+  .strictObject({
+    secret: z
+      .string()
+      .refine(isValidWebhookSecret, "must be whsec_ followed by base64 of 24 to 64 bytes")
+      .optional()
+      .openapi({ description: "the new secret; generated (whsec_ + 32 random bytes, base64) when absent" }),
+    overlapSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .optional()
+      .openapi({
+        description: "how long the previous secret keeps signing beside the new one; 86400 (24 h) when absent",
+      }),
+  })
+  .openapi("RotateSecretInput", { example: { overlapSeconds: 3600 } });
+
+export const SecretRotated = z
+  .object({
+    secret: z.string().openapi({ description: "the new signing secret; shown only in this response" }),
+    previousSecretExpiresAt: dateTime.openapi({ description: "until when the previous secret also signs" }),
+  })
+  .openapi("SecretRotated");
+export type SecretRotated = z.infer<typeof SecretRotated>;
+
+export const replayStatuses = ["dead_lettered", "delivered"] as const;
+
+export const ReplayInput = z
+  .strictObject({
+    since: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .openapi({ description: "only deliveries created at or after this time" }),
+    until: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .openapi({ description: "only deliveries created before this time" }),
+    status: z
+      .array(z.enum(replayStatuses))
+      .min(1)
+      .optional()
+      .openapi({ description: "which finished deliveries to start again; [\"dead_lettered\"] when absent" }),
+  })
+  .refine((body) => !body.since || !body.until || Date.parse(body.since) < Date.parse(body.until), {
+    message: "must be before until",
+    path: ["since"],
+  })
+  .openapi("ReplayInput", {
+    example: { since: "2026-03-01T04:00:00Z", until: "2026-03-01T10:00:00Z", status: ["delivered", "dead_lettered"] },
+  });
+export type ReplayInput = z.infer<typeof ReplayInput>;
+
+export const ReplayResult = z
+  .object({
+    replayed: z.number().int().min(0).openapi({ description: "deliveries started again as a new round" }),
+  })
+  .openapi("ReplayResult");
 
 export const WebhookCreated = Webhook.extend({
   secret: z.string().openapi({ description: "the signing secret; shown only in this response" }),
@@ -235,6 +351,16 @@ export const ApiKeyExpiringData = z
   })
   .openapi("ApiKeyExpiringData");
 
+export const WebhookDisabledData = z
+  .object({
+    webhook_id: idString,
+    description: z.string().nullable(),
+    reason: z.string(),
+    failing_since: dateTime,
+    disabled_at: dateTime,
+  })
+  .openapi("WebhookDisabledData");
+
 export const WebhookTestData = z
   .object({ webhook_id: idString, message: z.string() })
   .openapi("WebhookTestData");
@@ -264,6 +390,10 @@ export const webhookEventData = {
   },
   "api_key.expiring": { schema: ApiKeyExpiringData, when: "7 days before a customer API key expires" },
   "webhook.test": { schema: WebhookTestData, when: "POST /webhooks/{id}/test is called" },
+  "webhook.disabled": {
+    schema: WebhookDisabledData,
+    when: "another registration is disabled because every attempt to it failed for the configured period",
+  },
 } satisfies Record<WebhookEventKind, { schema: z.ZodType; when: string }>;
 
 /** The body of every delivery. */

@@ -24,6 +24,7 @@ const allKinds = [
   "customer.subscription_changed",
   "api_key.expiring",
   "webhook.test",
+  "webhook.disabled",
 ];
 
 /** A response body as loosely typed JSON, for assertions. */
@@ -90,14 +91,26 @@ describe("webhook registrations over HTTP", () => {
       "createdAt",
       "description",
       "events",
+      "failingSince",
       "id",
+      "previousSecretExpiresAt",
       "secret",
+      "status",
+      "statusReason",
+      "statusSince",
+      "updatedAt",
       "url",
     ]);
     expect(created).toMatchObject({
       url: receiver.url("/hooks"),
       events: ["cheese.new_arrival"],
       description: "stock alerts",
+      status: "active",
+      statusReason: null,
+      statusSince: created.createdAt,
+      failingSince: null,
+      previousSecretExpiresAt: null,
+      updatedAt: created.createdAt,
     });
     expect(created.id).toBeGreaterThan(0);
     expect(created.secret).toMatch(/^whsec_/);
@@ -286,6 +299,121 @@ describe("webhook registrations over HTTP", () => {
     expect(await read(response)).toEqual({ replayed: 0 });
   });
 
+  it("changes a registration in place with PATCH: only the fields given, with the rules of creation", async () => {
+    const { id, createdAt } = await read(await register({ description: "first" }));
+    const response = await system.call("PATCH", `/webhooks/${id}`, {
+      url: receiver.url("/moved"),
+      events: ["order.placed", "order.placed", "order.shipped"],
+    });
+    expect(response.status).toBe(200);
+    const changed = await read(response);
+    expect(changed).toMatchObject({
+      id,
+      url: receiver.url("/moved"),
+      events: ["order.placed", "order.shipped"],
+      description: "first",
+      createdAt,
+      status: "active",
+    });
+    expect(Date.parse(changed.updatedAt)).toBeGreaterThanOrEqual(Date.parse(createdAt));
+    expect(await read(await system.call("GET", `/webhooks/${id}`))).toEqual(changed);
+
+    const cleared = await read(await system.call("PATCH", `/webhooks/${id}`, { description: null }));
+    expect(cleared).toMatchObject({ description: null, url: receiver.url("/moved") });
+    // Read-only fields of a registration read back are ignored, not refused.
+    expect((await system.call("PATCH", `/webhooks/${id}`, { ...cleared, description: "again" })).status).toBe(
+      200,
+    );
+
+    const refusals: [unknown, string][] = [
+      [{ events: [] }, "events"],
+      [{ events: ["order.exploded"] }, "events[0]"],
+      [{ url: "ftp://example.com/x" }, "url"],
+      [{ description: "x".repeat(501) }, "description"],
+      [{ secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}` }, "secret"],
+    ];
+    for (const [body, field] of refusals) {
+      const refused = await system.call("PATCH", `/webhooks/${id}`, body);
+      expect(refused.status, JSON.stringify(body)).toBe(422);
+      expect((await read(refused)).errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+    expect((await system.call("PATCH", `/webhooks/${id}`, "{not json")).status).toBe(422);
+    expect((await system.call("PATCH", "/webhooks/999999", { description: "x" })).status).toBe(404);
+    expect((await system.call("PATCH", "/webhooks/abc", { description: "x" })).status).toBe(400);
+  });
+
+  it("pauses and resumes, saying why and since when", async () => {
+    const { id } = await read(await register());
+    const paused = await system.call("POST", `/webhooks/${id}/pause`);
+    expect(paused.status).toBe(200);
+    const body = await read(paused);
+    expect(body).toMatchObject({ id, status: "paused", statusReason: "paused by an operator" });
+    expect(Date.parse(body.statusSince)).toBeGreaterThan(0);
+    expect(await read(await system.call("POST", `/webhooks/${id}/pause`))).toEqual(body);
+
+    const resumed = await read(await system.call("POST", `/webhooks/${id}/resume`));
+    expect(resumed).toMatchObject({ id, status: "active", statusReason: null, failingSince: null });
+    expect(Date.parse(resumed.statusSince)).toBeGreaterThanOrEqual(Date.parse(body.statusSince));
+    expect((await system.call("POST", "/webhooks/999999/pause")).status).toBe(404);
+    expect((await system.call("POST", "/webhooks/999999/resume")).status).toBe(404);
+  });
+
+  it("rotates the secret: the new one is shown once, the previous one signs until the overlap ends", async () => {
+    const { id, secret: first } = await read(await register());
+    const response = await system.call("POST", `/webhooks/${id}/rotate-secret`, { overlapSeconds: 3600 });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    const rotated = await read(response);
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(first);
+    const expires = Date.parse(rotated.previousSecretExpiresAt);
+    expect(expires - Date.now()).toBeGreaterThan(3590_000);
+    expect(expires - Date.now()).toBeLessThanOrEqual(3600_000);
+    const fetched = await system.call("GET", `/webhooks/${id}`);
+    const text = await fetched.text();
+    expect(text).not.toContain(rotated.secret);
+    expect(JSON.parse(text).previousSecretExpiresAt).toBe(rotated.previousSecretExpiresAt);
+
+    const chosen = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
+    const noBody = await system.call("POST", `/webhooks/${id}/rotate-secret`);
+    expect(noBody.status).toBe(200);
+    const defaults = await read(noBody);
+    expect(Date.parse(defaults.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(86_390_000);
+    expect(await read(await system.call("POST", `/webhooks/${id}/rotate-secret`, { secret: chosen }))).toMatchObject(
+      { secret: chosen },
+    );
+    for (const body of [{ overlapSeconds: 604_801 }, { overlapSeconds: -1 }, { secret: "whsec_short" }, { x: 1 }]) {
+      const refused = await system.call("POST", `/webhooks/${id}/rotate-secret`, body);
+      expect(refused.status, JSON.stringify(body)).toBe(422);
+    }
+    expect((await system.call("POST", "/webhooks/999999/rotate-secret")).status).toBe(404);
+  });
+
+  it("validates a replay window: since before until, known statuses, no other field", async () => {
+    const { id } = await read(await register());
+    const ok = await system.call("POST", `/webhooks/${id}/replay`, {
+      since: "2026-01-01T00:00:00Z",
+      until: "2026-01-02T00:00:00+02:00",
+      status: ["delivered", "dead_lettered"],
+    });
+    expect(ok.status).toBe(202);
+    expect(await read(ok)).toEqual({ replayed: 0 });
+    const refusals: [unknown, string][] = [
+      [{ since: "2026-01-02T00:00:00Z", until: "2026-01-01T00:00:00Z" }, "since"],
+      [{ since: "yesterday" }, "since"],
+      [{ status: ["pending"] }, "status[0]"],
+      [{ status: [] }, "status"],
+      [{ window: "6h" }, "window"],
+    ];
+    for (const [body, field] of refusals) {
+      const refused = await system.call("POST", `/webhooks/${id}/replay`, body);
+      expect(refused.status, JSON.stringify(body)).toBe(422);
+      expect((await read(refused)).errors.map((e: { field: string }) => e.field), JSON.stringify(body)).toContain(
+        field,
+      );
+    }
+  });
+
   it("documents the operations and every event kind in the OpenAPI 3.1 webhooks section", async () => {
     const doc = await read(await system.gateway.app.request("/v2/openapi.json"));
     expect(doc.openapi).toBe("3.1.0");
@@ -296,9 +424,24 @@ describe("webhook registrations over HTTP", () => {
       "/webhooks/{id}/deliveries",
       "/webhooks/{id}/test",
       "/webhooks/{id}/replay",
+      "/webhooks/{id}/pause",
+      "/webhooks/{id}/resume",
+      "/webhooks/{id}/rotate-secret",
     ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
+    expect(doc.paths["/webhooks/{id}"].patch.security).toEqual([{ api_key: [] }]);
+    const disabled = doc.webhooks["webhook.disabled"].post;
+    const disabledRef = disabled.requestBody.content["application/json"].schema.$ref as string;
+    const disabledEnvelope = doc.components.schemas[disabledRef.split("/").pop()!];
+    const disabledData = doc.components.schemas[(disabledEnvelope.properties.data.$ref as string).split("/").pop()!];
+    expect(Object.keys(disabledData.properties).sort()).toEqual([
+      "description",
+      "disabled_at",
+      "failing_since",
+      "reason",
+      "webhook_id",
+    ]);
     expect(Object.keys(doc.paths["/webhooks/{id}/test"].post.responses)).toContain("202");
     expect(Object.keys(doc.webhooks).sort()).toEqual([...allKinds].sort());
     const shipped = doc.webhooks["order.shipped"].post;
@@ -359,6 +502,18 @@ describe("the SSRF guard at registration (private URLs not allowed)", () => {
       const body = await read(response);
       expect(body.errors[0].field, url).toBe("url");
     }
+  });
+
+  it("applies the same guard when PATCH changes the URL", async () => {
+    const created = await read(
+      await system.call("POST", "/webhooks", { url: "https://93.184.216.34/hooks", events: ["order.placed"] }),
+    );
+    for (const url of ["https://127.0.0.1/hooks", "https://169.254.169.254/x", "http://93.184.216.34/hooks"]) {
+      const response = await system.call("PATCH", `/webhooks/${created.id}`, { url });
+      expect(response.status, url).toBe(422);
+      expect((await read(response)).errors[0].field).toBe("url");
+    }
+    expect((await read(await system.call("GET", `/webhooks/${created.id}`))).url).toBe("https://93.184.216.34/hooks");
   });
 
   it("accepts a public https address", async () => {

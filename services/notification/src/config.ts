@@ -50,5 +50,11 @@ export const notificationConfigSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(100).default(5),
   /** Attempts in flight at once per process, over all registrations. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(200),
+  /** A registration whose attempts have all failed for this long is disabled (5 days). */
+  WEBHOOK_DISABLE_AFTER: duration("120h").refine((ms) => ms > 0, "must be more than 0"),
+  /** Most deliveries one POST /webhooks/{id}/replay may start again. */
+  WEBHOOK_REPLAY_MAX: z.coerce.number().int().min(1).max(100_000).default(1000),
+  /** How often each process saves a snapshot of its delivery schedule (if it changed). */
+  WEBHOOK_SNAPSHOT_INTERVAL: duration("30s").refine((ms) => ms >= 1000, "must be at least 1s"),
 });
 export type NotificationConfig = z.infer<typeof notificationConfigSchema>;

@@ -1,7 +1,5 @@
 import { join } from "node:path";
 import { notificationRpc } from "@cheese/contracts";
-import type { RecordedEvent } from "@cheese/event-store";
-import type { ReadModelStore } from "@cheese/read-models";
 import {
   IdAllocator,
   type ServiceDefinition,
@@ -12,13 +10,18 @@ import {
 } from "@cheese/service-kit";
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
-import type { NotificationDeps } from "./handlers/deps.ts";
+import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
 import {
   createWebhook,
   deleteWebhook,
-  replayDeadLetters,
+  pauseWebhook,
+  replayDeliveries,
+  resumeWebhook,
+  rotateSecret,
   sendTestEvent,
+  updateWebhook,
 } from "./handlers/webhook-commands.ts";
 import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
 import { projectDelivery } from "./projections/deliveries.ts";
@@ -28,12 +31,6 @@ import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
 /** How long past the receiver time-out an attempt may stay unrecorded before it counts as abandoned. */
 const LEASE_GRACE_MS = 5000;
 
-function project(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
-  return event.streamName.startsWith("webhook-")
-    ? projectWebhook(event, readModels)
-    : projectDelivery(event, readModels);
-}
-
 /**
  * The notification service: webhook registrations, the fan-out of integration events into
  * webhook events, and their signed, retried delivery (docs/webhooks.md).
@@ -41,24 +38,50 @@ function project(event: RecordedEvent, readModels: ReadModelStore): Promise<void
 export const notificationService: ServiceDefinition<NotificationConfig> = {
   name: "notification",
   configSchema: notificationConfigSchema,
-  needs: { eventStore: true, readModels: true },
+  needs: { eventStore: true, readModels: true, blobs: true },
   async start(ctx) {
     const { eventStore: store, readModels, logger, config } = ctx;
+    const clock = () => Date.now();
     const secrets = new SecretBox(
       config.WEBHOOK_SECRETS_KEY ??
         loadSecretsKey(join(serviceDataDir(config, "notification"), "webhook-secrets.key")),
     );
-    const projection = await startProjection({
+    const webhooks = await startProjection({
       name: "webhooks",
       eventStore: store,
       readModels,
-      categories: ["webhook", "delivery"],
-      apply: project,
+      categories: ["webhook"],
+      apply: projectWebhook,
       logger,
     });
-    ctx.onStop(projection);
-    await projection.ready;
+    ctx.onStop(webhooks);
+    // The delivery history may be long: requests are served before it is loaded (its queries
+    // wait for it), so start-up costs only the registrations and the schedule's snapshot.
+    const deliveries = await startProjection({
+      name: "deliveries",
+      eventStore: store,
+      readModels,
+      categories: ["delivery"],
+      apply: projectDelivery,
+      logger,
+    });
+    ctx.onStop(deliveries);
+    await webhooks.ready;
 
+    const side: NotificationSide = {
+      store,
+      readModels,
+      webhooks,
+      deliveries,
+      webhookIds: new IdAllocator(store, "webhook"),
+      deliveryIds: new IdAllocator(store, "delivery"),
+      secrets,
+      delays: config.WEBHOOK_RETRY_DELAYS,
+      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      replayMax: config.WEBHOOK_REPLAY_MAX,
+      clock,
+      wakeScheduler: () => scheduler.wake(),
+    };
     const scheduler = new DeliveryScheduler({
       store,
       secrets,
@@ -68,30 +91,28 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       maxInFlightPerWebhook: config.WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK,
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
-      clock: ctx.clock,
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
+      snapshots: blobSnapshotStore(ctx.blobs),
+      snapshotEveryMs: config.WEBHOOK_SNAPSHOT_INTERVAL,
+      onWebhookDisabled: sendDisabledNotice(side, logger),
+      clock,
       logger,
     });
     scheduler.start();
     ctx.onStop(scheduler);
     await scheduler.ready;
 
-    const deps: NotificationDeps = {
-      store,
-      clock: ctx.clock,
-      readModels,
-      projection,
-      webhookIds: new IdAllocator(store, "webhook"),
-      deliveryIds: new IdAllocator(store, "delivery"),
-      secrets,
-      delays: config.WEBHOOK_RETRY_DELAYS,
-      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
-      wakeScheduler: () => scheduler.wake(),
-    };
-    ctx.onStop(consumeIntegrationEvents(ctx.bus, deps, logger));
+    ctx.onStop(consumeIntegrationEvents(ctx.bus, side, logger));
 
-    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(deps, request, context));
-    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(deps, page));
-    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(deps, webhookId));
+    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(side, request, context));
+    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(side, page));
+    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(side, webhookId));
+    ctx.serve(notificationRpc.updateWebhook, (request, context) => updateWebhook(side, request, context));
+    ctx.serve(notificationRpc.pauseWebhook, ({ webhookId }, context) => pauseWebhook(side, webhookId, context));
+    ctx.serve(notificationRpc.resumeWebhook, ({ webhookId }, context) =>
+      resumeWebhook(side, webhookId, context),
+    );
+    ctx.serve(notificationRpc.rotateSecret, (request, context) => rotateSecret(side, request, context));
     ctx.serve(notificationRpc.deleteWebhook, ({ webhookId }, context) =>
       deleteWebhook(deps, webhookId, context),
     );
@@ -99,8 +120,8 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.serve(notificationRpc.sendTestEvent, ({ webhookId }, context) =>
       sendTestEvent(deps, webhookId, context),
     );
-    ctx.serve(notificationRpc.replayDeadLetters, ({ webhookId }, context) =>
-      replayDeadLetters(deps, webhookId, context),
+    ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
+      replayDeliveries(side, request, context),
     );
   },
 };

@@ -137,7 +137,7 @@ describe("delivery decider", () => {
       { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } } as DeliveryEvent,
     ];
     given(dead)
-      .when({ type: "Replay", now: plus(9) })
+      .when({ type: "Replay", now: plus(9), statuses: ["dead_lettered"] })
       .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }]);
     given([...dead, { type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }])
       .when({ type: "StartAttempt", now: plus(10) })
@@ -146,7 +146,7 @@ describe("delivery decider", () => {
 
   it("replays only dead-lettered deliveries", () => {
     given([created])
-      .when({ type: "Replay", now: plus(1) })
+      .when({ type: "Replay", now: plus(1), statuses: ["dead_lettered", "delivered"] })
       .thenEmits([]);
   });
 

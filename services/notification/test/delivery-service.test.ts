@@ -116,7 +116,7 @@ describe("webhook delivery by the notification service", () => {
     ]);
 
     receiver.behave("/failing", { status: 200 });
-    expect(await rpc(notificationRpc.replayDeadLetters, { webhookId: hook.id })).toEqual({ replayed: 1 });
+    expect(await rpc(notificationRpc.replayDeliveries, { webhookId: hook.id })).toEqual({ replayed: 1 });
     const [, , , replayed] = await receiver.waitFor("/failing", 4);
     expect(envelopeOf(replayed!).id).toBe(envelopeOf(attempts[0]!).id);
     expect(replayed!.body).toBe(attempts[0]!.body);
@@ -131,7 +131,7 @@ describe("webhook delivery by the notification service", () => {
       outcome: "succeeded",
       statusCode: 200,
     });
-    expect(await rpc(notificationRpc.replayDeadLetters, { webhookId: hook.id })).toEqual({ replayed: 0 });
+    expect(await rpc(notificationRpc.replayDeliveries, { webhookId: hook.id })).toEqual({ replayed: 0 });
   });
 
   it("makes each attempt once with two replicas sharing the store", async () => {

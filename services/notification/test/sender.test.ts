@@ -20,7 +20,7 @@ describe("one delivery attempt over HTTP", () => {
     data: { message: "héllo ✓" },
   });
   const headers = deliveryHeaders({
-    secret,
+    secrets: [secret],
     body,
     eventId: "evt_1",
     eventType: "webhook.test",

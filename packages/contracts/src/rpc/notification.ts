@@ -1,6 +1,14 @@
 import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
-import { Delivery, DeliveryStatus, Webhook, WebhookCreated, WebhookEventKind } from "../webhook.ts";
+import {
+  Delivery,
+  DeliveryStatus,
+  replayStatuses,
+  SecretRotated,
+  Webhook,
+  WebhookCreated,
+  WebhookEventKind,
+} from "../webhook.ts";
 
 const webhookId = z.number().int().positive();
 const page = {
@@ -46,9 +54,49 @@ export const notificationRpc = {
     request: z.object({ webhookId }),
     response: z.object({ deliveryId: z.number().int().positive() }),
   }),
-  replayDeadLetters: defineRpc({
-    subject: "notification.webhook.replay",
+  /** The URL is checked as at creation; only the fields given change. */
+  updateWebhook: defineRpc({
+    subject: "notification.webhook.update",
+    request: z.object({
+      webhookId,
+      url: z.string().optional(),
+      events: z.array(WebhookEventKind).min(1).optional(),
+      description: z.string().nullable().optional(),
+    }),
+    response: Webhook,
+  }),
+  pauseWebhook: defineRpc({
+    subject: "notification.webhook.pause",
     request: z.object({ webhookId }),
+    response: Webhook,
+  }),
+  /** Makes a paused or disabled registration active again. */
+  resumeWebhook: defineRpc({
+    subject: "notification.webhook.resume",
+    request: z.object({ webhookId }),
+    response: Webhook,
+  }),
+  rotateSecret: defineRpc({
+    subject: "notification.webhook.rotate_secret",
+    request: z.object({
+      webhookId,
+      secret: z.string().optional(),
+      overlapMs: z.number().int().min(0).optional(),
+    }),
+    response: SecretRotated,
+  }),
+  /**
+   * Starts the registration's finished deliveries in `statuses` (dead-lettered ones by default)
+   * created in [since, until) again; 422 when more match than one call may replay.
+   */
+  replayDeliveries: defineRpc({
+    subject: "notification.webhook.replay",
+    request: z.object({
+      webhookId,
+      since: z.string().optional(),
+      until: z.string().optional(),
+      statuses: z.array(z.enum(replayStatuses)).min(1).optional(),
+    }),
     response: z.object({ replayed: z.number().int().min(0) }),
   }),
 };

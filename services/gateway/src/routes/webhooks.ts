@@ -2,12 +2,17 @@ import {
   DeliveryList,
   DeliveryListQuery,
   notificationRpc,
+  ReplayInput,
+  ReplayResult,
+  RotateSecretInput,
+  SecretRotated,
   Webhook,
   WebhookCreated,
   WebhookIdParam,
   WebhookInput,
   WebhookList,
   WebhookListQuery,
+  WebhookPatch,
   webhookEnvelope,
   webhookEventData,
   webhookEventKinds,
@@ -156,6 +161,90 @@ const testWebhook = (deps: GatewayDeps) =>
     }),
   );
 
+const updateWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "patch",
+      path: "/webhooks/{id}",
+      operationId: "updateWebhook",
+      tags: ["Webhooks"],
+      summary: "Change a registration's url, events or description in place",
+      description:
+        "Only the fields given change; the rules of creation apply (https, no private address, known kinds). " +
+        "Deliveries already waiting go to the new URL. The secret changes only through rotate-secret.",
+      request: { params: WebhookIdParam, body: { required: true, content: json(WebhookPatch) } },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "the registration as changed", content: json(Webhook) },
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
+const pauseWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/pause",
+      operationId: "pauseWebhook",
+      tags: ["Webhooks"],
+      summary: "Pause deliveries: they wait, are not attempted, and keep their attempts",
+      description:
+        "New events still create deliveries, which wait too. An attempt already in flight finishes. " +
+        "Pausing a paused or disabled registration changes nothing.",
+      request: { params: WebhookIdParam },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "the registration, paused", content: json(Webhook) },
+      },
+    }),
+  );
+
+const resumeWebhook = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/resume",
+      operationId: "resumeWebhook",
+      tags: ["Webhooks"],
+      summary: "Resume a paused or disabled registration; what waited goes out, oldest first",
+      request: { params: WebhookIdParam },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "the registration, active", content: json(Webhook) },
+      },
+    }),
+  );
+
+const rotateSecret = (deps: GatewayDeps) =>
+  operatorRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/rotate-secret",
+      operationId: "rotateWebhookSecret",
+      tags: ["Webhooks"],
+      summary: "Rotate the signing secret without a gap",
+      description:
+        "The new secret (shown only here) signs every delivery from now on. During the overlap (24 h unless " +
+        "overlapSeconds says otherwise, at most 7 days) webhook-signature carries two v1 signatures, new secret " +
+        "first, so receivers may switch at any time; X-Cheese-Signature carries the new secret's only.",
+      request: { params: WebhookIdParam, body: { required: false, content: json(RotateSecretInput) } },
+      responses: {
+        ...authResponses,
+        ...notFound,
+        200: { description: "the new secret (shown only here)", content: json(SecretRotated) },
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
 const replayWebhook = (deps: GatewayDeps) =>
   operatorRoute(
     deps,
@@ -164,15 +253,19 @@ const replayWebhook = (deps: GatewayDeps) =>
       path: "/webhooks/{id}/replay",
       operationId: "replayWebhook",
       tags: ["Webhooks"],
-      summary: "Replay the dead letter queue: every dead-lettered delivery starts again from attempt 1",
-      request: { params: WebhookIdParam },
+      summary: "Replay finished deliveries: the dead letter queue, or a window of time",
+      description:
+        "Without a body, every dead-lettered delivery starts again. With one, the deliveries created in " +
+        "[since, until) whose status is in `status` (dead_lettered when absent) do. Each starts a new round " +
+        "of attempts with its original event id and body (receivers deduplicate on webhook-id). Deliveries " +
+        "still waiting or in flight are left alone. One call replays at most WEBHOOK_REPLAY_MAX (1000) " +
+        "deliveries; a window holding more is a 422: narrow it.",
+      request: { params: WebhookIdParam, body: { required: false, content: json(ReplayInput) } },
       responses: {
         ...authResponses,
         ...notFound,
-        202: {
-          description: "how many deliveries were replayed",
-          content: json(z.object({ replayed: z.number().int().min(0) })),
-        },
+        202: { description: "how many deliveries were started again", content: json(ReplayResult) },
+        422: validationErrorResponse,
       },
     }),
   );
@@ -224,9 +317,50 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     return c.json(await callService(deps, c, notificationRpc.sendTestEvent, { webhookId: id }), 202);
   });
 
+  api.openapi(updateWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    const { url, events, description } = c.req.valid("json");
+    const webhook = await callService(deps, c, notificationRpc.updateWebhook, {
+      webhookId: id,
+      ...(url !== undefined ? { url } : {}),
+      ...(events !== undefined ? { events } : {}),
+      ...(description !== undefined ? { description } : {}),
+    });
+    return c.json(webhook, 200);
+  });
+
+  api.openapi(pauseWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(await callService(deps, c, notificationRpc.pauseWebhook, { webhookId: id }), 200);
+  });
+
+  api.openapi(resumeWebhook(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(await callService(deps, c, notificationRpc.resumeWebhook, { webhookId: id }), 200);
+  });
+
+  api.openapi(rotateSecret(deps), async (c) => {
+    const { id } = c.req.valid("param");
+    const { secret, overlapSeconds } = c.req.valid("json");
+    const rotated = await callService(deps, c, notificationRpc.rotateSecret, {
+      webhookId: id,
+      ...(secret !== undefined ? { secret } : {}),
+      ...(overlapSeconds !== undefined ? { overlapMs: overlapSeconds * 1000 } : {}),
+    });
+    c.header("Cache-Control", "no-store");
+    return c.json(rotated, 200);
+  });
+
   api.openapi(replayWebhook(deps), async (c) => {
     const { id } = c.req.valid("param");
-    return c.json(await callService(deps, c, notificationRpc.replayDeadLetters, { webhookId: id }), 202);
+    const { since, until, status } = c.req.valid("json");
+    const result = await callService(deps, c, notificationRpc.replayDeliveries, {
+      webhookId: id,
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      ...(status !== undefined ? { statuses: status } : {}),
+    });
+    return c.json(result, 202);
   });
 
   registerWebhookEvents(api);
@@ -235,7 +369,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
 const deliveryHeaders = z.object({
   "X-Cheese-Signature": z.string().openapi({
     description:
-      "sha256=<hex of HMAC-SHA256(secret, raw body)>, keyed with the secret string as shown at registration",
+      "sha256=<hex of HMAC-SHA256(secret, raw body)>, keyed with the secret string as shown at registration (after a rotation: the new secret, also during the overlap)",
   }),
   "X-Cheese-Event": z.string().openapi({ description: "the event kind, as in `type`" }),
   "X-Cheese-Delivery": z.string().openapi({ description: "the delivery id (GET /webhooks/{id}/deliveries)" }),
@@ -247,7 +381,7 @@ const deliveryHeaders = z.object({
     .openapi({ description: "Standard Webhooks: Unix seconds when this attempt was signed" }),
   "webhook-signature": z.string().openapi({
     description:
-      "Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_",
+      "Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's",
   }),
 });
 
@@ -263,7 +397,8 @@ function registerWebhookEvents(api: OpenAPIHono<GatewayEnv>): void {
       description:
         "Answer with a 2xx within WEBHOOK_TIMEOUT (10 s by default). Anything else, a time-out or a redirect is a " +
         "failure, retried after 1 min, 5 min, 30 min, 2 h and 12 h; after the 6th failure the delivery goes to the dead " +
-        "letter queue (POST /webhooks/{id}/replay). Deduplicate by `id`; order by `created_at`.",
+        "letter queue (POST /webhooks/{id}/replay). A registration whose attempts all fail for 5 days is disabled and " +
+        "the registrations asking for webhook.disabled are told. Deduplicate by `id`; order by `created_at`.",
       request: {
         headers: deliveryHeaders,
         body: {

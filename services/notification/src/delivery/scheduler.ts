@@ -16,11 +16,22 @@ import {
   deliveryStream,
   type RetryDelays,
 } from "../domain/delivery.ts";
-import { type WebhookState, webhookDecider, webhookStream } from "../domain/webhook.ts";
+import {
+  evolveHealth,
+  failedLongEnough,
+  type LiveWebhook,
+  signingSecrets,
+  type WebhookEvent,
+  type WebhookState,
+  type WebhookStatus,
+  webhookDecider,
+  webhookStream,
+} from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
-import type { SecretBox } from "../security/secrets.ts";
+import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import { sendAttempt } from "./sender.ts";
 import { deliveryHeaders } from "./signing.ts";
+import type { ScheduleSnapshot, SnapshotStore } from "./snapshot.ts";
 
 export interface SchedulerOptions {
   store: EventStore;
@@ -33,72 +44,101 @@ export interface SchedulerOptions {
   resolve?: Resolver;
   maxInFlightPerWebhook: number;
   maxInFlight: number;
-  /** Due times, leases and timestamps read it; scans sleep on it. */
-  clock: Clock;
+  /** A registration whose attempts have all failed for this long is disabled. */
+  disableAfterMs: number;
+  /** Where the schedule is saved and restored from; without it every start reads all history. */
+  snapshots?: SnapshotStore;
+  /** How often a changed schedule is saved (and always at a graceful stop). */
+  snapshotEveryMs?: number;
+  /** Told once per WebhookDisabled event seen (by every replica: the reaction must be idempotent). */
+  onWebhookDisabled?: (event: RecordedEvent) => Promise<void>;
+  /** The time, in milliseconds; injected by tests. */
+  clock?: () => number;
   logger: Logger;
 }
 
 /** What the scheduler keeps per unfinished delivery: its state without the body, and its revision. */
 type Tracked = Exclude<DeliveryState, { status: "absent" }> & { revision: number };
 
+/** What the scheduler knows of a registration, from its events and its deliveries' results. */
+interface WebhookView {
+  status: WebhookStatus | "deleted";
+  failingSince: string | null;
+  /** The failing run a Disable was already asked for, so it is asked once per run. */
+  disableAskedFor?: string;
+}
+
 /** Longest sleep between scans: a safety net; appends and timers normally wake it first. */
 const MAX_SLEEP_MS = 1000;
 const FINISHED_MEMORY = 10_000;
+const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
 
 /**
  * Makes every due attempt, once, across restarts and replicas.
  *
  * The schedule lives in the event store: each delivery's stream says whether it waits, and until
- * when. At start the scheduler reads every delivery stream (its index of unfinished deliveries is
- * rebuilt, never trusted from memory), then follows new appends. When an attempt is due it claims
- * it by appending AttemptStarted with the expected revision: of several replicas exactly one
- * succeeds. Then it sends, and appends the result. A process killed between the claim and the
- * result leaves an attempt in flight; once its lease runs out, any replica records it as failed
- * (outcome unknown) and the schedule goes on: at most that one attempt may have reached the
- * receiver without us knowing, and the receiver deduplicates it by webhook-id.
+ * when. At start the scheduler restores its last snapshot (the unfinished deliveries and each
+ * registration's status at some position) and reads only the delivery and registration events
+ * after it; without a snapshot it reads them all. Then it follows new appends, and saves a
+ * snapshot now and then. When an attempt is due it claims it by appending AttemptStarted with
+ * the expected revision: of several replicas exactly one succeeds. Then it sends, and appends the
+ * result. A process killed between the claim and the result leaves an attempt in flight; once
+ * its lease runs out, any replica records it as failed (outcome unknown) and the schedule goes
+ * on: at most that one attempt may have reached the receiver without us knowing, and the
+ * receiver deduplicates it by webhook-id.
+ *
+ * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
+ * time; once it is resumed they go out oldest first.
  *
  * Isolation: at most `maxInFlightPerWebhook` attempts per registration are in flight in this
  * process, so a receiver that hangs until the time-out holds only its own slots.
  */
 export class DeliveryScheduler {
   private readonly index = new Map<number, Tracked>();
+  private readonly webhooks = new Map<number, WebhookView>();
   /** Revisions at which recent deliveries finished, so late events about them cost no read. */
-  private readonly finished = new Map<number, number>();
+  private readonly finished = new Map<number, { revision: number; webhookId: number }>();
   private readonly busy = new Set<number>();
   private readonly inFlightPerWebhook = new Map<number, number>();
   private readonly work = new Set<Promise<void>>();
-  private readonly openedSecrets = new Map<number, string>();
+  private readonly openedSecrets = new Map<string, string>();
   private inFlight = 0;
   private position: number | undefined;
+  private savedPosition: number | undefined;
   private subscription: Subscription | undefined;
-  private timer: Timer | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private snapshotTimer: NodeJS.Timeout | undefined;
   private tickQueued = false;
   private closed = false;
+  private isReady = false;
   private markReady: () => void = () => {};
   /** Resolves once every delivery that existed at start is in the index. */
   readonly ready = new Promise<void>((resolve) => {
-    this.markReady = resolve;
+    this.markReady = () => {
+      this.isReady = true;
+      resolve();
+    };
   });
 
   constructor(private readonly options: SchedulerOptions) {}
 
+  private now(): number {
+    return this.options.clock?.() ?? Date.now();
+  }
+
+  private nowIso(): string {
+    return new Date(this.now()).toISOString();
+  }
+
   start(): void {
-    this.subscription = this.options.store.subscribe({
-      categories: ["delivery"],
-      after: this.position,
-      handler: async (event) => {
-        await this.apply(event);
-        this.position = event.position;
-        this.wake();
-      },
-      onCaughtUp: () => {
-        this.markReady();
-        this.wake();
-      },
-      onError: (error) => {
-        this.options.logger.error({ err: error }, "delivery scheduler stopped; restarting in 1s");
-        if (!this.closed) setTimeout(() => !this.closed && this.start(), 1000).unref();
-      },
+    void this.restore().then(() => {
+      if (this.closed) return;
+      this.subscribe();
+      const every = this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS;
+      if (this.options.snapshots) {
+        this.snapshotTimer = setInterval(() => void this.saveSnapshot(), every);
+        this.snapshotTimer.unref();
+      }
     });
   }
 
@@ -114,26 +154,155 @@ export class DeliveryScheduler {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.timer?.cancel();
+    clearTimeout(this.timer);
+    clearInterval(this.snapshotTimer);
     await this.subscription?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
+    await this.saveSnapshot();
   }
 
-  private async apply(event: RecordedEvent): Promise<void> {
+  /** Saves the schedule if it moved since the last save; a failure is logged, the next save retries. */
+  async saveSnapshot(): Promise<void> {
+    const { snapshots, logger } = this.options;
+    if (!snapshots || !this.isReady || this.position === undefined) return;
+    if (this.savedPosition !== undefined && this.position <= this.savedPosition) return;
+    const snapshot = this.snapshot();
+    try {
+      await snapshots.save(snapshot);
+      this.savedPosition = snapshot.position;
+    } catch (error) {
+      logger.warn({ err: error }, "schedule snapshot not saved; the next one will be");
+    }
+  }
+
+  /** The state as of `position` (deliveries tracked past it are fine: their revisions guard replays). */
+  snapshot(): ScheduleSnapshot {
+    return {
+      version: 1,
+      position: this.position ?? -1,
+      takenAt: this.nowIso(),
+      deliveries: [...this.index.entries()].map(([deliveryId, tracked]) => ({
+        deliveryId,
+        webhookId: tracked.webhookId,
+        eventId: tracked.eventId,
+        eventType: tracked.eventType,
+        createdAt: tracked.createdAt,
+        status: tracked.status as "pending" | "attempting" | "retry_scheduled",
+        round: tracked.round,
+        attempt: tracked.attempt,
+        dueAt: tracked.dueAt,
+        startedAt: tracked.startedAt,
+        revision: tracked.revision,
+      })),
+      webhooks: [...this.webhooks.entries()].map(([webhookId, view]) => ({
+        webhookId,
+        status: view.status,
+        failingSince: view.failingSince,
+      })),
+    };
+  }
+
+  private async restore(): Promise<void> {
+    const { snapshots, logger } = this.options;
+    if (!snapshots) return;
+    let snapshot: ScheduleSnapshot | undefined;
+    try {
+      snapshot = await snapshots.load();
+    } catch (error) {
+      logger.warn({ err: error }, "schedule snapshot unreadable; reading every delivery instead");
+    }
+    if (!snapshot) return;
+    for (const { deliveryId, ...entry } of snapshot.deliveries) {
+      this.index.set(deliveryId, { deliveryId, ...entry, body: "" } as Tracked);
+    }
+    for (const { webhookId, status, failingSince } of snapshot.webhooks) {
+      this.webhooks.set(webhookId, { status, failingSince });
+    }
+    this.position = snapshot.position;
+    this.savedPosition = snapshot.position;
+    logger.info(
+      { position: snapshot.position, waiting: snapshot.deliveries.length },
+      "schedule restored from its snapshot",
+    );
+  }
+
+  private subscribe(): void {
+    this.subscription = this.options.store.subscribe({
+      categories: ["delivery", "webhook"],
+      ...(this.position !== undefined ? { after: this.position } : {}),
+      handler: async (event) => {
+        if (event.streamName.startsWith("webhook-")) await this.applyWebhookEvent(event);
+        else await this.applyDeliveryEvent(event);
+        this.position = event.position;
+        this.wake();
+      },
+      onCaughtUp: () => {
+        this.markReady();
+        this.wake();
+      },
+      onError: (error) => {
+        this.options.logger.error({ err: error }, "delivery scheduler stopped; restarting in 1s");
+        if (!this.closed) setTimeout(() => !this.closed && this.subscribe(), 1000).unref();
+      },
+    });
+  }
+
+  private view(webhookId: number): WebhookView {
+    let view = this.webhooks.get(webhookId);
+    if (!view) {
+      view = { status: "active", failingSince: null };
+      this.webhooks.set(webhookId, view);
+    }
+    return view;
+  }
+
+  private async applyWebhookEvent(event: RecordedEvent): Promise<void> {
+    const webhookEvent = { type: event.type, data: event.data } as WebhookEvent;
+    const view = this.view(webhookEvent.data.webhookId);
+    switch (webhookEvent.type) {
+      case "WebhookRegistered":
+      case "WebhookResumed":
+        view.status = "active";
+        view.failingSince = evolveHealth(view, webhookEvent).failingSince;
+        return;
+      case "WebhookPaused":
+        view.status = "paused";
+        view.failingSince = evolveHealth(view, webhookEvent).failingSince;
+        return;
+      case "WebhookDisabled":
+        view.status = "disabled";
+        await this.options.onWebhookDisabled?.(event);
+        return;
+      case "WebhookDeleted":
+        view.status = "deleted";
+        return;
+      default:
+        return;
+    }
+  }
+
+  private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {
     const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
+    const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
     const tracked = this.index.get(deliveryId);
-    if (tracked && event.revision <= tracked.revision) return;
-    if (!tracked && event.revision <= (this.finished.get(deliveryId) ?? -1)) return;
+    const finished = this.finished.get(deliveryId);
+    // Our own appends are tracked before the subscription brings them back; health still counts
+    // each attempt's result here, once, in global order, whoever recorded it.
+    if (tracked && event.revision <= tracked.revision) {
+      await this.followHealth(tracked.webhookId, domainEvent);
+      return;
+    }
+    if (!tracked && finished && event.revision <= finished.revision) {
+      await this.followHealth(finished.webhookId, domainEvent);
+      return;
+    }
     let next: DeliveryState;
     let revision = event.revision;
     if (tracked) {
-      next = deliveryDecider.evolve(tracked, { type: event.type, data: event.data } as DeliveryEvent);
+      next = deliveryDecider.evolve(tracked, domainEvent);
     } else if (event.type === "DeliveryCreated") {
-      next = deliveryDecider.evolve(deliveryDecider.initialState(), {
-        type: event.type,
-        data: event.data,
-      } as DeliveryEvent);
+      next = deliveryDecider.evolve(deliveryDecider.initialState(), domainEvent);
     } else {
       // A delivery we stopped tracking (finished) has moved again, e.g. a replay: read it whole.
       const events = await this.options.store.readStream(event.streamName);
@@ -141,20 +310,43 @@ export class DeliveryScheduler {
       revision = events[events.length - 1]?.revision ?? event.revision;
     }
     this.track(deliveryId, next, revision);
+    await this.followHealth(next.status === "absent" ? undefined : next.webhookId, domainEvent);
+  }
+
+  /** Folds an attempt's result into its registration's health; a long enough failing run disables it. */
+  private async followHealth(webhookId: number | undefined, event: DeliveryEvent): Promise<void> {
+    if (webhookId === undefined) return;
+    if (event.type !== "AttemptFailed" && event.type !== "AttemptSucceeded") return;
+    const view = this.view(webhookId);
+    view.failingSince = evolveHealth(view, event).failingSince;
+    if (event.type !== "AttemptFailed" || view.status !== "active" || view.failingSince === null) return;
+    const now = event.data.finishedAt;
+    if (!failedLongEnough(view.failingSince, now, this.options.disableAfterMs)) return;
+    if (view.disableAskedFor === view.failingSince) return;
+    view.disableAskedFor = view.failingSince;
+    await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
+      type: "Disable",
+      webhookId,
+      failingSince: view.failingSince,
+      afterMs: this.options.disableAfterMs,
+      now,
+    }).catch((error: unknown) => {
+      if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
+    });
   }
 
   private track(deliveryId: number, state: DeliveryState, revision: number): void {
     const current = this.index.get(deliveryId);
     if (current && current.revision >= revision) return;
-    if (revision <= (this.finished.get(deliveryId) ?? -1)) return;
+    if (revision <= (this.finished.get(deliveryId)?.revision ?? -1)) return;
+    if (state.status === "absent") return;
     if (
-      state.status === "absent" ||
       state.status === "delivered" ||
       state.status === "cancelled" ||
       state.status === "dead_lettered"
     ) {
       this.index.delete(deliveryId);
-      this.finished.set(deliveryId, revision);
+      this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
       if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.keys().next().value!);
       return;
     }
@@ -162,25 +354,39 @@ export class DeliveryScheduler {
     this.index.set(deliveryId, { ...state, body: "", revision });
   }
 
+  /** Deliveries of a paused or disabled registration wait for it to be resumed. */
+  private waits(webhookId: number): boolean {
+    const status = this.webhooks.get(webhookId)?.status;
+    return status === "paused" || status === "disabled";
+  }
+
   private tick(): void {
     if (this.closed) return;
-    this.timer?.cancel();
-    const now = this.options.clock.now().getTime();
+    clearTimeout(this.timer);
+    const now = this.now();
     let nextWake = now + MAX_SLEEP_MS;
+    const due: [number, Tracked][] = [];
     for (const [deliveryId, tracked] of this.index) {
       if (this.busy.has(deliveryId)) continue;
       if (tracked.status === "pending" || tracked.status === "retry_scheduled") {
-        const due = tracked.dueAt ? Date.parse(tracked.dueAt) : now;
-        if (due > now) nextWake = Math.min(nextWake, due);
-        else if (this.hasCapacity(tracked.webhookId))
-          this.run(deliveryId, tracked.webhookId, () => this.attempt(deliveryId));
+        if (this.waits(tracked.webhookId)) continue;
+        const dueAt = tracked.dueAt ? Date.parse(tracked.dueAt) : now;
+        if (dueAt > now) nextWake = Math.min(nextWake, dueAt);
+        else due.push([deliveryId, tracked]);
       } else if (tracked.status === "attempting" && tracked.startedAt) {
         const expiry = Date.parse(tracked.startedAt) + this.options.leaseMs;
         if (expiry > now) nextWake = Math.min(nextWake, expiry);
         else this.run(deliveryId, undefined, () => this.abandon(deliveryId));
       }
     }
-    this.timer = this.options.clock.setTimeout(() => this.tick(), nextWake - now);
+    // Oldest event first, so what waited (a resumed registration's backlog) goes out in order.
+    due.sort(([a, x], [b, y]) => x.createdAt.localeCompare(y.createdAt) || a - b);
+    for (const [deliveryId, tracked] of due) {
+      if (this.hasCapacity(tracked.webhookId))
+        this.run(deliveryId, tracked.webhookId, () => this.attempt(deliveryId));
+    }
+    this.timer = setTimeout(() => this.tick(), Math.max(0, nextWake - this.now()));
+    this.timer.unref();
   }
 
   private hasCapacity(webhookId: number): boolean {
@@ -241,31 +447,32 @@ export class DeliveryScheduler {
     const { logger, delays } = this.options;
     const webhookId = this.index.get(deliveryId)?.webhookId;
     if (webhookId === undefined) return;
+    // The registration's own stream decides, read just before the claim: a pause or a deletion
+    // recorded before this point stops the attempt even if our view has not seen it yet.
     const registration = foldEvents(
       webhookDecider,
       await this.options.store.readStream(webhookStream(webhookId)),
     ) as WebhookState;
-    if (registration.status !== "active") {
-      await this.command(deliveryId, {
-        type: "Cancel",
-        now: isoNow(this.options.clock),
-        reason: "webhook deleted",
-      });
+    if (registration.status === "absent" || registration.status === "deleted") {
+      await this.command(deliveryId, { type: "Cancel", now: this.nowIso(), reason: "webhook deleted" });
       return;
     }
-    const claimed = await this.command(deliveryId, { type: "StartAttempt", now: isoNow(this.options.clock) });
+    if (registration.status !== "active") {
+      this.view(webhookId).status = registration.status;
+      return;
+    }
+    const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     const delivery = claimed.state;
     const { round, attempt } = delivery;
 
-    const secret = this.secretOf(webhookId, registration.registration.secret);
     const headers = deliveryHeaders({
-      secret,
+      secrets: this.secretsOf(registration),
       body: delivery.body,
       eventId: delivery.eventId,
       eventType: delivery.eventType,
       deliveryId,
-      timestampSeconds: Math.floor(this.options.clock.now().getTime() / 1000),
+      timestampSeconds: Math.floor(this.now() / 1000),
     });
     const result = await sendAttempt({
       url: registration.registration.url,
@@ -280,7 +487,7 @@ export class DeliveryScheduler {
       round,
       attempt,
       result,
-      now: isoNow(this.options.clock),
+      now: this.nowIso(),
       delays,
     });
     const facts = {
@@ -302,7 +509,7 @@ export class DeliveryScheduler {
   private async abandon(deliveryId: number): Promise<void> {
     const result = await this.command(deliveryId, {
       type: "Abandon",
-      now: isoNow(this.options.clock),
+      now: this.nowIso(),
       leaseMs: this.options.leaseMs,
       delays: this.options.delays,
     });
@@ -310,11 +517,16 @@ export class DeliveryScheduler {
       this.options.logger.warn({ deliveryId }, "attempt abandoned by a stopped process recorded as failed");
   }
 
-  private secretOf(webhookId: number, sealed: Parameters<SecretBox["open"]>[0]): string {
-    let secret = this.openedSecrets.get(webhookId);
+  /** The secrets that sign now, opened (each sealed secret is opened once per process). */
+  private secretsOf(registration: LiveWebhook): string[] {
+    return signingSecrets(registration, this.nowIso()).map((sealed) => this.open(sealed));
+  }
+
+  private open(sealed: SealedSecret): string {
+    let secret = this.openedSecrets.get(sealed.data);
     if (secret === undefined) {
       secret = this.options.secrets.open(sealed);
-      this.openedSecrets.set(webhookId, secret);
+      this.openedSecrets.set(sealed.data, secret);
     }
     return secret;
   }

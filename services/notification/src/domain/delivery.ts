@@ -65,7 +65,8 @@ export type DeliveryCommand =
       delays: RetryDelays;
     }
   | { type: "Abandon"; now: string; leaseMs: number; delays: RetryDelays }
-  | { type: "Replay"; now: string }
+  /** Starts a finished delivery again as a new round; one in another status is left alone. */
+  | { type: "Replay"; now: string; statuses: readonly ReplayableStatus[] }
   | { type: "Cancel"; now: string; reason: string };
 
 export type DeliveryStatus =
@@ -75,6 +76,10 @@ export type DeliveryStatus =
   | "delivered"
   | "dead_lettered"
   | "cancelled";
+
+/** The statuses a replay may start again: finished ones (those still waiting are on their way). */
+export const replayableStatuses = ["dead_lettered", "delivered"] as const;
+export type ReplayableStatus = (typeof replayableStatuses)[number];
 
 export type DeliveryState =
   | { status: "absent" }
@@ -191,7 +196,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
         );
       }
       case "Replay":
-        if (state.status !== "dead_lettered") return [];
+        if (!(command.statuses as readonly string[]).includes(state.status)) return [];
         return [
           { type: "DeliveryReplayed", data: { round: state.round + 1, at: command.now, dueAt: command.now } },
         ];

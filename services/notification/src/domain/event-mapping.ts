@@ -39,6 +39,20 @@ export function eventIdFor(integrationEventId: string): string {
   return `evt_${createHash("sha256").update(`integration:${integrationEventId}`).digest("hex").slice(0, 32)}`;
 }
 
+/**
+ * The envelope id of a notice the notification service sends about itself (webhook.disabled),
+ * derived from the id of the stored event behind it: every replica that reacts to that event
+ * plans the same webhook event, so the notice goes out once.
+ */
+export function noticeEventId(storedEventId: string): string {
+  return `evt_${createHash("sha256").update(`notice:${storedEventId}`).digest("hex").slice(0, 32)}`;
+}
+
+/** A fresh event id, for events that have no integration event behind them (webhook.test). */
+export function newEventId(): string {
+  return `evt_${randomUUID().replaceAll("-", "")}`;
+}
+
 const stockKinds = {
   pending: "cheese.low_stock",
   sold: "cheese.out_of_stock",

@@ -10,15 +10,24 @@ export interface NotificationDeps {
   store: EventStore;
   clock: Clock;
   readModels: ReadModelStore;
-  /** Keeps `webhooks` and `deliveries` current; `catchUp()` gives read-your-writes. */
-  projection: Projection;
+  /** Keeps `webhooks` current; `catchUp()` gives read-your-writes. Ready before requests are served. */
+  webhooks: Projection;
+  /**
+   * Keeps `deliveries` (the history of every delivery) current. With in-memory read models it is
+   * rebuilt in the background after start; queries of it wait for it (see `deliveryHistory`).
+   */
+  deliveries: Projection;
   webhookIds: IdAllocator;
   deliveryIds: IdAllocator;
   secrets: SecretBox;
   delays: RetryDelays;
   allowPrivateUrls: boolean;
+  /** Most deliveries one replay call may start again. */
+  replayMax: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
-  /** Tells the local scheduler that deliveries were created, so attempt 1 goes out at once. */
+  /** The time in milliseconds. */
+  clock: () => number;
+  /** Tells the local scheduler that deliveries were created or released, so they go out at once. */
   wakeScheduler: () => void;
 }

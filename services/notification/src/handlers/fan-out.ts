@@ -17,24 +17,31 @@ export interface Outgoing {
   data: Record<string, unknown>;
 }
 
+/** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
+export type Targets = { only: number[] } | { except: number[] };
+
 /**
  * Records an outgoing event with one delivery per target, then creates those deliveries.
- * Targets are the registrations subscribed to the kind, or the given ones (webhook.test).
+ * Targets are the registrations subscribed to the kind (paused and disabled ones too: their
+ * deliveries wait), or the given ones (webhook.test).
  * Safe to repeat: the recorded plan is reused, and creating an existing delivery does nothing.
  */
 export async function fanOut(
   deps: NotificationDeps,
   outgoing: Outgoing,
   metadata: EventMetadata,
-  targets?: number[],
+  targets: Targets = { except: [] },
 ): Promise<RecordedWebhookEvent | undefined> {
   const stream = webhookEventStream(outgoing.eventId);
   const [existing] = await deps.store.readStream(stream, { maxCount: 1 });
   let recorded = existing?.data as RecordedWebhookEvent | undefined;
   if (!recorded) {
-    const webhookIds = targets ?? (await subscribers(deps, outgoing.kind));
+    const webhookIds =
+      "only" in targets
+        ? targets.only
+        : (await subscribers(side, outgoing.kind)).filter((id) => !targets.except.includes(id));
     if (webhookIds.length === 0) return undefined;
-    const createdAt = isoNow(deps.clock);
+    const createdAt = new Date(side.clock()).toISOString();
     const deliveries = [];
     for (const webhookId of webhookIds)
       deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
@@ -77,8 +84,8 @@ export async function fanOut(
 
 async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
   // A registration made just before the event must see it: wait for the projection first.
-  await deps.projection.catchUp();
-  const found = await deps.readModels
+  await side.webhooks.catchUp();
+  const found = await side.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
   return found.map((document) => document._id);

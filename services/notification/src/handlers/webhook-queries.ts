@@ -3,29 +3,28 @@ import type { Filter } from "@cheese/read-models";
 import { decodeCursor, encodeCursor, notFound } from "@cheese/service-kit";
 import { z } from "zod";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
-import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
-import type { NotificationDeps } from "./deps.ts";
-
-/** Where a page of registrations ends: the last one's id. */
-const WebhookPosition = z.object({ after: z.number() });
+import { WEBHOOKS, type WebhookDocument, webhookAt } from "../projections/webhooks.ts";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { deliveryHistory } from "./delivery-history.ts";
+import type { NotificationSide } from "./side.ts";
 
 interface Page {
   cursor?: string | undefined;
   limit: number;
 }
 
-export async function getWebhook(deps: NotificationDeps, webhookId: number): Promise<Webhook> {
-  await deps.projection.catchUp();
-  const document = await deps.readModels
+export async function getWebhook(side: NotificationSide, webhookId: number): Promise<Webhook> {
+  await side.webhooks.catchUp();
+  const document = await side.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .findOne({ _id: webhookId, deleted: false });
-  if (!document) throw notFound(`webhook ${webhookId} not found`);
-  return document.webhook;
+  if (!document) throw new DomainError(404, "not_found", `webhook ${webhookId} not found`);
+  return webhookAt(document, side.clock());
 }
 
 /** Registrations in id order (oldest first); the secret is never part of them. */
-export async function listWebhooks(deps: NotificationDeps, page: Page) {
-  await deps.projection.catchUp();
+export async function listWebhooks(side: NotificationSide, page: Page) {
+  await side.webhooks.catchUp();
   const filter: Filter = { deleted: false };
   if (page.cursor) {
     filter._id = { $gt: decodeCursor(page.cursor, WebhookPosition).after };
@@ -33,7 +32,8 @@ export async function listWebhooks(deps: NotificationDeps, page: Page) {
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find(filter, { sort: { _id: 1 }, limit: page.limit + 1 });
-  const items = found.slice(0, page.limit).map((document) => document.webhook);
+  const now = side.clock();
+  const items = found.slice(0, page.limit).map((document) => webhookAt(document, now));
   const hasMore = found.length > page.limit;
   const last = items[items.length - 1];
   return { items, hasMore, nextCursor: hasMore && last ? encodeCursor({ after: last.id }) : null };
@@ -47,7 +47,8 @@ export async function listDeliveries(
   deps: NotificationDeps,
   request: Page & { webhookId: number; status?: DeliveryStatus[] | undefined },
 ) {
-  await getWebhook(deps, request.webhookId);
+  await getWebhook(side, request.webhookId);
+  await deliveryHistory(side);
   const filter: Filter = { webhookId: request.webhookId };
   if (request.status?.length) filter.status = { $in: request.status };
   if (request.cursor) {

@@ -2,15 +2,13 @@ import type { Webhook, WebhookEventKind } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { Document, ReadModelStore } from "@cheese/read-models";
 import type { WebhookEvent } from "../domain/webhook.ts";
-import type { SealedSecret } from "../security/secrets.ts";
 
-/** The `webhooks` read model: one document per registration, `_id` = webhook id. */
+/** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
 export interface WebhookDocument extends Document {
   _id: number;
   webhook: Webhook;
   /** Kinds wanted, top-level so `{ events: kind }` finds the subscribers. */
   events: WebhookEventKind[];
-  secret: SealedSecret;
   deleted: boolean;
 }
 
@@ -19,21 +17,80 @@ export const WEBHOOKS = "webhooks";
 export async function projectWebhook(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const webhooks = readModels.collection<WebhookDocument>(WEBHOOKS);
   const domainEvent = { type: event.type, data: event.data } as WebhookEvent;
-  switch (domainEvent.type) {
+  const update = updateFor(domainEvent);
+  if (update) await webhooks.upsert(domainEvent.data.webhookId, event.revision, update);
+}
+
+function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
+  switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, secret, createdAt } = domainEvent.data;
-      await webhooks.upsert(webhookId, event.revision, {
-        $set: {
-          webhook: { id: webhookId, url, events, description, createdAt },
-          events,
-          secret,
-          deleted: false,
-        },
-      });
-      return;
+      const { webhookId, url, events, description, createdAt } = event.data;
+      const webhook: Webhook = {
+        id: webhookId,
+        url,
+        events,
+        description,
+        status: "active",
+        statusReason: null,
+        statusSince: createdAt,
+        failingSince: null,
+        previousSecretExpiresAt: null,
+        createdAt,
+        updatedAt: createdAt,
+      };
+      return { $set: { webhook, events, deleted: false } };
     }
+    case "WebhookUpdated": {
+      const { url, events, description, updatedAt } = event.data;
+      return {
+        $set: {
+          ...(url !== undefined ? { "webhook.url": url } : {}),
+          ...(events !== undefined ? { "webhook.events": events, events } : {}),
+          ...(description !== undefined ? { "webhook.description": description } : {}),
+          "webhook.updatedAt": updatedAt,
+        },
+      };
+    }
+    case "WebhookPaused":
+      return status("paused", event.data.reason, event.data.at, null);
+    case "WebhookResumed":
+      return status("active", null, event.data.at, null);
+    case "WebhookDisabled":
+      return status("disabled", event.data.reason, event.data.at, event.data.failingSince);
+    case "WebhookSecretRotated":
+      return {
+        $set: {
+          "webhook.previousSecretExpiresAt": event.data.previousExpiresAt,
+          "webhook.updatedAt": event.data.at,
+        },
+      };
     case "WebhookDeleted":
-      await webhooks.upsert(domainEvent.data.webhookId, event.revision, { $set: { deleted: true } });
-      return;
+      return { $set: { deleted: true } };
+    default:
+      return undefined;
   }
+}
+
+function status(
+  value: Webhook["status"],
+  reason: string | null,
+  at: string,
+  failingSince: string | null,
+): Record<string, unknown> {
+  return {
+    $set: {
+      "webhook.status": value,
+      "webhook.statusReason": reason,
+      "webhook.statusSince": at,
+      "webhook.failingSince": failingSince,
+      "webhook.updatedAt": at,
+    },
+  };
+}
+
+/** The registration as callers see it at `now`: a previous secret whose overlap ended is not shown. */
+export function webhookAt(document: WebhookDocument, now: number): Webhook {
+  const { webhook } = document;
+  const expires = webhook.previousSecretExpiresAt;
+  return expires && Date.parse(expires) <= now ? { ...webhook, previousSecretExpiresAt: null } : webhook;
 }

@@ -1,0 +1,25 @@
+import { DomainError } from "@cheese/service-kit";
+import type { NotificationSide } from "./side.ts";
+
+/** How long a query waits for a delivery history still being rebuilt before answering 503. */
+const LOADING_WAIT_MS = 3000;
+
+/**
+ * Waits until the `deliveries` read model holds every delivery. With in-memory read models it is
+ * rebuilt in the background after start (a long history takes a while); until then a query
+ * answers 503 with Retry-After rather than an incomplete list.
+ */
+export async function deliveryHistory(side: NotificationSide): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const loaded = await Promise.race([
+    side.deliveries.ready.then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), LOADING_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!loaded) {
+    throw new DomainError(503, "service_unavailable", "the delivery history is still loading; retry shortly");
+  }
+  await side.deliveries.catchUp();
+}
