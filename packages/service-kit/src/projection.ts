@@ -52,7 +52,10 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     }
   };
 
-  const subscribe = () => {
+  const subscribe = async () => {
+    // Everything of our categories up to this head is delivered before onCaughtUp.
+    const headAtStart = await eventStore.headPosition();
+    if (closed) return;
     subscription = eventStore.subscribe({
       categories,
       after: applied === -1 ? undefined : applied,
@@ -63,16 +66,17 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
         for (const wake of waiters) wake();
       },
       onCaughtUp: () => {
+        verifiedHead = Math.max(verifiedHead, headAtStart);
         markReady();
         void saveCheckpoint();
       },
       onError: (error) => {
         logger.error({ err: error, projection: name }, "projection stopped; restarting in 1s");
-        if (!closed) setTimeout(() => !closed && subscribe(), 1000).unref();
+        if (!closed) setTimeout(() => !closed && void subscribe(), 1000).unref();
       },
     });
   };
-  subscribe();
+  await subscribe();
 
   return {
     ready,
@@ -83,7 +87,9 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       // reservations): then nothing of ours is pending, which one scan tells without waiting.
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        if (applied >= head || (await isCaughtUpFor(eventStore, categories, applied, head))) {
+        // Up to verifiedHead nothing of ours is pending: only what lies past it needs a look.
+        const from = Math.max(applied, verifiedHead);
+        if (applied >= head || (await isCaughtUpFor(eventStore, categories, from, head))) {
           verifiedHead = Math.max(verifiedHead, head);
           return true;
         }

@@ -1,7 +1,14 @@
 import { specFor } from "@cheese/service-kit/testing";
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type DeliveryEvent, deliveryDecider, OUTCOME_UNKNOWN } from "../src/domain/delivery.ts";
-import { webhookDecider } from "../src/domain/webhook.ts";
+import { checkReplayBound } from "../src/domain/replay.ts";
+import {
+  evolveHealth,
+  type LiveWebhook,
+  type WebhookEvent,
+  signingSecrets,
+  webhookDecider,
+} from "../src/domain/webhook.ts";
 import { webhookEventDecider } from "../src/domain/webhook-event.ts";
 
 const delays = [0, 60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
@@ -144,9 +151,27 @@ describe("delivery decider", () => {
       .thenEmits([started(1, plus(10), 1)]);
   });
 
-  it("replays only dead-lettered deliveries", () => {
+  it("replays only finished deliveries in the statuses asked for", () => {
     given([created])
       .when({ type: "Replay", now: plus(1), statuses: ["dead_lettered", "delivered"] })
+      .thenEmits([]);
+    const delivered: DeliveryEvent[] = [
+      created,
+      started(1, t0),
+      {
+        type: "AttemptSucceeded",
+        data: { round: 0, attempt: 1, statusCode: 200, durationMs: 1, finishedAt: t0 },
+      },
+    ];
+    given(delivered)
+      .when({ type: "Replay", now: plus(2), statuses: ["dead_lettered"] })
+      .thenEmits([]);
+    given(delivered)
+      .when({ type: "Replay", now: plus(2), statuses: ["delivered"] })
+      .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(2), dueAt: plus(2) } }]);
+    // A second replay racing the first finds the delivery waiting again and leaves it alone.
+    given([...delivered, { type: "DeliveryReplayed", data: { round: 1, at: plus(2), dueAt: plus(2) } }])
+      .when({ type: "Replay", now: plus(2), statuses: ["delivered"] })
       .thenEmits([]);
   });
 
@@ -187,6 +212,108 @@ describe("webhook decider", () => {
       .thenRefuses({ body: { status: 409 } });
   });
 
+  const registered: WebhookEvent = { type: "WebhookRegistered", data: registration };
+  const day = 24 * 3_600_000;
+  const newSecret = { alg: "A256GCM" as const, iv: "bmV3", tag: "dGFn", data: "bmV3" };
+
+  it("records only the fields a change really changes", () => {
+    given([registered])
+      .when({
+        type: "Update",
+        webhookId: 3,
+        changes: { url: "https://other.example.com/", events: ["order.placed"], description: null },
+        now: plus(1),
+      })
+      .thenEmits([
+        { type: "WebhookUpdated", data: { webhookId: 3, url: "https://other.example.com/", updatedAt: plus(1) } },
+      ]);
+    given([registered])
+      .when({ type: "Update", webhookId: 3, changes: { events: ["order.placed", "order.placed"] }, now: plus(1) })
+      .thenEmits([]);
+    given([registered])
+      .when({ type: "Update", webhookId: 3, changes: { events: ["order.shipped", "order.placed"] }, now: plus(1) })
+      .thenEmits([
+        {
+          type: "WebhookUpdated",
+          data: { webhookId: 3, events: ["order.shipped", "order.placed"], updatedAt: plus(1) },
+        },
+      ]);
+  });
+
+  it("pauses an active registration and resumes it; repeating either changes nothing", () => {
+    const paused: WebhookEvent = {
+      type: "WebhookPaused",
+      data: { webhookId: 3, at: plus(1), reason: "paused by an operator" },
+    };
+    given([registered]).when({ type: "Pause", webhookId: 3, now: plus(1) }).thenEmits([paused]);
+    given([registered, paused]).when({ type: "Pause", webhookId: 3, now: plus(2) }).thenEmits([]);
+    given([registered, paused])
+      .when({ type: "Resume", webhookId: 3, now: plus(3) })
+      .thenEmits([{ type: "WebhookResumed", data: { webhookId: 3, at: plus(3) } }]);
+    given([registered]).when({ type: "Resume", webhookId: 3, now: plus(3) }).thenEmits([]);
+    given([]).when({ type: "Pause", webhookId: 3, now: plus(1) }).thenRefuses({ body: { status: 404 } });
+  });
+
+  it("rotates the secret, keeping the replaced one for the overlap, at most 7 days", () => {
+    const rotated: WebhookEvent = {
+      type: "WebhookSecretRotated",
+      data: {
+        webhookId: 3,
+        at: plus(0),
+        secret: newSecret,
+        previousSecret: registration.secret,
+        previousExpiresAt: plus(day),
+      },
+    };
+    given([registered])
+      .when({ type: "RotateSecret", webhookId: 3, secret: newSecret, overlapMs: day, now: t0 })
+      .thenEmits([rotated]);
+    given([registered])
+      .when({ type: "RotateSecret", webhookId: 3, secret: newSecret, overlapMs: 7 * day + 1, now: t0 })
+      .thenRefuses({ body: { status: 422 } });
+
+    const state = [registered, rotated].reduce(webhookDecider.evolve, webhookDecider.initialState()) as LiveWebhook;
+    expect(signingSecrets(state, plus(day - 1))).toEqual([newSecret, registration.secret]);
+    expect(signingSecrets(state, plus(day))).toEqual([newSecret]);
+  });
+
+  it("disables an active registration only once its attempts have failed for the whole period", () => {
+    const afterMs = 5 * day;
+    given([registered])
+      .when({ type: "Disable", webhookId: 3, failingSince: t0, afterMs, now: plus(afterMs - 1) })
+      .thenEmits([]);
+    given([registered])
+      .when({ type: "Disable", webhookId: 3, failingSince: t0, afterMs, now: plus(afterMs) })
+      .thenEmits([
+        {
+          type: "WebhookDisabled",
+          data: {
+            webhookId: 3,
+            at: plus(afterMs),
+            failingSince: t0,
+            reason: `every delivery attempt failed from ${t0} to ${plus(afterMs)}`,
+          },
+        },
+      ]);
+    // Failures from before it was resumed do not count.
+    given([
+      registered,
+      { type: "WebhookPaused", data: { webhookId: 3, at: plus(1), reason: "paused by an operator" } },
+      { type: "WebhookResumed", data: { webhookId: 3, at: plus(day) } },
+    ])
+      .when({ type: "Disable", webhookId: 3, failingSince: t0, afterMs, now: plus(afterMs) })
+      .thenEmits([]);
+  });
+
+  it("follows health: the first failure after a success starts the failing run, a success ends it", () => {
+    const failure = (at: string) => ({ type: "AttemptFailed" as const, data: { finishedAt: at } });
+    let health = evolveHealth({ failingSince: null }, failure(plus(1)));
+    health = evolveHealth(health, failure(plus(2)));
+    expect(health).toEqual({ failingSince: plus(1) });
+    expect(evolveHealth(health, { type: "AttemptSucceeded" })).toEqual({ failingSince: null });
+    expect(evolveHealth(health, { type: "WebhookResumed" })).toEqual({ failingSince: null });
+  });
+
   it("deletes an active registration; deleting an unknown or deleted one is 404", () => {
     given([{ type: "WebhookRegistered", data: registration }])
       .when({ type: "Delete", webhookId: 3, now: t0 })
@@ -200,6 +327,21 @@ describe("webhook decider", () => {
     ])
       .when({ type: "Delete", webhookId: 3, now: t0 })
       .thenRefuses({ body: { status: 404 } });
+  });
+});
+
+describe("replay bound", () => {
+  it("refuses a replay matching more deliveries than one call may start, saying how many", () => {
+    expect(() => checkReplayBound(1000, 1000)).not.toThrow();
+    let thrown: unknown;
+    try {
+      checkReplayBound(1001, 1000);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toMatchObject({
+      body: { status: 422, errors: [{ field: "since", message: expect.stringContaining("1001 deliveries match") }] },
+    });
   });
 });
 

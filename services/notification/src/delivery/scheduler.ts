@@ -152,6 +152,16 @@ export class DeliveryScheduler {
     });
   }
 
+  /**
+   * Scans for due work now and waits until everything it started is recorded. Tests that advance
+   * an injected clock use it to know the scheduler has acted (or has had the chance to) before
+   * asserting what it did.
+   */
+  async settle(): Promise<void> {
+    this.tick();
+    while (this.work.size > 0) await Promise.allSettled([...this.work]);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);

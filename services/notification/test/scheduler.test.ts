@@ -1,0 +1,260 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { createFileBlobStore } from "@cheese/blob-store";
+import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
+import { createLogger, foldEvents, handleCommand } from "@cheese/service-kit";
+import { tempDir } from "@cheese/testing";
+import { verifyStandardSignature, verifyWebhook } from "@cheese/webhook-signature";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { envelopeOf, Receiver } from "../../../e2e/support/receiver.ts";
+import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
+import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
+import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
+import { envelopeBody } from "../src/domain/event-mapping.ts";
+import { type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
+import { generateWebhookSecret, SecretBox } from "../src/security/secrets.ts";
+
+const DAY = 24 * 3_600_000;
+const t0 = Date.parse("2026-03-01T10:00:00.000Z");
+
+/**
+ * The scheduler on its own, over a real SQLite event store and a real receiver, with an injected
+ * clock: days pass by advancing it, never by waiting.
+ */
+describe("delivery scheduler with an injected clock", () => {
+  let data: ReturnType<typeof tempDir>;
+  let store: EventStore;
+  let receiver: Receiver;
+  let now: number;
+  const secrets = new SecretBox(randomBytes(32));
+  const schedulers: DeliveryScheduler[] = [];
+
+  beforeEach(async () => {
+    data = tempDir("scheduler");
+    store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
+    receiver = await Receiver.start();
+    now = t0;
+  });
+  afterEach(async () => {
+    for (const scheduler of schedulers.splice(0)) await scheduler.close();
+    await store.close();
+    await receiver.close();
+    data.remove();
+  });
+
+  const startScheduler = async (options: Partial<SchedulerOptions> = {}) => {
+    const scheduler = new DeliveryScheduler({
+      store,
+      secrets,
+      delays: [0, DAY, DAY, DAY, DAY, DAY, DAY, DAY],
+      timeoutMs: 1000,
+      leaseMs: 6000,
+      allowPrivate: true,
+      maxInFlightPerWebhook: 5,
+      maxInFlight: 50,
+      disableAfterMs: 5 * DAY,
+      clock: () => now,
+      logger: createLogger("notification", "silent"),
+      ...options,
+    });
+    scheduler.start();
+    schedulers.push(scheduler);
+    await scheduler.ready;
+    return scheduler;
+  };
+
+  const register = async (webhookId: number, path: string, secret = generateWebhookSecret()) => {
+    await handleCommand(store, webhookStream(webhookId), webhookDecider, {
+      type: "Register",
+      registration: {
+        webhookId,
+        url: receiver.url(path),
+        events: ["webhook.test"],
+        description: null,
+        secret: secrets.seal(secret),
+        createdAt: new Date(now).toISOString(),
+      },
+    });
+    return secret;
+  };
+  const webhook = async (webhookId: number) =>
+    foldEvents(webhookDecider, await store.readStream(webhookStream(webhookId))) as WebhookState;
+  const webhookCommand = (command: Parameters<typeof webhookDecider.decide>[0] & { webhookId: number }) =>
+    handleCommand(store, webhookStream(command.webhookId), webhookDecider, command);
+
+  let nextDelivery = 1;
+  const deliver = async (webhookId: number, delays: number[] = [0, DAY, DAY, DAY, DAY, DAY, DAY, DAY]) => {
+    const deliveryId = nextDelivery++;
+    const eventId = `evt_${deliveryId.toString(16).padStart(32, "0")}`;
+    const createdAt = new Date(now).toISOString();
+    await handleCommand(store, deliveryStream(deliveryId), deliveryDecider, {
+      type: "Create",
+      facts: {
+        deliveryId,
+        webhookId,
+        eventId,
+        eventType: "webhook.test",
+        body: envelopeBody(eventId, "webhook.test", createdAt, { webhook_id: String(webhookId), message: "hi" }),
+        createdAt,
+      },
+      delays,
+    });
+    return deliveryId;
+  };
+  const delivery = async (deliveryId: number) =>
+    foldEvents(deliveryDecider, await store.readStream(deliveryStream(deliveryId))) as DeliveryState & {
+      attempt: number;
+    };
+
+  /** Advances the clock and lets the scheduler act on what became due. */
+  const advance = async (scheduler: DeliveryScheduler, ms: number) => {
+    now += ms;
+    await scheduler.settle();
+  };
+
+  it("disables a registration whose attempts all failed for 5 days, keeps its delivery, and resumes it", async () => {
+    const notices: RecordedEvent[] = [];
+    const scheduler = await startScheduler({ onWebhookDisabled: async (event) => void notices.push(event) });
+    receiver.behave("/down", { status: 503 });
+    await register(1, "/down");
+    const deliveryId = await deliver(1);
+
+    await expect.poll(() => receiver.requests("/down").length).toBe(1);
+    for (let day = 1; day <= 4; day++) await advance(scheduler, DAY);
+    expect(receiver.requests("/down")).toHaveLength(5);
+    expect((await webhook(1)).status).toBe("active");
+
+    await advance(scheduler, DAY); // the 6th failure, 5 days after the first
+    await expect.poll(async () => (await webhook(1)).status).toBe("disabled");
+    const disabled = (await webhook(1)) as Extract<WebhookState, { status: "disabled" }>;
+    expect(disabled.failingSince).toBe(new Date(t0).toISOString());
+    expect(disabled.statusSince).toBe(new Date(t0 + 5 * DAY).toISOString());
+    await expect.poll(() => notices.length).toBe(1);
+    expect(notices[0]!.type).toBe("WebhookDisabled");
+
+    // Disabled: the waiting delivery is kept and not attempted, however long it waits.
+    await advance(scheduler, 3 * DAY);
+    expect(receiver.requests("/down")).toHaveLength(6);
+    expect(await delivery(deliveryId)).toMatchObject({ status: "retry_scheduled", attempt: 6 });
+
+    receiver.behave("/down", { status: 200 });
+    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
+    expect(receiver.requests("/down")).toHaveLength(7);
+    expect(notices).toHaveLength(1);
+  });
+
+  it("does not disable a registration that succeeded within the period", async () => {
+    const scheduler = await startScheduler();
+    let calls = 0;
+    // Fails except on the 3rd request: the failing run restarts after it.
+    receiver.behave("/flaky", () => ({ status: ++calls === 3 ? 200 : 500 }));
+    await register(1, "/flaky");
+    await deliver(1);
+    await expect.poll(() => receiver.requests("/flaky").length).toBe(1);
+    await advance(scheduler, DAY);
+    await deliver(1); // attempt 1 of a second delivery: the success
+    await advance(scheduler, 0);
+    await expect.poll(() => receiver.requests("/flaky").length).toBe(3);
+    for (let day = 2; day <= 5; day++) await advance(scheduler, DAY);
+    expect((await webhook(1)).status).toBe("active");
+  });
+
+  it("holds a paused registration's deliveries, then sends them oldest first when resumed", async () => {
+    const scheduler = await startScheduler({ maxInFlightPerWebhook: 1 });
+    await register(1, "/paused");
+    await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+    const ids = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(await deliver(1));
+      now += 1;
+    }
+    await advance(scheduler, DAY);
+    expect(receiver.requests("/paused")).toHaveLength(0);
+    for (const id of ids) expect(await delivery(id)).toMatchObject({ status: "pending", attempt: 0 });
+
+    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    const received = await receiver.waitFor("/paused", 4);
+    expect(received.map((r) => envelopeOf(r).id)).toEqual(
+      ids.map((id) => `evt_${id.toString(16).padStart(32, "0")}`),
+    );
+  });
+
+  it("signs with both secrets during a rotation's overlap, and only the new one after it", async () => {
+    const scheduler = await startScheduler();
+    const old = await register(1, "/rotating");
+    const fresh = generateWebhookSecret();
+    await webhookCommand({
+      type: "RotateSecret",
+      webhookId: 1,
+      secret: secrets.seal(fresh),
+      overlapMs: DAY,
+      now: new Date(now).toISOString(),
+    });
+    await deliver(1);
+    const [during] = await receiver.waitFor("/rotating", 1);
+    const options = { now: () => now };
+    expect(during!.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
+    expect(verifyWebhook(fresh, during!.rawBody, during!.headers, options).type).toBe("webhook.test");
+    expect(() => verifyStandardSignature(old, during!.rawBody, during!.headers, options)).not.toThrow();
+
+    await advance(scheduler, DAY);
+    await deliver(1);
+    await advance(scheduler, 0);
+    const [, after] = await receiver.waitFor("/rotating", 2);
+    expect(after!.headers["webhook-signature"]!.split(" ")).toHaveLength(1);
+    expect(verifyWebhook(fresh, after!.rawBody, after!.headers, options).type).toBe("webhook.test");
+    expect(() => verifyStandardSignature(old, after!.rawBody, after!.headers, options)).toThrow();
+  });
+
+  it("restores its schedule from a snapshot and reads only the events after it", async () => {
+    const snapshots = blobSnapshotStore(createFileBlobStore({ dir: join(data.path, "blobs") }));
+    const loads: number[] = [];
+    const counting: SnapshotStore = {
+      load: async () => {
+        const snapshot = await snapshots.load();
+        loads.push(snapshot?.position ?? -1);
+        return snapshot;
+      },
+      save: (snapshot) => snapshots.save(snapshot),
+    };
+    receiver.behave("/later", { status: 500 });
+    await register(1, "/later");
+    const first = await startScheduler({ snapshots: counting });
+    const waiting = await deliver(1);
+    await expect.poll(() => receiver.requests("/later").length).toBe(1);
+    await expect.poll(async () => (await delivery(waiting)).status).toBe("retry_scheduled");
+    await first.close();
+    schedulers.splice(schedulers.indexOf(first), 1);
+
+    const saved = await snapshots.load();
+    expect(saved?.position).toBe(await store.headPosition());
+    expect(saved?.deliveries).toEqual([
+      expect.objectContaining({ deliveryId: waiting, status: "retry_scheduled", attempt: 1 }),
+    ]);
+
+    // What the restarted scheduler must learn from events after the snapshot: a pause and a resume.
+    await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+    receiver.behave("/later", { status: 200 });
+    const second = await startScheduler({ snapshots: counting });
+    expect(loads).toEqual([-1, saved!.position]);
+    await advance(second, DAY);
+    expect(receiver.requests("/later")).toHaveLength(1);
+    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await expect.poll(async () => (await delivery(waiting)).status).toBe("delivered");
+  });
+
+  it("reads every event when the snapshot cannot be read", async () => {
+    const broken: SnapshotStore = {
+      load: async () => {
+        throw new Error("truncated");
+      },
+      save: async () => {},
+    };
+    await register(1, "/fallback");
+    const waiting = await deliver(1, [DAY]);
+    const scheduler = await startScheduler({ snapshots: broken });
+    await advance(scheduler, DAY);
+    await expect.poll(async () => (await delivery(waiting)).status).toBe("delivered");
+  });
+});
