@@ -98,7 +98,8 @@ export const Webhook = z
       description: "when disabled for failing: the first failed attempt of the run that disabled it",
     }),
     previousSecretExpiresAt: dateTime.nullable().openapi({
-      description: "after a rotation: until when the previous secret still signs; null when only one secret signs",
+      description:
+        "after a rotation: until when the previous secret still signs; null when only one secret signs",
     }),
     createdAt: dateTime,
     updatedAt: dateTime,
@@ -122,9 +123,16 @@ export type Webhook = z.infer<typeof Webhook>;
 
 /** Fields of a registration that a PATCH body may carry but that cannot be changed: ignored. */
 const ignoredInPatch = Object.fromEntries(
-  ["id", "createdAt", "updatedAt", "status", "statusReason", "statusSince", "failingSince", "previousSecretExpiresAt"].map(
-    (field) => [field, z.unknown().optional().openapi({ readOnly: true, description: "ignored" })],
-  ),
+  [
+    "id",
+    "createdAt",
+    "updatedAt",
+    "status",
+    "statusReason",
+    "statusSince",
+    "failingSince",
+    "previousSecretExpiresAt",
+  ].map((field) => [field, z.unknown().optional().openapi({ readOnly: true, description: "ignored" })]),
 );
 
 export const WebhookPatch = z
@@ -139,7 +147,9 @@ export const WebhookPatch = z
     description: z.string().max(500).nullable().optional(),
     ...ignoredInPatch,
   })
-  .openapi("WebhookPatch", { example: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] } });
+  .openapi("WebhookPatch", {
+    example: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] },
+  });
 export type WebhookPatch = z.infer<typeof WebhookPatch>;
 
 export const RotateSecretInput = z
@@ -156,7 +166,8 @@ export const RotateSecretInput = z
       .max(7 * 24 * 3600)
       .optional()
       .openapi({
-        description: "how long the previous secret keeps signing beside the new one; 86400 (24 h) when absent",
+        description:
+          "how long the previous secret keeps signing beside the new one; 86400 (24 h) when absent",
       }),
   })
   .openapi("RotateSecretInput", { example: { overlapSeconds: 3600 } });
@@ -185,14 +196,18 @@ export const ReplayInput = z
       .array(z.enum(replayStatuses))
       .min(1)
       .optional()
-      .openapi({ description: "which finished deliveries to start again; [\"dead_lettered\"] when absent" }),
+      .openapi({ description: 'which finished deliveries to start again; ["dead_lettered"] when absent' }),
   })
   .refine((body) => !body.since || !body.until || Date.parse(body.since) < Date.parse(body.until), {
     message: "must be before until",
     path: ["since"],
   })
   .openapi("ReplayInput", {
-    example: { since: "2026-03-01T04:00:00Z", until: "2026-03-01T10:00:00Z", status: ["delivered", "dead_lettered"] },
+    example: {
+      since: "2026-03-01T04:00:00Z",
+      until: "2026-03-01T10:00:00Z",
+      status: ["delivered", "dead_lettered"],
+    },
   });
 export type ReplayInput = z.infer<typeof ReplayInput>;
 

@@ -7,6 +7,7 @@ export * from "./duration.ts";
 export * from "./errors.ts";
 export * from "./files.ts";
 export * from "./health.ts";
+export * from "./history.ts";
 export * from "./ids.ts";
 export * from "./infrastructure.ts";
 export * from "./logger.ts";

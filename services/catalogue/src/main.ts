@@ -1,4 +1,4 @@
-import { catalogueRpc } from "@cheese/contracts";
+import { catalogueRpc, historyRpc } from "@cheese/contracts";
 import {
   baseConfigSchema,
   IdAllocator,
@@ -11,6 +11,7 @@ import {
 import { addCheese } from "./handlers/add-cheese.ts";
 import { attachImage } from "./handlers/attach-image.ts";
 import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
+import { cheeseHistory } from "./handlers/cheese-history.ts";
 import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./handlers/cheese-queries.ts";
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
@@ -69,6 +70,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
     ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(deps, request));
     ctx.serve(catalogueRpc.inventory, () => inventory(deps));
     ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(deps, cheeseId));
+    ctx.serve(historyRpc.cheese, (request) => cheeseHistory(deps.store, request));
   },
 };
 

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { customerRpc } from "@cheese/contracts";
+import { customerRpc, historyRpc } from "@cheese/contracts";
 import {
   IdAllocator,
   type ServiceDefinition,
@@ -15,6 +15,7 @@ import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./h
 import { deleteCustomer } from "./handlers/delete-customer.ts";
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
+import { customerHistory } from "./handlers/history.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
 import { replaceCustomer } from "./handlers/replace-customer.ts";
@@ -108,6 +109,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     ctx.serve(customerRpc.listApiKeys, (request) => listApiKeys(deps, request));
     ctx.serve(customerRpc.revokeApiKey, (request, context) => revokeApiKey(deps, request, context));
     ctx.serve(customerRpc.authenticateApiKey, ({ keyHash }) => authenticateApiKey(deps, keyHash));
+    ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
   },
 };
 

@@ -19,6 +19,7 @@ import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { historyRoutes } from "./routes/history.ts";
 import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { ordersRoutes } from "./routes/orders.ts";
@@ -65,6 +66,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
   webhooksRoutes(api, deps);
+  historyRoutes(api, deps);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps, { grants });

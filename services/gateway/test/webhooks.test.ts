@@ -297,6 +297,12 @@ describe("webhook registrations over HTTP", () => {
     const response = await system.call("POST", `/webhooks/${id}/replay`);
     expect(response.status).toBe(202);
     expect(await read(response)).toEqual({ replayed: 0 });
+    // A JSON content type on an empty body is no body, not a malformed one.
+    const empty = await system.call("POST", `/webhooks/${id}/replay`, undefined, {
+      "content-type": "application/json",
+      "content-length": "0",
+    });
+    expect(empty.status).toBe(202);
   });
 
   it("changes a registration in place with PATCH: only the fields given, with the rules of creation", async () => {
@@ -379,10 +385,15 @@ describe("webhook registrations over HTTP", () => {
     expect(noBody.status).toBe(200);
     const defaults = await read(noBody);
     expect(Date.parse(defaults.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(86_390_000);
-    expect(await read(await system.call("POST", `/webhooks/${id}/rotate-secret`, { secret: chosen }))).toMatchObject(
-      { secret: chosen },
-    );
-    for (const body of [{ overlapSeconds: 604_801 }, { overlapSeconds: -1 }, { secret: "whsec_short" }, { x: 1 }]) {
+    expect(
+      await read(await system.call("POST", `/webhooks/${id}/rotate-secret`, { secret: chosen })),
+    ).toMatchObject({ secret: chosen });
+    for (const body of [
+      { overlapSeconds: 604_801 },
+      { overlapSeconds: -1 },
+      { secret: "whsec_short" },
+      { x: 1 },
+    ]) {
       const refused = await system.call("POST", `/webhooks/${id}/rotate-secret`, body);
       expect(refused.status, JSON.stringify(body)).toBe(422);
     }
@@ -408,9 +419,10 @@ describe("webhook registrations over HTTP", () => {
     for (const [body, field] of refusals) {
       const refused = await system.call("POST", `/webhooks/${id}/replay`, body);
       expect(refused.status, JSON.stringify(body)).toBe(422);
-      expect((await read(refused)).errors.map((e: { field: string }) => e.field), JSON.stringify(body)).toContain(
-        field,
-      );
+      expect(
+        (await read(refused)).errors.map((e: { field: string }) => e.field),
+        JSON.stringify(body),
+      ).toContain(field);
     }
   });
 
@@ -434,7 +446,8 @@ describe("webhook registrations over HTTP", () => {
     const disabled = doc.webhooks["webhook.disabled"].post;
     const disabledRef = disabled.requestBody.content["application/json"].schema.$ref as string;
     const disabledEnvelope = doc.components.schemas[disabledRef.split("/").pop()!];
-    const disabledData = doc.components.schemas[(disabledEnvelope.properties.data.$ref as string).split("/").pop()!];
+    const disabledData =
+      doc.components.schemas[(disabledEnvelope.properties.data.$ref as string).split("/").pop()!];
     expect(Object.keys(disabledData.properties).sort()).toEqual([
       "description",
       "disabled_at",
@@ -506,14 +519,23 @@ describe("the SSRF guard at registration (private URLs not allowed)", () => {
 
   it("applies the same guard when PATCH changes the URL", async () => {
     const created = await read(
-      await system.call("POST", "/webhooks", { url: "https://93.184.216.34/hooks", events: ["order.placed"] }),
+      await system.call("POST", "/webhooks", {
+        url: "https://93.184.216.34/hooks",
+        events: ["order.placed"],
+      }),
     );
-    for (const url of ["https://127.0.0.1/hooks", "https://169.254.169.254/x", "http://93.184.216.34/hooks"]) {
+    for (const url of [
+      "https://127.0.0.1/hooks",
+      "https://169.254.169.254/x",
+      "http://93.184.216.34/hooks",
+    ]) {
       const response = await system.call("PATCH", `/webhooks/${created.id}`, { url });
       expect(response.status, url).toBe(422);
       expect((await read(response)).errors[0].field).toBe("url");
     }
-    expect((await read(await system.call("GET", `/webhooks/${created.id}`))).url).toBe("https://93.184.216.34/hooks");
+    expect((await read(await system.call("GET", `/webhooks/${created.id}`))).url).toBe(
+      "https://93.184.216.34/hooks",
+    );
   });
 
   it("accepts a public https address", async () => {

@@ -108,7 +108,9 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(side, page));
     ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(side, webhookId));
     ctx.serve(notificationRpc.updateWebhook, (request, context) => updateWebhook(side, request, context));
-    ctx.serve(notificationRpc.pauseWebhook, ({ webhookId }, context) => pauseWebhook(side, webhookId, context));
+    ctx.serve(notificationRpc.pauseWebhook, ({ webhookId }, context) =>
+      pauseWebhook(side, webhookId, context),
+    );
     ctx.serve(notificationRpc.resumeWebhook, ({ webhookId }, context) =>
       resumeWebhook(side, webhookId, context),
     );

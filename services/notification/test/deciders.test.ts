@@ -5,8 +5,8 @@ import { checkReplayBound } from "../src/domain/replay.ts";
 import {
   evolveHealth,
   type LiveWebhook,
-  type WebhookEvent,
   signingSecrets,
+  type WebhookEvent,
   webhookDecider,
 } from "../src/domain/webhook.ts";
 import { webhookEventDecider } from "../src/domain/webhook-event.ts";
@@ -225,13 +225,26 @@ describe("webhook decider", () => {
         now: plus(1),
       })
       .thenEmits([
-        { type: "WebhookUpdated", data: { webhookId: 3, url: "https://other.example.com/", updatedAt: plus(1) } },
+        {
+          type: "WebhookUpdated",
+          data: { webhookId: 3, url: "https://other.example.com/", updatedAt: plus(1) },
+        },
       ]);
     given([registered])
-      .when({ type: "Update", webhookId: 3, changes: { events: ["order.placed", "order.placed"] }, now: plus(1) })
+      .when({
+        type: "Update",
+        webhookId: 3,
+        changes: { events: ["order.placed", "order.placed"] },
+        now: plus(1),
+      })
       .thenEmits([]);
     given([registered])
-      .when({ type: "Update", webhookId: 3, changes: { events: ["order.shipped", "order.placed"] }, now: plus(1) })
+      .when({
+        type: "Update",
+        webhookId: 3,
+        changes: { events: ["order.shipped", "order.placed"] },
+        now: plus(1),
+      })
       .thenEmits([
         {
           type: "WebhookUpdated",
@@ -245,13 +258,21 @@ describe("webhook decider", () => {
       type: "WebhookPaused",
       data: { webhookId: 3, at: plus(1), reason: "paused by an operator" },
     };
-    given([registered]).when({ type: "Pause", webhookId: 3, now: plus(1) }).thenEmits([paused]);
-    given([registered, paused]).when({ type: "Pause", webhookId: 3, now: plus(2) }).thenEmits([]);
+    given([registered])
+      .when({ type: "Pause", webhookId: 3, now: plus(1) })
+      .thenEmits([paused]);
+    given([registered, paused])
+      .when({ type: "Pause", webhookId: 3, now: plus(2) })
+      .thenEmits([]);
     given([registered, paused])
       .when({ type: "Resume", webhookId: 3, now: plus(3) })
       .thenEmits([{ type: "WebhookResumed", data: { webhookId: 3, at: plus(3) } }]);
-    given([registered]).when({ type: "Resume", webhookId: 3, now: plus(3) }).thenEmits([]);
-    given([]).when({ type: "Pause", webhookId: 3, now: plus(1) }).thenRefuses({ body: { status: 404 } });
+    given([registered])
+      .when({ type: "Resume", webhookId: 3, now: plus(3) })
+      .thenEmits([]);
+    given([])
+      .when({ type: "Pause", webhookId: 3, now: plus(1) })
+      .thenRefuses({ body: { status: 404 } });
   });
 
   it("rotates the secret, keeping the replaced one for the overlap, at most 7 days", () => {
@@ -272,7 +293,10 @@ describe("webhook decider", () => {
       .when({ type: "RotateSecret", webhookId: 3, secret: newSecret, overlapMs: 7 * day + 1, now: t0 })
       .thenRefuses({ body: { status: 422 } });
 
-    const state = [registered, rotated].reduce(webhookDecider.evolve, webhookDecider.initialState()) as LiveWebhook;
+    const state = [registered, rotated].reduce(
+      webhookDecider.evolve,
+      webhookDecider.initialState(),
+    ) as LiveWebhook;
     expect(signingSecrets(state, plus(day - 1))).toEqual([newSecret, registration.secret]);
     expect(signingSecrets(state, plus(day))).toEqual([newSecret]);
   });
@@ -340,7 +364,10 @@ describe("replay bound", () => {
       thrown = error;
     }
     expect(thrown).toMatchObject({
-      body: { status: 422, errors: [{ field: "since", message: expect.stringContaining("1001 deliveries match") }] },
+      body: {
+        status: 422,
+        errors: [{ field: "since", message: expect.stringContaining("1001 deliveries match") }],
+      },
     });
   });
 });

@@ -1,4 +1,4 @@
-import { catalogueEvents, type Order, orderingRpc } from "@cheese/contracts";
+import { catalogueEvents, historyRpc, type Order, orderingRpc } from "@cheese/contracts";
 import { consumeEvents } from "@cheese/messaging";
 import {
   baseConfigShape,
@@ -16,6 +16,7 @@ import { z } from "zod";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
 import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
+import { orderHistory } from "./handlers/order-history.ts";
 import { activeOrdersForCheese, getOrder, listOrders } from "./handlers/order-queries.ts";
 import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
 import { placeOrder } from "./handlers/place-order.ts";
@@ -125,6 +126,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
     ctx.serve(orderingRpc.deliverOrder, async ({ orderId, actor }, context) => ({
       order: await changeOrder(deps, orderId, { type: "DeliverOrder", by: actor }, context),
     }));
+    ctx.serve(historyRpc.order, (request) => orderHistory(store, request));
     ctx.serve(orderingRpc.activeOrdersForCheese, async ({ cheeseId }) => ({
       activeOrders: await activeOrdersForCheese(deps, cheeseId),
     }));

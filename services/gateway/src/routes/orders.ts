@@ -269,7 +269,7 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 }
 
 /** Customers act on their own orders; operator keys and operator clients on all. */
-function actorOf(caller: Caller): OrderActor {
+export function actorOf(caller: Caller): OrderActor {
   if (caller.kind === "operator" || caller.kind === "client") return { kind: caller.kind, customerId: null };
   const customerId = Number(caller.customer?.id);
   if (caller.kind !== "customer" || !Number.isSafeInteger(customerId) || customerId < 1) {

@@ -24,6 +24,8 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { callService } from "../rpc.ts";
+import { withMiddleware } from "./cheese-access.ts";
+import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
 /** decisions.md: webhooks are managed with operator API keys only. */
@@ -339,7 +341,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     return c.json(await callService(deps, c, notificationRpc.resumeWebhook, { webhookId: id }), 200);
   });
 
-  api.openapi(rotateSecret(deps), async (c) => {
+  api.openapi(withMiddleware(rotateSecret(deps), emptyBodyIsNoBody), async (c) => {
     const { id } = c.req.valid("param");
     const { secret, overlapSeconds } = c.req.valid("json");
     const rotated = await callService(deps, c, notificationRpc.rotateSecret, {
@@ -351,7 +353,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     return c.json(rotated, 200);
   });
 
-  api.openapi(replayWebhook(deps), async (c) => {
+  api.openapi(withMiddleware(replayWebhook(deps), emptyBodyIsNoBody), async (c) => {
     const { id } = c.req.valid("param");
     const { since, until, status } = c.req.valid("json");
     const result = await callService(deps, c, notificationRpc.replayDeliveries, {

@@ -158,8 +158,11 @@ export class DeliveryScheduler {
    * asserting what it did.
    */
   async settle(): Promise<void> {
-    this.tick();
-    while (this.work.size > 0) await Promise.allSettled([...this.work]);
+    for (;;) {
+      this.tick();
+      if (this.work.size === 0) return;
+      await Promise.allSettled([...this.work]);
+    }
   }
 
   async close(): Promise<void> {
@@ -350,11 +353,7 @@ export class DeliveryScheduler {
     if (current && current.revision >= revision) return;
     if (revision <= (this.finished.get(deliveryId)?.revision ?? -1)) return;
     if (state.status === "absent") return;
-    if (
-      state.status === "delivered" ||
-      state.status === "cancelled" ||
-      state.status === "dead_lettered"
-    ) {
+    if (state.status === "delivered" || state.status === "cancelled" || state.status === "dead_lettered") {
       this.index.delete(deliveryId);
       this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
       if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.keys().next().value!);

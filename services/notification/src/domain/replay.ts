@@ -1,12 +1,12 @@
 import { DomainError } from "@cheese/service-kit";
 
-
 /**
  * The window as the stored `createdAt` values are written (UTC, milliseconds), so that comparing
  * strings compares times whatever offset the caller used.
  */
 export function replayWindow(since?: string, until?: string): { since?: string; until?: string } {
-  const utc = (value: string | undefined) => (value === undefined ? undefined : new Date(value).toISOString());
+  const utc = (value: string | undefined) =>
+    value === undefined ? undefined : new Date(value).toISOString();
   const window: { since?: string; until?: string } = {};
   const from = utc(since);
   const to = utc(until);

@@ -30,13 +30,16 @@ export type WebhookEvent =
   | DomainEvent<"WebhookUpdated", RegistrationChanges & { webhookId: number; updatedAt: string }>
   | DomainEvent<"WebhookPaused", { webhookId: number; at: string; reason: string }>
   | DomainEvent<"WebhookResumed", { webhookId: number; at: string }>
-  | DomainEvent<
-      "WebhookDisabled",
-      { webhookId: number; at: string; failingSince: string; reason: string }
-    >
+  | DomainEvent<"WebhookDisabled", { webhookId: number; at: string; failingSince: string; reason: string }>
   | DomainEvent<
       "WebhookSecretRotated",
-      { webhookId: number; at: string; secret: SealedSecret; previousSecret: SealedSecret; previousExpiresAt: string }
+      {
+        webhookId: number;
+        at: string;
+        secret: SealedSecret;
+        previousSecret: SealedSecret;
+        previousExpiresAt: string;
+      }
     >
   | DomainEvent<"WebhookDeleted", { webhookId: number; deletedAt: string }>;
 

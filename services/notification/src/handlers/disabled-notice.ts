@@ -37,7 +37,11 @@ export function sendDisabledNotice(side: NotificationSide, logger: Logger) {
       { except: [disabled.webhookId] },
     );
     logger.warn(
-      { webhookId: disabled.webhookId, failingSince: disabled.failingSince, notices: recorded?.deliveries.length ?? 0 },
+      {
+        webhookId: disabled.webhookId,
+        failingSince: disabled.failingSince,
+        notices: recorded?.deliveries.length ?? 0,
+      },
       "webhook disabled: every attempt failed for the configured period",
     );
   };

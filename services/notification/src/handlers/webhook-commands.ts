@@ -23,11 +23,10 @@ import {
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { webhookUrlProblem } from "../security/address-policy.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
-import type { NotificationDeps } from "./deps.ts";
-import { fanOut } from "./fan-out.ts";
-import { getWebhook } from "./webhook-queries.ts";
 import { deliveryHistory } from "./delivery-history.ts";
+import { fanOut } from "./fan-out.ts";
 import type { NotificationSide } from "./side.ts";
+import { getWebhook } from "./webhook-queries.ts";
 
 export interface WebhookRequest {
   url: string;
@@ -86,13 +85,9 @@ async function changeWebhook(
   command: Exclude<WebhookCommand, { type: "Register" }>,
   context: HandlerContext,
 ): Promise<Webhook> {
-  await handleCommand(
-    side.store,
-    webhookStream(command.webhookId),
-    webhookDecider,
-    command,
-    { metadata: contextMetadata(context) },
-  );
+  await handleCommand(side.store, webhookStream(command.webhookId), webhookDecider, command, {
+    metadata: contextMetadata(context),
+  });
   return getWebhook(side, command.webhookId);
 }
 
@@ -196,7 +191,12 @@ export async function sendTestEvent(side: NotificationSide, webhookId: number, c
  */
 export async function replayDeliveries(
   side: NotificationSide,
-  request: { webhookId: number; since?: string | undefined; until?: string | undefined; statuses?: ReplayableStatus[] | undefined },
+  request: {
+    webhookId: number;
+    since?: string | undefined;
+    until?: string | undefined;
+    statuses?: ReplayableStatus[] | undefined;
+  },
   context: HandlerContext,
 ) {
   const { webhookId } = request;

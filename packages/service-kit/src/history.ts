@@ -1,0 +1,57 @@
+import type { EventStore, RecordedEvent } from "@cheese/event-store";
+import { DomainError } from "./decider.ts";
+
+/** A page of an aggregate's history: entries (`{type, at, data}`), oldest first. */
+export interface HistoryPage<Entry> {
+  items: Entry[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** What a service shows of one stored event: an entry, or undefined to leave it out. */
+export type HistoryView<Entry> = (event: RecordedEvent) => Entry | undefined | Promise<Entry | undefined>;
+
+const encode = (revision: number) => Buffer.from(JSON.stringify({ r: revision })).toString("base64url");
+
+function decode(cursor: string): number {
+  try {
+    const { r } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { r?: unknown };
+    if (typeof r === "number" && Number.isSafeInteger(r) && r >= 0) return r;
+  } catch {}
+  throw new DomainError(400, "bad_request", "invalid query parameter: cursor: not a cursor from this API");
+}
+
+/**
+ * A page of one stream's history, oldest first, with the cursor convention of every list
+ * (`limit`, opaque `cursor`, answer `{items, nextCursor, hasMore}`). The cursor is the stream
+ * revision of the page's last entry, so appends never shift pages. Events `view` leaves out
+ * (internal bookkeeping) are skipped without shortening a page.
+ */
+export async function readHistory<Entry>(
+  store: EventStore,
+  streamName: string,
+  page: { cursor?: string | undefined; limit: number },
+  view: HistoryView<Entry>,
+): Promise<HistoryPage<Entry>> {
+  let from = page.cursor === undefined ? 0 : decode(page.cursor) + 1;
+  const found: { entry: Entry; revision: number }[] = [];
+  const batch = Math.min(500, page.limit + 1);
+  while (found.length <= page.limit) {
+    const events = await store.readStream(streamName, { fromRevision: from, maxCount: batch });
+    for (const event of events) {
+      const entry = await view(event);
+      if (entry) found.push({ entry, revision: event.revision });
+      if (found.length > page.limit) break;
+    }
+    if (events.length < batch) break;
+    from = events[events.length - 1]!.revision + 1;
+  }
+  const hasMore = found.length > page.limit;
+  const items = found.slice(0, page.limit);
+  const last = items[items.length - 1];
+  return {
+    items: items.map((item) => item.entry),
+    nextCursor: hasMore && last ? encode(last.revision) : null,
+    hasMore,
+  };
+}
