@@ -137,6 +137,22 @@ describe("delivery decider", () => {
       ]);
   });
 
+  it("takes back a claimed attempt unsent, due again at once, counting for nothing", () => {
+    const withdrawn: DeliveryEvent = {
+      type: "AttemptWithdrawn",
+      data: { round: 0, attempt: 1, at: plus(2), reason: "webhook paused" },
+    };
+    given([created, started(1, plus(1))])
+      .when({ type: "Withdraw", round: 0, attempt: 1, now: plus(2), reason: "webhook paused" })
+      .thenEmits([withdrawn]);
+    given([created, started(1, plus(1)), withdrawn])
+      .when({ type: "StartAttempt", now: plus(3) })
+      .thenEmits([started(1, plus(3))]);
+    given([created, started(1, plus(1)), failedAt(1, plus(1), plus(60_000))])
+      .when({ type: "Withdraw", round: 0, attempt: 1, now: plus(2), reason: "webhook paused" })
+      .thenRefuses({ body: { status: 409 } });
+  });
+
   it("replays a dead-lettered delivery from attempt 1 of a new round", () => {
     const dead = [
       ...sixthInFlight,

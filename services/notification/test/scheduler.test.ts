@@ -183,6 +183,33 @@ describe("delivery scheduler with an injected clock", () => {
     );
   });
 
+  it("gives back unsent an attempt claimed just as the registration was paused", async () => {
+    await register(1, "/racing");
+    // The pause lands right after the claim, before the request would go out.
+    const append = store.append.bind(store);
+    let paused = false;
+    store.append = async (stream, events, options) => {
+      const result = await append(stream, events, options);
+      if (!paused && events[0]?.type === "AttemptStarted") {
+        paused = true;
+        await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+      }
+      return result;
+    };
+    const scheduler = await startScheduler();
+    const deliveryId = await deliver(1);
+    await expect.poll(async () => (await delivery(deliveryId)).status).toBe("pending");
+    await advance(scheduler, DAY);
+    expect(receiver.requests("/racing")).toHaveLength(0);
+    const types = (await store.readStream(deliveryStream(deliveryId))).map((event) => event.type);
+    expect(types).toEqual(["DeliveryCreated", "AttemptStarted", "AttemptWithdrawn"]);
+
+    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
+    expect(receiver.requests("/racing")).toHaveLength(1);
+    expect(await delivery(deliveryId)).toMatchObject({ attempt: 1 });
+  });
+
   it("signs with both secrets during a rotation's overlap, and only the new one after it", async () => {
     const scheduler = await startScheduler();
     const old = await register(1, "/rotating");

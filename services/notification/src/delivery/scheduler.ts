@@ -474,9 +474,27 @@ export class DeliveryScheduler {
     if (claimed?.state.status !== "attempting") return;
     const delivery = claimed.state;
     const { round, attempt } = delivery;
+    // Read again after the claim: a pause recorded before it makes us give the attempt back
+    // unsent, so no attempt claimed after a pause ever goes out.
+    const current = foldEvents(
+      webhookDecider,
+      await this.options.store.readStream(webhookStream(webhookId)),
+    ) as WebhookState;
+    if (current.status !== "active") {
+      await this.command(deliveryId, {
+        type: "Withdraw",
+        round,
+        attempt,
+        now: this.nowIso(),
+        reason: `webhook ${current.status}`,
+      });
+      if (current.status === "paused" || current.status === "disabled")
+        this.view(webhookId).status = current.status;
+      return;
+    }
 
     const headers = deliveryHeaders({
-      secrets: this.secretsOf(registration),
+      secrets: this.secretsOf(current),
       body: delivery.body,
       eventId: delivery.eventId,
       eventType: delivery.eventType,
@@ -484,7 +502,7 @@ export class DeliveryScheduler {
       timestampSeconds: Math.floor(this.now() / 1000),
     });
     const result = await sendAttempt({
-      url: registration.registration.url,
+      url: current.registration.url,
       headers,
       body: delivery.body,
       timeoutMs: this.options.timeoutMs,

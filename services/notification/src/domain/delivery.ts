@@ -49,6 +49,8 @@ export type DeliveryEvent =
         nextAttemptAt: string | null;
       }
     >
+  /** A claimed attempt not sent after all: its registration was paused (or deleted) meanwhile. */
+  | DomainEvent<"AttemptWithdrawn", AttemptKey & { at: string; reason: string }>
   | DomainEvent<"DeliveryDeadLettered", { round: number; at: string }>
   | DomainEvent<"DeliveryReplayed", { round: number; at: string; dueAt: string }>
   | DomainEvent<"DeliveryCancelled", { reason: string; at: string }>;
@@ -65,6 +67,8 @@ export type DeliveryCommand =
       delays: RetryDelays;
     }
   | { type: "Abandon"; now: string; leaseMs: number; delays: RetryDelays }
+  /** Gives a claimed attempt back unsent; it counts for nothing and is due again at once. */
+  | { type: "Withdraw"; round: number; attempt: number; now: string; reason: string }
   /** Starts a finished delivery again as a new round; one in another status is left alone. */
   | { type: "Replay"; now: string; statuses: readonly ReplayableStatus[] }
   | { type: "Cancel"; now: string; reason: string };
@@ -119,6 +123,14 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
         return event.data.nextAttemptAt
           ? { ...state, status: "retry_scheduled", dueAt: event.data.nextAttemptAt, startedAt: null }
           : { ...state, status: "dead_lettered", dueAt: null, startedAt: null };
+      case "AttemptWithdrawn":
+        return {
+          ...state,
+          status: event.data.attempt > 1 ? "retry_scheduled" : "pending",
+          attempt: event.data.attempt - 1,
+          dueAt: event.data.at,
+          startedAt: null,
+        };
       case "DeliveryDeadLettered":
         return { ...state, status: "dead_lettered", dueAt: null, startedAt: null };
       case "DeliveryReplayed":
@@ -194,6 +206,13 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
             durationMs: null,
           },
         );
+      }
+      case "Withdraw": {
+        const current =
+          state.status === "attempting" && state.round === command.round && state.attempt === command.attempt;
+        if (!current) throw new DomainError(409, "conflict", "attempt is no longer in flight");
+        const { round, attempt, now: at, reason } = command;
+        return [{ type: "AttemptWithdrawn", data: { round, attempt, at, reason } }];
       }
       case "Replay":
         if (!(command.statuses as readonly string[]).includes(state.status)) return [];

@@ -102,6 +102,13 @@ function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
         },
       };
     }
+    case "AttemptWithdrawn": {
+      const { round, attempt, at } = event.data;
+      return {
+        $set: { status: attempt > 1 ? "retry_scheduled" : "pending", nextAttemptAt: at, updatedAt: at },
+        $unset: { [attemptKey(round, attempt)]: "" },
+      };
+    }
     case "DeliveryDeadLettered":
       return {
         $set: { status: "dead_lettered", deadLettered: true, nextAttemptAt: null, updatedAt: event.data.at },
