@@ -1,3 +1,7 @@
-/** `pnpm bench`: the embedded adapters on their own, then the whole system over HTTP. */
+/**
+ * `pnpm bench`: the embedded adapters on their own, the whole system over HTTP, then the
+ * notification service's start-up with a million finished deliveries.
+ */
 await import("./adapters.ts");
 await import("./http.ts");
+await import("./webhook-startup.ts");

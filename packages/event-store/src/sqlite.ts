@@ -227,6 +227,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         // Wait only after an empty read: the read and the registration happen in the same tick, so no
         // append can slip between them unnoticed (appends made while a handler ran are read next loop).
         if (page.length === 0 && !closed) await waitForAppend();
+        // A full page means more to catch up on: let timers and I/O run first, so a long catch-up
+        // (handlers that only await microtasks) does not starve the rest of the process.
+        else if (page.length === PAGE_SIZE) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     };
 

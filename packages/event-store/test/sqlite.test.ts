@@ -48,6 +48,42 @@ describe("SQLite adapter in one process", () => {
   });
 });
 
+describe("SQLite adapter catching up on a long history", () => {
+  it("lets timers and I/O run between pages, so the rest of the process is not starved", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db") });
+    try {
+      for (let i = 0; i < 3000; i++) {
+        await store.append(`delivery-${i}`, [{ type: "Happened", data: { i } }], {
+          expectedRevision: "no_stream",
+        });
+      }
+      let handled = 0;
+      let handledWhenTimerRan: number | undefined;
+      let caughtUp = false;
+      setImmediate(() => {
+        handledWhenTimerRan = handled;
+      });
+      store.subscribe({
+        categories: ["delivery"],
+        handler: async () => {
+          handled++;
+        },
+        onCaughtUp: () => {
+          caughtUp = true;
+        },
+      });
+      await waitFor(() => caughtUp, 10_000);
+      expect(handled).toBe(3000);
+      expect(handledWhenTimerRan).toBeDefined();
+      expect(handledWhenTimerRan!).toBeLessThan(3000);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter across processes", () => {
   const dirs: Array<{ remove(): void }> = [];
   const children: ChildProcess[] = [];
