@@ -1,5 +1,6 @@
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
-import { DomainError } from "./decider.ts";
+import { z } from "zod";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
 
 /** A page of an aggregate's history: entries (`{type, at, data}`), oldest first. */
 export interface HistoryPage<Entry> {
@@ -11,15 +12,8 @@ export interface HistoryPage<Entry> {
 /** What a service shows of one stored event: an entry, or undefined to leave it out. */
 export type HistoryView<Entry> = (event: RecordedEvent) => Entry | undefined | Promise<Entry | undefined>;
 
-const encode = (revision: number) => Buffer.from(JSON.stringify({ r: revision })).toString("base64url");
-
-function decode(cursor: string): number {
-  try {
-    const { r } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { r?: unknown };
-    if (typeof r === "number" && Number.isSafeInteger(r) && r >= 0) return r;
-  } catch {}
-  throw new DomainError(400, "bad_request", "invalid query parameter: cursor: not a cursor from this API");
-}
+/** A history cursor: the stream revision of the last entry given. */
+const HistoryPosition = z.object({ r: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) });
 
 /**
  * A page of one stream's history, oldest first, with the cursor convention of every list
@@ -33,7 +27,7 @@ export async function readHistory<Entry>(
   page: { cursor?: string | undefined; limit: number },
   view: HistoryView<Entry>,
 ): Promise<HistoryPage<Entry>> {
-  let from = page.cursor === undefined ? 0 : decode(page.cursor) + 1;
+  let from = page.cursor === undefined ? 0 : decodeCursor(page.cursor, HistoryPosition).r + 1;
   const found: { entry: Entry; revision: number }[] = [];
   const batch = Math.min(500, page.limit + 1);
   while (found.length <= page.limit) {
@@ -51,7 +45,7 @@ export async function readHistory<Entry>(
   const last = items[items.length - 1];
   return {
     items: items.map((item) => item.entry),
-    nextCursor: hasMore && last ? encode(last.revision) : null,
+    nextCursor: hasMore && last ? encodeCursor({ r: last.revision }) : null,
     hasMore,
   };
 }

@@ -41,7 +41,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
   needs: { eventStore: true, readModels: true, blobs: true },
   async start(ctx) {
     const { eventStore: store, readModels, logger, config } = ctx;
-    const clock = () => Date.now();
+    const { clock } = ctx;
     const secrets = new SecretBox(
       config.WEBHOOK_SECRETS_KEY ??
         loadSecretsKey(join(serviceDataDir(config, "notification"), "webhook-secrets.key")),

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
-import { createLogger, foldEvents, handleCommand } from "@cheese/service-kit";
+import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { verifyStandardSignature, verifyWebhook } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -25,7 +26,7 @@ describe("delivery scheduler with an injected clock", () => {
   let data: ReturnType<typeof tempDir>;
   let store: EventStore;
   let receiver: Receiver;
-  let now: number;
+  let clock: ManualClock;
   const secrets = new SecretBox(randomBytes(32));
   const schedulers: DeliveryScheduler[] = [];
 
@@ -33,7 +34,7 @@ describe("delivery scheduler with an injected clock", () => {
     data = tempDir("scheduler");
     store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
     receiver = await Receiver.start();
-    now = t0;
+    clock = new ManualClock(new Date(t0));
   });
   afterEach(async () => {
     for (const scheduler of schedulers.splice(0)) await scheduler.close();
@@ -53,7 +54,7 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlightPerWebhook: 5,
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
-      clock: () => now,
+      clock,
       logger: createLogger("notification", "silent"),
       ...options,
     });
@@ -72,7 +73,7 @@ describe("delivery scheduler with an injected clock", () => {
         events: ["webhook.test"],
         description: null,
         secret: secrets.seal(secret),
-        createdAt: new Date(now).toISOString(),
+        createdAt: isoNow(clock),
       },
     });
     return secret;
@@ -86,7 +87,7 @@ describe("delivery scheduler with an injected clock", () => {
   const deliver = async (webhookId: number, delays: number[] = [0, DAY, DAY, DAY, DAY, DAY, DAY, DAY]) => {
     const deliveryId = nextDelivery++;
     const eventId = `evt_${deliveryId.toString(16).padStart(32, "0")}`;
-    const createdAt = new Date(now).toISOString();
+    const createdAt = isoNow(clock);
     await handleCommand(store, deliveryStream(deliveryId), deliveryDecider, {
       type: "Create",
       facts: {
@@ -111,7 +112,7 @@ describe("delivery scheduler with an injected clock", () => {
 
   /** Advances the clock and lets the scheduler act on what became due. */
   const advance = async (scheduler: DeliveryScheduler, ms: number) => {
-    now += ms;
+    await clock.advance(ms);
     await scheduler.settle();
   };
 
@@ -141,7 +142,7 @@ describe("delivery scheduler with an injected clock", () => {
     expect(await delivery(deliveryId)).toMatchObject({ status: "retry_scheduled", attempt: 6 });
 
     receiver.behave("/down", { status: 200 });
-    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Resume", webhookId: 1, now: isoNow(clock) });
     await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
     expect(receiver.requests("/down")).toHaveLength(7);
     expect(notices).toHaveLength(1);
@@ -166,17 +167,17 @@ describe("delivery scheduler with an injected clock", () => {
   it("holds a paused registration's deliveries, then sends them oldest first when resumed", async () => {
     const scheduler = await startScheduler({ maxInFlightPerWebhook: 1 });
     await register(1, "/paused");
-    await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Pause", webhookId: 1, now: isoNow(clock) });
     const ids = [];
     for (let i = 0; i < 4; i++) {
       ids.push(await deliver(1));
-      now += 1;
+      await clock.advance(1);
     }
     await advance(scheduler, DAY);
     expect(receiver.requests("/paused")).toHaveLength(0);
     for (const id of ids) expect(await delivery(id)).toMatchObject({ status: "pending", attempt: 0 });
 
-    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Resume", webhookId: 1, now: isoNow(clock) });
     const received = await receiver.waitFor("/paused", 4);
     expect(received.map((r) => envelopeOf(r).id)).toEqual(
       ids.map((id) => `evt_${id.toString(16).padStart(32, "0")}`),
@@ -192,7 +193,7 @@ describe("delivery scheduler with an injected clock", () => {
       const result = await append(stream, events, options);
       if (!paused && events[0]?.type === "AttemptStarted") {
         paused = true;
-        await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+        await webhookCommand({ type: "Pause", webhookId: 1, now: isoNow(clock) });
       }
       return result;
     };
@@ -204,7 +205,7 @@ describe("delivery scheduler with an injected clock", () => {
     const types = (await store.readStream(deliveryStream(deliveryId))).map((event) => event.type);
     expect(types).toEqual(["DeliveryCreated", "AttemptStarted", "AttemptWithdrawn"]);
 
-    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Resume", webhookId: 1, now: isoNow(clock) });
     await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
     expect(receiver.requests("/racing")).toHaveLength(1);
     expect(await delivery(deliveryId)).toMatchObject({ attempt: 1 });
@@ -219,11 +220,11 @@ describe("delivery scheduler with an injected clock", () => {
       webhookId: 1,
       secret: secrets.seal(fresh),
       overlapMs: DAY,
-      now: new Date(now).toISOString(),
+      now: isoNow(clock),
     });
     await deliver(1);
     const [during] = await receiver.waitFor("/rotating", 1);
-    const options = { now: () => now };
+    const options = { now: () => clock.now().getTime() };
     expect(String(during!.headers["webhook-signature"]).split(" ")).toHaveLength(2);
     expect(verifyWebhook(fresh, during!.rawBody, during!.headers, options).type).toBe("webhook.test");
     expect(() => verifyStandardSignature(old, during!.rawBody, during!.headers, options)).not.toThrow();
@@ -264,13 +265,13 @@ describe("delivery scheduler with an injected clock", () => {
     ]);
 
     // What the restarted scheduler must learn from events after the snapshot: a pause and a resume.
-    await webhookCommand({ type: "Pause", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Pause", webhookId: 1, now: isoNow(clock) });
     receiver.behave("/later", { status: 200 });
     const second = await startScheduler({ snapshots: counting });
     expect(loads).toEqual([-1, saved!.position]);
     await advance(second, DAY);
     expect(receiver.requests("/later")).toHaveLength(1);
-    await webhookCommand({ type: "Resume", webhookId: 1, now: new Date(now).toISOString() });
+    await webhookCommand({ type: "Resume", webhookId: 1, now: isoNow(clock) });
     await expect.poll(async () => (await delivery(waiting)).status).toBe("delivered");
   });
 

@@ -10,7 +10,8 @@ import {
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps, GatewayEnv } from "../env.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";

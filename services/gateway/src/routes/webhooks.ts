@@ -18,13 +18,13 @@ import {
   webhookEventKinds,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { callService } from "../rpc.ts";
-import { withMiddleware } from "./cheese-access.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
@@ -39,8 +39,12 @@ export const operatorOnly = createMiddleware<GatewayEnv>(async (c, next) => {
 });
 
 /** A route for operators: the api_key rule (401 without a key), then 403 for a customer's key. */
-function operatorRoute<R extends RouteConfig>(deps: GatewayDeps, route: R): R {
-  return secured(operatorKey, deps.authorize, route, operatorOnly);
+function operatorRoute<R extends RouteConfig>(
+  deps: GatewayDeps,
+  route: R,
+  ...middleware: MiddlewareHandler<GatewayEnv>[]
+): R {
+  return secured(operatorKey, deps.authorize, route, operatorOnly, ...middleware);
 }
 
 const authResponses = {
@@ -245,6 +249,7 @@ const rotateSecret = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    emptyBodyIsNoBody,
   );
 
 const replayWebhook = (deps: GatewayDeps) =>
@@ -270,6 +275,7 @@ const replayWebhook = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    emptyBodyIsNoBody,
   );
 
 export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
@@ -341,7 +347,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     return c.json(await callService(deps, c, notificationRpc.resumeWebhook, { webhookId: id }), 200);
   });
 
-  api.openapi(withMiddleware(rotateSecret(deps), emptyBodyIsNoBody), async (c) => {
+  api.openapi(rotateSecret(deps), async (c) => {
     const { id } = c.req.valid("param");
     const { secret, overlapSeconds } = c.req.valid("json");
     const rotated = await callService(deps, c, notificationRpc.rotateSecret, {
@@ -353,7 +359,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     return c.json(rotated, 200);
   });
 
-  api.openapi(withMiddleware(replayWebhook(deps), emptyBodyIsNoBody), async (c) => {
+  api.openapi(replayWebhook(deps), async (c) => {
     const { id } = c.req.valid("param");
     const { since, until, status } = c.req.valid("json");
     const result = await callService(deps, c, notificationRpc.replayDeliveries, {

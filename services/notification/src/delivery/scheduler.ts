@@ -4,8 +4,8 @@ import {
   DomainError,
   foldEvents,
   handleCommand,
-  isoNow,
   type Logger,
+  systemClock,
   type Timer,
 } from "@cheese/service-kit";
 import {
@@ -52,8 +52,8 @@ export interface SchedulerOptions {
   snapshotEveryMs?: number;
   /** Told once per WebhookDisabled event seen (by every replica: the reaction must be idempotent). */
   onWebhookDisabled?: (event: RecordedEvent) => Promise<void>;
-  /** The time, in milliseconds; injected by tests. */
-  clock?: () => number;
+  /** Due times, leases, the failing period and the scheduler's own timers read this clock. */
+  clock?: Clock;
   logger: Logger;
 }
 
@@ -106,8 +106,8 @@ export class DeliveryScheduler {
   private position: number | undefined;
   private savedPosition: number | undefined;
   private subscription: Subscription | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private snapshotTimer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
+  private snapshotTimer: Timer | undefined;
   private tickQueued = false;
   private closed = false;
   private isReady = false;
@@ -120,10 +120,14 @@ export class DeliveryScheduler {
     };
   });
 
-  constructor(private readonly options: SchedulerOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   private now(): number {
-    return this.options.clock?.() ?? Date.now();
+    return this.clock.now().getTime();
   }
 
   private nowIso(): string {
@@ -136,8 +140,7 @@ export class DeliveryScheduler {
       this.subscribe();
       const every = this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS;
       if (this.options.snapshots) {
-        this.snapshotTimer = setInterval(() => void this.saveSnapshot(), every);
-        this.snapshotTimer.unref();
+        this.snapshotTimer = this.clock.setInterval(() => void this.saveSnapshot(), every);
       }
     });
   }
@@ -167,8 +170,8 @@ export class DeliveryScheduler {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
-    clearInterval(this.snapshotTimer);
+    this.timer?.cancel();
+    this.snapshotTimer?.cancel();
     await this.subscription?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
@@ -371,7 +374,7 @@ export class DeliveryScheduler {
 
   private tick(): void {
     if (this.closed) return;
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     const now = this.now();
     let nextWake = now + MAX_SLEEP_MS;
     const due: [number, Tracked][] = [];
@@ -394,8 +397,7 @@ export class DeliveryScheduler {
       if (this.hasCapacity(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, () => this.attempt(deliveryId));
     }
-    this.timer = setTimeout(() => this.tick(), Math.max(0, nextWake - this.now()));
-    this.timer.unref();
+    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(0, nextWake - this.now()));
   }
 
   private hasCapacity(webhookId: number): boolean {

@@ -210,7 +210,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
       case "Withdraw": {
         const current =
           state.status === "attempting" && state.round === command.round && state.attempt === command.attempt;
-        if (!current) throw new DomainError(409, "conflict", "attempt is no longer in flight");
+        if (!current) throw conflict("attempt is no longer in flight");
         const { round, attempt, now: at, reason } = command;
         return [{ type: "AttemptWithdrawn", data: { round, attempt, at, reason } }];
       }

@@ -48,11 +48,6 @@ export function noticeEventId(storedEventId: string): string {
   return `evt_${createHash("sha256").update(`notice:${storedEventId}`).digest("hex").slice(0, 32)}`;
 }
 
-/** A fresh event id, for events that have no integration event behind them (webhook.test). */
-export function newEventId(): string {
-  return `evt_${randomUUID().replaceAll("-", "")}`;
-}
-
 const stockKinds = {
   pending: "cheese.low_stock",
   sold: "cheese.out_of_stock",

@@ -1,4 +1,4 @@
-import { DomainError } from "@cheese/service-kit";
+import { validationFailed } from "@cheese/service-kit";
 
 /**
  * The window as the stored `createdAt` values are written (UTC, milliseconds), so that comparing
@@ -18,7 +18,7 @@ export function replayWindow(since?: string, until?: string): { since?: string; 
 /** A replay is bounded per call: more matching deliveries than `max` is a 422 saying how many. */
 export function checkReplayBound(matching: number, max: number): void {
   if (matching <= max) return;
-  throw new DomainError(422, "validation_error", "request body failed validation", [
+  throw validationFailed("request body failed validation", [
     {
       field: "since",
       message: `${matching} deliveries match; one replay may start at most ${max}: narrow since/until`,

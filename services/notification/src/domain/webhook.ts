@@ -1,5 +1,5 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
+import { conflict, type Decider, type DomainEvent, notFound, validationFailed } from "@cheese/service-kit";
 import type { SealedSecret } from "../security/secrets.ts";
 
 /** A registration as events hold it; the secret only sealed (see security/secrets.ts). */
@@ -81,7 +81,7 @@ export const MAX_ROTATION_OVERLAP_MS = 7 * 24 * 3_600_000;
 
 export const PAUSED_BY_OPERATOR = "paused by an operator";
 
-const notFound = (webhookId: number) => new DomainError(404, "not_found", `webhook ${webhookId} not found`);
+const gone = (webhookId: number) => notFound(`webhook ${webhookId} not found`);
 
 const isLive = (state: WebhookState): state is LiveWebhook =>
   state.status === "active" || state.status === "paused" || state.status === "disabled";
@@ -151,10 +151,10 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
   },
   decide(command, state) {
     if (command.type === "Register") {
-      if (state.status !== "absent") throw new DomainError(409, "conflict", "webhook already exists");
+      if (state.status !== "absent") throw conflict("webhook already exists");
       return [{ type: "WebhookRegistered", data: command.registration }];
     }
-    if (!isLive(state)) throw notFound(command.webhookId);
+    if (!isLive(state)) throw gone(command.webhookId);
     const { webhookId, now } = command;
     switch (command.type) {
       case "Update": {
@@ -170,7 +170,7 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
         return [{ type: "WebhookResumed", data: { webhookId, at: now } }];
       case "RotateSecret": {
         if (command.overlapMs < 0 || command.overlapMs > MAX_ROTATION_OVERLAP_MS) {
-          throw new DomainError(422, "validation_error", "request body failed validation", [
+          throw validationFailed("request body failed validation", [
             { field: "overlapSeconds", message: "must be 0 to 604800 (7 days)" },
           ]);
         }

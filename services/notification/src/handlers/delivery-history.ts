@@ -1,4 +1,4 @@
-import { DomainError } from "@cheese/service-kit";
+import { unavailable } from "@cheese/service-kit";
 import type { NotificationSide } from "./side.ts";
 
 /** How long a query waits for a delivery history still being rebuilt before answering 503. */
@@ -19,7 +19,7 @@ export async function deliveryHistory(side: NotificationSide): Promise<void> {
   ]);
   clearTimeout(timer);
   if (!loaded) {
-    throw new DomainError(503, "service_unavailable", "the delivery history is still loading; retry shortly");
+    throw unavailable("the delivery history is still loading; retry shortly");
   }
   await side.deliveries.catchUp();
 }

@@ -26,8 +26,7 @@ export interface NotificationDeps {
   replayMax: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
-  /** The time in milliseconds. */
-  clock: () => number;
+  clock: Clock;
   /** Tells the local scheduler that deliveries were created or released, so they go out at once. */
   wakeScheduler: () => void;
 }

@@ -41,7 +41,7 @@ export async function fanOut(
         ? targets.only
         : (await subscribers(side, outgoing.kind)).filter((id) => !targets.except.includes(id));
     if (webhookIds.length === 0) return undefined;
-    const createdAt = new Date(side.clock()).toISOString();
+    const createdAt = isoNow(side.clock);
     const deliveries = [];
     for (const webhookId of webhookIds)
       deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { SecretRotated, Webhook, WebhookCreated, WebhookEventKind } from "@cheese/contracts";
 import {
   contextMetadata,
@@ -9,7 +10,6 @@ import {
   validationFailed,
 } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream, type ReplayableStatus } from "../domain/delivery.ts";
-import { newEventId } from "../domain/event-mapping.ts";
 import { checkReplayBound, replayWindow } from "../domain/replay.ts";
 import {
   DEFAULT_ROTATION_OVERLAP_MS,
@@ -35,7 +35,7 @@ export interface WebhookRequest {
   description: string | null;
 }
 
-const iso = (side: NotificationSide) => new Date(side.clock()).toISOString();
+const iso = (side: NotificationSide) => isoNow(side.clock);
 
 /** The URL rules of creation: scheme, and every address its name resolves to. 422 naming `url`. */
 async function checkUrl(side: NotificationSide, url: string): Promise<void> {
@@ -170,7 +170,8 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
 /** Sends a webhook.test event to this registration only, whatever kinds it subscribed to. */
 export async function sendTestEvent(side: NotificationSide, webhookId: number, context: HandlerContext) {
   await requireLive(side, webhookId);
-  const eventId = newEventId();
+  // No integration event behind it: a fresh id.
+  const eventId = `evt_${randomUUID().replaceAll("-", "")}`;
   const recorded = await fanOut(
     deps,
     {
@@ -237,6 +238,6 @@ export async function requireLive(side: NotificationSide, webhookId: number): Pr
     await deps.store.readStream(webhookStream(webhookId)),
   ) as WebhookState;
   if (state.status === "absent" || state.status === "deleted")
-    throw new DomainError(404, "not_found", `webhook ${webhookId} not found`);
+    throw notFound(`webhook ${webhookId} not found`);
   return state;
 }

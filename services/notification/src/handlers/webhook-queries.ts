@@ -4,7 +4,6 @@ import { decodeCursor, encodeCursor, notFound } from "@cheese/service-kit";
 import { z } from "zod";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { WEBHOOKS, type WebhookDocument, webhookAt } from "../projections/webhooks.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { deliveryHistory } from "./delivery-history.ts";
 import type { NotificationSide } from "./side.ts";
 
@@ -18,8 +17,8 @@ export async function getWebhook(side: NotificationSide, webhookId: number): Pro
   const document = await side.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .findOne({ _id: webhookId, deleted: false });
-  if (!document) throw new DomainError(404, "not_found", `webhook ${webhookId} not found`);
-  return webhookAt(document, side.clock());
+  if (!document) throw notFound(`webhook ${webhookId} not found`);
+  return webhookAt(document, side.clock.now().getTime());
 }
 
 /** Registrations in id order (oldest first); the secret is never part of them. */
@@ -32,15 +31,16 @@ export async function listWebhooks(side: NotificationSide, page: Page) {
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find(filter, { sort: { _id: 1 }, limit: page.limit + 1 });
-  const now = side.clock();
+  const now = side.clock.now().getTime();
   const items = found.slice(0, page.limit).map((document) => webhookAt(document, now));
   const hasMore = found.length > page.limit;
   const last = items[items.length - 1];
   return { items, hasMore, nextCursor: hasMore && last ? encodeCursor({ after: last.id }) : null };
 }
 
-/** Where a page of deliveries ends: the last one's (createdAt, id). */
-const DeliveryPosition = z.object({ createdAt: z.string(), id: z.number() });
+/** Cursor positions: the last registration's id; the last delivery's time and id. */
+const WebhookPosition = z.object({ after: z.number().int() });
+const DeliveryPosition = z.object({ createdAt: z.string(), id: z.number().int() });
 
 /** A registration's deliveries, newest first, each with every attempt. */
 export async function listDeliveries(
