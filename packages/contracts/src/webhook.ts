@@ -49,7 +49,7 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+/** Read-only fields are accepted and ignored in create bodies (docs/webhooks.md). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
   createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),

@@ -28,7 +28,7 @@ import { callService } from "../rpc.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** decisions.md: webhooks are managed with operator API keys only. */
+/** Webhooks are managed with operator API keys only (docs/webhooks.md). */
 const operatorKey: AccessRule = { apiKey: true };
 
 export const operatorOnly = createMiddleware<GatewayEnv>(async (c, next) => {

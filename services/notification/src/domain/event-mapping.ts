@@ -9,7 +9,7 @@ import {
 } from "@cheese/contracts";
 import type { TypedEvent } from "@cheese/messaging";
 
-/** The integration events that become webhook events (decisions.md "Webhooks", "which change sends which kind"). */
+/** The integration events that become webhook events (docs/webhooks.md "Event kinds"). */
 export const mappedEvents = [
   catalogueEvents.cheeseAdded,
   catalogueEvents.cheeseStatusChanged,

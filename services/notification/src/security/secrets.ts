@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { readOrCreateFile } from "@cheese/service-kit";
 
-/** A new signing secret: `whsec_` + base64 of 32 random bytes (decisions.md "Webhooks"). */
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (docs/webhooks.md). */
 export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
