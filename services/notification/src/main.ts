@@ -11,6 +11,7 @@ import {
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
 import {
@@ -68,7 +69,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.onStop(deliveries);
     await webhooks.ready;
 
-    const side: NotificationSide = {
+    const deps: NotificationDeps = {
       store,
       readModels,
       webhooks,
@@ -94,7 +95,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
       snapshots: blobSnapshotStore(ctx.blobs),
       snapshotEveryMs: config.WEBHOOK_SNAPSHOT_INTERVAL,
-      onWebhookDisabled: sendDisabledNotice(side, logger),
+      onWebhookDisabled: sendDisabledNotice(deps, logger),
       clock,
       logger,
     });
@@ -102,19 +103,19 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.onStop(scheduler);
     await scheduler.ready;
 
-    ctx.onStop(consumeIntegrationEvents(ctx.bus, side, logger));
+    ctx.onStop(consumeIntegrationEvents(ctx.bus, deps, logger));
 
-    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(side, request, context));
-    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(side, page));
-    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(side, webhookId));
-    ctx.serve(notificationRpc.updateWebhook, (request, context) => updateWebhook(side, request, context));
+    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(deps, request, context));
+    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(deps, page));
+    ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(deps, webhookId));
+    ctx.serve(notificationRpc.updateWebhook, (request, context) => updateWebhook(deps, request, context));
     ctx.serve(notificationRpc.pauseWebhook, ({ webhookId }, context) =>
-      pauseWebhook(side, webhookId, context),
+      pauseWebhook(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.resumeWebhook, ({ webhookId }, context) =>
-      resumeWebhook(side, webhookId, context),
+      resumeWebhook(deps, webhookId, context),
     );
-    ctx.serve(notificationRpc.rotateSecret, (request, context) => rotateSecret(side, request, context));
+    ctx.serve(notificationRpc.rotateSecret, (request, context) => rotateSecret(deps, request, context));
     ctx.serve(notificationRpc.deleteWebhook, ({ webhookId }, context) =>
       deleteWebhook(deps, webhookId, context),
     );
@@ -123,7 +124,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       sendTestEvent(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
-      replayDeliveries(side, request, context),
+      replayDeliveries(deps, request, context),
     );
   },
 };

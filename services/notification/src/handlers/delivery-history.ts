@@ -1,5 +1,5 @@
 import { unavailable } from "@cheese/service-kit";
-import type { NotificationSide } from "./side.ts";
+import type { NotificationDeps } from "./deps.ts";
 
 /** How long a query waits for a delivery history still being rebuilt before answering 503. */
 const LOADING_WAIT_MS = 3000;
@@ -9,10 +9,10 @@ const LOADING_WAIT_MS = 3000;
  * rebuilt in the background after start (a long history takes a while); until then a query
  * answers 503 with Retry-After rather than an incomplete list.
  */
-export async function deliveryHistory(side: NotificationSide): Promise<void> {
+export async function deliveryHistory(deps: NotificationDeps): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const loaded = await Promise.race([
-    side.deliveries.ready.then(() => true),
+    deps.deliveries.ready.then(() => true),
     new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), LOADING_WAIT_MS);
     }),
@@ -21,5 +21,5 @@ export async function deliveryHistory(side: NotificationSide): Promise<void> {
   if (!loaded) {
     throw unavailable("the delivery history is still loading; retry shortly");
   }
-  await side.deliveries.catchUp();
+  await deps.deliveries.catchUp();
 }

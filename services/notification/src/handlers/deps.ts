@@ -26,7 +26,6 @@ export interface NotificationDeps {
   replayMax: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
-  clock: Clock;
   /** Tells the local scheduler that deliveries were created or released, so they go out at once. */
   wakeScheduler: () => void;
 }

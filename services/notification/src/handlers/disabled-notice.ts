@@ -2,8 +2,8 @@ import type { RecordedEvent } from "@cheese/event-store";
 import { foldEvents, type Logger } from "@cheese/service-kit";
 import { noticeEventId } from "../domain/event-mapping.ts";
 import { type WebhookEvent, type WebhookState, webhookDecider, webhookStream } from "../domain/webhook.ts";
+import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
-import type { NotificationSide } from "./side.ts";
 
 type Disabled = Extract<WebhookEvent, { type: "WebhookDisabled" }>["data"];
 
@@ -12,16 +12,16 @@ type Disabled = Extract<WebhookEvent, { type: "WebhookDisabled" }>["data"];
  * replica's scheduler sees the WebhookDisabled event and calls this; the notice's id derives from
  * that event's id, so the fan-out's record makes it one webhook event with one delivery each.
  */
-export function sendDisabledNotice(side: NotificationSide, logger: Logger) {
+export function sendDisabledNotice(deps: NotificationDeps, logger: Logger) {
   return async (event: RecordedEvent): Promise<void> => {
     const disabled = event.data as Disabled;
     const state = foldEvents(
       webhookDecider,
-      await side.store.readStream(webhookStream(disabled.webhookId)),
+      await deps.store.readStream(webhookStream(disabled.webhookId)),
     ) as WebhookState;
     const description = "registration" in state ? state.registration.description : null;
     const recorded = await fanOut(
-      side,
+      deps,
       {
         eventId: noticeEventId(event.id),
         kind: "webhook.disabled",

@@ -39,9 +39,9 @@ export async function fanOut(
     const webhookIds =
       "only" in targets
         ? targets.only
-        : (await subscribers(side, outgoing.kind)).filter((id) => !targets.except.includes(id));
+        : (await subscribers(deps, outgoing.kind)).filter((id) => !targets.except.includes(id));
     if (webhookIds.length === 0) return undefined;
-    const createdAt = isoNow(side.clock);
+    const createdAt = isoNow(deps.clock);
     const deliveries = [];
     for (const webhookId of webhookIds)
       deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
@@ -84,8 +84,8 @@ export async function fanOut(
 
 async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
   // A registration made just before the event must see it: wait for the projection first.
-  await side.webhooks.catchUp();
-  const found = await side.readModels
+  await deps.webhooks.catchUp();
+  const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
   return found.map((document) => document._id);

@@ -24,8 +24,8 @@ import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts"
 import { webhookUrlProblem } from "../security/address-policy.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
 import { deliveryHistory } from "./delivery-history.ts";
+import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
-import type { NotificationSide } from "./side.ts";
 import { getWebhook } from "./webhook-queries.ts";
 
 export interface WebhookRequest {
@@ -35,13 +35,13 @@ export interface WebhookRequest {
   description: string | null;
 }
 
-const iso = (side: NotificationSide) => isoNow(side.clock);
+const iso = (deps: NotificationDeps) => isoNow(deps.clock);
 
 /** The URL rules of creation: scheme, and every address its name resolves to. 422 naming `url`. */
-async function checkUrl(side: NotificationSide, url: string): Promise<void> {
+async function checkUrl(deps: NotificationDeps, url: string): Promise<void> {
   const problem = await webhookUrlProblem(url, {
-    allowPrivate: side.allowPrivateUrls,
-    ...(side.resolve ? { resolve: side.resolve } : {}),
+    allowPrivate: deps.allowPrivateUrls,
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
   });
   if (problem) {
     throw validationFailed("request body failed validation", [{ field: "url", message: problem }]);
@@ -53,11 +53,11 @@ async function checkUrl(side: NotificationSide, url: string): Promise<void> {
  * returned this once; events hold it sealed.
  */
 export async function createWebhook(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: WebhookRequest,
   context: HandlerContext,
 ): Promise<WebhookCreated> {
-  await checkUrl(side, request.url);
+  await checkUrl(deps, request.url);
   const secret = request.secret ?? generateWebhookSecret();
   const webhookId = await deps.webhookIds.nextId();
   const registration = {
@@ -65,8 +65,8 @@ export async function createWebhook(
     url: request.url,
     events: [...new Set(request.events)],
     description: request.description,
-    secret: side.secrets.seal(secret),
-    createdAt: iso(side),
+    secret: deps.secrets.seal(secret),
+    createdAt: iso(deps),
   };
   await handleCommand(
     deps.store,
@@ -75,63 +75,63 @@ export async function createWebhook(
     { type: "Register", registration },
     { metadata: contextMetadata(context) },
   );
-  await side.webhooks.catchUp();
-  return { ...(await getWebhook(side, webhookId)), secret };
+  await deps.webhooks.catchUp();
+  return { ...(await getWebhook(deps, webhookId)), secret };
 }
 
 /** Runs a command on a registration, then answers it as GET /webhooks/{id} would. */
 async function changeWebhook(
-  side: NotificationSide,
+  deps: NotificationDeps,
   command: Exclude<WebhookCommand, { type: "Register" }>,
   context: HandlerContext,
 ): Promise<Webhook> {
-  await handleCommand(side.store, webhookStream(command.webhookId), webhookDecider, command, {
+  await handleCommand(deps.store, webhookStream(command.webhookId), webhookDecider, command, {
     metadata: contextMetadata(context),
   });
-  return getWebhook(side, command.webhookId);
+  return getWebhook(deps, command.webhookId);
 }
 
 /** PATCH: url (checked as at creation), events, description; only what differs is recorded. */
 export async function updateWebhook(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: RegistrationChanges & { webhookId: number },
   context: HandlerContext,
 ): Promise<Webhook> {
   const { webhookId, ...changes } = request;
-  await requireLive(side, webhookId);
-  if (changes.url !== undefined) await checkUrl(side, changes.url);
-  return changeWebhook(side, { type: "Update", webhookId, changes, now: iso(side) }, context);
+  await requireLive(deps, webhookId);
+  if (changes.url !== undefined) await checkUrl(deps, changes.url);
+  return changeWebhook(deps, { type: "Update", webhookId, changes, now: iso(deps) }, context);
 }
 
 /** Deliveries wait while paused; attempts already in flight finish and are recorded. */
-export function pauseWebhook(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  return changeWebhook(side, { type: "Pause", webhookId, now: iso(side) }, context);
+export function pauseWebhook(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  return changeWebhook(deps, { type: "Pause", webhookId, now: iso(deps) }, context);
 }
 
 /** A paused or disabled registration becomes active; what waited goes out, oldest first. */
-export async function resumeWebhook(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  const webhook = await changeWebhook(side, { type: "Resume", webhookId, now: iso(side) }, context);
-  side.wakeScheduler();
+export async function resumeWebhook(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  const webhook = await changeWebhook(deps, { type: "Resume", webhookId, now: iso(deps) }, context);
+  deps.wakeScheduler();
   return webhook;
 }
 
 /** A new secret signs from now on; the previous one signs beside it until the overlap ends. */
 export async function rotateSecret(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: { webhookId: number; secret?: string | undefined; overlapMs?: number | undefined },
   context: HandlerContext,
 ): Promise<SecretRotated> {
   const secret = request.secret ?? generateWebhookSecret();
   const { state } = await handleCommand(
-    side.store,
+    deps.store,
     webhookStream(request.webhookId),
     webhookDecider,
     {
       type: "RotateSecret",
       webhookId: request.webhookId,
-      secret: side.secrets.seal(secret),
+      secret: deps.secrets.seal(secret),
       overlapMs: request.overlapMs ?? DEFAULT_ROTATION_OVERLAP_MS,
-      now: iso(side),
+      now: iso(deps),
     },
     { metadata: contextMetadata(context) },
   );
@@ -139,8 +139,8 @@ export async function rotateSecret(
 }
 
 /** Deletes a registration; its deliveries still waiting or dead-lettered are cancelled. */
-export async function deleteWebhook(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  const now = iso(side);
+export async function deleteWebhook(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  const now = iso(deps);
   const metadata = contextMetadata(context);
   await handleCommand(
     deps.store,
@@ -149,8 +149,8 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
     { type: "Delete", webhookId, now },
     { metadata },
   );
-  await deliveryHistory(side);
-  const waiting = await side.readModels
+  await deliveryHistory(deps);
+  const waiting = await deps.readModels
     .collection<DeliveryDocument>(DELIVERIES)
     .find({ webhookId, status: { $in: ["pending", "retry_scheduled", "dead_lettered"] } });
   for (const delivery of waiting) {
@@ -168,8 +168,8 @@ export async function deleteWebhook(side: NotificationSide, webhookId: number, c
 }
 
 /** Sends a webhook.test event to this registration only, whatever kinds it subscribed to. */
-export async function sendTestEvent(side: NotificationSide, webhookId: number, context: HandlerContext) {
-  await requireLive(side, webhookId);
+export async function sendTestEvent(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  await requireLive(deps, webhookId);
   // No integration event behind it: a fresh id.
   const eventId = `evt_${randomUUID().replaceAll("-", "")}`;
   const recorded = await fanOut(
@@ -191,7 +191,7 @@ export async function sendTestEvent(side: NotificationSide, webhookId: number, c
  * [since, until). More than `replayMax` matching is a 422: narrow the window.
  */
 export async function replayDeliveries(
-  side: NotificationSide,
+  deps: NotificationDeps,
   request: {
     webhookId: number;
     since?: string | undefined;
@@ -201,7 +201,7 @@ export async function replayDeliveries(
   context: HandlerContext,
 ) {
   const { webhookId } = request;
-  await requireLive(side, webhookId);
+  await requireLive(deps, webhookId);
   const statuses = request.statuses ?? ["dead_lettered"];
   const window = replayWindow(request.since, request.until);
   const filter: Record<string, unknown> = { webhookId, status: { $in: statuses } };
@@ -211,11 +211,11 @@ export async function replayDeliveries(
       ...(window.until ? { $lt: window.until } : {}),
     };
   }
-  await deliveryHistory(side);
-  const deliveries = side.readModels.collection<DeliveryDocument>(DELIVERIES);
-  checkReplayBound(await deliveries.count(filter), side.replayMax);
+  await deliveryHistory(deps);
+  const deliveries = deps.readModels.collection<DeliveryDocument>(DELIVERIES);
+  checkReplayBound(await deliveries.count(filter), deps.replayMax);
   const matching = await deliveries.find(filter, { sort: { createdAt: 1, _id: 1 } });
-  const now = iso(side);
+  const now = iso(deps);
   let replayed = 0;
   for (const delivery of matching) {
     const result = await handleCommand(
@@ -232,7 +232,7 @@ export async function replayDeliveries(
 }
 
 /** The registration from its own stream (the source of truth), or 404 once deleted. */
-export async function requireLive(side: NotificationSide, webhookId: number): Promise<LiveWebhook> {
+export async function requireLive(deps: NotificationDeps, webhookId: number): Promise<LiveWebhook> {
   const state = foldEvents(
     webhookDecider,
     await deps.store.readStream(webhookStream(webhookId)),

@@ -5,25 +5,25 @@ import { z } from "zod";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { WEBHOOKS, type WebhookDocument, webhookAt } from "../projections/webhooks.ts";
 import { deliveryHistory } from "./delivery-history.ts";
-import type { NotificationSide } from "./side.ts";
+import type { NotificationDeps } from "./deps.ts";
 
 interface Page {
   cursor?: string | undefined;
   limit: number;
 }
 
-export async function getWebhook(side: NotificationSide, webhookId: number): Promise<Webhook> {
-  await side.webhooks.catchUp();
-  const document = await side.readModels
+export async function getWebhook(deps: NotificationDeps, webhookId: number): Promise<Webhook> {
+  await deps.webhooks.catchUp();
+  const document = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .findOne({ _id: webhookId, deleted: false });
   if (!document) throw notFound(`webhook ${webhookId} not found`);
-  return webhookAt(document, side.clock.now().getTime());
+  return webhookAt(document, deps.clock.now().getTime());
 }
 
 /** Registrations in id order (oldest first); the secret is never part of them. */
-export async function listWebhooks(side: NotificationSide, page: Page) {
-  await side.webhooks.catchUp();
+export async function listWebhooks(deps: NotificationDeps, page: Page) {
+  await deps.webhooks.catchUp();
   const filter: Filter = { deleted: false };
   if (page.cursor) {
     filter._id = { $gt: decodeCursor(page.cursor, WebhookPosition).after };
@@ -31,7 +31,7 @@ export async function listWebhooks(side: NotificationSide, page: Page) {
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find(filter, { sort: { _id: 1 }, limit: page.limit + 1 });
-  const now = side.clock.now().getTime();
+  const now = deps.clock.now().getTime();
   const items = found.slice(0, page.limit).map((document) => webhookAt(document, now));
   const hasMore = found.length > page.limit;
   const last = items[items.length - 1];
@@ -47,8 +47,8 @@ export async function listDeliveries(
   deps: NotificationDeps,
   request: Page & { webhookId: number; status?: DeliveryStatus[] | undefined },
 ) {
-  await getWebhook(side, request.webhookId);
-  await deliveryHistory(side);
+  await getWebhook(deps, request.webhookId);
+  await deliveryHistory(deps);
   const filter: Filter = { webhookId: request.webhookId };
   if (request.status?.length) filter.status = { $in: request.status };
   if (request.cursor) {
