@@ -7,8 +7,9 @@ import {
   RemoteError,
   type RpcDefinition,
 } from "@cheese/messaging";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { address, eventually, fakeCatalogue, newBroker, orderingOn } from "./support.ts";
+import { address, fakeCatalogue, newBroker, orderingOn } from "./support.ts";
 
 const operator = { customerId: null, ownerId: "client:ops" };
 const everyone = { kind: "operator" as const, customerId: null };
@@ -96,7 +97,7 @@ describe("the ordering service over its bus", () => {
     catalogue.add(111);
     const { order } = await place([{ cheeseId: 111, quantity: 1 }]);
     expect(order.status).toBe("placed");
-    await eventually(async () => expect(await statusOf(order.id)).toBe("approved"));
+    await expect.poll(() => statusOf(order.id)).toBe("approved");
   });
 
   it("publishes every transition with the order, its customer and the shipping details", async () => {
@@ -105,29 +106,30 @@ describe("the ordering service over its bus", () => {
       fields: { items: [{ cheeseId: 121, quantity: 2 }], shippingAddress: address, notes: null },
       owner: { customerId: 42, ownerId: "cust:42" },
     });
-    await eventually(async () => expect(await statusOf(order.id)).toBe("approved"));
+    await expect.poll(() => statusOf(order.id)).toBe("approved");
     const shipment = { carrier: "DHL", trackingNumber: "JD1", estimatedDelivery: "2030-01-01T00:00:00Z" };
     await call("shipOrder", { orderId: order.id, actor: operatorClient, ...shipment });
     await call("deliverOrder", { orderId: order.id, actor: operatorClient });
     const second = (await place([{ cheeseId: 121, quantity: 1 }])).order;
     await call("cancelOrder", { orderId: second.id, actor: everyone });
 
-    await eventually(() => {
-      const ofOrder = published.filter((e) => e.payload.order.id === order.id);
-      expect(ofOrder.map((e) => [e.subject, e.payload.order.status, e.payload.customerId])).toEqual([
+    const ofOrder = () => published.filter((e) => e.payload.order.id === order.id);
+    await expect
+      .poll(() => ofOrder().map((e) => [e.subject, e.payload.order.status, e.payload.customerId]))
+      .toEqual([
         [orderingEvents.orderPlaced.subject, "placed", 42],
         [orderingEvents.orderApproved.subject, "approved", 42],
         [orderingEvents.orderShipped.subject, "shipped", 42],
         [orderingEvents.orderDelivered.subject, "delivered", 42],
       ]);
-      expect(ofOrder.every((e) => e.payload.order.total === 25)).toBe(true);
-      expect(ofOrder[2]?.payload).toMatchObject(shipment);
-      expect(ofOrder[0]?.payload).not.toHaveProperty("ownerId");
-      const cancelled = published.find(
+    expect(ofOrder().every((e) => e.payload.order.total === 25)).toBe(true);
+    expect(ofOrder()[2]?.payload).toMatchObject(shipment);
+    expect(ofOrder()[0]?.payload).not.toHaveProperty("ownerId");
+    const cancelled = () =>
+      published.find(
         (e) => e.payload.order.id === second.id && e.subject === orderingEvents.orderCancelled.subject,
-      );
-      expect(cancelled?.payload).toMatchObject({ customerId: null, reason: expect.any(String) });
-    });
+      )?.payload;
+    await expect.poll(cancelled).toMatchObject({ customerId: null, reason: expect.any(String) });
   });
 
   it("places one order for concurrent repeats of an idempotency key, and 409s another body", async () => {
@@ -158,9 +160,9 @@ describe("the ordering service over its bus", () => {
     expect(await count()).toBe(0);
     const a = (await place([{ cheeseId: 141, quantity: 1 }])).order;
     const b = (await place([{ cheeseId: 141, quantity: 1 }])).order;
-    await eventually(async () =>
-      expect([await statusOf(a.id), await statusOf(b.id)]).toEqual(["approved", "approved"]),
-    );
+    await expect
+      .poll(async () => [await statusOf(a.id), await statusOf(b.id)])
+      .toEqual(["approved", "approved"]);
     expect(await count()).toBe(2);
     await call("shipOrder", {
       orderId: a.id,
@@ -204,7 +206,7 @@ describe("the ordering service's process manager", () => {
       const status = async (orderId: number) =>
         (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
           .status;
-      await eventually(async () => expect(await status(doomed.id)).toBe("cancelled"));
+      await expect.poll(() => status(doomed.id)).toBe("cancelled");
       expect(await status(kept.id)).toBe("placed");
     } finally {
       await running.service.stop();
@@ -237,8 +239,8 @@ describe("the ordering service's process manager", () => {
       const status = async (orderId: number) =>
         (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
           .status;
-      await eventually(async () => expect(await status(sold.id)).toBe("cancelled"));
-      await eventually(async () => expect(await status(kept.id)).toBe("approved"));
+      await expect.poll(() => status(sold.id)).toBe("cancelled");
+      await expect.poll(() => status(kept.id)).toBe("approved");
     } finally {
       await running.service.stop();
       await catalogue.close();
@@ -250,7 +252,8 @@ describe("the ordering service's process manager", () => {
     const broker = newBroker();
     const catalogue = fakeCatalogue(broker);
     const bus = broker.connect("test");
-    const first = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" });
+    const clock = new ManualClock();
+    const first = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" }, undefined, clock);
     catalogue.add(1);
     const { order } = await callRpc(
       bus,
@@ -263,7 +266,7 @@ describe("the ordering service's process manager", () => {
     );
     await first.service.stop();
     catalogue.setDown(true);
-    const second = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" }, first.dataDir);
+    const second = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" }, first.dataDir, clock);
     try {
       const status = async () =>
         (
@@ -274,10 +277,15 @@ describe("the ordering service's process manager", () => {
             { timeoutMs: 5000 },
           )
         ).order.status;
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      // The review falls due, asks the catalogue, which is down: the order stays placed.
+      const asked = catalogue.asked();
+      await clock.advance(300);
+      await expect.poll(() => catalogue.asked()).toBeGreaterThan(asked);
       expect(await status()).toBe("placed");
+      // The retry comes a second later, and the catalogue answers now.
       catalogue.setDown(false);
-      await eventually(async () => expect(await status()).toBe("approved"));
+      await clock.advance(1000);
+      await expect.poll(() => status()).toBe("approved");
     } finally {
       await second.service.stop();
       await catalogue.close();

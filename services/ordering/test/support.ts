@@ -7,7 +7,7 @@ import {
   RemoteError,
   serveRpc,
 } from "@cheese/messaging";
-import { createLogger, type RunningService } from "@cheese/service-kit";
+import { type Clock, createLogger, type RunningService } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { start } from "../src/main.ts";
 
@@ -18,12 +18,14 @@ import { start } from "../src/main.ts";
 export function fakeCatalogue(broker: InProcessBroker) {
   const cheeses = new Map<number, Cheese>();
   let down = false;
+  let asked = 0;
   const bus = broker.connect("catalogue");
   const served: Closable = serveRpc(
     bus,
     catalogueRpc.getCheese,
     { queue: "catalogue" },
     async ({ cheeseId }) => {
+      asked++;
       if (down)
         throw new RemoteError({ status: 503, type: "service_unavailable", message: "catalogue down" });
       const cheese = cheeses.get(cheeseId);
@@ -43,6 +45,8 @@ export function fakeCatalogue(broker: InProcessBroker) {
     setDown(value: boolean) {
       down = value;
     },
+    /** How many lookups it has answered (or refused, while down). */
+    asked: () => asked,
     close: () => served.close(),
   };
 }
@@ -52,11 +56,13 @@ export async function orderingOn(
   broker: InProcessBroker,
   env: Record<string, string> = {},
   dataDir = tempDir("ordering"),
+  clock?: Clock,
 ): Promise<{ service: RunningService; dataDir: { path: string; remove: () => void } }> {
   const service = await start({
     env: { DATA_DIR: dataDir.path, LOG_LEVEL: "silent", ORDER_AUTO_APPROVE_DELAY: "0s", ...env },
     bus: broker.connect("ordering"),
     logger: createLogger("ordering-test", "silent"),
+    ...(clock ? { clock } : {}),
   });
   return { service, dataDir };
 }
@@ -66,15 +72,3 @@ export function newBroker(): InProcessBroker {
 }
 
 export const address = { street: "1 Rue du Lait", city: "Meaux", country: "FR" };
-
-export async function eventually(check: () => void | Promise<void>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}

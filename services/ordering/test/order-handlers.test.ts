@@ -1,0 +1,149 @@
+import { orderingRpc } from "@cheese/contracts";
+import { createLogger } from "@cheese/service-kit";
+import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OrderEvent } from "../src/domain/order.ts";
+import { createReviewScheduler } from "../src/handlers/order-review.ts";
+import { orderingService } from "../src/main.ts";
+import { address, fakeCatalogue, newBroker } from "./support.ts";
+
+const HOUR = 3_600_000;
+const placedAt = "2026-11-22T10:00:00.000Z";
+const customer = { kind: "customer" as const, customerId: 42 };
+const operatorClient = { kind: "client" as const, customerId: null };
+const fields = (cheeseId: number) => ({
+  items: [{ cheeseId, quantity: 2 }],
+  shippingAddress: address,
+  notes: null,
+});
+
+/** Given events, when an RPC, then its reply and the events it appended (ORDER_AUTO_APPROVE_DELAY=1h). */
+describe("ordering's handlers", () => {
+  const broker = newBroker();
+  const catalogue = fakeCatalogue(broker);
+  let spec: ServiceSpec;
+  beforeAll(async () => {
+    spec = await serviceSpec(orderingService, {
+      broker,
+      start: placedAt,
+      env: { ORDER_AUTO_APPROVE_DELAY: "1h" },
+    });
+    catalogue.add(5, { name: "Comté", pricePerKg: 12.5 });
+  });
+  afterAll(async () => {
+    await spec.stop();
+    await catalogue.close();
+  });
+
+  const placed = (orderId: number): OrderEvent => ({
+    type: "OrderPlaced",
+    data: {
+      order: {
+        id: orderId,
+        items: [{ cheeseId: 5, cheeseName: "Comté", quantity: 2, pricePerKg: 12.5 }],
+        shippingAddress: address,
+        status: "placed",
+        notes: null,
+        total: 25,
+        shipDate: null,
+        createdAt: placedAt,
+        updatedAt: placedAt,
+      },
+      customerId: 42,
+      ownerId: "cust:42",
+    },
+  });
+  const approved = (orderId: number): OrderEvent => {
+    const { order, customerId } = placed(orderId).data;
+    return { type: "OrderApproved", data: { order: { ...order, status: "approved" }, customerId } };
+  };
+
+  it("places an order priced from the catalogue, at the clock's time", async () => {
+    const { order } = await spec
+      .given()
+      .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
+      .then({ reply: { order: { status: "placed", total: 25, createdAt: placedAt } } });
+    expect(await spec.store.readStream(`order-${order.id}`)).toMatchObject([
+      { type: "OrderPlaced", data: placed(order.id).data },
+    ]);
+  });
+
+  it("refuses lines the catalogue cannot sell, naming each, and places nothing", async () => {
+    await spec
+      .given()
+      .when(orderingRpc.placeOrder, { fields: fields(404), owner: { customerId: 42, ownerId: "cust:42" } })
+      .thenRefuses({
+        status: 422,
+        errors: [{ field: "items[0].cheeseId", message: "cheese 404 does not exist" }],
+      });
+  });
+
+  it("ships an approved order for an operator client, and refuses a customer (403) whatever the order", async () => {
+    const shipment = { carrier: "DHL", trackingNumber: "JD1", estimatedDelivery: "2030-01-01T00:00:00Z" };
+    await spec
+      .given({ "order-900": [placed(900), approved(900)] })
+      .when(orderingRpc.shipOrder, { orderId: 900, actor: customer, ...shipment })
+      .thenRefuses({ status: 403, type: "forbidden" });
+    await spec
+      .given()
+      .when(orderingRpc.shipOrder, { orderId: 900, actor: operatorClient, ...shipment })
+      .then({
+        reply: { order: { id: 900, status: "shipped", shipDate: placedAt } },
+        events: {
+          "order-900": [
+            {
+              type: "OrderShipped",
+              data: {
+                order: {
+                  ...approved(900).data.order,
+                  status: "shipped",
+                  shipDate: placedAt,
+                  updatedAt: placedAt,
+                },
+                customerId: 42,
+                ...shipment,
+              },
+            },
+          ],
+        },
+      });
+  });
+
+  it("keeps an order placed until the delay has passed, then approves it", async () => {
+    const { order } = await spec
+      .given()
+      .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
+      .then({});
+    const status = async () =>
+      (await spec.call(orderingRpc.getOrder, { orderId: order.id, actor: customer })).order.status;
+    await spec.clock.advance(HOUR - 1);
+    expect(await status()).toBe("placed");
+    await spec.clock.advance(1);
+    await expect.poll(status).toBe("approved");
+  });
+});
+
+describe("the review schedule", () => {
+  it("reviews an order exactly when its delay has passed, not a millisecond before", async () => {
+    const clock = new ManualClock(placedAt);
+    const reviewed: number[] = [];
+    const reviews = createReviewScheduler({
+      delayMs: HOUR,
+      review: async (orderId) => {
+        reviewed.push(orderId);
+      },
+      clock,
+      logger: createLogger("test", "silent"),
+    });
+    reviews.schedule(7, placedAt);
+    reviews.schedule(8, new Date(Date.parse(placedAt) + 10).toISOString());
+    await clock.advance(HOUR - 1);
+    expect(reviewed).toEqual([]);
+    await clock.advance(1);
+    expect(reviewed).toEqual([7]);
+    reviews.forget(8);
+    await clock.advance(HOUR);
+    expect(reviewed).toEqual([7]);
+    await reviews.close();
+  });
+});
