@@ -117,7 +117,7 @@ export interface ServiceSpecOptions {
  * await spec
  *   .given({ "cheese-7": [added] })
  *   .when(catalogueRpc.updateCheese, { cheeseId: 7, changes: { status: "sold" } })
- *   .then({ reply: { revision: 2 }, events: { "cheese-7": [updated, statusChanged] } });
+ *   .thenReturns({ reply: { revision: 2 }, events: { "cheese-7": [updated, statusChanged] } });
  * ```
  */
 export async function serviceSpec<C extends BaseConfig>(
@@ -186,7 +186,9 @@ export class ServiceSpec {
       );
       const appended: Record<string, DomainEvent[]> = {};
       for await (const event of this.store.readAll(from === -1 ? {} : { after: from })) {
-        (appended[event.streamName] ??= []).push({ type: event.type, data: event.data });
+        const events = appended[event.streamName] ?? [];
+        events.push({ type: event.type, data: event.data });
+        appended[event.streamName] = events;
       }
       return { reply, appended };
     })();
@@ -195,7 +197,7 @@ export class ServiceSpec {
        * The reply matches `reply` (a partial match, as `toMatchObject`), and each stream named in
        * `events` got exactly these new events. Resolves to the reply.
        */
-      then: async (expected: { reply?: unknown; events?: Given }): Promise<z.output<Res>> => {
+      thenReturns: async (expected: { reply?: unknown; events?: Given }): Promise<z.output<Res>> => {
         const { reply, appended } = await outcome;
         if (!reply.ok) throw reply.error;
         if (expected.reply !== undefined) expect(reply.value).toMatchObject(expected.reply as object);

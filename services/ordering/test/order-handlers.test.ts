@@ -62,7 +62,7 @@ describe("ordering's handlers", () => {
     const { order } = await spec
       .given()
       .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
-      .then({ reply: { order: { status: "placed", total: 25, createdAt: placedAt } } });
+      .thenReturns({ reply: { order: { status: "placed", total: 25, createdAt: placedAt } } });
     expect(await spec.store.readStream(`order-${order.id}`)).toMatchObject([
       { type: "OrderPlaced", data: placed(order.id).data },
     ]);
@@ -87,7 +87,7 @@ describe("ordering's handlers", () => {
     await spec
       .given()
       .when(orderingRpc.shipOrder, { orderId: 900, actor: operatorClient, ...shipment })
-      .then({
+      .thenReturns({
         reply: { order: { id: 900, status: "shipped", shipDate: placedAt } },
         events: {
           "order-900": [
@@ -113,7 +113,7 @@ describe("ordering's handlers", () => {
     const { order } = await spec
       .given()
       .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
-      .then({});
+      .thenReturns({});
     const status = async () =>
       (await spec.call(orderingRpc.getOrder, { orderId: order.id, actor: customer })).order.status;
     await spec.clock.advance(HOUR - 1);
