@@ -140,6 +140,8 @@ export async function rotateSecret(
 
 /** Deletes a registration; its deliveries still waiting or dead-lettered are cancelled. */
 export async function deleteWebhook(deps: NotificationDeps, webhookId: number, context: HandlerContext) {
+  // Still loading the history: 503 before anything changed, so a retry finds the registration.
+  await deliveryHistory(deps);
   const now = iso(deps);
   const metadata = contextMetadata(context);
   await handleCommand(
@@ -149,7 +151,7 @@ export async function deleteWebhook(deps: NotificationDeps, webhookId: number, c
     { type: "Delete", webhookId, now },
     { metadata },
   );
-  await deliveryHistory(deps);
+  await deps.deliveries.catchUp();
   const waiting = await deps.readModels
     .collection<DeliveryDocument>(DELIVERIES)
     .find({ webhookId, status: { $in: ["pending", "retry_scheduled", "dead_lettered"] } });
