@@ -82,7 +82,7 @@ function managedWebhooks(env: Record<string, string>) {
 describe("webhooks managed in place, with two notification replicas", () => {
   const { context, api, register, sendTest, deliveries, webhook, requestsFor, expectOneRequestPerAttempt } =
     managedWebhooks({
-      WEBHOOK_RETRY_DELAYS: `0${",150ms".repeat(11)}`,
+      WEBHOOK_RETRY_DELAYS: `0${",150ms".repeat(19)}`,
       WEBHOOK_REPLAY_MAX: "5",
     });
 
@@ -270,7 +270,7 @@ describe("webhooks managed in place, with two notification replicas", () => {
 describe("a failing endpoint disabled, with two notification replicas", () => {
   const { context, api, register, sendTest, deliveries, webhook, expectOneRequestPerAttempt } =
     managedWebhooks({
-      WEBHOOK_RETRY_DELAYS: `0${",250ms".repeat(15)}`,
+      WEBHOOK_RETRY_DELAYS: `0${",250ms".repeat(19)}`,
       WEBHOOK_DISABLE_AFTER: "1s",
     });
 
