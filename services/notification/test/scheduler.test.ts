@@ -110,8 +110,10 @@ describe("delivery scheduler with an injected clock", () => {
       attempt: number;
     };
 
-  /** Advances the clock and lets the scheduler act on what became due. */
+  /** Lets the scheduler finish what it does, advances the clock, and lets it act on what became due. */
   const advance = async (scheduler: DeliveryScheduler, ms: number) => {
+    // What is in flight is recorded at the current time first, so its next due time counts from it.
+    await scheduler.settle();
     await clock.advance(ms);
     await scheduler.settle();
   };
