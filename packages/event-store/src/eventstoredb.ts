@@ -11,10 +11,12 @@ import {
   type JSONType,
   jsonEvent,
   NO_STREAM,
+  type Position,
   type ReadPosition,
   START,
   STREAM_EXISTS,
   StreamDeletedError,
+  type StreamingRead,
   StreamNotFoundError,
   streamNameFilter,
   WrongExpectedVersionError,
@@ -31,27 +33,128 @@ import {
 } from "./port.ts";
 
 export interface EventStoreDbOptions {
-  /** For example `esdb://localhost:2113?tls=false`. */
+  /** For example `esdb://localhost:2113?tls=false`, or with credentials and a CA (see docs/operations.md). */
   connectionString: string;
+  /** How long ping() waits for the server before answering false. Default 2 s. */
+  pingTimeoutMs?: number;
+  /** Longest pause before resuming a subscription the server ended; the first resume is at once. */
+  resumeDelayMaxMs?: number;
 }
 
+/**
+ * $all is read in pages so that every call ends by itself (the server's maxCount), starting small
+ * (a catch-up scans a few events) and growing for long reads.
+ */
+const FIRST_PAGE = 32;
+const LARGEST_PAGE = 4_096;
+/**
+ * A filtered subscription gets a checkpoint from the server after every this many events of $all
+ * (ours or not): the server's search window times the checkpoint interval multiplier (1).
+ */
+export const CHECKPOINT_EVERY = 32;
+/** soft delete sets truncate-before to long.MaxValue, which JSON turns into ~9.2e18. */
+const DELETED = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The EventStoreDB adapter, on the official gRPC client. Things the client leaves to its caller,
+ * each handled here (docs/operations.md lists how each was verified):
+ * - A read whose consumer stops early must be cancelled, or its HTTP/2 stream stays open (the
+ *   server allows ~100 per connection); every read goes through `track()`.
+ * - Read calls carry `deadline: Infinity`, which overrides any deadline passed in; ping() keeps
+ *   its own timer and cancels.
+ * - Soft delete only sets truncate-before: $all and subscriptions still carry the deleted
+ *   events until a scavenge, so both skip them here (see `Deletions`).
+ * - A subscription the server ends cleanly (OK status) just ends; it is resumed here.
+ */
 export function createEventStoreDbStore(options: EventStoreDbOptions): EventStore {
   const client = EventStoreDBClient.connectionString(options.connectionString);
+  const pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
   const subscriptions = new Set<Subscription>();
+  let openReads = 0;
+
+  /**
+   * Iterates one read call and ends it, whatever way the iteration stops: the client ends the
+   * call only on cancel(); breaking out of the iteration just destroys the Node stream on top.
+   * With a timeout, a call the server does not finish in time is cancelled and rejects.
+   */
+  async function* track<T>(reading: StreamingRead<T>, timeoutMs?: number): AsyncGenerator<T> {
+    openReads += 1;
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            void reading
+              .cancel()
+              .catch(() => {})
+              .finally(() =>
+                reading.destroy(new Error(`EventStoreDB did not answer within ${timeoutMs} ms`)),
+              );
+          }, timeoutMs);
+    try {
+      yield* reading;
+    } finally {
+      clearTimeout(timer);
+      // Harmless on a call that already ended; required on one that did not.
+      await reading.cancel().catch(() => {});
+      reading.destroy();
+      openReads -= 1;
+    }
+  }
 
   async function lastRevision(streamName: string): Promise<number | "no_stream"> {
     try {
-      for await (const resolved of client.readStream(streamName, {
-        direction: BACKWARDS,
-        fromRevision: END,
-        maxCount: 1,
-      })) {
+      const reading = client.readStream(streamName, { direction: BACKWARDS, fromRevision: END, maxCount: 1 });
+      for await (const resolved of track(reading)) {
         if (resolved.event) return Number(resolved.event.revision);
       }
       return "no_stream";
     } catch (error) {
       if (error instanceof StreamNotFoundError) return "no_stream";
       throw error;
+    }
+  }
+
+  /** The newest metadata of a stream, as a deletion mark (undefined when it has none). */
+  async function deletionOf(streamName: string): Promise<DeletionMark | undefined> {
+    try {
+      const reading = client.readStream(`$$${streamName}`, {
+        direction: BACKWARDS,
+        fromRevision: END,
+        maxCount: 1,
+      });
+      for await (const resolved of track(reading)) {
+        if (resolved.event) return deletionMark(resolved.event);
+      }
+      return undefined;
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  /** Pages of $all after `from` (exclusive), system events included, each page one finished call. */
+  async function* pagesOfAll(from: number | undefined, direction: "forwards" | "backwards") {
+    let cursor = from;
+    let size = FIRST_PAGE;
+    for (;;) {
+      const page: DbRecordedEvent[] = [];
+      const reading = client.readAll({
+        direction: direction === "forwards" ? "forwards" : BACKWARDS,
+        fromPosition:
+          cursor === undefined ? (direction === "forwards" ? START : END) : toReadPosition(cursor),
+        maxCount: size,
+      });
+      for await (const resolved of track(reading)) if (resolved.event) page.push(resolved.event);
+      // Reading from a position includes the event there; ours is exclusive.
+      const fresh = page.filter(
+        (event) =>
+          cursor === undefined ||
+          (direction === "forwards" ? positionOf(event) > cursor : positionOf(event) < cursor),
+      );
+      yield fresh;
+      if (page.length < size || fresh.length === 0) return;
+      cursor = positionOf(page[page.length - 1]!);
+      size = Math.min(size * 2, LARGEST_PAGE);
     }
   }
 
@@ -81,11 +184,12 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     async readStream(streamName, readOptions = {}) {
       const events: RecordedEvent[] = [];
       try {
+        // The server applies truncate-before here, so a deleted stream's events never come back.
         const reading = client.readStream(streamName, {
           fromRevision: BigInt(readOptions.fromRevision ?? 0),
           ...(readOptions.maxCount === undefined ? {} : { maxCount: readOptions.maxCount }),
         });
-        for await (const resolved of reading) {
+        for await (const resolved of track(reading)) {
           if (resolved.event) events.push(toRecorded(resolved.event));
         }
       } catch (error) {
@@ -97,35 +201,49 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     },
 
     async *readAll(readOptions = {}) {
-      const after = readOptions.after;
+      const { after, categories } = readOptions;
+      const until = readOptions.until ?? Number.POSITIVE_INFINITY;
+      const wanted = categories ? new Set(categories) : undefined;
       let remaining = readOptions.maxCount ?? Number.POSITIVE_INFINITY;
-      if (remaining <= 0) return;
-      // maxCount is applied here, not by the server: $all also holds system events we skip.
-      for await (const resolved of client.readAll({ fromPosition: toReadPosition(after) })) {
-        const event = resolved.event;
-        if (!event || isSystemEvent(event)) continue;
-        const recorded = toRecorded(event);
-        // Reading $all from a position includes the event at that position; ours is exclusive.
-        if (after !== undefined && recorded.position <= after) continue;
-        yield recorded;
-        remaining -= 1;
-        if (remaining <= 0) return;
+      if (remaining <= 0 || wanted?.size === 0) return;
+      // Deletion marks as they are now, looked up once per stream met (see `Deletions`).
+      const marks = new Map<string, Promise<DeletionMark | undefined>>();
+      for await (const page of pagesOfAll(after !== undefined && after < 0 ? undefined : after, "forwards")) {
+        for (const event of page) {
+          const position = positionOf(event);
+          if (position > until) return;
+          if (isSystemEvent(event) || (wanted && !wanted.has(categoryOf(event.streamId)))) continue;
+          let mark = marks.get(event.streamId);
+          if (!mark) {
+            mark = deletionOf(event.streamId);
+            marks.set(event.streamId, mark);
+          }
+          if (hides(await mark, event)) continue;
+          yield toRecorded(event);
+          remaining -= 1;
+          if (remaining <= 0) return;
+        }
       }
     },
 
     async headPosition() {
-      // The newest user event: system events ($stats, projections...) are no concern of ours.
-      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: END })) {
-        if (resolved.event && !isSystemEvent(resolved.event))
-          return Number(resolved.event.position?.commit ?? -1);
+      // The newest user event: system events ($stats, projections' links...) are no concern of ours.
+      for await (const page of pagesOfAll(undefined, "backwards")) {
+        const newest = page.find((event) => !isSystemEvent(event));
+        if (newest) return positionOf(newest);
       }
       return -1;
     },
 
     subscribe(subscribeOptions) {
-      const subscription = subscribeToCategories(client, subscribeOptions, () => {
-        subscriptions.delete(subscription);
-      });
+      const subscription = subscribeToCategories(
+        client,
+        subscribeOptions,
+        options.resumeDelayMaxMs ?? 5_000,
+        () => {
+          subscriptions.delete(subscription);
+        },
+      );
       subscriptions.add(subscription);
       return subscription;
     },
@@ -151,12 +269,17 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
 
     async ping() {
       try {
-        for await (const _ of client.readAll({ maxCount: 1, deadline: 2_000 })) break;
+        const reading = client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
+        for await (const _ of track(reading, pingTimeoutMs)) {
+          // One event or none: either way the server answered.
+        }
         return true;
       } catch {
         return false;
       }
     },
+
+    openReads: () => openReads,
 
     async close() {
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
@@ -167,47 +290,93 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
 }
 
 /**
- * Catch-up subscription to $all filtered server-side by stream prefix `<category>-`. Events are
- * pulled one at a time with read() so the handler runs strictly one after another, and so we
- * know exactly how many events came before the server's caught-up marker.
+ * Where a stream's deletion leaves its events, from its newest `$metadata` event (in `$$stream`).
+ * Soft delete writes truncate-before = long.MaxValue; the next append to the stream makes the
+ * server write truncate-before = first new revision, after the new events. So: with the maximum,
+ * every event older than the mark is gone; otherwise every revision below it.
  */
-function subscribeToCategories(
-  client: EventStoreDBClient,
-  { categories, after, handler, onCaughtUp, onError }: SubscribeOptions,
-  onStopped: () => void,
-): Subscription {
-  const wanted = new Set(categories);
-  let closed = false;
-  if (categories.length === 0) {
-    queueMicrotask(() => onCaughtUp?.());
-    onStopped();
-    return { close: async () => {} };
-  }
-  const stream: AllStreamSubscription = client.subscribeToAll({
-    fromPosition: toReadPosition(after),
-    filter: streamNameFilter({ prefixes: categories.map((category) => `${category}-`) }),
-  });
+interface DeletionMark {
+  truncateBefore: number;
+  position: number;
+}
 
-  let taken = 0;
-  let handled = 0;
-  let caughtUpAt: number | undefined;
-  let caughtUpCalled = false;
-  const maybeCaughtUp = () => {
-    if (!caughtUpCalled && caughtUpAt !== undefined && handled >= caughtUpAt && !closed) {
-      caughtUpCalled = true;
-      onCaughtUp?.();
+function deletionMark(event: DbRecordedEvent): DeletionMark {
+  let data: unknown = event.data;
+  if (data instanceof Uint8Array) {
+    try {
+      data = JSON.parse(Buffer.from(data).toString("utf8"));
+    } catch {
+      data = undefined;
     }
-  };
-  stream.on("caughtUp", () => {
-    // Events already received but not yet handled came before the marker.
-    caughtUpAt ??= taken + stream.readableLength;
-    maybeCaughtUp();
-  });
+  }
+  const tb = (data as { $tb?: unknown } | undefined)?.$tb;
+  return { truncateBefore: typeof tb === "number" ? tb : 0, position: positionOf(event) };
+}
 
+function hides(mark: DeletionMark | undefined, event: DbRecordedEvent): boolean {
+  if (!mark) return false;
+  if (mark.truncateBefore >= DELETED) return positionOf(event) < mark.position;
+  return Number(event.revision) < mark.truncateBefore;
+}
+
+const isMetadataEvent = (event: DbRecordedEvent) =>
+  event.streamId.startsWith("$$") && event.type === "$metadata";
+
+/** Which of `categories`' streams are deleted, as seen from $all after `from`. */
+class Deletions {
+  private readonly marks = new Map<string, DeletionMark>();
+
+  /** Keeps the newer of what it knew and `event`, a `$metadata` event of `$$<stream>`. */
+  note(event: DbRecordedEvent): void {
+    const stream = event.streamId.slice(2);
+    const mark = deletionMark(event);
+    const known = this.marks.get(stream);
+    if (!known || known.position < mark.position) this.marks.set(stream, mark);
+  }
+
+  hides(event: DbRecordedEvent): boolean {
+    return hides(this.marks.get(event.streamId), event);
+  }
+}
+
+type FeedItem =
+  | { kind: "event"; event: DbRecordedEvent }
+  | { kind: "caughtUp" }
+  | { kind: "checkpoint"; position: number }
+  | { kind: "end" };
+
+/**
+ * One subscription call as a sequence of items in the order the server sent them: events, the
+ * caught-up marker, checkpoints, then "end" if the server closes the call cleanly. Errors throw.
+ */
+function openFeed(
+  client: EventStoreDBClient,
+  from: number | undefined,
+  prefixes: string[],
+): { next(): Promise<FeedItem>; close(): Promise<void> } {
+  let taken = 0;
+  // Markers come as callbacks while the events before them may still sit in the stream's buffer:
+  // each is queued with the number of events that precede it.
+  const markers: Array<{ at: number; item: FeedItem }> = [];
+  const mark = (item: FeedItem) => {
+    markers.push({ at: taken + stream.readableLength, item });
+    wake?.();
+  };
+  const stream: AllStreamSubscription = client.subscribeToAll({
+    fromPosition: toReadPosition(from),
+    filter: streamNameFilter({
+      prefixes,
+      maxSearchWindow: CHECKPOINT_EVERY,
+      checkpointInterval: 1,
+      checkpointReached: (_subscription: AllStreamSubscription, position: Position) =>
+        mark({ kind: "checkpoint", position: Number(position.commit) }),
+    }),
+  });
   let wake: (() => void) | undefined;
   let failure: Error | undefined;
   let ended = false;
   const signal = () => wake?.();
+  stream.on("caughtUp", () => mark({ kind: "caughtUp" }));
   stream.on("readable", signal);
   stream.on("end", () => {
     ended = true;
@@ -217,27 +386,152 @@ function subscribeToCategories(
     failure = error;
     signal();
   });
-
-  const run = async () => {
-    while (!closed) {
-      if (failure) throw failure;
-      const resolved: AllStreamResolvedEvent | null = stream.read();
-      if (resolved === null) {
-        if (ended) return;
+  let closed = false;
+  return {
+    async next() {
+      for (;;) {
+        if (closed) return { kind: "end" };
+        if (markers.length > 0 && markers[0]!.at <= taken) return markers.shift()!.item;
+        if (failure) throw failure;
+        const resolved: AllStreamResolvedEvent | null = stream.read();
+        if (resolved !== null) {
+          taken += 1;
+          if (resolved.event) return { kind: "event", event: resolved.event };
+          continue;
+        }
+        if (ended) return { kind: "end" };
         await new Promise<void>((resolve) => {
           wake = resolve;
         });
         wake = undefined;
-        continue;
       }
-      taken += 1;
-      const event = resolved.event;
-      if (event && !isSystemEvent(event) && wanted.has(categoryOf(event.streamId))) {
-        const recorded = toRecorded(event);
-        if (after === undefined || recorded.position > after) await handler(recorded);
+    },
+    async close() {
+      closed = true;
+      wake?.();
+      await stream.unsubscribe().catch(() => {});
+      stream.destroy();
+    },
+  };
+}
+
+/**
+ * Catch-up subscription to $all filtered server-side to the streams `<category>-*` and their
+ * metadata streams `$$<category>-*`. Before it starts, a first pass over the same range collects
+ * the deletions (metadata events) that lie ahead, so events of streams deleted later are not
+ * delivered; metadata events met on the way keep that knowledge current. Events are pulled one at
+ * a time so the handler runs strictly one after another. When the server ends the call cleanly,
+ * the subscription resumes from the last position it passed.
+ */
+function subscribeToCategories(
+  client: EventStoreDBClient,
+  { categories, after, handler, onCaughtUp, onCheckpoint, onError }: SubscribeOptions,
+  resumeDelayMaxMs: number,
+  onStopped: () => void,
+): Subscription {
+  const wanted = new Set(categories);
+  let closed = false;
+  if (categories.length === 0) {
+    queueMicrotask(() => onCaughtUp?.());
+    onStopped();
+    return { close: async () => {} };
+  }
+  const prefixes = categories.flatMap((category) => [`${category}-`, `$$${category}-`]);
+  const deletions = new Deletions();
+  let feed: ReturnType<typeof openFeed> | undefined;
+  let wakeFromPause: (() => void) | undefined;
+  /** The last position passed: delivered, skipped or checkpointed. Resuming starts after it. */
+  let passed = after !== undefined && after >= 0 ? after : undefined;
+  let checkpointed = passed ?? -1;
+  let caughtUpCalled = false;
+
+  const checkpoint = (position: number) => {
+    if (position > checkpointed) {
+      checkpointed = position;
+      onCheckpoint?.(position);
+    }
+  };
+
+  /** Reads the deletions ahead of `from`, up to where the server is now. */
+  const scanDeletions = async (from: number | undefined) => {
+    const scan = openFeed(
+      client,
+      from,
+      categories.map((category) => `$$${category}-`),
+    );
+    feed = scan;
+    try {
+      for (;;) {
+        const item = await scan.next();
+        if (item.kind === "caughtUp" || item.kind === "end" || closed) return;
+        if (item.kind === "event" && isMetadataEvent(item.event)) deletions.note(item.event);
       }
-      handled += 1;
-      maybeCaughtUp();
+    } finally {
+      await scan.close();
+    }
+  };
+
+  const session = async (): Promise<boolean> => {
+    feed = openFeed(client, passed, prefixes);
+    let progressed = false;
+    for (;;) {
+      const item = await feed.next();
+      if (closed) return progressed;
+      switch (item.kind) {
+        case "end":
+          return progressed;
+        case "caughtUp":
+          if (!caughtUpCalled) {
+            caughtUpCalled = true;
+            onCaughtUp?.();
+          }
+          break;
+        case "checkpoint":
+          progressed = true;
+          if (passed === undefined || item.position > passed) passed = item.position;
+          checkpoint(item.position);
+          break;
+        case "event": {
+          progressed = true;
+          const { event } = item;
+          const position = positionOf(event);
+          if (passed !== undefined && position <= passed) break;
+          if (isMetadataEvent(event)) {
+            deletions.note(event);
+          } else if (!isSystemEvent(event) && wanted.has(categoryOf(event.streamId))) {
+            if (deletions.hides(event)) {
+              passed = position;
+              checkpoint(position);
+              break;
+            }
+            await handler(toRecorded(event));
+          }
+          passed = position;
+          break;
+        }
+      }
+    }
+  };
+
+  const run = async () => {
+    await scanDeletions(passed);
+    let pause = 0;
+    while (!closed) {
+      const progressed = await session();
+      await feed?.close();
+      if (closed) return;
+      // Ended by the server: resume at once, then back off while resumed calls end empty.
+      pause = progressed ? 0 : Math.min(resumeDelayMaxMs, Math.max(100, pause * 2));
+      if (pause > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pause);
+          wakeFromPause = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wakeFromPause = undefined;
+      }
     }
   };
 
@@ -247,14 +541,15 @@ function subscribeToCategories(
     })
     .finally(async () => {
       closed = true;
-      await stream.unsubscribe().catch(() => {});
+      await feed?.close();
       onStopped();
     });
 
   return {
     async close() {
       closed = true;
-      wake?.();
+      wakeFromPause?.();
+      await feed?.close();
       await done;
     },
   };
@@ -272,6 +567,10 @@ function toReadPosition(after: number | undefined): ReadPosition {
   if (after === undefined || after < 0) return START;
   // Since 20.x a single-stream append has equal commit and prepare positions.
   return { commit: BigInt(after), prepare: BigInt(after) };
+}
+
+function positionOf(event: DbRecordedEvent): number {
+  return event.position ? Number(event.position.commit) : -1;
 }
 
 function mapError(error: unknown, streamName: string, expected: ExpectedRevision): unknown {
@@ -308,7 +607,7 @@ function toRecorded(event: DbRecordedEvent): RecordedEvent {
     data: event.isJson ? event.data : Buffer.from(event.data as Uint8Array).toString("base64"),
     metadata: isPlainObject(metadata) ? (metadata as EventMetadata) : {},
     revision: Number(event.revision),
-    position: event.position ? Number(event.position.commit) : -1,
+    position: positionOf(event),
     createdAt: event.created.toISOString(),
   };
 }

@@ -63,6 +63,10 @@ export interface ReadStreamOptions {
 export interface ReadAllOptions {
   /** Return events strictly after this global position. Default: from the start. */
   after?: number;
+  /** Return no event past this global position (inclusive); the read stops there. Default: the end. */
+  until?: number;
+  /** Only events of these stream categories. Default: every category. */
+  categories?: string[];
   maxCount?: number;
 }
 
@@ -78,6 +82,17 @@ export interface SubscribeOptions {
   handler: (event: RecordedEvent) => Promise<void>;
   /** Called once the subscription has delivered everything that existed when it started. */
   onCaughtUp?: () => void;
+  /**
+   * Called now and then with a global position up to which every event of the categories has
+   * been handled (the handler's promise settled), although the events in between, of other
+   * categories, were never delivered. Lets a follower know it is current without reading what
+   * does not concern it. Positions passed are increasing.
+   */
+  onCheckpoint?: (position: number) => void;
+  /**
+   * Called when the subscription stops for good: the handler rejected, or the store failed.
+   * A feed that the store ends cleanly (a server closing the call) is resumed, not reported.
+   */
   onError?: (error: Error) => void;
 }
 
@@ -95,16 +110,28 @@ export interface EventStore {
   ): Promise<AppendResult>;
   /** Events of one stream in revision order; an empty array when the stream does not exist. */
   readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
-  /** Events of every stream in global order. */
+  /**
+   * Events of every stream in global order (deleted streams' events excluded). Stopping the
+   * iteration early (break, return, throw) releases whatever the read holds open.
+   */
   readAll(options?: ReadAllOptions): AsyncIterable<RecordedEvent>;
   /** Global position of the newest event, or -1 when the store is empty. */
   headPosition(): Promise<number>;
   /** Catch up on the given categories from a checkpoint, then follow live appends. */
   subscribe(options: SubscribeOptions): Subscription;
-  /** Deletes a stream: its events are no longer read; a later append with "no_stream" starts it again. */
+  /**
+   * Deletes a stream: its events are no longer read, by readStream, readAll or subscriptions
+   * started afterwards; a later append with "no_stream" starts it again.
+   */
   deleteStream(streamName: string, options?: { expectedRevision?: ExpectedRevision }): Promise<void>;
-  /** Answers true when the backing store is reachable. */
+  /** Answers true when the backing store is reachable; false, not a hang, when it does not answer. */
   ping(): Promise<boolean>;
+  /**
+   * How many reads (readStream, readAll, headPosition, ping) hold a call, cursor or connection
+   * slot open right now; subscriptions are not counted. Back to its previous value as soon as a
+   * read completes or its consumer stops early: a read that leaks its call shows here.
+   */
+  openReads(): number;
   close(): Promise<void>;
 }
 

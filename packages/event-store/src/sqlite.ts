@@ -91,9 +91,15 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   const selectStreamEvents = db.prepare<[string, number, number], EventRow>(
     "SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?",
   );
-  const selectAllPage = db.prepare<[number, number], EventRow>(
-    "SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?",
+  const selectAllPage = db.prepare<[number, number, number], EventRow>(
+    "SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?",
   );
+  /** The same for some categories only, through the (category, position) index. */
+  const categoriesPage = (count: number) =>
+    db.prepare<unknown[], EventRow>(
+      `SELECT * FROM events WHERE category IN (${Array(count).fill("?").join(", ")})
+       AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
+    );
   const selectHead = db.prepare<[], { head: number | null }>("SELECT max(position) AS head FROM events");
 
   /** The stream's revision as callers see it: a deleted stream does not exist. */
@@ -153,6 +159,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // max(position) for appends made by other processes on the same file.
   const waiters = new Set<() => void>();
   const subscriptions = new Set<Subscription>();
+  let openReads = 0;
   let lastSeenHead = selectHead.get()?.head ?? -1;
   let pollTimer: NodeJS.Timeout | undefined;
 
@@ -186,7 +193,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   }
 
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
-    const { categories, handler, onCaughtUp, onError } = subscribeOptions;
+    const { categories, handler, onCaughtUp, onCheckpoint, onError } = subscribeOptions;
     const placeholders = categories.map(() => "?").join(", ");
     const selectPage =
       categories.length === 0
@@ -195,6 +202,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
             `SELECT * FROM events WHERE category IN (${placeholders}) AND position > ? ORDER BY position LIMIT ?`,
           );
     let cursor = subscribeOptions.after ?? -1;
+    let checkpoint = cursor;
     let closed = false;
     let wake: (() => void) | undefined;
 
@@ -213,6 +221,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       await Promise.resolve(); // deliver nothing before subscribe() has returned
       let caughtUp = false;
       while (!closed) {
+        // The head is read before the page: anything committed in between lies above it.
+        const head = selectHead.get()?.head ?? -1;
         const page = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
         for (const row of page) {
           if (closed) return;
@@ -223,6 +233,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         if (!caughtUp && page.length < PAGE_SIZE && !closed) {
           caughtUp = true;
           onCaughtUp?.();
+        }
+        // A short page holds every event of the categories up to the head read before it.
+        if (page.length < PAGE_SIZE && head > checkpoint && !closed) {
+          checkpoint = head;
+          onCheckpoint?.(head);
         }
         // Wait only after an empty read: the read and the registration happen in the same tick, so no
         // append can slip between them unnoticed (appends made while a handler ran are read next loop).
@@ -274,13 +289,26 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
     async *readAll(readOptions = {}) {
       let cursor = readOptions.after ?? -1;
+      const until = readOptions.until ?? Number.MAX_SAFE_INTEGER;
       let remaining = readOptions.maxCount ?? Number.POSITIVE_INFINITY;
-      while (remaining > 0) {
-        const page = selectAllPage.all(cursor, Math.min(PAGE_SIZE, remaining));
-        for (const row of page) yield toRecorded(row);
-        if (page.length === 0) return;
-        remaining -= page.length;
-        cursor = page[page.length - 1]!.position;
+      const { categories } = readOptions;
+      if (categories?.length === 0) return;
+      const selectCategories = categories ? categoriesPage(categories.length) : undefined;
+      // Each page is read whole, so nothing stays open between pages; the count is of reads under way.
+      openReads += 1;
+      try {
+        while (remaining > 0) {
+          const limit = Math.min(PAGE_SIZE, remaining);
+          const page = selectCategories
+            ? selectCategories.all(...(categories ?? []), cursor, until, limit)
+            : selectAllPage.all(cursor, until, limit);
+          for (const row of page) yield toRecorded(row);
+          if (page.length < limit) return;
+          remaining -= page.length;
+          cursor = page[page.length - 1]!.position;
+        }
+      } finally {
+        openReads -= 1;
       }
     },
 
@@ -302,6 +330,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         return false;
       }
     },
+
+    openReads: () => openReads,
 
     async close() {
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));

@@ -18,6 +18,7 @@ eventStoreContract("SQLite adapter contract", async () => {
       await store.close();
       dir.remove();
     },
+    endSubscriptions: "SQLite subscriptions read the file themselves; no server can end them",
   };
 });
 

@@ -4,6 +4,7 @@ import {
   MongoClient,
   MongoServerError,
 } from "mongodb";
+import { droppedVersion, versionedName } from "./declarations.ts";
 import type { Collection, Document, Filter, FindOptions, ReadModelStore } from "./port.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
@@ -21,10 +22,38 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
   const client = await new MongoClient(options.url).connect();
   const db = client.db(options.database);
   const checkpoints = db.collection<{ _id: string; position: number }>(CHECKPOINTS);
+  /** Logical name -> physical name of the version this process runs. */
+  const physical = new Map<string, string>();
   return {
     durable: true,
     collection<T extends Document = Document>(name: string): Collection<T> {
-      return mongoCollection(db.collection<Document>(name)) as unknown as Collection<T>;
+      return mongoCollection(db.collection<Document>(physical.get(name) ?? name)) as unknown as Collection<T>;
+    },
+    async defineProjection({ name, version, collections }) {
+      const existing = await db.listCollections({}, { nameOnly: true }).toArray();
+      for (const definition of collections) {
+        const target = versionedName(definition.name, version);
+        physical.set(definition.name, target);
+        // createIndexes is idempotent: an index that exists with the same keys and options is kept.
+        if (definition.indexes.length > 0) {
+          await db.collection(target).createIndexes(
+            definition.indexes.map((index) => ({
+              key: index.keys,
+              name: indexName(index.keys),
+              ...(index.unique ? { unique: true } : {}),
+            })),
+          );
+        }
+        for (const { name: other } of existing) {
+          if (droppedVersion(other, definition.name, version))
+            await db.dropCollection(other).catch(() => false);
+        }
+      }
+      const stale = (await checkpoints.find({}, { projection: { _id: 1 } }).toArray())
+        .map((checkpoint) => checkpoint._id)
+        .filter((id) => droppedVersion(id, name, version));
+      if (stale.length > 0) await checkpoints.deleteMany({ _id: { $in: stale } });
+      return versionedName(name, version);
     },
     async getCheckpoint(projection) {
       return (await checkpoints.findOne({ _id: projection }))?.position;
@@ -46,6 +75,12 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
     },
   };
 }
+
+/** Stable index names, so re-creating an index at start finds it by name. */
+const indexName = (keys: Record<string, number>) =>
+  Object.entries(keys)
+    .map(([key, direction]) => `${key}_${direction}`)
+    .join("_");
 
 /** Matches a stored document `revision` may still be applied to. */
 const olderThan = (revision: number) => ({
@@ -113,12 +148,14 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
       // Keep a tombstone carrying the revision, so a replica replaying an older event later
       // cannot bring the document back (the same guard as upsert).
       try {
-        const result = await collection.replaceOne(
+        // "Was one there": a live document before the replacement; a tombstone over a tombstone
+        // (or an upsert over nothing) deleted nothing.
+        const before = await collection.findOneAndReplace(
           { _id: id, ...olderThan(revision) },
           { _revision: revision, _deleted: true },
-          { upsert: true },
+          { upsert: true, returnDocument: "before" },
         );
-        return result.matchedCount === 1;
+        return before !== null && before._deleted !== true;
       } catch (error) {
         if (isDuplicateKey(error)) return false;
         throw error;

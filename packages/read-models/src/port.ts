@@ -44,8 +44,60 @@ export interface Collection<T extends Document = Document> {
   deleteMany(filter: Filter): Promise<number>;
 }
 
+/** An index: keys in order, as MongoDB's createIndex takes them. */
+export interface IndexDefinition {
+  keys: Sort;
+  unique?: boolean;
+}
+
+/**
+ * A query a service runs on a collection, declared next to the collection so that its index is
+ * declared with it (docs/architecture.md, "Read models"). `filter` is an example of the filter
+ * with every field the query may test; `optional` lists the fields it may leave out.
+ */
+export interface QueryDefinition {
+  /** Who runs it, e.g. "GET /v2/cheeses sorted by name". */
+  name: string;
+  filter: Filter;
+  optional?: string[];
+  /** The sort it asks for; the same sort reversed is the same query. */
+  sort?: Sort;
+  /** countBy's field, for a count per value. */
+  groupBy?: string;
+  /** Why this query may read every live document when its optional fields are absent. */
+  scans?: string;
+}
+
+export interface CollectionDefinition {
+  name: string;
+  indexes: IndexDefinition[];
+  queries: QueryDefinition[];
+}
+
+/** The read models one projection writes, at the version of its code. */
+export interface ProjectionDefinition {
+  name: string;
+  /**
+   * Raise it whenever the projection's output changes (a new field, another shape): the
+   * collections are then rebuilt from the events, beside the previous version's.
+   */
+  version: number;
+  collections: CollectionDefinition[];
+}
+
 export interface ReadModelStore {
+  /**
+   * Reaches a collection. Collections that a projection defines are those of its current version,
+   * and the queries on them are checked against their declarations where the adapter checks.
+   */
   collection<T extends Document = Document>(name: string): Collection<T>;
+  /**
+   * Declares a projection's collections at its version: `collection(name)` reaches that
+   * version's documents from then on, each declared index exists (created if missing, idempotent),
+   * and collections and checkpoints of versions older than the previous one are dropped (the
+   * previous one stays for replicas still running it). Returns the projection's checkpoint key.
+   */
+  defineProjection(definition: ProjectionDefinition): Promise<string>;
   /** Global event-store position a projection has applied up to, or undefined if none yet. */
   getCheckpoint(projection: string): Promise<number | undefined>;
   setCheckpoint(projection: string, position: number): Promise<void>;

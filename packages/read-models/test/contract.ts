@@ -273,6 +273,23 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         expect(reborn).not.toHaveProperty("_deleted");
       });
 
+      it("deleteOne over a tombstone answers false, whatever the revision, and keeps the newest revision", async () => {
+        await cheese.upsert(2, 4, { $set: { status: "discontinued" } });
+        expect(await cheese.deleteOne(2, 6)).toBe(true);
+        // Nothing live is there any more: a newer or older delete finds nothing to delete.
+        expect(await cheese.deleteOne(2, 8)).toBe(false);
+        expect(await cheese.deleteOne(2, 7)).toBe(false);
+        expect(await cheese.deleteOne(2)).toBe(false);
+        // The newer tombstone holds: revision 7 cannot bring the document back, 9 can.
+        expect(await cheese.upsert(2, 7, { $set: { name: "Too old" } })).toBe(false);
+        expect(await cheese.findOne({ _id: 2 })).toBeNull();
+        expect(await cheese.upsert(2, 9, { $set: { name: "Reborn" } })).toBe(true);
+        expect(await cheese.findOne({ _id: 2 })).toMatchObject({ name: "Reborn", _revision: 9 });
+        // A delete with a revision of a document never seen answers false too.
+        expect(await cheese.deleteOne(77, 3)).toBe(false);
+        expect(await cheese.deleteOne(77, 5)).toBe(false);
+      });
+
       it("deleteMany deletes the matching documents and says how many", async () => {
         expect(await cheese.deleteMany({ status: "available" })).toBe(3);
         expect(ids(await cheese.find({}))).toEqual([3, 5]);
@@ -298,6 +315,48 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         tags: [french],
         category: { id: 1, name: "Soft" },
         _revision: 1,
+      });
+    });
+
+    describe("projection versions", () => {
+      const definition = (version: number) => ({
+        name: "shop",
+        version,
+        collections: [
+          {
+            name: "items",
+            indexes: [{ keys: { price: 1 as const, _id: 1 as const } }],
+            queries: [{ name: "items by price", filter: {}, sort: { price: 1 as const } }],
+          },
+        ],
+      });
+
+      it("a projection whose version changed starts on empty collections and its own checkpoint", async () => {
+        const v1 = await store.defineProjection(definition(1));
+        await store.collection("items").upsert(1, 1, { $set: { price: 5, shape: "old" } });
+        await store.setCheckpoint(v1, 42);
+
+        // Defined again at the same version (a restart): the same documents and checkpoint.
+        expect(await store.defineProjection(definition(1))).toBe(v1);
+        expect(await store.collection("items").find({}, { sort: { price: 1 } })).toEqual([
+          { _id: 1, price: 5, shape: "old", _revision: 1 },
+        ]);
+        expect(await store.getCheckpoint(v1)).toBe(42);
+
+        // A new version: rebuilt from nothing, beside the old one.
+        const v2 = await store.defineProjection(definition(2));
+        expect(v2).not.toBe(v1);
+        expect(await store.getCheckpoint(v2)).toBeUndefined();
+        expect(await store.collection("items").find({}, { sort: { price: 1 } })).toEqual([]);
+        await store.collection("items").upsert(1, 1, { $set: { price: 5, shape: "new" } });
+        // The previous version stays for replicas still on it...
+        expect(await store.getCheckpoint(v1)).toBe(42);
+        // ...until a later version drops it.
+        const v3 = await store.defineProjection(definition(3));
+        expect(await store.getCheckpoint(v1)).toBeUndefined();
+        expect(await store.defineProjection(definition(1))).toBe(v1);
+        expect(await store.collection("items").find({}, { sort: { price: 1 } })).toEqual([]);
+        expect(v3).not.toBe(v2);
       });
     });
 

@@ -1,17 +1,20 @@
 import { randomUUID } from "node:crypto";
-import { dockerUnavailableReason } from "@cheese/testing";
+import { containerImageUnavailableReason } from "@cheese/testing";
 import { MongoClient } from "mongodb";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMongoReadModels } from "../src/mongo.ts";
+import { queryPlanProblems } from "../src/plans.ts";
+import type { CollectionDefinition } from "../src/port.ts";
 import { readModelContract } from "./contract.ts";
 
-const skipReason = await dockerUnavailableReason();
+const IMAGE = "mongo:7";
+const skipReason = await containerImageUnavailableReason(IMAGE);
 
 if (skipReason) {
   console.warn(`MongoDB contract suite skipped: ${skipReason}`);
   describe.skip(`MongoDB read-model contract (skipped: ${skipReason})`, () => {
-    it("needs a Docker engine", () => {});
+    it("needs MongoDB in a container", () => {});
   });
 } else {
   describe("MongoDB read models", () => {
@@ -19,7 +22,7 @@ if (skipReason) {
     let url: string;
 
     beforeAll(async () => {
-      container = await new GenericContainer("mongo:7")
+      container = await new GenericContainer(IMAGE)
         .withExposedPorts(27017)
         .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
         .start();
@@ -42,6 +45,44 @@ if (skipReason) {
           await store.close();
         },
       };
+    });
+
+    it("creates the declared indexes at start, idempotently, and the query plans use them", async () => {
+      const database = `indexes_${randomUUID().replaceAll("-", "")}`;
+      const collections: CollectionDefinition[] = [
+        {
+          name: "orders",
+          indexes: [{ keys: { customerId: 1, createdAt: -1, _id: -1 } }, { keys: { keyHash: 1 } }],
+          queries: [
+            {
+              name: "a customer's orders, newest first",
+              filter: { customerId: 7 },
+              sort: { createdAt: -1, _id: -1 },
+            },
+            { name: "by key hash", filter: { keyHash: "abc" } },
+          ],
+        },
+      ];
+      for (let start = 0; start < 2; start++) {
+        const store = await createMongoReadModels({ url, database });
+        await store.defineProjection({ name: "orders", version: 1, collections });
+        await store.close();
+      }
+      const client = await new MongoClient(url).connect();
+      try {
+        const indexes = await client.db(database).collection("orders_v1").indexes();
+        expect(indexes.map((index) => index.key)).toEqual([
+          { _id: 1 },
+          { customerId: 1, createdAt: -1, _id: -1 },
+          { keyHash: 1 },
+        ]);
+      } finally {
+        await client.db(database).dropDatabase();
+        await client.close();
+      }
+      expect(await queryPlanProblems(url, collections)).toEqual([]);
+      // And the check can fail: without its index, the sorted query scans and sorts.
+      expect(await queryPlanProblems(url, [{ ...collections[0]!, indexes: [] }])).not.toEqual([]);
     });
 
     it("is durable: documents and checkpoints survive closing and reopening", async () => {

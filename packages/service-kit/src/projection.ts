@@ -1,17 +1,27 @@
-import { categoryOf, type EventStore, type RecordedEvent, type Subscription } from "@cheese/event-store";
-import type { ReadModelStore } from "@cheese/read-models";
+import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
+import type { CollectionDefinition, ReadModelStore } from "@cheese/read-models";
 import type { Logger } from "./logger.ts";
 
 export interface ProjectionOptions {
   name: string;
+  /**
+   * The version of `apply`'s output. Raise it whenever the documents it writes change shape or
+   * meaning: the read models are then rebuilt from the events into new collections, beside the
+   * previous version's (which replicas still running the old code keep using).
+   */
+  version: number;
+  /** The collections `apply` writes, with their indexes and the queries run on them. */
+  collections: CollectionDefinition[];
   eventStore: EventStore;
   readModels: ReadModelStore;
   categories: string[];
   /** Applies one event. Must be idempotent: use `upsert` with the event's stream revision. */
   apply: (event: RecordedEvent, readModels: ReadModelStore) => Promise<void>;
   logger: Logger;
-  /** Persist the checkpoint every this many events (and when idle). */
+  /** Persist the checkpoint after this many applied events (default 100)... */
   checkpointEvery?: number;
+  /** ...and this long after the last progress when fewer came (default 1 s). */
+  checkpointIdleMs?: number;
 }
 
 export interface Projection {
@@ -29,12 +39,27 @@ export interface Projection {
  * Keeps read models current from the event store: catches up from the stored checkpoint, then
  * follows live appends. A failing handler is logged and the subscription restarts after a pause
  * from the last checkpoint, so one bad event does not silently stop the projection.
+ *
+ * What a query waits for (docs/architecture.md, "Catch-up"): the head of the store is read, and
+ * when it lies past what the projection has confirmed — events applied, or a checkpoint of its
+ * subscription saying nothing of its categories came up to there — the events in between that
+ * belong to its categories are looked for, and waited for if there are some.
  */
 export async function startProjection(options: ProjectionOptions): Promise<Projection> {
-  const { name, eventStore, readModels, categories, apply, logger } = options;
+  const { name, version, collections, eventStore, readModels, categories, apply, logger } = options;
   const checkpointEvery = options.checkpointEvery ?? 100;
-  let applied = (await readModels.getCheckpoint(name)) ?? -1;
-  let savedCheckpoint = applied;
+  const checkpointIdleMs = options.checkpointIdleMs ?? 1_000;
+  const key = await readModels.defineProjection({ name, version, collections });
+  const stored = await readModels.getCheckpoint(key);
+  if (stored === undefined && readModels.durable) {
+    logger.info({ projection: name, version }, "projection has no checkpoint at this version: rebuilding");
+  }
+  /** Every event of our categories up to here is applied. */
+  let confirmed = stored ?? -1;
+  let savedCheckpoint = confirmed;
+  let appliedSinceSave = 0;
+  let idleTimer: NodeJS.Timeout | undefined;
+  let saving: Promise<void> = Promise.resolve();
   let subscription: Subscription | undefined;
   let closed = false;
   let markReady: () => void = () => {};
@@ -46,29 +71,51 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   let verifiedHead = -1;
 
   const saveCheckpoint = async () => {
-    if (applied > savedCheckpoint) {
-      savedCheckpoint = applied;
-      await readModels.setCheckpoint(name, applied);
+    clearTimeout(idleTimer);
+    idleTimer = undefined;
+    appliedSinceSave = 0;
+    if (confirmed > savedCheckpoint) {
+      const position = confirmed;
+      savedCheckpoint = position;
+      saving = saving.then(() => readModels.setCheckpoint(key, position));
+      await saving;
+    }
+  };
+
+  const progressed = (position: number) => {
+    if (position <= confirmed) return;
+    confirmed = position;
+    for (const wake of waiters) wake();
+    // Checkpoints follow event counts, not positions: on EventStoreDB positions are byte offsets.
+    if (appliedSinceSave >= checkpointEvery) {
+      void saveCheckpoint().catch((error: unknown) =>
+        logger.warn({ err: error, projection: name }, "projection checkpoint not saved"),
+      );
+    } else {
+      idleTimer ??= setTimeout(() => {
+        idleTimer = undefined;
+        if (!closed) void saveCheckpoint().catch(() => {});
+      }, checkpointIdleMs).unref();
     }
   };
 
   const subscribe = async () => {
-    // Everything of our categories up to this head is delivered before onCaughtUp.
+    // Everything of our categories up to this head is applied once the subscription is caught up.
     const headAtStart = await eventStore.headPosition();
     if (closed) return;
     subscription = eventStore.subscribe({
       categories,
-      after: applied === -1 ? undefined : applied,
+      after: confirmed === -1 ? undefined : confirmed,
       handler: async (event) => {
         await apply(event, readModels);
-        applied = event.position;
-        if (applied - savedCheckpoint >= checkpointEvery) await saveCheckpoint();
-        for (const wake of waiters) wake();
+        appliedSinceSave += 1;
+        progressed(event.position);
       },
+      onCheckpoint: progressed,
       onCaughtUp: () => {
-        verifiedHead = Math.max(verifiedHead, headAtStart);
+        progressed(headAtStart);
         markReady();
-        void saveCheckpoint();
+        void saveCheckpoint().catch(() => {});
       },
       onError: (error) => {
         logger.error({ err: error, projection: name }, "projection stopped; restarting in 1s");
@@ -78,51 +125,49 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   };
   await subscribe();
 
+  const progress = (deadline: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        waiters.delete(wake);
+        clearTimeout(timer);
+        resolve();
+      };
+      waiters.add(wake);
+      const timer = setTimeout(wake, Math.max(0, Math.min(25, deadline - Date.now())));
+      timer.unref();
+    });
+
   return {
     ready,
     async catchUp(timeoutMs = 2000) {
       const head = await eventStore.headPosition();
-      if (applied >= head || head <= verifiedHead) return true;
-      // The head may belong to a category this projection does not follow (id blocks, name
-      // reservations): then nothing of ours is pending, which one scan tells without waiting.
+      if (confirmed >= head || head <= verifiedHead) return true;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        // Up to verifiedHead nothing of ours is pending: only what lies past it needs a look.
-        const from = Math.max(applied, verifiedHead);
-        if (applied >= head || (await isCaughtUpFor(eventStore, categories, from, head))) {
+        // The oldest event of ours not confirmed yet, if any lies before the head.
+        let pending: number | undefined;
+        for await (const event of eventStore.readAll({
+          after: confirmed,
+          until: head,
+          categories,
+          maxCount: 1,
+        }))
+          pending = event.position;
+        if (pending === undefined || confirmed >= head) {
           verifiedHead = Math.max(verifiedHead, head);
           return true;
         }
-        if (Date.now() >= deadline) return false;
-        await new Promise<void>((resolve) => {
-          const wake = () => {
-            waiters.delete(wake);
-            resolve();
-          };
-          waiters.add(wake);
-          setTimeout(wake, 25).unref();
-        });
+        while (confirmed < pending) {
+          if (Date.now() >= deadline) return false;
+          await progress(deadline);
+        }
       }
     },
     async close() {
       closed = true;
+      clearTimeout(idleTimer);
       await subscription?.close();
       await saveCheckpoint().catch(() => {});
     },
   };
-}
-
-/** True when no event of our categories lies between `applied` and `head`. */
-async function isCaughtUpFor(
-  eventStore: EventStore,
-  categories: string[],
-  applied: number,
-  head: number,
-): Promise<boolean> {
-  // readAll pages through the store; the walk stops at the head, however many events lie between.
-  for await (const event of eventStore.readAll({ after: applied })) {
-    if (event.position > head) break;
-    if (categories.includes(categoryOf(event.streamName))) return false;
-  }
-  return true;
 }

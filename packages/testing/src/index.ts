@@ -1,4 +1,5 @@
-export { dockerUnavailableReason } from "./docker.ts";
+export { containerImageUnavailableReason, dockerUnavailableReason } from "./docker.ts";
+export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { freePort } from "./ports.ts";
 export { tempDir } from "./temp-dir.ts";

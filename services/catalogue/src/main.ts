@@ -16,7 +16,7 @@ import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./ha
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
-import { projectCheese } from "./projections/cheeses.ts";
+import { CHEESES_VERSION, cheesesCollection, projectCheese } from "./projections/cheeses.ts";
 
 const configSchema = baseConfigSchema;
 type CatalogueConfig = typeof configSchema._output;
@@ -29,6 +29,8 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
     const { eventStore: store, readModels, logger } = ctx;
     const projection = await startProjection({
       name: "cheeses",
+      version: CHEESES_VERSION,
+      collections: [cheesesCollection],
       eventStore: store,
       readModels,
       categories: ["cheese"],

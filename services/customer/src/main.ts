@@ -25,7 +25,7 @@ import { PasswordChecker } from "./passwords.ts";
 import { createFileKeyStore, type KeyStore } from "./personal-data/key-store.ts";
 import { createMongoKeyStore } from "./personal-data/mongo-key-store.ts";
 import { PersonalDataVault } from "./personal-data/vault.ts";
-import { projectApiKeys } from "./projections/api-keys.ts";
+import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "./projections/api-keys.ts";
 
 export const customerService: ServiceDefinition<CustomerConfig> = {
   name: "customer",
@@ -46,6 +46,8 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     const vault = new PersonalDataVault(keyStore);
     const apiKeys = await startProjection({
       name: "api_keys",
+      version: API_KEYS_VERSION,
+      collections: [apiKeysCollection],
       eventStore: store,
       readModels,
       categories: ["customer"],

@@ -15,7 +15,7 @@ import { registerBatch, registerCustomer } from "../src/handlers/register-custom
 import { PasswordChecker } from "../src/passwords.ts";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
 import { PersonalDataVault } from "../src/personal-data/vault.ts";
-import { projectApiKeys } from "../src/projections/api-keys.ts";
+import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "../src/projections/api-keys.ts";
 
 const context = { requestId: "test", correlationId: "test" };
 let dir: string;
@@ -41,6 +41,8 @@ beforeAll(async () => {
   const vault = new PersonalDataVault(createFileKeyStore(join(dir, "keys")));
   const apiKeys = await startProjection({
     name: "api_keys",
+    version: API_KEYS_VERSION,
+    collections: [apiKeysCollection],
     eventStore: store,
     readModels,
     categories: ["customer"],

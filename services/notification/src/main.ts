@@ -25,8 +25,8 @@ import {
   updateWebhook,
 } from "./handlers/webhook-commands.ts";
 import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
-import { projectDelivery } from "./projections/deliveries.ts";
-import { projectWebhook } from "./projections/webhooks.ts";
+import { DELIVERIES_VERSION, deliveriesCollection, projectDelivery } from "./projections/deliveries.ts";
+import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "./projections/webhooks.ts";
 import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
 
 /** How long past the receiver time-out an attempt may stay unrecorded before it counts as abandoned. */
@@ -49,6 +49,8 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     );
     const webhooks = await startProjection({
       name: "webhooks",
+      version: WEBHOOKS_VERSION,
+      collections: [webhooksCollection],
       eventStore: store,
       readModels,
       categories: ["webhook"],
@@ -60,6 +62,8 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     // wait for it), so start-up costs only the registrations and the schedule's snapshot.
     const deliveries = await startProjection({
       name: "deliveries",
+      version: DELIVERIES_VERSION,
+      collections: [deliveriesCollection],
       eventStore: store,
       readModels,
       categories: ["delivery"],

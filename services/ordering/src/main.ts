@@ -21,7 +21,13 @@ import { activeOrdersForCheese, getOrder, listOrders } from "./handlers/order-qu
 import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
-import { ORDERS, type OrderDocument, projectOrder } from "./projections/orders.ts";
+import {
+  ORDERS,
+  ORDERS_VERSION,
+  type OrderDocument,
+  ordersCollection,
+  projectOrder,
+} from "./projections/orders.ts";
 
 const configSchema = z.object({
   ...baseConfigShape,
@@ -50,6 +56,8 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
     let live = false;
     const projection = await startProjection({
       name: "orders",
+      version: ORDERS_VERSION,
+      collections: [ordersCollection],
       eventStore: store,
       readModels,
       categories: ["order"],

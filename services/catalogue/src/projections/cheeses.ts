@@ -1,6 +1,6 @@
 import type { Cheese, CheeseStatus } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
-import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import { type CheeseEvent, normaliseName, type StoredImage } from "../domain/cheese.ts";
 
 /**
@@ -23,6 +23,58 @@ export interface CheeseDocument extends Document {
 }
 
 export const CHEESES = "cheeses";
+
+/** Raise when projectCheese writes something else: the read model is rebuilt (architecture.md). */
+export const CHEESES_VERSION = 1;
+
+const listFilters = {
+  status: { $in: ["available"] },
+  tagNames: { $in: ["soft"] },
+  categoryName: "brie",
+  organic: true,
+};
+const optionalFilters = ["status", "tagNames", "categoryName", "organic"];
+
+/** The `cheeses` collection's indexes and every query run on it (handlers/cheese-queries.ts). */
+export const cheesesCollection: CollectionDefinition = {
+  name: CHEESES,
+  indexes: [{ keys: { sortName: 1, _id: 1 } }, { keys: { createdAt: 1, _id: 1 } }, { keys: { status: 1 } }],
+  queries: [
+    {
+      name: "GET /cheeses sorted by name, a page after the cursor",
+      filter: { ...listFilters, $or: [{ sortName: { $gt: "b" } }, { sortName: "b", _id: { $gt: 1 } }] },
+      optional: [...optionalFilters, "sortName", "_id"],
+      sort: { sortName: 1, _id: 1 },
+    },
+    {
+      name: "GET /cheeses sorted by creation time, a page after the cursor",
+      filter: {
+        ...listFilters,
+        $or: [{ createdAt: { $gt: "2025" } }, { createdAt: "2025", _id: { $gt: 1 } }],
+      },
+      optional: [...optionalFilters, "createdAt", "_id"],
+      sort: { createdAt: 1, _id: 1 },
+    },
+    {
+      name: "GET /cheeses total of the matches",
+      filter: listFilters,
+      optional: optionalFilters,
+      scans: "with no filter the total counts every live cheese (an index-only count at best)",
+    },
+    {
+      name: "findByStatus / findByTags, every match by id",
+      filter: { status: { $in: ["available"] }, tagNames: { $in: ["soft"] } },
+      optional: ["status", "tagNames"],
+      sort: { _id: 1 },
+    },
+    {
+      name: "GET /store/inventory, cheeses per status",
+      filter: {},
+      groupBy: "status",
+      scans: "the inventory counts every live cheese, grouped by status",
+    },
+  ],
+};
 
 export async function projectCheese(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const cheeses = readModels.collection<CheeseDocument>(CHEESES);

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from "@cheese/event-store";
-import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import type { CustomerEvent } from "../domain/customer.ts";
 
 /**
@@ -18,6 +18,28 @@ export interface ApiKeyDocument extends Document {
 }
 
 export const API_KEYS = "api_keys";
+
+/** Raise when projectApiKeys writes something else: the read model is rebuilt (architecture.md). */
+export const API_KEYS_VERSION = 1;
+
+/** The `api_keys` collection's indexes and every query run on it. */
+export const apiKeysCollection: CollectionDefinition = {
+  name: API_KEYS,
+  indexes: [
+    { keys: { keyHash: 1 } },
+    { keys: { customerId: 1 } },
+    { keys: { revoked: 1, warned: 1, expiresAtMs: 1, _id: 1 } },
+  ],
+  queries: [
+    { name: "every API-key request: the key by its hash (handlers/api-keys.ts)", filter: { keyHash: "h" } },
+    { name: "CustomerDeleted: the customer's keys go (this projection)", filter: { customerId: 7 } },
+    {
+      name: "expiry warnings: keys expiring soonest (handlers/api-key-expiry.ts)",
+      filter: { revoked: false, warned: false, expiresAtMs: { $lte: 0 } },
+      sort: { expiresAtMs: 1, _id: 1 },
+    },
+  ],
+};
 
 export function projectApiKeys(onCustomerDeleted: (customerId: number) => Promise<void>) {
   return async (event: RecordedEvent, readModels: ReadModelStore): Promise<void> => {

@@ -1,6 +1,6 @@
 import type { DeliveryAttempt, DeliveryStatus, WebhookEventKind } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
-import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import type { DeliveryEvent } from "../domain/delivery.ts";
 
 /**
@@ -22,6 +22,45 @@ export interface DeliveryDocument extends Document {
 }
 
 export const DELIVERIES = "deliveries";
+
+/** Raise when projectDelivery writes something else: the read model is rebuilt (architecture.md). */
+export const DELIVERIES_VERSION = 1;
+
+/** The `deliveries` collection's indexes and every query run on it (handlers/). */
+export const deliveriesCollection: CollectionDefinition = {
+  name: DELIVERIES,
+  indexes: [
+    { keys: { webhookId: 1, createdAt: -1, _id: -1 } },
+    { keys: { webhookId: 1, status: 1, createdAt: 1, _id: 1 } },
+  ],
+  queries: [
+    {
+      name: "GET /webhooks/{id}/deliveries, newest first",
+      filter: {
+        webhookId: 1,
+        status: { $in: ["failed"] },
+        $or: [{ createdAt: { $lt: "2025" } }, { createdAt: "2025", _id: { $lt: 9 } }],
+      },
+      optional: ["status", "createdAt", "_id"],
+      sort: { createdAt: -1, _id: -1 },
+    },
+    {
+      name: "deleting a registration: its deliveries still waiting",
+      filter: { webhookId: 1, status: { $in: ["pending", "retry_scheduled", "dead_lettered"] } },
+    },
+    {
+      name: "replay: a registration's deliveries of some statuses in a time window, oldest first",
+      filter: { webhookId: 1, status: { $in: ["dead_lettered"] }, createdAt: { $gte: "2025", $lt: "2026" } },
+      optional: ["createdAt"],
+      sort: { createdAt: 1, _id: 1 },
+    },
+    {
+      name: "replay: how many deliveries it would start again",
+      filter: { webhookId: 1, status: { $in: ["dead_lettered"] }, createdAt: { $gte: "2025", $lt: "2026" } },
+      optional: ["createdAt"],
+    },
+  ],
+};
 
 const attemptKey = (round: number, attempt: number) => `attempts.r${round}a${attempt}`;
 

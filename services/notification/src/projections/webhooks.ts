@@ -1,6 +1,6 @@
 import type { Webhook, WebhookEventKind } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
-import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import type { WebhookEvent } from "../domain/webhook.ts";
 
 /** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
@@ -13,6 +13,29 @@ export interface WebhookDocument extends Document {
 }
 
 export const WEBHOOKS = "webhooks";
+
+/** Raise when projectWebhook writes something else: the read model is rebuilt (architecture.md). */
+export const WEBHOOKS_VERSION = 1;
+
+/** The `webhooks` collection's indexes and every query run on it (handlers/). */
+export const webhooksCollection: CollectionDefinition = {
+  name: WEBHOOKS,
+  indexes: [{ keys: { events: 1, _id: 1 } }],
+  queries: [
+    { name: "one registration", filter: { _id: 1, deleted: false } },
+    {
+      name: "GET /webhooks, a page in id order",
+      filter: { deleted: false, _id: { $gt: 1 } },
+      optional: ["_id"],
+      sort: { _id: 1 },
+    },
+    {
+      name: "fan-out: the registrations wanting a kind",
+      filter: { deleted: false, events: "order.created" },
+      sort: { _id: 1 },
+    },
+  ],
+};
 
 export async function projectWebhook(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const webhooks = readModels.collection<WebhookDocument>(WEBHOOKS);

@@ -1,6 +1,6 @@
 import type { Order, OrderStatus } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
-import type { Document, ReadModelStore } from "@cheese/read-models";
+import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import type { OrderEvent } from "../domain/order.ts";
 
 /** The `orders` read model: one document per order, `_id` = order id. */
@@ -16,6 +16,55 @@ export interface OrderDocument extends Document {
 }
 
 export const ORDERS = "orders";
+
+/** Raise when projectOrder writes something else: the read model is rebuilt (architecture.md). */
+export const ORDERS_VERSION = 1;
+
+const keyset = { $or: [{ createdAt: { $lt: "2025" } }, { createdAt: "2025", _id: { $lt: 9 } }] };
+
+/** The `orders` collection's indexes and every query run on it. */
+export const ordersCollection: CollectionDefinition = {
+  name: ORDERS,
+  indexes: [
+    { keys: { customerId: 1, createdAt: -1, _id: -1 } },
+    { keys: { createdAt: -1, _id: -1 } },
+    { keys: { status: 1, cheeseIds: 1 } },
+  ],
+  queries: [
+    {
+      name: "GET /orders of a customer, newest first (handlers/order-queries.ts)",
+      filter: { customerId: 7, status: { $in: ["placed"] }, ...keyset },
+      optional: ["status", "createdAt", "_id"],
+      sort: { createdAt: -1, _id: -1 },
+    },
+    {
+      name: "GET /orders for staff, every customer's, newest first",
+      filter: { status: { $in: ["placed"] }, ...keyset },
+      optional: ["status", "createdAt", "_id"],
+      sort: { createdAt: -1, _id: -1 },
+    },
+    {
+      name: "GET /orders total of a customer's",
+      filter: { customerId: 7, status: { $in: ["placed"] } },
+      optional: ["status"],
+    },
+    {
+      name: "GET /orders total for staff",
+      filter: { status: { $in: ["placed"] } },
+      optional: ["status"],
+      scans: "staff's unfiltered total counts every order",
+    },
+    {
+      name: "active orders of a cheese, before it is deleted",
+      filter: { status: { $in: ["approved", "shipped"] }, cheeseIds: 4 },
+    },
+    {
+      name: "placed orders of a deleted cheese (handlers/cheese-deleted.ts)",
+      filter: { status: "placed", cheeseIds: 4 },
+    },
+    { name: "placed orders to review, at start (main.ts)", filter: { status: "placed" } },
+  ],
+};
 
 export async function projectOrder(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const { order, customerId } = (event as unknown as OrderEvent).data;

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEventStoreDbStore } from "../src/eventstoredb.ts";
+import type { EventStore } from "../src/port.ts";
+import { eventStoreContract } from "./contract.ts";
+import { type EventStoreDbStandIn, startEventStoreDbStandIn } from "./stand-in/eventstoredb.ts";
+
+// The EventStoreDB adapter and the official client, against a stand-in server that speaks the
+// client's gRPC protocol (stand-in/eventstoredb.ts says what it copies of the real server).
+eventStoreContract("EventStoreDB adapter contract, against the gRPC stand-in", async () => {
+  const server = await startEventStoreDbStandIn();
+  const store = createEventStoreDbStore({ connectionString: server.connectionString });
+  return {
+    store,
+    endSubscriptions: () => server.endSubscriptions(),
+    async cleanup() {
+      await store.close();
+      await server.close();
+    },
+  };
+});
+
+describe("EventStoreDB adapter, what the server sees", () => {
+  let server: EventStoreDbStandIn;
+  let store: EventStore;
+  beforeAll(async () => {
+    server = await startEventStoreDbStandIn();
+    store = createEventStoreDbStore({ connectionString: server.connectionString, pingTimeoutMs: 300 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+
+  it("a read stopped early ends its call on the server, not only in the client", async () => {
+    // More than HTTP/2's flow-control window holds: a call the client leaves open stays open.
+    const padding = "x".repeat(500);
+    for (let batch = 0; batch < 10; batch++) {
+      const events = Array.from({ length: 500 }, (_, n) => ({ type: "Numbered", data: { n, padding } }));
+      await store.append("cheese-1", events, {
+        expectedRevision: batch === 0 ? "no_stream" : batch * 500 - 1,
+      });
+    }
+    for (let i = 0; i < 20; i++) {
+      for await (const _ of store.readAll()) break;
+    }
+    await expect.poll(() => server.openCalls().reads).toBe(0);
+  });
+
+  it("ping answers false within its deadline when the server does not answer, and ends the call", async () => {
+    server.stall(true);
+    try {
+      const started = Date.now();
+      expect(await store.ping()).toBe(false);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(store.openReads()).toBe(0);
+      await expect.poll(() => server.openCalls().reads).toBe(0);
+    } finally {
+      server.stall(false);
+    }
+    expect(await store.ping()).toBe(true);
+  });
+
+  it("a subscription's catch-up receives only its categories' events, not everyone's", async () => {
+    const before = server.eventsSent();
+    for (let i = 0; i < 300; i++) {
+      await store.append(`other-${i}`, [{ type: "Other", data: {} }], { expectedRevision: "no_stream" });
+    }
+    await store.append("quiet-1", [{ type: "Quiet", data: {} }], { expectedRevision: "no_stream" });
+    let caughtUp = false;
+    const received: string[] = [];
+    const subscription = store.subscribe({
+      categories: ["quiet"],
+      handler: async (event) => {
+        received.push(event.streamName);
+      },
+      onCaughtUp: () => {
+        caughtUp = true;
+      },
+    });
+    await expect.poll(() => caughtUp).toBe(true);
+    expect(received).toEqual(["quiet-1"]);
+    // One event of the category and the metadata scan found nothing: one event crossed the wire.
+    expect(server.eventsSent() - before).toBe(1);
+    await subscription.close();
+    await expect.poll(() => server.openCalls().subscriptions).toBe(0);
+  });
+});
