@@ -1,4 +1,4 @@
-import { dockerUnavailableReason, tempDir } from "@cheese/testing";
+import { containerImageUnavailableReason, MONGO_IMAGE, tempDir } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
@@ -10,14 +10,14 @@ keyStoreContract("files under DATA_DIR", async () => {
   return { store: createFileKeyStore(dir.path), cleanup: async () => dir.remove() };
 });
 
-const reason = await dockerUnavailableReason();
+const reason = await containerImageUnavailableReason(MONGO_IMAGE);
 if (reason) console.warn(`MongoDB key store contract suite skipped: ${reason}`);
 
 describe.skipIf(reason !== undefined)(`MongoDB key store${reason ? ` (skipped: ${reason})` : ""}`, () => {
   let mongo: StartedTestContainer;
   let database = 0;
   beforeAll(async () => {
-    mongo = await new GenericContainer("mongo:7")
+    mongo = await new GenericContainer(MONGO_IMAGE)
       .withExposedPorts(27017)
       .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
       .start();
