@@ -1,9 +1,11 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type EventMetadata,
   type EventStore,
   type RecordedEvent,
   WrongExpectedRevisionError,
 } from "@cheese/event-store";
+import { conflict } from "./errors.ts";
 
 /** A domain event as deciders see it: a type tag and a JSON payload. */
 export interface DomainEvent<Type extends string = string, Data = unknown> {
@@ -59,10 +61,15 @@ export interface CommandOptions<State, Event> {
 /** How many times a command is tried when concurrent writers keep winning the append. */
 export const COMMAND_ATTEMPTS = 5;
 
+/** What the caller hears when concurrent writers won every attempt: 409, never a 500. */
+export const CONCURRENT_CHANGE = "the resource is being changed by concurrent requests; try again";
+
 /**
  * Read stream, fold, decide, append with the read revision as the expected revision. A
- * concurrent writer makes the append fail; the whole cycle is then retried on fresh state, up
- * to {@link COMMAND_ATTEMPTS} times in all (unless `attempts` says otherwise). The one command handler of every service.
+ * concurrent writer makes the append fail; the whole cycle is then retried on fresh state, after
+ * a short random pause that spreads the racers out, up to {@link COMMAND_ATTEMPTS} times in all
+ * (unless `attempts` says otherwise). Should concurrent writers win every attempt, the command is
+ * refused with 409 `conflict` (nothing was written). The one command handler of every service.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
@@ -94,8 +101,10 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
         position: result.position,
       };
     } catch (error) {
-      const attempts = options.attempts ?? COMMAND_ATTEMPTS;
-      if (!(error instanceof WrongExpectedRevisionError) || attempt >= attempts) throw error;
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
+      // Real time: an infrastructure pause, not a decision (up to 5, 10, 20, 40 ms).
+      await sleep(Math.random() * 5 * 2 ** (attempt - 1));
     }
   }
 }

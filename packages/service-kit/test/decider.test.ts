@@ -1,7 +1,7 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Decider, type DomainEvent, handleCommand } from "../src/decider.ts";
+import { CONCURRENT_CHANGE, type Decider, type DomainEvent, handleCommand } from "../src/decider.ts";
 import { conflict, DomainError } from "../src/errors.ts";
 import { IdAllocator } from "../src/ids.ts";
 
@@ -51,6 +51,25 @@ describe("command handling on a real event store", () => {
     expect(outcomes.filter((o) => o === "ok")).toHaveLength(10);
     expect(outcomes.filter((o) => o === "refused")).toHaveLength(10);
     expect(await store.readStream("counter-2")).toHaveLength(10);
+  });
+
+  it("answers 409 conflict, never an internal error, when concurrent writers win every attempt", async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        handleCommand(store, "counter-3", counter, { type: "Increment", by: 1, max: 1000 }).then(
+          () => "ok",
+          (error: unknown) =>
+            error instanceof DomainError && error.body.status === 409 && error.body.type === "conflict"
+              ? error.body.message
+              : `failed: ${error}`,
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o !== "ok" && o !== CONCURRENT_CHANGE)).toEqual([]);
+    // Whatever was refused wrote nothing: the stream holds exactly the successes.
+    const written = outcomes.filter((o) => o === "ok").length;
+    expect(written).toBeGreaterThan(0);
+    expect(await store.readStream("counter-3")).toHaveLength(written);
   });
 
   it("gives a caller increasing ids even when its requests alternate between replicas", async () => {
