@@ -12,8 +12,9 @@ export type Scope = "read:cheeses" | "write:cheeses" | "read:orders" | "write:or
 export interface Caller {
   kind: "anonymous" | "operator" | "customer" | "client";
   /**
-   * Identity for rate limiting and idempotency keys: `op:<key id>`, `key:<customer key id>`,
-   * `cust:<id>`, `client:<id>`, `ip:<addr>`.
+   * Identity for rate limiting and idempotency keys: `op:<key id>`, `cust:<id>` (a customer's
+   * sessions and API keys), `client:<id>:cust:<id>` (a customer's grant to a client),
+   * `client:<id>` (client credentials), `ip:<addr>`.
    */
   id: string;
   plan: "free" | "pro" | "enterprise";

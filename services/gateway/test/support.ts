@@ -7,14 +7,19 @@ import { createAuthorizer } from "../src/auth/authorize.ts";
 import { apiKeysSchema, oauthClientsSchema } from "../src/auth/credentials.ts";
 import { loadSigningKey } from "../src/auth/signing-key.ts";
 import { TokenService } from "../src/auth/tokens.ts";
+import type { AppOptions } from "../src/app.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
 
-/** A gateway app over the given bus, with one operator key and one confidential client. */
+/**
+ * A gateway app over the given bus, with one operator key and one confidential client (and the
+ * `clients` given), rate limited when `options.rateLimits` says how.
+ */
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
   rpcTimeoutMs = 1000,
+  options: AppOptions & { clients?: object[] } = {},
 ) {
   const dir = tempDir("gateway-key");
   const key = await loadSigningKey(`${dir.path}/key.json`);
@@ -36,11 +41,12 @@ export async function testGateway(
             scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
             plan: "enterprise",
           },
+          ...(options.clients ?? []),
         ]),
       ),
       anonymousPlan: "free",
       issuer,
     },
-  });
+  }, options);
   return { app, tokens, bus, cleanup: dir.remove };
 }

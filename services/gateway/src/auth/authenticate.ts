@@ -9,6 +9,7 @@ import {
   allScopes,
   anonymousCaller,
   hashKey,
+  lowerPlan,
   type OAuthClient,
   type OperatorKey,
   type Plan,
@@ -99,10 +100,12 @@ async function identifyApiKey(
     issuedAtMs: Date.parse(owner.createdAt),
   });
   if (revoked) return { caller: anonymous, problem: "API key revoked" };
+  // A customer's keys spend the customer's own bucket, shared with its sessions: more keys are
+  // not more requests.
   return {
     caller: {
       kind: "customer",
-      id: `key:${owner.keyId}`,
+      id: customerBucket(owner.customerId),
       plan: owner.plan,
       scopes: new Set(),
       customer: { id: String(owner.customerId), username: owner.username },
@@ -111,9 +114,14 @@ async function identifyApiKey(
   };
 }
 
+/** The rate-limit bucket of a customer: its sessions and all its API keys. */
+const customerBucket = (customerId: number | string) => `cust:${customerId}`;
+
 /**
- * Client tokens act for the client; session tokens for the customer (bearer_auth); user tokens
- * (authorization code, implicit) for the customer through a client, counted against the client.
+ * Client tokens act for the client, on its bucket and plan; session tokens for the customer
+ * (bearer_auth) on the customer's; user tokens (authorization code, implicit) for the customer
+ * through a client, on a bucket of that pair and the lower of the two plans, so a customer
+ * neither borrows a client's larger plan nor spends what other customers of the client have.
  */
 async function identifyToken(
   c: Context<GatewayEnv>,
@@ -138,7 +146,7 @@ async function identifyToken(
     return {
       caller: {
         kind: "customer",
-        id: `cust:${claims.sub}`,
+        id: customerBucket(claims.sub),
         plan: principal.plan,
         scopes,
         customer,
@@ -152,8 +160,8 @@ async function identifyToken(
   return {
     caller: {
       kind: "customer",
-      id: `client:${client.id}`,
-      plan: client.plan,
+      id: `client:${client.id}:${customerBucket(claims.sub)}`,
+      plan: lowerPlan(client.plan, principal.plan),
       scopes,
       customer,
       via: "oauth",

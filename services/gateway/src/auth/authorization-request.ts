@@ -68,6 +68,11 @@ export function parseAuthorizationRequest(
   if (type !== "code" && type !== "token") {
     return fail("unsupported_response_type", "response_type must be code or token");
   }
+  // The implicit flow puts the token in a URL without proving who receives it: a confidential
+  // client must use the code flow, where it authenticates with its secret (RFC 9700 §2.1.2).
+  if (type === "token" && client.secret) {
+    return fail("unauthorized_client", "a confidential client must use response_type=code");
+  }
   if (type === "code") {
     if (!challenge) return fail("invalid_request", "code_challenge is required (PKCE with S256)");
     if (params.get("code_challenge_method") !== "S256") {

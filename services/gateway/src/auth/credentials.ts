@@ -7,6 +7,11 @@ export const plans = ["free", "pro", "enterprise"] as const;
 export type Plan = (typeof plans)[number];
 export const allScopes: Scope[] = ["read:cheeses", "write:cheeses", "read:orders", "write:orders"];
 
+/** The smaller of two plans (plans are listed smallest first). */
+export function lowerPlan(a: Plan, b: Plan): Plan {
+  return plans.indexOf(a) <= plans.indexOf(b) ? a : b;
+}
+
 export interface OperatorKey {
   /** Stable id for rate limiting and logs; never the key itself. */
   id: string;
