@@ -89,6 +89,16 @@ export const CustomerInput = z
   .openapi("CustomerInput");
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
+/** PUT /customer/{username}: the account as it should be, and the current password to change it. */
+export const CustomerUpdateInput = CustomerInput.extend({
+  currentPassword: z.string().min(1).max(1024).optional().openapi({
+    format: "password",
+    description:
+      "the account's current password: required when the password or the email changes (422 without it, 403 when wrong)",
+  }),
+}).openapi("CustomerUpdateInput");
+export type CustomerUpdateInput = z.infer<typeof CustomerUpdateInput>;
+
 /** What a register or replace command carries: read-only fields dropped, phone defaulted. */
 export const CustomerFields = z.object({
   username: z.string(),

@@ -67,6 +67,18 @@ export const customerEvents = {
     schema: CustomerRef.extend({ from: CustomerStatus, to: CustomerStatus }),
   }),
   customerDeleted: defineEvent({ subject: "events.customer.customer.deleted", schema: CustomerRef }),
+  /**
+   * The password changed: credentials issued under an older `passwordVersion` end (sessions but
+   * `keptSession`, the one that made the change; OAuth grants), and so do the API keys named.
+   */
+  customerPasswordChanged: defineEvent({
+    subject: "events.customer.customer.password_changed",
+    schema: CustomerRef.extend({
+      passwordVersion: z.number().int().min(1),
+      keptSession: z.string().nullable(),
+      apiKeyIds: z.array(z.number().int().positive()),
+    }),
+  }),
   /** 7 days before a customer API key expires. */
   apiKeyExpiring: defineEvent({
     subject: "events.customer.api_key.expiring",

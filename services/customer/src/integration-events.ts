@@ -24,6 +24,13 @@ export function toIntegrationEvent(
       const { customerId, username } = domainEvent.data;
       return { subject: customerEvents.customerDeleted.subject, payload: { customerId, username } };
     }
+    case "CustomerPasswordChanged": {
+      const { customerId, username, passwordVersion, keptSession, apiKeyIds } = domainEvent.data;
+      return {
+        subject: customerEvents.customerPasswordChanged.subject,
+        payload: { customerId, username, passwordVersion, keptSession, apiKeyIds },
+      };
+    }
     case "CustomerStatusChanged":
       return { subject: customerEvents.customerStatusChanged.subject, payload: domainEvent.data };
     case "ApiKeyExpiring": {

@@ -101,9 +101,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     ctx.serve(customerRpc.get, async (request, context) => ({
       customer: await getCustomer(deps, request, context),
     }));
-    ctx.serve(customerRpc.replace, async (request, context) => ({
-      customer: await replaceCustomer(deps, request, context),
-    }));
+    ctx.serve(customerRpc.replace, (request, context) => replaceCustomer(deps, request, context));
     ctx.serve(customerRpc.delete, (request, context) => deleteCustomer(deps, request, context));
     ctx.serve(customerRpc.login, (request) => login(deps, request));
     ctx.serve(customerRpc.principal, ({ customerId }) => principal(deps, customerId));

@@ -12,6 +12,7 @@ import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
 import { getCustomer, login } from "../src/handlers/queries.ts";
 import { registerBatch, registerCustomer } from "../src/handlers/register-customer.ts";
+import { replaceCustomer } from "../src/handlers/replace-customer.ts";
 import { PasswordChecker } from "../src/passwords.ts";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
 import { PersonalDataVault } from "../src/personal-data/vault.ts";
@@ -121,6 +122,7 @@ describe("login", () => {
       username: alice.username,
       customerStatus: "bronze",
       plan: "free",
+      passwordVersion: 0,
     });
     const wrong = await login(deps, { username: alice.username, password: "nope" }).catch((e) => e);
     const unknown = await login(deps, { username: "ghost", password: "nope" }).catch((e) => e);
@@ -130,6 +132,65 @@ describe("login", () => {
       message: "invalid username or password",
     });
     expect(unknown.body).toEqual(wrong.body);
+  });
+});
+
+describe("changing the password or the email", () => {
+  it("needs the current password, and changes nothing without it (422) or with a wrong one (403)", async () => {
+    const frank = fields();
+    const { id } = await registerCustomer(deps, frank, context);
+    const keyBefore = await createApiKey(deps, { username: frank.username, asCustomer: id }, context);
+    const request = { username: frank.username, asCustomer: id, session: "s1" };
+    const newPassword = { ...frank, password: "a brand new password" };
+    const newEmail = { ...frank, email: "frank.new@example.com" };
+    for (const changed of [newPassword, newEmail]) {
+      await expect(replaceCustomer(deps, { ...request, fields: changed }, context)).rejects.toMatchObject({
+        body: { status: 422, errors: [{ field: "currentPassword" }] },
+      });
+      await expect(
+        replaceCustomer(deps, { ...request, fields: changed, currentPassword: "not it at all" }, context),
+      ).rejects.toMatchObject({ body: { status: 403, message: expect.stringContaining("currentPassword") } });
+    }
+    // Nothing changed: the old password and email stand, and the key works.
+    await expect(login(deps, { username: frank.username, password: frank.password })).resolves.toMatchObject({
+      passwordVersion: 0,
+    });
+    await expect(
+      getCustomer(deps, { username: frank.username, asCustomer: id }, context),
+    ).resolves.toMatchObject({ email: frank.email });
+    await expect(authenticateApiKey(deps, hashApiKey(keyBefore.key))).resolves.toMatchObject({
+      customerId: id,
+    });
+
+    // Names change without it; the same password given again is no change either.
+    const renamed = await replaceCustomer(
+      deps,
+      { ...request, fields: { ...frank, firstName: "Franz" } },
+      context,
+    );
+    expect(renamed).toMatchObject({ customer: { firstName: "Franz" }, passwordVersion: null });
+
+    // With it: the new password works, the old one and the keys made before do not.
+    const changed = await replaceCustomer(
+      deps,
+      { ...request, fields: { ...newPassword, email: newEmail.email }, currentPassword: frank.password },
+      context,
+    );
+    expect(changed).toMatchObject({ customer: { email: newEmail.email }, passwordVersion: 1 });
+    await expect(login(deps, { username: frank.username, password: frank.password })).rejects.toMatchObject({
+      body: { status: 401 },
+    });
+    await expect(
+      login(deps, { username: frank.username, password: newPassword.password }),
+    ).resolves.toMatchObject({ passwordVersion: 1 });
+    await expect(authenticateApiKey(deps, hashApiKey(keyBefore.key))).rejects.toMatchObject({
+      body: { status: 401 },
+    });
+    const events = await deps.store.readStream(`customer-${id}`);
+    expect(events.at(-1)).toMatchObject({
+      type: "CustomerPasswordChanged",
+      data: { passwordVersion: 1, keptSession: "s1", apiKeyIds: [keyBefore.id] },
+    });
   });
 });
 

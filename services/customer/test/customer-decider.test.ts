@@ -30,16 +30,113 @@ describe("customer decider", () => {
 
   it("replaces the profile of an active customer, and answers 404 for a deleted one", () => {
     const changed = { ...profile, username: "alice2", personal: "v1:other" };
+    const replace = {
+      type: "Replace" as const,
+      ...changed,
+      at,
+      passwordChanged: false,
+      currentPassword: "absent" as const,
+      checkedVersion: 0,
+      session: null,
+    };
     given([registered])
-      .when({ type: "Replace", ...changed, at })
+      .when(replace)
       .thenEmits([{ type: "CustomerUpdated", data: { customerId: 7, ...changed, updatedAt: at } }]);
     const deleted: CustomerEvent = {
       type: "CustomerDeleted",
       data: { customerId: 7, username: "alice", apiKeyIds: [], deletedAt: at },
     };
     given([registered, deleted])
-      .when({ type: "Replace", ...changed, at })
+      .when(replace)
       .thenRefuses({ body: { status: 404, type: "not_found" } });
+  });
+
+  describe("changing the password or the email", () => {
+    const replace = (change: Record<string, unknown>) => ({
+      type: "Replace" as const,
+      ...profile,
+      at,
+      passwordChanged: false,
+      currentPassword: "absent" as const,
+      checkedVersion: 0,
+      session: "session-1",
+      ...change,
+    });
+    const updated = (change: Record<string, unknown> = {}): CustomerEvent => ({
+      type: "CustomerUpdated",
+      data: { customerId: 7, ...profile, updatedAt: at, ...change },
+    });
+
+    it("needs the current password: 422 naming currentPassword without it, 403 when wrong", () => {
+      for (const change of [{ passwordChanged: true }, { emailKey: "e2" }]) {
+        given([registered])
+          .when(replace(change))
+          .thenRefuses({
+            body: {
+              status: 422,
+              errors: [{ field: "currentPassword", message: "required to change the password or email" }],
+            },
+          });
+        given([registered])
+          .when(replace({ ...change, currentPassword: "wrong" }))
+          .thenRefuses({ body: { status: 403, message: "currentPassword is not this account's password" } });
+      }
+      // Names, phone and favourite change without it.
+      given([registered])
+        .when(replace({ personal: "v1:renamed" }))
+        .thenEmits([updated({ personal: "v1:renamed" })]);
+    });
+
+    it("ends the API keys and names the new password version and the session kept", () => {
+      given([
+        registered,
+        keyIssued(1),
+        keyIssued(2),
+        { type: "ApiKeyRevoked", data: { customerId: 7, keyId: 1, revokedAt: at } },
+      ])
+        .when(replace({ passwordChanged: true, currentPassword: "right", personal: "v1:new" }))
+        .thenEmits([
+          updated({ personal: "v1:new" }),
+          { type: "ApiKeyRevoked", data: { customerId: 7, keyId: 2, revokedAt: at } },
+          {
+            type: "CustomerPasswordChanged",
+            data: {
+              customerId: 7,
+              username: "alice",
+              passwordVersion: 1,
+              keptSession: "session-1",
+              apiKeyIds: [2],
+              changedAt: at,
+            },
+          },
+        ]);
+    });
+
+    it("refuses with 409 when the password changed after the current one was checked", () => {
+      const changed: CustomerEvent = {
+        type: "CustomerPasswordChanged",
+        data: {
+          customerId: 7,
+          username: "alice",
+          passwordVersion: 1,
+          keptSession: null,
+          apiKeyIds: [],
+          changedAt: at,
+        },
+      };
+      given([registered, changed])
+        .when(replace({ passwordChanged: true, currentPassword: "right", checkedVersion: 0 }))
+        .thenRefuses({ body: { status: 409 } });
+      given([registered, changed])
+        .when(replace({ passwordChanged: true, currentPassword: "right", checkedVersion: 1 }))
+        .thenEmits([
+          updated(),
+          {
+            type: "CustomerPasswordChanged",
+            data: { ...changed.data, passwordVersion: 2, keptSession: "session-1" } as never,
+          },
+        ]);
+    });
   });
 
   it("deletes a customer and names its live API keys, so they can be revoked everywhere", () => {

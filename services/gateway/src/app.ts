@@ -5,6 +5,8 @@ import type { Plan } from "./auth/credentials.ts";
 import { CustomerDirectory } from "./auth/customer-directory.ts";
 import { revokeDeletedCustomers } from "./auth/erasure.ts";
 import { OAuthGrants } from "./auth/oauth-grants.ts";
+import { revokeOnPasswordChange } from "./auth/password-changes.ts";
+import { followPlanChanges } from "./auth/plan-changes.ts";
 import { Revocations } from "./auth/revocations.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -18,6 +20,7 @@ import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
 import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
+import { grantsRoutes } from "./routes/grants.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
 import { inventoryRoutes } from "./routes/inventory.ts";
@@ -40,8 +43,10 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
-  revokeDeletedCustomers(deps.bus, identity, deps.logger);
-  const grants = new OAuthGrants(deps.bus, options.oauthCodeTtlMs ?? 60_000);
+  const grants = new OAuthGrants(deps.bus, options.oauthCodeTtlMs ?? 60_000, identity.revocations);
+  revokeDeletedCustomers(deps.bus, { ...identity, grants }, deps.logger);
+  revokeOnPasswordChange(deps.bus, { ...identity, grants }, deps.logger);
+  followPlanChanges(deps.bus, identity.customers, deps.logger);
   const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>();
@@ -65,11 +70,12 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   ordersRoutes(api, deps);
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
+  grantsRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
   historyRoutes(api, deps);
 
   healthRoutes(app, deps);
-  oauthRoutes(app, api, deps, { grants });
+  oauthRoutes(app, api, deps, { grants, revocations: identity.revocations });
   documentationRoutes(app, api);
   app.route("/v2", api);
   return app;

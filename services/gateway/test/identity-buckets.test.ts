@@ -29,6 +29,7 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
       username: `customer${customerId}`,
       customerStatus: "bronze" as const,
       plan: "free" as const,
+      passwordVersion: 0,
     });
     serveRpc(services, customerRpc.principal, { queue: "customer" }, async ({ customerId }) =>
       principal(customerId),
@@ -62,7 +63,12 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
   const read = (headers: Record<string, string>) => gateway.app.request("/v2/cheeses/1", { headers });
   const session = async (customerId: number) => {
     const { token } = await gateway.tokens.issue(
-      { kind: "session", sub: String(customerId), username: `customer${customerId}`, scopes: ["read:cheeses"] },
+      {
+        kind: "session",
+        sub: String(customerId),
+        username: `customer${customerId}`,
+        scopes: ["read:cheeses"],
+      },
       3600,
     );
     return { authorization: `Bearer ${token}` };

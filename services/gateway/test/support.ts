@@ -2,12 +2,12 @@ import { createFileBlobStore } from "@cheese/blob-store";
 import { createInProcessBroker, type MessageBus } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
 import { createAuthorizer } from "../src/auth/authorize.ts";
 import { apiKeysSchema, oauthClientsSchema } from "../src/auth/credentials.ts";
 import { loadSigningKey } from "../src/auth/signing-key.ts";
 import { TokenService } from "../src/auth/tokens.ts";
-import type { AppOptions } from "../src/app.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
@@ -25,28 +25,31 @@ export async function testGateway(
   const key = await loadSigningKey(`${dir.path}/key.json`);
   const issuer = "http://127.0.0.1:8080";
   const tokens = new TokenService(key, issuer);
-  const app = createApp({
-    bus,
-    blobs: createFileBlobStore({ dir: `${dir.path}/blobs` }),
-    logger: createLogger("gateway-test", "silent"),
-    rpcTimeoutMs,
-    authorize: createAuthorizer(),
-    auth: {
-      tokens,
-      operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),
-      oauthClients: oauthClientsSchema.parse(
-        JSON.stringify([
-          {
-            ...OPERATOR_CLIENT,
-            scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
-            plan: "enterprise",
-          },
-          ...(options.clients ?? []),
-        ]),
-      ),
-      anonymousPlan: "free",
-      issuer,
+  const app = createApp(
+    {
+      bus,
+      blobs: createFileBlobStore({ dir: `${dir.path}/blobs` }),
+      logger: createLogger("gateway-test", "silent"),
+      rpcTimeoutMs,
+      authorize: createAuthorizer(),
+      auth: {
+        tokens,
+        operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),
+        oauthClients: oauthClientsSchema.parse(
+          JSON.stringify([
+            {
+              ...OPERATOR_CLIENT,
+              scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+              plan: "enterprise",
+            },
+            ...(options.clients ?? []),
+          ]),
+        ),
+        anonymousPlan: "free",
+        issuer,
+      },
     },
-  }, options);
+    options,
+  );
   return { app, tokens, bus, cleanup: dir.remove };
 }

@@ -26,6 +26,8 @@ export const CustomerPrincipal = z.object({
   username: z.string(),
   customerStatus: CustomerStatus,
   plan: z.enum(ratePlans),
+  /** Tokens carry it; a password change revokes those issued under an older version. */
+  passwordVersion: z.number().int().min(0),
 });
 export type CustomerPrincipal = z.infer<typeof CustomerPrincipal>;
 
@@ -56,10 +58,21 @@ export const customerRpc = {
     request: z.object({ username: z.string(), asCustomer }),
     response: z.object({ customer: Customer }),
   }),
+  /**
+   * Changing the password or email needs `currentPassword`. After a password change the answer
+   * carries the new `passwordVersion` (null otherwise): the gateway ends every credential issued
+   * under an older one but `session`, from the customer.password_changed it causes.
+   */
   replace: defineRpc({
     subject: "customer.customer.replace",
-    request: z.object({ username: z.string(), asCustomer: customerId, fields: CustomerFields }),
-    response: z.object({ customer: Customer }),
+    request: z.object({
+      username: z.string(),
+      asCustomer: customerId,
+      fields: CustomerFields,
+      currentPassword: z.string().optional(),
+      session: z.string().nullable().optional(),
+    }),
+    response: z.object({ customer: Customer, passwordVersion: z.number().int().min(1).nullable() }),
   }),
   /** Erases the account; its sessions and keys are revoked from the customer.deleted it causes. */
   delete: defineRpc({

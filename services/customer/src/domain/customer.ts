@@ -1,5 +1,12 @@
 import type { CustomerStatus } from "@cheese/contracts";
-import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
+import {
+  conflict,
+  type Decider,
+  type DomainEvent,
+  forbidden,
+  notFound,
+  validationFailed,
+} from "@cheese/service-kit";
 import { addMoney, tierFor } from "./tiers.ts";
 
 /**
@@ -36,6 +43,8 @@ export interface CustomerData {
   deliveredTotal: number;
   countedOrders: number[];
   apiKeys: ApiKeyRecord[];
+  /** How many times the password was changed: credentials issued under an older one are revoked. */
+  passwordVersion: number;
 }
 
 export type CustomerState =
@@ -53,6 +62,22 @@ interface Profile {
 export type CustomerEvent =
   | DomainEvent<"CustomerRegistered", Profile & { customerId: number; createdAt: string }>
   | DomainEvent<"CustomerUpdated", Profile & { customerId: number; updatedAt: string }>
+  /**
+   * After a CustomerUpdated that changed the password: every credential issued under an older
+   * password version ends (sessions but `keptSession`, OAuth grants, and the API keys named).
+   */
+  | DomainEvent<
+      "CustomerPasswordChanged",
+      {
+        customerId: number;
+        username: string;
+        passwordVersion: number;
+        /** The session (token id) that made the change, which goes on working. */
+        keptSession: string | null;
+        apiKeyIds: number[];
+        changedAt: string;
+      }
+    >
   | DomainEvent<
       "CustomerDeleted",
       { customerId: number; username: string; apiKeyIds: number[]; deletedAt: string }
@@ -84,7 +109,17 @@ export type CustomerEvent =
 
 export type CustomerCommand =
   | ({ type: "Register"; customerId: number; at: string } & Profile)
-  | ({ type: "Replace"; at: string } & Profile)
+  | ({
+      type: "Replace";
+      at: string;
+      /** Whether the new password differs from the current one (the handler checked the hash). */
+      passwordChanged: boolean;
+      /** The current password as the request gave it, checked against the hash of `checkedVersion`. */
+      currentPassword: "absent" | "wrong" | "right";
+      checkedVersion: number;
+      /** The session making the change; it survives a password change. */
+      session: string | null;
+    } & Profile)
   | { type: "Delete"; at: string }
   | { type: "CountDeliveredOrder"; orderId: number; total: number }
   | {
@@ -137,6 +172,7 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
           deliveredTotal: 0,
           countedOrders: [],
           apiKeys: [],
+          passwordVersion: 0,
         },
       };
     }
@@ -147,6 +183,8 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
         const { username, emailKey, personal, favouriteCheese } = event.data;
         return { status: "active", customer: { ...customer, username, emailKey, personal, favouriteCheese } };
       }
+      case "CustomerPasswordChanged":
+        return { status: "active", customer: { ...customer, passwordVersion: event.data.passwordVersion } };
       case "CustomerDeleted":
         return { status: "deleted", customerId: customer.customerId };
       case "DeliveredOrderCounted":
@@ -192,15 +230,8 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
     const customer = state.customer;
     const { customerId } = customer;
     switch (command.type) {
-      case "Replace": {
-        const { username, emailKey, personal, favouriteCheese, at } = command;
-        return [
-          {
-            type: "CustomerUpdated",
-            data: { customerId, username, emailKey, personal, favouriteCheese, updatedAt: at },
-          },
-        ];
-      }
+      case "Replace":
+        return replace(customer, command);
       case "Delete":
         return [
           {
@@ -241,6 +272,53 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
     }
   },
 };
+
+/**
+ * Replaces the profile. Changing the password or the email needs the current password (someone
+ * holding only a session cannot take the account over); a password change ends every other
+ * credential: the API keys now (ApiKeyRevoked), sessions and OAuth grants at the gateway (from
+ * CustomerPasswordChanged).
+ */
+function replace(customer: CustomerData, command: Extract<CustomerCommand, { type: "Replace" }>) {
+  const { customerId } = customer;
+  const { username, emailKey, personal, favouriteCheese, at, passwordChanged } = command;
+  if (command.currentPassword === "wrong") {
+    throw forbidden("currentPassword is not this account's password");
+  }
+  if (passwordChanged || emailKey !== customer.emailKey) {
+    if (command.currentPassword === "absent") {
+      throw validationFailed("the current password is needed to change the password or email", [
+        { field: "currentPassword", message: "required to change the password or email" },
+      ]);
+    }
+    if (command.checkedVersion !== customer.passwordVersion) {
+      throw conflict("the password was changed meanwhile; try again with the current one");
+    }
+  }
+  const events: CustomerEvent[] = [
+    {
+      type: "CustomerUpdated",
+      data: { customerId, username, emailKey, personal, favouriteCheese, updatedAt: at },
+    },
+  ];
+  if (!passwordChanged) return events;
+  const liveKeys = customer.apiKeys.filter((key) => !key.revoked).map((key) => key.keyId);
+  for (const keyId of liveKeys) {
+    events.push({ type: "ApiKeyRevoked", data: { customerId, keyId, revokedAt: at } });
+  }
+  events.push({
+    type: "CustomerPasswordChanged",
+    data: {
+      customerId,
+      username,
+      passwordVersion: customer.passwordVersion + 1,
+      keptSession: command.session,
+      apiKeyIds: liveKeys,
+      changedAt: at,
+    },
+  });
+  return events;
+}
 
 /** Adds a delivered order's total once per order id, and moves the tier when it crosses a line. */
 function countDeliveredOrder(customer: CustomerData, orderId: number, total: number): CustomerEvent[] {

@@ -44,5 +44,6 @@ export function principalOf(customer: CustomerData): CustomerPrincipal {
     username: customer.username,
     customerStatus: customer.customerStatus,
     plan: planForStatus(customer.customerStatus),
+    passwordVersion: customer.passwordVersion,
   };
 }

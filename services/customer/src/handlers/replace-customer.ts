@@ -9,21 +9,44 @@ import { ownedCustomer } from "./lookup.ts";
 import { releaseOldIdentity, reserveNewIdentity } from "./unique-values.ts";
 import { customerView } from "./view.ts";
 
+export interface ReplaceRequest {
+  username: string;
+  asCustomer: number;
+  fields: CustomerFields;
+  /** Needed to change the password or the email. */
+  currentPassword?: string | undefined;
+  /** The session (token id) making the change: it goes on working after a password change. */
+  session?: string | null | undefined;
+}
+
 /**
- * PUT /customer/{username}: find the account (a customer only its own), resolve the favourite
- * cheese, hash the password, replace the profile; a new username or email is reserved before the
- * write (409 when taken) and the old one given back after. Answers the customer.
+ * PUT /customer/{username}: find the account (a customer only its own), check the passwords
+ * against the stored hash (is the password new? is the current one right?), resolve the
+ * favourite cheese, replace the profile; a new username or email is reserved before the write
+ * (409 when taken) and the old one given back after. Answers the customer and, after a password
+ * change, the new password version (the gateway ends older credentials from the event).
  */
 export async function replaceCustomer(
   deps: CustomerDeps,
-  request: { username: string; asCustomer: number; fields: CustomerFields },
+  request: ReplaceRequest,
   context: RequestContext,
-): Promise<Customer> {
+): Promise<{ customer: Customer; passwordVersion: number | null }> {
   const { fields } = request;
   const metadata = contextMetadata(context);
-  const { customerId } = (await ownedCustomer(deps.store, request.username, request.asCustomer)).customer;
+  const { customer: current } = await ownedCustomer(deps.store, request.username, request.asCustomer);
+  const { customerId } = current;
+  const stored = (await deps.vault.open(customerId, current.personal))?.passwordHash;
+  const passwordChanged = !(await deps.passwords.verify(stored, fields.password));
+  const currentPassword =
+    request.currentPassword === undefined
+      ? ("absent" as const)
+      : (await deps.passwords.verify(stored, request.currentPassword))
+        ? ("right" as const)
+        : ("wrong" as const);
   const favourite = await favouriteFromInput(deps.cheeses, fields.favouriteCheese, context);
-  const personal = personalData(fields, await hashPassword(fields.password));
+  // An unchanged password keeps its hash: re-hashing it would change nothing but the salt.
+  const passwordHash = passwordChanged || !stored ? await hashPassword(fields.password) : stored;
+  const personal = personalData(fields, passwordHash);
   const change = await handleCommand(
     deps.store,
     customerStream(customerId),
@@ -35,9 +58,17 @@ export async function replaceCustomer(
       personal: await deps.vault.seal(customerId, personal),
       favouriteCheese: favourite.ref,
       at: isoNow(deps.clock),
+      passwordChanged,
+      currentPassword,
+      checkedVersion: current.passwordVersion,
+      session: request.session ?? null,
     },
     { metadata, beforeAppend: (decided) => reserveNewIdentity(deps, decided, metadata) },
   );
   await releaseOldIdentity(deps, { before: change.before, after: change.state }, metadata);
-  return customerView(deps, activeCustomer(change.state), context, { personal, favourite: favourite.shown });
+  const after = activeCustomer(change.state);
+  return {
+    customer: await customerView(deps, after, context, { personal, favourite: favourite.shown }),
+    passwordVersion: passwordChanged ? after.passwordVersion : null,
+  };
 }

@@ -70,7 +70,8 @@ async function identify(
   const revoked = await identity.revocations.isRevoked({
     jti: claims.jti,
     ...(claims.kind !== "client" ? { customerId: claims.sub } : {}),
-    issuedAtMs: claims.iat * 1000,
+    ...(claims.passwordVersion !== undefined ? { passwordVersion: claims.passwordVersion } : {}),
+    ...(claims.grantId !== undefined ? { grantId: claims.grantId } : {}),
   });
   if (revoked) {
     return { caller: anonymous, problem: "token revoked" };
@@ -94,11 +95,7 @@ async function identifyApiKey(
   if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { caller: anonymous, problem: "unknown API key" };
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
   if (!owner) return { caller: anonymous, problem: "unknown, revoked or expired API key" };
-  const revoked = await identity.revocations.isRevoked({
-    keyId: owner.keyId,
-    customerId: owner.customerId,
-    issuedAtMs: Date.parse(owner.createdAt),
-  });
+  const revoked = await identity.revocations.isRevoked({ keyId: owner.keyId, customerId: owner.customerId });
   if (revoked) return { caller: anonymous, problem: "API key revoked" };
   // A customer's keys spend the customer's own bucket, shared with its sessions: more keys are
   // not more requests.

@@ -50,7 +50,7 @@ export class CustomerDirectory {
         return null;
       }
       this.logger.warn({ err: error, customerId }, "customer plan unavailable; using free");
-      return { customerId, username: "", customerStatus: "bronze", plan: "free" as Plan };
+      return { customerId, username: "", customerStatus: "bronze", plan: "free" as Plan, passwordVersion: 0 };
     }
   }
 
@@ -77,6 +77,12 @@ export class CustomerDirectory {
     }
   }
 
+  /** Drops what this replica cached about the customer (its plan changed): the next request asks. */
+  refresh(customerId: number): void {
+    this.principals.delete(String(customerId));
+    this.keys.deleteWhere((owner) => owner?.customerId === customerId);
+  }
+
   /** Forgets a customer at once on this replica (after its deletion went through here). */
   forget(customerId: number): void {
     this.principals.set(String(customerId), null);
@@ -95,6 +101,14 @@ class Cache<V> {
       return undefined;
     }
     return entry.value;
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  deleteWhere(matches: (value: V) => boolean): void {
+    for (const [key, entry] of this.entries) if (matches(entry.value)) this.entries.delete(key);
   }
 
   set(key: string, value: V): void {

@@ -2,6 +2,7 @@ import { customerEvents } from "@cheese/contracts";
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
 import type { Logger } from "@cheese/service-kit";
 import type { CustomerDirectory } from "./customer-directory.ts";
+import type { OAuthGrants } from "./oauth-grants.ts";
 import type { Revocations } from "./revocations.ts";
 
 /**
@@ -12,7 +13,7 @@ import type { Revocations } from "./revocations.ts";
  */
 export function revokeDeletedCustomers(
   bus: MessageBus,
-  identity: { revocations: Revocations; customers: CustomerDirectory },
+  identity: { revocations: Revocations; customers: CustomerDirectory; grants: OAuthGrants },
   logger: Logger,
 ): Closable {
   return consumeEvents(bus, {
@@ -22,6 +23,7 @@ export function revokeDeletedCustomers(
       const { customerId } = event.payload;
       await identity.revocations.revokeCustomer(customerId);
       identity.customers.forget(customerId);
+      await identity.grants.forgetCustomer(customerId);
     },
     onInvalid: (event, error) =>
       logger.error({ err: error, eventId: event.id }, "invalid customer.deleted dropped"),

@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
+import { type Clock, systemClock } from "@cheese/service-kit";
 import type { Scope } from "../env.ts";
+import type { Revocations } from "./revocations.ts";
 
 /** What an authorization code stands for until it is exchanged. */
 export interface CodeGrant {
@@ -12,117 +14,255 @@ export interface CodeGrant {
   username: string;
   scopes: Scope[];
   codeChallenge: string;
+  /** The customer's password version at sign-in: a password change ends the grant. */
+  passwordVersion: number;
   expiresAt: number;
 }
 
-/** What a refresh token stands for. */
-export interface RefreshGrant {
+/**
+ * What a customer granted a client: the family of every token issued from one sign-in (the
+ * access tokens carry its id, `gid`; the refresh tokens point to it). Customers list and revoke
+ * their grants; revoking one ends all its tokens.
+ */
+export interface Grant {
+  id: string;
+  clientId: string;
+  customerId: number;
+  scopes: Scope[];
+  passwordVersion: number;
+  createdAt: number;
+  lastUsedAt: number;
+  /** When it ends unless refreshed first: its refresh token's expiry (implicit: its token's). */
+  expiresAt: number;
+}
+
+/** What a refresh token stands for; kept once spent, so that a reuse is recognised. */
+interface RefreshEntry {
+  grantId: string;
   clientId: string;
   customerId: number;
   scopes: Scope[];
   expiresAt: number;
+  spent?: true;
 }
+
+export type Redeemed =
+  | { ok: true; grant: Grant; scopes: Scope[] }
+  /** Unknown, expired, someone else's, or refused by the check: nothing was spent. */
+  | { ok: false; reused: false }
+  /** A spent token came back (RFC 9700 §4.14.2): its whole grant was revoked. */
+  | { ok: false; reused: true };
 
 /** Upper bound of a code's life (RFC 6749 recommends at most 10 minutes; decisions: 60 s). */
 const CODE_BUCKET_TTL_MS = 60_000;
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
+const MAX_CAS_ATTEMPTS = 25;
 
 /**
- * Authorization codes and refresh tokens, kept in NATS key-value buckets so any gateway replica
- * can redeem what another issued. Only a hash of each is stored. Redeeming is compare-and-set on
- * the entry's revision: of two racing redemptions exactly one wins, and the entry is then gone.
+ * Authorization codes, refresh tokens and grants, kept in NATS key-value buckets so any gateway
+ * replica can redeem what another issued. Only a hash of a code or token is stored. Redeeming is
+ * compare-and-set on the entry's revision: of two racing redemptions exactly one wins. A
+ * customer's grants are one entry (`cust.<id>`, changed by compare-and-set), the list the
+ * customer sees and the refresh path checks: a grant gone from it is over.
  */
 export class OAuthGrants {
-  private codes: Promise<KeyValue> | undefined;
-  private refreshTokens: Promise<KeyValue> | undefined;
+  private readonly buckets = new Map<string, Promise<KeyValue>>();
 
   constructor(
     private readonly bus: MessageBus,
     private readonly codeTtlMs: number,
+    private readonly revocations: Revocations,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async issueCode(grant: Omit<CodeGrant, "expiresAt">): Promise<string> {
     const code = randomBytes(32).toString("base64url");
-    const kv = await this.codeBucket();
-    await kv.create(digest(code), encode({ ...grant, expiresAt: Date.now() + this.codeTtlMs }));
+    const kv = await this.bucket("oauth_codes", CODE_BUCKET_TTL_MS);
+    await kv.create(digest(code), encode({ ...grant, expiresAt: this.now() + this.codeTtlMs }));
     return code;
   }
 
   /** The grant, once; undefined for an unknown, used or expired code. */
   async redeemCode(code: string): Promise<CodeGrant | undefined> {
-    const grant = await redeem<CodeGrant>(await this.codeBucket(), digest(code));
-    return grant && grant.expiresAt > Date.now() ? grant : undefined;
+    const kv = await this.bucket("oauth_codes", CODE_BUCKET_TTL_MS);
+    const entry = await kv.get(digest(code));
+    const grant = entry && decode<CodeGrant>(entry.value);
+    if (!entry || !grant) return undefined;
+    try {
+      await kv.update(entry.key, USED, entry.revision);
+    } catch (error) {
+      if (error instanceof KvConflictError) return undefined; // someone else redeemed it first
+      throw error;
+    }
+    await kv.delete(entry.key).catch(() => {});
+    return grant.expiresAt > this.now() ? grant : undefined;
   }
 
-  async issueRefreshToken(grant: Omit<RefreshGrant, "expiresAt">): Promise<string> {
+  /** Records a new grant of the customer's, living `lifetimeMs` unless refreshed. */
+  async startGrant(
+    grant: Pick<Grant, "clientId" | "customerId" | "scopes" | "passwordVersion">,
+    lifetimeMs: number,
+  ): Promise<Grant> {
+    const now = this.now();
+    const started: Grant = {
+      ...grant,
+      id: randomBytes(16).toString("base64url"),
+      createdAt: now,
+      lastUsedAt: now,
+      expiresAt: now + lifetimeMs,
+    };
+    await this.changeGrants(grant.customerId, (grants) => [...grants, started]);
+    return started;
+  }
+
+  /** A refresh token of the grant, for `scopes` (the grant's or fewer); the grant lives 30 days on. */
+  async issueRefreshToken(grant: Grant, scopes: Scope[]): Promise<string> {
     const token = randomBytes(32).toString("base64url");
-    const kv = await this.refreshBucket();
-    await kv.create(digest(token), encode({ ...grant, expiresAt: Date.now() + REFRESH_TOKEN_TTL_MS }));
+    const now = this.now();
+    const entry: RefreshEntry = {
+      grantId: grant.id,
+      clientId: grant.clientId,
+      customerId: grant.customerId,
+      scopes,
+      expiresAt: now + REFRESH_TOKEN_TTL_MS,
+    };
+    await (await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS)).create(
+      digest(token),
+      encode(entry),
+    );
+    await this.changeGrants(grant.customerId, (grants) =>
+      grants.map((g) => (g.id === grant.id ? { ...g, lastUsedAt: now, expiresAt: entry.expiresAt } : g)),
+    );
     return token;
   }
 
-  /** The grant, once: a refresh token is replaced by a new one each time it is used. */
   /**
-   * Spends a refresh token, but only once `check` accepts its grant: a refresh refused for a
-   * reason that may pass (a narrower scope asked wrongly, the customer service not answering)
-   * must not cost the client its only refresh token.
+   * Spends a refresh token of `clientId`, but only once `check` accepts it (a refresh refused for
+   * a reason that may pass, such as a scope asked wrongly, must not cost the client its only
+   * refresh token) and only while its grant lives. A token spent before is a reuse: someone
+   * holds a copy, so the whole grant is revoked (RFC 9700 §4.14.2).
    */
   async redeemRefreshToken(
     token: string,
-    check: (grant: RefreshGrant) => Promise<boolean> = async () => true,
-  ): Promise<RefreshGrant | undefined> {
-    const live = async (grant: RefreshGrant) => grant.expiresAt > Date.now() && check(grant);
-    return redeem<RefreshGrant>(await this.refreshBucket(), digest(token), live);
+    clientId: string,
+    check: (entry: { customerId: number; scopes: Scope[] }) => Promise<Scope[] | undefined>,
+  ): Promise<Redeemed> {
+    const refused = { ok: false, reused: false } as const;
+    const kv = await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS);
+    const stored = await kv.get(digest(token));
+    const entry = stored && decode<RefreshEntry>(stored.value);
+    if (!stored || !entry || entry.clientId !== clientId) return refused;
+    if (entry.spent) return this.reused(entry);
+    if (entry.expiresAt <= this.now()) return refused;
+    const grant = (await this.grantsOf(entry.customerId)).find((g) => g.id === entry.grantId);
+    if (!grant) return refused;
+    const revoked = await this.revocations.isRevoked({
+      customerId: grant.customerId,
+      grantId: grant.id,
+      passwordVersion: grant.passwordVersion,
+    });
+    if (revoked) return refused;
+    const scopes = await check(entry);
+    if (!scopes) return refused;
+    try {
+      await kv.update(stored.key, encode({ ...entry, spent: true }), stored.revision);
+    } catch (error) {
+      if (!(error instanceof KvConflictError)) throw error;
+      return this.reused(entry); // spent by a racing request with the same token
+    }
+    return { ok: true, grant, scopes };
+  }
+
+  /** RFC 7009: a refresh token of `clientId` ends its grant; anything else changes nothing. */
+  async revokeByRefreshToken(token: string, clientId: string): Promise<void> {
+    const kv = await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS);
+    const stored = await kv.get(digest(token));
+    const entry = stored && decode<RefreshEntry>(stored.value);
+    if (!entry || entry.clientId !== clientId) return;
+    await this.revokeGrant(entry.customerId, entry.grantId);
+  }
+
+  /** The customer's live grants, oldest first. */
+  async grantsOf(customerId: number): Promise<Grant[]> {
+    const entry = await (await this.grantBucket()).get(grantsKey(customerId));
+    const now = this.now();
+    return ((entry && decode<Grant[]>(entry.value)) ?? []).filter((grant) => grant.expiresAt > now);
+  }
+
+  /** Ends a grant and every token of it, on every replica; false when the customer has no such grant. */
+  async revokeGrant(customerId: number, grantId: string): Promise<boolean> {
+    let found = false;
+    await this.changeGrants(customerId, (grants) => {
+      found = grants.some((grant) => grant.id === grantId);
+      return grants.filter((grant) => grant.id !== grantId);
+    });
+    if (found) await this.revocations.revokeGrant(grantId);
+    return found;
+  }
+
+  /** After a password change: the grants made under an older password end. */
+  async revokeGrantsBefore(customerId: number, passwordVersion: number): Promise<void> {
+    let ended: Grant[] = [];
+    await this.changeGrants(customerId, (grants) => {
+      ended = grants.filter((grant) => grant.passwordVersion < passwordVersion);
+      return grants.filter((grant) => grant.passwordVersion >= passwordVersion);
+    });
+    for (const grant of ended) await this.revocations.revokeGrant(grant.id);
+  }
+
+  /** An erased customer's grants are forgotten (its tokens are revoked with the customer). */
+  async forgetCustomer(customerId: number): Promise<void> {
+    await (await this.grantBucket()).delete(grantsKey(customerId));
+  }
+
+  private async reused(entry: RefreshEntry): Promise<Redeemed> {
+    await this.revokeGrant(entry.customerId, entry.grantId);
+    return { ok: false, reused: true };
+  }
+
+  /** Compare-and-set on the customer's grants; expired ones are dropped on the way. */
+  private async changeGrants(customerId: number, change: (grants: Grant[]) => Grant[]): Promise<void> {
+    const kv = await this.grantBucket();
+    const key = grantsKey(customerId);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const entry = await kv.get(key);
+      const now = this.now();
+      const live = ((entry && decode<Grant[]>(entry.value)) ?? []).filter((grant) => grant.expiresAt > now);
+      const value = encode(change(live));
+      try {
+        if (entry) await kv.update(key, value, entry.revision);
+        else await kv.create(key, value);
+        return;
+      } catch (error) {
+        if (!(error instanceof KvConflictError)) throw error;
+      }
+    }
+    throw new Error(`the grants of customer ${customerId} kept changing concurrently`);
+  }
+
+  private grantBucket(): Promise<KeyValue> {
+    return this.bucket("oauth_grants", REFRESH_TOKEN_TTL_MS);
   }
 
   /** Opened once; a failure (NATS away) is retried on the next request instead of remembered. */
-  private codeBucket(): Promise<KeyValue> {
-    if (!this.codes) {
-      this.codes = this.bus.kv("oauth_codes", { ttlMs: CODE_BUCKET_TTL_MS });
-      this.codes.catch(() => {
-        this.codes = undefined;
-      });
+  private bucket(name: string, ttlMs: number): Promise<KeyValue> {
+    let opening = this.buckets.get(name);
+    if (!opening) {
+      opening = this.bus.kv(name, { ttlMs });
+      opening.catch(() => this.buckets.delete(name));
+      this.buckets.set(name, opening);
     }
-    return this.codes;
+    return opening;
   }
 
-  private refreshBucket(): Promise<KeyValue> {
-    if (!this.refreshTokens) {
-      this.refreshTokens = this.bus.kv("oauth_refresh_tokens", { ttlMs: REFRESH_TOKEN_TTL_MS });
-      this.refreshTokens.catch(() => {
-        this.refreshTokens = undefined;
-      });
-    }
-    return this.refreshTokens;
+  private now(): number {
+    return this.clock.now().getTime();
   }
 }
 
 const USED = new TextEncoder().encode("used");
 
-async function redeem<T>(
-  kv: KeyValue,
-  key: string,
-  /** Checks the grant before it is spent; a refusal leaves it usable. */
-  check: (grant: T) => Promise<boolean> = async () => true,
-): Promise<T | undefined> {
-  const entry = await kv.get(key);
-  if (!entry) return undefined;
-  let grant: T;
-  try {
-    grant = JSON.parse(new TextDecoder().decode(entry.value)) as T;
-  } catch {
-    return undefined; // "used", or garbage
-  }
-  if (!(await check(grant))) return undefined;
-  try {
-    await kv.update(key, USED, entry.revision);
-  } catch (error) {
-    if (error instanceof KvConflictError) return undefined; // someone else redeemed it first
-    throw error;
-  }
-  await kv.delete(key).catch(() => {});
-  return grant;
-}
+const grantsKey = (customerId: number) => `cust.${customerId}`;
 
 function digest(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
@@ -130,4 +270,13 @@ function digest(secret: string): string {
 
 function encode(value: unknown): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(value));
+}
+
+/** The JSON stored, or undefined for "used" and garbage. */
+function decode<T>(value: Uint8Array): T | undefined {
+  try {
+    return JSON.parse(new TextDecoder().decode(value)) as T;
+  } catch {
+    return undefined;
+  }
 }

@@ -9,10 +9,14 @@ const BUCKET_TTL_MS = 25 * 3_600_000;
  */
 const CONFIRMED_FOR_MS = 30_000;
 
-/** What can be revoked: one token, one customer API key, or a customer's credentials. */
+/**
+ * What can be revoked: one token, one customer API key, one OAuth grant (every token of it), or
+ * a customer's credentials.
+ */
 const keys = {
   token: (jti: string) => `jti.${jti}`,
   apiKey: (keyId: number) => `key.${keyId}`,
+  grant: (grantId: string) => `grant.${grantId}`,
   customer: (customerId: number | string) => `sub.${customerId}`,
 };
 
@@ -20,19 +24,23 @@ const keys = {
 export interface Credential {
   jti?: string;
   keyId?: number;
+  grantId?: string;
   customerId?: number | string;
-  /** When it was issued (epoch ms): a customer's revocation covers what was issued before it. */
-  issuedAtMs: number;
+  /** The customer's password version it was issued under (sessions and OAuth grants). */
+  passwordVersion?: number;
 }
 
 /**
  * A revocation as stored: until when it matters (epoch ms, the bucket forgets it after), and for
- * a customer's, which credentials it covers: those issued before `before` (epoch ms), or all of
- * them when absent (erasure). Entries written before `before` existed are plain numbers: `until`.
+ * a customer's, which credentials it covers: all of them when `belowVersion` is absent
+ * (erasure), or, after a password change, the tokens issued under a password version below
+ * `belowVersion` except the session `keep` that made the change. Entries of older gateways are
+ * plain numbers: `until`.
  */
 interface Entry {
   until: number;
-  before?: number;
+  belowVersion?: number;
+  keep?: string;
 }
 
 /**
@@ -86,22 +94,43 @@ export class Revocations {
     return this.put(keys.apiKey(keyId), { until: this.now() + BUCKET_TTL_MS });
   }
 
-  /**
-   * Revokes a customer's sessions, OAuth tokens and API keys on every replica: all of them
-   * (erasure), or those issued before `issuedBeforeMs`.
-   */
-  revokeCustomer(customerId: number, issuedBeforeMs?: number): Promise<void> {
-    const entry: Entry = { until: this.now() + BUCKET_TTL_MS };
-    if (issuedBeforeMs !== undefined) entry.before = issuedBeforeMs;
-    return this.put(keys.customer(customerId), entry);
+  /** Revokes every token of one OAuth grant on every replica (its refresh tokens end with it). */
+  revokeGrant(grantId: string): Promise<void> {
+    return this.put(keys.grant(grantId), { until: this.now() + BUCKET_TTL_MS });
   }
 
-  /** Resolves once this replica knows every credential of the customer is revoked, or after `timeoutMs` (false). */
-  async whenCustomerRevoked(customerId: number, timeoutMs: number): Promise<boolean> {
+  /** Revokes all of a customer's sessions, OAuth tokens and API keys on every replica (erasure). */
+  revokeCustomer(customerId: number): Promise<void> {
+    return this.put(keys.customer(customerId), { until: this.now() + BUCKET_TTL_MS });
+  }
+
+  /**
+   * After a password change: the customer's tokens issued under a password version below
+   * `belowVersion` are revoked on every replica, except the session `keep`. A revocation that
+   * already covers more (erasure, a later change) stays as it is.
+   */
+  async revokeOlderCredentials(customerId: number, belowVersion: number, keep: string | null): Promise<void> {
+    const key = keys.customer(customerId);
+    const stored = await (await this.open()).get(key);
+    const current = stored && parseEntry(new TextDecoder().decode(stored.value), 0);
+    const live = current && current.until > this.now();
+    if (live && (current.belowVersion === undefined || current.belowVersion >= belowVersion)) return;
+    const entry: Entry = { until: this.now() + BUCKET_TTL_MS, belowVersion };
+    if (keep) entry.keep = keep;
+    await this.put(key, entry);
+  }
+
+  /**
+   * Resolves once this replica knows the customer's credentials are revoked: all of them, or with
+   * `belowVersion`, those under an older password; false after `timeoutMs`.
+   */
+  async whenCustomerRevoked(customerId: number, timeoutMs: number, belowVersion?: number): Promise<boolean> {
     const key = keys.customer(customerId);
     const known = () => {
       const entry = this.revoked.get(key);
-      return entry !== undefined && entry.before === undefined && entry.until > this.now();
+      if (entry === undefined || entry.until <= this.now()) return false;
+      if (entry.belowVersion === undefined) return true;
+      return belowVersion !== undefined && entry.belowVersion >= belowVersion;
     };
     if (known()) return true;
     return new Promise<boolean>((resolve) => {
@@ -123,11 +152,15 @@ export class Revocations {
     const candidates: string[] = [];
     if (credential.jti !== undefined) candidates.push(keys.token(credential.jti));
     if (credential.keyId !== undefined) candidates.push(keys.apiKey(credential.keyId));
+    if (credential.grantId !== undefined) candidates.push(keys.grant(credential.grantId));
     if (credential.customerId !== undefined) candidates.push(keys.customer(credential.customerId));
-    const covers = (entry: Entry | undefined) =>
-      entry !== undefined &&
-      entry.until > this.now() &&
-      (entry.before === undefined || credential.issuedAtMs < entry.before);
+    const covers = (entry: Entry | undefined) => {
+      if (entry === undefined || entry.until <= this.now()) return false;
+      if (entry.belowVersion === undefined) return true;
+      // A password change ends tokens of older versions; API keys are revoked one by one.
+      if (credential.passwordVersion === undefined || credential.jti === entry.keep) return false;
+      return credential.passwordVersion < entry.belowVersion;
+    };
     if (candidates.some((key) => covers(this.revoked.get(key)))) return true;
     const kv = await this.open();
     for (const key of candidates) {
@@ -190,8 +223,11 @@ function parseEntry(text: string, fallbackUntil: number): Entry {
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
     if (parsed && typeof parsed === "object" && typeof (parsed as Entry).until === "number") {
-      const { until, before } = parsed as Entry;
-      return typeof before === "number" ? { until, before } : { until };
+      const { until, belowVersion, keep } = parsed as Entry;
+      const entry: Entry = { until };
+      if (typeof belowVersion === "number") entry.belowVersion = belowVersion;
+      if (typeof keep === "string") entry.keep = keep;
+      return entry;
     }
   } catch {
     // unreadable: treated as a revocation of everything under the key, to be safe

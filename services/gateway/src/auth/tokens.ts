@@ -23,6 +23,13 @@ export interface TokenClaims {
   exp: number;
   username?: string;
   clientId?: string;
+  /**
+   * Session and user tokens: the customer's password version when issued (`pwv`); a password
+   * change revokes older ones. Tokens from before it was kept read as 0.
+   */
+  passwordVersion?: number;
+  /** User tokens: the OAuth grant they belong to (`gid`), revoked with it. */
+  grantId?: string;
 }
 
 export interface IssuedToken {
@@ -49,6 +56,8 @@ export class TokenService {
     const payload: JWTPayload = { kind: claims.kind, scope: claims.scopes.join(" ") };
     if (claims.username) payload.username = claims.username;
     if (claims.clientId) payload.client_id = claims.clientId;
+    if (claims.passwordVersion !== undefined) payload.pwv = claims.passwordVersion;
+    if (claims.grantId) payload.gid = claims.grantId;
     const token = await new SignJWT(payload)
       .setProtectedHeader({ alg: SIGNING_ALG, kid: this.key.kid, typ: "JWT" })
       .setIssuer(this.issuer)
@@ -84,6 +93,10 @@ export class TokenService {
         .filter(Boolean) as Scope[],
       ...(typeof payload.username === "string" ? { username: payload.username } : {}),
       ...(typeof payload.client_id === "string" ? { clientId: payload.client_id } : {}),
+      ...(kind !== "client"
+        ? { passwordVersion: Number.isInteger(payload.pwv) ? (payload.pwv as number) : 0 }
+        : {}),
+      ...(typeof payload.gid === "string" ? { grantId: payload.gid } : {}),
     };
   }
 

@@ -3,6 +3,7 @@ import {
   CustomerBatchInput,
   CustomerBatchResult,
   CustomerInput,
+  CustomerUpdateInput,
   customerRpc,
   LoginInput,
   LoginResult,
@@ -160,10 +161,18 @@ const replaceCustomer = (deps: GatewayDeps) =>
       operationId: "updateCustomer",
       tags: ["Customers"],
       summary: "Replace one's own account (username, email and password required)",
-      request: { params: UsernameParam, body: customerBody },
+      description:
+        "Changing the password or the email needs `currentPassword`. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
+      request: {
+        params: UsernameParam,
+        body: { required: true, content: { "application/json": { schema: CustomerUpdateInput } } },
+      },
       responses: {
         ...commonResponses,
-        ...credentialResponses,
+        401: credentialResponses[401],
+        403: errorResponse(
+          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+        ),
         200: { description: "the customer", content: customerJson },
         404: errorResponse("customer not found"),
         409: errorResponse("the new username or email belongs to someone else"),
@@ -220,6 +229,7 @@ export function customersRoutes(
         sub: String(principal.customerId),
         username: principal.username,
         scopes: SESSION_SCOPES,
+        passwordVersion: principal.passwordVersion,
       },
       SESSION_TTL_SECONDS,
     );
@@ -246,11 +256,29 @@ export function customersRoutes(
 
   api.openapi(replaceCustomer(deps), async (c) => {
     const { username } = c.req.valid("param");
-    const { customer } = await callService(deps, c, customerRpc.replace, {
+    const { currentPassword, ...input } = c.req.valid("json");
+    const caller = c.get("caller");
+    const customerId = actingCustomer(caller, false)!;
+    const { customer, passwordVersion } = await callService(deps, c, customerRpc.replace, {
       username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-      fields: toCustomerFields(c.req.valid("json")),
+      asCustomer: customerId,
+      fields: toCustomerFields(input),
+      ...(currentPassword !== undefined ? { currentPassword } : {}),
+      session: caller.token?.jti ?? null,
     });
+    // A new password: the older credentials end on every replica (auth/password-changes.ts) once
+    // customer.password_changed is through; the answer waits for that.
+    if (passwordVersion !== null) {
+      const known = await revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion);
+      if (!known) {
+        throw new RemoteError({
+          status: 503,
+          type: "service_unavailable",
+          message:
+            "the password is changed, but ending the other sessions and keys is taking longer; they will stop working shortly",
+        });
+      }
+    }
     return c.json(customer, 200);
   });
 

@@ -12,7 +12,8 @@ import {
 } from "../auth/authorization-request.ts";
 import { errorPage, pageSecurityHeaders, signInPage } from "../auth/authorize-page.ts";
 import { allScopes, type OAuthClient } from "../auth/credentials.ts";
-import type { OAuthGrants } from "../auth/oauth-grants.ts";
+import { type Grant, type OAuthGrants, REFRESH_TOKEN_TTL_MS } from "../auth/oauth-grants.ts";
+import type { Revocations } from "../auth/revocations.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv, Scope } from "../env.ts";
 import { callService } from "../rpc.ts";
@@ -24,6 +25,7 @@ export const USER_TOKEN_TTL_SECONDS = 3600;
 
 export interface OAuthDeps {
   grants: OAuthGrants;
+  revocations: Revocations;
 }
 
 /**
@@ -162,6 +164,35 @@ const tokenRoute = createRoute({
   },
 });
 
+const RevocationRequest = z
+  .object({
+    token: z.string().openapi({ description: "an access token or a refresh token this client holds" }),
+    token_type_hint: z.enum(["access_token", "refresh_token"]).optional(),
+    client_id: z.string().optional().openapi({ description: "public clients, or client_secret_post" }),
+    client_secret: z.string().optional().openapi({ description: "client_secret_post (or use HTTP Basic)" }),
+  })
+  .openapi("RevocationRequest");
+
+const revokeRoute = createRoute({
+  method: "post",
+  path: "/oauth/revoke",
+  operationId: "oauthRevoke",
+  tags: ["OAuth 2.0"],
+  summary: "RFC 7009 token revocation",
+  description:
+    "A refresh token ends its whole grant (every access and refresh token of it); an access token ends itself. Clients authenticate as at the token endpoint. The answer is 200 whether or not the token was valid, so it reveals nothing; a token of another client is left alone.",
+  servers: atRoot,
+  security: publicAccess,
+  request: {
+    body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationRequest } } },
+  },
+  responses: {
+    200: { description: "revoked, or nothing to revoke" },
+    400: { description: "invalid_request", content: { "application/json": { schema: OAuthErrorBody } } },
+    401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+  },
+});
+
 const jwksRoute = createRoute({
   method: "get",
   path: "/.well-known/jwks.json",
@@ -240,6 +271,8 @@ export function oauthRoutes(
       issuer,
       authorization_endpoint: `${issuer}/oauth/authorize`,
       token_endpoint: `${issuer}/oauth/token`,
+      revocation_endpoint: `${issuer}/oauth/revoke`,
+      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       scopes_supported: allScopes,
       response_types_supported: ["code", "token"],
@@ -265,7 +298,7 @@ export function oauthRoutes(
     if (form.get("decision") === "deny") {
       return redirectError(c, request, "access_denied", "the customer denied the request");
     }
-    let customer: { customerId: number; username: string };
+    let customer: { customerId: number; username: string; passwordVersion: number };
     try {
       customer = await callService(deps, c, customerRpc.login, {
         username: form.get("username") ?? "",
@@ -287,20 +320,22 @@ export function oauthRoutes(
         username: customer.username,
         scopes: request.scopes,
         codeChallenge: request.codeChallenge!,
+        passwordVersion: customer.passwordVersion,
       });
       // 303: the browser follows with a GET, as it must after a POST.
       return c.redirect(redirectWith(request.redirectUri, false, { code, state: request.state }), 303);
     }
-    const issued = await tokens.issue(
+    // Implicit (public clients only): a grant of one token, which the customer can see and revoke.
+    const grant = await oauth.grants.startGrant(
       {
-        kind: "user",
-        sub: String(customer.customerId),
-        username: customer.username,
         clientId: request.client.id,
+        customerId: customer.customerId,
         scopes: request.scopes,
+        passwordVersion: customer.passwordVersion,
       },
-      USER_TOKEN_TTL_SECONDS,
+      USER_TOKEN_TTL_SECONDS * 1000,
     );
+    const issued = await accessToken(deps, grant, customer.username, request.scopes);
     return c.redirect(
       redirectWith(request.redirectUri, true, {
         access_token: issued.token,
@@ -332,6 +367,38 @@ export function oauthRoutes(
     if (grantType === "authorization_code") return authorizationCodeGrant(c, form, client, deps, oauth);
     return refreshTokenGrant(c, form, client, deps, oauth);
   });
+
+  route(revokeRoute, async (c) => {
+    c.header("Cache-Control", "no-store");
+    const form = await readForm(c);
+    if (!form) return oauthError(c, 400, "invalid_request", "send the parameters form-encoded");
+    const client = authenticateClient(c, form, oauthClients, false);
+    if (!client) {
+      c.header("WWW-Authenticate", 'Basic realm="cheese-store"');
+      return oauthError(c, 401, "invalid_client", "unknown client or wrong secret");
+    }
+    const token = form.get("token");
+    if (!token) return oauthError(c, 400, "invalid_request", "token is required");
+    await revokeToken(deps, oauth, client, token);
+    return c.body(null, 200);
+  });
+}
+
+/**
+ * RFC 7009: whatever the hint says, the token is tried as what it looks like. An access token
+ * (a JWT of ours, issued to this client) is revoked until it expires; a refresh token ends its
+ * grant. Anything else (unknown, expired, another client's) is left alone, silently.
+ */
+async function revokeToken(deps: GatewayDeps, oauth: OAuthDeps, client: OAuthClient, token: string) {
+  if (token.split(".").length === 3) {
+    const claims = await deps.auth.tokens.verify(token).catch(() => undefined);
+    const holder = claims?.kind === "client" ? claims.sub : claims?.clientId;
+    if (claims && claims.kind !== "session" && holder === client.id) {
+      await oauth.revocations.revokeToken(claims.jti, claims.exp * 1000);
+    }
+    return;
+  }
+  await oauth.grants.revokeByRefreshToken(token, client.id);
 }
 
 async function clientCredentialsGrant(
@@ -386,10 +453,22 @@ async function authorizationCodeGrant(
   if (!verifierMatches(verifier, grant.codeChallenge)) {
     return oauthError(c, 400, "invalid_grant", "code_verifier does not match the code_challenge");
   }
-  return userTokens(c, deps, oauth, client, grant.customerId, grant.username, grant.scopes);
+  const started = await oauth.grants.startGrant(
+    {
+      clientId: client.id,
+      customerId: grant.customerId,
+      scopes: grant.scopes,
+      passwordVersion: grant.passwordVersion ?? 0,
+    },
+    REFRESH_TOKEN_TTL_MS,
+  );
+  return userTokens(c, deps, oauth, started, grant.username, grant.scopes);
 }
 
-/** Rotating refresh tokens: each use answers a new one and the old one stops working. */
+/**
+ * Rotating refresh tokens: each use answers a new one and the old one stops working; using a
+ * spent one again revokes the whole grant (RFC 9700 §4.14.2), as does a password change.
+ */
 async function refreshTokenGrant(
   c: Context<GatewayEnv>,
   form: URLSearchParams,
@@ -402,14 +481,12 @@ async function refreshTokenGrant(
   // Everything that can refuse the refresh runs before the token is spent (rotation).
   const requested = form.get("scope")?.split(" ").filter(Boolean);
   let refusal: Response | undefined;
-  let scopes: Scope[] = [];
   let username = "";
-  const grant = await oauth.grants.redeemRefreshToken(token, async (candidate) => {
-    if (candidate.clientId !== client.id) return false;
-    scopes = requested ? candidate.scopes.filter((s) => requested.includes(s)) : candidate.scopes;
+  const redeemed = await oauth.grants.redeemRefreshToken(token, client.id, async (candidate) => {
+    const scopes = requested ? candidate.scopes.filter((s) => requested.includes(s)) : candidate.scopes;
     if (requested && scopes.length !== requested.length) {
       refusal = oauthError(c, 400, "invalid_scope", "a refresh may only narrow the scopes granted");
-      return false;
+      return undefined;
     }
     try {
       ({ username } = await callService(deps, c, customerRpc.principal, {
@@ -418,36 +495,46 @@ async function refreshTokenGrant(
     } catch (error) {
       if (!(error instanceof RemoteError && error.body.status === 404)) throw error;
       refusal = oauthError(c, 400, "invalid_grant", "the customer no longer exists");
-      return false;
+      return undefined;
     }
-    return true;
+    return scopes;
   });
   if (refusal) return refusal;
-  if (!grant) {
-    return oauthError(
-      c,
-      400,
-      "invalid_grant",
-      "the refresh token is unknown, expired, already used, or not this client's",
-    );
+  if (!redeemed.ok) {
+    const why = redeemed.reused
+      ? "the refresh token was used before: every token of its grant is revoked"
+      : "the refresh token is unknown, expired, revoked, or not this client's";
+    return oauthError(c, 400, "invalid_grant", why);
   }
-  return userTokens(c, deps, oauth, client, grant.customerId, username, scopes);
+  return userTokens(c, deps, oauth, redeemed.grant, username, redeemed.scopes);
+}
+
+/** An access token of the grant: the customer's, through the client, for an hour. */
+function accessToken(deps: GatewayDeps, grant: Grant, username: string, scopes: Scope[]) {
+  return deps.auth.tokens.issue(
+    {
+      kind: "user",
+      sub: String(grant.customerId),
+      username,
+      clientId: grant.clientId,
+      scopes,
+      passwordVersion: grant.passwordVersion,
+      grantId: grant.id,
+    },
+    USER_TOKEN_TTL_SECONDS,
+  );
 }
 
 async function userTokens(
   c: Context<GatewayEnv>,
   deps: GatewayDeps,
   oauth: OAuthDeps,
-  client: OAuthClient,
-  customerId: number,
+  grant: Grant,
   username: string,
   scopes: Scope[],
 ): Promise<Response> {
-  const issued = await deps.auth.tokens.issue(
-    { kind: "user", sub: String(customerId), username, clientId: client.id, scopes },
-    USER_TOKEN_TTL_SECONDS,
-  );
-  const refreshToken = await oauth.grants.issueRefreshToken({ clientId: client.id, customerId, scopes });
+  const issued = await accessToken(deps, grant, username, scopes);
+  const refreshToken = await oauth.grants.issueRefreshToken(grant, scopes);
   return c.json({
     access_token: issued.token,
     token_type: "Bearer",

@@ -1,0 +1,119 @@
+import { UsernameParam } from "@cheese/contracts";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { secured } from "../auth/access.ts";
+import { allScopes } from "../auth/credentials.ts";
+import type { OAuthGrants } from "../auth/oauth-grants.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
+import { commonResponses, errorResponse } from "./responses.ts";
+
+const dateTime = z.string().openapi({ format: "date-time" });
+
+const OAuthGrant = z
+  .object({
+    id: z.string().openapi({ description: "the grant's id, for revoking it" }),
+    clientId: z.string().openapi({ description: "the OAuth client it was given to" }),
+    scopes: z.array(z.enum(allScopes as [string, ...string[]])),
+    createdAt: dateTime.openapi({ description: "when the customer signed in and allowed it" }),
+    lastUsedAt: dateTime.openapi({ description: "when a token of it was last issued" }),
+    expiresAt: dateTime.openapi({ description: "when it ends unless the client refreshes it first" }),
+  })
+  .openapi("OAuthGrant", {
+    description:
+      "What a customer allowed an OAuth client: every access and refresh token issued from one sign-in.",
+  });
+
+const GrantIdParam = UsernameParam.extend({
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a grant id")
+    .openapi({ param: { name: "id", in: "path" } }),
+});
+
+const credentialResponses = {
+  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+  403: errorResponse("another customer's grants, or credentials of the wrong kind"),
+};
+
+const listGrants = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "get",
+      path: "/customer/{username}/grants",
+      operationId: "listOAuthGrants",
+      tags: ["OAuth 2.0"],
+      summary: "List the OAuth grants one gave to clients that are still live",
+      request: { params: UsernameParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        200: {
+          description: "the grants, oldest first",
+          content: { "application/json": { schema: z.array(OAuthGrant) } },
+        },
+      },
+    }),
+  );
+
+const revokeGrant = (deps: GatewayDeps) =>
+  secured(
+    { bearer: true },
+    deps.authorize,
+    createRoute({
+      method: "delete",
+      path: "/customer/{username}/grants/{id}",
+      operationId: "revokeOAuthGrant",
+      tags: ["OAuth 2.0"],
+      summary: "Revoke a grant: its access and refresh tokens stop working on every gateway within a second",
+      request: { params: GrantIdParam },
+      responses: {
+        ...commonResponses,
+        ...credentialResponses,
+        204: { description: "revoked" },
+        404: errorResponse("no live grant of this customer has that id"),
+      },
+    }),
+  );
+
+/**
+ * A customer's OAuth grants (docs/identity.md "OAuth grants"): list them, revoke one. Grants live
+ * at the gateway, with the authorization server; a customer reaches only its own (403 for any
+ * other username, existing or not, as everywhere under /customer).
+ */
+export function grantsRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
+  api.openapi(listGrants(deps), async (c) => {
+    const customerId = ownCustomer(c.get("caller"), c.req.valid("param").username);
+    const live = await grants.grantsOf(customerId);
+    return c.json(
+      live.map((grant) => ({
+        id: grant.id,
+        clientId: grant.clientId,
+        scopes: grant.scopes,
+        createdAt: new Date(grant.createdAt).toISOString(),
+        lastUsedAt: new Date(grant.lastUsedAt).toISOString(),
+        expiresAt: new Date(grant.expiresAt).toISOString(),
+      })),
+      200,
+    );
+  });
+
+  api.openapi(revokeGrant(deps), async (c) => {
+    const { username, id } = c.req.valid("param");
+    const customerId = ownCustomer(c.get("caller"), username);
+    if (!(await grants.revokeGrant(customerId, id))) {
+      throw new HTTPException(404, { message: `grant ${id} not found` });
+    }
+    return c.body(null, 204);
+  });
+}
+
+/** The caller's customer id when `username` is the caller's own (the principal's current name). */
+function ownCustomer(caller: Caller, username: string): number {
+  if (caller.kind !== "customer" || caller.customer?.username.toLowerCase() !== username.toLowerCase()) {
+    throw new HTTPException(403, { message: "a customer may only access its own account" });
+  }
+  return Number(caller.customer.id);
+}
