@@ -216,7 +216,12 @@ describe("customers", () => {
     it("replaces one's own account; a new username and email free the old ones", async () => {
       const alice = await registerAndLogin(system);
       const renamed = newCustomer({ firstName: "Alice", password: "a new long password" });
-      const response = await send("PUT", `/customer/${alice.username}`, renamed, alice.bearer);
+      const response = await send(
+        "PUT",
+        `/customer/${alice.username}`,
+        { ...renamed, currentPassword: alice.password },
+        alice.bearer,
+      );
       expect(response.status).toBe(200);
       expect(await json(response)).toMatchObject({
         id: alice.id,
@@ -245,14 +250,14 @@ describe("customers", () => {
       const stealing = await send(
         "PUT",
         `/customer/${alice.username}`,
-        newCustomer({ username: bob.username }),
+        newCustomer({ username: bob.username, currentPassword: alice.password }),
         alice.bearer,
       );
       expect(stealing.status).toBe(409);
       const stealingEmail = await send(
         "PUT",
         `/customer/${alice.username}`,
-        newCustomer({ email: bob.email.toUpperCase() }),
+        newCustomer({ email: bob.email.toUpperCase(), currentPassword: alice.password }),
         alice.bearer,
       );
       expect(stealingEmail.status).toBe(409);
@@ -324,6 +329,8 @@ describe("customers", () => {
       ["/customer/{username}/apiKeys", "post", [{ bearer_auth: [] }]],
       ["/customer/{username}/apiKeys", "get", [{ bearer_auth: [] }]],
       ["/customer/{username}/apiKeys/{id}", "delete", [{ bearer_auth: [] }]],
+      ["/customer/{username}/grants", "get", [{ bearer_auth: [] }]],
+      ["/customer/{username}/grants/{id}", "delete", [{ bearer_auth: [] }]],
     ];
     for (const [path, method, security] of operations) {
       const operation = doc.paths[path]?.[method];
@@ -342,6 +349,14 @@ describe("customers", () => {
     expect(
       schema(register.responses["201"].content["application/json"].schema).properties,
     ).not.toHaveProperty("password");
+    // Changing the password or email takes the current one; registering does not.
+    const replace = doc.paths["/customer/{username}"].put;
+    const replaceBody = schema(replace.requestBody.content["application/json"].schema);
+    expect(replaceBody.properties.currentPassword).toMatchObject({ type: "string", format: "password" });
+    expect(replaceBody.required).not.toContain("currentPassword");
+    expect(schema(register.requestBody.content["application/json"].schema).properties).not.toHaveProperty(
+      "currentPassword",
+    );
     expect(doc.paths["/customer/login"].post.responses["200"].headers).toHaveProperty("X-Expires-After");
     expect(doc.components.schemas.IssuedApiKey.required).toEqual(
       expect.arrayContaining(["id", "key", "prefix", "plan", "createdAt", "expiresAt"]),

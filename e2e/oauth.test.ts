@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { authorizationCodeTokens, revokeRequest, tokenRequest } from "./support/oauth.ts";
 import { json, OPERATOR_CLIENT, type RunningSystem, startSystem } from "./support/system.ts";
 
 /** What a browser sends when it navigates. */
@@ -218,7 +219,7 @@ describe("OAuth 2.0 authorization server", () => {
     expect((await json(late)).error).toBe("invalid_grant");
   });
 
-  it("rotates refresh tokens: a refresh answers new tokens, and the old refresh token is spent", async () => {
+  it("rotates refresh tokens: a refresh answers new ones, narrows scopes, and a refused one spends nothing", async () => {
     const { verifier, challenge } = pkce();
     const code = await authorizationCode(challenge);
     const first = await json(
@@ -241,13 +242,7 @@ describe("OAuth 2.0 authorization server", () => {
     expect(second.scope).toBe("read:cheeses write:orders");
     const bearer = { authorization: `Bearer ${second.access_token}` };
     expect((await fetch(`${system.baseUrl}/cheeses/${cheeseId}`, { headers: bearer })).status).toBe(200);
-    const reused = await token({
-      grant_type: "refresh_token",
-      refresh_token: first.refresh_token,
-      client_id: SPA.id,
-    });
-    expect(reused.status).toBe(400);
-    expect((await json(reused)).error).toBe("invalid_grant");
+    // (Using the first one again would end the whole grant: see "grants" below.)
     // A refused refresh (asking for more than was granted) does not spend the token.
     const widened = await token({
       grant_type: "refresh_token",
@@ -266,6 +261,108 @@ describe("OAuth 2.0 authorization server", () => {
       }),
     );
     expect(narrowed.scope).toBe("read:cheeses");
+  });
+
+  describe("grants: the family of tokens from one sign-in", () => {
+    const readCheese = (accessToken: string) =>
+      fetch(`${system.baseUrl}/cheeses/${cheeseId}`, {
+        headers: { authorization: `Bearer ${accessToken}` },
+      }).then((r) => r.status);
+    const refresh = (refreshToken: string) =>
+      tokenRequest(system.rootUrl, SPA, { grant_type: "refresh_token", refresh_token: refreshToken });
+    const grants = (customer: TestCustomer, username = customer.username) =>
+      fetch(`${system.baseUrl}/customer/${username}/grants`, { headers: customer.bearer });
+
+    it("ends the whole grant when a spent refresh token comes back (RFC 9700 §4.14.2)", async () => {
+      const first = await authorizationCodeTokens(system.rootUrl, SPA, alice, "read:cheeses");
+      const second = await json(await refresh(first.refresh_token));
+      expect(await readCheese(second.access_token)).toBe(200);
+      // Someone replays the first refresh token: refused, and the family with it.
+      const replayed = await refresh(first.refresh_token);
+      expect(replayed.status).toBe(400);
+      expect(await json(replayed)).toMatchObject({ error: "invalid_grant" });
+      await expect.poll(() => readCheese(second.access_token), { timeout: 1000 }).toBe(401);
+      const latest = await refresh(second.refresh_token);
+      expect(latest.status).toBe(400);
+      expect((await json(latest)).error).toBe("invalid_grant");
+    });
+
+    it("lets a customer list its grants and revoke one, ending its tokens; others' are 403", async () => {
+      const carol = await registerAndLogin(system);
+      const kept = await authorizationCodeTokens(system.rootUrl, SPA, carol, "read:cheeses");
+      const ended = await authorizationCodeTokens(system.rootUrl, WEB, carol, "read:cheeses read:orders");
+      const listed = await grants(carol);
+      expect(listed.status).toBe(200);
+      const list = await json(listed);
+      expect(list).toEqual([
+        expect.objectContaining({ clientId: SPA.id, scopes: ["read:cheeses"] }),
+        expect.objectContaining({ clientId: WEB.id, scopes: ["read:cheeses", "read:orders"] }),
+      ]);
+      for (const grant of list) {
+        expect(Date.parse(grant.expiresAt) - Date.parse(grant.lastUsedAt)).toBe(30 * 24 * 3_600_000);
+      }
+      // Only carol sees or revokes carol's grants.
+      expect((await grants(alice, carol.username)).status).toBe(403);
+      const byAlice = await fetch(`${system.baseUrl}/customer/${carol.username}/grants/${list[1].id}`, {
+        method: "DELETE",
+        headers: alice.bearer,
+      });
+      expect(byAlice.status).toBe(403);
+
+      const revoke = (id: string) =>
+        fetch(`${system.baseUrl}/customer/${carol.username}/grants/${id}`, {
+          method: "DELETE",
+          headers: carol.bearer,
+        });
+      expect((await revoke(list[1].id)).status).toBe(204);
+      await expect.poll(() => readCheese(ended.access_token), { timeout: 1000 }).toBe(401);
+      const refused = await tokenRequest(system.rootUrl, WEB, {
+        grant_type: "refresh_token",
+        refresh_token: ended.refresh_token,
+      });
+      expect((await json(refused)).error).toBe("invalid_grant");
+      expect((await revoke(list[1].id)).status).toBe(404);
+      // The other grant is untouched.
+      expect(await readCheese(kept.access_token)).toBe(200);
+      expect(await json(await grants(carol))).toEqual([expect.objectContaining({ id: list[0].id })]);
+    });
+
+    it("revokes tokens at /oauth/revoke (RFC 7009): a refresh token ends its grant", async () => {
+      const dave = await registerAndLogin(system);
+      const viaRefresh = await authorizationCodeTokens(system.rootUrl, SPA, dave, "read:cheeses");
+      const revoked = await revokeRequest(system.rootUrl, SPA, {
+        token: viaRefresh.refresh_token,
+        token_type_hint: "refresh_token",
+      });
+      expect(revoked.status).toBe(200);
+      await expect.poll(() => readCheese(viaRefresh.access_token), { timeout: 1000 }).toBe(401);
+      expect((await refresh(viaRefresh.refresh_token)).status).toBe(400);
+      expect(await json(await grants(dave))).toEqual([]);
+
+      // An access token ends itself; its grant's refresh token goes on.
+      const viaAccess = await authorizationCodeTokens(system.rootUrl, SPA, dave, "read:cheeses");
+      expect((await revokeRequest(system.rootUrl, SPA, { token: viaAccess.access_token })).status).toBe(200);
+      await expect.poll(() => readCheese(viaAccess.access_token), { timeout: 1000 }).toBe(401);
+      expect((await refresh(viaAccess.refresh_token)).status).toBe(200);
+
+      // Another client's token is left alone, unknown tokens are no error, and a confidential
+      // client must authenticate.
+      const webTokens = await authorizationCodeTokens(system.rootUrl, WEB, dave, "read:cheeses");
+      expect((await revokeRequest(system.rootUrl, SPA, { token: webTokens.refresh_token })).status).toBe(200);
+      expect((await revokeRequest(system.rootUrl, SPA, { token: webTokens.access_token })).status).toBe(200);
+      expect(await readCheese(webTokens.access_token)).toBe(200);
+      expect((await revokeRequest(system.rootUrl, SPA, { token: "no-such-token" })).status).toBe(200);
+      const anonymous = await revokeRequest(
+        system.rootUrl,
+        { ...WEB, secret: "wrong" },
+        {
+          token: webTokens.refresh_token,
+        },
+      );
+      expect(anonymous.status).toBe(401);
+      expect((await json(anonymous)).error).toBe("invalid_client");
+      expect(await readCheese(webTokens.access_token)).toBe(200);
+    });
   });
 
   it("runs the implicit flow: the token comes back in the fragment", async () => {
@@ -390,7 +487,8 @@ describe("OAuth 2.0 authorization server", () => {
       expect.arrayContaining(["authorization_code", "client_credentials", "refresh_token"]),
     );
     const doc = await json(await fetch(`${system.baseUrl}/openapi.json`));
-    for (const path of ["/oauth/authorize", "/oauth/token", "/.well-known/jwks.json"]) {
+    expect(metadata.revocation_endpoint).toMatch(/\/oauth\/revoke$/);
+    for (const path of ["/oauth/authorize", "/oauth/token", "/oauth/revoke", "/.well-known/jwks.json"]) {
       expect(doc.paths[path], path).toBeDefined();
     }
     expect(doc.paths["/oauth/token"].post.requestBody.content).toHaveProperty(
