@@ -163,6 +163,11 @@ export const CustomerHistoryEntry = z
       z.object({ keyId: int64Id, prefix: z.string(), expiresAt: dateTime }),
       "a personal API key was issued",
     ),
+    entry(
+      "customer.password_changed",
+      z.object({ revokedApiKeys: z.array(int64Id) }),
+      "the password was changed: every other session, OAuth grant and the API keys listed ended",
+    ),
     entry("api_key.revoked", z.object({ keyId: int64Id }), "a personal API key was revoked"),
     entry(
       "api_key.expiring",

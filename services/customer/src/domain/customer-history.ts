@@ -31,6 +31,8 @@ export function customerHistoryEntry(
     }
     case "CustomerStatusChanged":
       return { type: "customer.status_changed", data: { from: event.data.from, to: event.data.to } };
+    case "CustomerPasswordChanged":
+      return { type: "customer.password_changed", data: { revokedApiKeys: event.data.apiKeyIds } };
     case "ApiKeyIssued": {
       const { keyId, prefix, expiresAt } = event.data;
       return { type: "api_key.issued", data: { keyId, prefix, expiresAt } };
