@@ -421,9 +421,16 @@ describe("customers", () => {
       const one = await json(await send("POST", "/customer", single));
       const many = await json(await send("POST", "/customer/createMultiple", batch));
       const alice = await registerAndLogin(system);
-      expect((await send("PUT", `/customer/${alice.username}`, newCustomer(), alice.bearer)).status).toBe(
-        200,
-      );
+      expect(
+        (
+          await send(
+            "PUT",
+            `/customer/${alice.username}`,
+            newCustomer({ currentPassword: alice.password }),
+            alice.bearer,
+          )
+        ).status,
+      ).toBe(200);
       const created = () =>
         published.filter((e) => e.subject === "events.customer.customer.created").map((e) => e.payload);
       await eventually(async () => {

@@ -75,28 +75,35 @@ const ignoredReadOnly = {
   updatedAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
 };
 
-export const CustomerInput = z
-  .strictObject({
-    username: Username,
-    firstName: PersonName.optional(),
-    lastName: PersonName.optional(),
-    email: Email,
-    password: Password,
-    phone: Phone.optional(),
-    favouriteCheese: FavouriteCheeseInput.optional(),
-    ...ignoredReadOnly,
-  })
-  .openapi("CustomerInput");
+const customerInputShape = {
+  username: Username,
+  firstName: PersonName.optional(),
+  lastName: PersonName.optional(),
+  email: Email,
+  password: Password,
+  phone: Phone.optional(),
+  favouriteCheese: FavouriteCheeseInput.optional(),
+  ...ignoredReadOnly,
+};
+
+export const CustomerInput = z.strictObject(customerInputShape).openapi("CustomerInput");
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
-/** PUT /customer/{username}: the account as it should be, and the current password to change it. */
-export const CustomerUpdateInput = CustomerInput.extend({
-  currentPassword: z.string().min(1).max(1024).optional().openapi({
-    format: "password",
-    description:
-      "the account's current password: required when the password or the email changes (422 without it, 403 when wrong)",
-  }),
-}).openapi("CustomerUpdateInput");
+/**
+ * PUT /customer/{username}: the account as it should be, and the current password to change it.
+ * A schema of its own, not an allOf over CustomerInput: both forbid unknown fields, which allOf
+ * would make every body break one part or the other.
+ */
+export const CustomerUpdateInput = z
+  .strictObject({
+    ...customerInputShape,
+    currentPassword: z.string().min(1).max(1024).optional().openapi({
+      format: "password",
+      description:
+        "the account's current password: required when the password or the email changes (422 without it, 403 when wrong)",
+    }),
+  })
+  .openapi("CustomerUpdateInput");
 export type CustomerUpdateInput = z.infer<typeof CustomerUpdateInput>;
 
 /** What a register or replace command carries: read-only fields dropped, phone defaulted. */
