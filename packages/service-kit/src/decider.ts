@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import {
   type EventMetadata,
   type EventStore,
@@ -66,10 +65,10 @@ export const CONCURRENT_CHANGE = "the resource is being changed by concurrent re
 
 /**
  * Read stream, fold, decide, append with the read revision as the expected revision. A
- * concurrent writer makes the append fail; the whole cycle is then retried on fresh state, after
- * a short random pause that spreads the racers out, up to {@link COMMAND_ATTEMPTS} times in all
- * (unless `attempts` says otherwise). Should concurrent writers win every attempt, the command is
- * refused with 409 `conflict` (nothing was written). The one command handler of every service.
+ * concurrent writer makes the append fail; the whole cycle is then retried on fresh state, up to
+ * {@link COMMAND_ATTEMPTS} times in all (unless `attempts` says otherwise). Should concurrent
+ * writers win every attempt, the command is refused with 409 `conflict` (nothing was written),
+ * never an internal error. The one command handler of every service.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
@@ -103,8 +102,6 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
       if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
-      // Real time: an infrastructure pause, not a decision (up to 5, 10, 20, 40 ms).
-      await sleep(Math.random() * 5 * 2 ** (attempt - 1));
     }
   }
 }
