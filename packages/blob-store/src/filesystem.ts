@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
+import { access, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { exactSize } from "./exact-size.ts";
-import type { BlobInfo, BlobStore } from "./port.ts";
+import { type BlobInfo, type BlobStore, BlobStoreUnavailableError } from "./port.ts";
 import { assertValidKey, assertValidPut } from "./validation.ts";
 
 /**
@@ -15,10 +16,22 @@ import { assertValidKey, assertValidPut } from "./validation.ts";
  * S3-style keys storable: no segment length limit, and "a" and "a/b" can coexist.
  * Each put writes a fresh data file and then swaps the record, so a reader always gets bytes
  * and info of the same version, and an open stream survives an overwrite or delete.
+ * `dir` plays the bucket's part: made once here, never again; if it goes (a volume no longer
+ * mounted), operations fail with BlobStoreUnavailableError rather than finding nothing.
  */
 export function createFileBlobStore(options: { dir: string }): BlobStore {
   const blobsDir = join(options.dir, "blobs");
   const tmpDir = join(options.dir, "tmp");
+  mkdirSync(options.dir, { recursive: true });
+
+  /** Throws when the store's directory is gone: a missing key must not hide a missing store. */
+  const assertRoot = async () => {
+    try {
+      await access(options.dir);
+    } catch (error) {
+      throw new BlobStoreUnavailableError(`the blob directory ${options.dir} is missing`, { cause: error });
+    }
+  };
 
   const locate = (key: string) => {
     const hash = createHash("sha256").update(key).digest("hex");
@@ -34,8 +47,9 @@ export function createFileBlobStore(options: { dir: string }): BlobStore {
     try {
       return JSON.parse(await readFile(locate(key).record, "utf8")) as StoredRecord;
     } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
+      if (!isNotFound(error)) throw error;
+      await assertRoot();
+      return undefined;
     }
   }
 
@@ -48,6 +62,10 @@ export function createFileBlobStore(options: { dir: string }): BlobStore {
       const file = randomBytes(8).toString("hex");
       const hash = createHash("md5");
       const temp = tempPath();
+      await assertRoot().catch((error: unknown) => {
+        body.destroy();
+        throw error;
+      });
       await mkdir(tmpDir, { recursive: true });
       try {
         // Opened before streaming: a stream opening lazily could create the file after a
@@ -117,6 +135,7 @@ export function createFileBlobStore(options: { dir: string }): BlobStore {
 
     async ping() {
       try {
+        await assertRoot();
         await mkdir(tmpDir, { recursive: true });
         return true;
       } catch {

@@ -1,9 +1,9 @@
-import { Agent as HttpAgent } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
+import * as http from "node:http";
+import * as https from "node:https";
 import { pipeline } from "node:stream";
 import { Client } from "minio";
 import { exactSize } from "./exact-size.ts";
-import type { BlobInfo, BlobStore } from "./port.ts";
+import { type BlobInfo, type BlobStore, BlobStoreUnavailableError } from "./port.ts";
 import { assertValidKey, assertValidPut, RESERVED_METADATA_KEYS } from "./validation.ts";
 
 export interface MinioBlobStoreOptions {
@@ -12,7 +12,14 @@ export interface MinioBlobStoreOptions {
   accessKey: string;
   secretKey: string;
   bucket: string;
+  /** The bucket's region (S3_REGION). Default us-east-1, MinIO's own default. */
   region?: string;
+  /**
+   * Deadline of every call (S3_TIMEOUT): the server must start answering within it, and a body
+   * being read must not stall longer. Past it the call fails with BlobStoreUnavailableError.
+   * Default 10 s.
+   */
+  timeoutMs?: number;
 }
 
 /**
@@ -25,58 +32,96 @@ const SINGLE_PUT_LIMIT = 64 * 1024 * 1024;
 
 const META_PREFIX = "x-amz-meta-";
 
+/**
+ * The MinIO/S3 adapter, on the official minio-js client. What the client leaves to its caller
+ * (docs/operations.md says how each was verified):
+ * - it has no timeout at all: requests go through a transport of ours that puts a deadline on
+ *   each (see `timeoutMs`);
+ * - a HEAD answers 404 without a body, so minio-js reports a missing bucket and a missing object
+ *   alike ("NotFound"): a miss is confirmed by asking whether the bucket exists;
+ * - everything that means "the storage cannot serve" becomes BlobStoreUnavailableError.
+ */
 export async function createMinioBlobStore(options: MinioBlobStoreOptions): Promise<BlobStore> {
   const url = new URL(options.endPoint);
   const useSSL = url.protocol === "https:";
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const region = options.region ?? "us-east-1";
   // An agent of our own, so close() can drop the keep-alive sockets.
-  const agent = useSSL ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const agent = useSSL ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const client = new Client({
     endPoint: url.hostname,
     port: url.port ? Number(url.port) : useSSL ? 443 : 80,
     useSSL,
     accessKey: options.accessKey,
     secretKey: options.secretKey,
-    // A fixed region spares a GetBucketLocation round trip before each first request.
-    region: options.region ?? "us-east-1",
+    // Known, so no GetBucketLocation round trip before the first request.
+    region,
     pathStyle: true,
     partSize: SINGLE_PUT_LIMIT,
+    // minio-js only ever calls transport.request(options, callback).
+    transport: deadlineTransport(useSSL ? https : http, timeoutMs) as unknown as typeof http,
     transportAgent: agent,
   });
   const { bucket } = options;
 
-  if (!(await client.bucketExists(bucket))) {
+  /** Runs one client call; what means "the storage cannot serve" becomes BlobStoreUnavailableError. */
+  async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
     try {
-      await client.makeBucket(bucket, options.region ?? "us-east-1");
+      return await run();
+    } catch (error) {
+      if (hasCode(error, "NoSuchBucket")) throw missingBucket(error);
+      if (error instanceof BlobStoreUnavailableError || isUnreachable(error)) {
+        throw new BlobStoreUnavailableError(`MinIO could not ${what}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  const missingBucket = (cause?: unknown) =>
+    new BlobStoreUnavailableError(`the bucket ${bucket} does not exist on ${url.host}`, { cause });
+
+  /** A 404 without a body: the object is missing, unless the bucket is. */
+  async function confirmMiss(): Promise<undefined> {
+    if (!(await call("check the bucket", () => client.bucketExists(bucket)))) throw missingBucket();
+    return undefined;
+  }
+
+  await call("reach the bucket", async () => {
+    if (await client.bucketExists(bucket)) return;
+    try {
+      await client.makeBucket(bucket, region);
     } catch (error) {
       // Another instance may have created it in the meantime.
       if (!hasCode(error, "BucketAlreadyOwnedByYou", "BucketAlreadyExists")) throw error;
     }
-  }
+  });
 
   async function stat(key: string): Promise<BlobInfo | undefined> {
+    let item: Awaited<ReturnType<typeof client.statObject>>;
     try {
-      const item = await client.statObject(bucket, key);
-      const headers = item.metaData as Record<string, string>;
-      const metadata: Record<string, string> = {};
-      // statObject strips the x-amz-meta- prefix but also passes on standard headers and
-      // x-amz-* ones; validation keeps user metadata out of both name spaces.
-      for (const [name, value] of Object.entries(headers)) {
-        const lower = name.toLowerCase();
-        if (!RESERVED_METADATA_KEYS.has(lower) && !lower.startsWith("x-amz-"))
-          metadata[lower] = String(value);
-      }
-      return {
-        key,
-        size: item.size,
-        contentType: headers["content-type"] ?? "application/octet-stream",
-        etag: item.etag,
-        lastModified: item.lastModified,
-        metadata,
-      };
+      item = await call("read an object's metadata", () => client.statObject(bucket, key));
     } catch (error) {
-      if (hasCode(error, "NotFound", "NoSuchKey")) return undefined;
+      if (hasCode(error, "NotFound", "NoSuchKey")) return confirmMiss();
       throw error;
     }
+    const headers = item.metaData as Record<string, string>;
+    const metadata: Record<string, string> = {};
+    // statObject strips the x-amz-meta- prefix but also passes on standard headers and
+    // x-amz-* ones; validation keeps user metadata out of both name spaces.
+    for (const [name, value] of Object.entries(headers)) {
+      const lower = name.toLowerCase();
+      if (!RESERVED_METADATA_KEYS.has(lower) && !lower.startsWith("x-amz-")) metadata[lower] = String(value);
+    }
+    return {
+      key,
+      size: item.size,
+      contentType: headers["content-type"] ?? "application/octet-stream",
+      etag: item.etag,
+      lastModified: item.lastModified,
+      metadata,
+    };
   }
 
   return {
@@ -97,7 +142,9 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
       try {
         // minio-js does not read the stream at all for size 0; check it is empty ourselves.
         if (size === 0) await counted.toArray();
-        uploaded = await client.putObject(bucket, key, size === 0 ? Buffer.alloc(0) : counted, size, headers);
+        uploaded = await call("store an object", () =>
+          client.putObject(bucket, key, size === 0 ? Buffer.alloc(0) : counted, size, headers),
+        );
       } catch (error) {
         counted.destroy();
         throw error;
@@ -117,9 +164,9 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
       const info = await stat(key);
       if (!info) return undefined;
       try {
-        return { info, body: await client.getObject(bucket, key) };
+        return { info, body: await call("read an object", () => client.getObject(bucket, key)) };
       } catch (error) {
-        if (hasCode(error, "NotFound", "NoSuchKey")) return undefined;
+        if (hasCode(error, "NotFound", "NoSuchKey")) return confirmMiss();
         throw error;
       }
     },
@@ -131,7 +178,7 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
 
     async delete(key) {
       assertValidKey(key);
-      await client.removeObject(bucket, key);
+      await call("delete an object", () => client.removeObject(bucket, key));
     },
 
     async ping() {
@@ -148,6 +195,45 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
   };
 }
 
+/**
+ * http or https with a deadline on every request: the response must begin within `timeoutMs`
+ * of the request, and the socket may not then sit idle for longer (a stalled body). minio-js
+ * calls `transport.request(options, callback)` and nothing else.
+ */
+function deadlineTransport(module: typeof http | typeof https, timeoutMs: number) {
+  return {
+    request(options: http.RequestOptions, callback?: (response: http.IncomingMessage) => void) {
+      const request = module.request(options, callback);
+      const expire = () =>
+        request.destroy(new BlobStoreUnavailableError(`no answer from MinIO within ${timeoutMs} ms`));
+      const firstByte = setTimeout(expire, timeoutMs);
+      request.setTimeout(timeoutMs, expire);
+      request.once("response", (response) => {
+        clearTimeout(firstByte);
+        response.setTimeout?.(timeoutMs, () =>
+          response.destroy(new BlobStoreUnavailableError(`MinIO stalled for ${timeoutMs} ms`)),
+        );
+      });
+      request.once("close", () => clearTimeout(firstByte));
+      return request;
+    },
+  };
+}
+
 function hasCode(error: unknown, ...codes: string[]): boolean {
   return codes.includes((error as { code?: string }).code ?? "");
+}
+
+/** Network failures: nothing listening, connection reset, name unknown. */
+function isUnreachable(error: unknown): boolean {
+  return hasCode(
+    error,
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "EHOSTUNREACH",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "EPIPE",
+    "ETIMEDOUT",
+  );
 }

@@ -19,13 +19,28 @@ export interface PutOptions {
   metadata?: Record<string, string>;
 }
 
+/**
+ * The storage itself cannot serve: unreachable, not answering within its deadline, or without
+ * its bucket (or directory). Never "not found": a missing key is `undefined`, a missing bucket
+ * is this. Services answer it with 503.
+ */
+export class BlobStoreUnavailableError extends Error {
+  override readonly name = "BlobStoreUnavailableError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 export interface BlobStore {
   /**
    * Stores exactly `size` bytes read from `body` under `key`, replacing any previous blob.
    * Rejects (storing nothing) if the stream yields more or fewer bytes than `size`.
    */
   put(key: string, body: Readable, size: number, options: PutOptions): Promise<BlobInfo>;
-  /** The blob as a stream, or undefined when absent. */
+  /**
+   * The blob as a stream, or undefined when absent. Every operation rejects with
+   * {@link BlobStoreUnavailableError} when the storage cannot answer (see there).
+   */
   get(key: string): Promise<{ info: BlobInfo; body: Readable } | undefined>;
   stat(key: string): Promise<BlobInfo | undefined>;
   /** Deletes; absent keys are not an error. */

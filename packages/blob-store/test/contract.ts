@@ -2,15 +2,19 @@ import { createHash, randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlobSizeMismatchError } from "../src/exact-size.ts";
-import type { BlobStore } from "../src/port.ts";
+import { type BlobStore, BlobStoreUnavailableError } from "../src/port.ts";
 
 const MiB = 1024 * 1024;
 
+export interface BlobStoreFixture {
+  store: BlobStore;
+  cleanup(): Promise<void>;
+  /** Takes the store's bucket (or directory) away from under it, as an operator's mistake would. */
+  removeBucket(): Promise<void>;
+}
+
 /** Behaviour every BlobStore adapter must show; each adapter's test file runs it. */
-export function blobStoreContract(
-  name: string,
-  factory: () => Promise<{ store: BlobStore; cleanup(): Promise<void> }>,
-): void {
+export function blobStoreContract(name: string, factory: () => Promise<BlobStoreFixture>): void {
   describe(`BlobStore contract: ${name}`, () => {
     let store: BlobStore;
     let cleanup: () => Promise<void>;
@@ -171,6 +175,27 @@ export function blobStoreContract(
         await expect(store.delete(bad)).rejects.toThrow(/invalid blob key/);
       },
     );
+
+    it("fails loudly, never 'not found', when its bucket is missing", async () => {
+      const own = await factory(); // its own bucket, so the other cases keep theirs
+      try {
+        const kept = key("kept");
+        await put(own.store, kept, Buffer.from("here"));
+        await own.removeBucket();
+        const unavailable = (attempt: Promise<unknown>) =>
+          expect(attempt).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+        await unavailable(own.store.stat(kept));
+        await unavailable(own.store.get(kept));
+        await unavailable(own.store.stat(key("never-there")));
+        await unavailable(own.store.get(key("never-there")));
+        await unavailable(own.store.delete(kept));
+        await unavailable(own.store.put(key("new"), chunked(Buffer.from("x")), 1, { contentType: "x/y" }));
+        expect(await own.store.ping()).toBe(false);
+      } finally {
+        await own.store.close();
+        await own.cleanup();
+      }
+    });
 
     it("rejects metadata S3 could not carry back unchanged", async () => {
       const unrepresentable: Record<string, string>[] = [

@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { tempDir } from "@cheese/testing";
@@ -8,7 +9,12 @@ import { blobStoreContract } from "./contract.ts";
 
 blobStoreContract("filesystem", async () => {
   const dir = tempDir("blob-store");
-  return { store: createFileBlobStore({ dir: dir.path }), cleanup: async () => dir.remove() };
+  const root = join(dir.path, "store");
+  return {
+    store: createFileBlobStore({ dir: root }),
+    cleanup: async () => dir.remove(),
+    removeBucket: () => rm(root, { recursive: true, force: true }),
+  };
 });
 
 describe("filesystem blob store on disk", () => {

@@ -1,17 +1,23 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { Readable } from "node:stream";
 import { freePort, tempDir } from "@cheese/testing";
+import { Client } from "minio";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMinioBlobStore } from "../src/minio.ts";
+import { BlobStoreUnavailableError } from "../src/port.ts";
 import { blobStoreContract } from "./contract.ts";
 
 // s3rver is an in-process fake S3 (no Docker or MinIO binary needed). It accepts the
 // S3RVER/S3RVER credentials and checks request signatures, so the real minio client is exercised.
 let server: S3rver;
+let port: number;
 let endPoint: string;
 const storage = tempDir("s3rver");
 
 beforeAll(async () => {
-  const port = await freePort();
+  port = await freePort();
   server = new S3rver({ port, address: "127.0.0.1", directory: storage.path, silent: true });
   await server.run();
   endPoint = `http://127.0.0.1:${port}`;
@@ -22,13 +28,68 @@ afterAll(async () => {
   storage.remove();
 });
 
-const connect = (bucket: string) =>
-  createMinioBlobStore({ endPoint, accessKey: "S3RVER", secretKey: "S3RVER", bucket });
+const credentials = { accessKey: "S3RVER", secretKey: "S3RVER" };
+const connect = (bucket: string, at = endPoint, more: { region?: string; timeoutMs?: number } = {}) =>
+  createMinioBlobStore({ endPoint: at, ...credentials, bucket, ...more });
 
-blobStoreContract("minio (against s3rver)", async () => ({
-  store: await connect("blobs"),
-  cleanup: async () => {},
-}));
+/** Deletes a bucket and what it holds, behind the store's back. */
+async function removeBucket(bucket: string): Promise<void> {
+  const admin = new Client({ endPoint: "127.0.0.1", port, useSSL: false, ...credentials, pathStyle: true });
+  const names: string[] = [];
+  for await (const item of admin.listObjectsV2(bucket, "", true)) if (item.name) names.push(item.name);
+  if (names.length > 0) await admin.removeObjects(bucket, names);
+  await admin.removeBucket(bucket);
+}
+
+blobStoreContract("minio (against s3rver)", async () => {
+  const bucket = `blobs-${randomBytes(4).toString("hex")}`;
+  return { store: await connect(bucket), cleanup: async () => {}, removeBucket: () => removeBucket(bucket) };
+});
+
+/**
+ * A TCP relay in front of s3rver that can stop relaying (a MinIO that hangs: connections accepted,
+ * never answered) and shows the credential scope each request was signed for.
+ */
+async function relay(): Promise<{ url: string; hang(): void; scopes: string[]; close(): Promise<void> }> {
+  let hung = false;
+  const scopes: string[] = [];
+  const sockets = new Set<Socket>();
+  const relayServer: Server = createServer((client) => {
+    sockets.add(client);
+    const upstream = tcpConnect(port, "127.0.0.1");
+    sockets.add(upstream);
+    client.on("data", (chunk: Buffer) => {
+      if (hung) return;
+      const scope = /Credential=[^/]+\/\d+\/([^/]+)\/s3\/aws4_request/.exec(chunk.toString("latin1"))?.[1];
+      if (scope) scopes.push(scope);
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (!hung) client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", end);
+    upstream.on("close", end);
+    client.on("error", () => {});
+    upstream.on("error", () => {});
+  });
+  const relayPort = await freePort();
+  await new Promise<void>((resolve) => relayServer.listen(relayPort, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${relayPort}`,
+    hang: () => {
+      hung = true;
+    },
+    scopes,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => relayServer.close(() => resolve()));
+    },
+  };
+}
 
 describe("minio blob store", () => {
   it("creates a missing bucket and reuses an existing one", async () => {
@@ -40,26 +101,57 @@ describe("minio blob store", () => {
   });
 
   it("fails to start when the server is unreachable", async () => {
-    const attempt = createMinioBlobStore({
-      endPoint: `http://127.0.0.1:${await freePort()}`,
-      accessKey: "S3RVER",
-      secretKey: "S3RVER",
-      bucket: "blobs",
-    });
-    await expect(attempt).rejects.toThrow();
+    await expect(connect("blobs", `http://127.0.0.1:${await freePort()}`)).rejects.toThrow(
+      BlobStoreUnavailableError,
+    );
+  });
+
+  it("signs its requests for the region it is given (S3_REGION)", async () => {
+    const front = await relay();
+    try {
+      const store = await connect("regional", front.url, { region: "eu-west-3" });
+      await store.put("a", Readable.from([Buffer.from("x")]), 1, { contentType: "text/plain" });
+      expect(await store.stat("a")).toMatchObject({ size: 1 });
+      await store.close();
+      expect(front.scopes.length).toBeGreaterThan(0);
+      expect(new Set(front.scopes)).toEqual(new Set(["eu-west-3"]));
+    } finally {
+      await front.close();
+    }
+  });
+
+  it("gives every call a deadline: against a MinIO that hangs, each fails within it, unavailable", async () => {
+    const front = await relay();
+    try {
+      const store = await connect("hanging", front.url, { timeoutMs: 300 });
+      await store.put("kept", Readable.from([Buffer.from("x")]), 1, { contentType: "text/plain" });
+      front.hang();
+      const started = Date.now();
+      const attempts = [
+        store.stat("kept"),
+        store.get("kept"),
+        store.delete("kept"),
+        store.put("new", Readable.from([Buffer.from("y")]), 1, { contentType: "text/plain" }),
+      ];
+      for (const attempt of attempts) await expect(attempt).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+      expect(await store.ping()).toBe(false);
+      // Each waited its own deadline (minio-js retries nothing here), not forever.
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await store.close();
+      await expect(connect("hanging", front.url, { timeoutMs: 300 })).rejects.toBeInstanceOf(
+        BlobStoreUnavailableError,
+      );
+    } finally {
+      await front.close();
+    }
   });
 
   it("pings false once the server is gone", async () => {
-    const port = await freePort();
+    const gonePort = await freePort();
     const dir = tempDir("s3rver-gone");
-    const doomed = new S3rver({ port, address: "127.0.0.1", directory: dir.path, silent: true });
+    const doomed = new S3rver({ port: gonePort, address: "127.0.0.1", directory: dir.path, silent: true });
     await doomed.run();
-    const store = await createMinioBlobStore({
-      endPoint: `http://127.0.0.1:${port}`,
-      accessKey: "S3RVER",
-      secretKey: "S3RVER",
-      bucket: "blobs",
-    });
+    const store = await connect("blobs", `http://127.0.0.1:${gonePort}`);
     expect(await store.ping()).toBe(true);
     await store.close(); // drops keep-alive sockets, which would otherwise hold the server open
     await doomed.close();

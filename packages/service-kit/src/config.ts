@@ -25,6 +25,10 @@ export const baseConfigShape = {
   S3_ACCESS_KEY: optionalText,
   S3_SECRET_KEY: optionalText,
   S3_BUCKET: z.string().min(3).default("cheese-store"),
+  /** The bucket's region (request signatures carry it). */
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Deadline of every MinIO/S3 call; past it the client gets 503. */
+  S3_TIMEOUT: duration("10s"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Port of the service's own /healthz and /readyz; 0 picks a free one. */
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),

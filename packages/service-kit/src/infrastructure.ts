@@ -43,6 +43,8 @@ export async function openBlobStore(config: BaseConfig): Promise<BlobStore> {
       accessKey: config.S3_ACCESS_KEY ?? "",
       secretKey: config.S3_SECRET_KEY ?? "",
       bucket: config.S3_BUCKET,
+      region: config.S3_REGION,
+      timeoutMs: config.S3_TIMEOUT,
     });
   }
   const dir = resolve(config.DATA_DIR, "blobs");

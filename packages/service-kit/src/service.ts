@@ -1,10 +1,11 @@
-import type { BlobStore } from "@cheese/blob-store";
+import { type BlobStore, BlobStoreUnavailableError } from "@cheese/blob-store";
 import type { EventStore } from "@cheese/event-store";
 import { type Closable, type MessageBus, RemoteError, type RpcDefinition, serveRpc } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { z } from "zod";
 import { type Clock, systemClock } from "./clock.ts";
 import { type BaseConfig, loadConfig } from "./config.ts";
+import { unavailable as serviceUnavailable } from "./errors.ts";
 import { type ReadinessCheck, runChecks, startHealthServer } from "./health.ts";
 import {
   connectBus,
@@ -118,6 +119,10 @@ export async function startService<C extends BaseConfig>(
           } catch (error) {
             if (error instanceof RemoteError) {
               log.info({ subject: rpc.subject, status: error.body.status }, "refused");
+            } else if (error instanceof BlobStoreUnavailableError) {
+              // The storage, not the request: 503 with Retry-After, like any dependency down.
+              log.error({ err: error, subject: rpc.subject }, "blob storage unavailable");
+              throw serviceUnavailable("file storage is unavailable; try again");
             } else {
               log.error({ err: error, subject: rpc.subject }, "handler failed");
             }
