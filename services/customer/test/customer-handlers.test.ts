@@ -1,0 +1,81 @@
+import { customerRpc } from "@cheese/contracts";
+import { type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { customerService } from "../src/main.ts";
+
+const at = "2026-11-22T10:00:00.000Z";
+const alice = {
+  username: "alice",
+  email: "alice@example.com",
+  password: "correct horse battery",
+  phone: null,
+};
+
+/** Given events, when an RPC, then its reply and the events it appended. */
+describe("the customer service's handlers", () => {
+  let spec: ServiceSpec;
+  beforeEach(async () => {
+    spec = await serviceSpec(customerService, { start: at });
+  });
+  afterEach(async () => {
+    await spec.stop();
+  });
+
+  it("registers a customer: username and email reserved, the personal data sealed, at the clock's time", async () => {
+    await spec
+      .given()
+      .when(customerRpc.register, { fields: alice })
+      .thenReturns({
+        reply: {
+          customer: { id: 1, username: "alice", email: alice.email, customerStatus: "bronze", createdAt: at },
+        },
+        events: {
+          "customername-alice": [{ type: "Reserved", data: { holder: 1, at } }],
+          "customer-1": [
+            {
+              type: "CustomerRegistered",
+              data: {
+                customerId: 1,
+                username: "alice",
+                emailKey: expect.stringMatching(/^[0-9a-f]{64}$/),
+                personal: expect.stringMatching(/^v1:/),
+                favouriteCheese: null,
+                createdAt: at,
+              },
+            },
+          ],
+        },
+      });
+    const [registered] = await spec.store.readStream("customer-1");
+    expect(JSON.stringify(registered)).not.toContain(alice.email);
+  });
+
+  it("refuses a username someone has, in another case (409), and registers no one", async () => {
+    await spec.given().when(customerRpc.register, { fields: alice }).thenReturns({});
+    await spec
+      .given()
+      .when(customerRpc.register, { fields: { ...alice, username: "ALICE", email: "other@example.com" } })
+      .thenRefuses({ status: 409, message: "username already exists" }, ["customer-2"]);
+  });
+
+  it("erases a customer: CustomerDeleted, and its username and email given back", async () => {
+    await spec.given().when(customerRpc.register, { fields: alice }).thenReturns({});
+    const emailStream = (await spec.store.readStream("customer-1"))[0]!.data as { emailKey: string };
+    await spec
+      .given()
+      .when(customerRpc.delete, { username: "alice", asCustomer: 1 })
+      .thenReturns({
+        reply: { customerId: 1 },
+        events: {
+          "customer-1": [
+            {
+              type: "CustomerDeleted",
+              data: { customerId: 1, username: "alice", apiKeyIds: [], deletedAt: at },
+            },
+          ],
+          "customername-alice": [{ type: "Released", data: { holder: 1 } }],
+          [`customeremail-${emailStream.emailKey}`]: [{ type: "Released", data: { holder: 1 } }],
+        },
+      });
+  });
+});
