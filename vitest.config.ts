@@ -15,6 +15,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
+    // Waiting for something asynchronous is `expect.poll` (never a fixed sleep); across processes
+    // that may take a few seconds.
+    expect: { poll: { timeout: 10_000, interval: 50 } },
     reporters: ["default"],
     // First the build (what the e2e suites start is what `pnpm start` runs), then containers.
     globalSetup: ["e2e/support/build-setup.ts", "e2e/support/containers-setup.ts"],

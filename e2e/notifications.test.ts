@@ -64,19 +64,15 @@ describe("webhook kinds sent by real actions", () => {
     matches: (data: Record<string, unknown>) => boolean,
     timeoutMs = 20_000,
   ) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = receiver
+    const arrived = () =>
+      receiver
         .requests("/all")
         .find((request) => envelopeOf(request).type === type && matches(envelopeOf(request).data));
-      if (found) {
-        const envelope = verifyWebhook(secret, found.rawBody, found.headers);
-        expect(found.headers["x-cheese-event"]).toBe(type);
-        return envelope as ReceivedEnvelope;
-      }
-      if (Date.now() > deadline) throw new Error(`no ${type} delivery arrived within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await expect.poll(arrived, { timeout: timeoutMs, message: `a ${type} delivery` }).toBeDefined();
+    const found = arrived()!;
+    const envelope = verifyWebhook(secret, found.rawBody, found.headers);
+    expect(found.headers["x-cheese-event"]).toBe(type);
+    return envelope as ReceivedEnvelope;
   }
 
   async function newCustomer() {

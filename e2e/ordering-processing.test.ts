@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type BaseConfig, connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { createCheese, type Headers, http, orderBody, waitForStatus } from "./support/orders.ts";
@@ -24,6 +25,9 @@ describe("order processing with two replicas", () => {
   let api: ReturnType<typeof http>;
   let receiver: Server;
   const received: WebhookEvent[] = [];
+  let bus: Awaited<ReturnType<typeof connectBus>>;
+  /** Ordering's integration events in the order they were published (one durable, one at a time). */
+  const published: { subject: string; id: string; orderId: number }[] = [];
   /** Status of POST /webhooks; the tests reading events check it first. */
   let registration = 0;
 
@@ -46,6 +50,15 @@ describe("order processing with two replicas", () => {
     });
     operator = await operatorHeaders(system);
     api = http(system);
+    bus = await connectBus({ NATS_URL: system.natsUrl() } as BaseConfig, "e2e-ordering-processing");
+    bus.consume({
+      durable: `e2e-ordering-${randomUUID().slice(0, 8)}`,
+      subjects: ["events.ordering.order.>"],
+      handler: async (event) => {
+        const { order } = event.payload as { order: { id: number } };
+        published.push({ subject: event.subject, id: event.id, orderId: order.id });
+      },
+    });
     const registered = await api.post(
       "/webhooks",
       {
@@ -57,6 +70,7 @@ describe("order processing with two replicas", () => {
     registration = registered.status;
   });
   afterAll(async () => {
+    await bus?.close();
     await system?.stop();
     receiver?.close();
   });
@@ -95,20 +109,29 @@ describe("order processing with two replicas", () => {
   it("approves each order once after the delay, though two replicas watch it", async () => {
     const cheese = await createCheese(system, operator.bearer);
     const orders = await Promise.all(Array.from({ length: 10 }, () => place(cheese.id)));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
     for (const order of orders) {
-      expect((await json(await api.get(`/store/order/${order.id}`, operator.apiKey))).status).toBe("placed");
+      const approved = await waitForStatus(system, order.id, "approved", operator.apiKey);
+      // Not before the delay (2 s) has passed since placement.
+      expect(Date.parse(approved.updatedAt) - Date.parse(order.createdAt)).toBeGreaterThanOrEqual(2000);
     }
-    for (const order of orders) await waitForStatus(system, order.id, "approved", operator.apiKey);
-    await eventually(() => {
-      for (const order of orders) expect(eventsOf("order.confirmed", order.id)).toHaveLength(1);
-    });
-    // Give a second, duplicate approval time to show up if there were one.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Each order then shipped: whatever ordering published about an order before its shipment
+    // (a second approval included, were there one) is published before order.shipped.
+    const shipment = { carrier: "DHL", trackingNumber: "JD1", estimatedDelivery: "2030-01-01T00:00:00Z" };
     for (const order of orders) {
-      expect(eventsOf("order.confirmed", order.id), `order ${order.id}`).toHaveLength(1);
-      expect(eventsOf("order.cancelled", order.id)).toHaveLength(0);
+      expect((await api.post(`/store/order/${order.id}/ship`, shipment, operator.bearer)).status).toBe(200);
     }
+    const shipped = () =>
+      new Set(published.filter((e) => e.subject === "events.ordering.order.shipped").map((e) => e.orderId));
+    await expect.poll(() => orders.every((order) => shipped().has(order.id))).toBe(true);
+    for (const order of orders) {
+      const about = (subject: string) =>
+        new Set(published.filter((e) => e.orderId === order.id && e.subject === subject).map((e) => e.id));
+      expect(about("events.ordering.order.approved"), `order ${order.id}`).toHaveProperty("size", 1);
+      expect(about("events.ordering.order.cancelled")).toHaveProperty("size", 0);
+    }
+    await expect
+      .poll(() => orders.map((order) => eventsOf("order.confirmed", order.id).length))
+      .toEqual(orders.map(() => 1));
   });
 
   it("cancels at the re-check an order whose cheese is no longer available", async () => {
@@ -121,10 +144,9 @@ describe("order processing with two replicas", () => {
     const cancelled = await waitForStatus(system, doomed.id, "cancelled", operator.apiKey);
     expect(cancelled.items).toEqual(doomed.items);
     await waitForStatus(system, fine.id, "approved", operator.apiKey);
-    await eventually(() => {
-      const [event] = eventsOf("order.cancelled", doomed.id);
-      expect(event?.data.reason).toContain(String(sold.id));
-    });
+    await expect
+      .poll(() => eventsOf("order.cancelled", doomed.id)[0]?.data.reason)
+      .toContain(String(sold.id));
   });
 
   it("still processes an order placed just before every ordering process is killed", async () => {
@@ -133,14 +155,18 @@ describe("order processing with two replicas", () => {
     const order = await place(cheese.id);
     for (const pid of victims) process.kill(pid, "SIGKILL");
 
-    await eventually(() => {
-      const now = system.pids().ordering ?? [];
-      expect(now).toHaveLength(victims.length);
-      expect(now.some((pid) => victims.includes(pid))).toBe(false);
-    }, 30_000);
+    await expect
+      .poll(
+        () => {
+          const now = system.pids().ordering ?? [];
+          return now.length === victims.length && !now.some((pid) => victims.includes(pid));
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(true);
     await waitUntilReady(system.rootUrl, 30_000);
     await waitForStatus(system, order.id, "approved", operator.apiKey, 30_000);
-    await eventually(() => expect(eventsOf("order.confirmed", order.id)).toHaveLength(1));
+    await expect.poll(() => eventsOf("order.confirmed", order.id)).toHaveLength(1);
   });
 
   it("sends an event for every transition, with what receivers need", async () => {
@@ -157,25 +183,21 @@ describe("order processing with two replicas", () => {
     const second = await place(cheese.id);
     expect((await api.delete(`/store/order/${second.id}`, operator.bearer)).status).toBe(204);
 
-    await eventually(() => {
-      const [placed] = eventsOf("order.placed", order.id);
-      expect(placed?.data).toMatchObject({ order_id: String(order.id), status: "placed", total: 25 });
-      expect(eventsOf("order.confirmed", order.id)[0]?.data).toMatchObject({ status: "approved", total: 25 });
-      expect(eventsOf("order.shipped", order.id)[0]?.data).toMatchObject({
-        order_id: String(order.id),
-        tracking_number: shipment.trackingNumber,
-        carrier: shipment.carrier,
-        estimated_delivery: shipment.estimatedDelivery,
-      });
-      expect(eventsOf("order.delivered", order.id)[0]?.data).toMatchObject({
-        status: "delivered",
-        total: 25,
-      });
-      expect(eventsOf("order.cancelled", second.id)[0]?.data).toMatchObject({
-        order_id: String(second.id),
-        status: "cancelled",
-      });
-    }, 15_000);
+    const first = (type: string, orderId: number) => () => eventsOf(type, orderId)[0]?.data;
+    await expect
+      .poll(first("order.placed", order.id))
+      .toMatchObject({ order_id: String(order.id), status: "placed", total: 25 });
+    await expect.poll(first("order.confirmed", order.id)).toMatchObject({ status: "approved", total: 25 });
+    await expect.poll(first("order.shipped", order.id)).toMatchObject({
+      order_id: String(order.id),
+      tracking_number: shipment.trackingNumber,
+      carrier: shipment.carrier,
+      estimated_delivery: shipment.estimatedDelivery,
+    });
+    await expect.poll(first("order.delivered", order.id)).toMatchObject({ status: "delivered", total: 25 });
+    await expect
+      .poll(first("order.cancelled", second.id))
+      .toMatchObject({ order_id: String(second.id), status: "cancelled" });
   });
 
   it("makes one order of ten concurrent requests with one Idempotency-Key, across both gateways", async () => {
@@ -196,15 +218,3 @@ describe("order processing with two replicas", () => {
     expect((await json(await api.get("/store/orders?limit=1", operator.apiKey))).total).toBe(before + 1);
   });
 });
-
-async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}

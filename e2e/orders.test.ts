@@ -405,9 +405,9 @@ describe("orders", () => {
         };
         expect((await api.post(`/store/order/${order.id}/ship`, shipment, operator.bearer)).status).toBe(200);
         expect((await api.post(`/store/order/${order.id}/deliver`, {}, operator.bearer)).status).toBe(200);
-        if (quantity === 1) await eventually(async () => expect(await status()).toBe("silver"));
+        if (quantity === 1) await expect.poll(status).toBe("silver");
       }
-      await eventually(async () => expect(await status()).toBe("gold"));
+      await expect.poll(status).toBe("gold");
     });
   });
 
@@ -448,15 +448,3 @@ describe("orders", () => {
     });
   });
 });
-
-async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}

@@ -69,10 +69,15 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
 
     const [catalogue] = system.pids().catalogue ?? [];
     process.kill(catalogue!, "SIGKILL");
-    await waitFor(() => {
-      const now = system.pids().catalogue ?? [];
-      return now.length === replicas && !now.includes(catalogue!);
-    }, 20_000);
+    await expect
+      .poll(
+        () => {
+          const now = system.pids().catalogue ?? [];
+          return now.length === replicas && !now.includes(catalogue!);
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(true);
     await waitUntilReady(system.rootUrl, 30_000);
 
     const again = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
@@ -137,7 +142,7 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     );
     expect(created.status).toBe(201);
     const lines = (service: string) => linesWith(system.output(), requestId, service);
-    await waitFor(() => lines("catalogue").length > 0 && lines("gateway").length > 0, 5000);
+    await expect.poll(() => lines("catalogue").length > 0 && lines("gateway").length > 0).toBe(true);
     for (const line of [...lines("gateway"), ...lines("catalogue")]) {
       expect(JSON.parse(line.slice(line.indexOf("{")))).toMatchObject({ requestId });
     }
@@ -166,12 +171,4 @@ function linesWith(output: string, text: string, service: string): string[] {
   return output
     .split("\n")
     .filter((line) => new RegExp(`^\\[${service}(#\\d+)?\\] `).test(line) && line.includes(text));
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }

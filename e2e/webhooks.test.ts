@@ -150,7 +150,7 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
       expect(attempt.durationMs).toBeGreaterThanOrEqual(0);
       expect(Date.parse(attempt.startedAt)).not.toBeNaN();
     }
-    await new Promise((resolve) => setTimeout(resolve, 2 * RETRY_GAP_MS));
+    // Every attempt is recorded after its request arrived: dead-lettered, all six are here.
     expect(receiver.requests("/failing")).toHaveLength(6);
 
     receiver.behave("/failing", { status: 200 });
@@ -164,6 +164,9 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     expectSigned(seventh, hook.secret);
     await expect.poll(async () => (await deliveries(hook.id))[0]?.status).toBe("delivered");
     expect((await deliveries(hook.id, "?status=dead_lettered")).length).toBe(0);
+    // Delivered, the delivery is over: six attempts, then the replay, and nothing else came.
+    expect((await deliveries(hook.id))[0]?.attempts).toHaveLength(7);
+    expect(receiver.requests("/failing")).toHaveLength(7);
   });
 
   it("loses and duplicates nothing when the notification process is SIGKILLed in the middle of a retry schedule", async () => {
@@ -181,7 +184,9 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     };
     const [victim] = notificationPids();
     process.kill(victim!, "SIGKILL");
-    await waitFor(() => notificationPids().length > 0 && !notificationPids().includes(victim!), 20_000);
+    await expect
+      .poll(() => notificationPids().length > 0 && !notificationPids().includes(victim!), { timeout: 20_000 })
+      .toBe(true);
 
     await expect
       .poll(async () => (await deliveries(hook.id, "?status=dead_lettered")).length, {
@@ -189,7 +194,7 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
         interval: 500,
       })
       .toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 3 * RETRY_GAP_MS));
+    // Dead-lettered, every delivery is over: each attempt's request arrived before it was recorded.
     const perEvent = new Map<string, number>();
     for (const request of receiver.requests("/killed")) {
       const id = envelopeOf(request).id;
@@ -241,11 +246,3 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     }
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { expect } from "vitest";
 import { json, type RunningSystem } from "./system.ts";
 
 /** Helpers for the ordering e2e tests: HTTP calls with JSON bodies, cheeses, orders, polling. */
@@ -51,20 +52,14 @@ export async function waitForStatus(
   timeoutMs = 20_000,
   // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
 ): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
+  const read = async () => {
     const response = await http(system).get(`/store/order/${orderId}`, headers);
-    if (response.status === 200) {
-      const order = await json(response);
-      if (order.status === status) return order;
-      last = `status ${order.status}`;
-    } else {
-      last = `HTTP ${response.status}`;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`order ${orderId} did not become ${status} within ${timeoutMs} ms (last: ${last})`);
+    return response.status === 200 ? json(response) : { status: `HTTP ${response.status}` };
+  };
+  await expect
+    .poll(async () => (await read()).status, { timeout: timeoutMs, message: `order ${orderId}` })
+    .toBe(status);
+  return read();
 }
 
 /** Registers a customer and logs in; the bearer header carries read:orders and write:orders. */

@@ -39,11 +39,16 @@ export interface AppOptions {
 export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<GatewayEnv> {
   // State shared with the other gateway replicas lives in NATS; these are this replica's views.
   const identity: CustomerIdentity = {
-    revocations: new Revocations(deps.bus, deps.logger),
+    revocations: new Revocations(deps.bus, deps.logger, deps.clock),
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
-  const grants = new OAuthGrants(deps.bus, options.oauthCodeTtlMs ?? 60_000, identity.revocations);
+  const grants = new OAuthGrants(
+    deps.bus,
+    options.oauthCodeTtlMs ?? 60_000,
+    identity.revocations,
+    deps.clock,
+  );
   revokeDeletedCustomers(deps.bus, { ...identity, grants }, deps.logger);
   revokeOnPasswordChange(deps.bus, { ...identity, grants }, deps.logger);
   followPlanChanges(deps.bus, identity.customers, deps.logger);
@@ -55,7 +60,9 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use(bodySize());
   app.use(authenticate(deps.auth, identity));
   if (options.rateLimits) {
-    app.use(rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger) }));
+    app.use(
+      rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock) }),
+    );
   }
   app.onError(handleError);
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));

@@ -1,6 +1,6 @@
 import type { BlobStore } from "@cheese/blob-store";
 import type { MessageBus } from "@cheese/messaging";
-import type { Logger } from "@cheese/service-kit";
+import type { Clock, Logger } from "@cheese/service-kit";
 import type { MiddlewareHandler } from "hono";
 import type { AccessRule } from "./auth/access.ts";
 import type { AuthenticationDeps } from "./auth/authenticate.ts";
@@ -12,6 +12,8 @@ export interface GatewayDeps {
   /** Image bytes go straight between HTTP and the blob store; they never travel over NATS. */
   blobs: BlobStore;
   logger: Logger;
+  /** The time tokens, codes, revocations, idempotency records and rate limits read. */
+  clock: Clock;
   rpcTimeoutMs: number;
   /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
   authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;

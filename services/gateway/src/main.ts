@@ -23,10 +23,11 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
         bus: ctx.bus,
         blobs: ctx.blobs,
         logger: ctx.logger,
+        clock: ctx.clock,
         rpcTimeoutMs: config.RPC_TIMEOUT,
         authorize: createAuthorizer(),
         auth: {
-          tokens: new TokenService(key, config.JWT_ISSUER),
+          tokens: new TokenService(key, config.JWT_ISSUER, ctx.clock),
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,
           anonymousPlan: config.ANON_PLAN,

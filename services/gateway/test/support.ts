@@ -1,6 +1,6 @@
 import { createFileBlobStore } from "@cheese/blob-store";
 import { createInProcessBroker, type MessageBus } from "@cheese/messaging";
-import { createLogger } from "@cheese/service-kit";
+import { type Clock, createLogger, systemClock } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
@@ -19,17 +19,19 @@ export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
   rpcTimeoutMs = 1000,
-  options: AppOptions & { clients?: object[] } = {},
+  options: AppOptions & { clients?: object[]; clock?: Clock } = {},
 ) {
   const dir = tempDir("gateway-key");
   const key = await loadSigningKey(`${dir.path}/key.json`);
   const issuer = "http://127.0.0.1:8080";
-  const tokens = new TokenService(key, issuer);
+  const clock = options.clock ?? systemClock;
+  const tokens = new TokenService(key, issuer, clock);
   const app = createApp(
     {
       bus,
       blobs: createFileBlobStore({ dir: `${dir.path}/blobs` }),
       logger: createLogger("gateway-test", "silent"),
+      clock,
       rpcTimeoutMs,
       authorize: createAuthorizer(),
       auth: {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
+import { KEY_REUSED } from "@cheese/service-kit";
 import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -57,7 +58,7 @@ export function idempotencyOf(c: Context<GatewayEnv>): IdempotencyScope | undefi
 }
 
 export function idempotency(
-  deps: Pick<GatewayDeps, "bus" | "rpcTimeoutMs">,
+  deps: Pick<GatewayDeps, "bus" | "rpcTimeoutMs" | "clock">,
   options: { ttlMs?: number } = {},
 ): MiddlewareHandler<GatewayEnv> {
   const ttlMs = options.ttlMs ?? TTL_MS;
@@ -84,25 +85,27 @@ export function idempotency(
       c.get("logger").error({ err: error }, "idempotency store unavailable");
       return errorResponse(c, 503, "the idempotency store is unavailable");
     }
+    // How long this request waits for another one of its key: real time, a deadline like an RPC's.
     const giveUpAt = Date.now() + leaseMs + 1000;
     for (;;) {
       const entry = await kv.get(scope.key);
       const found = entry && parse(entry.value);
-      const now = Date.now();
+      const now = deps.clock.now().getTime();
       if (!found || now - found.createdAt >= ttlMs) {
-        const claimed = await write(kv, scope.key, pending(scope, leaseMs), entry?.revision);
+        const claimed = await write(kv, scope.key, pending(scope, leaseMs, now), entry?.revision);
         if (claimed) break;
         continue;
       }
       if (found.fingerprint !== scope.fingerprint) {
-        return errorResponse(c, 409, "this Idempotency-Key was already used with a different request", {
-          type: "conflict",
-        });
+        return errorResponse(c, 409, KEY_REUSED, { type: "conflict" });
       }
       if (found.state === "done") return replay(c, found);
-      if (found.leaseUntil < now && (await write(kv, scope.key, pending(scope, leaseMs), entry.revision)))
+      if (
+        found.leaseUntil < now &&
+        (await write(kv, scope.key, pending(scope, leaseMs, now), entry.revision))
+      )
         break;
-      if (now > giveUpAt) {
+      if (Date.now() > giveUpAt) {
         return errorResponse(c, 409, "a request with this Idempotency-Key is still in progress", {
           type: "conflict",
         });
@@ -119,7 +122,7 @@ export function idempotency(
     const record: StoredRecord = {
       state: "done",
       fingerprint: scope.fingerprint,
-      createdAt: Date.now(),
+      createdAt: deps.clock.now().getTime(),
       status: response.status,
       headers: Object.fromEntries(
         REPLAYED_HEADERS.flatMap((name) => {
@@ -165,8 +168,7 @@ function replay(c: Context<GatewayEnv>, record: Extract<StoredRecord, { state: "
   return c.body(record.body, record.status as ContentfulStatusCode);
 }
 
-function pending(scope: IdempotencyScope, leaseMs: number): Uint8Array {
-  const now = Date.now();
+function pending(scope: IdempotencyScope, leaseMs: number, now: number): Uint8Array {
   return encode({
     state: "pending",
     fingerprint: scope.fingerprint,

@@ -1,5 +1,5 @@
 import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
-import type { Logger } from "@cheese/service-kit";
+import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 import { type Admission, type BucketState, type PlanLimits, take } from "./token-bucket.ts";
 
 /** Idle buckets vanish after this; any bucket is full again long before (free: 6 minutes). */
@@ -29,6 +29,7 @@ export class SharedBuckets {
   constructor(
     private readonly bus: MessageBus,
     private readonly logger: Logger,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   admit(callerId: string, limits: PlanLimits): Promise<Admission> {
@@ -58,7 +59,7 @@ export class SharedBuckets {
         admissions = await withDeadline(this.settle(key, limits, batch.length), DEADLINE_MS);
       } catch (error) {
         this.logger.warn({ err: error }, "rate limit state unavailable; letting requests through");
-        admissions = take(undefined, limits, Date.now(), batch.length).admissions;
+        admissions = take(undefined, limits, this.clock.now().getTime(), batch.length).admissions;
       }
       for (const [i, waiting] of batch.entries()) waiting.resolve(admissions[i]!);
     }
@@ -72,7 +73,7 @@ export class SharedBuckets {
         const entry = await kv.get(key);
         seen = entry ? { state: decode(entry.value), revision: entry.revision } : undefined;
       }
-      const { admissions, state } = take(seen?.state, limits, Date.now(), count);
+      const { admissions, state } = take(seen?.state, limits, this.clock.now().getTime(), count);
       // Refusals spend nothing, so there is nothing to write.
       if (!admissions.some((a) => a.allowed)) return admissions;
       try {
