@@ -11,7 +11,7 @@ const DUE_AFTER_MS = 3_000;
 const WARNING_MS = LIFETIME_MS - DUE_AFTER_MS;
 
 /**
- * api_key.expiring end to end (decisions.md "Webhooks": sent 7 days before an API key expires):
+ * api_key.expiring end to end (docs/webhooks.md: sent 7 days before an API key expires):
  * a real customer's real API key, the customer service's expiry check, the relay, the
  * notification service and a signed delivery to a real receiver on 127.0.0.1.
  *

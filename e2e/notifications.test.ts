@@ -23,7 +23,7 @@ const allKinds = [
 ];
 
 /**
- * The event kinds that real actions in the other services send (decisions.md "Webhooks": which
+ * The event kinds that real actions in the other services send (docs/webhooks.md "Event kinds": which
  * change sends which kind), received and verified by a registration for every kind.
  * api_key.expiring needs a key close to expiry: e2e/api-key-expiring.test.ts shortens the
  * lifetime to see it.

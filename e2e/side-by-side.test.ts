@@ -3,7 +3,7 @@ import { operatorHeaders } from "./support/credentials.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
- * decisions.md "Side by side": two `pnpm start` runs with different GATEWAY_PORT and DATA_DIR
+ * docs/operations.md "Running it": two `pnpm start` runs with different GATEWAY_PORT and DATA_DIR
  * work at once on one machine; each starts its own nats-server on a free port.
  */
 describe("two systems side by side", () => {

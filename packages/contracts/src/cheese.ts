@@ -53,7 +53,7 @@ const writableFields = {
   organic: z.boolean().optional(),
 };
 
-/** Read-only fields are accepted and ignored in write bodies (decisions.md "Errors"). */
+/** Read-only fields are accepted and ignored in write bodies (docs/api.md "Errors"). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
   createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),

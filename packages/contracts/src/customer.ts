@@ -10,7 +10,7 @@ export const CustomerStatus = z
   .openapi({ description: "tier based on purchase volume; one of: bronze, silver, gold, platinum" });
 export type CustomerStatus = z.infer<typeof CustomerStatus>;
 
-/** Rate plans (decisions.md "Rate limits"). */
+/** Rate plans (docs/identity.md "Rate limits"). */
 export const ratePlans = ["free", "pro", "enterprise"] as const;
 export type RatePlan = (typeof ratePlans)[number];
 
@@ -58,7 +58,7 @@ const Phone = z
 
 const PersonName = z.string().trim().max(100);
 
-/** `{id}` of a catalogue cheese, or `{name}` of any cheese (decisions.md "Customers"). */
+/** `{id}` of a catalogue cheese, or `{name}` of any cheese (docs/identity.md "Customer accounts"). */
 export const FavouriteCheeseInput = z
   .union([
     z.strictObject({ id: int64Id.openapi({ description: "a catalogue cheese" }) }),
@@ -68,7 +68,7 @@ export const FavouriteCheeseInput = z
 
 export const FavouriteCheeseByName = z.object({ name: z.string() }).openapi("FavouriteCheeseByName");
 
-/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+/** Read-only fields are accepted and ignored in create bodies (docs/api.md "Errors"). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
   createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
@@ -157,7 +157,7 @@ export const LoginResult = z
   })
   .openapi("LoginResult");
 
-/** At most 100 elements (decisions.md "Customers"); each element is validated on its own. */
+/** At most 100 elements (docs/identity.md); each element is validated on its own. */
 export const MAX_BATCH = 100;
 /** Elements are checked one by one in the handler, so the body schema only bounds the array. */
 export const CustomerBatchInput = z

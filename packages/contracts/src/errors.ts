@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 
-/** decisions.md "Errors": the closed list of `type` values. */
+/** The closed list of `type` values (docs/api.md "Errors"). */
 export const errorTypes = [
   "bad_request",
   "unauthorized",
@@ -58,7 +58,7 @@ export function errorTypeFor(status: number): ErrorType {
 }
 
 /**
- * Turns zod issues into `{field, message}` with decisions.md's paths: `name`,
+ * Turns zod issues into `{field, message}` with the paths docs/api.md "Errors" names: `name`,
  * `shippingAddress.country`, `items[0].quantity`.
  */
 export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {

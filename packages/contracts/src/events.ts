@@ -7,7 +7,7 @@ import { Order } from "./order.ts";
  * Integration events: what one service tells the others, on JetStream subjects
  * `events.<service>.<aggregate>.<event>`. The producer publishes exactly these payloads through
  * its outbox relay (message id = event-store event id); consumers validate them. The notification
- * service turns them into the spec's webhook kinds (decisions.md "Webhooks"). No personal data
+ * service turns them into the spec's webhook kinds (docs/webhooks.md "Event kinds"). No personal data
  * (email, names, phone) travels here, so erasure never has to chase it.
  */
 export const catalogueEvents = {

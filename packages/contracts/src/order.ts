@@ -57,7 +57,7 @@ export const OrderLineInput = z.strictObject({
 });
 export type OrderLineInput = z.infer<typeof OrderLineInput>;
 
-/** decisions.md "Orders": two lines for the same cheese are 422, naming the later line. */
+/** Two lines for the same cheese are 422, naming the later line (docs/ordering.md "Placement"). */
 const orderLines = z
   .array(OrderLineInput)
   .min(1)
@@ -77,7 +77,7 @@ const orderLines = z
   })
   .openapi({ description: "1 to 50 lines, at most one per cheese" });
 
-/** Read-only fields are accepted and ignored in create bodies (decisions.md "Errors"). */
+/** Read-only fields are accepted and ignored in create bodies (docs/api.md "Errors"). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
   createdAt: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
@@ -106,7 +106,7 @@ export function toOrderFields(input: OrderInput): OrderFields {
   return { items: input.items, shippingAddress: input.shippingAddress, notes: input.notes ?? null };
 }
 
-/** Body of `POST /store/order/{orderId}/ship` (decisions.md "Orders"). */
+/** Body of `POST /store/order/{orderId}/ship` (docs/ordering.md "Fulfilment and cancellation"). */
 export const ShipmentInput = z
   .strictObject({
     carrier: text(100),

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 
-/** decisions.md: page sizes 1 to 100, default 20, on every cursor-paginated list. */
+/** Page sizes 1 to 100, default 20, on every cursor-paginated list (docs/api.md "Pagination"). */
 export const PAGE_SIZE_DEFAULT = 20;
 export const PAGE_SIZE_MAX = 100;
 

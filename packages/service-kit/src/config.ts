@@ -12,7 +12,7 @@ const optionalUrl = z
   .pipe(z.url().optional());
 
 /**
- * Variables every service reads (decisions.md "Running it"). Production adapters are chosen
+ * Variables every service reads (docs/operations.md "Running it"). Production adapters are chosen
  * when their variable is set; otherwise the embedded ones under DATA_DIR.
  */
 export const baseConfigShape = {

@@ -100,7 +100,7 @@ export class ManualClock implements Clock {
 export interface ServiceSpecOptions {
   /** Configuration beyond a fresh DATA_DIR (which the spec makes and removes). */
   env?: Record<string, string>;
-  /** Where the clock starts; the spec's `clock` is a ManualClock. */
+  /** Where the clock starts; `ServiceSpec.clock` is a ManualClock. */
   start?: Date | string;
   /** A broker shared with stand-ins of other services (say, a fake catalogue). */
   broker?: InProcessBroker;

@@ -18,9 +18,9 @@ export const gatewayConfigSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v === "" ? undefined : v)),
-  /** Overrides of the spec's rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
+  /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
   RATE_LIMIT_PLANS: ratePlansSchema,
-  /** Lifetime of an OAuth authorization code; decisions.md: within 60 s. */
+  /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
   OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

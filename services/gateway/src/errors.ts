@@ -22,7 +22,7 @@ export function errorResponse(
 }
 
 /**
- * decisions.md: malformed path, query or header values are 400; a body that fails validation or
+ * Malformed path, query or header values are 400 (docs/api.md "Errors"); a body that fails validation or
  * is not JSON is 422 naming the fields.
  */
 export function validationFailure(c: Context<GatewayEnv>, target: string, error: z.ZodError): Response {
@@ -34,7 +34,7 @@ export function validationFailure(c: Context<GatewayEnv>, target: string, error:
   return errorResponse(c, 400, `invalid ${target === "param" ? "path" : target} parameter: ${detail}`);
 }
 
-/** Maps anything thrown by a route to the spec's error body. Never a 5xx for a client mistake. */
+/** Maps anything thrown by a route to the API's error body. Never a 5xx for a client mistake. */
 export function handleError(error: Error, c: Context<GatewayEnv>): Response {
   if (error instanceof RemoteError) {
     const { status, type, message, errors } = error.body;

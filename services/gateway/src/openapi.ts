@@ -3,7 +3,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
 import type { GatewayEnv } from "./env.ts";
 
-/** Registers the security schemes of the spec's Authentication part. */
+/** Registers the security schemes: api_key, bearer_auth, cheesy_oauth (docs/identity.md). */
 export function registerSecuritySchemes(api: OpenAPIHono<GatewayEnv>): void {
   const registry = api.openAPIRegistry;
   registry.registerComponent("securitySchemes", "api_key", {

@@ -28,7 +28,7 @@ const order = {
 const event = (subject: string, payload: unknown) =>
   ({ id: "e-1", subject, payload, headers: {}, deliveryCount: 1 }) as MappedEvent;
 
-describe("integration events to webhook kinds (decisions.md mapping)", () => {
+describe("integration events to webhook kinds (docs/webhooks.md)", () => {
   const cases: [string, unknown, string][] = [
     ["events.catalogue.cheese.added", { cheese }, "cheese.new_arrival"],
     [
@@ -96,7 +96,7 @@ describe("integration events to webhook kinds (decisions.md mapping)", () => {
     expect(schema.strict().safeParse(outgoing?.data).success, JSON.stringify(outgoing?.data)).toBe(true);
   });
 
-  it("gives order.shipped exactly the spec's fields, ids as strings", () => {
+  it("gives order.shipped exactly its documented fields, ids as strings", () => {
     const outgoing = toWebhookEvent(
       event("events.ordering.order.shipped", {
         order,

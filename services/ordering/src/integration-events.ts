@@ -5,7 +5,7 @@ import type { OrderEvent } from "./domain/order.ts";
 
 /**
  * Every order transition becomes the integration event of the same name, with the order as it
- * now stands and its customer (decisions.md "Webhooks": order.placed / confirmed / shipped /
+ * now stands and its customer (docs/webhooks.md "Event kinds": order.placed / confirmed / shipped /
  * delivered / cancelled). Who placed it (`ownerId`) stays private.
  */
 export function toIntegrationEvent(

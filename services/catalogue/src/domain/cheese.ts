@@ -242,7 +242,7 @@ export function detailsOf(cheese: Cheese): CheeseDetails {
   };
 }
 
-/** A cheese in the field order of the spec's table. */
+/** A cheese in the field order of the API's Cheese schema. */
 export function cheeseOf(id: number, details: CheeseDetails, createdAt: string, updatedAt: string): Cheese {
   return {
     id,

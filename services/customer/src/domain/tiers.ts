@@ -1,6 +1,6 @@
 import type { CustomerStatus } from "@cheese/contracts";
 
-/** decisions.md "Customers": the tier from the total of delivered orders, in USD. */
+/** The tier from the total of delivered orders, in USD (docs/identity.md "Customer accounts", tiers). */
 export function tierFor(deliveredTotal: number): CustomerStatus {
   if (deliveredTotal >= 2000) return "platinum";
   if (deliveredTotal >= 500) return "gold";

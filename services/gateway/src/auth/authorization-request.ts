@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Scope } from "../env.ts";
 import type { OAuthClient } from "./credentials.ts";
 
-/** decisions.md: a customer can grant at most these; write:cheeses is for operator clients only. */
+/** A customer can grant at most these; write:cheeses is for operator clients only (docs/identity.md). */
 export const customerGrantableScopes: Scope[] = ["read:cheeses", "read:orders", "write:orders"];
 
 export interface AuthorizationRequest {

@@ -53,7 +53,7 @@ export type Redeemed =
   /** A spent token came back (RFC 9700 §4.14.2): its whole grant was revoked. */
   | { ok: false; reused: true };
 
-/** Upper bound of a code's life (RFC 6749 recommends at most 10 minutes; decisions: 60 s). */
+/** Upper bound of a code's life (RFC 6749 recommends at most 10 minutes; we keep 60 s, docs/identity.md). */
 const CODE_BUCKET_TTL_MS = 60_000;
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
 const MAX_CAS_ATTEMPTS = 25;

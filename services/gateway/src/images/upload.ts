@@ -75,7 +75,7 @@ export async function readUploadForm(c: Context<GatewayEnv>): Promise<UploadForm
   return { file: upload, caption: (caption as string | null) || null, isPrimary: primary === "true" };
 }
 
-/** A refusal with the spec's error body (the gateway's error handler writes it). */
+/** A refusal with the API's error body (the gateway's error handler writes it). */
 export function refusal(status: number, message: string, errors?: FieldError[]): RemoteError {
   return new RemoteError({ status, type: errorTypeFor(status), message, ...(errors ? { errors } : {}) });
 }

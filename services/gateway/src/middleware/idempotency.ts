@@ -9,7 +9,7 @@ import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 
 /**
- * `Idempotency-Key` for POST routes (decisions.md "Orders"): a repeat of a key by the same
+ * `Idempotency-Key` for POST routes (docs/api.md "Idempotency-Key"): a repeat of a key by the same
  * caller within 24 h gets the first response (same status, same body) and does nothing else;
  * the same key with another body (or on another route) is 409. Records live in a NATS KV bucket,
  * so the guarantee holds across gateway replicas, and `create` is the lock: of several

@@ -14,8 +14,8 @@ export const specPlanLimits: Record<Plan, PlanLimits> = {
 };
 
 /**
- * `RATE_LIMIT_PLANS`: overrides of the spec's table, `plan=burst/perHour` comma separated, e.g.
- * `free=1000/unlimited` for a test system; plans not named keep the spec's limits.
+ * `RATE_LIMIT_PLANS`: overrides of the plan table (docs/identity.md "Rate limits"), `plan=burst/perHour` comma separated, e.g.
+ * `free=1000/unlimited` for a test system; plans not named keep their limits.
  */
 export const ratePlansSchema = z
   .string()
@@ -49,7 +49,7 @@ export const ratePlansSchema = z
 const EXEMPT = new Set(["/healthz", "/readyz"]);
 
 /**
- * decisions.md "Rate limits": a token bucket per caller (operator key, customer key, OAuth client,
+ * Rate limits (docs/identity.md): a token bucket per caller (operator key, customer key, OAuth client,
  * customer, or client IP) sized by the caller's plan, shared by all replicas. Every counted
  * response carries RateLimit-Limit/-Remaining/-Reset and X-Rate-Limit/-Remaining; a refused
  * request gets 429 with Retry-After.

@@ -1,11 +1,11 @@
 import type { AccessRule } from "../auth/access.ts";
 import { errorResponse } from "./responses.ts";
 
-/** cheesy_oauth with write:cheeses, as the spec's Auth lines say for every cheese write. */
+/** cheesy_oauth with write:cheeses, for every cheese write. */
 export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
 
 /**
- * Where the spec says api_key alone (a cheese, the inventory), decisions.md lets read:cheeses
+ * Where the API names api_key alone (a cheese, the inventory), read:cheeses
  * tokens and customers' bearer tokens in too.
  */
 export const readWithApiKey: AccessRule = { apiKey: true, bearer: true, oauth: ["read:cheeses"] };

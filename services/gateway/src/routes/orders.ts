@@ -23,7 +23,7 @@ import { commonResponses, errorResponse, validationErrorResponse } from "./respo
 const orderJson = { "application/json": { schema: Order } };
 const tags = ["Store"];
 
-/** Reading an order: the spec's api_key, plus read:orders tokens and customers' bearer tokens. */
+/** Reading an order: api_key, plus read:orders tokens and customers' bearer tokens. */
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const writeOrders: AccessRule = { oauth: ["write:orders"] };
 /**

@@ -1,6 +1,6 @@
 import { ErrorBody, ValidationErrorBody } from "@cheese/contracts";
 
-/** OpenAPI response entries for the spec's error bodies. */
+/** OpenAPI response entries for the API's error bodies. */
 export const errorResponse = (description: string) => ({
   description,
   content: { "application/json": { schema: ErrorBody } },
