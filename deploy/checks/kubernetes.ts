@@ -1,5 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { overlayRuleProblems } from "./kubernetes-rules.ts";
 
 interface KubeObject {
   apiVersion: string;
@@ -41,6 +43,8 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   ]) {
     if (!names.some((n) => n.startsWith(`${required}/`))) problems.push(`${dir}: no ${required}`);
   }
+  const overlay = dir.endsWith("prod") ? "prod" : "dev";
+  problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
   return { objects: objects.length, problems };
 }
 
