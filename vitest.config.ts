@@ -10,7 +10,11 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "e2e/**/*.test.ts"],
+    // `pnpm test:e2e:containers [files…]` runs end-to-end suites only, each on the image.
+    include:
+      process.env.E2E_STACK === "containers"
+        ? ["e2e/**/*.test.ts"]
+        : ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "e2e/**/*.test.ts"],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -7,7 +7,7 @@ import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.t
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 /** On the production stack the events live in EventStoreDB, not in a file these tests can read. */
-const embeddedEventStore = !inject("productionStackEnv")?.EVENTSTORE_URL;
+const embeddedEventStore = !inject("containerStack")?.env.EVENTSTORE_URL;
 
 /**
  * DELETE /customer/{username}: the account, its API keys and sessions go, its personal data can

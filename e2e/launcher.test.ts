@@ -1,7 +1,8 @@
 import { connect } from "node:net";
+import { processAlive } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { json, launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -14,16 +15,7 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-describe("pnpm start with REPLICAS=2", () => {
+describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start with REPLICAS=2", () => {
   let system: RunningSystem;
   let stopped = false;
   beforeAll(async () => {
@@ -71,7 +63,7 @@ describe("pnpm start with REPLICAS=2", () => {
     expect(await listening(natsPort)).toBe(true);
     await system.stop();
     stopped = true;
-    for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
+    for (const pid of pids) expect(processAlive(pid), `pid ${pid}`).toBe(false);
     expect(await listening(natsPort)).toBe(false);
   });
 });

@@ -7,7 +7,7 @@
 #
 # Docker comes from docker-here (a local engine for machines without a registry: ../shared/tools
 # beside the clone, or /work/shared/tools), or else from whatever engine `docker info` reaches:
-# the check runs unchanged wherever Docker and a registry exist.
+# the check runs unchanged wherever Docker and a registry exist (docker-env.sh).
 #
 #   deploy/checks/container.sh          IMAGE (default cheese-store:check), READY_TIMEOUT (s, 90)
 set -euo pipefail
@@ -19,19 +19,9 @@ say() { echo "container check: $*"; }
 fail() { say "FAILED: $*" >&2; exit 1; }
 
 # --- a Docker engine ---------------------------------------------------------------------------
-docker_here=""
-for candidate in "$repo/../shared/tools/docker-here" /work/shared/tools/docker-here; do
-  if [[ -x $candidate ]]; then docker_here=$candidate; break; fi
-done
-if [[ -n $docker_here ]]; then
-  say "Docker from $docker_here"
-  "$docker_here" up
-  eval "$("$docker_here" env)"
-elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-  say "docker-here not found ($repo/../shared/tools/docker-here, /work/shared/tools/docker-here); using the engine docker info reaches"
-else
-  fail "no Docker engine: docker-here is not at $repo/../shared/tools/docker-here or /work/shared/tools/docker-here, and 'docker info' reaches no engine"
-fi
+# shellcheck source=deploy/checks/docker-env.sh
+source "$repo/deploy/checks/docker-env.sh"
+docker_env || fail "no Docker engine (see above)"
 
 # --- everything started below is removed on exit -----------------------------------------------
 run_id="cheese-check-$$"

@@ -1,19 +1,26 @@
-import { dockerUnavailableReason } from "@cheese/testing";
+import { containerImageUnavailableReason } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "../support/credentials.ts";
-import { type ProductionStack, startProductionStack } from "../support/production-stack.ts";
+import { type ProductionStack, productionStores, startProductionStack } from "../support/production-stack.ts";
 import { json, type RunningSystem, startSystem } from "../support/system.ts";
 
 /**
- * The services on the production stack (EventStoreDB, MongoDB, NATS, MinIO in containers).
- * `pnpm test:e2e:containers` runs every e2e suite that way; this file makes the plain
- * `pnpm test` try it too, and say why when it cannot.
+ * The services on the production stores (EventStoreDB, MongoDB, MinIO in containers), started
+ * by `pnpm start`. It needs all three images; it says which cannot be had, and why, when it skips.
  */
-const reason = await dockerUnavailableReason();
+const missing = (
+  await Promise.all(
+    productionStores.map(async ({ name, image }) => {
+      const why = await containerImageUnavailableReason(image);
+      return why ? `${name}: ${why}` : undefined;
+    }),
+  )
+).filter((why) => why !== undefined);
+const reason = missing.length > 0 ? missing.join("; ") : undefined;
 if (reason) console.warn(`production-stack e2e suite skipped: ${reason}`);
 
 describe.skipIf(reason !== undefined)(
-  `services on EventStoreDB, MongoDB, NATS and MinIO${reason ? ` (skipped: ${reason})` : ""}`,
+  `services on EventStoreDB, MongoDB and MinIO${reason ? ` (skipped: ${reason})` : ""}`,
   () => {
     let stack: ProductionStack;
     let system: RunningSystem;

@@ -1,69 +1,103 @@
+import { containerImageUnavailableReason } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 
 export interface ProductionStack {
-  /** The variables that point every service at the containers. */
+  /** The variables that point every service at the containers that started. */
   env: Record<string, string>;
+  /** One line per production store that did not start, saying why (the embedded one serves). */
+  skipped: string[];
   stop(): Promise<void>;
 }
 
+const host = (c: StartedTestContainer, port: number) => `${c.getHost()}:${c.getMappedPort(port)}`;
+
+/** The production stores: each one's image, how to start it and the variables that reach it. */
+export const productionStores = [
+  {
+    name: "EventStoreDB",
+    image: "eventstore/eventstore:24.10",
+    async start() {
+      const container = await new GenericContainer(this.image)
+        .withEnvironment({
+          EVENTSTORE_INSECURE: "true",
+          EVENTSTORE_MEM_DB: "true",
+          EVENTSTORE_RUN_PROJECTIONS: "All",
+        })
+        .withExposedPorts(2113)
+        .withWaitStrategy(Wait.forHttp("/health/live", 2113).forStatusCode(204))
+        .start();
+      return { container, env: { EVENTSTORE_URL: `esdb://${host(container, 2113)}?tls=false` } };
+    },
+  },
+  {
+    name: "MongoDB",
+    image: "mongo:7",
+    async start() {
+      const container = await new GenericContainer(this.image)
+        .withCommand(["mongod", "--replSet", "rs0", "--bind_ip_all"])
+        .withExposedPorts(27017)
+        .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+        .start();
+      await container.exec([
+        "mongosh",
+        "--quiet",
+        "--eval",
+        "rs.initiate({_id: 'rs0', members: [{_id: 0, host: '127.0.0.1:27017'}]})",
+      ]);
+      const url = `mongodb://${host(container, 27017)}/?replicaSet=rs0&directConnection=true`;
+      return { container, env: { MONGO_URL: url } };
+    },
+  },
+  {
+    name: "MinIO",
+    image: "minio/minio:RELEASE.2025-04-22T22-12-26Z",
+    async start() {
+      const container = await new GenericContainer(this.image)
+        .withCommand(["server", "/data"])
+        .withEnvironment({ MINIO_ROOT_USER: "cheese", MINIO_ROOT_PASSWORD: "cheese-secret" })
+        .withExposedPorts(9000)
+        .withWaitStrategy(Wait.forHttp("/minio/health/ready", 9000))
+        .start();
+      const env = {
+        S3_ENDPOINT: `http://${host(container, 9000)}`,
+        S3_ACCESS_KEY: "cheese",
+        S3_SECRET_KEY: "cheese-secret",
+      };
+      return { container, env };
+    },
+  },
+];
+
 /**
- * NATS (JetStream), EventStoreDB, MongoDB (a replica set of one) and MinIO in containers, the
- * production adapters' real counterparts. Needs a Docker engine.
+ * EventStoreDB, MongoDB (a replica set of one) and MinIO in containers, the production
+ * adapters' real counterparts: each one whose image can be had here. A store whose image cannot
+ * (no Docker engine, or no registry to pull it from) is listed in `skipped` with the reason, and
+ * the services keep the embedded adapter for it.
  */
 export async function startProductionStack(): Promise<ProductionStack> {
   const started: StartedTestContainer[] = [];
+  const env: Record<string, string> = {};
+  const skipped: string[] = [];
   try {
-    const nats = await new GenericContainer("nats:2.10-alpine")
-      .withCommand(["-js"])
-      .withExposedPorts(4222)
-      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
-      .start();
-    started.push(nats);
-    const eventstore = await new GenericContainer("eventstore/eventstore:24.10")
-      .withEnvironment({
-        EVENTSTORE_INSECURE: "true",
-        EVENTSTORE_MEM_DB: "true",
-        EVENTSTORE_RUN_PROJECTIONS: "All",
-      })
-      .withExposedPorts(2113)
-      .withWaitStrategy(Wait.forHttp("/health/live", 2113).forStatusCode(204))
-      .start();
-    started.push(eventstore);
-    const mongo = await new GenericContainer("mongo:7")
-      .withCommand(["mongod", "--replSet", "rs0", "--bind_ip_all"])
-      .withExposedPorts(27017)
-      .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
-      .start();
-    started.push(mongo);
-    await mongo.exec([
-      "mongosh",
-      "--quiet",
-      "--eval",
-      "rs.initiate({_id: 'rs0', members: [{_id: 0, host: '127.0.0.1:27017'}]})",
-    ]);
-    const minio = await new GenericContainer("minio/minio:RELEASE.2025-04-22T22-12-26Z")
-      .withCommand(["server", "/data"])
-      .withEnvironment({ MINIO_ROOT_USER: "cheese", MINIO_ROOT_PASSWORD: "cheese-secret" })
-      .withExposedPorts(9000)
-      .withWaitStrategy(Wait.forHttp("/minio/health/ready", 9000))
-      .start();
-    started.push(minio);
-    const host = (c: StartedTestContainer, port: number) => `${c.getHost()}:${c.getMappedPort(port)}`;
-    return {
-      env: {
-        NATS_URL: `nats://${host(nats, 4222)}`,
-        EVENTSTORE_URL: `esdb://${host(eventstore, 2113)}?tls=false`,
-        MONGO_URL: `mongodb://${host(mongo, 27017)}/?replicaSet=rs0&directConnection=true`,
-        S3_ENDPOINT: `http://${host(minio, 9000)}`,
-        S3_ACCESS_KEY: "cheese",
-        S3_SECRET_KEY: "cheese-secret",
-      },
-      stop: async () => {
-        await Promise.all(started.map((c) => c.stop()));
-      },
-    };
+    for (const store of productionStores) {
+      const reason = await containerImageUnavailableReason(store.image);
+      if (reason) {
+        skipped.push(`${store.name} container skipped: ${reason}`);
+        continue;
+      }
+      const { container, env: storeEnv } = await store.start();
+      started.push(container);
+      Object.assign(env, storeEnv);
+    }
   } catch (error) {
     await Promise.all(started.map((c) => c.stop().catch(() => {})));
     throw error;
   }
+  return {
+    env,
+    skipped,
+    stop: async () => {
+      await Promise.all(started.map((c) => c.stop()));
+    },
+  };
 }

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, tempDir } from "@cheese/testing";
+import { type ContainerStack, startContainerSystem } from "./container-system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -26,12 +27,14 @@ const defaultCredentials = {
 };
 
 export interface RunningSystem {
+  /** `launcher`: `pnpm start` on this machine; `containers`: the image, one container per process. */
+  mode: "launcher" | "containers";
   baseUrl: string;
   rootUrl: string;
   dataDir: string;
-  /** Everything the launcher printed so far. */
+  /** Everything the launcher (or the containers) printed so far. */
   output(): string;
-  /** Current process ids per service, from DATA_DIR/run/processes.json. */
+  /** Current process ids per service (DATA_DIR/run/processes.json, or each container's node). */
   pids(): Record<string, number[]>;
   /** The NATS server the launcher started (multi-process mode), to attach extra processes. */
   natsUrl(): string;
@@ -47,9 +50,28 @@ export interface SystemOptions {
 
 /**
  * Starts the whole system exactly as `pnpm start` does (the built launcher CLI), on a free gateway
- * port and a fresh DATA_DIR, and waits until GET /readyz answers 200.
+ * port and a fresh DATA_DIR, and waits until GET /readyz answers 200. Under
+ * `pnpm test:e2e:containers`, from the project's image instead: one container per process.
  */
 export async function startSystem(options: SystemOptions = {}): Promise<RunningSystem> {
+  const stack = await containerStack();
+  if (stack) {
+    const env = {
+      LOG_LEVEL: "warn",
+      REPLICAS: process.env.E2E_REPLICAS ?? "1",
+      ...defaultCredentials,
+      ...options.env,
+    };
+    const system = await startContainerSystem(stack, env, options);
+    try {
+      await waitUntilReady(system.rootUrl, options.readyTimeoutMs ?? 60_000);
+    } catch (error) {
+      const output = system.output();
+      await system.stop();
+      throw new Error(`${(error as Error).message}\ncontainer output:\n${output}`);
+    }
+    return system;
+  }
   const port = await freePort();
   const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
   const child: ChildProcess = spawn(
@@ -65,8 +87,6 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         // E2E_REPLICAS=2 runs every e2e suite against two processes of every service.
         REPLICAS: process.env.E2E_REPLICAS ?? "1",
         ...defaultCredentials,
-        // Under `pnpm test:e2e:containers` every suite runs on the production stack.
-        ...(await productionStackEnv()),
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: data.path,
@@ -83,6 +103,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
   });
   const rootUrl = `http://127.0.0.1:${port}`;
   const system: RunningSystem = {
+    mode: "launcher",
     baseUrl: `${rootUrl}/v2`,
     rootUrl,
     dataDir: data.path,
@@ -133,11 +154,22 @@ export async function json(response: Response): Promise<any> {
 }
 
 /**
- * The container stack's variables under `pnpm test:e2e:containers`. Vitest is imported only
- * inside its runner, so `pnpm bench` can start systems too.
+ * What the global setup prepared under `pnpm test:e2e:containers` (E2E_STACK=containers), or
+ * null. Vitest is imported only inside its runner, so `pnpm bench` can start systems too.
  */
-async function productionStackEnv(): Promise<Record<string, string>> {
-  if (!process.env.VITEST) return {};
+async function containerStack(): Promise<ContainerStack | null> {
+  if (!process.env.VITEST) return null;
   const { inject } = await import("vitest");
-  return inject("productionStackEnv") ?? {};
+  return inject("containerStack") ?? null;
+}
+
+/**
+ * Why a suite that needs the launcher itself (its balancer, its restarts, its one-process mode)
+ * does not run under `pnpm test:e2e:containers`, or undefined when it runs. Printed when skipped.
+ */
+export function launcherOnly(what: string): string | undefined {
+  if (process.env.E2E_STACK !== "containers") return undefined;
+  const reason = `${what} is the launcher's (pnpm start), not the image's: skipped under E2E_STACK=containers`;
+  console.warn(reason);
+  return reason;
 }
