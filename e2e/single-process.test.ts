@@ -1,9 +1,9 @@
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { json, launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
-describe("pnpm start without nats-server on PATH", () => {
+describe.skipIf(launcherOnly("the one-process mode"))("pnpm start without nats-server on PATH", () => {
   let system: RunningSystem;
   beforeAll(async () => {
     // Only node's own directory on PATH: no nats-server can be found.
@@ -17,8 +17,10 @@ describe("pnpm start without nats-server on PATH", () => {
     const firstLine = system
       .output()
       .split("\n")
-      .find((line) => line.startsWith("[launcher]"));
-    expect(firstLine).toContain("running all services in one process over the in-process bus");
+      .find((line) => line.includes('"service":"launcher"'));
+    expect(JSON.parse(firstLine!).msg).toContain(
+      "running all services in one process over the in-process bus",
+    );
   });
 
   it("serves the same API", async () => {

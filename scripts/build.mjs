@@ -78,8 +78,9 @@ export async function build({ force = false, quiet = false } = {}) {
         platform: "node",
         format: "esm",
         target: "node20",
-        // Several entries share their modules through chunks, so module state exists once.
-        splitting: project.entries.length > 1,
+        // Several entries share their modules through chunks, so module state exists once, and
+        // a dynamic import() stays lazy: its module and the packages it imports load on demand.
+        splitting: true,
         keepNames: true,
         metafile: true,
         logLevel: "warning",

@@ -1,10 +1,16 @@
+import { createServer } from "node:net";
 import { resolve } from "node:path";
-import { ConfigError, runAsProcess } from "@cheese/service-kit";
+import { CONFIG_EXIT_CODE, ConfigError, createLogger, portInUse, runAsProcess } from "@cheese/service-kit";
 import { loadLauncherConfig, serviceNames } from "./config.ts";
 import { startLoadBalancer } from "./load-balancer.ts";
 import { findNatsServer, freeLoopbackPort, startNatsServer } from "./nats-server.ts";
+import { createLineWriter, lineDestination } from "./output.ts";
 import { runSingleProcess } from "./single-process.ts";
 import { Supervisor } from "./supervisor.ts";
+
+const write = createLineWriter();
+/** The launcher's own lines (start, ready, restarts) are printed whatever LOG_LEVEL says. */
+const log = createLogger("launcher", "info", lineDestination("launcher", write));
 
 /**
  * `pnpm start`: with NATS_URL unset, starts a nats-server from PATH and runs each service as its
@@ -14,55 +20,148 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   const config = loadLauncherConfig();
   const dataDir = resolve(config.DATA_DIR);
   const env = { ...process.env, DATA_DIR: dataDir, GATEWAY_PORT: String(config.GATEWAY_PORT) };
+  // Taken already: say so now, before anything starts, rather than after announcing the URL.
+  if (config.REPLICAS === 1) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);
   const natsBinary = config.NATS_URL ? undefined : findNatsServer();
 
   if (config.LAUNCH_MODE === "single" || (!config.NATS_URL && !natsBinary)) {
-    console.log(
+    log.info(
       config.LAUNCH_MODE === "single"
-        ? "[launcher] LAUNCH_MODE=single: running all services in one process over the in-process bus"
-        : "[launcher] nats-server not found on PATH and NATS_URL unset: running all services in one process over the in-process bus",
+        ? "LAUNCH_MODE=single: running all services in one process over the in-process bus"
+        : "nats-server not found on PATH and NATS_URL unset: running all services in one process over the in-process bus",
     );
-    return runSingleProcess(serviceNames, env, config.LOG_LEVEL);
+    const running = await runSingleProcess(serviceNames, env, config.LOG_LEVEL, write);
+    log.info({ url: gatewayUrl(config) }, `ready on ${gatewayUrl(config)}`);
+    return running;
   }
 
   let nats: Awaited<ReturnType<typeof startNatsServer>> | undefined;
   if (!config.NATS_URL && natsBinary) {
     nats = await startNatsServer(natsBinary, dataDir);
-    console.log(`[launcher] started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
+    log.info(`started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
   }
+  const stopNats = async () => {
+    if (nats && nats.process.exitCode === null) {
+      const exited = new Promise((done) => nats?.process.once("exit", done));
+      nats.process.kill("SIGTERM");
+      await exited;
+    }
+  };
   const natsUrl = config.NATS_URL ?? nats?.url;
-  console.log(
-    `[launcher] running each service as its own process over NATS; gateway on http://127.0.0.1:${config.GATEWAY_PORT}`,
-  );
-  const supervisor = new Supervisor({ ...env, NATS_URL: natsUrl }, dataDir);
+  log.info("running each service as its own process over NATS");
+
+  let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
+  let stopping = false;
+  const supervisor = new Supervisor({
+    env: { ...env, NATS_URL: natsUrl },
+    dataDir,
+    ...(nats?.process.pid ? { natsPid: nats.process.pid } : {}),
+    write,
+    logger: log,
+    onConfigError(label, message) {
+      if (stopping) return;
+      stopping = true;
+      log.fatal(
+        { process: label, reason: message },
+        `${label} refused its configuration (exit ${CONFIG_EXIT_CODE}): stopping everything`,
+      );
+      void (async () => {
+        balancer?.close();
+        await supervisor.stop();
+        await stopNats();
+        process.exit(CONFIG_EXIT_CODE);
+      })();
+    },
+  });
   for (const service of serviceNames) {
     if (service !== "gateway") supervisor.start(service, config.REPLICAS);
   }
   // One gateway listens on GATEWAY_PORT; several sit behind a round-robin balancer there.
-  let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
   if (config.REPLICAS === 1) {
     supervisor.start("gateway", 1);
   } else {
     const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeLoopbackPort()));
     supervisor.start("gateway", config.REPLICAS, (replica) => ({ GATEWAY_PORT: String(ports[replica - 1]) }));
-    balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
-    console.log(
-      `[launcher] ${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`,
-    );
+    try {
+      balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
+    } catch (error) {
+      await supervisor.stop();
+      await stopNats();
+      throw portInUse(error, "GATEWAY_PORT") ?? error;
+    }
+    log.info(`${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`);
   }
+  const ready = announceWhenReady(config, () => stopping);
   return {
     async stop() {
+      stopping = true;
+      ready.cancel();
       balancer?.close();
       await supervisor.stop();
-      if (nats && nats.process.exitCode === null) {
-        const exited = new Promise((done) => nats?.process.once("exit", done));
-        nats.process.kill("SIGTERM");
-        await exited;
-      }
+      await stopNats();
     },
   };
 }
 
+function gatewayUrl(config: { GATEWAY_HOST: string; GATEWAY_PORT: number }): string {
+  const host = config.GATEWAY_HOST === "0.0.0.0" ? "127.0.0.1" : config.GATEWAY_HOST;
+  return `http://${host}:${config.GATEWAY_PORT}`;
+}
+
+async function ensurePortFree(port: number, host: string): Promise<void> {
+  await new Promise<void>((done, fail) => {
+    const probe = createServer();
+    probe.once("error", (error) => fail(portInUse(error, "GATEWAY_PORT") ?? error));
+    probe.listen(port, host, () => probe.close(() => done()));
+  });
+}
+
+/** Logs "ready" once the gateway's /readyz answers 200 (every service reachable). */
+function announceWhenReady(
+  config: { GATEWAY_HOST: string; GATEWAY_PORT: number },
+  stopped: () => boolean,
+): { cancel(): void } {
+  let cancelled = false;
+  const url = gatewayUrl(config);
+  void (async () => {
+    while (!cancelled && !stopped()) {
+      try {
+        const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
+        if (response.status === 200) {
+          log.info({ url }, `ready on ${url}`);
+          return;
+        }
+      } catch {
+        // not listening yet
+      }
+      await new Promise((next) => setTimeout(next, 100));
+    }
+  })();
+  return {
+    cancel() {
+      cancelled = true;
+    },
+  };
+}
+
+/**
+ * `pnpm` forwards no signal to its script: when the process that started the launcher goes away
+ * (a SIGTERM to pnpm alone, a closed terminal), the launcher is re-parented. It then stops
+ * everything as on SIGTERM, so nothing is left running and no port stays held.
+ */
+function stopWithParent(): void {
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    process.kill(process.pid, "SIGTERM");
+  }, 250);
+  watch.unref();
+}
+
+stopWithParent();
+// The terminal closed: stop everything, as on SIGTERM.
+process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"));
 void runAsProcess(async () => {
   try {
     return await main();

@@ -31,7 +31,9 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
   const port = await freeLoopbackPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
+  // Its own process group: a Ctrl-C reaches the launcher, which stops the services before NATS.
   const child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
+    detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
   await new Promise<void>((ready, fail) => {

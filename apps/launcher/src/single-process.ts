@@ -1,6 +1,7 @@
 import { createInProcessBus } from "@cheese/messaging";
 import { createLogger, type RunningService, type StartOptions } from "@cheese/service-kit";
 import type { ServiceName } from "./config.ts";
+import { type LineWriter, lineDestination } from "./output.ts";
 
 type Starter = (options?: StartOptions) => Promise<RunningService>;
 
@@ -21,12 +22,17 @@ export async function runSingleProcess(
   services: readonly ServiceName[],
   env: Record<string, string | undefined>,
   logLevel: string,
+  write: LineWriter,
 ): Promise<{ stop(): Promise<void> }> {
-  const bus = createInProcessBus({ logger: createLogger("bus", logLevel) });
+  // On a terminal every service's lines go through the launcher's pretty printer; otherwise
+  // straight to stdout, the JSON a log shipper reads.
+  const logger = (name: string) =>
+    createLogger(name, logLevel, process.stdout.isTTY ? lineDestination(name, write) : undefined);
+  const bus = createInProcessBus({ logger: logger("bus") });
   const running: RunningService[] = [];
   for (const name of services) {
     const start = await starters[name]();
-    running.push(await start({ env, bus, logger: createLogger(name, logLevel) }));
+    running.push(await start({ env, bus, logger: logger(name) }));
   }
   return {
     async stop() {

@@ -3,7 +3,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { CONFIG_EXIT_CODE, type Logger } from "@cheese/service-kit";
 import type { ServiceName } from "./config.ts";
+import type { LineWriter } from "./output.ts";
 
 /**
  * Every process runs the container's entry point with SERVICE set: built JavaScript under plain
@@ -14,6 +16,8 @@ const serviceEntry = fileURLToPath(
   new URL(`./service${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
 );
 const MAX_BACKOFF_MS = 5000;
+/** Lines of a process's stderr kept, to repeat why it refused its configuration. */
+const KEPT_STDERR_LINES = 20;
 
 interface Instance {
   label: string;
@@ -21,21 +25,35 @@ interface Instance {
   child: ChildProcess | undefined;
   restarts: number;
   env: Record<string, string>;
+  stderr: string[];
+}
+
+export interface SupervisorOptions {
+  env: Record<string, string | undefined>;
+  dataDir: string;
+  /** The nats-server the launcher started, if any: listed in processes.json too. */
+  natsPid?: number;
+  write: LineWriter;
+  logger: Logger;
+  /** A process exited with CONFIG_EXIT_CODE: restarting cannot help. */
+  onConfigError(label: string, message: string): void;
 }
 
 /**
- * Runs each service as its own process, prefixes its output with its name, restarts it when it
- * crashes (with backoff), and stops everything on request. The current process ids are written
- * to DATA_DIR/run/processes.json, so operators and tests can find them.
+ * Runs each service as its own process, passes its output on (see output.ts), restarts it when
+ * it crashes (with backoff), and stops everything on request. A process that refuses its
+ * configuration is not restarted: the launcher is told, and stops everything.
+ *
+ * Each process gets its own process group, so a Ctrl-C on the terminal reaches the launcher
+ * only, which stops the services before NATS; and an IPC channel, whose end (the launcher gone,
+ * however it went) stops the service too. The current process ids are written to
+ * DATA_DIR/run/processes.json, so operators and tests can find them.
  */
 export class Supervisor {
   private readonly instances: Instance[] = [];
   private stopping = false;
 
-  constructor(
-    private readonly env: Record<string, string | undefined>,
-    private readonly dataDir: string,
-  ) {}
+  constructor(private readonly options: SupervisorOptions) {}
 
   /** Starts `replicas` processes; `envFor(replica)` adds per-replica variables (e.g. a port). */
   start(
@@ -45,29 +63,52 @@ export class Supervisor {
   ): void {
     for (let replica = 1; replica <= replicas; replica++) {
       const label = replicas > 1 ? `${service}#${replica}` : service;
-      const instance: Instance = { label, service, child: undefined, restarts: 0, env: envFor(replica) };
+      const instance: Instance = {
+        label,
+        service,
+        child: undefined,
+        restarts: 0,
+        env: envFor(replica),
+        stderr: [],
+      };
       this.instances.push(instance);
       this.spawn(instance);
     }
   }
 
   private spawn(instance: Instance): void {
+    const { env, write, logger } = this.options;
     const child = spawn(process.execPath, [...process.execArgv, serviceEntry], {
-      env: { ...this.env, ...instance.env, SERVICE: instance.service, SERVICE_INSTANCE: instance.label },
-      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...env, ...instance.env, SERVICE: instance.service, SERVICE_INSTANCE: instance.label },
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      detached: true,
     });
     instance.child = child;
+    instance.stderr = [];
     const started = Date.now();
-    prefixLines(child.stdout, instance.label, process.stdout);
-    prefixLines(child.stderr, instance.label, process.stderr);
-    child.once("exit", (code, signal) => {
+    if (child.stdout) {
+      createInterface({ input: child.stdout }).on("line", (line) => write(instance.label, line, "stdout"));
+    }
+    if (child.stderr) {
+      createInterface({ input: child.stderr }).on("line", (line) => {
+        instance.stderr.push(line);
+        if (instance.stderr.length > KEPT_STDERR_LINES) instance.stderr.shift();
+        write(instance.label, line, "stderr");
+      });
+    }
+    // "close": the process has exited and its output has been read to the end.
+    child.once("close", (code, signal) => {
       instance.child = undefined;
       this.writeProcessFile();
       if (this.stopping) return;
+      if (code === CONFIG_EXIT_CODE) {
+        this.options.onConfigError(instance.label, instance.stderr.join("\n"));
+        return;
+      }
       // A process that ran a while gets an immediate restart; one that keeps crashing backs off.
       if (Date.now() - started > 10_000) instance.restarts = 0;
       const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** instance.restarts++);
-      console.error(`[launcher] ${instance.label} exited (${signal ?? code}); restarting in ${delay} ms`);
+      logger.error({ process: instance.label, exit: signal ?? code, restartInMs: delay }, "process exited");
       setTimeout(() => !this.stopping && this.spawn(instance), delay);
     });
     this.writeProcessFile();
@@ -79,10 +120,11 @@ export class Supervisor {
       processes[service] ??= [];
       if (child?.pid && child.exitCode === null) processes[service].push(child.pid);
     }
-    const file = join(this.dataDir, "run", "processes.json");
+    const file = join(this.options.dataDir, "run", "processes.json");
     mkdirSync(dirname(file), { recursive: true });
-    const natsUrl = this.env.NATS_URL;
-    writeFileSync(file, JSON.stringify({ launcher: process.pid, natsUrl, processes }, null, 2));
+    const { env, natsPid } = this.options;
+    const record = { launcher: process.pid, natsUrl: env.NATS_URL, natsPid, processes };
+    writeFileSync(file, JSON.stringify(record, null, 2));
   }
 
   /** SIGTERM to every process; SIGKILL to those still running after the deadline. */
@@ -103,9 +145,4 @@ export class Supervisor {
       ),
     );
   }
-}
-
-function prefixLines(stream: NodeJS.ReadableStream | null, label: string, out: NodeJS.WritableStream): void {
-  if (!stream) return;
-  createInterface({ input: stream }).on("line", (line) => out.write(`[${label}] ${line}\n`));
 }

@@ -1,3 +1,5 @@
+// The production adapter has its own entry, @cheese/read-models/mongo, so its client is loaded
+// only by the processes that use it.
 export {
   declarationProblems,
   filterFields,
@@ -6,7 +8,6 @@ export {
   UndeclaredQueryError,
 } from "./declarations.ts";
 export { createMemoryReadModels, type MemoryReadModelsOptions } from "./memory.ts";
-export { createMongoReadModels, type MongoReadModelsOptions } from "./mongo.ts";
 export { queryPlanProblems } from "./plans.ts";
 export type {
   Collection,

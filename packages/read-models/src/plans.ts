@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient, type Document as MongoDocument } from "mongodb";
+import type { Document as MongoDocument } from "mongodb";
 import { filterFields, versionedName } from "./declarations.ts";
-import { createMongoReadModels } from "./mongo.ts";
 import type { CollectionDefinition, Filter, QueryDefinition } from "./port.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
@@ -12,6 +11,12 @@ import { sortWithIdTieBreak } from "./sort.ts";
  */
 export async function queryPlanProblems(url: string, collections: CollectionDefinition[]): Promise<string[]> {
   const database = `plans_${randomUUID().replaceAll("-", "")}`;
+  // Imported here: the MongoDB driver loads only when a plan is checked (this module is exported
+  // from the package's main entry, which the embedded setup loads).
+  const [{ MongoClient }, { createMongoReadModels }] = await Promise.all([
+    import("mongodb"),
+    import("./mongo.ts"),
+  ]);
   const store = await createMongoReadModels({ url, database });
   const client = await new MongoClient(url).connect();
   const problems: string[] = [];

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { portInUse } from "./process.ts";
 
 export type ReadinessCheck = () => Promise<boolean>;
 
@@ -32,7 +33,10 @@ export async function startHealthServer(
     }
     res.writeHead(404, { "content-type": "application/json" }).end('{"code":404,"message":"not found"}');
   });
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error) => reject(portInUse(error, "HEALTH_PORT") ?? error));
+    server.listen(port, host, resolve);
+  });
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>

@@ -1,9 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type BlobStore, createFileBlobStore, createMinioBlobStore } from "@cheese/blob-store";
-import { createEventStoreDbStore, createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
+import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { connectNatsBus, type MessageBus } from "@cheese/messaging";
-import { createMemoryReadModels, createMongoReadModels, type ReadModelStore } from "@cheese/read-models";
+import { createMemoryReadModels, type ReadModelStore } from "@cheese/read-models";
 import type { BaseConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -21,15 +21,22 @@ export function serviceDataDir(config: BaseConfig, service: string): string {
   return dir;
 }
 
+// The production adapters are imported when chosen: their clients (gRPC, the MongoDB driver,
+// MinIO's SDK) take a good part of a second of CPU to load, which the embedded setup never pays.
+
 /** EventStoreDB when EVENTSTORE_URL is set, else one SQLite file per service under DATA_DIR. */
-export function openEventStore(config: BaseConfig, service: string): EventStore {
-  if (config.EVENTSTORE_URL) return createEventStoreDbStore({ connectionString: config.EVENTSTORE_URL });
+export async function openEventStore(config: BaseConfig, service: string): Promise<EventStore> {
+  if (config.EVENTSTORE_URL) {
+    const { createEventStoreDbStore } = await import("@cheese/event-store/eventstoredb");
+    return createEventStoreDbStore({ connectionString: config.EVENTSTORE_URL });
+  }
   return createSqliteEventStore({ file: join(serviceDataDir(config, service), "events.sqlite") });
 }
 
 /** MongoDB when MONGO_URL is set, else in-memory collections rebuilt from the event store. */
 export async function openReadModels(config: BaseConfig, service: string): Promise<ReadModelStore> {
   if (config.MONGO_URL) {
+    const { createMongoReadModels } = await import("@cheese/read-models/mongo");
     return createMongoReadModels({ url: config.MONGO_URL, database: `${config.MONGO_DATABASE}_${service}` });
   }
   return createMemoryReadModels();
@@ -38,6 +45,7 @@ export async function openReadModels(config: BaseConfig, service: string): Promi
 /** MinIO/S3 when S3_ENDPOINT is set, else files under DATA_DIR/blobs. */
 export async function openBlobStore(config: BaseConfig): Promise<BlobStore> {
   if (config.S3_ENDPOINT) {
+    const { createMinioBlobStore } = await import("@cheese/blob-store/minio");
     return createMinioBlobStore({
       endPoint: config.S3_ENDPOINT,
       accessKey: config.S3_ACCESS_KEY ?? "",

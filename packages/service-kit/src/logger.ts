@@ -1,6 +1,6 @@
-import { type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, pino } from "pino";
 
-export type { Logger } from "pino";
+export type { DestinationStream, Logger } from "pino";
 
 /** Paths pino masks wherever they appear in a log object. Secrets never reach a log line. */
 const redactPaths = [
@@ -22,11 +22,13 @@ const redactPaths = [
   "*.phone",
 ];
 
-export function createLogger(service: string, level = "info"): Logger {
-  return pino({
+/** A JSON logger whose every line names the service; to stdout unless given a destination. */
+export function createLogger(service: string, level = "info", destination?: DestinationStream): Logger {
+  const options = {
     level,
     base: { service },
     redact: { paths: redactPaths, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -3,17 +3,36 @@ import { ConfigError } from "./config.ts";
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
 /**
- * Runs something as a process: a bad configuration prints its message and exits 1; SIGTERM
- * and SIGINT stop it gracefully within 10 seconds, after which the process exits anyway.
+ * The exit code of a process that refuses its configuration (EX_CONFIG of sysexits.h): a bad
+ * variable, or a port already in use. Restarting cannot help, so the launcher stops everything
+ * when a process exits with it, and an orchestrator's logs show the message above it.
+ */
+export const CONFIG_EXIT_CODE = 78;
+
+/** A listen() that failed because another process holds the port, said in one line. */
+export function portInUse(error: unknown, variable: string): ConfigError | undefined {
+  const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (failure?.code !== "EADDRINUSE") return undefined;
+  const where = failure.port === undefined ? "" : ` ${failure.address ?? ""}:${failure.port}`;
+  return new ConfigError(`${variable}:${where} is already in use by another process`);
+}
+
+/**
+ * Runs something as a process: a bad configuration (or a port in use) prints its message and
+ * exits with CONFIG_EXIT_CODE, any other failure to start exits 1; SIGTERM and SIGINT stop it
+ * gracefully within 10 seconds, after which the process exits anyway. A process started with
+ * an IPC channel (by the launcher) also stops when that channel closes, i.e. when its parent is
+ * gone, so no service outlives the launcher.
  */
 export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> }>): Promise<void> {
   let running: { stop(): Promise<void> };
   try {
     running = await start();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
+    const refused = error instanceof ConfigError ? error : portInUse(error, "a port");
+    if (refused) {
+      console.error(refused.message);
+      process.exit(CONFIG_EXIT_CODE);
     }
     console.error(error);
     process.exit(1);
@@ -37,4 +56,8 @@ export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> 
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  if (process.channel) {
+    process.once("disconnect", () => shutdown("the launcher's exit"));
+    process.channel.unref();
+  }
 }

@@ -83,7 +83,7 @@ export async function startService<C extends BaseConfig>(
   const ownsBus = !options.bus;
   const bus = options.bus ?? (await connectBus(config, name, logger));
   const eventStore = definition.needs.eventStore
-    ? openEventStore(config, name)
+    ? await openEventStore(config, name)
     : unavailable<EventStore>("eventStore");
   const readModels = definition.needs.readModels
     ? await openReadModels(config, name)

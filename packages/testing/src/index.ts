@@ -2,4 +2,5 @@ export { containerImageUnavailableReason, dockerUnavailableReason } from "./dock
 export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { freePort } from "./ports.ts";
+export { processAlive } from "./processes.ts";
 export { tempDir } from "./temp-dir.ts";

@@ -23,7 +23,6 @@ import { countDeliveredOrders } from "./handlers/tiers.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { PasswordChecker } from "./passwords.ts";
 import { createFileKeyStore, type KeyStore } from "./personal-data/key-store.ts";
-import { createMongoKeyStore } from "./personal-data/mongo-key-store.ts";
 import { PersonalDataVault } from "./personal-data/vault.ts";
 import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "./projections/api-keys.ts";
 
@@ -37,6 +36,8 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     let keyStore: KeyStore;
     if (config.MONGO_URL) {
       const database = `${config.MONGO_DATABASE}_customer_keys`;
+      // Imported when chosen: the MongoDB driver is not loaded by the embedded setup.
+      const { createMongoKeyStore } = await import("./personal-data/mongo-key-store.ts");
       const mongoKeys = await createMongoKeyStore({ url: config.MONGO_URL, database });
       ctx.onStop(mongoKeys);
       keyStore = mongoKeys;

@@ -1,3 +1,4 @@
+import { createPrivateKey } from "node:crypto";
 import { baseConfigShape, duration } from "@cheese/service-kit";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
@@ -17,7 +18,8 @@ export const gatewayConfigSchema = z.object({
   JWT_PRIVATE_KEY: z
     .string()
     .optional()
-    .transform((v) => (v === "" ? undefined : v)),
+    .transform((v) => (v === "" ? undefined : v))
+    .refine((v) => v === undefined || isEd25519PrivateJwk(v), "must be the JSON of an Ed25519 private JWK"),
   /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
   RATE_LIMIT_PLANS: ratePlansSchema,
   /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
@@ -27,3 +29,11 @@ export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 
 /** The services behind the gateway; /readyz asks each one. */
 export const backendServices = ["catalogue", "ordering", "customer", "notification"] as const;
+
+function isEd25519PrivateJwk(text: string): boolean {
+  try {
+    return createPrivateKey({ key: JSON.parse(text), format: "jwk" }).asymmetricKeyType === "ed25519";
+  } catch {
+    return false;
+  }
+}

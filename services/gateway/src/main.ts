@@ -1,6 +1,12 @@
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { type ServiceDefinition, type StartOptions, serviceDataDir, startService } from "@cheese/service-kit";
+import {
+  portInUse,
+  type ServiceDefinition,
+  type StartOptions,
+  serviceDataDir,
+  startService,
+} from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
@@ -44,7 +50,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
     });
     await new Promise<void>((resolve, reject) => {
       server.once("listening", resolve);
-      server.once("error", reject);
+      server.once("error", (error) => reject(portInUse(error, "GATEWAY_PORT") ?? error));
     });
     const { port } = server.address() as AddressInfo;
     ctx.logger.info({ url: `http://${ctx.config.GATEWAY_HOST}:${port}` }, "gateway listening");

@@ -18,7 +18,11 @@ export const trustedProxiesSchema = z
       .filter(Boolean)) {
       const [address = "", prefix] = entry.split("/");
       const family = isIP(address) === 6 ? "ipv6" : "ipv4";
-      if (isIP(address) === 0 || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) {
+      const maxPrefix = family === "ipv6" ? 128 : 32;
+      if (
+        isIP(address) === 0 ||
+        (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > maxPrefix))
+      ) {
         ctx.addIssue({ code: "custom", message: `"${entry}" is not an address or CIDR range` });
         return z.NEVER;
       }

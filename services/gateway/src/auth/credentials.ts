@@ -29,12 +29,12 @@ export const apiKeysSchema = z
       .map((e) => e.trim())
       .filter(Boolean)) {
       const colon = entry.lastIndexOf(":");
-      const key = colon === -1 ? entry : entry.slice(0, colon);
-      const plan = colon === -1 ? "free" : entry.slice(colon + 1);
-      if (!key || !(plans as readonly string[]).includes(plan)) {
+      const key = entry.slice(0, Math.max(colon, 0));
+      const plan = entry.slice(colon + 1);
+      if (colon === -1 || !key || !(plans as readonly string[]).includes(plan)) {
         ctx.addIssue({
           code: "custom",
-          message: "each entry must be key:plan with plan free, pro or enterprise",
+          message: `entry ${colon === -1 ? "without a plan" : `with plan "${plan}"`}: each entry must be key:plan with plan free, pro or enterprise`,
         });
         return z.NEVER;
       }

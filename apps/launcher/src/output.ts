@@ -1,0 +1,44 @@
+import type { DestinationStream } from "@cheese/service-kit";
+import { prettyFactory } from "pino-pretty";
+
+/** Writes one line a process printed, labelled with the process it came from. */
+export type LineWriter = (label: string, line: string, stream: "stdout" | "stderr") => void;
+
+/**
+ * How the processes' lines reach the launcher's own stdout and stderr. For a log shipper (stdout
+ * not a terminal) every line passes unchanged: each service's stdout is its pino JSON, which
+ * names the service. On a terminal, JSON lines are pretty-printed and every line is prefixed
+ * with the process it came from (`[catalogue]`, `[gateway#2]`).
+ */
+export function createLineWriter(terminal = process.stdout.isTTY === true): LineWriter {
+  if (!terminal) {
+    return (_label, line, stream) => process[stream].write(`${line}\n`);
+  }
+  const pretty = prettyFactory({
+    colorize: true,
+    translateTime: "SYS:HH:MM:ss.l",
+    ignore: "pid,hostname,service",
+    singleLine: true,
+  });
+  return (label, line, stream) => {
+    let text = line;
+    if (line.startsWith("{")) {
+      try {
+        text = pretty(JSON.parse(line)).trimEnd();
+      } catch {
+        // not JSON after all: as it came
+      }
+    }
+    const prefix = `[${label}] `;
+    process[stream].write(`${prefix}${text.replaceAll("\n", `\n${prefix}`)}\n`);
+  };
+}
+
+/** A pino destination that hands each line to `write` under `label` (the launcher's own logs). */
+export function lineDestination(label: string, write: LineWriter): DestinationStream {
+  return {
+    write(chunk: string) {
+      for (const line of chunk.split("\n")) if (line) write(label, line, "stdout");
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { generateKeyPairSync } from "node:crypto";
+import { ConfigError, loadConfig } from "@cheese/service-kit";
+import { describe, expect, it } from "vitest";
+import { gatewayConfigSchema } from "../src/config.ts";
+
+const load = (env: Record<string, string>) => loadConfig(gatewayConfigSchema, env);
+
+/** A refusal names the variable, so the operator knows what to fix. */
+function refusal(env: Record<string, string>): string {
+  try {
+    load(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+}
+
+describe("the gateway's configuration, checked at start", () => {
+  it.each([
+    ["API_KEYS", "nocolon"],
+    ["API_KEYS", "key:gold"],
+    ["API_KEYS", ":pro"],
+    ["OAUTH_CLIENTS", "{bad"],
+    ["OAUTH_CLIENTS", '[{"id":"x","scopes":["fly"]}]'],
+    ["TRUSTED_PROXIES", "10.0.0.0/99"],
+    ["TRUSTED_PROXIES", "fd00::/129"],
+    ["TRUSTED_PROXIES", "10.0.0.300"],
+    ["JWT_PRIVATE_KEY", "{bad"],
+    ["JWT_PRIVATE_KEY", '{"kty":"OKP","crv":"Ed25519","x":"AAAA"}'],
+    ["JWT_ISSUER", "not a url"],
+    ["RATE_LIMIT_PLANS", "free=ten/unlimited"],
+    ["OAUTH_CODE_TTL", "10x"],
+    ["OAUTH_CODE_TTL", "2m"],
+    ["ANON_PLAN", "gold"],
+    ["GATEWAY_PORT", "70000"],
+    ["RPC_TIMEOUT", "soon"],
+    ["HEALTH_PORT", "-1"],
+    ["LOG_LEVEL", "loud"],
+  ])("refuses %s=%s, naming it", (variable, value) => {
+    expect(refusal({ [variable]: value })).toContain(variable);
+  });
+
+  it("never repeats an operator key in its refusal", () => {
+    expect(refusal({ API_KEYS: "s3cret-operator-key" })).not.toContain("s3cret-operator-key");
+  });
+
+  it("accepts what the README documents", () => {
+    const jwk = generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" });
+    const config = load({
+      API_KEYS: "k1:free,k2:pro,k3:enterprise",
+      OAUTH_CLIENTS: '[{"id":"c","secret":"s","scopes":["read:cheeses"],"redirectUris":[],"plan":"pro"}]',
+      TRUSTED_PROXIES: "10.0.0.0/8,192.168.1.1,fd00::/8",
+      JWT_PRIVATE_KEY: JSON.stringify(jwk),
+      RATE_LIMIT_PLANS: "free=1000/unlimited",
+      OAUTH_CODE_TTL: "30s",
+    });
+    expect(config.API_KEYS.size).toBe(3);
+    expect(config.OAUTH_CLIENTS.has("c")).toBe(true);
+    expect(config.OAUTH_CODE_TTL).toBe(30_000);
+  });
+});
