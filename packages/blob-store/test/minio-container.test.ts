@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { containerImageUnavailableReason } from "@cheese/testing";
-import { Client } from "minio";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { createMinioBlobStore } from "../src/minio.ts";
 import { blobStoreContract } from "./contract.ts";
+import { removeBucket } from "./minio-admin.ts";
 
 // The blob-store contract against a real MinIO, the image compose runs, where Docker can have it.
 const IMAGE = "minio/minio:RELEASE.2025-04-22T22-12-26Z";
@@ -39,20 +39,7 @@ describe.skipIf(reason !== undefined)(`MinIO blob store${reason ? ` (skipped: ${
     return {
       store,
       cleanup: async () => {},
-      async removeBucket() {
-        const url = new URL(endPoint);
-        const admin = new Client({
-          endPoint: url.hostname,
-          port: Number(url.port),
-          useSSL: false,
-          ...credentials,
-          pathStyle: true,
-        });
-        const names: string[] = [];
-        for await (const item of admin.listObjectsV2(bucket, "", true)) if (item.name) names.push(item.name);
-        if (names.length > 0) await admin.removeObjects(bucket, names);
-        await admin.removeBucket(bucket);
-      },
+      removeBucket: () => removeBucket(endPoint, credentials, bucket),
     };
   });
 });

@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { Readable } from "node:stream";
 import { freePort, tempDir } from "@cheese/testing";
-import { Client } from "minio";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMinioBlobStore } from "../src/minio.ts";
 import { BlobStoreUnavailableError } from "../src/port.ts";
 import { blobStoreContract } from "./contract.ts";
+import { removeBucket } from "./minio-admin.ts";
 
 // s3rver is an in-process fake S3 (no Docker or MinIO binary needed). It accepts the
 // S3RVER/S3RVER credentials and checks request signatures, so the real minio client is exercised.
@@ -32,18 +32,13 @@ const credentials = { accessKey: "S3RVER", secretKey: "S3RVER" };
 const connect = (bucket: string, at = endPoint, more: { region?: string; timeoutMs?: number } = {}) =>
   createMinioBlobStore({ endPoint: at, ...credentials, bucket, ...more });
 
-/** Deletes a bucket and what it holds, behind the store's back. */
-async function removeBucket(bucket: string): Promise<void> {
-  const admin = new Client({ endPoint: "127.0.0.1", port, useSSL: false, ...credentials, pathStyle: true });
-  const names: string[] = [];
-  for await (const item of admin.listObjectsV2(bucket, "", true)) if (item.name) names.push(item.name);
-  if (names.length > 0) await admin.removeObjects(bucket, names);
-  await admin.removeBucket(bucket);
-}
-
 blobStoreContract("minio (against s3rver)", async () => {
   const bucket = `blobs-${randomBytes(4).toString("hex")}`;
-  return { store: await connect(bucket), cleanup: async () => {}, removeBucket: () => removeBucket(bucket) };
+  return {
+    store: await connect(bucket),
+    cleanup: async () => {},
+    removeBucket: () => removeBucket(endPoint, credentials, bucket),
+  };
 });
 
 /**

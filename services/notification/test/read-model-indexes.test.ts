@@ -1,30 +1,5 @@
-import { declarationProblems, queryPlanProblems } from "@cheese/read-models";
-import { containerImageUnavailableReason, MONGO_IMAGE, startMongoContainer } from "@cheese/testing";
-import { describe, expect, it } from "vitest";
+import { readModelIndexSuite } from "@cheese/testing/read-model-indexes";
 import { deliveriesCollection } from "../src/projections/deliveries.ts";
 import { webhooksCollection } from "../src/projections/webhooks.ts";
 
-// Every query the notification service runs on its read models is declared with them (the in-memory
-// adapter refuses undeclared ones under test); here: each has an index, each index a query.
-const collections = [webhooksCollection, deliveriesCollection];
-
-it("every query on the notification read models has an index, and every index a query", () => {
-  expect(collections.flatMap(declarationProblems)).toEqual([]);
-});
-
-const reason = await containerImageUnavailableReason(MONGO_IMAGE);
-if (reason) console.warn(`notification query plans on MongoDB not checked: ${reason}`);
-
-describe.skipIf(reason !== undefined)(
-  `notification query plans on MongoDB${reason ? ` (skipped: ${reason})` : ""}`,
-  () => {
-    it("MongoDB runs each declared query on an index, and sorts through the index", async () => {
-      const mongo = await startMongoContainer();
-      try {
-        expect(await queryPlanProblems(mongo.url, collections)).toEqual([]);
-      } finally {
-        await mongo.stop();
-      }
-    });
-  },
-);
+await readModelIndexSuite("notification", [webhooksCollection, deliveriesCollection]);
