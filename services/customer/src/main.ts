@@ -12,7 +12,7 @@ import {
 import { type CustomerConfig, customerConfigSchema } from "./config.ts";
 import { startExpiryWarnings } from "./handlers/api-key-expiry.ts";
 import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./handlers/api-keys.ts";
-import { deleteCustomer } from "./handlers/delete-customer.ts";
+import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts";
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
 import { customerHistory } from "./handlers/history.ts";
@@ -52,7 +52,8 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
       eventStore: store,
       readModels,
       categories: ["customer"],
-      apply: projectApiKeys((customerId) => vault.erase(customerId)),
+      // Completes every deletion it sees, so one cut short by a crash is finished on restart.
+      apply: projectApiKeys((customerId) => completeDeletion({ store, vault }, customerId)),
       logger,
     });
     ctx.onStop(apiKeys);

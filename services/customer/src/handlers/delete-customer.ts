@@ -1,4 +1,5 @@
-import { contextMetadata, handleCommand, isoNow, type RequestContext } from "@cheese/service-kit";
+import type { EventMetadata } from "@cheese/event-store";
+import { contextMetadata, foldEvents, handleCommand, isoNow, type RequestContext } from "@cheese/service-kit";
 import { customerDecider, customerStream } from "../domain/customer.ts";
 import type { CustomerDeps } from "./deps.ts";
 import { ownedCustomer } from "./lookup.ts";
@@ -6,10 +7,7 @@ import { releaseOldIdentity } from "./unique-values.ts";
 
 /**
  * DELETE /customer/{username} (erasure): CustomerDeleted (which ends the API keys, and from which
- * the gateway revokes every session and key of the customer), the username and email given back
- * for new registrations, and the personal-data key destroyed, after which no event can be read
- * back into a name, email or phone. The api_keys projection destroys the key again on replay,
- * should this process die between the append and the destroy.
+ * the gateway revokes every session and key of the customer), then what follows from it.
  */
 export async function deleteCustomer(
   deps: CustomerDeps,
@@ -18,14 +16,34 @@ export async function deleteCustomer(
 ): Promise<{ customerId: number }> {
   const metadata = contextMetadata(context);
   const { customerId } = (await ownedCustomer(deps.store, request.username, request.asCustomer)).customer;
-  const deletion = await handleCommand(
+  await handleCommand(
     deps.store,
     customerStream(customerId),
     customerDecider,
     { type: "Delete", at: isoNow(deps.clock) },
     { metadata },
   );
-  await releaseOldIdentity(deps, { before: deletion.before, after: deletion.state }, metadata);
-  await deps.vault.erase(customerId);
+  await completeDeletion(deps, customerId, metadata);
   return { customerId };
+}
+
+/**
+ * What follows a CustomerDeleted: the username and email given back for new registrations, and
+ * the personal-data key destroyed, after which no event can be read back into a name, email,
+ * phone or shipping address. Idempotent: the api_keys projection runs it again for every
+ * CustomerDeleted it applies, so a process that died between the deletion and these steps has
+ * them completed when it (or any replica) starts again.
+ */
+export async function completeDeletion(
+  deps: Pick<CustomerDeps, "store" | "vault">,
+  customerId: number,
+  metadata: EventMetadata = {},
+): Promise<void> {
+  const events = await deps.store.readStream(customerStream(customerId));
+  const deleted = events.findIndex((event) => event.type === "CustomerDeleted");
+  if (deleted === -1) return;
+  const before = foldEvents(customerDecider, events.slice(0, deleted));
+  const after = foldEvents(customerDecider, events.slice(0, deleted + 1));
+  await releaseOldIdentity(deps, { before, after }, metadata);
+  await deps.vault.erase(customerId);
 }

@@ -12,7 +12,7 @@ interface Identity {
 }
 
 /** The customer's username and email as unique values, in the order they are reserved. */
-function uniqueValues(deps: CustomerDeps, identity: Identity): UniqueValue[] {
+function uniqueValues(deps: Pick<CustomerDeps, "store">, identity: Identity): UniqueValue[] {
   const holds = (stream: string) => async (holder: number) => {
     const loaded = await loadCustomer(deps.store, holder);
     if (!loaded) return false;
@@ -68,7 +68,7 @@ export async function reserveNewIdentity(
 
 /** After a change: the username or email the customer no longer has is given back. */
 export async function releaseOldIdentity(
-  deps: CustomerDeps,
+  deps: Pick<CustomerDeps, "store">,
   change: { before: CustomerState; after: CustomerState },
   metadata: EventMetadata,
 ): Promise<void> {
