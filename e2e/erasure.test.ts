@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { Order } from "@cheese/contracts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { createCheese, http } from "./support/orders.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
@@ -20,7 +22,15 @@ describe("erasure", () => {
   let alice: TestCustomer;
   let bob: TestCustomer;
   let apiKey: string;
+  let orderId: number;
+  let operator: Awaited<ReturnType<typeof operatorHeaders>>;
   const marker = randomUUID().slice(0, 8);
+  const address = {
+    street: `${marker} Whey Street`,
+    city: `Curdbury${marker}`,
+    zipCode: `Z${marker}`,
+    country: "GB",
+  };
   const personal = {
     firstName: `Ottoline${marker}`,
     lastName: `Morrell${marker}`,
@@ -41,6 +51,15 @@ describe("erasure", () => {
       headers: alice.bearer,
     });
     apiKey = (await json(issued)).key;
+    operator = await operatorHeaders(system);
+    const cheese = await createCheese(system, operator.bearer);
+    const placed = await http(system).post(
+      "/store/order",
+      { items: [{ cheeseId: cheese.id, quantity: 1 }], shippingAddress: address, notes: `Ring ${marker}` },
+      alice.bearer,
+    );
+    expect(placed.status).toBe(201);
+    orderId = (await json(placed)).id;
   });
   afterAll(async () => {
     await second?.stop();
@@ -102,6 +121,27 @@ describe("erasure", () => {
       ).toEqual([]);
     },
   );
+
+  it("answers the erased customer's orders with the address redacted, and its store keeps none", async () => {
+    const read = await get(`/store/order/${orderId}`, operator.apiKey);
+    expect(read.status).toBe(200);
+    const order = await json(read);
+    expect(order.shippingAddress).toEqual({ street: "[erased]", city: "[erased]", country: "GB" });
+    expect(order.notes).toBeNull();
+    expect(Order.safeParse(order).success).toBe(true);
+    const listed = await json(await get("/store/orders?limit=100", operator.apiKey));
+    expect(listed.items.find((o: { id: number }) => o.id === orderId)).toEqual(order);
+    if (!embeddedEventStore) return;
+    // Sealed under the customer's key from the start: the ordering event store never held them.
+    const ordering = join(system.dataDir, "ordering", "events.sqlite");
+    const raw = Buffer.concat(
+      [ordering, `${ordering}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f)),
+    );
+    expect(raw.includes(`"id":${orderId}`)).toBe(true);
+    for (const secret of [address.street, address.city, address.zipCode, `Ring ${marker}`]) {
+      expect(raw.includes(secret), secret).toBe(false);
+    }
+  });
 
   it("lets the username and email be registered again, as a new customer", async () => {
     const again = await registerAndLogin(system, {

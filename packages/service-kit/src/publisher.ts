@@ -8,8 +8,17 @@ export interface PublisherOptions {
   eventStore: EventStore;
   bus: MessageBus;
   categories: string[];
-  /** Maps a domain event to the integration event others may see; undefined keeps it private. */
-  toIntegrationEvent: (event: RecordedEvent) => Omit<IntegrationEvent, "id" | "headers"> | undefined;
+  /**
+   * Maps a domain event to the integration event others may see; undefined keeps it private. It
+   * may ask another service (ordering opens a customer's sealed address); a failure stops the
+   * relay at that event, which is tried again a second later.
+   */
+  toIntegrationEvent: (
+    event: RecordedEvent,
+  ) =>
+    | Omit<IntegrationEvent, "id" | "headers">
+    | undefined
+    | Promise<Omit<IntegrationEvent, "id" | "headers"> | undefined>;
   logger: Logger;
 }
 
@@ -44,7 +53,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
       categories,
       after: checkpoint === -1 ? undefined : checkpoint,
       handler: async (event) => {
-        const integration = toIntegrationEvent(event);
+        const integration = await toIntegrationEvent(event);
         if (integration) {
           await bus.publish({
             ...integration,

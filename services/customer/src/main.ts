@@ -16,6 +16,7 @@ import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts"
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
 import { customerHistory } from "./handlers/history.ts";
+import { openPersonalData, sealPersonalData } from "./handlers/personal-data.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
 import { replaceCustomer } from "./handlers/replace-customer.ts";
@@ -111,6 +112,8 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     ctx.serve(customerRpc.listApiKeys, (request) => listApiKeys(deps, request));
     ctx.serve(customerRpc.revokeApiKey, (request, context) => revokeApiKey(deps, request, context));
     ctx.serve(customerRpc.authenticateApiKey, ({ keyHash }) => authenticateApiKey(deps, keyHash));
+    ctx.serve(customerRpc.sealPersonalData, (request) => sealPersonalData(deps, request));
+    ctx.serve(customerRpc.openPersonalData, (request) => openPersonalData(deps, request));
     ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
   },
 };

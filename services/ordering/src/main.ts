@@ -19,6 +19,7 @@ import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
 import { orderHistory } from "./handlers/order-history.ts";
 import { activeOrdersForCheese, getOrder, listOrders } from "./handlers/order-queries.ts";
 import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
+import { customerVaultOverBus } from "./handlers/personal-data.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import {
@@ -43,6 +44,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
   async start(ctx) {
     const { eventStore: store, readModels, logger, bus, config, clock } = ctx;
     const catalogue = catalogueOverBus(bus, config.RPC_TIMEOUT);
+    const vault = customerVaultOverBus(bus, config.RPC_TIMEOUT);
 
     // The process manager: every placed order gets a review ORDER_AUTO_APPROVE_DELAY after
     // placement. Its schedule is the set of placed orders, so it follows the projection.
@@ -83,7 +85,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
         eventStore: store,
         bus,
         categories: ["order"],
-        toIntegrationEvent,
+        toIntegrationEvent: (event) => toIntegrationEvent(event, vault),
         logger,
       }),
     );
@@ -95,6 +97,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
       catalogue,
       readModels,
       projection,
+      vault,
     };
     ctx.onStop(
       consumeEvents(bus, {
@@ -121,10 +124,10 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
     ctx.serve(orderingRpc.placeOrder, async (request, context) => ({
       order: await placeOrder(deps, request, context),
     }));
-    ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }) => ({
-      order: await getOrder(deps, orderId, actor),
+    ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }, context) => ({
+      order: await getOrder(deps, orderId, actor, context),
     }));
-    ctx.serve(orderingRpc.listOrders, (request) => listOrders(deps, request));
+    ctx.serve(orderingRpc.listOrders, (request, context) => listOrders(deps, request, context));
     ctx.serve(orderingRpc.cancelOrder, async ({ orderId, actor }, context) => ({
       order: await cancelOrder(deps, orderId, actor, context),
     }));

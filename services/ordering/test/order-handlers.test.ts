@@ -1,13 +1,14 @@
-import { orderingRpc } from "@cheese/contracts";
+import { Order, orderingRpc } from "@cheese/contracts";
 import { createLogger } from "@cheese/service-kit";
 import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { createReviewScheduler } from "../src/handlers/order-review.ts";
 import { orderingService } from "../src/main.ts";
-import { address, fakeCatalogue, newBroker } from "./support.ts";
+import { address, fakeCatalogue, fakeCustomerVault, newBroker } from "./support.ts";
 
 const HOUR = 3_600_000;
+const erasedAddress = { street: "[erased]", city: "[erased]", country: address.country };
 const placedAt = "2026-11-22T10:00:00.000Z";
 const customer = { kind: "customer" as const, customerId: 42 };
 const operatorClient = { kind: "client" as const, customerId: null };
@@ -21,6 +22,7 @@ const fields = (cheeseId: number) => ({
 describe("ordering's handlers", () => {
   const broker = newBroker();
   const catalogue = fakeCatalogue(broker);
+  const vault = fakeCustomerVault(broker);
   let spec: ServiceSpec;
   beforeAll(async () => {
     spec = await serviceSpec(orderingService, {
@@ -33,6 +35,7 @@ describe("ordering's handlers", () => {
   afterAll(async () => {
     await spec.stop();
     await catalogue.close();
+    await vault.close();
   });
 
   const placed = (orderId: number): OrderEvent => ({
@@ -62,10 +65,39 @@ describe("ordering's handlers", () => {
     const { order } = await spec
       .given()
       .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
-      .thenReturns({ reply: { order: { status: "placed", total: 25, createdAt: placedAt } } });
-    expect(await spec.store.readStream(`order-${order.id}`)).toMatchObject([
-      { type: "OrderPlaced", data: placed(order.id).data },
+      .thenReturns({
+        reply: { order: { status: "placed", total: 25, createdAt: placedAt, shippingAddress: address } },
+      });
+    // The customer's address is stored sealed (under the customer's key), the order redacted.
+    const stored = await spec.store.readStream(`order-${order.id}`);
+    expect(stored).toMatchObject([
+      {
+        type: "OrderPlaced",
+        data: {
+          ...placed(order.id).data,
+          order: { ...placed(order.id).data.order, shippingAddress: erasedAddress },
+          personal: expect.any(String),
+        },
+      },
     ]);
+    expect(JSON.stringify(stored)).not.toContain(address.street);
+  });
+
+  it("answers an erased customer's orders with the address and notes redacted", async () => {
+    const { order } = await spec
+      .given()
+      .when(orderingRpc.placeOrder, {
+        fields: { ...fields(5), notes: "ring twice" },
+        owner: { customerId: 77, ownerId: "cust:77" },
+      })
+      .thenReturns({ reply: { order: { shippingAddress: address, notes: "ring twice" } } });
+    const asOperator = { kind: "operator" as const, customerId: null };
+    vault.erase(77);
+    const { order: read } = await spec.call(orderingRpc.getOrder, { orderId: order.id, actor: asOperator });
+    expect(read).toEqual({ ...order, shippingAddress: erasedAddress, notes: null });
+    expect(Order.safeParse(read).success).toBe(true);
+    const { items } = await spec.call(orderingRpc.listOrders, { actor: asOperator, limit: 100 });
+    expect(items.find((listed) => listed.id === order.id)).toEqual(read);
   });
 
   it("refuses lines the catalogue cannot sell, naming each, and places nothing", async () => {

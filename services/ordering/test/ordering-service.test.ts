@@ -9,7 +9,7 @@ import {
 } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { address, fakeCatalogue, newBroker, orderingOn } from "./support.ts";
+import { address, fakeCatalogue, fakeCustomerVault, newBroker, orderingOn } from "./support.ts";
 
 const operator = { customerId: null, ownerId: "client:ops" };
 const everyone = { kind: "operator" as const, customerId: null };
@@ -18,6 +18,7 @@ const operatorClient = { kind: "client" as const, customerId: null };
 describe("the ordering service over its bus", () => {
   const broker = newBroker();
   const catalogue = fakeCatalogue(broker);
+  const vault = fakeCustomerVault(broker);
   let running: Awaited<ReturnType<typeof orderingOn>>;
   let bus: MessageBus;
   const published: { subject: string; payload: { order: Order } & Record<string, unknown> }[] = [];
@@ -39,6 +40,7 @@ describe("the ordering service over its bus", () => {
   afterAll(async () => {
     await running.service.stop();
     await catalogue.close();
+    await vault.close();
     running.dataDir.remove();
   });
 
@@ -125,6 +127,9 @@ describe("the ordering service over its bus", () => {
     expect(ofOrder().every((e) => e.payload.order.total === 25)).toBe(true);
     expect(ofOrder()[2]?.payload).toMatchObject(shipment);
     expect(ofOrder()[0]?.payload).not.toHaveProperty("ownerId");
+    // Receivers get the customer's address opened (it is stored sealed), and never the seal.
+    expect(ofOrder()[0]?.payload.order.shippingAddress).toEqual(address);
+    expect(ofOrder()[0]?.payload).not.toHaveProperty("personal");
     const cancelled = () =>
       published.find(
         (e) => e.payload.order.id === second.id && e.subject === orderingEvents.orderCancelled.subject,

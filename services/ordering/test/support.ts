@@ -1,5 +1,5 @@
 import type { Cheese } from "@cheese/contracts";
-import { catalogueRpc } from "@cheese/contracts";
+import { catalogueRpc, customerRpc } from "@cheese/contracts";
 import {
   type Closable,
   createInProcessBroker,
@@ -48,6 +48,31 @@ export function fakeCatalogue(broker: InProcessBroker) {
     /** How many lookups it has answered (or refused, while down). */
     asked: () => asked,
     close: () => served.close(),
+  };
+}
+
+/**
+ * The customer service's sealing of personal data, stood in for: a blob names its customer and
+ * carries the data (base64, not encrypted: this is about what ordering stores and answers), and
+ * opens to null once the customer is `erase`d.
+ */
+export function fakeCustomerVault(broker: InProcessBroker) {
+  const erased = new Set<number>();
+  const bus = broker.connect("customer");
+  const sealing = serveRpc(bus, customerRpc.sealPersonalData, { queue: "customer" }, async (request) => {
+    if (erased.has(request.customerId))
+      throw new RemoteError({ status: 404, type: "not_found", message: "customer not found" });
+    return { sealed: `fake:${Buffer.from(JSON.stringify(request)).toString("base64")}` };
+  });
+  const opening = serveRpc(bus, customerRpc.openPersonalData, { queue: "customer" }, async ({ items }) => ({
+    items: items.map(({ customerId, sealed }) => {
+      const request = JSON.parse(Buffer.from(sealed.slice(5), "base64").toString());
+      return request.customerId === customerId && !erased.has(customerId) ? request.data : null;
+    }),
+  }));
+  return {
+    erase: (customerId: number) => erased.add(customerId),
+    close: () => Promise.all([sealing.close(), opening.close()]),
   };
 }
 

@@ -20,6 +20,9 @@ const customerId = z.number().int().positive();
  */
 const asCustomer = customerId.nullable();
 
+/** What other services keep sealed under a customer's key. */
+const PersonalDataPurpose = z.enum(["order"]);
+
 /** Who a credential belongs to, for tokens, rate plans and ownership checks. */
 export const CustomerPrincipal = z.object({
   customerId,
@@ -106,6 +109,26 @@ export const customerRpc = {
     subject: "customer.api_key.revoke",
     request: z.object({ username: z.string(), asCustomer: customerId, keyId: z.number().int().positive() }),
     response: z.object({ keyId: z.number().int().positive() }),
+  }),
+  /**
+   * Personal data other services keep for a customer (ordering: shipping addresses and notes),
+   * sealed under the customer's own key, so erasing the customer erases it too
+   * (crypto-shredding). `purpose` is bound into the seal: a blob sealed for one purpose cannot
+   * be opened as another. 404 once the customer is erased.
+   */
+  sealPersonalData: defineRpc({
+    subject: "customer.personal_data.seal",
+    request: z.object({ customerId, purpose: PersonalDataPurpose, data: z.record(z.string(), z.unknown()) }),
+    response: z.object({ sealed: z.string() }),
+  }),
+  /** Opens sealed blobs, in order; null for each whose customer is erased (or that is not theirs). */
+  openPersonalData: defineRpc({
+    subject: "customer.personal_data.open",
+    request: z.object({
+      purpose: PersonalDataPurpose,
+      items: z.array(z.object({ customerId, sealed: z.string() })).max(1000),
+    }),
+    response: z.object({ items: z.array(z.record(z.string(), z.unknown()).nullable()) }),
   }),
   /** Looks a presented key up by its SHA-256 hash; 401 when unknown, revoked or expired. */
   authenticateApiKey: defineRpc({

@@ -44,7 +44,7 @@ export class PersonalDataVault {
       .digest("hex");
   }
 
-  /** Seals with the customer's key, creating the key for a new customer. */
+  /** Seals the account's own data with the customer's key, creating the key for a new customer. */
   async seal(
     customerId: number,
     data: PersonalData,
@@ -52,26 +52,52 @@ export class PersonalDataVault {
   ): Promise<string> {
     const key = options.newCustomer ? await this.keys.create(customerId) : await this.keys.get(customerId);
     if (!key) throw new Error(`no personal-data key for customer ${customerId}`);
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", key, iv);
-    cipher.setAAD(Buffer.from(`customer-${customerId}`));
-    const sealed = Buffer.concat([cipher.update(JSON.stringify(data), "utf8"), cipher.final()]);
-    return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64")}`;
+    return sealWith(key, aad(customerId), data);
   }
 
-  /** The personal data, or undefined once the customer's key is destroyed. */
+  /** The account's personal data, or undefined once the customer's key is destroyed. */
   async open(customerId: number, sealed: string): Promise<PersonalData | undefined> {
     const key = await this.keys.get(customerId);
-    if (!key) return undefined;
-    const bytes = Buffer.from(sealed.slice(VERSION.length + 1), "base64");
-    const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(`customer-${customerId}`));
-    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    const plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
-    return JSON.parse(plain.toString("utf8")) as PersonalData;
+    return key && (openWith(key, aad(customerId), sealed) as PersonalData);
+  }
+
+  /**
+   * Seals what another service keeps about the customer (`purpose`: its shipping addresses and
+   * notes for ordering) with the customer's key; undefined once the customer is erased.
+   */
+  async sealFor(customerId: number, purpose: string, data: unknown): Promise<string | undefined> {
+    const key = await this.keys.get(customerId);
+    return key && sealWith(key, aad(customerId, purpose), data);
+  }
+
+  /** Opens what `sealFor` sealed; undefined once the customer is erased. Throws if tampered with. */
+  async openFor(customerId: number, purpose: string, sealed: string): Promise<unknown> {
+    const key = await this.keys.get(customerId);
+    return key && openWith(key, aad(customerId, purpose), sealed);
   }
 
   erase(customerId: number): Promise<void> {
     return this.keys.destroy(customerId);
   }
+}
+
+/** Authenticated data: the customer, and what the blob is for (none: the account itself). */
+const aad = (customerId: number, purpose?: string) =>
+  Buffer.from(purpose ? `customer-${customerId}/${purpose}` : `customer-${customerId}`);
+
+function sealWith(key: Buffer, additional: Buffer, data: unknown): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(additional);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(data), "utf8"), cipher.final()]);
+  return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64")}`;
+}
+
+function openWith(key: Buffer, additional: Buffer, sealed: string): unknown {
+  const bytes = Buffer.from(sealed.slice(VERSION.length + 1), "base64");
+  const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
+  decipher.setAAD(additional);
+  decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+  const plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+  return JSON.parse(plain.toString("utf8"));
 }

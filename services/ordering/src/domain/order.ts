@@ -10,6 +10,12 @@ interface OrderChange {
   order: Order;
   /** The customer who placed it, or null for an operator client. */
   customerId: number | null;
+  /**
+   * A customer's order: its shipping address and notes sealed under the customer's key, `order`
+   * carrying them redacted (domain/personal-data.ts). Absent: `order` carries them in clear
+   * (operator orders, and orders placed before addresses were sealed).
+   */
+  personal?: string;
 }
 
 export type OrderEvent =
@@ -29,7 +35,7 @@ export type OrderEvent =
 export type Actor = OrderActor;
 
 export type OrderCommand =
-  | { type: "PlaceOrder"; order: Order; customerId: number | null; ownerId: string }
+  | { type: "PlaceOrder"; order: Order; customerId: number | null; ownerId: string; personal?: string }
   /** The process manager's verdict after re-checking the catalogue. */
   | { type: "ReviewOrder"; verdict: { approve: true } | { approve: false; reason: string }; at: string }
   | {
@@ -47,7 +53,7 @@ export type OrderCommand =
 
 export type OrderState =
   | { status: "absent" }
-  | { status: OrderStatus; order: Order; customerId: number | null };
+  | { status: OrderStatus; order: Order; customerId: number | null; personal?: string };
 
 export const orderStream = (id: number) => `order-${id}`;
 
@@ -73,30 +79,42 @@ function requireOperatorClient(actor: Actor): void {
 export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
   initialState: () => ({ status: "absent" }),
   evolve(_state, event) {
-    const { order, customerId } = event.data;
-    return { status: order.status, order, customerId };
+    const { order, customerId, personal } = event.data;
+    return { status: order.status, order, customerId, ...(personal !== undefined ? { personal } : {}) };
   },
   decide(command, state) {
     if (command.type === "PlaceOrder") {
       if (state.status !== "absent") throw conflict("order already exists");
-      const { order, customerId, ownerId } = command;
-      return [{ type: "OrderPlaced", data: { order: { ...order, status: "placed" }, customerId, ownerId } }];
+      const { order, customerId, ownerId, personal } = command;
+      const sealed = personal !== undefined ? { personal } : {};
+      return [
+        {
+          type: "OrderPlaced",
+          data: { order: { ...order, status: "placed" }, customerId, ownerId, ...sealed },
+        },
+      ];
     }
     if (command.type === "ShipOrder" || command.type === "DeliverOrder") requireOperatorClient(command.by);
     if (state.status === "absent") throw orderNotFound();
-    const { order, customerId } = state;
+    const { order } = state;
+    // Every event carries the order as it stands, its customer, and the sealed part, if any.
+    const of = (changed: Order) => ({
+      order: changed,
+      customerId: state.customerId,
+      ...(state.personal !== undefined ? { personal: state.personal } : {}),
+    });
     switch (command.type) {
       case "ReviewOrder": {
         // Another replica, a cancellation or a cheese deletion got there first: nothing to do.
         if (state.status !== "placed") return [];
         const { verdict, at } = command;
         if (verdict.approve) {
-          return [{ type: "OrderApproved", data: { order: moved(order, "approved", at), customerId } }];
+          return [{ type: "OrderApproved", data: of(moved(order, "approved", at)) }];
         }
         return [
           {
             type: "OrderCancelled",
-            data: { order: moved(order, "cancelled", at), customerId, reason: verdict.reason },
+            data: { ...of(moved(order, "cancelled", at)), reason: verdict.reason },
           },
         ];
       }
@@ -107,8 +125,7 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
           {
             type: "OrderShipped",
             data: {
-              order: moved(order, "shipped", at, { shipDate: at }),
-              customerId,
+              ...of(moved(order, "shipped", at, { shipDate: at })),
               carrier,
               trackingNumber,
               estimatedDelivery,
@@ -118,11 +135,9 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
       }
       case "DeliverOrder":
         if (state.status !== "shipped") throw cannotBe(order, "delivered");
-        return [
-          { type: "OrderDelivered", data: { order: moved(order, "delivered", command.at), customerId } },
-        ];
+        return [{ type: "OrderDelivered", data: of(moved(order, "delivered", command.at)) }];
       case "CancelOrder": {
-        if (!visibleTo(command.by, customerId)) throw orderNotFound();
+        if (!visibleTo(command.by, state.customerId)) throw orderNotFound();
         if (state.status === "cancelled") return [];
         if (state.status === "shipped" || state.status === "delivered") throw cannotBe(order, "cancelled");
         const reason =
@@ -130,7 +145,7 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
         return [
           {
             type: "OrderCancelled",
-            data: { order: moved(order, "cancelled", command.at), customerId, reason },
+            data: { ...of(moved(order, "cancelled", command.at)), reason },
           },
         ];
       }
@@ -141,7 +156,7 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
         return [
           {
             type: "OrderCancelled",
-            data: { order: moved(order, "cancelled", command.at), customerId, reason },
+            data: { ...of(moved(order, "cancelled", command.at)), reason },
           },
         ];
       }

@@ -9,6 +9,7 @@ import {
   type Projection,
   type RequestContext,
 } from "@cheese/service-kit";
+import type { CustomerVault } from "./personal-data.ts";
 
 /** What ordering asks the catalogue: a cheese as it is now, or undefined when it does not exist. */
 export interface Catalogue {
@@ -32,4 +33,6 @@ export interface OrderingDeps {
   readModels: ReadModelStore;
   /** The `orders` read model. */
   projection: Projection;
+  /** Seals and opens customers' addresses and notes (the customer service). */
+  vault: CustomerVault;
 }

@@ -2,6 +2,7 @@ import type { Order, OrderActor } from "@cheese/contracts";
 import { contextMetadata, type HandlerContext, handleCommand, isoNow } from "@cheese/service-kit";
 import { type OrderCommand, orderDecider, orderStream } from "../domain/order.ts";
 import type { OrderingDeps } from "./deps.ts";
+import { revealOrder } from "./personal-data.ts";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 type Change = DistributiveOmit<
@@ -21,7 +22,7 @@ export async function changeOrder(
     metadata: contextMetadata(context),
   });
   if (state.status === "absent") throw new Error("unreachable: the decider refuses absent orders");
-  return state.order;
+  return revealOrder(deps.vault, state, context);
 }
 
 export const cancelOrder = (deps: OrderingDeps, orderId: number, by: OrderActor, context: HandlerContext) =>

@@ -6,23 +6,30 @@ import {
   foldEvents,
   notFound,
   type Projection,
+  type RequestContext,
   unavailable,
 } from "@cheese/service-kit";
 import { z } from "zod";
 import { orderDecider, orderStream, visibleTo } from "../domain/order.ts";
 import { ORDERS, type OrderDocument } from "../projections/orders.ts";
 import type { OrderingDeps } from "./deps.ts";
+import { revealOrder, revealOrders } from "./personal-data.ts";
 
 /**
  * One order, folded from its stream rather than read from the projection, so a GET right after
  * the 201 finds it whichever replica answers. Someone else's order reads as absent.
  */
-export async function getOrder(deps: OrderingDeps, orderId: number, actor: OrderActor): Promise<Order> {
+export async function getOrder(
+  deps: OrderingDeps,
+  orderId: number,
+  actor: OrderActor,
+  context: RequestContext,
+): Promise<Order> {
   const state = foldEvents(orderDecider, await deps.store.readStream(orderStream(orderId)));
   if (state.status === "absent" || !visibleTo(actor, state.customerId)) {
     throw notFound(`order ${orderId} not found`);
   }
-  return state.order;
+  return revealOrder(deps.vault, state, context);
 }
 
 export interface ListRequest {
@@ -39,7 +46,7 @@ const Position = z.strictObject({
 });
 
 /** The actor's orders, newest first, keyset paginated on (createdAt, id) so pages never shift. */
-export async function listOrders(deps: OrderingDeps, request: ListRequest) {
+export async function listOrders(deps: OrderingDeps, request: ListRequest, context: RequestContext) {
   await caughtUp(deps.projection);
   const filter: Filter = {};
   if (request.actor.customerId !== null) filter.customerId = request.actor.customerId;
@@ -57,7 +64,7 @@ export async function listOrders(deps: OrderingDeps, request: ListRequest) {
       }
     : filter;
   const page = await orders.find(rest, { sort: { createdAt: -1, _id: -1 }, limit: request.limit + 1 });
-  const items = page.slice(0, request.limit).map((document) => document.order);
+  const items = await revealOrders(deps.vault, page.slice(0, request.limit), context);
   const hasMore = page.length > request.limit;
   const last = items.at(-1);
   return {

@@ -9,13 +9,16 @@ import {
   isoNow,
 } from "@cheese/service-kit";
 import { orderDecider, orderStream } from "../domain/order.ts";
+import { personalPart, redacted } from "../domain/personal-data.ts";
 import { checkDistinctLines, priceOrder } from "../domain/pricing.ts";
 import type { OrderingDeps } from "./deps.ts";
+import { revealOrder, type StoredOrder } from "./personal-data.ts";
 
 /**
  * POST /store/order: claim the order id (for an Idempotency-Key: a repeat answers with the order
  * as first placed, whatever the catalogue says now), look every line up in the catalogue, price
- * the order (422 naming each line that cannot be ordered), place it, answer it.
+ * the order (422 naming each line that cannot be ordered), seal a customer's address and notes
+ * under the customer's key, place it, answer it.
  */
 export async function placeOrder(
   deps: OrderingDeps,
@@ -28,7 +31,10 @@ export async function placeOrder(
     category: "orderrequest",
     idempotency: request.idempotency,
     newId: () => deps.orderIds.nextId(),
-    made: (orderId) => placedOrder(deps.store, orderId),
+    made: async (orderId) => {
+      const placed = await placedOrder(deps.store, orderId);
+      return placed && revealOrder(deps.vault, placed, context);
+    },
     metadata,
   });
   if (claim.earlier) return claim.earlier;
@@ -38,12 +44,19 @@ export async function placeOrder(
     fields.items.map((line) => deps.catalogue.findCheese(line.cheeseId, context)),
   );
   const order = { ...priceOrder(fields, cheeses, isoNow(deps.clock)), id: claim.id };
+  const sealed =
+    owner.customerId === null
+      ? { order }
+      : {
+          order: redacted(order),
+          personal: await deps.vault.seal(owner.customerId, personalPart(order), context),
+        };
   try {
     await handleCommand(
       deps.store,
       orderStream(claim.id),
       orderDecider,
-      { type: "PlaceOrder", order, ...owner },
+      { type: "PlaceOrder", ...sealed, ...owner },
       { metadata },
     );
     return order;
@@ -53,7 +66,7 @@ export async function placeOrder(
 }
 
 /** The order as it was placed (the first response's body), or undefined when not placed yet. */
-async function placedOrder(store: EventStore, orderId: number): Promise<Order | undefined> {
+async function placedOrder(store: EventStore, orderId: number): Promise<StoredOrder | undefined> {
   const [placed] = await store.readStream(orderStream(orderId), { maxCount: 1 });
-  return placed ? (placed.data as { order: Order }).order : undefined;
+  return placed ? (placed.data as StoredOrder) : undefined;
 }

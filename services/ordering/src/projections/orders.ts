@@ -13,6 +13,8 @@ export interface OrderDocument extends Document {
   createdAt: string;
   /** The cheeses on the order, for "orders of this cheese" queries. */
   cheeseIds: number[];
+  /** A customer's address and notes, sealed (`order` carries them redacted); see domain/personal-data.ts. */
+  personal?: string;
 }
 
 export const ORDERS = "orders";
@@ -67,7 +69,7 @@ export const ordersCollection: CollectionDefinition = {
 };
 
 export async function projectOrder(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
-  const { order, customerId } = (event as unknown as OrderEvent).data;
+  const { order, customerId, personal } = (event as unknown as OrderEvent).data;
   await readModels.collection<OrderDocument>(ORDERS).upsert(order.id, event.revision, {
     $set: {
       order,
@@ -75,6 +77,7 @@ export async function projectOrder(event: RecordedEvent, readModels: ReadModelSt
       customerId,
       createdAt: order.createdAt,
       cheeseIds: order.items.map((item) => item.cheeseId),
+      ...(personal !== undefined ? { personal } : {}),
     },
   });
 }
