@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The real ordering service behind the gateway, on one in-process bus, with a stand-in catalogue.
-import { address, fakeCatalogue, newBroker, orderingOn } from "../../ordering/test/support.ts";
+import {
+  address,
+  fakeCatalogue,
+  fakeCustomerVault,
+  newBroker,
+  orderingOn,
+} from "../../ordering/test/support.ts";
 import { OPERATOR_CLIENT, testGateway } from "./support.ts";
 
 /**
@@ -10,6 +16,8 @@ import { OPERATOR_CLIENT, testGateway } from "./support.ts";
 describe("order routes", () => {
   const broker = newBroker();
   const catalogue = fakeCatalogue(broker);
+  // Customers' addresses are sealed by the customer service; this stands in for it.
+  const vault = fakeCustomerVault(broker);
   let ordering: Awaited<ReturnType<typeof orderingOn>>;
   let gateway: Awaited<ReturnType<typeof testGateway>>;
   let operator: Record<string, string>;
@@ -45,6 +53,7 @@ describe("order routes", () => {
   afterAll(async () => {
     await ordering.service.stop();
     await catalogue.close();
+    await vault.close();
     ordering.dataDir.remove();
     gateway.cleanup();
   });
