@@ -119,9 +119,20 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       },
       onError: (error) => {
         logger.error({ err: error, projection: name }, "projection stopped; restarting in 1s");
-        if (!closed) setTimeout(() => !closed && void subscribe(), 1000).unref();
+        restart();
       },
     });
+  };
+  /** Subscribes again after a pause; a store still unreachable then is logged and tried again. */
+  const restart = () => {
+    if (closed) return;
+    setTimeout(() => {
+      if (closed) return;
+      subscribe().catch((error: unknown) => {
+        logger.error({ err: error, projection: name }, "projection could not restart; trying again in 1s");
+        restart();
+      });
+    }, 1000).unref();
   };
   await subscribe();
 

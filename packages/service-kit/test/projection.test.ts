@@ -218,3 +218,48 @@ function sparsePositions(store: EventStore, factor: number): EventStore {
       }),
   } satisfies Partial<ProjectionOptions["eventStore"]> as EventStore;
 }
+
+describe("projection restarts", () => {
+  it("restarts after its subscription fails, also while the store stays unreachable for a while", async () => {
+    const dir = tempDir("projection-restart");
+    const store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+    let failuresLeft = 3;
+    let subscriptions = 0;
+    // A store whose subscription fails once, then whose head cannot be read twice.
+    const flaky: EventStore = {
+      ...store,
+      headPosition: async () => {
+        if (subscriptions > 0 && failuresLeft > 0) {
+          failuresLeft -= 1;
+          throw new Error("store unreachable");
+        }
+        return store.headPosition();
+      },
+      subscribe: (options) => {
+        subscriptions += 1;
+        if (subscriptions === 1) {
+          queueMicrotask(() => options.onCaughtUp?.());
+          queueMicrotask(() => options.onError?.(new Error("connection lost")));
+          return { close: async () => {} };
+        }
+        return store.subscribe(options);
+      },
+    };
+    const seen: number[] = [];
+    const projection = await startProjection({
+      ...base(flaky),
+      apply: async (event) => {
+        seen.push(event.revision);
+      },
+    });
+    try {
+      await store.append("thing-1", [{ type: "Made", data: {} }], { expectedRevision: "no_stream" });
+      await expect.poll(() => seen, { timeout: 10_000 }).toEqual([0]);
+      expect(failuresLeft).toBe(0);
+    } finally {
+      await projection.close();
+      await store.close();
+      dir.remove();
+    }
+  });
+});
