@@ -265,8 +265,11 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       await store.append(`${order}-1`, numbered(1, 2), { expectedRevision: 1 });
       await store.append(`${other}-1`, numbered(1, 2), { expectedRevision: 1 });
       await store.append(`${cheese}-2`, numbered(2), { expectedRevision: "no_stream" });
-      await waitFor(() => received.length >= 8);
-      await sleep(100); // nothing else may arrive
+      // One more event of a subscribed category: delivered in position order, it comes after
+      // anything else that could still arrive.
+      await store.append(`${cheese}-3`, numbered(1), { expectedRevision: "no_stream" });
+      await waitFor(() => received.some((event) => event.streamName === `${cheese}-3`));
+      expect(received.pop()?.streamName).toBe(`${cheese}-3`);
 
       expect(received.map((event) => `${event.streamName}@${event.revision}`)).toEqual([
         `${cheese}-1@0`,
@@ -367,7 +370,10 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       });
       await waitFor(() => errors.length === 1);
       await store.append(`${category}-1`, numbered(1), { expectedRevision: 2 });
-      await sleep(150);
+      // Another subscription sees the new event: the stopped one would have by now.
+      const witness: number[] = [];
+      subscribe({ categories: [category], handler: async (event) => void witness.push(event.revision) });
+      await waitFor(() => witness.includes(3));
       expect(errors[0]!.message).toBe("projection failed");
       expect(seen).toEqual([0, 1]);
     });
@@ -389,7 +395,10 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       await subscription.close();
       expect(finished).toBe(1);
       await store.append(`${category}-1`, numbered(1), { expectedRevision: 0 });
-      await sleep(150);
+      // Another subscription sees the new event: the closed one would have by now.
+      const witness: number[] = [];
+      subscribe({ categories: [category], handler: async (event) => void witness.push(event.revision) });
+      await waitFor(() => witness.includes(1));
       expect(started).toBe(1);
     });
 

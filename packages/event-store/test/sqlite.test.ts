@@ -5,7 +5,7 @@ import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RecordedEvent } from "../src/port.ts";
 import { createSqliteEventStore } from "../src/sqlite.ts";
-import { eventStoreContract, sleep, waitFor } from "./contract.ts";
+import { eventStoreContract, waitFor } from "./contract.ts";
 
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
 
@@ -29,6 +29,7 @@ describe("SQLite adapter in one process", () => {
     const store = createSqliteEventStore({ file: join(dir.path, "events.db"), pollIntervalMs: 60_000 });
     try {
       const received: number[] = [];
+      let live = false;
       store.subscribe({
         categories: ["cheese"],
         handler: async (event) => {
@@ -37,8 +38,11 @@ describe("SQLite adapter in one process", () => {
             await store.append("cheese-1", [{ type: "CheeseRenamed", data: {} }], { expectedRevision: 0 });
           }
         },
+        onCaughtUp: () => {
+          live = true;
+        },
       });
-      await sleep(50);
+      await waitFor(() => live, 2_000);
       await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
       await waitFor(() => received.length === 2, 2_000);
       expect(received).toEqual([0, 1]);
@@ -240,7 +244,7 @@ describe("SQLite adapter across processes", () => {
     // close() awaits the subscription's loop, so a subscription that kept running would hang here.
     await store.close();
     expect(await store.ping()).toBe(false);
-    await sleep(100);
+    // close() awaited the subscription, so whatever it would report has been reported.
     expect(errors).toEqual([]);
   });
 });

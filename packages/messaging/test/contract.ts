@@ -27,13 +27,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | undefined) => (b ? new TextDecoder().decode(b) : undefined);
 
-async function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+/** Waits (polling) until `check` holds. */
+const waitFor = (check: () => boolean, what: string) =>
+  expect.poll(check, { message: `waiting for ${what}`, timeout: 5_000, interval: 10 }).toBe(true);
 
 /** A promise the test resolves by hand, to hold a handler in flight. */
 function gate() {
@@ -241,8 +237,8 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         await bus.publish({ id: uid(), subject: `events.${area}.order.cancelled`, payload: 3 });
         const got: DeliveredEvent[] = [];
         collect(bus, `d-${uid()}`, [`events.${area}.order.>`], got);
+        // In stream order: a cheese.added let through would come before the second order event.
         await waitFor(() => got.length === 2, "2 order events");
-        await sleep(100);
         expect(got.map((e) => e.payload)).toEqual([1, 3]);
       });
 
@@ -266,8 +262,12 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         }
         const ids = Array.from({ length: 20 }, () => uid());
         for (const id of ids) await publisher.publish({ id, subject, payload: null });
-        await waitFor(() => Object.keys(handledBy).length === 20, "20 events");
-        await sleep(300); // room for any duplicate delivery to show up
+        // One more event after them: once it is handled, a second delivery of any of them to the
+        // other client (it would come in stream order) has had its turn.
+        const last = uid();
+        await publisher.publish({ id: last, subject, payload: null });
+        await waitFor(() => handledBy[last] !== undefined, "the event after them");
+        delete handledBy[last];
         expect(Object.keys(handledBy).sort()).toEqual([...ids].sort());
         expect(Object.values(handledBy).every((by) => by.length === 1)).toBe(true);
         const labels = Object.values(handledBy).flat();
@@ -314,8 +314,9 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         });
         await bus.publish({ id: poison, subject, payload: null });
         await bus.publish({ id: next, subject, payload: null });
+        // A rejected event is redelivered before later ones (above): a third delivery of the poison
+        // one would have come before `next`.
         await waitFor(() => seen.some(([id]) => id === next), "the event after the poison one");
-        await sleep(700); // past the next backoff: no third delivery
         expect(seen).toEqual([
           [poison, 1],
           [poison, 2],
@@ -373,8 +374,8 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         const after: DeliveredEvent[] = [];
         collect(await client("again"), durable, [subject], after);
         await publisher.publish({ id: second, subject, payload: null });
-        await waitFor(() => after.length >= 1, "the second event");
-        await sleep(100);
+        // Had the first event's ack not counted, it would be redelivered before the second.
+        await waitFor(() => after.some((e) => e.id === second), "the second event");
         expect(after.map((e) => e.id)).toEqual([second]);
       });
     });
@@ -390,9 +391,18 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         x.onBroadcast(`${topic}.other`, (p) => got.push(`other:${JSON.stringify(p)}`));
         await Promise.all([x.ping(), y.ping(), sender.ping()]);
         await sender.broadcast(`${topic}.revoked`, { session: "s1" });
-        await waitFor(() => got.length === 3, "3 deliveries");
-        await sleep(100);
-        expect(got.sort()).toEqual(['self:{"session":"s1"}', 'x:{"session":"s1"}', 'y:{"session":"s1"}']);
+        // Then one to `.other`: each client gets its broadcasts in order, so once x and y have it,
+        // anything the first one would still bring has come.
+        await sender.broadcast(`${topic}.other`, { done: true });
+        await waitFor(
+          () => got.includes('other:{"done":true}') && got.includes('y:{"done":true}'),
+          "the second broadcast",
+        );
+        expect(got.filter((g) => g.endsWith('{"session":"s1"}')).sort()).toEqual([
+          'self:{"session":"s1"}',
+          'x:{"session":"s1"}',
+          'y:{"session":"s1"}',
+        ]);
       });
 
       it("stops delivering once the subscription is closed", async () => {
@@ -404,9 +414,13 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         await sender.broadcast(subject, 1);
         await waitFor(() => got.length === 1, "first broadcast");
         await sub.close();
+        // Another subscription of the same client to the same subject: when it has the second
+        // broadcast, the closed one would have had it too.
+        const witness: unknown[] = [];
+        listener.onBroadcast(subject, (p) => witness.push(p));
         await listener.ping();
         await sender.broadcast(subject, 2);
-        await sleep(150);
+        await waitFor(() => witness.includes(2), "the second broadcast");
         expect(got).toEqual([1]);
       });
     });
@@ -461,10 +475,15 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         );
         // A remote watcher starts asynchronously: write a probe key until it shows up.
         const probed = () => changes.some((c) => c.key === "user.probe");
-        for (let i = 0; i < 100 && !probed(); i++) {
-          await writer.put("user.probe", bytes("probe"));
-          await sleep(20);
-        }
+        await expect
+          .poll(
+            async () => {
+              await writer.put("user.probe", bytes("probe"));
+              return probed();
+            },
+            { interval: 20 },
+          )
+          .toBe(true);
         const seen = () => changes.filter((c) => c.key !== "user.probe");
         await writer.put("user.1", bytes("one"));
         await writer.put("other.1", bytes("not watched"));
@@ -475,17 +494,29 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           { key: "user.1", deleted: true },
         ]);
         await watch.close();
+        // A second watch of the same client: when it reports user.2, the closed one would have.
+        const witnessed: string[] = [];
+        const witness = kv.watch("user.*", (c) => witnessed.push(c.key));
+        await expect
+          .poll(
+            async () => {
+              await writer.put("user.probe2", bytes("probe"));
+              return witnessed.includes("user.probe2");
+            },
+            { interval: 20 },
+          )
+          .toBe(true);
         await writer.put("user.2", bytes("after close"));
-        await sleep(150);
-        expect(seen()).toHaveLength(2);
+        await waitFor(() => witnessed.includes("user.2"), "user.2 at the second watch");
+        await witness.close();
+        expect(seen().filter((c) => c.key !== "user.probe2")).toHaveLength(2);
       });
 
       it("forgets entries older than ttlMs", async () => {
         const kv = await (await client()).kv(`b-${uid()}`, { ttlMs: 500 });
         await kv.put("session", bytes("s"));
         expect(text((await kv.get("session"))?.value)).toBe("s");
-        await sleep(1_200);
-        expect(await kv.get("session")).toBeUndefined();
+        await expect.poll(() => kv.get("session"), { timeout: 5_000, interval: 100 }).toBeUndefined();
         await kv.create("session", bytes("new")); // an expired key can be created again
       });
     });
@@ -634,8 +665,9 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           },
           onInvalid: (event) => invalid.push({ id: event.id, deliveryCount: event.deliveryCount }),
         });
+        // A rejected event is redelivered before later ones: had the invalid one not been acked,
+        // its second delivery would have come before the last valid event.
         await waitFor(() => handled.length === 2, "2 valid events");
-        await sleep(700); // past a redelivery backoff: the invalid one must not come back
         expect(handled).toEqual(["added Brie", "removed 1"]);
         expect(invalid).toEqual([{ id: bad, deliveryCount: 1 }]);
       });
