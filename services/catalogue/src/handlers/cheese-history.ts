@@ -1,6 +1,6 @@
 import type { CheeseHistoryEntry } from "@cheese/contracts";
 import type { EventStore } from "@cheese/event-store";
-import { DomainError, type HistoryPage, readHistory } from "@cheese/service-kit";
+import { type HistoryPage, notFound, readHistory } from "@cheese/service-kit";
 import { type CheeseEvent, cheeseStream } from "../domain/cheese.ts";
 import { cheeseHistoryEntry } from "../domain/cheese-history.ts";
 
@@ -11,7 +11,7 @@ export async function cheeseHistory(
 ): Promise<HistoryPage<CheeseHistoryEntry>> {
   const stream = cheeseStream(request.cheeseId);
   const [first] = await store.readStream(stream, { maxCount: 1 });
-  if (!first) throw new DomainError(404, "not_found", `cheese ${request.cheeseId} not found`);
+  if (!first) throw notFound(`cheese ${request.cheeseId} not found`);
   return readHistory(store, stream, request, (event) => ({
     ...cheeseHistoryEntry({ type: event.type, data: event.data } as CheeseEvent),
     at: event.createdAt,

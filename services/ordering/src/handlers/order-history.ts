@@ -1,6 +1,6 @@
 import type { OrderActor, OrderHistoryEntry } from "@cheese/contracts";
 import type { EventStore } from "@cheese/event-store";
-import { DomainError, type HistoryPage, readHistory } from "@cheese/service-kit";
+import { type HistoryPage, notFound, readHistory } from "@cheese/service-kit";
 import { type OrderEvent, orderStream } from "../domain/order.ts";
 import { orderHistoryEntry } from "../domain/order-history.ts";
 
@@ -17,7 +17,7 @@ export async function orderHistory(
   const owner = (placed?.data as { customerId?: number | null } | undefined)?.customerId;
   const { customerId } = request.actor;
   if (!placed || (customerId !== null && owner !== customerId)) {
-    throw new DomainError(404, "not_found", "order not found");
+    throw notFound("order not found");
   }
   return readHistory(store, stream, request, (event) => ({
     ...orderHistoryEntry({ type: event.type, data: event.data } as OrderEvent),
