@@ -219,7 +219,8 @@ export const ReplayResult = z
 
 export const WebhookCreated = Webhook.extend({
   secret: z.string().openapi({ description: "the signing secret; shown only in this response" }),
-}).openapi("WebhookCreated");
+  // Not Webhook's example (it lacks the secret); the operation's example shows one.
+}).openapi("WebhookCreated", { example: undefined });
 export type WebhookCreated = z.infer<typeof WebhookCreated>;
 
 export const WebhookList = z

@@ -118,6 +118,38 @@ export function verifyWebhook(
   return envelope;
 }
 
+/** The headers of a signed delivery, as `signWebhook` makes them. */
+export type SignedHeaders = {
+  "X-Cheese-Signature": string;
+  "webhook-id": string;
+  "webhook-timestamp": string;
+  "webhook-signature": string;
+};
+
+/**
+ * Signs a body as Cheese Store does a delivery: both signatures, for the envelope `id`. For
+ * testing a receiver: send `body` with these headers and it must be accepted, and refused once
+ * anything changes.
+ */
+export function signWebhook(
+  secret: string,
+  body: RawBody,
+  options: { id: string; timestampSeconds?: number },
+): SignedHeaders {
+  const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
+  const bytes = toBytes(body);
+  const cheese = createHmac("sha256", Buffer.from(secret, "utf8")).update(bytes).digest("hex");
+  const standard = createHmac("sha256", standardSigningKey(secret))
+    .update(Buffer.concat([Buffer.from(`${options.id}.${timestamp}.`, "utf8"), bytes]))
+    .digest("base64");
+  return {
+    "X-Cheese-Signature": `sha256=${cheese}`,
+    "webhook-id": options.id,
+    "webhook-timestamp": timestamp,
+    "webhook-signature": `v1,${standard}`,
+  };
+}
+
 function toBytes(body: RawBody): Uint8Array {
   return typeof body === "string" ? Buffer.from(body, "utf8") : body;
 }

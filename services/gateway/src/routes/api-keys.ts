@@ -45,6 +45,8 @@ const listKeys = (deps: GatewayDeps) =>
       operationId: "listApiKeys",
       tags: ["API keys"],
       summary: "List one's keys that are not revoked (without the keys themselves)",
+      description:
+        "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
       request: { params: UsernameParam },
       responses: {
         ...commonResponses,
@@ -64,6 +66,8 @@ const revokeKey = (deps: GatewayDeps) =>
       operationId: "revokeApiKey",
       tags: ["API keys"],
       summary: "Revoke a key: it stops working on every gateway within a second",
+      description:
+        "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
       request: { params: ApiKeyIdParam },
       responses: { ...commonResponses, ...credentialResponses, 204: { description: "revoked" } },
     }),

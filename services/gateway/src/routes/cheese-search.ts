@@ -61,6 +61,8 @@ const findByStatus = (deps: GatewayDeps) =>
       operationId: "findCheesesByStatus",
       tags: ["Cheeses"],
       summary: "Find cheeses by status",
+      description:
+        "Every cheese with any of the statuses given (comma separated), as one unpaginated array; an unknown status is 400.",
       request: { query: FindByStatusQuery },
       responses: {
         ...commonResponses,

@@ -114,6 +114,8 @@ const getCheese = (deps: GatewayDeps) =>
       operationId: "getCheeseById",
       tags: ["Cheeses"],
       summary: "Find a cheese by id",
+      description:
+        "The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile.",
       request: { params: CheeseIdParam },
       responses: {
         ...commonResponses,

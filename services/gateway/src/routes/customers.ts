@@ -94,6 +94,8 @@ const login = (deps: GatewayDeps) =>
       operationId: "loginCustomer",
       tags: ["Customers"],
       summary: "Log in: a bearer token for 24 hours",
+      description:
+        "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
       request: { body: { required: true, content: { "application/json": { schema: LoginInput } } } },
       responses: {
         ...commonResponses,
@@ -127,6 +129,8 @@ const logout = (deps: GatewayDeps) =>
       operationId: "logoutCustomer",
       tags: ["Customers"],
       summary: "End the session: the token stops working on every gateway within a second",
+      description:
+        "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
     }),
   );
@@ -141,6 +145,8 @@ const getCustomer = (deps: GatewayDeps) =>
       operationId: "getCustomerByName",
       tags: ["Customers"],
       summary: "Read an account (a customer only its own; an operator key anyone's)",
+      description:
+        "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
       request: { params: UsernameParam },
       responses: {
         ...commonResponses,
@@ -191,6 +197,8 @@ const deleteCustomer = (deps: GatewayDeps) =>
       operationId: "deleteCustomer",
       tags: ["Customers"],
       summary: "Erase one's own account, its API keys and sessions, and its personal data",
+      description:
+        "Self only. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
       request: { params: UsernameParam },
       responses: {
         ...commonResponses,

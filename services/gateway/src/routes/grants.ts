@@ -46,6 +46,8 @@ const listGrants = (deps: GatewayDeps) =>
       operationId: "listOAuthGrants",
       tags: ["OAuth 2.0"],
       summary: "List the OAuth grants one gave to clients that are still live",
+      description:
+        "Each client the customer signed in to and allowed, with the scopes granted and when it was last used; revoking one ends its tokens.",
       request: { params: UsernameParam },
       responses: {
         ...commonResponses,
@@ -68,6 +70,8 @@ const revokeGrant = (deps: GatewayDeps) =>
       operationId: "revokeOAuthGrant",
       tags: ["OAuth 2.0"],
       summary: "Revoke a grant: its access and refresh tokens stop working on every gateway within a second",
+      description:
+        "Ends the grant: its access tokens and its refresh token stop working on every gateway. The client must ask the customer again.",
       request: { params: GrantIdParam },
       responses: {
         ...commonResponses,

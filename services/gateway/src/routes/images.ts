@@ -94,6 +94,8 @@ const listImages = (deps: GatewayDeps) =>
       operationId: "listCheeseImages",
       tags: ["Cheeses"],
       summary: "The images of a cheese, with caption and primary flag (beyond the spec)",
+      description:
+        "Every image uploaded for the cheese, oldest first, with its size, dimensions, caption and whether it is the primary one.",
       request: { params: CheeseIdParam },
       responses: {
         ...commonResponses,
@@ -117,6 +119,8 @@ const getImage = (deps: GatewayDeps) =>
       operationId: "getImage",
       tags: ["Cheeses"],
       summary: "The bytes of an uploaded image or thumbnail (the URLs upload results give)",
+      description:
+        "Public, so the photoUrls of a cheese work in an <img> tag. Image names are never reused, so the answer may be cached for good; If-None-Match with the ETag answers 304.",
       request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
       responses: {
         200: {

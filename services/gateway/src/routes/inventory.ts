@@ -17,6 +17,8 @@ const getInventory = (deps: GatewayDeps) =>
       operationId: "getInventory",
       tags: ["Store"],
       summary: "Count of cheeses per status",
+      description:
+        "How many cheeses of the catalogue have each status; every status is present, with 0 when none has it.",
       responses: {
         ...commonResponses,
         ...authResponses,

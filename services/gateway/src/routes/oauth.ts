@@ -92,6 +92,13 @@ const SignInForm = AuthorizationQuery.extend({
 });
 
 const html = { "text/html": { schema: z.string() } };
+/** Every route of the gateway counts against the caller's rate limit. */
+const rateLimited = {
+  429: {
+    description: "rate limit exceeded; see Retry-After",
+    content: { "application/json": { schema: ErrorBody } },
+  },
+};
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
 const redirect = (description: string) => ({
@@ -110,6 +117,8 @@ const authorizePageRoute = createRoute({
   operationId: "oauthAuthorize",
   tags: ["OAuth 2.0"],
   summary: "Sign-in and consent page (authorization code with PKCE, or implicit)",
+  description:
+    "The page a client sends the customer's browser to: it names the client and the scopes asked for, and takes the customer's username and password. Served with a Content-Security-Policy that forbids framing and scripts.",
   servers: atRoot,
   security: publicAccess,
   request: { query: AuthorizationQuery },
@@ -117,7 +126,7 @@ const authorizePageRoute = createRoute({
     200: { description: "the HTML sign-in and consent page", content: html },
     302: redirect("a problem with the request, reported to the client (error, error_description, state)"),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
-    429: { description: "rate limit exceeded", content: { "application/json": { schema: ErrorBody } } },
+    ...rateLimited,
   },
 });
 
@@ -127,6 +136,8 @@ const signInRoute = createRoute({
   operationId: "oauthSignIn",
   tags: ["OAuth 2.0"],
   summary: "Submit the sign-in and consent form",
+  description:
+    "The page's form, submitted by the browser. Allow: redirects to the client with a code (response_type=code) or the token in the fragment (token, public clients only). Deny: redirects with error=access_denied. A wrong password shows the page again.",
   servers: atRoot,
   security: publicAccess,
   request: {
@@ -138,6 +149,7 @@ const signInRoute = createRoute({
     ),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
     401: { description: "wrong username or password: the page again, with the problem", content: problem },
+    ...rateLimited,
   },
 });
 
@@ -161,6 +173,7 @@ const tokenRoute = createRoute({
       content: { "application/json": { schema: OAuthErrorBody } },
     },
     401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    ...rateLimited,
   },
 });
 
@@ -190,6 +203,7 @@ const revokeRoute = createRoute({
     200: { description: "revoked, or nothing to revoke" },
     400: { description: "invalid_request", content: { "application/json": { schema: OAuthErrorBody } } },
     401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    ...rateLimited,
   },
 });
 
@@ -199,6 +213,8 @@ const jwksRoute = createRoute({
   operationId: "jwks",
   tags: ["OAuth 2.0"],
   summary: "The public keys tokens are signed with",
+  description:
+    "The Ed25519 public keys (JWK set) every access and session token is signed with, for verifying tokens without calling the gateway.",
   servers: atRoot,
   security: publicAccess,
   responses: {
@@ -212,6 +228,7 @@ const jwksRoute = createRoute({
         },
       },
     },
+    ...rateLimited,
   },
 });
 
@@ -221,6 +238,8 @@ const metadataRoute = createRoute({
   operationId: "authorizationServerMetadata",
   tags: ["OAuth 2.0"],
   summary: "RFC 8414 metadata",
+  description:
+    "RFC 8414 authorization server metadata: the endpoints, grant types, scopes and client authentication methods supported.",
   servers: atRoot,
   security: publicAccess,
   responses: {
@@ -240,6 +259,7 @@ const metadataRoute = createRoute({
         },
       },
     },
+    ...rateLimited,
   },
 });
 

@@ -88,6 +88,8 @@ const listWebhooks = (deps: GatewayDeps) =>
       operationId: "listWebhooks",
       tags: ["Webhooks"],
       summary: "List registrations (oldest first, paginated)",
+      description:
+        "Every registration, oldest first, paginated with limit and cursor. Secrets are never shown again after creation.",
       request: { query: WebhookListQuery },
       responses: {
         ...authResponses,
@@ -105,6 +107,8 @@ const getWebhook = (deps: GatewayDeps) =>
       operationId: "getWebhook",
       tags: ["Webhooks"],
       summary: "Read a registration (never its secret)",
+      description:
+        "The registration with its status (active, paused or disabled), why, and since when; never its secret.",
       request: { params: WebhookIdParam },
       responses: {
         ...authResponses,
@@ -123,6 +127,8 @@ const deleteWebhook = (deps: GatewayDeps) =>
       operationId: "deleteWebhook",
       tags: ["Webhooks"],
       summary: "Delete a registration; its waiting deliveries are cancelled",
+      description:
+        "The registration ends; its waiting and dead-lettered deliveries are cancelled and nothing more is sent to its URL.",
       request: { params: WebhookIdParam },
       responses: { ...authResponses, ...notFound, 204: { description: "deleted" } },
     }),
@@ -137,6 +143,8 @@ const listDeliveries = (deps: GatewayDeps) =>
       operationId: "listWebhookDeliveries",
       tags: ["Webhooks"],
       summary: "Deliveries of a registration, newest first, with every attempt",
+      description:
+        "Newest first, paginated, optionally filtered by status: each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered.",
       request: { params: WebhookIdParam, query: DeliveryListQuery },
       responses: {
         ...authResponses,
@@ -155,6 +163,8 @@ const testWebhook = (deps: GatewayDeps) =>
       operationId: "testWebhook",
       tags: ["Webhooks"],
       summary: "Send a webhook.test event to the registration",
+      description:
+        "Sends a webhook.test event to this registration only, whatever kinds it asked for, signed and retried like any other. On a paused or disabled registration the delivery waits.",
       request: { params: WebhookIdParam },
       responses: {
         ...authResponses,
@@ -219,6 +229,8 @@ const resumeWebhook = (deps: GatewayDeps) =>
       operationId: "resumeWebhook",
       tags: ["Webhooks"],
       summary: "Resume a paused or disabled registration; what waited goes out, oldest first",
+      description:
+        "Makes a paused or disabled registration active again: deliveries that waited go out, oldest event first. Resuming an active registration changes nothing.",
       request: { params: WebhookIdParam },
       responses: {
         ...authResponses,
@@ -401,6 +413,8 @@ function registerWebhookEvents(api: OpenAPIHono<GatewayEnv>): void {
       path: kind,
       operationId: `webhook_${kind.replace(".", "_")}`,
       tags: ["Webhook events"],
+      // We call the receiver: no credential of the API's; the signature headers prove the sender.
+      security: [],
       summary: `${kind}: sent when ${webhookEventData[kind].when}`,
       description:
         "Answer with a 2xx within WEBHOOK_TIMEOUT (10 s by default). Anything else, a time-out or a redirect is a " +

@@ -1,0 +1,666 @@
+import { errorTypeFor, type WebhookEventKind } from "@cheese/contracts";
+
+/**
+ * The examples of the OpenAPI document: one request body and one response body per operation and
+ * status, and one payload per webhook event kind. The document is built from this module
+ * (`openapi.ts` puts each example on its media type), and a test validates every example
+ * against the schema it illustrates, and fails when a body has none: an example cannot rot.
+ * Error responses without an example of their own get one made from their status and
+ * description (`errorExample`).
+ */
+
+export interface OperationExamples {
+  /** The request body, whatever its media type (JSON, form fields, multipart fields). */
+  request?: unknown;
+  /** Response bodies by status. */
+  responses?: Record<string, unknown>;
+  /** The field a 422 of this operation names in its example. */
+  invalidField?: { field: string; message: string };
+}
+
+const API = "https://cheese.example.com";
+const at = (day: string, time = "09:30:00") => `2026-03-${day}T${time}.000Z`;
+
+const comte = {
+  id: 42,
+  name: "Comté 18 mois",
+  category: { id: 3, name: "Hard" },
+  photoUrls: [`${API}/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.jpg`],
+  tags: [
+    { id: 5, name: "cow" },
+    { id: 9, name: "raw milk" },
+  ],
+  status: "available",
+  origin: "France",
+  pricePerKg: 34.5,
+  ageMonths: 18,
+  organic: true,
+  createdAt: at("01"),
+  updatedAt: at("02", "14:05:00"),
+};
+
+const stilton = {
+  id: 43,
+  name: "Stilton",
+  category: { id: 4, name: "Blue" },
+  photoUrls: [],
+  tags: [{ id: 5, name: "cow" }],
+  status: "available",
+  origin: "United Kingdom",
+  pricePerKg: 28,
+  ageMonths: 3,
+  organic: false,
+  createdAt: at("01", "10:00:00"),
+  updatedAt: at("01", "10:00:00"),
+};
+
+const comteInput = {
+  name: "Comté 18 mois",
+  category: { name: "Hard" },
+  tags: [{ name: "cow" }, { name: "raw milk" }],
+  status: "available",
+  origin: "France",
+  pricePerKg: 34.5,
+  ageMonths: 18,
+  organic: true,
+};
+
+const address = { street: "221B Baker Street", city: "London", zipCode: "NW1 6XE", country: "GB" };
+
+const order = {
+  id: 1007,
+  items: [{ cheeseId: 42, cheeseName: "Comté 18 mois", quantity: 2, pricePerKg: 34.5 }],
+  shippingAddress: { ...address, state: null },
+  status: "placed",
+  notes: "Leave with the concierge",
+  total: 69,
+  shipDate: null,
+  createdAt: at("03", "11:00:00"),
+  updatedAt: at("03", "11:00:00"),
+};
+const shippedOrder = {
+  ...order,
+  status: "shipped",
+  shipDate: at("04", "08:15:00"),
+  updatedAt: at("04", "08:15:00"),
+};
+
+const alice = {
+  id: 12,
+  username: "alice",
+  firstName: "Alice",
+  lastName: "Martin",
+  email: "alice@example.com",
+  phone: "+44 20 7946 0000",
+  customerStatus: "silver",
+  favouriteCheese: comte,
+  createdAt: at("01", "08:00:00"),
+};
+
+const aliceInput = {
+  username: "alice",
+  firstName: "Alice",
+  lastName: "Martin",
+  email: "alice@example.com",
+  password: "correct horse battery",
+  phone: "+44 20 7946 0000",
+  favouriteCheese: { id: 42 },
+};
+
+const webhook = {
+  id: 3,
+  url: "https://example.com/hooks/cheese",
+  events: ["order.placed", "order.shipped"],
+  description: "fulfilment",
+  status: "active",
+  statusReason: null,
+  statusSince: at("01", "12:00:00"),
+  failingSince: null,
+  previousSecretExpiresAt: null,
+  createdAt: at("01", "12:00:00"),
+  updatedAt: at("01", "12:00:00"),
+};
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwGkY0aEbSL/c=";
+
+const apiKey = {
+  id: 7,
+  prefix: "chs_Xq3v9LmP",
+  plan: "pro",
+  createdAt: at("01", "08:00:00"),
+  expiresAt: "2026-05-30T08:00:00.000Z",
+};
+
+const image = {
+  imageUrl: `${API}/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.jpg`,
+  thumbnailUrl: `${API}/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.thumb.webp`,
+  size: 184_320,
+};
+
+const accessToken =
+  "eyJhbGciOiJFZERTQSIsImtpZCI6IjNmOWEiLCJ0eXAiOiJKV1QifQ.eyJzdWIiOiJvcHMiLCJzY29wZSI6IndyaXRlOmNoZWVzZXMifQ.c2lnbmF0dXJl";
+
+const signInPage =
+  '<!doctype html><html lang="en"><head><title>Sign in to Cheese Store</title></head><body><h1>Sign in to Cheese Store</h1><form method="post" action="/oauth/authorize">…</form></body></html>';
+
+const invalidClient = {
+  code: 401,
+  type: "unauthorized",
+  message: "unknown client or wrong secret",
+  error: "invalid_client",
+  error_description: "unknown client or wrong secret",
+};
+
+const pageOf = <T>(items: T[], total?: number) => ({
+  items,
+  nextCursor: "eyJrIjoiQ29tdMOpIDE4IG1vaXMiLCJpZCI6NDJ9",
+  hasMore: true,
+  ...(total === undefined ? {} : { total }),
+});
+
+export const operationExamples: Record<string, OperationExamples> = {
+  // Cheeses
+  addCheese: { request: comteInput, responses: { 201: comte } },
+  updateCheese: {
+    request: { ...comteInput, id: 42, category: { id: 3, name: "Hard" }, pricePerKg: 36 },
+    responses: { 200: { ...comte, pricePerKg: 36, updatedAt: at("05") } },
+  },
+  listCheeses: { responses: { 200: pageOf([comte, stilton], 57) } },
+  findCheesesByStatus: { responses: { 200: [comte, stilton] } },
+  findCheesesByTags: { responses: { 200: [comte, stilton] } },
+  getCheeseById: { responses: { 200: comte } },
+  updateCheeseWithForm: {
+    request: { name: "Comté 24 mois", status: "pending" },
+    responses: { 200: { ...comte, name: "Comté 24 mois", status: "pending", updatedAt: at("05") } },
+  },
+  deleteCheese: {},
+  uploadImage: {
+    request: { file: "(the image's bytes)", caption: "A wheel at 18 months", isPrimary: true },
+    responses: { 200: image },
+    invalidField: { field: "caption", message: "at most 500 characters" },
+  },
+  listCheeseImages: {
+    responses: {
+      200: [
+        {
+          ...image,
+          contentType: "image/jpeg",
+          width: 1600,
+          height: 1200,
+          caption: "A wheel at 18 months",
+          isPrimary: true,
+          createdAt: at("02", "14:05:00"),
+        },
+      ],
+    },
+  },
+  getImage: {},
+  getCheeseHistory: {
+    responses: {
+      200: {
+        items: [
+          { type: "cheese.added", at: at("01"), data: { ...comte, photoUrls: [], updatedAt: at("01") } },
+          {
+            type: "cheese.image_attached",
+            at: at("02", "14:05:00"),
+            data: {
+              ...image,
+              caption: "A wheel at 18 months",
+              isPrimary: true,
+              width: 1600,
+              height: 1200,
+              contentType: "image/jpeg",
+            },
+          },
+          { type: "cheese.status_changed", at: at("04"), data: { from: "available", to: "pending" } },
+        ],
+        nextCursor: null,
+        hasMore: false,
+      },
+    },
+  },
+
+  // Store
+  getInventory: { responses: { 200: { available: 41, pending: 9, sold: 7 } } },
+  placeOrder: {
+    request: {
+      items: [{ cheeseId: 42, quantity: 2 }],
+      shippingAddress: address,
+      notes: "Leave with the concierge",
+    },
+    responses: { 201: order },
+    invalidField: { field: "items[0].quantity", message: "Too big: expected number to be <=100" },
+  },
+  getOrderById: { responses: { 200: order } },
+  deleteOrder: {},
+  listOrders: { responses: { 200: pageOf([order], 1) } },
+  shipOrder: {
+    request: {
+      carrier: "Royal Mail",
+      trackingNumber: "RM123456785GB",
+      estimatedDelivery: at("06", "17:00:00"),
+    },
+    responses: { 200: shippedOrder },
+  },
+  deliverOrder: {
+    responses: { 200: { ...shippedOrder, status: "delivered", updatedAt: at("06", "10:42:00") } },
+  },
+  getOrderHistory: {
+    responses: {
+      200: {
+        items: [
+          {
+            type: "order.placed",
+            at: order.createdAt,
+            data: { status: "placed", items: order.items, total: 69 },
+          },
+          { type: "order.approved", at: at("03", "11:00:02"), data: { status: "approved" } },
+          {
+            type: "order.shipped",
+            at: at("04", "08:15:00"),
+            data: {
+              status: "shipped",
+              carrier: "Royal Mail",
+              trackingNumber: "RM123456785GB",
+              estimatedDelivery: at("06", "17:00:00"),
+            },
+          },
+        ],
+        nextCursor: null,
+        hasMore: false,
+      },
+    },
+  },
+
+  // Customers
+  createCustomer: {
+    request: aliceInput,
+    responses: { 201: { ...alice, customerStatus: "bronze" } },
+    invalidField: { field: "email", message: "Invalid email address" },
+  },
+  createCustomersWithArray: {
+    request: [aliceInput, { ...aliceInput, email: "alice@example.org" }],
+    responses: {
+      200: {
+        created: [{ ...alice, customerStatus: "bronze" }],
+        errors: [{ index: 1, message: "username already exists" }],
+      },
+    },
+    invalidField: { field: "(body)", message: "Too big: expected array to have <=100 items" },
+  },
+  loginCustomer: {
+    request: { username: "alice", password: "correct horse battery" },
+    responses: { 200: { token: accessToken, expiresAt: at("06", "09:30:00") } },
+    invalidField: { field: "password", message: "Invalid input: expected string, received undefined" },
+  },
+  logoutCustomer: {},
+  getCustomerByName: { responses: { 200: alice } },
+  updateCustomer: {
+    request: { ...aliceInput, email: "alice.martin@example.com", currentPassword: "correct horse battery" },
+    responses: { 200: { ...alice, email: "alice.martin@example.com" } },
+    invalidField: { field: "currentPassword", message: "required when the password or the email changes" },
+  },
+  deleteCustomer: {},
+  getCustomerHistory: {
+    responses: {
+      200: {
+        items: [
+          {
+            type: "customer.registered",
+            at: alice.createdAt,
+            data: {
+              username: "alice",
+              firstName: "Alice",
+              lastName: "Martin",
+              email: "alice@example.com",
+              phone: "+44 20 7946 0000",
+              favouriteCheese: { id: 42, name: "Comté 18 mois" },
+            },
+          },
+          {
+            type: "api_key.issued",
+            at: apiKey.createdAt,
+            data: { keyId: 7, prefix: apiKey.prefix, expiresAt: apiKey.expiresAt },
+          },
+          {
+            type: "customer.status_changed",
+            at: at("05", "16:45:00"),
+            data: { from: "bronze", to: "silver" },
+          },
+        ],
+        nextCursor: null,
+        hasMore: false,
+      },
+    },
+  },
+
+  // API keys and grants
+  createApiKey: {
+    responses: { 201: { ...apiKey, key: "chs_Xq3v9LmP2wKd7RtY0sNfB8hJ4cVaE6uZ1oGiT5yQxW3" } },
+  },
+  listApiKeys: { responses: { 200: [apiKey] } },
+  revokeApiKey: {},
+  listOAuthGrants: {
+    responses: {
+      200: [
+        {
+          id: "Jm0r3c5XbT2vQ8kN1pL6sA",
+          clientId: "cheese-board-app",
+          scopes: ["read:cheeses", "read:orders"],
+          createdAt: at("02", "18:00:00"),
+          lastUsedAt: at("05", "07:12:00"),
+          expiresAt: "2026-04-04T07:12:00.000Z",
+        },
+      ],
+    },
+  },
+  revokeOAuthGrant: {},
+
+  // Webhooks
+  createWebhook: {
+    request: {
+      url: "https://example.com/hooks/cheese",
+      events: ["order.placed", "order.shipped"],
+      description: "fulfilment",
+    },
+    responses: { 201: { ...webhook, secret } },
+    invalidField: { field: "url", message: "the receiver must be a public https URL" },
+  },
+  listWebhooks: { responses: { 200: { items: [webhook], nextCursor: null, hasMore: false } } },
+  getWebhook: { responses: { 200: webhook } },
+  updateWebhook: {
+    request: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] },
+    responses: {
+      200: {
+        ...webhook,
+        url: "https://example.com/hooks/cheese-v2",
+        events: ["order.placed"],
+        updatedAt: at("05"),
+      },
+    },
+    invalidField: { field: "events", message: "Too small: expected array to have >=1 items" },
+  },
+  deleteWebhook: {},
+  listWebhookDeliveries: {
+    responses: {
+      200: {
+        items: [
+          {
+            id: 88,
+            webhookId: 3,
+            eventId: "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+            eventType: "order.placed",
+            status: "retry_scheduled",
+            deadLettered: false,
+            attempts: [
+              {
+                attempt: 1,
+                round: 0,
+                startedAt: at("03", "11:00:01"),
+                outcome: "failed",
+                statusCode: 502,
+                error: null,
+                durationMs: 134,
+              },
+            ],
+            nextAttemptAt: at("03", "11:01:01"),
+            createdAt: at("03", "11:00:01"),
+            updatedAt: at("03", "11:00:01"),
+          },
+        ],
+        nextCursor: null,
+        hasMore: false,
+      },
+    },
+  },
+  testWebhook: { responses: { 202: { deliveryId: 89 } } },
+  pauseWebhook: {
+    responses: {
+      200: { ...webhook, status: "paused", statusReason: "paused by an operator", statusSince: at("05") },
+    },
+  },
+  resumeWebhook: { responses: { 200: { ...webhook, statusSince: at("05", "10:00:00") } } },
+  rotateWebhookSecret: {
+    request: { overlapSeconds: 3600 },
+    responses: {
+      200: {
+        secret: "whsec_3q2+7w8kVw1cKp0o2Ck9xq9VfEo0Q3B6v7yYlEoNnXc=",
+        previousSecretExpiresAt: at("05", "10:30:00"),
+      },
+    },
+    invalidField: { field: "overlapSeconds", message: "Too big: expected number to be <=604800" },
+  },
+  replayWebhook: {
+    request: { since: "2026-03-01T04:00:00Z", until: "2026-03-01T10:00:00Z", status: ["dead_lettered"] },
+    responses: { 202: { replayed: 12 } },
+    invalidField: { field: "since", message: "must be before until" },
+  },
+
+  // OAuth 2.0
+  jwks: {
+    responses: {
+      200: {
+        keys: [
+          {
+            kty: "OKP",
+            crv: "Ed25519",
+            x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+            kid: "3f9aKc0rYl4Ew0b8h0aQ2mU7ZQx1m6cD5sVbN0pR2tA",
+            alg: "EdDSA",
+            use: "sig",
+          },
+        ],
+      },
+    },
+  },
+  authorizationServerMetadata: {
+    responses: {
+      200: {
+        issuer: API,
+        authorization_endpoint: `${API}/oauth/authorize`,
+        token_endpoint: `${API}/oauth/token`,
+        revocation_endpoint: `${API}/oauth/revoke`,
+        jwks_uri: `${API}/.well-known/jwks.json`,
+        scopes_supported: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+        response_types_supported: ["code", "token"],
+        grant_types_supported: ["authorization_code", "client_credentials", "refresh_token", "implicit"],
+        code_challenge_methods_supported: ["S256"],
+        token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+      },
+    },
+  },
+  oauthAuthorize: {
+    responses: {
+      200: signInPage,
+      400: {
+        code: 400,
+        type: "bad_request",
+        message: "redirect_uri is not registered for this client",
+        error: "invalid_request",
+        error_description: "redirect_uri is not registered for this client",
+      },
+    },
+  },
+  oauthSignIn: {
+    request: {
+      response_type: "code",
+      client_id: "cheese-board-app",
+      redirect_uri: "https://app.example.com/callback",
+      scope: "read:cheeses read:orders",
+      state: "af0ifjsldkj",
+      code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+      code_challenge_method: "S256",
+      username: "alice",
+      password: "correct horse battery",
+      decision: "allow",
+    },
+    responses: {
+      401: {
+        code: 401,
+        type: "unauthorized",
+        message: "invalid username or password",
+        error: "access_denied",
+        error_description: "invalid username or password",
+      },
+    },
+  },
+  oauthToken: {
+    request: { grant_type: "client_credentials", scope: "read:cheeses write:cheeses" },
+    responses: {
+      200: {
+        access_token: accessToken,
+        token_type: "Bearer",
+        expires_in: 3600,
+        scope: "read:cheeses write:cheeses",
+      },
+      400: {
+        code: 400,
+        type: "bad_request",
+        message: "the code is unknown, expired, already used, or not this client's",
+        error: "invalid_grant",
+        error_description: "the code is unknown, expired, already used, or not this client's",
+      },
+      401: invalidClient,
+    },
+  },
+  oauthRevoke: {
+    request: { token: "q4Yd8TzP1mWc0sK6vR3nB9hL2xF7jA5eG0uI8oC1tZ", token_type_hint: "refresh_token" },
+    responses: {
+      400: {
+        code: 400,
+        type: "bad_request",
+        message: "token is required",
+        error: "invalid_request",
+        error_description: "token is required",
+      },
+      401: invalidClient,
+    },
+  },
+};
+
+const orderData = {
+  order_id: "1007",
+  customer_id: "12",
+  status: "placed",
+  total: 69,
+  items: [{ cheese_id: "42", cheese_name: "Comté 18 mois", quantity: 2, price_per_kg: 34.5 }],
+  updated_at: order.createdAt,
+};
+
+const event = (id: string, type: WebhookEventKind, createdAt: string, data: unknown) => ({
+  id: `evt_${id}`,
+  type,
+  created_at: createdAt,
+  data,
+});
+
+/** One delivery body per event kind, as a receiver gets it. */
+export const webhookExamples: Record<WebhookEventKind, unknown> = {
+  "order.placed": event("6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c", "order.placed", order.createdAt, orderData),
+  "order.confirmed": event("0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b", "order.confirmed", at("03", "11:00:02"), {
+    ...orderData,
+    status: "approved",
+    updated_at: at("03", "11:00:02"),
+  }),
+  "order.shipped": event("1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f", "order.shipped", at("04", "08:15:00"), {
+    order_id: "1007",
+    tracking_number: "RM123456785GB",
+    carrier: "Royal Mail",
+    estimated_delivery: at("06", "17:00:00"),
+  }),
+  "order.delivered": event("2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a", "order.delivered", at("06", "10:42:00"), {
+    ...orderData,
+    status: "delivered",
+    updated_at: at("06", "10:42:00"),
+  }),
+  "order.cancelled": event("3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b", "order.cancelled", at("03", "12:00:00"), {
+    ...orderData,
+    status: "cancelled",
+    updated_at: at("03", "12:00:00"),
+    reason: "cancelled by the customer",
+  }),
+  "cheese.new_arrival": event("4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "cheese.new_arrival", comte.createdAt, {
+    cheese_id: "42",
+    name: "Comté 18 mois",
+    status: "available",
+    category: "Hard",
+    tags: ["cow", "raw milk"],
+    origin: "France",
+    price_per_kg: 34.5,
+    organic: true,
+  }),
+  "cheese.low_stock": event("5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d", "cheese.low_stock", at("04"), {
+    cheese_id: "42",
+    name: "Comté 18 mois",
+    previous_status: "available",
+    status: "pending",
+  }),
+  "cheese.out_of_stock": event("6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", "cheese.out_of_stock", at("05"), {
+    cheese_id: "42",
+    name: "Comté 18 mois",
+    previous_status: "pending",
+    status: "sold",
+  }),
+  "cheese.back_in_stock": event("7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f", "cheese.back_in_stock", at("06"), {
+    cheese_id: "42",
+    name: "Comté 18 mois",
+    previous_status: "sold",
+    status: "available",
+  }),
+  "customer.created": event("8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a", "customer.created", alice.createdAt, {
+    customer_id: "12",
+    username: "alice",
+  }),
+  "customer.updated": event("9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b", "customer.updated", at("05"), {
+    customer_id: "12",
+    username: "alice",
+  }),
+  "customer.subscription_changed": event(
+    "0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c",
+    "customer.subscription_changed",
+    at("05", "16:45:00"),
+    { customer_id: "12", username: "alice", previous_customer_status: "bronze", customer_status: "silver" },
+  ),
+  "api_key.expiring": event(
+    "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d",
+    "api_key.expiring",
+    "2026-05-23T08:00:00.000Z",
+    {
+      customer_id: "12",
+      username: "alice",
+      key_id: "7",
+      key_prefix: apiKey.prefix,
+      expires_at: apiKey.expiresAt,
+    },
+  ),
+  "webhook.test": event("2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e", "webhook.test", at("05", "10:00:00"), {
+    webhook_id: "3",
+    message: "a test event from Cheese Store",
+  }),
+  "webhook.disabled": event("3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f", "webhook.disabled", at("06", "10:00:04"), {
+    webhook_id: "3",
+    description: "fulfilment",
+    reason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
+    failing_since: at("01", "10:00:00"),
+    disabled_at: at("06", "10:00:04"),
+  }),
+};
+
+/** The example of an error response: its status, that status's type, and what it is about. */
+export function errorExample(status: number, message: string): object {
+  return { code: status, type: errorTypeFor(status), message };
+}
+
+/** An error of the authorization server: the API's error body with RFC 6749's fields. */
+export function oauthErrorExample(status: number, message: string): object {
+  const error = status === 401 ? "invalid_client" : "invalid_request";
+  return { ...errorExample(status, message), error, error_description: message };
+}
+
+export function validationErrorExample(invalid: { field: string; message: string }): object {
+  return {
+    code: 422,
+    type: "validation_error",
+    message: "request body failed validation",
+    errors: [invalid],
+  };
+}
