@@ -27,11 +27,19 @@ WORKDIR /app
 COPY --from=manifests /all/ ./
 RUN pnpm install --frozen-lockfile
 
-# Production dependencies only, installed apart from the build's, from the same store.
+# Production dependencies only, installed apart from the build's, from the same store and without
+# install scripts: the native modules compiled above are not compiled again, their binaries copied.
 FROM deps AS prod-deps
 COPY --from=manifests /prod/ /prod/
 WORKDIR /prod
-RUN pnpm install --prod --frozen-lockfile --offline
+RUN pnpm install --prod --frozen-lockfile --offline --ignore-scripts \
+ && cd node_modules/.pnpm \
+ && for gyp in */node_modules/*/binding.gyp */node_modules/@*/*/binding.gyp; do \
+      [ -e "$gyp" ] || continue; \
+      module="${gyp%/binding.gyp}"; \
+      mkdir -p "$module/build/Release"; \
+      cp "/app/node_modules/.pnpm/$module/build/Release/"*.node "$module/build/Release/"; \
+    done
 
 FROM deps AS build
 COPY . .
