@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { authorizationCodeTokens, revokeRequest, tokenRequest } from "./support/oauth.ts";
+import { authorizationCodeTokens, formPost, revokeRequest, tokenRequest } from "./support/oauth.ts";
 import { json, OPERATOR_CLIENT, type RunningSystem, startSystem } from "./support/system.ts";
 
 /** What a browser sends when it navigates. */
@@ -62,13 +62,7 @@ describe("OAuth 2.0 authorization server", () => {
   };
   const authorizeUrl = (params: Record<string, string>) =>
     `${system.rootUrl}/oauth/authorize?${new URLSearchParams(params).toString()}`;
-  const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
-    fetch(url, {
-      method: "POST",
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
-      body: new URLSearchParams(body).toString(),
-    });
+  const form = formPost;
   const token = (body: Record<string, string>, headers: Record<string, string> = {}) =>
     form(`${system.rootUrl}/oauth/token`, body, headers);
   async function clientCredentials(id: string, secret: string) {

@@ -13,7 +13,8 @@ export interface UserTokens {
   scope: string;
 }
 
-const formPost = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
+/** A form-encoded POST whose redirects are left for the test to read. */
+export const formPost = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(url, {
     method: "POST",
     redirect: "manual",
