@@ -7,7 +7,7 @@ import {
   newBroker,
   orderingOn,
 } from "../../ordering/test/support.ts";
-import { OPERATOR_CLIENT, testGateway } from "./support.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 
 /**
  * The order routes and the Idempotency-Key middleware: who sees which order, who may ship, and
@@ -117,7 +117,7 @@ describe("order routes", () => {
       expect(seen).toEqual([...placed].reverse());
     });
 
-    it("lets only operator clients ship and deliver", async () => {
+    it("lets only operators ship and deliver: operator clients and operator keys", async () => {
       const alice = await customer(1003);
       const order = (await (await place(alice)).json()) as { id: number };
       const shipment = { carrier: "DHL", trackingNumber: "1", estimatedDelivery: "2030-01-01T00:00:00Z" };
@@ -127,8 +127,14 @@ describe("order routes", () => {
       expect((await request("POST", `/store/order/${order.id}/deliver`, alice)).status).toBe(403);
       // Refused for who it is, before the body is looked at.
       expect((await request("POST", `/store/order/${order.id}/ship`, alice, {})).status).toBe(403);
-      // The operator client gets through to the order, which is not approved yet.
+      // The operator client gets through to the order, which is not approved yet; so does an
+      // operator key, and the decider agrees with the gateway.
       expect((await request("POST", `/store/order/${order.id}/ship`, operator, shipment)).status).toBe(409);
+      const operatorKey = { "x-api-key": OPERATOR_KEY };
+      expect((await request("POST", `/store/order/${order.id}/ship`, operatorKey, shipment)).status).toBe(
+        409,
+      );
+      expect((await request("POST", `/store/order/${order.id}/deliver`, operatorKey)).status).toBe(409);
     });
   });
 

@@ -8,7 +8,7 @@ const orderId = z.number().int().positive();
  * Who acts on orders, as the gateway authenticated them: a customer (`customerId`) may see and
  * touch only its own orders (someone else's reads as absent, 404, so ids do not leak); an
  * operator (API key) or an operator client (client-credentials token, `kind: "client"`) every
- * order (`customerId: null`). Only operator clients ship and deliver.
+ * order (`customerId: null`). Only operators (keys and clients) ship and deliver.
  */
 export const OrderActor = z.object({
   kind: z.enum(["customer", "operator", "client"]),
@@ -83,7 +83,7 @@ export const orderingRpc = {
     request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
   }),
-  /** approved → shipped (operator clients only, 403 for anyone else). */
+  /** approved → shipped (operators only: operator keys and clients; 403 for a customer). */
   shipOrder: defineRpc({
     subject: "ordering.order.ship",
     request: z.object({
@@ -95,7 +95,7 @@ export const orderingRpc = {
     }),
     response: OrderReply,
   }),
-  /** shipped → delivered (operator clients only). */
+  /** shipped → delivered (operators only). */
   deliverOrder: defineRpc({
     subject: "ordering.order.deliver",
     request: z.object({ orderId, actor: OrderActor }),

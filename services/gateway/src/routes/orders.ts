@@ -27,11 +27,12 @@ const tags = ["Store"];
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const writeOrders: AccessRule = { oauth: ["write:orders"] };
 /**
- * Fulfilment: write:orders on a client-credentials token. The order decider holds the rule
- * (only operator clients ship or deliver); the gateway states it as the route's access rule, so
- * a customer is refused for who it is (403) before its body is looked at.
+ * Fulfilment: an operator API key, or write:orders on a client-credentials token. The order
+ * decider holds the rule (only operators ship or deliver); the gateway states it as the route's
+ * access rule, so a customer is refused for who it is (403) before its body is looked at. The
+ * console's operators act with their operator key, so the console can do nothing the key cannot.
  */
-const fulfilOrders: AccessRule = { oauth: ["write:orders"], callers: ["client"] };
+const fulfilOrders: AccessRule = { apiKey: true, oauth: ["write:orders"], callers: ["operator", "client"] };
 
 const placeOrder = (deps: GatewayDeps) =>
   secured(
@@ -161,11 +162,13 @@ const cancelOrder = (deps: GatewayDeps) =>
 
 const fulfilmentRoute = {
   tags,
-  description: "Operator clients only (client-credentials token with write:orders). Any other move is 409.",
+  description:
+    "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
+    "Any other move is 409.",
   responses: {
     ...commonResponses,
     200: { description: "the order", content: orderJson },
-    403: errorResponse("only operator clients may do this"),
+    403: errorResponse("only operators may do this"),
     404: errorResponse("order not found"),
   },
 };

@@ -30,7 +30,8 @@ export type OrderEvent =
 
 /**
  * Who asks: a customer may only touch its own orders; `customerId: null` is an operator (API
- * key) or an operator client (client-credentials token, the only one who ships and delivers).
+ * key, also signed in at the console) or an operator client (client-credentials token); only
+ * those two ship and deliver.
  */
 export type Actor = OrderActor;
 
@@ -69,10 +70,13 @@ const cannotBe = (order: Order, wanted: string) =>
 
 const orderNotFound = () => notFound("order not found");
 
-/** Fulfilment is the operator clients' work: anyone else is refused whatever the order. */
-function requireOperatorClient(actor: Actor): void {
-  if (actor.kind !== "client") {
-    throw forbidden("only operator clients (client-credentials tokens) may ship or deliver orders");
+/**
+ * Fulfilment is operators' work, an operator key's (API or console) or an operator client's:
+ * a customer is refused whatever the order.
+ */
+function requireOperator(actor: Actor): void {
+  if (actor.kind !== "operator" && actor.kind !== "client") {
+    throw forbidden("only operators (operator API keys, operator clients) may ship or deliver orders");
   }
 }
 
@@ -94,7 +98,7 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
         },
       ];
     }
-    if (command.type === "ShipOrder" || command.type === "DeliverOrder") requireOperatorClient(command.by);
+    if (command.type === "ShipOrder" || command.type === "DeliverOrder") requireOperator(command.by);
     if (state.status === "absent") throw orderNotFound();
     const { order } = state;
     // Every event carries the order as it stands, its customer, and the sealed part, if any.

@@ -1,0 +1,516 @@
+/** @jsxImportSource hono/jsx */
+import {
+  DeliveryListQuery,
+  fieldErrors,
+  notificationRpc,
+  orderingRpc,
+  ReplayInput,
+  ShipmentInput,
+  WebhookInput,
+} from "@cheese/contracts";
+import { RemoteError } from "@cheese/messaging";
+import { type Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Revocations } from "../auth/revocations.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
+import { actorOf } from "../routes/orders.ts";
+import { callService } from "../rpc.ts";
+import {
+  type ConsoleSession,
+  csrfMatches,
+  currentSession,
+  type SessionDeps,
+  signIn,
+  signInToken,
+  signInTokenMatches,
+  signOut,
+} from "./session.ts";
+import { consoleCss } from "./style.ts";
+import type { Notice, Section } from "./views/layout.tsx";
+import { OrdersPage } from "./views/orders.tsx";
+import { ProblemPage } from "./views/problem.tsx";
+import { SignInPage } from "./views/sign-in.tsx";
+import { WebhookPage, WebhooksPage } from "./views/webhooks.tsx";
+
+/**
+ * Every console page: nothing but the gateway's own stylesheet and forms posting back here (no
+ * script at all), never framed, never cached.
+ */
+const pageHeaders = {
+  "Content-Security-Policy":
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  "X-Frame-Options": "DENY",
+  "Cache-Control": "no-store",
+  "Referrer-Policy": "same-origin",
+};
+
+const NOTICE_COOKIE = "console_notice";
+const PAGE_SIZE = 25;
+
+type Form = Record<string, string | File | (string | File)[]>;
+type Handler = (c: Context<GatewayEnv>, session: ConsoleSession) => Promise<Response>;
+type FormHandler = (c: Context<GatewayEnv>, session: ConsoleSession, form: Form) => Promise<Response>;
+
+export function sessionDeps(deps: GatewayDeps, revocations: Revocations): SessionDeps {
+  return {
+    operatorKeys: deps.auth.operatorKeys,
+    revocations,
+    clock: deps.clock,
+    secure: (c) => new URL(c.req.url).protocol === "https:" || deps.auth.issuer.startsWith("https:"),
+  };
+}
+
+/**
+ * `/console`: the operator console (docs/operations.md "Operator console"). It reads and acts
+ * through the same RPCs as the `/v2` routes, with the signed-in operator as the caller: what an
+ * operator key may do at the API, and nothing more.
+ */
+export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono<GatewayEnv> {
+  const sessions = sessionDeps(deps, revocations);
+  const app = new Hono<GatewayEnv>();
+
+  /** A notice for the next page this browser opens (after the redirect that follows a form). */
+  const flash = (c: Context<GatewayEnv>, notice: Notice) =>
+    setCookie(c, NOTICE_COOKIE, Buffer.from(JSON.stringify(notice)).toString("base64url"), {
+      path: "/console",
+      httpOnly: true,
+      sameSite: "Strict",
+      secure: sessions.secure(c),
+      maxAge: 60,
+    });
+  const notFoundPage = (c: Context<GatewayEnv>, back: string, text: string) => {
+    flash(c, { kind: "problem", text });
+    return c.redirect(back, 303);
+  };
+
+  app.get("/console.css", (c) => {
+    c.header("Content-Type", "text/css; charset=utf-8");
+    c.header("Cache-Control", "public, max-age=3600");
+    return c.body(consoleCss);
+  });
+
+  app.use(async (c, next) => {
+    await next();
+    if (c.req.path === "/console/console.css") return;
+    for (const [name, value] of Object.entries(pageHeaders)) c.res.headers.set(name, value);
+  });
+
+  /** A page for a signed-in operator; anyone else goes to the sign-in form. */
+  const page =
+    (section: Section, handler: Handler) =>
+    async (c: Context<GatewayEnv>): Promise<Response> => {
+      const session = await currentSession(c, sessions);
+      if (!session) return c.redirect("/console/sign-in", 303);
+      try {
+        return await handler(c, session);
+      } catch (error) {
+        if (!(error instanceof RemoteError)) throw error;
+        const { status, message } = error.body;
+        const back =
+          section === "orders"
+            ? { href: "/console/orders", label: "← Orders" }
+            : { href: "/console/webhooks", label: "← All registrations" };
+        return c.html(
+          <ProblemPage
+            session={{ ...view(session), section }}
+            title={
+              status === 404 ? "Not found" : status === 503 ? "Try again shortly" : "Cannot show this page"
+            }
+            message={message}
+            back={back}
+          />,
+          status as ContentfulStatusCode,
+        );
+      }
+    };
+
+  /**
+   * A form's action: a session, then its CSRF token (and no cross-site fetch), then the handler.
+   * A service's refusal comes back as a notice on the page the form was on.
+   */
+  const action =
+    (handler: FormHandler, back: (c: Context<GatewayEnv>) => string) =>
+    async (c: Context<GatewayEnv>): Promise<Response> => {
+      const session = await currentSession(c, sessions);
+      if (!session) return c.redirect("/console/sign-in", 303);
+      const form = await c.req.parseBody({ all: true });
+      if (crossSite(c) || !csrfMatches(session, form._csrf)) return refusedForm(c);
+      try {
+        return await handler(c, session, form);
+      } catch (error) {
+        if (!(error instanceof RemoteError)) throw error;
+        flash(c, problemOf(error));
+        return c.redirect(back(c), 303);
+      }
+    };
+
+  app.get("/", (c) => c.redirect("/console/webhooks", 303));
+
+  app.get("/sign-in", async (c) => {
+    if (await currentSession(c, sessions)) return c.redirect("/console/webhooks", 303);
+    return c.html(<SignInPage token={signInToken(c, sessions)} notice={takeNotice(c)} />);
+  });
+
+  app.post("/sign-in", async (c) => {
+    const form = await c.req.parseBody();
+    if (crossSite(c) || !signInTokenMatches(c, form._csrf)) {
+      const notice: Notice = { kind: "problem", text: "The sign-in form expired: please sign in again." };
+      return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 403);
+    }
+    const key = typeof form.key === "string" ? form.key.trim() : "";
+    if (!signIn(c, sessions, key)) {
+      c.get("logger").warn("console sign-in refused: not an operator key");
+      const notice: Notice = { kind: "problem", text: "That is not an operator API key." };
+      return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 401);
+    }
+    return c.redirect("/console/webhooks", 303);
+  });
+
+  app.post(
+    "/sign-out",
+    action(
+      async (c, session) => {
+        await signOut(c, sessions, session);
+        flash(c, { kind: "ok", text: "Signed out." });
+        return c.redirect("/console/sign-in", 303);
+      },
+      () => "/console/webhooks",
+    ),
+  );
+
+  // ---- Webhooks: the same RPCs as /v2/webhooks ----
+
+  app.get(
+    "/webhooks",
+    page("webhooks", async (c, session) => {
+      const cursor = c.req.query("cursor");
+      const list = await callService(deps, c, notificationRpc.listWebhooks, {
+        limit: PAGE_SIZE,
+        ...(cursor ? { cursor } : {}),
+      });
+      return c.html(
+        <WebhooksPage
+          session={view(session)}
+          webhooks={list.items}
+          nextCursor={list.nextCursor}
+          notice={takeNotice(c)}
+        />,
+      );
+    }),
+  );
+
+  app.post(
+    "/webhooks",
+    action(
+      async (c, session, form) => {
+        const draft = {
+          url: text(form.url),
+          description: text(form.description),
+          events: texts(form.events),
+        };
+        const input = WebhookInput.safeParse({
+          url: draft.url,
+          events: draft.events,
+          description: draft.description || null,
+        });
+        const refused = (notice: Notice) => {
+          const list = callService(deps, c, notificationRpc.listWebhooks, { limit: PAGE_SIZE });
+          return list.then((page) =>
+            c.html(
+              <WebhooksPage
+                session={view(session)}
+                webhooks={page.items}
+                nextCursor={page.nextCursor}
+                notice={notice}
+                draft={draft}
+              />,
+              422,
+            ),
+          );
+        };
+        if (!input.success) return refused(invalid(input.error.issues));
+        try {
+          const created = await callService(deps, c, notificationRpc.createWebhook, {
+            url: input.data.url,
+            events: input.data.events,
+            description: input.data.description ?? null,
+          });
+          return c.html(
+            <WebhookPage
+              session={view(session)}
+              webhook={created}
+              deliveries={[]}
+              nextCursor={null}
+              filter={undefined}
+              notice={{ kind: "ok", text: `Webhook #${created.id} registered.` }}
+              secret={{ value: created.secret }}
+            />,
+            201,
+          );
+        } catch (error) {
+          if (error instanceof RemoteError && error.body.status === 422) return refused(problemOf(error));
+          throw error;
+        }
+      },
+      () => "/console/webhooks",
+    ),
+  );
+
+  app.get(
+    "/webhooks/:id",
+    page("webhooks", async (c, session) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      const query = DeliveryListQuery.safeParse({
+        status: c.req.query("status"),
+        cursor: c.req.query("cursor"),
+      });
+      const filter = query.success ? query.data.status : undefined;
+      const [webhook, deliveries] = await Promise.all([
+        callService(deps, c, notificationRpc.getWebhook, { webhookId }),
+        callService(deps, c, notificationRpc.listDeliveries, {
+          webhookId,
+          limit: PAGE_SIZE,
+          ...(query.success && query.data.cursor ? { cursor: query.data.cursor } : {}),
+          ...(filter ? { status: filter } : {}),
+        }),
+      ]);
+      return c.html(
+        <WebhookPage
+          session={view(session)}
+          webhook={webhook}
+          deliveries={deliveries.items}
+          nextCursor={deliveries.nextCursor}
+          filter={filter?.join(",")}
+          notice={takeNotice(c)}
+        />,
+      );
+    }),
+  );
+
+  const webhookPage = (c: Context<GatewayEnv>) => `/console/webhooks/${idOf(c) ?? ""}`;
+  /** An action on one registration: the RPC with its id, then back to its page with a notice. */
+  const onWebhook = (run: (c: Context<GatewayEnv>, webhookId: number, form: Form) => Promise<Notice>) =>
+    action(async (c, _session, form) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      flash(c, await run(c, webhookId, form));
+      return c.redirect(webhookPage(c), 303);
+    }, webhookPage);
+
+  app.post(
+    "/webhooks/:id/pause",
+    onWebhook(async (c, webhookId) => {
+      await callService(deps, c, notificationRpc.pauseWebhook, { webhookId });
+      return { kind: "ok", text: "Paused: deliveries wait until it is resumed." };
+    }),
+  );
+
+  app.post(
+    "/webhooks/:id/resume",
+    onWebhook(async (c, webhookId) => {
+      await callService(deps, c, notificationRpc.resumeWebhook, { webhookId });
+      return { kind: "ok", text: "Active again: what waited goes out, oldest first." };
+    }),
+  );
+
+  app.post(
+    "/webhooks/:id/test",
+    onWebhook(async (c, webhookId) => {
+      const { deliveryId } = await callService(deps, c, notificationRpc.sendTestEvent, { webhookId });
+      return { kind: "ok", text: `Test event sent (delivery #${deliveryId}).` };
+    }),
+  );
+
+  app.post(
+    "/webhooks/:id/replay",
+    onWebhook(async (c, webhookId, form) => {
+      const since = localTime(form.since);
+      const until = localTime(form.until);
+      const statuses = texts(form.status);
+      const input = ReplayInput.safeParse({
+        ...(since ? { since } : {}),
+        ...(until ? { until } : {}),
+        ...(statuses.length > 0 ? { status: statuses } : {}),
+      });
+      if (!input.success) return invalid(input.error.issues);
+      const { replayed } = await callService(deps, c, notificationRpc.replayDeliveries, {
+        webhookId,
+        ...(input.data.since ? { since: input.data.since } : {}),
+        ...(input.data.until ? { until: input.data.until } : {}),
+        ...(input.data.status ? { statuses: input.data.status } : {}),
+      });
+      return { kind: "ok", text: `${replayed} ${replayed === 1 ? "delivery" : "deliveries"} started again.` };
+    }),
+  );
+
+  app.post(
+    "/webhooks/:id/rotate-secret",
+    action(async (c, session) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      const rotated = await callService(deps, c, notificationRpc.rotateSecret, { webhookId });
+      const [webhook, deliveries] = await Promise.all([
+        callService(deps, c, notificationRpc.getWebhook, { webhookId }),
+        callService(deps, c, notificationRpc.listDeliveries, { webhookId, limit: PAGE_SIZE }),
+      ]);
+      return c.html(
+        <WebhookPage
+          session={view(session)}
+          webhook={webhook}
+          deliveries={deliveries.items}
+          nextCursor={deliveries.nextCursor}
+          filter={undefined}
+          notice={{ kind: "ok", text: "Secret rotated." }}
+          secret={{ value: rotated.secret, previousExpiresAt: rotated.previousSecretExpiresAt }}
+        />,
+      );
+    }, webhookPage),
+  );
+
+  app.post(
+    "/webhooks/:id/delete",
+    action(async (c) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      await callService(deps, c, notificationRpc.deleteWebhook, { webhookId });
+      flash(c, { kind: "ok", text: `Webhook #${webhookId} deleted; its waiting deliveries are cancelled.` });
+      return c.redirect("/console/webhooks", 303);
+    }, webhookPage),
+  );
+
+  // ---- Orders: the same RPCs as /v2/store/order, the operator as the actor ----
+
+  app.get(
+    "/orders",
+    page("orders", async (c, session) => {
+      const actor = actorOf(c.get("caller"));
+      const queue = async (status: "approved" | "shipped", cursor: string | undefined) => {
+        const list = await callService(deps, c, orderingRpc.listOrders, {
+          actor,
+          limit: PAGE_SIZE,
+          statuses: [status],
+          ...(cursor ? { cursor } : {}),
+        });
+        return { orders: list.items, total: list.total, nextCursor: list.nextCursor };
+      };
+      const [toShip, toDeliver] = await Promise.all([
+        queue("approved", c.req.query("shipCursor")),
+        queue("shipped", c.req.query("deliverCursor")),
+      ]);
+      return c.html(
+        <OrdersPage session={view(session)} toShip={toShip} toDeliver={toDeliver} notice={takeNotice(c)} />,
+      );
+    }),
+  );
+
+  app.post(
+    "/orders/:id/ship",
+    action(
+      async (c, _session, form) => {
+        const orderId = idOf(c);
+        if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
+        const input = ShipmentInput.safeParse({
+          carrier: text(form.carrier),
+          trackingNumber: text(form.trackingNumber),
+          estimatedDelivery: localTime(form.estimatedDelivery) ?? "",
+        });
+        if (!input.success) {
+          flash(c, invalid(input.error.issues));
+          return c.redirect("/console/orders", 303);
+        }
+        await callService(deps, c, orderingRpc.shipOrder, {
+          orderId,
+          actor: actorOf(c.get("caller")),
+          ...input.data,
+        });
+        flash(c, { kind: "ok", text: `Order #${orderId} shipped with ${input.data.carrier}.` });
+        return c.redirect("/console/orders", 303);
+      },
+      () => "/console/orders",
+    ),
+  );
+
+  app.post(
+    "/orders/:id/deliver",
+    action(
+      async (c) => {
+        const orderId = idOf(c);
+        if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
+        await callService(deps, c, orderingRpc.deliverOrder, { orderId, actor: actorOf(c.get("caller")) });
+        flash(c, { kind: "ok", text: `Order #${orderId} delivered.` });
+        return c.redirect("/console/orders", 303);
+      },
+      () => "/console/orders",
+    ),
+  );
+
+  app.notFound((c) => notFoundPage(c, "/console/webhooks", "No such page."));
+  return app;
+}
+
+const view = (session: ConsoleSession) => ({ csrf: session.csrf, operatorId: session.operator.id });
+
+/** A request a browser marks as coming from another site (Fetch Metadata). */
+const crossSite = (c: Context<GatewayEnv>) => {
+  const site = c.req.header("sec-fetch-site");
+  return site !== undefined && site !== "same-origin" && site !== "none";
+};
+
+function refusedForm(c: Context<GatewayEnv>): Response {
+  c.get("logger").warn("console form refused: missing or wrong CSRF token");
+  return c.text("This form expired or was not sent from the console: go back, reload and try again.", 403);
+}
+
+/** Positive integer ids, as the API takes them; anything else is no such thing. */
+function idOf(c: Context<GatewayEnv>): number | undefined {
+  const id = Number(c.req.param("id"));
+  return Number.isSafeInteger(id) && id > 0 && /^\d+$/.test(c.req.param("id") ?? "") ? id : undefined;
+}
+
+const text = (value: Form[string] | undefined): string =>
+  typeof value === "string" ? value.trim() : Array.isArray(value) ? text(value[0]) : "";
+const texts = (value: Form[string] | undefined): string[] =>
+  value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(text).filter(Boolean);
+
+/** A `datetime-local` field (no offset), read as UTC as its label says. */
+function localTime(value: Form[string] | undefined): string | undefined {
+  const given = text(value);
+  if (!given) return undefined;
+  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d)(:\d\d(\.\d+)?)?$/.exec(given);
+  return match ? `${match[1]}${match[2] ?? ":00"}Z` : given;
+}
+
+function invalid(issues: Parameters<typeof fieldErrors>[0]): Notice {
+  return {
+    kind: "problem",
+    text: "Some fields need another look:",
+    details: fieldErrors(issues).map((e) => `${e.field}: ${e.message}`),
+  };
+}
+
+function problemOf(error: RemoteError): Notice {
+  const details = (error.body.errors ?? []).map((e) => `${e.field}: ${e.message}`);
+  return { kind: "problem", text: error.body.message, ...(details.length > 0 ? { details } : {}) };
+}
+
+function takeNotice(c: Context<GatewayEnv>): Notice | undefined {
+  const value = getCookie(c, NOTICE_COOKIE);
+  if (value === undefined) return undefined;
+  deleteCookie(c, NOTICE_COOKIE, { path: "/console" });
+  try {
+    const parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8")) as Notice;
+    if ((parsed.kind === "ok" || parsed.kind === "problem") && typeof parsed.text === "string") {
+      return {
+        kind: parsed.kind,
+        text: parsed.text,
+        ...(Array.isArray(parsed.details) ? { details: parsed.details.map(String) } : {}),
+      };
+    }
+  } catch {
+    // not one of ours
+  }
+  return undefined;
+}

@@ -1,0 +1,302 @@
+import { createLogger, type RunningService } from "@cheese/service-kit";
+import { tempDir } from "@cheese/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { start as startNotification } from "../../notification/src/main.ts";
+import { address, fakeCatalogue, newBroker, orderingOn } from "../../ordering/test/support.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
+
+/** A browser's cookie jar, enough for one origin and the console's paths. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  constructor(
+    private readonly app: { request: (path: string, init?: RequestInit) => Response | Promise<Response> },
+  ) {}
+
+  async open(path: string, init: RequestInit & { form?: Record<string, string | string[]> } = {}) {
+    const headers = new Headers(init.headers);
+    if (this.cookies.size > 0) {
+      headers.set("cookie", [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; "));
+    }
+    let body = init.body;
+    if (init.form) {
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(init.form)) {
+        for (const one of Array.isArray(value) ? value : [value]) params.append(name, one);
+      }
+      body = params.toString();
+      headers.set("content-type", "application/x-www-form-urlencoded");
+    }
+    const response = await this.app.request(path, {
+      ...init,
+      method: init.method ?? (init.form ? "POST" : "GET"),
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = "", ...attributes] = line.split(";");
+      const [name = "", value = ""] = pair.split("=");
+      const expired = attributes.some((a) => /^\s*max-age=0$/i.test(a)) || value === "";
+      if (expired) this.cookies.delete(name.trim());
+      else this.cookies.set(name.trim(), value);
+    }
+    return response;
+  }
+
+  cookie(name: string): string | undefined {
+    return this.cookies.get(name);
+  }
+
+  /** The `_csrf` value of the page's forms. */
+  static csrfOf(html: string): string {
+    const match = /name="_csrf" value="([^"]+)"/.exec(html);
+    if (!match) throw new Error("no CSRF field on the page");
+    return match[1]!;
+  }
+}
+
+describe("operator console", () => {
+  const broker = newBroker();
+  const catalogue = fakeCatalogue(broker);
+  const data = tempDir("console-gateway");
+  let notification: RunningService;
+  let ordering: Awaited<ReturnType<typeof orderingOn>>;
+  let gateway: Awaited<ReturnType<typeof testGateway>>;
+
+  const api = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
+    gateway.app.request(`/v2${path}`, {
+      method,
+      headers: {
+        "x-api-key": OPERATOR_KEY,
+        ...(body ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+
+  /** A browser signed in with the operator key, and the CSRF token of its session. */
+  async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
+    const browser = new Browser(gateway.app);
+    const form = await (await browser.open("/console/sign-in")).text();
+    const signed = await browser.open("/console/sign-in", {
+      form: { _csrf: Browser.csrfOf(form), key: OPERATOR_KEY },
+    });
+    expect(signed.status).toBe(303);
+    const page = await (await browser.open("/console/webhooks")).text();
+    return { browser, csrf: Browser.csrfOf(page) };
+  }
+
+  beforeAll(async () => {
+    notification = await startNotification({
+      env: { DATA_DIR: data.path, LOG_LEVEL: "silent", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      bus: broker.connect("notification"),
+      logger: createLogger("notification", "silent"),
+    });
+    ordering = await orderingOn(broker);
+    gateway = await testGateway(broker.connect("gateway"), 5000);
+    catalogue.add(1, { pricePerKg: 12 });
+  });
+  afterAll(async () => {
+    await notification.stop();
+    await ordering.service.stop();
+    await catalogue.close();
+    ordering.dataDir.remove();
+    gateway.cleanup();
+    data.remove();
+  });
+
+  it("sends a visitor without a session to the sign-in form, on pages and on actions", async () => {
+    const browser = new Browser(gateway.app);
+    for (const path of ["/console", "/console/webhooks", "/console/orders", "/console/webhooks/1"]) {
+      const response = await browser.open(path);
+      expect(response.status).toBe(303);
+      expect(response.headers.get("location")).toMatch(/^\/console\/(sign-in|webhooks)$/);
+    }
+    const action = await browser.open("/console/webhooks/1/pause", { form: { _csrf: "x" } });
+    expect(action.status).toBe(303);
+    expect(action.headers.get("location")).toBe("/console/sign-in");
+  });
+
+  it("serves pages that load nothing from elsewhere, cannot be framed and are not cached", async () => {
+    const response = await new Browser(gateway.app).open("/console/sign-in");
+    expect(response.status).toBe(200);
+    const csp = response.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/https?:|\*/);
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    const html = await response.text();
+    // Every src or href on the page is the gateway's own.
+    for (const [, url] of html.matchAll(/(?:src|href)="([^"]*)"/g)) expect(url).toMatch(/^\//);
+    const css = await new Browser(gateway.app).open("/console/console.css");
+    expect(css.headers.get("content-type")).toContain("text/css");
+  });
+
+  it("signs an operator in with an operator key: a session cookie, HttpOnly and SameSite=Strict, without the key", async () => {
+    const browser = new Browser(gateway.app);
+    const form = await (await browser.open("/console/sign-in")).text();
+    const csrf = Browser.csrfOf(form);
+
+    const forged = await browser.open("/console/sign-in", { form: { _csrf: "forged", key: OPERATOR_KEY } });
+    expect(forged.status).toBe(403);
+    expect(browser.cookie("console_session")).toBeUndefined();
+
+    const wrong = await browser.open("/console/sign-in", { form: { _csrf: csrf, key: "not-a-key" } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toContain("not an operator API key");
+
+    const signed = await browser.open("/console/sign-in", { form: { _csrf: csrf, key: OPERATOR_KEY } });
+    expect(signed.status).toBe(303);
+    const setCookie = signed.headers.getSetCookie().find((line) => line.startsWith("console_session="));
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Strict/i);
+    expect(setCookie).toMatch(/Path=\/console/i);
+    expect(setCookie).not.toContain(OPERATOR_KEY);
+    const page = await browser.open("/console/webhooks");
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("Webhook registrations");
+  });
+
+  it("refuses a customer's API key at sign-in", async () => {
+    const browser = new Browser(gateway.app);
+    const csrf = Browser.csrfOf(await (await browser.open("/console/sign-in")).text());
+    const refused = await browser.open("/console/sign-in", {
+      form: { _csrf: csrf, key: "cust_0123456789abcdef" },
+    });
+    expect(refused.status).toBe(401);
+    expect(browser.cookie("console_session")).toBeUndefined();
+  });
+
+  it("refuses a form without the session's CSRF token, or sent from another site, and changes nothing", async () => {
+    const { browser, csrf } = await signedIn();
+    const form = { url: "http://127.0.0.1:9/hook", events: ["order.placed"], description: "csrf probe" };
+    const before = (await (await api("GET", "/webhooks?limit=100")).json()) as { items: unknown[] };
+
+    expect((await browser.open("/console/webhooks", { form })).status).toBe(403);
+    expect((await browser.open("/console/webhooks", { form: { ...form, _csrf: `${csrf}x` } })).status).toBe(
+      403,
+    );
+    const crossSite = await browser.open("/console/webhooks", {
+      form: { ...form, _csrf: csrf },
+      headers: { "sec-fetch-site": "cross-site" },
+    });
+    expect(crossSite.status).toBe(403);
+    // Another session's token does not fit this one.
+    const other = await signedIn();
+    expect((await browser.open("/console/webhooks", { form: { ...form, _csrf: other.csrf } })).status).toBe(
+      403,
+    );
+
+    const after = (await (await api("GET", "/webhooks?limit=100")).json()) as { items: unknown[] };
+    expect(after.items).toHaveLength(before.items.length);
+  });
+
+  it("registers a webhook through the notification service, shows its secret once, and pauses and resumes it", async () => {
+    const { browser, csrf } = await signedIn();
+    const created = await browser.open("/console/webhooks", {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/console-hook",
+        events: ["order.placed", "order.shipped"],
+      },
+    });
+    expect(created.status).toBe(201);
+    const html = await created.text();
+    const secret = /data-secret[^>]*>(whsec_[^<]+)</.exec(html)?.[1];
+    expect(secret).toBeDefined();
+    const id = Number(/Webhook #(\d+) registered/.exec(html)?.[1]);
+    const read = (await (await api("GET", `/webhooks/${id}`)).json()) as { url: string; events: string[] };
+    expect(read).toMatchObject({
+      url: "http://127.0.0.1:9/console-hook",
+      events: ["order.placed", "order.shipped"],
+    });
+    // Never again: not on its page.
+    expect(await (await browser.open(`/console/webhooks/${id}`)).text()).not.toContain(secret);
+
+    const paused = await browser.open(`/console/webhooks/${id}/pause`, { form: { _csrf: csrf } });
+    expect(paused.status).toBe(303);
+    expect(((await (await api("GET", `/webhooks/${id}`)).json()) as { status: string }).status).toBe(
+      "paused",
+    );
+    const page = await (await browser.open(`/console/webhooks/${id}`)).text();
+    expect(page).toContain("Paused: deliveries wait");
+    expect(page).toContain("paused by an operator");
+    expect(page).toContain("Resume");
+
+    await browser.open(`/console/webhooks/${id}/resume`, { form: { _csrf: csrf } });
+    expect(((await (await api("GET", `/webhooks/${id}`)).json()) as { status: string }).status).toBe(
+      "active",
+    );
+  });
+
+  it("shows the service's refusal of a registration on the form, keeping what was typed", async () => {
+    const { browser, csrf } = await signedIn();
+    const refused = await browser.open("/console/webhooks", {
+      form: { _csrf: csrf, url: "ftp://example.com/hook", events: ["order.placed"], description: "kept" },
+    });
+    expect(refused.status).toBe(422);
+    const html = await refused.text();
+    expect(html).toMatch(/url: /);
+    expect(html).toContain('value="ftp://example.com/hook"');
+    expect(html).toContain('value="kept"');
+  });
+
+  it("ships and delivers an order as the operator, through the ordering service", async () => {
+    const { token } = await gateway.tokens.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },
+      600,
+    );
+    const placed = await gateway.app.request("/v2/store/order", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ items: [{ cheeseId: 1, quantity: 2 }], shippingAddress: address }),
+    });
+    expect(placed.status).toBe(201);
+    const order = (await placed.json()) as { id: number };
+    await expect
+      .poll(
+        async () =>
+          ((await (await api("GET", `/store/order/${order.id}`)).json()) as { status: string }).status,
+      )
+      .toBe("approved");
+
+    const { browser, csrf } = await signedIn();
+    const queue = await (await browser.open("/console/orders")).text();
+    expect(queue).toContain(`data-order="${order.id}"`);
+    const shipped = await browser.open(`/console/orders/${order.id}/ship`, {
+      form: {
+        _csrf: csrf,
+        carrier: "La Poste",
+        trackingNumber: "LP123",
+        estimatedDelivery: "2030-01-02T10:30",
+      },
+    });
+    expect(shipped.status).toBe(303);
+    const afterShip = (await (await api("GET", `/store/order/${order.id}`)).json()) as { status: string };
+    expect(afterShip.status).toBe("shipped");
+    expect(await (await browser.open("/console/orders")).text()).toContain(
+      `Order #${order.id} shipped with La Poste`,
+    );
+
+    await browser.open(`/console/orders/${order.id}/deliver`, { form: { _csrf: csrf } });
+    expect(((await (await api("GET", `/store/order/${order.id}`)).json()) as { status: string }).status).toBe(
+      "delivered",
+    );
+    // A second delivery is the decider's 409, shown as a notice.
+    await browser.open(`/console/orders/${order.id}/deliver`, { form: { _csrf: csrf } });
+    expect(await (await browser.open("/console/orders")).text()).toMatch(/delivered and cannot be/);
+  });
+
+  it("ends the session at sign-out: the same cookie sent again is refused", async () => {
+    const { browser, csrf } = await signedIn();
+    const session = browser.cookie("console_session")!;
+    const out = await browser.open("/console/sign-out", { form: { _csrf: csrf } });
+    expect(out.headers.get("location")).toBe("/console/sign-in");
+    const replayed = await gateway.app.request("/console/webhooks", {
+      headers: { cookie: `console_session=${session}` },
+    });
+    expect(replayed.status).toBe(303);
+    expect(replayed.headers.get("location")).toBe("/console/sign-in");
+  });
+});
