@@ -16,6 +16,7 @@ header .who { color: var(--muted); font-size: 0.85rem; }
 main { max-width: 72rem; margin: 1.5rem auto; padding: 0 1.5rem; }
 h1 { font-size: 1.45rem; margin: 0 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.75rem 0 0.6rem; }
+section.card > h2:first-child { margin-top: 0; }
 section.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem; margin-bottom: 1.25rem; }
 table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); border-radius: 8px; overflow: hidden; }
 th, td { text-align: left; padding: 0.5rem 0.7rem; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -25,6 +26,7 @@ td.num { font-variant-numeric: tabular-nums; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.88em; }
 a { color: #1f5fa8; }
 .muted { color: var(--muted); }
+time, .badge { white-space: nowrap; }
 .badge { display: inline-block; padding: 0.05rem 0.5rem; border-radius: 999px; font-size: 0.8rem; font-weight: 600; background: #e8ecf0; }
 .badge.active, .badge.delivered, .badge.approved { background: #dcf1e2; color: var(--ok); }
 .badge.paused, .badge.retry_scheduled, .badge.pending, .badge.attempting, .badge.shipped { background: #fbefd0; color: var(--warn); }
@@ -39,7 +41,9 @@ form.stack label { display: block; margin: 0.55rem 0; }
 form.stack input[type=text], form.stack input[type=url], form.stack input[type=password], form.stack input[type=datetime-local] {
   display: block; width: 100%; max-width: 32rem; padding: 0.4rem 0.5rem; border: 1px solid var(--line); border-radius: 5px; font: inherit; }
 fieldset { border: 1px solid var(--line); border-radius: 6px; margin: 0.6rem 0; padding: 0.5rem 0.8rem; }
-fieldset label { display: inline-block; margin: 0.2rem 1rem 0.2rem 0; font-size: 0.9rem; }
+fieldset.kinds { display: grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap: 0.1rem 1rem; }
+fieldset.kinds legend { padding: 0 0.3rem; }
+form.stack fieldset.kinds label { margin: 0.15rem 0; font-size: 0.9rem; }
 .row { display: flex; gap: 0.6rem; flex-wrap: wrap; align-items: end; }
 .row label { margin: 0; }
 .row input { padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 5px; font: inherit; }

@@ -89,7 +89,7 @@ export function WebhooksPage(props: {
             Description <span class="muted">(optional)</span>
             <input name="description" type="text" maxlength={500} value={props.draft?.description} />
           </label>
-          <fieldset>
+          <fieldset class="kinds">
             <legend>Events</legend>
             {webhookEventKinds.map((kind) => (
               <label>
@@ -327,7 +327,11 @@ function LastResponse({ attempt }: { attempt: Delivery["attempts"][number] }) {
   return (
     <>
       <span>{answer}</span>
-      {attempt.statusCode !== null && attempt.error && <div class="muted">{attempt.error}</div>}
+      {attempt.statusCode !== null &&
+        attempt.error &&
+        attempt.error !== `receiver answered ${attempt.statusCode}` && (
+          <div class="muted">{attempt.error}</div>
+        )}
       <div class="muted">
         <Time at={attempt.startedAt} />
         {attempt.durationMs !== null && ` · ${attempt.durationMs} ms`}

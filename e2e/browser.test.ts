@@ -1,0 +1,277 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
+import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { tokenRequest } from "./support/oauth.ts";
+import { address, createCheese, http } from "./support/orders.ts";
+import { envelopeOf, Receiver } from "./support/receiver.ts";
+import { json, OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem, startSystem } from "./support/system.ts";
+
+/**
+ * The pages people use in a browser, driven in Debian's Chromium (playwright-core, headless):
+ * the operator console end to end, and the OAuth sign-in and consent page.
+ * Each page is screenshotted on every run (`screenshotDir`). Pages may reach the gateway and the
+ * local webhook receiver only; any other request is blocked and fails the test.
+ */
+const executablePath = chromiumPath();
+if (!executablePath) {
+  console.warn(
+    "browser tests skipped: no chromium on PATH (apt-get install -y chromium; .ci/run installs it)",
+  );
+}
+
+const SPA = { id: "browser-spa", path: "/oauth/callback" };
+
+describe.skipIf(!executablePath)("in a browser", () => {
+  let system: RunningSystem;
+  let receiver: Receiver;
+  let browser: Browser;
+  let operator: Awaited<ReturnType<typeof operatorHeaders>>;
+  let alice: TestCustomer;
+  const opened: { page: Page; outside: string[] }[] = [];
+
+  beforeAll(async () => {
+    receiver = await Receiver.start();
+    [system, browser] = await Promise.all([
+      startSystem({
+        env: {
+          WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+          // Six attempts within a second, so failing deliveries reach the dead letters quickly.
+          WEBHOOK_RETRY_DELAYS: "0,100ms,100ms,100ms,100ms,100ms",
+          WEBHOOK_TIMEOUT: "2s",
+          OAUTH_CLIENTS: JSON.stringify([
+            {
+              ...OPERATOR_CLIENT,
+              scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+              plan: "enterprise",
+            },
+            {
+              id: SPA.id,
+              scopes: ["read:cheeses", "read:orders", "write:orders"],
+              redirectUris: [receiver.url(SPA.path)],
+              plan: "free",
+            },
+          ]),
+        },
+      }),
+      launchChromium(executablePath!),
+    ]);
+    operator = await operatorHeaders(system);
+    alice = await registerAndLogin(system);
+    console.log(`browser tests: screenshots in ${screenshotDir}`);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  /** A fresh browser context (its own cookies) that may reach only the gateway and the receiver. */
+  async function newPage(): Promise<Page> {
+    const tab = await localPage(browser, [system.rootUrl, receiver.baseUrl]);
+    opened.push(tab);
+    return tab.page;
+  }
+
+  describe("the operator console", () => {
+    it("signs in, registers a webhook to a failing receiver, sees its deliveries dead-lettered, replays them once the receiver answers, and sees them delivered", async () => {
+      receiver.behave("/console-hook", { status: 500 });
+      const page = await newPage();
+
+      await page.goto(`${system.rootUrl}/console`);
+      await expect.poll(() => page.url()).toBe(`${system.rootUrl}/console/sign-in`);
+      await screenshot(page, "console-sign-in");
+      await page.getByLabel("Operator API key").fill("not the key");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      expect(await page.getByRole("alert").textContent()).toContain("not an operator API key");
+      await page.getByLabel("Operator API key").fill(OPERATOR_KEY);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("heading", { name: "Webhook registrations" }).waitFor();
+
+      await page.getByLabel("URL").fill(receiver.url("/console-hook"));
+      await page.getByLabel("Description").fill("fulfilment system");
+      // The order kinds are ticked by default; the test event is sent whatever the kinds.
+      await page.getByRole("button", { name: "Register" }).click();
+      const heading = await page.getByRole("heading", { level: 1 }).textContent();
+      const webhookId = Number(/Webhook #(\d+)/.exec(heading ?? "")?.[1]);
+      expect(webhookId).toBeGreaterThan(0);
+      expect(await page.locator("[data-secret]").textContent()).toMatch(/^whsec_/);
+      await screenshot(page, "console-webhook-registered");
+
+      // Three events: a test event from the console, and an order placed and confirmed.
+      await page.goto(`${system.rootUrl}/console/webhooks/${webhookId}`);
+      await page.getByRole("button", { name: "Send test event" }).click();
+      expect(await page.getByRole("status").textContent()).toMatch(/Test event sent \(delivery #\d+\)/);
+      const cheese = await createCheese(system, operator.bearer, { name: "Browser Brie" });
+      const placed = await http(system).post(
+        "/store/order",
+        { items: [{ cheeseId: cheese.id, quantity: 1 }], shippingAddress: address },
+        operator.bearer,
+      );
+      expect(placed.status).toBe(201);
+
+      const deliveriesPage = `${system.rootUrl}/console/webhooks/${webhookId}`;
+      const rows = async (status: string) => {
+        await page.goto(`${deliveriesPage}?status=${status}`);
+        return page.locator("tr[data-delivery]").count();
+      };
+      await expect.poll(() => rows("dead_lettered")).toBe(3);
+      const deadLetter = page.locator("tr[data-delivery]").first();
+      expect(await deadLetter.textContent()).toContain("dead lettered");
+      expect(await deadLetter.textContent()).toContain("HTTP 500");
+      expect(await deadLetter.locator("td").nth(3).textContent()).toBe("6");
+      expect(receiver.requests("/console-hook")).toHaveLength(18);
+      await screenshot(page, "console-dead-letters");
+
+      receiver.behave("/console-hook", { status: 204 });
+      await page.getByRole("button", { name: "Replay dead letters" }).click();
+      expect(await page.getByRole("status").textContent()).toContain("3 deliveries started again");
+      await expect.poll(() => rows("delivered")).toBe(3);
+      expect(await rows("dead_lettered")).toBe(0);
+      await page.goto(deliveriesPage);
+      expect(await page.locator("tr[data-delivery]").first().textContent()).toContain("HTTP 204");
+      expect(await page.locator("tr[data-delivery]").first().textContent()).toContain("in replay 1");
+      await screenshot(page, "console-delivered");
+      const kinds = receiver
+        .requests("/console-hook")
+        .filter((_, i) => i >= 18)
+        .map((r) => envelopeOf(r).type);
+      expect(kinds.sort()).toEqual(["order.confirmed", "order.placed", "webhook.test"]);
+    });
+
+    it("shows a paused registration's status and reason, and resumes it", async () => {
+      const page = await signedIn();
+      await page.getByLabel("URL").fill(receiver.url("/paused-hook"));
+      await page.getByRole("button", { name: "Register" }).click();
+      await page.getByRole("button", { name: "Pause" }).click();
+      expect(await page.getByRole("status").textContent()).toContain("Paused");
+      const status = page.locator("dd[data-status]");
+      expect(await status.textContent()).toContain("paused by an operator");
+      await page.getByRole("link", { name: "← All registrations" }).click();
+      expect(await page.locator("tbody").textContent()).toContain("paused by an operator");
+      await screenshot(page, "console-webhooks");
+      await page.goBack();
+      await page.reload();
+      await page.getByRole("button", { name: "Resume" }).click();
+      expect(await page.locator("dd[data-status]").getAttribute("data-status")).toBe("active");
+    });
+
+    it("ships an approved order with carrier, tracking and estimated delivery, then marks it delivered", async () => {
+      const cheese = await createCheese(system, operator.bearer, { name: "Browser Comté" });
+      const placed = await http(system).post(
+        "/store/order",
+        { items: [{ cheeseId: cheese.id, quantity: 3 }], shippingAddress: address, notes: "ring twice" },
+        operator.bearer,
+      );
+      const order = await json(placed);
+      const statusOf = async () =>
+        (await json(await http(system).get(`/store/order/${order.id}`, operator.apiKey))).status;
+      await expect.poll(statusOf).toBe("approved");
+
+      const page = await signedIn();
+      await page.getByRole("link", { name: "Orders" }).click();
+      const row = page.locator(`tr[data-order="${order.id}"]`);
+      expect(await row.textContent()).toContain("3 × Browser Comté");
+      await screenshot(page, "console-orders");
+      await row.getByLabel("Carrier").fill("Cheese Express");
+      await row.getByLabel("Tracking number").fill("CX-42");
+      await row.getByLabel("Estimated delivery (UTC)").fill("2030-06-01T12:00");
+      await row.getByRole("button", { name: "Ship" }).click();
+      expect(await page.getByRole("status").textContent()).toContain(
+        `Order #${order.id} shipped with Cheese Express`,
+      );
+      expect(await statusOf()).toBe("shipped");
+
+      await page
+        .locator(`#to-deliver ~ table tr[data-order="${order.id}"]`)
+        .getByRole("button", { name: "Mark delivered" })
+        .click();
+      expect(await page.getByRole("status").textContent()).toContain(`Order #${order.id} delivered`);
+      expect(await statusOf()).toBe("delivered");
+      expect(await page.locator(`tr[data-order="${order.id}"]`).count()).toBe(0);
+    });
+
+    /** A new browser, signed in, on the registrations page. */
+    async function signedIn(): Promise<Page> {
+      const page = await newPage();
+      await page.goto(`${system.rootUrl}/console/sign-in`);
+      await page.getByLabel("Operator API key").fill(OPERATOR_KEY);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("heading", { name: "Webhook registrations" }).waitFor();
+      return page;
+    }
+  });
+
+  describe("the OAuth sign-in and consent page", () => {
+    const authorize = (state: string) => {
+      const verifier = randomBytes(32).toString("base64url");
+      const query = new URLSearchParams({
+        response_type: "code",
+        client_id: SPA.id,
+        redirect_uri: receiver.url(SPA.path),
+        scope: "read:orders write:orders",
+        state,
+        code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+        code_challenge_method: "S256",
+      });
+      return { url: `${system.rootUrl}/oauth/authorize?${query}`, verifier };
+    };
+
+    it("signs a customer in and sends the client a code it exchanges for a token (allow)", async () => {
+      const page = await newPage();
+      const { url, verifier } = authorize("allow-state");
+      await page.goto(url);
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Sign in to Cheese Store");
+      expect(await page.locator("body").textContent()).toContain(SPA.id);
+      expect(await page.locator("body").textContent()).toContain("see your orders");
+      await screenshot(page, "oauth-consent");
+
+      await page.getByLabel("Username").fill(alice.username);
+      await page.getByLabel("Password").fill("wrong password");
+      await page.getByRole("button", { name: "Sign in and allow" }).click();
+      expect(await page.getByRole("alert").textContent()).toMatch(/invalid username or password/i);
+      await screenshot(page, "oauth-sign-in-refused");
+
+      await page.getByLabel("Username").fill(alice.username);
+      await page.getByLabel("Password").fill(alice.password);
+      await page.getByRole("button", { name: "Sign in and allow" }).click();
+      await page.waitForURL((u) => u.pathname === SPA.path);
+      const back = new URL(page.url());
+      expect(back.searchParams.get("state")).toBe("allow-state");
+      const code = back.searchParams.get("code");
+      expect(code).toBeTruthy();
+
+      const exchanged = await tokenRequest(
+        system.rootUrl,
+        { id: SPA.id, redirectUri: receiver.url(SPA.path) },
+        {
+          grant_type: "authorization_code",
+          code: code!,
+          redirect_uri: receiver.url(SPA.path),
+          code_verifier: verifier,
+        },
+      );
+      expect(exchanged.status).toBe(200);
+      const { access_token } = await json(exchanged);
+      const orders = await http(system).get("/store/orders", { authorization: `Bearer ${access_token}` });
+      expect(orders.status).toBe(200);
+    });
+
+    it("sends the client access_denied when the customer denies", async () => {
+      const page = await newPage();
+      await page.goto(authorize("deny-state").url);
+      await page.getByRole("button", { name: "Deny" }).click();
+      await page.waitForURL((u) => u.pathname === SPA.path);
+      const back = new URL(page.url());
+      expect(back.searchParams.get("error")).toBe("access_denied");
+      expect(back.searchParams.get("state")).toBe("deny-state");
+      expect(back.searchParams.get("code")).toBeNull();
+    });
+  });
+
+  it("let no page reach anything but the gateway and the local receiver", () => {
+    expect(opened.length).toBeGreaterThan(0);
+    expect(opened.flatMap((tab) => tab.outside)).toEqual([]);
+  });
+});
