@@ -2,6 +2,12 @@ import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { CONFIG_EXIT_CODE, ConfigError, createLogger, portInUse, runAsProcess } from "@cheese/service-kit";
 import { loadLauncherConfig, serviceNames } from "./config.ts";
+import {
+  credentialsEnv,
+  developmentCredentials,
+  firstRunBanner,
+  noCredentialsConfigured,
+} from "./first-run.ts";
 import { startLoadBalancer } from "./load-balancer.ts";
 import { findNatsServer, freeLoopbackPort, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
@@ -19,9 +25,23 @@ const log = createLogger("launcher", "info", lineDestination("launcher", write))
 async function main(): Promise<{ stop(): Promise<void> }> {
   const config = loadLauncherConfig();
   const dataDir = resolve(config.DATA_DIR);
-  const env = { ...process.env, DATA_DIR: dataDir, GATEWAY_PORT: String(config.GATEWAY_PORT) };
   // Taken already: say so now, before anything starts, rather than after announcing the URL.
   if (config.REPLICAS === 1) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);
+  // Outside production, a start without credentials gets development ones (first-run.ts).
+  const firstRun =
+    process.env.NODE_ENV !== "production" && noCredentialsConfigured(process.env)
+      ? developmentCredentials(dataDir)
+      : undefined;
+  const env = {
+    ...process.env,
+    ...(firstRun ? credentialsEnv(firstRun.credentials) : {}),
+    DATA_DIR: dataDir,
+    GATEWAY_PORT: String(config.GATEWAY_PORT),
+  };
+  const onReady = () => {
+    if (firstRun)
+      log.info(firstRunBanner(firstRun.credentials, { url: gatewayUrl(config), dataDir, ...firstRun }));
+  };
   const natsBinary = config.NATS_URL ? undefined : findNatsServer();
 
   if (config.LAUNCH_MODE === "single" || (!config.NATS_URL && !natsBinary)) {
@@ -32,6 +52,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     );
     const running = await runSingleProcess(serviceNames, env, config.LOG_LEVEL, write);
     log.info({ url: gatewayUrl(config) }, `ready on ${gatewayUrl(config)}`);
+    onReady();
     return running;
   }
 
@@ -91,7 +112,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     }
     log.info(`${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`);
   }
-  const ready = announceWhenReady(config, () => stopping);
+  const ready = announceWhenReady(config, () => stopping, onReady);
   return {
     async stop() {
       stopping = true;
@@ -116,10 +137,11 @@ async function ensurePortFree(port: number, host: string): Promise<void> {
   });
 }
 
-/** Logs "ready" once the gateway's /readyz answers 200 (every service reachable). */
+/** Logs "ready" once the gateway's /readyz answers 200 (every service reachable), then `onReady`. */
 function announceWhenReady(
   config: { GATEWAY_HOST: string; GATEWAY_PORT: number },
   stopped: () => boolean,
+  onReady: () => void,
 ): { cancel(): void } {
   let cancelled = false;
   const url = gatewayUrl(config);
@@ -129,6 +151,7 @@ function announceWhenReady(
         const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
         if (response.status === 200) {
           log.info({ url }, `ready on ${url}`);
+          onReady();
           return;
         }
       } catch {

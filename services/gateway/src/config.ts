@@ -5,26 +5,40 @@ import { trustedProxiesSchema } from "./auth/client-address.ts";
 import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
 import { ratePlansSchema } from "./middleware/rate-limit.ts";
 
-export const gatewayConfigSchema = z.object({
-  ...baseConfigShape,
-  GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
-  API_KEYS: apiKeysSchema,
-  OAUTH_CLIENTS: oauthClientsSchema,
-  ANON_PLAN: z.enum(plans).default("free"),
-  TRUSTED_PROXIES: trustedProxiesSchema,
-  JWT_ISSUER: z.url().default("http://127.0.0.1:8080"),
-  /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
-  JWT_PRIVATE_KEY: z
-    .string()
-    .optional()
-    .transform((v) => (v === "" ? undefined : v))
-    .refine((v) => v === undefined || isEd25519PrivateJwk(v), "must be the JSON of an Ed25519 private JWK"),
-  /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
-  RATE_LIMIT_PLANS: ratePlansSchema,
-  /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
-  OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
-});
+export const gatewayConfigSchema = z
+  .object({
+    ...baseConfigShape,
+    /** `production`: refuse to start without credentials (no development ones are ever made). */
+    NODE_ENV: z.string().optional(),
+    GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
+    API_KEYS: apiKeysSchema,
+    OAUTH_CLIENTS: oauthClientsSchema,
+    ANON_PLAN: z.enum(plans).default("free"),
+    TRUSTED_PROXIES: trustedProxiesSchema,
+    JWT_ISSUER: z.url().default("http://127.0.0.1:8080"),
+    /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
+    JWT_PRIVATE_KEY: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .refine((v) => v === undefined || isEd25519PrivateJwk(v), "must be the JSON of an Ed25519 private JWK"),
+    /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
+    RATE_LIMIT_PLANS: ratePlansSchema,
+    /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
+    OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
+  })
+  .superRefine((config, ctx) => {
+    if (config.NODE_ENV === "production" && config.API_KEYS.size === 0 && config.OAUTH_CLIENTS.size === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["API_KEYS"],
+        message:
+          "NODE_ENV=production and no credentials: set API_KEYS (operator keys) and/or OAUTH_CLIENTS " +
+          "(OAuth clients); production never makes development credentials",
+      });
+    }
+  });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 
 /** The services behind the gateway; /readyz asks each one. */

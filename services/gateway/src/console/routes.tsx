@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import {
   DeliveryListQuery,
+  type DeliveryStatus,
   fieldErrors,
   notificationRpc,
   orderingRpc,
@@ -83,6 +84,39 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   const notFoundPage = (c: Context<GatewayEnv>, back: string, text: string) => {
     flash(c, { kind: "problem", text });
     return c.redirect(back, 303);
+  };
+  /** A registration's page: the registration and a page of its deliveries, read together. */
+  const webhookView = async (
+    c: Context<GatewayEnv>,
+    session: ConsoleSession,
+    webhookId: number,
+    shown: {
+      status?: DeliveryStatus[] | undefined;
+      cursor?: string | undefined;
+      notice?: Notice | undefined;
+      secret?: { value: string; previousExpiresAt: string | null };
+    },
+  ) => {
+    const [webhook, deliveries] = await Promise.all([
+      callService(deps, c, notificationRpc.getWebhook, { webhookId }),
+      callService(deps, c, notificationRpc.listDeliveries, {
+        webhookId,
+        limit: PAGE_SIZE,
+        ...(shown.cursor ? { cursor: shown.cursor } : {}),
+        ...(shown.status ? { status: shown.status } : {}),
+      }),
+    ]);
+    return c.html(
+      <WebhookPage
+        session={view(session)}
+        webhook={webhook}
+        deliveries={deliveries.items}
+        nextCursor={deliveries.nextCursor}
+        filter={shown.status?.join(",")}
+        notice={shown.notice}
+        secret={shown.secret}
+      />,
+    );
   };
 
   app.get("/console.css", (c) => {
@@ -267,26 +301,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         status: c.req.query("status"),
         cursor: c.req.query("cursor"),
       });
-      const filter = query.success ? query.data.status : undefined;
-      const [webhook, deliveries] = await Promise.all([
-        callService(deps, c, notificationRpc.getWebhook, { webhookId }),
-        callService(deps, c, notificationRpc.listDeliveries, {
-          webhookId,
-          limit: PAGE_SIZE,
-          ...(query.success && query.data.cursor ? { cursor: query.data.cursor } : {}),
-          ...(filter ? { status: filter } : {}),
-        }),
-      ]);
-      return c.html(
-        <WebhookPage
-          session={view(session)}
-          webhook={webhook}
-          deliveries={deliveries.items}
-          nextCursor={deliveries.nextCursor}
-          filter={filter?.join(",")}
-          notice={takeNotice(c)}
-        />,
-      );
+      return webhookView(c, session, webhookId, {
+        ...(query.success ? { status: query.data.status, cursor: query.data.cursor } : {}),
+        notice: takeNotice(c),
+      });
     }),
   );
 
@@ -352,21 +370,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
       const rotated = await callService(deps, c, notificationRpc.rotateSecret, { webhookId });
-      const [webhook, deliveries] = await Promise.all([
-        callService(deps, c, notificationRpc.getWebhook, { webhookId }),
-        callService(deps, c, notificationRpc.listDeliveries, { webhookId, limit: PAGE_SIZE }),
-      ]);
-      return c.html(
-        <WebhookPage
-          session={view(session)}
-          webhook={webhook}
-          deliveries={deliveries.items}
-          nextCursor={deliveries.nextCursor}
-          filter={undefined}
-          notice={{ kind: "ok", text: "Secret rotated." }}
-          secret={{ value: rotated.secret, previousExpiresAt: rotated.previousSecretExpiresAt }}
-        />,
-      );
+      return webhookView(c, session, webhookId, {
+        notice: { kind: "ok", text: "Secret rotated." },
+        secret: { value: rotated.secret, previousExpiresAt: rotated.previousSecretExpiresAt },
+      });
     }, webhookPage),
   );
 

@@ -26,7 +26,7 @@ td.num { font-variant-numeric: tabular-nums; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.88em; }
 a { color: #1f5fa8; }
 .muted { color: var(--muted); }
-time, .badge { white-space: nowrap; }
+.badge { white-space: nowrap; }
 .badge { display: inline-block; padding: 0.05rem 0.5rem; border-radius: 999px; font-size: 0.8rem; font-weight: 600; background: #e8ecf0; }
 .badge.active, .badge.delivered, .badge.approved { background: #dcf1e2; color: var(--ok); }
 .badge.paused, .badge.retry_scheduled, .badge.pending, .badge.attempting, .badge.shipped { background: #fbefd0; color: var(--warn); }

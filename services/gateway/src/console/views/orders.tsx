@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { Order } from "@cheese/contracts";
+import type { Child } from "hono/jsx";
 import { ActionButton, Csrf, Layout, type Notice, Time } from "./layout.tsx";
 
 interface Session {
@@ -26,86 +27,56 @@ export function OrdersPage(props: {
       <h1>Orders waiting for fulfilment</h1>
 
       <h2 id="to-ship">To ship: approved ({props.toShip.total})</h2>
-      {props.toShip.orders.length === 0 ? (
-        <p class="muted">No approved order is waiting.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>Order</th>
-              <th>Items</th>
-              <th>Ship to</th>
-              <th>Ship</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.toShip.orders.map((order) => (
-              <tr data-order={String(order.id)}>
-                <OrderCells order={order} />
-                <td>
-                  <form class="row" method="post" action={`/console/orders/${order.id}/ship`}>
-                    <Csrf token={session.csrf} />
-                    <label>
-                      Carrier
-                      <br />
-                      <input name="carrier" required maxlength={100} size={10} />
-                    </label>
-                    <label>
-                      Tracking number
-                      <br />
-                      <input name="trackingNumber" required maxlength={100} size={14} />
-                    </label>
-                    <label>
-                      Estimated delivery (UTC)
-                      <br />
-                      <input name="estimatedDelivery" type="datetime-local" required />
-                    </label>
-                    <button type="submit" class="primary">
-                      Ship
-                    </button>
-                  </form>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <Pager cursor={props.toShip.nextCursor} param="shipCursor" />
+      <Queue
+        queue={props.toShip}
+        empty="No approved order is waiting."
+        action="Ship"
+        cursorParam="shipCursor"
+        act={(order) => (
+          <form class="row" method="post" action={`/console/orders/${order.id}/ship`}>
+            <Csrf token={session.csrf} />
+            <label>
+              Carrier
+              <br />
+              <input name="carrier" required maxlength={100} size={10} />
+            </label>
+            <label>
+              Tracking number
+              <br />
+              <input name="trackingNumber" required maxlength={100} size={14} />
+            </label>
+            <label>
+              Estimated delivery (UTC)
+              <br />
+              <input name="estimatedDelivery" type="datetime-local" required />
+            </label>
+            <button type="submit" class="primary">
+              Ship
+            </button>
+          </form>
+        )}
+      />
 
       <h2 id="to-deliver">To deliver: shipped ({props.toDeliver.total})</h2>
-      {props.toDeliver.orders.length === 0 ? (
-        <p class="muted">No shipped order is waiting.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>Order</th>
-              <th>Items</th>
-              <th>Ship to</th>
-              <th>Deliver</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.toDeliver.orders.map((order) => (
-              <tr data-order={String(order.id)}>
-                <OrderCells order={order} />
-                <td>
-                  <div class="muted">
-                    shipped <Time at={order.shipDate} />
-                  </div>
-                  <ActionButton
-                    action={`/console/orders/${order.id}/deliver`}
-                    csrf={session.csrf}
-                    label="Mark delivered"
-                    kind="primary"
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <Pager cursor={props.toDeliver.nextCursor} param="deliverCursor" />
+      <Queue
+        queue={props.toDeliver}
+        empty="No shipped order is waiting."
+        action="Deliver"
+        cursorParam="deliverCursor"
+        act={(order) => (
+          <>
+            <div class="muted">
+              shipped <Time at={order.shipDate} />
+            </div>
+            <ActionButton
+              action={`/console/orders/${order.id}/deliver`}
+              csrf={session.csrf}
+              label="Mark delivered"
+              kind="primary"
+            />
+          </>
+        )}
+      />
     </Layout>
   );
 }
@@ -141,11 +112,42 @@ function OrderCells({ order }: { order: Order }) {
   );
 }
 
-function Pager({ cursor, param }: { cursor: string | null; param: string }) {
-  if (!cursor) return null;
+/** One queue of orders: a table with the action each row offers, and a link to the next page. */
+function Queue(props: {
+  queue: OrderQueue;
+  empty: string;
+  action: string;
+  cursorParam: string;
+  act: (order: Order) => Child;
+}) {
+  if (props.queue.orders.length === 0) return <p class="muted">{props.empty}</p>;
   return (
-    <p class="pager">
-      <a href={`/console/orders?${param}=${encodeURIComponent(cursor)}`}>More →</a>
-    </p>
+    <>
+      <table>
+        <thead>
+          <tr>
+            <th>Order</th>
+            <th>Items</th>
+            <th>Ship to</th>
+            <th>{props.action}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.queue.orders.map((order) => (
+            <tr data-order={String(order.id)}>
+              <OrderCells order={order} />
+              <td>{props.act(order)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {props.queue.nextCursor && (
+        <p class="pager">
+          <a href={`/console/orders?${props.cursorParam}=${encodeURIComponent(props.queue.nextCursor)}`}>
+            More →
+          </a>
+        </p>
+      )}
+    </>
   );
 }
