@@ -45,6 +45,16 @@ describe("the gateway's configuration, checked at start", () => {
     expect(refusal({ API_KEYS: "s3cret-operator-key" })).not.toContain("s3cret-operator-key");
   });
 
+  it("refuses a production start without credentials; accepts one with an operator key or a client, or outside production", () => {
+    expect(refusal({ NODE_ENV: "production" })).toContain("API_KEYS: NODE_ENV=production and no credentials");
+    expect(refusal({ NODE_ENV: "production", API_KEYS: "", OAUTH_CLIENTS: "[]" })).toContain("API_KEYS");
+    expect(load({ NODE_ENV: "production", API_KEYS: "k:pro" }).API_KEYS.size).toBe(1);
+    expect(
+      load({ NODE_ENV: "production", OAUTH_CLIENTS: '[{"id":"c","secret":"s"}]' }).OAUTH_CLIENTS.size,
+    ).toBe(1);
+    expect(load({ NODE_ENV: "development" }).API_KEYS.size).toBe(0);
+  });
+
   it("accepts what the README documents", () => {
     const jwk = generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" });
     const config = load({
