@@ -10,7 +10,7 @@ import { json, OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem, startSystem } 
 
 /**
  * The pages people use in a browser, driven in Debian's Chromium (playwright-core, headless):
- * the operator console end to end, and the OAuth sign-in and consent page.
+ * the operator console end to end, the OAuth sign-in and consent page, and the API reference.
  * Each page is screenshotted on every run (`screenshotDir`). Pages may reach the gateway and the
  * local webhook receiver only; any other request is blocked and fails the test.
  */
@@ -267,6 +267,24 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect(back.searchParams.get("error")).toBe("access_denied");
       expect(back.searchParams.get("state")).toBe("deny-state");
       expect(back.searchParams.get("code")).toBeNull();
+    });
+  });
+
+  describe("the API reference", () => {
+    // services/gateway/test/docs-browser.test.ts checks the page in depth (every operation, the
+    // examples, no CSP violation, no framing); here: the same page on the system as it runs.
+    it("renders /docs from the gateway alone, listing the operations", async () => {
+      const tab = await localPage(browser, [system.rootUrl]);
+      opened.push(tab);
+      await tab.page.goto(`${system.rootUrl}/docs`);
+      await expect
+        .poll(() => tab.page.getByText("Place an order for cheeses").count(), { timeout: 30_000 })
+        .toBeGreaterThan(0);
+      expect(
+        await tab.page.getByText("Register a receiving URL and the events wanted").count(),
+      ).toBeGreaterThan(0);
+      await screenshot(tab.page, "docs", { fullPage: false });
+      expect(tab.outside).toEqual([]);
     });
   });
 
