@@ -181,6 +181,10 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
     it("for a log shipper: every line on stdout is one service's JSON, naming it", async () => {
       const run = await launch({ LOG_LEVEL: "info" });
       await ready(run.port);
+      // The launcher says "ready on" after its own /readyz probe, which may come after ours.
+      await expect
+        .poll(() => run.stdout(), { timeout: 15_000 })
+        .toMatch(/"msg":"ready on http:\/\/127\.0\.0\.1:\d+"/);
       run.child.kill("SIGTERM");
       await run.exited;
       const lines = run.stdout().trim().split("\n");
@@ -193,7 +197,6 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
       expect([...services].sort()).toEqual(
         ["catalogue", "customer", "gateway", "launcher", "notification", "ordering"].sort(),
       );
-      expect(run.stdout()).toMatch(/"msg":"ready on http:\/\/127\.0\.0\.1:\d+"/);
     });
 
     it("on a terminal: pretty lines, each prefixed with its process", async () => {

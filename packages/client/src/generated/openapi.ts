@@ -253,7 +253,7 @@ export interface paths {
         put?: never;
         /**
          * Mark an approved order shipped
-         * @description Operator clients only (client-credentials token with write:orders). Any other move is 409.
+         * @description Operators only: an operator API key, or an operator client's client-credentials token with write:orders. Any other move is 409.
          */
         post: operations["shipOrder"];
         delete?: never;
@@ -273,7 +273,7 @@ export interface paths {
         put?: never;
         /**
          * Mark a shipped order delivered
-         * @description Operator clients only (client-credentials token with write:orders). Any other move is 409.
+         * @description Operators only: an operator API key, or an operator client's client-credentials token with write:orders. Any other move is 409.
          */
         post: operations["deliverOrder"];
         delete?: never;
@@ -4935,7 +4935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description only operator clients may do this */
+            /** @description only operators may do this */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4945,7 +4945,7 @@ export interface operations {
                      * @example {
                      *       "code": 403,
                      *       "type": "forbidden",
-                     *       "message": "only operator clients may do this"
+                     *       "message": "only operators may do this"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5101,7 +5101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description only operator clients may do this */
+            /** @description only operators may do this */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5111,7 +5111,7 @@ export interface operations {
                      * @example {
                      *       "code": 403,
                      *       "type": "forbidden",
-                     *       "message": "only operator clients may do this"
+                     *       "message": "only operators may do this"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
