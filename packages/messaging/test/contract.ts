@@ -367,6 +367,8 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         const closing = subscription.close().then(() => {
           closed = true;
         });
+        // Not a wait for something to happen: a window in which close must NOT finish (a negative
+        // cannot be observed without one). Too short a window lets a bug pass, never a correct close fail.
         await sleep(150);
         expect(closed).toBe(false);
         slow.open();
@@ -539,6 +541,8 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         const closing = server.close().then(() => {
           closed = true;
         });
+        // Not a wait for something to happen: a window in which close must NOT finish (a negative
+        // cannot be observed without one). Too short a window lets a bug pass, never a correct close fail.
         await sleep(150);
         expect(closed).toBe(false);
         slow.open();
