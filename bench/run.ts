@@ -1,7 +1,102 @@
 /**
- * `pnpm bench`: the embedded adapters on their own, the whole system over HTTP, then the
- * notification service's start-up with a million finished deliveries.
+ * `pnpm bench`: the system measured against its limit in the same run. A bare Hono server
+ * (same JSON, from memory) runs beside the system; each HTTP scenario loads both alternately
+ * (ABAB) and is reported as req/s of 2xx, p50/p95/p99, non-2xx by status and the ratio to the
+ * baseline; with the system's time to /readyz and the RSS of its whole process tree. Then the
+ * other measurements. The output is Markdown, for docs/performance.md.
+ *
+ *   pnpm bench                      full run: 32 connections, 3 s warm-up + 10 s, 2 ABAB rounds
+ *   pnpm bench --quick              a smoke (CI): small data, short windows, 1 round; not a speed gate
+ *   pnpm bench --only=GET,POST      scenarios, fixtures or scripts whose name contains one of these
+ *   pnpm bench --replicas=2         REPLICAS of every service
+ *   pnpm bench --profile            CPU profiles of every process of the system (--cpu-prof), summarised
+ *   pnpm bench --keep               keep the data directories, logs and profiles
+ *
+ * Exits non-zero when the harness did not work (no 2xx, mostly errors, a measurement failed),
+ * never because a target was missed.
  */
-await import("./adapters.ts");
-await import("./http.ts");
-await import("./webhook-startup.ts");
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { tempDir } from "@cheese/testing";
+import { startBaseline } from "./harness/baseline.ts";
+import { compareWithBaseline } from "./harness/compare.ts";
+import { summariseProfiles, type Window } from "./harness/profile.ts";
+import { cpuTable, harnessProblems, header, httpTables, measurementTable } from "./harness/report.ts";
+import type { BenchOptions, HttpScenario, Measurement } from "./harness/scenario.ts";
+import { scenarios, scripts } from "./scenarios/index.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    replicas: { type: "string", default: "1" },
+    profile: { type: "boolean", default: false },
+    keep: { type: "boolean", default: false },
+  },
+});
+const quick = args.quick;
+const options: BenchOptions = {
+  quick,
+  connections: 32,
+  warmupSeconds: quick ? 1 : 3,
+  seconds: quick ? 2 : 10,
+  rounds: quick ? 1 : 2,
+  replicas: Number(args.replicas),
+};
+const only = args.only?.split(",").filter(Boolean);
+const wanted = (...names: string[]) => !only || only.some((o) => names.some((n) => n.includes(o)));
+
+const http = scenarios.filter((s): s is HttpScenario => s.kind === "http" && wanted(s.name, s.fixture.name));
+const measurements = scenarios.filter((s): s is Measurement => s.kind === "measurement" && wanted(s.name));
+const root = tempDir("bench");
+const profileDir = join(root.path, "profiles");
+const progress = (line: string) => console.error(`bench: ${line}`);
+const problems: string[] = [];
+
+console.log(header(options));
+if (http.length > 0) {
+  const baseline = await startBaseline();
+  let windows: Window[] = [];
+  try {
+    if (args.profile) mkdirSync(profileDir);
+    const results = await compareWithBaseline(
+      http,
+      {
+        ...options,
+        root: root.path,
+        baseline,
+        ...(args.profile ? { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } } : {}),
+      },
+      progress,
+    );
+    windows = results.flatMap((r) => r.windows);
+    console.log(`\n${httpTables(results)}\n\n${cpuTable(results)}`);
+    problems.push(...harnessProblems(results));
+  } finally {
+    await baseline.stop();
+  }
+  if (args.profile) console.log(`\n${summariseProfiles(profileDir, windows)}`);
+}
+for (const measurement of measurements) {
+  progress(`${measurement.name}`);
+  try {
+    console.log(`\n${measurementTable(measurement.name, await measurement.run(options))}`);
+  } catch (error) {
+    problems.push(`${measurement.name} failed: ${(error as Error).stack ?? error}`);
+  }
+}
+if (!quick) {
+  for (const [name, script] of Object.entries(scripts)) {
+    if (!wanted(name)) continue;
+    console.log(`\n#### ${name}\n`);
+    await script();
+  }
+}
+
+if (args.keep) progress(`kept ${root.path}`);
+else root.remove();
+if (problems.length > 0) {
+  console.error(`bench: the harness did not work:\n  ${problems.join("\n  ")}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,193 @@
+/**
+ * Runs HTTP scenarios against the system and the baseline, alternately: per round, the system's
+ * window then the baseline's (A B A B ...), each after its own warm-up. The best round of each
+ * counts (the one least disturbed by whatever else ran on the machine), and the ratio is of the
+ * two bests.
+ */
+import { mkdirSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import type { Baseline } from "./baseline.ts";
+import { type LoadResult, runLoad } from "./load.ts";
+import { monotonicUs, type Window } from "./profile.ts";
+import type { BenchOptions, Fixture, FixtureData, HttpScenario, SystemClient } from "./scenario.ts";
+import { benchToken, startBenchSystem, treeUsage } from "./system.ts";
+
+/** A window's result with the CPU each process spent on it, ms per 2xx answer. */
+export interface WindowResult extends LoadResult {
+  /** Per process of the target (`nats-server`, `gateway`, ..., or `baseline`), and `load generator`. */
+  cpuMsPerRequest: Record<string, number>;
+}
+
+export interface ScenarioResult {
+  scenario: HttpScenario;
+  system: WindowResult[];
+  baseline: WindowResult[];
+}
+
+export interface FixtureResult {
+  fixture: string;
+  readyMs: number;
+  /** Bytes, the whole process tree of the launcher. */
+  rssIdle: number;
+  rssPeak: number;
+  rssEnd: number;
+  rssByProcessEnd: Record<string, number>;
+  loadAtStart: number;
+  scenarios: ScenarioResult[];
+  /** When the system's measured windows ran (for --profile). */
+  windows: Window[];
+}
+
+/** The round with the most 2xx answers per second. */
+export const best = <R extends LoadResult>(results: R[]): R =>
+  results.reduce((a, b) => (b.okPerSecond > a.okPerSecond ? b : a));
+
+export async function compareWithBaseline(
+  scenarios: HttpScenario[],
+  options: BenchOptions & { root: string; baseline: Baseline; env?: Record<string, string> },
+  progress: (line: string) => void,
+): Promise<FixtureResult[]> {
+  const fixtures = [...new Set(scenarios.map((s) => s.fixture))];
+  const results: FixtureResult[] = [];
+  for (const fixture of fixtures) {
+    results.push(
+      await runFixture(
+        fixture,
+        scenarios.filter((s) => s.fixture === fixture),
+        options,
+        progress,
+      ),
+    );
+  }
+  return results;
+}
+
+async function runFixture(
+  fixture: Fixture,
+  scenarios: HttpScenario[],
+  options: BenchOptions & { root: string; baseline: Baseline; env?: Record<string, string> },
+  progress: (line: string) => void,
+): Promise<FixtureResult> {
+  const dataDir = join(options.root, fixture.name.replace(/[^\w.-]+/g, "-"));
+  mkdirSync(dataDir, { recursive: true });
+  if (fixture.prepare) {
+    progress(`[${fixture.name}] preparing DATA_DIR`);
+    await fixture.prepare(dataDir, options);
+  }
+  const loadAtStart = loadavg()[0]!;
+  const system = await startBenchSystem({
+    dataDir,
+    replicas: options.replicas,
+    ...(options.env ? { env: options.env } : {}),
+  });
+  progress(
+    `[${fixture.name}] /readyz 200 after ${(system.readyMs / 1000).toFixed(2)} s (log: ${system.logFile})`,
+  );
+  try {
+    const client = await clientOf(system.rootUrl, dataDir);
+    const data: FixtureData = await fixture.seed(client, options);
+    await options.baseline.seed(data.collections);
+    const rssIdle = treeUsage(system.launcherPid).rss;
+    let rssPeak = rssIdle;
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, treeUsage(system.launcherPid).rss);
+    }, 500);
+    const scenarioResults: ScenarioResult[] = [];
+    const windows: Window[] = [];
+    try {
+      for (const scenario of scenarios) {
+        let i = 0;
+        const next = () => scenario.request(data, i++);
+        const result: ScenarioResult = { scenario, system: [], baseline: [] };
+        for (let round = 1; round <= options.rounds; round++) {
+          for (const [target, url, pid, into] of [
+            ["system", system.rootUrl, system.launcherPid, result.system],
+            ["baseline", options.baseline.rootUrl, options.baseline.pid, result.baseline],
+          ] as const) {
+            if (options.warmupSeconds > 0) {
+              await runLoad({ url, connections: options.connections, seconds: options.warmupSeconds, next });
+            }
+            const startUs = monotonicUs();
+            const measured = await measuredWindow(pid, target === "baseline" ? "baseline" : undefined, () =>
+              runLoad({ url, connections: options.connections, seconds: options.seconds, next }),
+            );
+            if (target === "system") windows.push({ scenario: scenario.name, startUs, endUs: monotonicUs() });
+            into.push(measured);
+            progress(`[${fixture.name}] ${scenario.name} round ${round} ${target}: ${describe(measured)}`);
+          }
+        }
+        scenarioResults.push(result);
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    const end = treeUsage(system.launcherPid);
+    return {
+      fixture: fixture.name,
+      readyMs: system.readyMs,
+      rssIdle,
+      rssPeak: Math.max(rssPeak, end.rss),
+      rssEnd: end.rss,
+      rssByProcessEnd: Object.fromEntries(Object.entries(end.byProcess).map(([name, u]) => [name, u.rss])),
+      loadAtStart,
+      scenarios: scenarioResults,
+      windows,
+    };
+  } finally {
+    await system.stop();
+  }
+}
+
+/** Runs a load window and adds the CPU every process of the target (and this one) spent. */
+async function measuredWindow(
+  pid: number,
+  /** Counts every process of the target under this one name. */
+  label: string | undefined,
+  load: () => Promise<LoadResult>,
+): Promise<WindowResult> {
+  const before = treeUsage(pid).byProcess;
+  const ownBefore = process.cpuUsage();
+  const result = await load();
+  const own = process.cpuUsage(ownBefore);
+  const after = treeUsage(pid).byProcess;
+  const perRequest = (cpuMs: number) => (result.ok > 0 ? cpuMs / result.ok : Number.NaN);
+  const cpuMsPerRequest: Record<string, number> = {};
+  for (const [name, usage] of Object.entries(after)) {
+    const key = label ?? name;
+    cpuMsPerRequest[key] = (cpuMsPerRequest[key] ?? 0) + perRequest(usage.cpuMs - (before[name]?.cpuMs ?? 0));
+  }
+  cpuMsPerRequest["load generator"] = perRequest((own.user + own.system) / 1000);
+  return { ...result, cpuMsPerRequest };
+}
+
+async function clientOf(rootUrl: string, dataDir: string): Promise<SystemClient> {
+  const headers = { authorization: `Bearer ${await benchToken(rootUrl)}` };
+  return {
+    rootUrl,
+    dataDir,
+    headers,
+    fetch: (path, init = {}) =>
+      fetch(`${rootUrl}${path}`, {
+        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+        headers: {
+          ...headers,
+          ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+          ...init.headers,
+        },
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      }),
+  };
+}
+
+export function describe(r: LoadResult): string {
+  const failures = Object.entries(r.non2xx).map(([status, n]) => `${status}×${n}`);
+  if (r.errors) failures.push(`errors×${r.errors}`);
+  return (
+    `${r.okPerSecond.toFixed(0)} 2xx/s, p50 ${ms(r.p50)} p95 ${ms(r.p95)} p99 ${ms(r.p99)} ms` +
+    `${failures.length ? `, ${failures.join(" ")}` : ""} (load ${r.load.toFixed(1)})`
+  );
+}
+
+export const ms = (value: number) =>
+  Number.isNaN(value) ? "–" : value < 10 ? value.toFixed(1) : value.toFixed(0);

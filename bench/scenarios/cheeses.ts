@@ -1,0 +1,105 @@
+/**
+ * The catalogue's request paths: read one, list a filtered and sorted page, create, update.
+ * Fixture: 200 cheeses (40 with --quick) added through the API, in 4 categories, 3 statuses and
+ * 5 tags; the baseline holds them exactly as the API returns them.
+ */
+import type { Doc, Fixture, FixtureData, HttpScenario } from "../harness/scenario.ts";
+
+const statuses = ["available", "pending", "sold"] as const;
+
+/** The body of a new cheese; `n` makes its name unique. */
+function newCheese(n: number, prefix: string) {
+  return {
+    name: `${prefix} ${n}`,
+    category: { name: `Category ${n % 4}` },
+    tags: [{ name: `t${n % 5}` }, { name: `u${n % 3}` }],
+    status: statuses[n % 3],
+    origin: "FR",
+    pricePerKg: 10 + (n % 30),
+    ageMonths: n % 24,
+    organic: n % 2 === 0,
+  };
+}
+
+export const twoHundredCheeses: Fixture = {
+  name: "200 cheeses",
+  async seed(system, options) {
+    const count = options.quick ? 40 : 200;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < count) {
+          const n = next++;
+          const response = await system.fetch("/v2/cheeses", { body: newCheese(n, "Seeded") });
+          if (response.status !== 201)
+            throw new Error(`seeding: ${response.status} ${await response.text()}`);
+        }
+      }),
+    );
+    // What the API answers, page by page, is what the baseline serves.
+    const cheeses: Doc[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+      const response = await system.fetch(`/v2/cheeses?${query}`);
+      const page = (await response.json()) as { items: Doc[]; nextCursor: string | null };
+      cheeses.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return { collections: { cheeses }, headers: system.headers };
+  },
+};
+
+const cheeseAt = (data: FixtureData, i: number) =>
+  data.collections.cheeses![i % data.collections.cheeses!.length]!;
+
+/** Names unique across runs of the same system (the create scenario runs several windows). */
+const runTag = Date.now().toString(36);
+
+export const cheeseScenarios: HttpScenario[] = [
+  {
+    kind: "http",
+    name: "GET /v2/cheeses/{id}",
+    fixture: twoHundredCheeses,
+    request: (data, i) => ({
+      method: "GET",
+      path: `/v2/cheeses/${cheeseAt(data, i).id}`,
+      headers: data.headers,
+    }),
+    targets: { ratio: 0.35, p99Ms: 20 },
+  },
+  {
+    kind: "http",
+    name: "GET /v2/cheeses?status=available&sort=-createdAt&limit=20",
+    fixture: twoHundredCheeses,
+    request: (data) => ({
+      method: "GET",
+      path: "/v2/cheeses?status=available&sort=-createdAt&limit=20",
+      headers: data.headers,
+    }),
+    targets: { ratio: 0.25 },
+  },
+  {
+    kind: "http",
+    name: "POST /v2/cheeses",
+    fixture: twoHundredCheeses,
+    request: (data, i) => ({
+      method: "POST",
+      path: "/v2/cheeses",
+      body: JSON.stringify(newCheese(i, `Bench ${runTag}`)),
+      headers: data.headers,
+    }),
+    targets: { ratio: 0.12, p99Ms: 80 },
+  },
+  {
+    kind: "http",
+    name: "POST /v2/cheeses/{id} (partial update)",
+    fixture: twoHundredCheeses,
+    request: (data, i) => ({
+      method: "POST",
+      path: `/v2/cheeses/${cheeseAt(data, i).id}`,
+      body: JSON.stringify({ pricePerKg: 10 + (i % 50) }),
+      headers: data.headers,
+    }),
+  },
+];

@@ -1,0 +1,18 @@
+/**
+ * Every scenario `pnpm bench` runs, in order. Add one here: an `HttpScenario` (compared with the
+ * bare Hono baseline, ABAB, on the system its fixture starts) or a `Measurement` (runs on its
+ * own, returns rows). See ../harness/scenario.ts.
+ */
+import type { Scenario } from "../harness/scenario.ts";
+import { cheeseScenarios } from "./cheeses.ts";
+
+export const scenarios: Scenario[] = [...cheeseScenarios];
+
+/**
+ * Older stand-alone benchmarks: scripts that print their own lines, run after the scenarios in a
+ * full run (not with --quick), each by name with --only.
+ */
+export const scripts: Record<string, () => Promise<unknown>> = {
+  adapters: () => import("../adapters.ts"),
+  "webhook-startup": () => import("../webhook-startup.ts"),
+};
