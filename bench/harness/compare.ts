@@ -88,6 +88,10 @@ async function runFixture(
     const client = await clientOf(system.rootUrl, dataDir);
     const data: FixtureData = await fixture.seed(client, options);
     await options.baseline.seed(data.collections);
+    const settled = await settle(system.launcherPid);
+    progress(
+      `[${fixture.name}] seeded; ${settled.quiet ? "quiet" : "still busy"} after ${(settled.ms / 1000).toFixed(1)} s`,
+    );
     const rssIdle = treeUsage(system.launcherPid).rss;
     let rssPeak = rssIdle;
     const sampler = setInterval(() => {
@@ -161,7 +165,25 @@ async function measuredWindow(
   return { ...result, cpuMsPerRequest };
 }
 
-async function clientOf(rootUrl: string, dataDir: string): Promise<SystemClient> {
+/**
+ * Waits until the system has worked through what seeding left behind (projections, the outbox
+ * relay publishing a restored history, consumers): its process tree below a fifth of a core over
+ * a second, at most `timeoutMs`.
+ */
+export async function settle(pid: number, timeoutMs = 180_000): Promise<{ quiet: boolean; ms: number }> {
+  const started = performance.now();
+  const cpu = () => Object.values(treeUsage(pid).byProcess).reduce((sum, u) => sum + u.cpuMs, 0);
+  let before = cpu();
+  while (performance.now() - started < timeoutMs) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = cpu();
+    if (now - before < 200) return { quiet: true, ms: performance.now() - started };
+    before = now;
+  }
+  return { quiet: false, ms: performance.now() - started };
+}
+
+export async function clientOf(rootUrl: string, dataDir: string): Promise<SystemClient> {
   const headers = { authorization: `Bearer ${await benchToken(rootUrl)}` };
   return {
     rootUrl,

@@ -14,6 +14,8 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** The operator client every benchmark system knows: enterprise plan, every scope. */
 export const BENCH_CLIENT = { id: "bench", secret: "bench-secret" };
+/** The operator API key every benchmark system knows (the api_key operations: webhooks). */
+export const BENCH_API_KEY = "bench-operator-key";
 
 export interface StartedSystem {
   rootUrl: string;
@@ -50,8 +52,10 @@ export async function startBenchSystem(options: {
             plan: "enterprise",
           },
         ]),
+        API_KEYS: `${BENCH_API_KEY}:enterprise`,
         // Nothing throttled: the limiter still runs, its buckets just never empty.
-        RATE_LIMIT_PLANS: "enterprise=1000000/unlimited",
+        RATE_LIMIT_PLANS: "free=1000000/unlimited,pro=1000000/unlimited,enterprise=1000000/unlimited",
+        ANON_PLAN: "enterprise",
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: options.dataDir,
