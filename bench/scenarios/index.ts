@@ -5,8 +5,10 @@
  */
 import type { Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";
+import { orderWebhooks } from "./orders.ts";
+import { projectionRebuild } from "./rebuild.ts";
 
-export const scenarios: Scenario[] = [...cheeseScenarios];
+export const scenarios: Scenario[] = [...cheeseScenarios, orderWebhooks, projectionRebuild];
 
 /**
  * Older stand-alone benchmarks: scripts that print their own lines, run after the scenarios in a
