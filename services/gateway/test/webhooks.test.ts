@@ -84,6 +84,23 @@ describe("webhook registrations over HTTP", () => {
     return response;
   };
 
+  it("refuses credentials in the URL with 422 on create and PATCH, even where private URLs are allowed", async () => {
+    const withCredentials = receiver.url("/hooks").replace("http://", "http://user:pw@");
+    const created = await system.call("POST", "/webhooks", {
+      url: withCredentials,
+      events: ["order.placed"],
+    });
+    expect(created.status).toBe(422);
+    expect((await read(created)).errors).toEqual([
+      { field: "url", message: "must not contain credentials (user:password@)" },
+    ]);
+    const { id } = await read(await register());
+    const patched = await system.call("PATCH", `/webhooks/${id}`, { url: withCredentials });
+    expect(patched.status).toBe(422);
+    expect((await read(patched)).errors[0].field).toBe("url");
+    expect((await read(await system.call("GET", `/webhooks/${id}`))).url).toBe(receiver.url("/hooks"));
+  });
+
   it("creates a registration with a generated whsec_ secret that is shown only in the 201", async () => {
     const response = await register({ description: "stock alerts" });
     const created = await read(response);
@@ -508,6 +525,20 @@ describe("the SSRF guard at registration (private URLs not allowed)", () => {
       "https://[::ffff:127.0.0.1]/hooks",
       "https://no-such-host.invalid/hooks",
       "http://93.184.216.34/hooks",
+      // IPv4 carried in IPv6, and the special-purpose ranges of both registries
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hooks", // Teredo, client 127.0.0.1
+      "https://[2001:0:4136:e378:8000:63bf:f7f7:f7f7]/hooks", // Teredo, client 8.8.8.8
+      "https://[::ffff:0:7f00:1]/hooks", // IPv4-translated 127.0.0.1
+      "https://[::ffff:808:808]/hooks", // IPv4-mapped 8.8.8.8
+      "https://[64:ff9b::808:808]/hooks", // NAT64
+      "https://[2002:808:808::1]/hooks", // 6to4
+      "https://[2606:4700::5efe:7f00:1]/hooks", // ISATAP, client 127.0.0.1
+      "https://[2001:db8::1]/hooks", // documentation
+      "https://[3fff::1]/hooks", // documentation
+      "https://192.0.2.1/hooks", // documentation
+      "https://198.18.0.1/hooks", // benchmarking
+      "https://[2001:2::1]/hooks", // benchmarking
+      "https://user:pw@93.184.216.34/hooks", // credentials
     ];
     for (const url of refused) {
       const response = await system.call("POST", "/webhooks", { url, events: ["order.placed"] });
@@ -528,6 +559,9 @@ describe("the SSRF guard at registration (private URLs not allowed)", () => {
       "https://127.0.0.1/hooks",
       "https://169.254.169.254/x",
       "http://93.184.216.34/hooks",
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hooks",
+      "https://[::ffff:0:7f00:1]/hooks",
+      "https://user:pw@93.184.216.34/hooks",
     ]) {
       const response = await system.call("PATCH", `/webhooks/${created.id}`, { url });
       expect(response.status, url).toBe(422);

@@ -17,9 +17,15 @@ describe("the address classifier", () => {
     ["169.254.169.254", /link-local/],
     ["169.254.0.1", /link-local/],
     ["192.0.0.192", /reserved/],
+    ["192.0.2.1", /reserved \(documentation/],
+    ["198.51.100.7", /reserved \(documentation/],
+    ["203.0.113.9", /reserved \(documentation/],
     ["198.18.0.1", /benchmarking/],
+    ["192.88.99.1", /reserved/],
+    ["192.175.48.1", /AS112/],
     ["224.0.0.1", /multicast/],
-    ["255.255.255.255", /reserved/],
+    ["240.0.0.1", /reserved/],
+    ["255.255.255.255", /broadcast/],
     ["::1", /loopback/],
     ["::", /unspecified/],
     ["fe80::1", /link-local/],
@@ -28,15 +34,34 @@ describe("the address classifier", () => {
     ["fc00::1", /unique-local/],
     ["fec0::1", /site-local/],
     ["ff02::1", /multicast/],
-    ["::ffff:127.0.0.1", /IPv4-mapped/],
-    ["::ffff:7f00:1", /IPv4-mapped/],
-    ["::ffff:169.254.169.254", /IPv4-mapped/],
-    ["::ffff:8.8.8.8", /IPv4-mapped/],
-    ["::127.0.0.1", /IPv4-compatible/],
-    ["64:ff9b::a9fe:a9fe", /link-local/], // NAT64 of 169.254.169.254
-    ["64:ff9b::7f00:1", /loopback/],
-    ["2002:0a00:0001::1", /private/], // 6to4 of 10.0.0.1
-    ["2001:db8::1", /documentation/],
+    ["100::1", /discard-only/],
+    // IPv4 inside IPv6: refused as forms, naming the embedded address when it is not global.
+    ["::ffff:127.0.0.1", /^IPv4-mapped embedding the loopback address 127\.0\.0\.1$/],
+    ["::ffff:7f00:1", /IPv4-mapped embedding the loopback/],
+    ["::ffff:169.254.169.254", /IPv4-mapped embedding the link-local/],
+    ["::ffff:8.8.8.8", /^IPv4-mapped$/],
+    ["::ffff:0:7f00:1", /^IPv4-translated embedding the loopback address 127\.0\.0\.1$/],
+    ["::ffff:0:808:808", /^IPv4-translated$/],
+    ["::7f00:1", /unassigned IPv6/], // IPv4-compatible (deprecated): outside 2000::/3
+    ["::127.0.0.1", /IPv4-mapped embedding the loopback/], // the dotted spelling, as ipaddr.js reads it
+    ["64:ff9b::a9fe:a9fe", /^NAT64 embedding the link-local .* 169\.254\.169\.254$/],
+    ["64:ff9b::7f00:1", /NAT64 embedding the loopback/],
+    ["64:ff9b::808:808", /^NAT64$/],
+    ["64:ff9b:1::a00:1", /NAT64/], // local-use NAT64 prefix
+    ["2002:0a00:0001::1", /^6to4 embedding the private address 10\.0\.0\.1$/],
+    ["2002:0808:0808::1", /^6to4$/],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", /^Teredo embedding the loopback address 127\.0\.0\.1$/],
+    ["2001:0:4136:e378:8000:63bf:f5ff:fffe", /^Teredo embedding the private address 10\.0\.0\.1$/],
+    ["2001:0:4136:e378:8000:63bf:f7f7:f7f7", /^Teredo$/], // client 8.8.8.8: Teredo all the same
+    ["2001:db8::1", /reserved/],
+    ["3fff::1", /reserved/],
+    ["2001:2::1", /benchmarking/],
+    ["2001:10::1", /ORCHID/],
+    ["5f00::1", /SRv6/],
+    ["4000::1", /unassigned IPv6/],
+    // ISATAP interface ids in a global prefix carry an IPv4 address too.
+    ["2606:4700::5efe:7f00:1", /^ISATAP embedding the loopback address 127\.0\.0\.1$/],
+    ["2606:4700::200:5efe:c0a8:101", /^ISATAP embedding the private address 192\.168\.1\.1$/],
     ["[::1]", /loopback/],
   ];
   it.each(refused)("refuses %s", (address, reason) => {
@@ -53,10 +78,9 @@ describe("the address classifier", () => {
     "169.253.255.255",
     "2606:4700:4700::1111",
     "2a00:1450:4001:80b::200e",
-    "64:ff9b::808:808",
-    "2002:0808:0808::1",
+    "2606:4700::5efe:808:808", // ISATAP form with a global IPv4 address
   ];
-  it.each(allowed)("allows the public address %s", (address) => {
+  it.each(allowed)("allows the global unicast address %s", (address) => {
     expect(forbiddenAddressReason(address)).toBeUndefined();
   });
 
@@ -103,9 +127,21 @@ describe("the URL policy at registration", () => {
       "https://[::1]/",
       "https://[::ffff:127.0.0.1]/",
       "https://[fd00:ec2::254]/",
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+      "https://[::ffff:0:7f00:1]/",
     ]) {
       expect(await webhookUrlProblem(url, strict), url).toMatch(/must not target/);
     }
+  });
+
+  it("refuses credentials in the URL, private URLs allowed or not", async () => {
+    const problem = /must not contain credentials/;
+    expect(await webhookUrlProblem("https://user:pw@hooks.example.com/", strict)).toMatch(problem);
+    expect(await webhookUrlProblem("https://user@hooks.example.com/", strict)).toMatch(problem);
+    expect(await webhookUrlProblem("https://:pw@hooks.example.com/", strict)).toMatch(problem);
+    expect(
+      await webhookUrlProblem("http://user:pw@127.0.0.1:9999/", { allowPrivate: true, resolve }),
+    ).toMatch(problem);
   });
 
   it("requires https unless private URLs are allowed, and then allows http to loopback", async () => {

@@ -52,6 +52,23 @@ describe("one delivery attempt over HTTP", () => {
     expect(await send("/broken")).toMatchObject({ ok: false, statusCode: 500 });
   });
 
+  it("refuses a URL carrying credentials without connecting (a registration older than the rule)", async () => {
+    const withCredentials = receiver.url("/secret").replace("http://", "http://user:pw@");
+    const result = await sendAttempt({
+      url: withCredentials,
+      headers,
+      body,
+      timeoutMs: 1000,
+      allowPrivate: true,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: expect.stringMatching(/credentials/),
+    });
+    expect(receiver.requests("/secret")).toEqual([]);
+  });
+
   it("does not follow redirects", async () => {
     receiver.behave("/moved", { status: 302, headers: { location: receiver.url("/ok-after-redirect") } });
     expect(await send("/moved")).toMatchObject({

@@ -2,7 +2,12 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { AttemptResult } from "../domain/delivery.ts";
-import { forbiddenAddressReason, guardedLookup, type Resolver } from "../security/address-policy.ts";
+import {
+  CREDENTIALS_PROBLEM,
+  forbiddenAddressReason,
+  guardedLookup,
+  type Resolver,
+} from "../security/address-policy.ts";
 
 export interface SendOptions {
   url: string;
@@ -35,6 +40,7 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
   } catch {
     return Promise.resolve(fail("the registration's URL is not valid"));
   }
+  if (url.username || url.password) return Promise.resolve(fail(`refused: URL ${CREDENTIALS_PROBLEM}`));
   if (!options.allowPrivate) {
     if (url.protocol !== "https:") return Promise.resolve(fail("refused: URL is not https"));
     // Literal addresses never reach `lookup`, so they are judged here.

@@ -1,97 +1,86 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 /**
- * The SSRF guard: which addresses a webhook may never reach (unless WEBHOOK_ALLOW_PRIVATE_URLS),
- * checked when a registration is made and again when each attempt connects.
+ * The SSRF guard: a webhook may reach global unicast addresses only (unless
+ * WEBHOOK_ALLOW_PRIVATE_URLS), checked when a registration is made or changed and again when each
+ * attempt connects. Which address is special is ipaddr.js's business (its ranges follow the IANA
+ * IPv4 and IPv6 special-purpose address registries); this file only says which ranges a webhook
+ * may reach: none of them.
  */
 
-type Family = "ipv4" | "ipv6";
-const rules: [reason: string, family: Family, network: string, prefix: number][] = [
-  ["unspecified", "ipv4", "0.0.0.0", 8],
-  ["private", "ipv4", "10.0.0.0", 8],
-  ["carrier-grade NAT", "ipv4", "100.64.0.0", 10],
-  ["loopback", "ipv4", "127.0.0.0", 8],
-  ["link-local (cloud metadata)", "ipv4", "169.254.0.0", 16],
-  ["private", "ipv4", "172.16.0.0", 12],
-  ["reserved", "ipv4", "192.0.0.0", 24],
-  ["documentation", "ipv4", "192.0.2.0", 24],
-  ["reserved", "ipv4", "192.88.99.0", 24],
-  ["private", "ipv4", "192.168.0.0", 16],
-  ["benchmarking", "ipv4", "198.18.0.0", 15],
-  ["documentation", "ipv4", "198.51.100.0", 24],
-  ["documentation", "ipv4", "203.0.113.0", 24],
-  ["multicast", "ipv4", "224.0.0.0", 4],
-  ["reserved", "ipv4", "240.0.0.0", 4],
-  ["loopback", "ipv6", "::1", 128],
-  ["unspecified", "ipv6", "::", 128],
-  ["IPv4-compatible", "ipv6", "::", 96],
-  ["IPv4-mapped", "ipv6", "::ffff:0:0", 96],
-  ["NAT64 local use", "ipv6", "64:ff9b:1::", 48],
-  ["discard-only", "ipv6", "100::", 64],
-  ["documentation", "ipv6", "2001:db8::", 32],
-  ["unique-local (incl. cloud metadata fd00:ec2::254)", "ipv6", "fc00::", 7],
-  ["link-local", "ipv6", "fe80::", 10],
-  ["site-local", "ipv6", "fec0::", 10],
-  ["multicast", "ipv6", "ff00::", 8],
-];
+/** Names for ipaddr.js's range names, as a refusal says them. */
+const rangeNames: Record<string, string> = {
+  unspecified: "unspecified",
+  broadcast: "broadcast",
+  multicast: "multicast",
+  linkLocal: "link-local (cloud metadata)",
+  loopback: "loopback",
+  carrierGradeNat: "carrier-grade NAT",
+  private: "private",
+  reserved: "reserved (documentation, benchmarking or future use)",
+  as112: "AS112",
+  amt: "AMT",
+  uniqueLocal: "unique-local (incl. cloud metadata fd00:ec2::254)",
+  ipv4Mapped: "IPv4-mapped",
+  deprecatedSiteLocal: "site-local",
+  discard: "discard-only",
+  rfc6145: "IPv4-translated",
+  rfc6052: "NAT64",
+  "6to4": "6to4",
+  teredo: "Teredo",
+  benchmarking: "benchmarking",
+  as112v6: "AS112",
+  deprecatedOrchid: "ORCHID",
+  orchid2: "ORCHIDv2",
+  droneRemoteIdProtocolEntityTags: "DRIP entity tag",
+  segmentRouting: "SRv6 SID",
+};
 
-const lists = rules.map(([reason, family, network, prefix]) => {
-  const list = new BlockList();
-  list.addSubnet(network, prefix, family);
-  return { reason, family, list };
-});
+/** RFC 4291 §2.4: global unicast IPv6 is 2000::/3; everything outside it is unassigned or special. */
+const globalUnicastV6 = ipaddr.parseCIDR("2000::/3");
 
 /**
- * Why an IP address may not be a webhook target, or undefined when it is a public unicast address.
- * IPv4 embedded in NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses is judged as IPv4.
+ * Why an IP address may not be a webhook target, or undefined when it is a global unicast
+ * address. An address that embeds an IPv4 address (IPv4-mapped, IPv4-translated, NAT64, 6to4,
+ * Teredo, ISATAP) is refused, and the refusal names the embedded address when that one is not
+ * global either (Teredo's client `2001:0:4136:e378:8000:63bf:80ff:fffe` is 127.0.0.1).
  */
 export function forbiddenAddressReason(address: string): string | undefined {
   const ip = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  const version = isIP(ip);
-  if (version === 0) return "not an IP address";
-  if (version === 4) return matchRule(ip, "ipv4");
-  const reason = matchRule(ip, "ipv6");
-  if (reason) return reason;
-  const embedded = embeddedIPv4(ip);
-  return embedded ? matchRule(embedded, "ipv4") : undefined;
-}
-
-function matchRule(ip: string, family: Family): string | undefined {
-  // Each IPv6 rule is checked as IPv6 only: BlockList would otherwise match IPv4 rules against
-  // IPv4-mapped IPv6 addresses, which are refused as a whole anyway.
-  return lists.find((rule) => rule.family === family && rule.list.check(ip, family))?.reason;
-}
-
-/** The IPv4 address inside a NAT64 or 6to4 address. */
-function embeddedIPv4(ip: string): string | undefined {
-  const groups = expandIPv6(ip);
-  if (!groups) return undefined;
-  const quad = (hi: number, lo: number) => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join(".");
-  const isNat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0);
-  if (isNat64) return quad(groups[6]!, groups[7]!);
-  if (groups[0] === 0x2002) return quad(groups[1]!, groups[2]!);
+  if (isIP(ip) === 0) return "not an IP address";
+  const parsed = ipaddr.parse(ip);
+  const range = parsed.range();
+  const embedded = parsed.kind() === "ipv6" ? embeddedIPv4(parsed as ipaddr.IPv6) : undefined;
+  const inner = embedded && embedded.range() !== "unicast" ? embedded : undefined;
+  const embeds = inner ? ` embedding the ${name(inner.range())} address ${inner}` : "";
+  if (range !== "unicast") return `${name(range)}${embeds}`;
+  if (parsed.kind() === "ipv6" && !parsed.match(globalUnicastV6)) return "unassigned IPv6";
+  if (inner) return `ISATAP${embeds}`;
   return undefined;
 }
 
-/** Eight 16-bit groups of an IPv6 address (handles `::` and a dotted IPv4 tail). */
-export function expandIPv6(ip: string): number[] | undefined {
-  let text = ip.toLowerCase();
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1]!.split(".").map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+const name = (range: string) => rangeNames[range] ?? range;
+
+/** The IPv4 address an IPv6 address carries, by the form its range (or interface id) says it has. */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const bytes = ip.toByteArray();
+  const v4 = (offset: number, xor = 0) =>
+    new ipaddr.IPv4(bytes.slice(offset, offset + 4).map((byte) => byte ^ xor));
+  switch (ip.range()) {
+    case "ipv4Mapped":
+    case "rfc6145":
+    case "rfc6052":
+      return v4(12);
+    case "6to4":
+      return v4(2);
+    case "teredo":
+      return v4(12, 0xff); // the client's address, obfuscated (RFC 4380 §4)
   }
-  const halves = text.split("::");
-  if (halves.length > 2) return undefined;
-  const [head, tail] = halves as [string, string | undefined];
-  const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => Number.parseInt(g, 16)));
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  const missing = 8 - left.length - right.length;
-  if (missing < 0 || (tail === undefined && missing !== 0)) return undefined;
-  const groups = [...left, ...new Array<number>(missing).fill(0), ...right];
-  return groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+  // ISATAP (RFC 5214): interface id 0000:5efe or 0200:5efe, then the IPv4 address.
+  const isatap = (bytes[8]! & 0xfd) === 0 && bytes[9] === 0 && bytes[10] === 0x5e && bytes[11] === 0xfe;
+  return isatap ? v4(12) : undefined;
 }
 
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
@@ -108,6 +97,8 @@ export interface UrlPolicy {
   resolve?: Resolver;
 }
 
+export const CREDENTIALS_PROBLEM = "must not contain credentials (user:password@)";
+
 /** A webhook URL's problem in words, or undefined when it may be used. */
 export async function webhookUrlProblem(text: string, policy: UrlPolicy): Promise<string | undefined> {
   let url: URL;
@@ -116,6 +107,9 @@ export async function webhookUrlProblem(text: string, policy: UrlPolicy): Promis
   } catch {
     return "must be an absolute URL";
   }
+  // Credentials would be sent as Basic auth and stored and shown in clear; the signature is the
+  // receiver's proof of the sender.
+  if (url.username || url.password) return CREDENTIALS_PROBLEM;
   if (url.protocol !== "https:" && !(policy.allowPrivate && url.protocol === "http:")) {
     return policy.allowPrivate ? "must use http or https" : "must use https";
   }
