@@ -63,7 +63,7 @@ describe("customers", () => {
       expect(customer.id).not.toBe(77);
       expect(Number.isSafeInteger(customer.id) && customer.id > 0).toBe(true);
       expect(Date.parse(customer.createdAt)).toBeGreaterThan(Date.now() - 60_000);
-      expect(response.headers.get("location")).toBe(`/v2/customer/${input.username}`);
+      expect(response.headers.get("location")).toBe(`${system.baseUrl}/customer/${input.username}`);
       const text = JSON.stringify(customer);
       expect(text).not.toContain(input.password);
       expect(text.toLowerCase()).not.toContain("password");

@@ -48,7 +48,7 @@ describe("orders", () => {
       );
       expect(response.status).toBe(201);
       const order = await json(response);
-      expect(response.headers.get("location")).toBe(`/v2/store/order/${order.id}`);
+      expect(response.headers.get("location")).toBe(`${system.baseUrl}/store/order/${order.id}`);
       expect(order).toMatchObject({
         status: "placed",
         items: [

@@ -63,7 +63,7 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     });
     expect(cheese.id).toBeGreaterThan(0);
     expect(cheese.category.id).toBeGreaterThan(0);
-    expect(created.headers.get("location")).toBe(`/v2/cheeses/${cheese.id}`);
+    expect(created.headers.get("location")).toBe(`${system.baseUrl}/cheeses/${cheese.id}`);
 
     const read = await fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
     expect(read.status).toBe(200);

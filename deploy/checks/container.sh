@@ -74,7 +74,7 @@ for service in "${services[@]}"; do
     -e SERVICE="$service" -e NATS_URL="nats://127.0.0.1:$nats_port" \
     -e HEALTH_HOST=127.0.0.1 -e HEALTH_PORT="$(free_port)" \
     -e GATEWAY_HOST=127.0.0.1 -e GATEWAY_PORT="$gateway_port" \
-    -e JWT_ISSUER="http://127.0.0.1:$gateway_port" -e OAUTH_CLIENTS="$oauth_clients" \
+    -e PUBLIC_URL="http://127.0.0.1:$gateway_port" -e OAUTH_CLIENTS="$oauth_clients" \
     "$IMAGE" >/dev/null
 done
 say "started nats ($nats_image) and ${services[*]}; gateway on 127.0.0.1:$gateway_port"

@@ -66,6 +66,8 @@ export async function startContainerSystem(
         .withUser(user)
         .withBindMounts([{ source: data.path, target: "/data" }])
         .withEnvironment({
+          // Gateways behind the balancer build their URLs from its address.
+          PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
           ...env,
           ...stack.env,
           SERVICE: service,

@@ -37,6 +37,8 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     ...(firstRun ? credentialsEnv(firstRun.credentials) : {}),
     DATA_DIR: dataDir,
     GATEWAY_PORT: String(config.GATEWAY_PORT),
+    // Gateways behind the balancer listen on ports of their own; their URLs are the balancer's.
+    PUBLIC_URL: process.env.PUBLIC_URL || gatewayUrl(config),
   };
   const onReady = () => {
     if (firstRun)

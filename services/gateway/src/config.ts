@@ -4,6 +4,7 @@ import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
 import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
 import { ratePlansSchema } from "./middleware/rate-limit.ts";
+import { publicUrlSchema } from "./public-url.ts";
 
 export const gatewayConfigSchema = z
   .object({
@@ -16,7 +17,14 @@ export const gatewayConfigSchema = z
     OAUTH_CLIENTS: oauthClientsSchema,
     ANON_PLAN: z.enum(plans).default("free"),
     TRUSTED_PROXIES: trustedProxiesSchema,
-    JWT_ISSUER: z.url().default("http://127.0.0.1:8080"),
+    /** The origin clients reach the API at; unset: http://127.0.0.1:GATEWAY_PORT (public-url.ts). */
+    PUBLIC_URL: publicUrlSchema,
+    /** `iss` of every token; unset: PUBLIC_URL. */
+    JWT_ISSUER: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v))
+      .pipe(z.url().optional()),
     /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
     JWT_PRIVATE_KEY: z
       .string()

@@ -15,6 +15,8 @@ export interface GatewayDeps {
   /** The time tokens, codes, revocations, idempotency records and rate limits read. */
   clock: Clock;
   rpcTimeoutMs: number;
+  /** The origin every URL the API stores or returns is built from (`PUBLIC_URL`), never the Host header. */
+  publicUrl: string;
   /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
   authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
   auth: AuthenticationDeps & { issuer: string };

@@ -54,6 +54,12 @@ export function handleError(error: Error, c: Context<GatewayEnv>): Response {
     }
     return errorResponse(c, error.status, error.message || "request refused");
   }
+  if ((error as NodeJS.ErrnoException).code === "ECONNRESET") {
+    // The client went away (or its body could not be parsed) before the body was read in full;
+    // nobody is left to read this answer, and it is no fault of ours.
+    c.get("logger")?.info({ reason: error.message }, "request body cut off");
+    return errorResponse(c, 400, "the request body was cut off");
+  }
   c.get("logger")?.error({ err: error }, "unhandled error");
   return errorResponse(c, 500, "internal error");
 }

@@ -7,12 +7,13 @@ import {
   serviceDataDir,
   startService,
 } from "@cheese/service-kit";
-import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
 import { loadSigningKey } from "./auth/signing-key.ts";
 import { TokenService } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
+import { defaultPublicUrl } from "./public-url.ts";
+import { createGatewayServer } from "./server.ts";
 
 export const gatewayService: ServiceDefinition<GatewayConfig> = {
   name: "gateway",
@@ -24,36 +25,39 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
       join(serviceDataDir(config, "gateway"), "jwt-signing-key.json"),
       config.JWT_PRIVATE_KEY,
     );
-    const app = createApp(
+    // The app is made as soon as the port is known (PUBLIC_URL, and so the issuer, default to
+    // it), before any request can have been read.
+    let app: ReturnType<typeof createApp> | undefined;
+    const server = createGatewayServer((request, env) => app!.fetch(request, env), { logger: ctx.logger });
+    await new Promise<void>((resolve, reject) => {
+      server.once("listening", resolve);
+      server.once("error", (error) => reject(portInUse(error, "GATEWAY_PORT") ?? error));
+      server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
+    });
+    const { port } = server.address() as AddressInfo;
+    const publicUrl = config.PUBLIC_URL ?? defaultPublicUrl(config.GATEWAY_HOST, port);
+    const issuer = config.JWT_ISSUER ?? publicUrl;
+    app = createApp(
       {
         bus: ctx.bus,
         blobs: ctx.blobs,
         logger: ctx.logger,
         clock: ctx.clock,
         rpcTimeoutMs: config.RPC_TIMEOUT,
+        publicUrl,
         authorize: createAuthorizer(),
         auth: {
-          tokens: new TokenService(key, config.JWT_ISSUER, ctx.clock),
+          tokens: new TokenService(key, issuer, ctx.clock),
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,
           anonymousPlan: config.ANON_PLAN,
           trustedProxies: config.TRUSTED_PROXIES,
-          issuer: config.JWT_ISSUER,
+          issuer,
         },
       },
       { rateLimits: config.RATE_LIMIT_PLANS, oauthCodeTtlMs: config.OAUTH_CODE_TTL },
     );
-    const server = serve({
-      fetch: app.fetch,
-      port: ctx.config.GATEWAY_PORT,
-      hostname: ctx.config.GATEWAY_HOST,
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", (error) => reject(portInUse(error, "GATEWAY_PORT") ?? error));
-    });
-    const { port } = server.address() as AddressInfo;
-    ctx.logger.info({ url: `http://${ctx.config.GATEWAY_HOST}:${port}` }, "gateway listening");
+    ctx.logger.info({ url: `http://${config.GATEWAY_HOST}:${port}`, publicUrl }, "gateway listening");
     ctx.onStop({
       close: () =>
         new Promise<void>((resolve) => {

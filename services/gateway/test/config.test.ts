@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { ConfigError, loadConfig } from "@cheese/service-kit";
 import { describe, expect, it } from "vitest";
 import { gatewayConfigSchema } from "../src/config.ts";
+import { defaultPublicUrl } from "../src/public-url.ts";
 
 const load = (env: Record<string, string>) => loadConfig(gatewayConfigSchema, env);
 
@@ -29,6 +30,11 @@ describe("the gateway's configuration, checked at start", () => {
     ["JWT_PRIVATE_KEY", "{bad"],
     ["JWT_PRIVATE_KEY", '{"kty":"OKP","crv":"Ed25519","x":"AAAA"}'],
     ["JWT_ISSUER", "not a url"],
+    ["PUBLIC_URL", "cheese.example.com"],
+    ["PUBLIC_URL", "ftp://cheese.example.com"],
+    ["PUBLIC_URL", "https://user:pw@cheese.example.com"],
+    ["PUBLIC_URL", "https://cheese.example.com/api"],
+    ["PUBLIC_URL", "https://cheese.example.com/?x=1"],
     ["RATE_LIMIT_PLANS", "free=ten/unlimited"],
     ["OAUTH_CODE_TTL", "10x"],
     ["OAUTH_CODE_TTL", "2m"],
@@ -39,6 +45,17 @@ describe("the gateway's configuration, checked at start", () => {
     ["LOG_LEVEL", "loud"],
   ])("refuses %s=%s, naming it", (variable, value) => {
     expect(refusal({ [variable]: value })).toContain(variable);
+  });
+
+  it("takes PUBLIC_URL as an origin, and leaves it and JWT_ISSUER unset by default (main.ts fills them in)", () => {
+    expect(load({ PUBLIC_URL: "https://api.cheese.example/" }).PUBLIC_URL).toBe("https://api.cheese.example");
+    expect(load({ PUBLIC_URL: "HTTP://Cheese.Example:8443" }).PUBLIC_URL).toBe("http://cheese.example:8443");
+    const defaults = load({});
+    expect([defaults.PUBLIC_URL, defaults.JWT_ISSUER]).toEqual([undefined, undefined]);
+    expect(defaultPublicUrl("0.0.0.0", 8080)).toBe("http://127.0.0.1:8080");
+    expect(defaultPublicUrl("::", 8080)).toBe("http://127.0.0.1:8080");
+    expect(defaultPublicUrl("::1", 9000)).toBe("http://[::1]:9000");
+    expect(defaultPublicUrl("127.0.0.1", 9000)).toBe("http://127.0.0.1:9000");
   });
 
   it("never repeats an operator key in its refusal", () => {

@@ -19,7 +19,7 @@ export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
   rpcTimeoutMs = 1000,
-  options: AppOptions & { clients?: object[]; clock?: Clock } = {},
+  options: AppOptions & { clients?: object[]; clock?: Clock; publicUrl?: string } = {},
 ) {
   const dir = tempDir("gateway-key");
   const key = await loadSigningKey(`${dir.path}/key.json`);
@@ -33,6 +33,7 @@ export async function testGateway(
       logger: createLogger("gateway-test", "silent"),
       clock,
       rpcTimeoutMs,
+      publicUrl: options.publicUrl ?? "http://127.0.0.1:8080",
       authorize: createAuthorizer(),
       auth: {
         tokens,

@@ -132,7 +132,7 @@ describe("webhook registrations over HTTP", () => {
     expect(created.id).toBeGreaterThan(0);
     expect(created.secret).toMatch(/^whsec_/);
     expect(Buffer.from(created.secret.slice(6), "base64")).toHaveLength(32);
-    expect(response.headers.get("location")).toBe(`/v2/webhooks/${created.id}`);
+    expect(response.headers.get("location")).toBe(`http://127.0.0.1:8080/v2/webhooks/${created.id}`);
 
     const fetched = await system.call("GET", `/webhooks/${created.id}`);
     expect(fetched.status).toBe(200);

@@ -16,7 +16,11 @@ const UPLOAD_PATH = /^\/v2\/cheeses\/[^/]+\/uploadImage$/;
 export function bodySize() {
   const limit = bodyLimit({
     maxSize: MAX_BODY_BYTES,
-    onError: (c) => errorResponse(c, 413, `request bodies are limited to ${MAX_BODY_BYTES} bytes`),
+    onError: (c) => {
+      // The rest of the body is not read, so this connection cannot carry another request.
+      c.header("Connection", "close");
+      return errorResponse(c, 413, `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+    },
   });
   return createMiddleware<GatewayEnv>(async (c, next) => {
     if (UPLOAD_PATH.test(c.req.path)) return next();

@@ -117,7 +117,7 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
       },
     });
     c.header("X-Total-Count", String(page.total));
-    if (page.nextCursor) c.header("Link", `<${nextPageUrl(c, page.nextCursor)}>; rel="next"`);
+    if (page.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, page.nextCursor)}>; rel="next"`);
     return c.json(page, 200);
   });
 
@@ -130,16 +130,16 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
   api.openapi(findByTags(deps), async (c) => {
     const { tags } = c.req.valid("query");
     const { items } = await callService(deps, c, catalogueRpc.findCheeses, { tags });
-    const successor = new URL(`/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`, c.req.url);
+    const successor = `${deps.publicUrl}/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`;
     c.header("Deprecation", "true");
     c.header("Link", `<${successor}>; rel="successor-version"`);
     return c.json(items, 200);
   });
 }
 
-/** This request's URL, absolute, with the cursor replaced: same sort, filters and limit. */
-function nextPageUrl(c: Context<GatewayEnv>, cursor: string): string {
+/** This request's URL at the public base URL, with the cursor replaced: same sort, filters and limit. */
+function nextPageUrl(deps: GatewayDeps, c: Context<GatewayEnv>, cursor: string): string {
   const url = new URL(c.req.url);
   url.searchParams.set("cursor", cursor);
-  return url.href;
+  return `${deps.publicUrl}${url.pathname}${url.search}`;
 }

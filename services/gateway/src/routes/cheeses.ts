@@ -199,7 +199,7 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       fields: toCheeseFields(input),
       ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
     });
-    c.header("Location", `/v2/cheeses/${cheese.id}`);
+    c.header("Location", `${deps.publicUrl}/v2/cheeses/${cheese.id}`);
     c.header("ETag", etagOf(revision));
     return c.json(cheese, 201);
   });

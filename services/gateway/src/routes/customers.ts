@@ -219,7 +219,7 @@ export function customersRoutes(
   api.openapi(register(deps), async (c) => {
     const fields = toCustomerFields(c.req.valid("json"));
     const { customer } = await callService(deps, c, customerRpc.register, { fields });
-    c.header("Location", `/v2/customer/${encodeURIComponent(customer.username)}`);
+    c.header("Location", `${deps.publicUrl}/v2/customer/${encodeURIComponent(customer.username)}`);
     return c.json(customer, 201);
   });
 

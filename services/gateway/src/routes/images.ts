@@ -154,8 +154,8 @@ export function imageRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): vo
     const id = randomUUID();
     const originalKey = `images/${id}.${extensions[format]}`;
     const thumbnailKey = `images/${id}.thumb.webp`;
-    const imageUrl = new URL(`/v2/${originalKey}`, c.req.url).href;
-    const thumbnailUrl = new URL(`/v2/${thumbnailKey}`, c.req.url).href;
+    const imageUrl = `${deps.publicUrl}/v2/${originalKey}`;
+    const thumbnailUrl = `${deps.publicUrl}/v2/${thumbnailKey}`;
     await deps.blobs
       .put(originalKey, Readable.fromWeb(form.file.stream() as WebReadableStream), form.file.size, {
         contentType: mediaTypes[format],

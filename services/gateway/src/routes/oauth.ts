@@ -289,11 +289,11 @@ export function oauthRoutes(
   route(metadataRoute, (c) =>
     c.json({
       issuer,
-      authorization_endpoint: `${issuer}/oauth/authorize`,
-      token_endpoint: `${issuer}/oauth/token`,
-      revocation_endpoint: `${issuer}/oauth/revoke`,
+      authorization_endpoint: `${deps.publicUrl}/oauth/authorize`,
+      token_endpoint: `${deps.publicUrl}/oauth/token`,
+      revocation_endpoint: `${deps.publicUrl}/oauth/revoke`,
       revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      jwks_uri: `${deps.publicUrl}/.well-known/jwks.json`,
       scopes_supported: allScopes,
       response_types_supported: ["code", "token"],
       response_modes_supported: ["query", "fragment"],

@@ -219,7 +219,7 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       owner: { customerId: actorOf(caller).customerId, ownerId: caller.id },
       ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
     });
-    c.header("Location", `/v2/store/order/${order.id}`);
+    c.header("Location", `${deps.publicUrl}/v2/store/order/${order.id}`);
     return c.json(order, 201);
   });
 
@@ -241,7 +241,7 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       ...(status ? { statuses: status } : {}),
     });
     c.header("X-Total-Count", String(page.total));
-    if (page.nextCursor) c.header("Link", `<${nextPageUrl(c, page.nextCursor)}>; rel="next"`);
+    if (page.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, page.nextCursor)}>; rel="next"`);
     return c.json(page, 200);
   });
 
@@ -281,8 +281,9 @@ export function actorOf(caller: Caller): OrderActor {
   return { kind: "customer", customerId };
 }
 
-function nextPageUrl(c: Context<GatewayEnv>, cursor: string): string {
+/** This request's URL at the public base URL, with the cursor replaced. */
+function nextPageUrl(deps: GatewayDeps, c: Context<GatewayEnv>, cursor: string): string {
   const url = new URL(c.req.url);
   url.searchParams.set("cursor", cursor);
-  return `${url.pathname}?${url.searchParams.toString()}`;
+  return `${deps.publicUrl}${url.pathname}${url.search}`;
 }

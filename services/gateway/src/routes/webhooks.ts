@@ -299,7 +299,7 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
       ...(secret !== undefined ? { secret } : {}),
       description: description ?? null,
     });
-    c.header("Location", `/v2/webhooks/${created.id}`);
+    c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
     c.header("Cache-Control", "no-store");
     return c.json(created, 201);
   });

@@ -1,0 +1,135 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { errorTypeFor } from "@cheese/contracts";
+import type { Logger } from "@cheese/service-kit";
+import { getRequestListener } from "@hono/node-server";
+
+/** How long a closing connection keeps reading what the client still sends (see `closeGently`). */
+const LINGER_MS = 2_000;
+
+/**
+ * The gateway's HTTP server: the app behind Node's HTTP parser, and the spec's error body with an
+ * `X-Request-Id` for what never reaches the app (a request the parser refuses, a header section
+ * over 16 KiB, a request target or Host the adapter cannot make a URL of).
+ */
+type FetchCallback = Parameters<typeof getRequestListener>[0];
+
+export function createGatewayServer(
+  fetch: FetchCallback,
+  options: { logger: Logger; hostname?: string },
+): Server {
+  const { logger } = options;
+  const listener = getRequestListener(fetch, {
+    ...(options.hostname ? { hostname: options.hostname } : {}),
+    // The adapter's own answer is an empty 400; this one is the API's.
+    errorHandler: (error) => {
+      const answer = rawError(400, `malformed request: ${(error as Error).message}`);
+      const requestId = answer.headers.get("x-request-id");
+      logger.info({ requestId, correlationId: requestId, status: 400 }, "malformed request");
+      return answer;
+    },
+  });
+  const server = createServer(
+    { requireHostHeader: false },
+    (request: IncomingMessage, response: ServerResponse) => {
+      // Node's own refusal of a missing Host is an empty 400, so it is made here instead.
+      if (request.httpVersionMajor === 1 && request.httpVersionMinor === 1 && !request.headers.host) {
+        const requestId = randomUUID();
+        const body = errorBody(400, "malformed request: HTTP/1.1 requires a Host header");
+        response.writeHead(400, { ...errorHeaders(requestId), "content-length": Buffer.byteLength(body) });
+        response.end(body);
+        logger.info({ requestId, correlationId: requestId, status: 400 }, "malformed request");
+        return;
+      }
+      void listener(request, response);
+    },
+  );
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const status = clientErrorStatus(error.code);
+    if (status === undefined || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const requestId = randomUUID();
+    const message =
+      status === 431
+        ? "request header fields too large (at most 16 KiB in all)"
+        : status === 408
+          ? "request not received in time"
+          : `malformed request (${error.code ?? "parse error"})`;
+    logger.info({ requestId, correlationId: requestId, status, code: error.code }, "client error");
+    const answer = rawHttpResponse(status, message, requestId);
+    // A response may be under way on this connection: an earlier request's (pipelined), answered
+    // first; or the app's early answer to the request whose body broke, which stays the answer.
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (inFlight && (inFlight.req.complete || inFlight.headersSent) && !inFlight.writableFinished) {
+      const earlier = inFlight.req.complete;
+      inFlight.once("finish", () => closeGently(socket, earlier ? answer : undefined));
+      return;
+    }
+    // Otherwise nothing of an answer is on the wire yet (a request whose body broke is still
+    // being read by the app, which can no longer answer it).
+    closeGently(socket, answer);
+  });
+  return server;
+}
+
+function clientErrorStatus(code: string | undefined): number | undefined {
+  if (code === "ECONNRESET" || code === "EPIPE") return undefined;
+  if (code === "HPE_HEADER_OVERFLOW") return 431;
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return 408;
+  return 400;
+}
+
+function errorBody(status: number, message: string): string {
+  return JSON.stringify({ code: status, type: errorTypeFor(status), message });
+}
+
+function errorHeaders(requestId: string): Record<string, string> {
+  return {
+    "content-type": "application/json",
+    "x-request-id": requestId,
+    "x-content-type-options": "nosniff",
+    connection: "close",
+  };
+}
+
+/** An error answer the adapter writes like any response of the app. */
+function rawError(status: number, message: string): Response {
+  return new Response(errorBody(status, message), { status, headers: errorHeaders(randomUUID()) });
+}
+
+const reasons: Record<number, string> = {
+  400: "Bad Request",
+  408: "Request Timeout",
+  431: "Request Header Fields Too Large",
+};
+
+function rawHttpResponse(status: number, message: string, requestId: string): string {
+  const body = errorBody(status, message);
+  return [
+    `HTTP/1.1 ${status} ${reasons[status] ?? "Error"}`,
+    "Content-Type: application/json",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${requestId}`,
+    "X-Content-Type-Options: nosniff",
+    "Connection: close",
+    "",
+    body,
+  ].join("\r\n");
+}
+
+/**
+ * Sends the last bytes and half-closes, then keeps reading (and dropping) what the client still
+ * sends until it closes too, at most `LINGER_MS`: closing with unread input would reset the
+ * connection, and a reset can destroy the answer before the client has read it.
+ */
+export function closeGently(socket: Duplex, lastBytes?: string): void {
+  socket.end(lastBytes);
+  socket.on("data", () => {});
+  socket.resume();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once("close", () => clearTimeout(timer));
+}
