@@ -29,6 +29,7 @@ export async function describeApi(): Promise<object> {
       logger: createLogger("gateway", "silent"),
       clock: systemClock,
       rpcTimeoutMs: 1000,
+      publicUrl: issuer,
       authorize: createAuthorizer(),
       auth: {
         tokens: new TokenService(key, issuer),

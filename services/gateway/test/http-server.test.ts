@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
+import { Readable } from "node:stream";
 import { createLogger } from "@cheese/service-kit";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,9 +76,12 @@ describe("the gateway's HTTP server", () => {
   it("answers a body over 1 MiB with 413 and Connection: close; the client's next request succeeds", async () => {
     const agent = new Agent({ keepAliveTimeout: 30_000, pipelining: 1 });
     const big = JSON.stringify({ username: "x".repeat(3 * 1024 * 1024), password: "whatever" });
-    async function* streamed() {
-      for (let i = 0; i < 40; i++) yield Buffer.alloc(64 * 1024, 0x61);
-    }
+    const streamed = () =>
+      Readable.from(
+        (function* () {
+          for (let i = 0; i < 40; i++) yield Buffer.alloc(64 * 1024, 0x61);
+        })(),
+      );
     try {
       for (let round = 0; round < 6; round++) {
         // Declared (Content-Length) and streamed (chunked) bodies alike.

@@ -8,13 +8,28 @@ const scopeText: Record<Scope, string> = {
   "write:orders": "place and cancel orders for you",
 };
 
-/** No framing (clickjacking), no scripts, nothing loaded from elsewhere. */
-export const pageSecurityHeaders = {
-  "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-  "X-Frame-Options": "DENY",
-  "Cache-Control": "no-store",
-  "Referrer-Policy": "no-referrer",
-};
+/**
+ * No framing (clickjacking), no scripts, nothing loaded from elsewhere, no `<base>` to move the
+ * form's relative action (`default-src` covers neither `form-action` nor `base-uri`). The form
+ * posts to this origin, whose answer is a redirect to the client's redirect URI; browsers hold
+ * that redirect to `form-action` too, so the one origin this request was checked to return to
+ * (or, for an app's own scheme, that scheme) is allowed besides, and nothing else.
+ */
+export function pageSecurityHeaders(redirectUri?: string): Record<string, string> {
+  const formAction = ["'self'", ...(redirectUri ? [redirectSource(redirectUri)] : [])].join(" ");
+  return {
+    "Content-Security-Policy": `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; base-uri 'none'; frame-ancestors 'none'`,
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+  };
+}
+
+/** A CSP source for a registered redirect URI: its origin, or its scheme when it has none. */
+function redirectSource(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.origin === "null" ? url.protocol : url.origin;
+}
 
 /**
  * The sign-in and consent page of GET /oauth/authorize. The authorization request travels in

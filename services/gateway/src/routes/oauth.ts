@@ -306,7 +306,7 @@ export function oauthRoutes(
   route(authorizePageRoute, (c) => {
     const parsed = parseAuthorizationRequest(new URL(c.req.url).searchParams, oauthClients);
     if (!parsed.ok) return refuseAuthorization(c, parsed);
-    return page(c, signInPage(parsed.request), 200);
+    return page(c, signInPage(parsed.request), 200, parsed.request.redirectUri);
   });
 
   route(signInRoute, async (c) => {
@@ -327,7 +327,7 @@ export function oauthRoutes(
     } catch (error) {
       if (error instanceof RemoteError && error.body.status === 401) {
         if (!wantsHtml(c)) return oauthError(c, 401, "access_denied", "invalid username or password");
-        return page(c, signInPage(request, "Invalid username or password."), 401);
+        return page(c, signInPage(request, "Invalid username or password."), 401, request.redirectUri);
       }
       throw error;
     }
@@ -605,8 +605,14 @@ function redirectError(
   return c.redirect(target, c.req.method === "POST" ? 303 : 302);
 }
 
-function page(c: Context<GatewayEnv>, html: string, status: ContentfulStatusCode): Response {
-  for (const [name, value] of Object.entries(pageSecurityHeaders)) c.header(name, value);
+/** An HTML page; a sign-in form's may send the browser on to `redirectUri` (see its CSP). */
+function page(
+  c: Context<GatewayEnv>,
+  html: string,
+  status: ContentfulStatusCode,
+  redirectUri?: string,
+): Response {
+  for (const [name, value] of Object.entries(pageSecurityHeaders(redirectUri))) c.header(name, value);
   return c.html(html, status);
 }
 
