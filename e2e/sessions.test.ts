@@ -288,7 +288,9 @@ describe("sessions and access", () => {
     const kidBefore = decode(erin.token).header.kid;
     await second.stop();
     await system.stop();
-    system = await startSystem({ dataDir: data.path, env: { RATE_LIMIT_PLANS: "" } });
+    // The same address: tokens name the gateway's public URL as their issuer.
+    const port = Number(new URL(system.rootUrl).port);
+    system = await startSystem({ dataDir: data.path, port, env: { RATE_LIMIT_PLANS: "" } });
     const jwks = await json(await get(system.rootUrl, "/.well-known/jwks.json"));
     expect(jwks.keys.map((k: { kid: string }) => k.kid)).toEqual([kidBefore]);
     expect((await get(system.baseUrl, `/customer/${erin.username}`, erin.bearer)).status).toBe(200);

@@ -41,7 +41,7 @@ export async function startContainerSystem(
   chmodSync(data.path, 0o777);
   const user = `${process.getuid?.() ?? 1000}:${process.getgid?.() ?? 1000}`;
   const natsPort = await freePort();
-  const gatewayPort = await freePort();
+  const gatewayPort = options.port ?? (await freePort());
   const replicas = Number(baseEnv.REPLICAS ?? "1");
   const started: { service: string; container: StartedTestContainer }[] = [];
   let balancer: Server | undefined;

@@ -46,6 +46,8 @@ export interface SystemOptions {
   /** Keep the data directory across stop/start (pass the previous one). */
   dataDir?: string;
   readyTimeoutMs?: number;
+  /** The gateway's port (a restart keeps its address, and so its PUBLIC_URL); a free one by default. */
+  port?: number;
 }
 
 /**
@@ -72,7 +74,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     }
     return system;
   }
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
   const child: ChildProcess = spawn(
     process.execPath,
