@@ -130,7 +130,7 @@ describe.skipIf(launcherOnly("the first run's development credentials"))("a firs
       headers: { cookie: formCookie, "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ _csrf: csrf, key: operatorKey }),
     });
-    expect(signedIn.headers.get("location")).toBe("/console/webhooks");
+    expect(signedIn.headers.get("location")).toBe(`${system.rootUrl}/console/webhooks`);
     const session = signedIn.headers.getSetCookie().find((c) => c.startsWith("console_session="))!;
     const page = await fetch(`${system.rootUrl}/console/webhooks`, {
       headers: { cookie: session.split(";")[0]! },

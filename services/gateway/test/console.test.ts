@@ -110,11 +110,19 @@ describe("operator console", () => {
     for (const path of ["/console", "/console/webhooks", "/console/orders", "/console/webhooks/1"]) {
       const response = await browser.open(path);
       expect(response.status).toBe(303);
-      expect(response.headers.get("location")).toMatch(/^\/console\/(sign-in|webhooks)$/);
+      expect(response.headers.get("location")).toMatch(
+        /^http:\/\/127\.0\.0\.1:8080\/console\/(sign-in|webhooks)$/,
+      );
     }
     const action = await browser.open("/console/webhooks/1/pause", { form: { _csrf: "x" } });
     expect(action.status).toBe(303);
-    expect(action.headers.get("location")).toBe("/console/sign-in");
+    expect(action.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
+  });
+
+  it("redirects to the public URL whatever Host the request names", async () => {
+    const response = await gateway.app.request("/console", { headers: { host: "evil.example" } });
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("http://127.0.0.1:8080/console/webhooks");
   });
 
   it("serves pages that load nothing from elsewhere, cannot be framed and are not cached", async () => {
@@ -292,11 +300,11 @@ describe("operator console", () => {
     const { browser, csrf } = await signedIn();
     const session = browser.cookie("console_session")!;
     const out = await browser.open("/console/sign-out", { form: { _csrf: csrf } });
-    expect(out.headers.get("location")).toBe("/console/sign-in");
+    expect(out.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
     const replayed = await gateway.app.request("/console/webhooks", {
       headers: { cookie: `console_session=${session}` },
     });
     expect(replayed.status).toBe(303);
-    expect(replayed.headers.get("location")).toBe("/console/sign-in");
+    expect(replayed.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
   });
 });

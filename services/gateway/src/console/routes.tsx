@@ -59,7 +59,7 @@ export function sessionDeps(deps: GatewayDeps, revocations: Revocations): Sessio
     operatorKeys: deps.auth.operatorKeys,
     revocations,
     clock: deps.clock,
-    secure: (c) => new URL(c.req.url).protocol === "https:" || deps.auth.issuer.startsWith("https:"),
+    secure: (c) => new URL(c.req.url).protocol === "https:" || deps.publicUrl.startsWith("https:"),
   };
 }
 
@@ -71,6 +71,8 @@ export function sessionDeps(deps: GatewayDeps, revocations: Revocations): Sessio
 export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono<GatewayEnv> {
   const sessions = sessionDeps(deps, revocations);
   const app = new Hono<GatewayEnv>();
+  /** After a form or to another page: 303 to the console path at the public URL, never the Host's. */
+  const seeOther = (c: Context<GatewayEnv>, path: string) => c.redirect(`${deps.publicUrl}${path}`, 303);
 
   /** A notice for the next page this browser opens (after the redirect that follows a form). */
   const flash = (c: Context<GatewayEnv>, notice: Notice) =>
@@ -83,7 +85,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     });
   const notFoundPage = (c: Context<GatewayEnv>, back: string, text: string) => {
     flash(c, { kind: "problem", text });
-    return c.redirect(back, 303);
+    return seeOther(c, back);
   };
   /** A registration's page: the registration and a page of its deliveries, read together. */
   const webhookView = async (
@@ -136,7 +138,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     (section: Section, handler: Handler) =>
     async (c: Context<GatewayEnv>): Promise<Response> => {
       const session = await currentSession(c, sessions);
-      if (!session) return c.redirect("/console/sign-in", 303);
+      if (!session) return seeOther(c, "/console/sign-in");
       try {
         return await handler(c, session);
       } catch (error) {
@@ -168,7 +170,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     (handler: FormHandler, back: (c: Context<GatewayEnv>) => string) =>
     async (c: Context<GatewayEnv>): Promise<Response> => {
       const session = await currentSession(c, sessions);
-      if (!session) return c.redirect("/console/sign-in", 303);
+      if (!session) return seeOther(c, "/console/sign-in");
       const form = await c.req.parseBody({ all: true });
       if (crossSite(c) || !csrfMatches(session, form._csrf)) return refusedForm(c);
       try {
@@ -176,14 +178,14 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       } catch (error) {
         if (!(error instanceof RemoteError)) throw error;
         flash(c, problemOf(error));
-        return c.redirect(back(c), 303);
+        return seeOther(c, back(c));
       }
     };
 
-  app.get("/", (c) => c.redirect("/console/webhooks", 303));
+  app.get("/", (c) => seeOther(c, "/console/webhooks"));
 
   app.get("/sign-in", async (c) => {
-    if (await currentSession(c, sessions)) return c.redirect("/console/webhooks", 303);
+    if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
     return c.html(<SignInPage token={signInToken(c, sessions)} notice={takeNotice(c)} />);
   });
 
@@ -199,7 +201,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       const notice: Notice = { kind: "problem", text: "That is not an operator API key." };
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 401);
     }
-    return c.redirect("/console/webhooks", 303);
+    return seeOther(c, "/console/webhooks");
   });
 
   app.post(
@@ -208,7 +210,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       async (c, session) => {
         await signOut(c, sessions, session);
         flash(c, { kind: "ok", text: "Signed out." });
-        return c.redirect("/console/sign-in", 303);
+        return seeOther(c, "/console/sign-in");
       },
       () => "/console/webhooks",
     ),
@@ -315,7 +317,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
       flash(c, await run(c, webhookId, form));
-      return c.redirect(webhookPage(c), 303);
+      return seeOther(c, webhookPage(c));
     }, webhookPage);
 
   app.post(
@@ -384,7 +386,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
       await callService(deps, c, notificationRpc.deleteWebhook, { webhookId });
       flash(c, { kind: "ok", text: `Webhook #${webhookId} deleted; its waiting deliveries are cancelled.` });
-      return c.redirect("/console/webhooks", 303);
+      return seeOther(c, "/console/webhooks");
     }, webhookPage),
   );
 
@@ -426,7 +428,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         });
         if (!input.success) {
           flash(c, invalid(input.error.issues));
-          return c.redirect("/console/orders", 303);
+          return seeOther(c, "/console/orders");
         }
         await callService(deps, c, orderingRpc.shipOrder, {
           orderId,
@@ -434,7 +436,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           ...input.data,
         });
         flash(c, { kind: "ok", text: `Order #${orderId} shipped with ${input.data.carrier}.` });
-        return c.redirect("/console/orders", 303);
+        return seeOther(c, "/console/orders");
       },
       () => "/console/orders",
     ),
@@ -448,7 +450,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
         await callService(deps, c, orderingRpc.deliverOrder, { orderId, actor: actorOf(c.get("caller")) });
         flash(c, { kind: "ok", text: `Order #${orderId} delivered.` });
-        return c.redirect("/console/orders", 303);
+        return seeOther(c, "/console/orders");
       },
       () => "/console/orders",
     ),
