@@ -160,7 +160,7 @@ describe("delivery decider", () => {
       { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } } as DeliveryEvent,
     ];
     given(dead)
-      .when({ type: "Replay", now: plus(9), statuses: ["dead_lettered"] })
+      .when({ type: "Replay", now: plus(9), statuses: ["dead_lettered"], round: 0 })
       .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }]);
     given([...dead, { type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }])
       .when({ type: "StartAttempt", now: plus(10) })
@@ -169,7 +169,7 @@ describe("delivery decider", () => {
 
   it("replays only finished deliveries in the statuses asked for", () => {
     given([created])
-      .when({ type: "Replay", now: plus(1), statuses: ["dead_lettered", "delivered"] })
+      .when({ type: "Replay", now: plus(1), statuses: ["dead_lettered", "delivered"], round: 0 })
       .thenEmits([]);
     const delivered: DeliveryEvent[] = [
       created,
@@ -180,15 +180,40 @@ describe("delivery decider", () => {
       },
     ];
     given(delivered)
-      .when({ type: "Replay", now: plus(2), statuses: ["dead_lettered"] })
+      .when({ type: "Replay", now: plus(2), statuses: ["dead_lettered"], round: 0 })
       .thenEmits([]);
     given(delivered)
-      .when({ type: "Replay", now: plus(2), statuses: ["delivered"] })
+      .when({ type: "Replay", now: plus(2), statuses: ["delivered"], round: 0 })
       .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(2), dueAt: plus(2) } }]);
     // A second replay racing the first finds the delivery waiting again and leaves it alone.
     given([...delivered, { type: "DeliveryReplayed", data: { round: 1, at: plus(2), dueAt: plus(2) } }])
-      .when({ type: "Replay", now: plus(2), statuses: ["delivered"] })
+      .when({ type: "Replay", now: plus(2), statuses: ["delivered"], round: 0 })
       .thenEmits([]);
+  });
+
+  it("starts a delivery once for two replays that found it in the same round, however late the second", () => {
+    const deliveredIn = (round: number): DeliveryEvent[] => [
+      started(1, plus(3), round),
+      {
+        type: "AttemptSucceeded",
+        data: { round, attempt: 1, statusCode: 200, durationMs: 1, finishedAt: plus(3) },
+      },
+    ];
+    const delivered: DeliveryEvent[] = [created, ...deliveredIn(0)];
+    const replayedAndDeliveredAgain: DeliveryEvent[] = [
+      ...delivered,
+      { type: "DeliveryReplayed", data: { round: 1, at: plus(2), dueAt: plus(2) } },
+      ...deliveredIn(1),
+    ];
+    // The second replay read round 0 finished; by the time it acts, the first one's round 1 has
+    // been delivered too. Replaying again would be a second attempt series nobody asked for.
+    given(replayedAndDeliveredAgain)
+      .when({ type: "Replay", now: plus(4), statuses: ["delivered"], round: 0 })
+      .thenEmits([]);
+    // A later replay that found round 1 finished starts round 2.
+    given(replayedAndDeliveredAgain)
+      .when({ type: "Replay", now: plus(4), statuses: ["delivered"], round: 1 })
+      .thenEmits([{ type: "DeliveryReplayed", data: { round: 2, at: plus(4), dueAt: plus(4) } }]);
   });
 
   it("cancels a waiting delivery, but not a delivered one", () => {

@@ -69,8 +69,11 @@ export type DeliveryCommand =
   | { type: "Abandon"; now: string; leaseMs: number; delays: RetryDelays }
   /** Gives a claimed attempt back unsent; it counts for nothing and is due again at once. */
   | { type: "Withdraw"; round: number; attempt: number; now: string; reason: string }
-  /** Starts a finished delivery again as a new round; one in another status is left alone. */
-  | { type: "Replay"; now: string; statuses: readonly ReplayableStatus[] }
+  /**
+   * Starts a finished delivery again as a new round, if it is still the round the caller found
+   * finished (`round`); one in another status, or already replayed since, is left alone.
+   */
+  | { type: "Replay"; now: string; statuses: readonly ReplayableStatus[]; round: number }
   | { type: "Cancel"; now: string; reason: string };
 
 export type DeliveryStatus =
@@ -216,6 +219,9 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
       }
       case "Replay":
         if (!(command.statuses as readonly string[]).includes(state.status)) return [];
+        // A replay acts on the round it found finished. Another replay of the same delivery may
+        // have started (and finished) a later round since: that one is not this call's to redo.
+        if (state.round !== command.round) return [];
         return [
           { type: "DeliveryReplayed", data: { round: state.round + 1, at: command.now, dueAt: command.now } },
         ];

@@ -190,7 +190,9 @@ export async function sendTestEvent(deps: NotificationDeps, webhookId: number, c
 /**
  * Starts the registration's finished deliveries again, each as a new round of attempts with its
  * original event id and body: those in `statuses` (dead-lettered by default) created in
- * [since, until). More than `replayMax` matching is a 422: narrow the window.
+ * [since, until). More than `replayMax` matching is a 422: narrow the window. A call starts a
+ * delivery only in the round it found finished, so two calls that found it in the same round
+ * start it once, whichever acts last.
  */
 export async function replayDeliveries(
   deps: NotificationDeps,
@@ -224,7 +226,7 @@ export async function replayDeliveries(
       deps.store,
       deliveryStream(delivery._id),
       deliveryDecider,
-      { type: "Replay", now, statuses },
+      { type: "Replay", now, statuses, round: delivery.round },
       { metadata: contextMetadata(context) },
     );
     replayed += result.newEvents.length > 0 ? 1 : 0;

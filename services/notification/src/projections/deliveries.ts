@@ -14,6 +14,8 @@ export interface DeliveryDocument extends Document {
   eventId: string;
   eventType: WebhookEventKind;
   status: DeliveryStatus;
+  /** The current round: 0, then n after the nth replay (a replay names the round it found). */
+  round: number;
   deadLettered: boolean;
   attempts: Record<string, DeliveryAttempt>;
   nextAttemptAt: string | null;
@@ -24,7 +26,7 @@ export interface DeliveryDocument extends Document {
 export const DELIVERIES = "deliveries";
 
 /** Raise when projectDelivery writes something else: the read model is rebuilt (architecture.md). */
-export const DELIVERIES_VERSION = 1;
+export const DELIVERIES_VERSION = 2;
 
 /** The `deliveries` collection's indexes and every query run on it (handlers/). */
 export const deliveriesCollection: CollectionDefinition = {
@@ -82,6 +84,7 @@ function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
           eventId,
           eventType,
           status: "pending",
+          round: 0,
           deadLettered: false,
           attempts: {},
           nextAttemptAt: dueAt,
@@ -156,6 +159,7 @@ function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
       return {
         $set: {
           status: "pending",
+          round: event.data.round,
           deadLettered: false,
           nextAttemptAt: event.data.dueAt,
           updatedAt: event.data.at,

@@ -1,0 +1,160 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { createSqliteEventStore } from "@cheese/event-store";
+import { createMemoryReadModels, type ReadModelStore } from "@cheese/read-models";
+import {
+  createLogger,
+  handleCommand,
+  IdAllocator,
+  type Projection,
+  startProjection,
+} from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
+import { tempDir } from "@cheese/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { type DeliveryEvent, deliveryStream } from "../src/domain/delivery.ts";
+import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
+import type { NotificationDeps } from "../src/handlers/deps.ts";
+import { replayDeliveries } from "../src/handlers/webhook-commands.ts";
+import {
+  DELIVERIES,
+  DELIVERIES_VERSION,
+  deliveriesCollection,
+  projectDelivery,
+} from "../src/projections/deliveries.ts";
+import { SecretBox } from "../src/security/secrets.ts";
+
+const t0 = "2026-03-01T10:00:00.000Z";
+const logger = createLogger("notification", "silent");
+const context = { requestId: "r", correlationId: "c", logger };
+
+/**
+ * Two replays of the same window reaching the service at once (two replicas, or a client that
+ * sent its request twice): each finished delivery starts one new round, even when the second
+ * call acts only after the first call's round has been delivered already.
+ */
+describe("two replays of the same window racing", () => {
+  const data = tempDir("replay-race");
+  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
+  const projections: Projection[] = [];
+  afterEach(async () => {
+    for (const projection of projections) await projection.close();
+    await store.close();
+    data.remove();
+  });
+
+  it("start each delivery once, though the second acts after the first one's round was delivered", async () => {
+    const clock = new ManualClock(t0);
+    const secrets = new SecretBox(randomBytes(32));
+    await handleCommand(store, webhookStream(1), webhookDecider, {
+      type: "Register",
+      registration: {
+        webhookId: 1,
+        url: "https://hooks.example.com/",
+        events: ["order.placed"],
+        description: null,
+        secret: secrets.seal("whsec_x"),
+        createdAt: t0,
+      },
+    });
+    const deliveredIn = (round: number): DeliveryEvent[] => [
+      { type: "AttemptStarted", data: { round, attempt: 1, startedAt: t0 } },
+      {
+        type: "AttemptSucceeded",
+        data: { round, attempt: 1, statusCode: 200, durationMs: 1, finishedAt: t0 },
+      },
+    ];
+    await store.append(
+      deliveryStream(7),
+      [
+        {
+          type: "DeliveryCreated",
+          data: {
+            deliveryId: 7,
+            webhookId: 1,
+            eventId: "evt_7",
+            eventType: "order.placed",
+            body: "{}",
+            createdAt: t0,
+            dueAt: t0,
+          },
+        },
+        ...deliveredIn(0),
+      ],
+      { expectedRevision: "no_stream" },
+    );
+
+    const readModels = createMemoryReadModels();
+    const deliveries = await startProjection({
+      name: "deliveries",
+      version: DELIVERIES_VERSION,
+      collections: [deliveriesCollection],
+      eventStore: store,
+      readModels,
+      categories: ["delivery"],
+      apply: projectDelivery,
+      logger,
+    });
+    projections.push(deliveries);
+
+    // The first call to list the matching deliveries has its answer held back until released:
+    // that call has found round 0 delivered, and acts only later.
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held: () => void = () => {};
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    let finds = 0;
+    const gated: ReadModelStore = Object.create(readModels, {
+      collection: {
+        value: (name: string) => {
+          const collection = readModels.collection(name);
+          if (name !== DELIVERIES) return collection;
+          return Object.create(collection, {
+            find: {
+              value: async (...args: Parameters<typeof collection.find>) => {
+                const found = await collection.find(...args);
+                if (++finds === 1) {
+                  held();
+                  await released;
+                }
+                return found;
+              },
+            },
+          });
+        },
+      },
+    });
+    const deps: NotificationDeps = {
+      store,
+      clock,
+      readModels: gated,
+      webhooks: deliveries,
+      deliveries,
+      webhookIds: new IdAllocator(store, "webhook"),
+      deliveryIds: new IdAllocator(store, "delivery"),
+      secrets,
+      delays: [0],
+      allowPrivateUrls: false,
+      replayMax: 10,
+      wakeScheduler: () => {},
+    };
+    const window = { webhookId: 1, statuses: ["delivered" as const] };
+
+    const late = replayDeliveries(deps, window, context);
+    await holding;
+    const first = await replayDeliveries(deps, window, context);
+    // The first call's round goes out and is delivered before the late call acts.
+    await store.append(deliveryStream(7), deliveredIn(1), { expectedRevision: "any" });
+    release();
+
+    expect([first, await late]).toEqual([{ replayed: 1 }, { replayed: 0 }]);
+    const events = await store.readStream(deliveryStream(7));
+    expect(events.filter((event) => event.type === "DeliveryReplayed")).toHaveLength(1);
+    // A replay asked for now that round 1 is delivered starts round 2.
+    expect(await replayDeliveries(deps, window, context)).toEqual({ replayed: 1 });
+  });
+});
