@@ -13,10 +13,12 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** How a path answers: a status after an optional delay. */
+/** How a path answers: a status after an optional delay, or once a barrier is passed. */
 export interface Behaviour {
   status?: number;
   delayMs?: number;
+  /** Answers only once this settles (a barrier the test opens), then after `delayMs` if any. */
+  until?: Promise<unknown>;
   headers?: Record<string, string>;
 }
 
@@ -57,8 +59,12 @@ export class Receiver {
           if (res.destroyed) return;
           res.writeHead(answer.status ?? 200, { "content-type": "text/plain", ...answer.headers }).end("ok");
         };
-        if (answer.delayMs) setTimeout(reply, answer.delayMs).unref();
-        else reply();
+        const later = () => {
+          if (answer.delayMs) setTimeout(reply, answer.delayMs).unref();
+          else reply();
+        };
+        if (answer.until) void answer.until.then(later, later);
+        else later();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
