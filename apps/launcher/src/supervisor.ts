@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, extname, join } from "node:path";
+import { extname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { CONFIG_EXIT_CODE, type Logger } from "@cheese/service-kit";
+import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit";
 import type { ServiceName } from "./config.ts";
 import type { LineWriter } from "./output.ts";
 
@@ -120,11 +119,10 @@ export class Supervisor {
       processes[service] ??= [];
       if (child?.pid && child.exitCode === null) processes[service].push(child.pid);
     }
-    const file = join(this.options.dataDir, "run", "processes.json");
-    mkdirSync(dirname(file), { recursive: true });
     const { env, natsPid } = this.options;
     const record = { launcher: process.pid, natsUrl: env.NATS_URL, natsPid, processes };
-    writeFileSync(file, JSON.stringify(record, null, 2));
+    // Replaced whole: tests and operators read it while processes come and go.
+    replaceFile(join(this.options.dataDir, "run", "processes.json"), JSON.stringify(record, null, 2));
   }
 
   /** SIGTERM to every process; SIGKILL to those still running after the deadline. */

@@ -6,7 +6,9 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  renameSync,
   rmSync,
+  writeFileSync,
   writeSync,
 } from "node:fs";
 import { dirname } from "node:path";
@@ -28,6 +30,22 @@ export function publishFile(file: string, bytes: Buffer | string): void {
   }
   try {
     linkSync(temp, file);
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+/**
+ * Replaces `file` whole: the bytes go to a temporary file beside it, which is renamed over it, so
+ * a reader sees the previous contents or the new ones, never a file half-written (a status file
+ * other processes read while it changes).
+ */
+export function replaceFile(file: string, bytes: Buffer | string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const temp = `${file}.${randomUUID()}.tmp`;
+  try {
+    writeFileSync(temp, bytes);
+    renameSync(temp, file);
   } finally {
     rmSync(temp, { force: true });
   }
