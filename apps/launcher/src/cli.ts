@@ -1,6 +1,13 @@
 import { createServer } from "node:net";
 import { resolve } from "node:path";
-import { CONFIG_EXIT_CODE, ConfigError, createLogger, portInUse, runAsProcess } from "@cheese/service-kit";
+import {
+  CONFIG_EXIT_CODE,
+  ConfigError,
+  createLogger,
+  freeListenPort,
+  portInUse,
+  runAsProcess,
+} from "@cheese/service-kit";
 import { loadLauncherConfig, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
@@ -9,7 +16,7 @@ import {
   noCredentialsConfigured,
 } from "./first-run.ts";
 import { startLoadBalancer } from "./load-balancer.ts";
-import { findNatsServer, freeLoopbackPort, startNatsServer } from "./nats-server.ts";
+import { findNatsServer, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
 import { runSingleProcess } from "./single-process.ts";
 import { Supervisor } from "./supervisor.ts";
@@ -103,7 +110,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   if (config.REPLICAS === 1) {
     supervisor.start("gateway", 1);
   } else {
-    const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeLoopbackPort()));
+    const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()));
     supervisor.start("gateway", config.REPLICAS, (replica) => ({ GATEWAY_PORT: String(ports[replica - 1]) }));
     try {
       balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);

@@ -1,24 +1,13 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
+import { freeListenPort } from "@cheese/service-kit";
 
 /** The nats-server on PATH, or undefined. */
 export function findNatsServer(): string | undefined {
   const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : undefined;
-}
-
-export async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 export interface RunningNats {
@@ -28,7 +17,7 @@ export interface RunningNats {
 
 /** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
 export async function startNatsServer(binary: string, dataDir: string): Promise<RunningNats> {
-  const port = await freeLoopbackPort();
+  const port = await freeListenPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
   // Its own process group: a Ctrl-C reaches the launcher, which stops the services before NATS.

@@ -11,6 +11,7 @@ export * from "./history.ts";
 export * from "./ids.ts";
 export * from "./infrastructure.ts";
 export * from "./logger.ts";
+export * from "./ports.ts";
 export * from "./process.ts";
 export * from "./projection.ts";
 export * from "./publisher.ts";
