@@ -175,13 +175,8 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     for (let i = 0; i < 3; i++) expect((await api("POST", `/webhooks/${hook.id}/test`)).status).toBe(202);
     await receiver.waitFor("/killed", 6, 15_000); // about attempt 2 of each
 
-    const notificationPids = () => {
-      try {
-        return system.pids().notification ?? [];
-      } catch {
-        return []; // the launcher is rewriting the file
-      }
-    };
+    // The launcher replaces processes.json whole: it reads complete whenever it is read.
+    const notificationPids = () => system.pids().notification ?? [];
     const [victim] = notificationPids();
     process.kill(victim!, "SIGKILL");
     await expect
