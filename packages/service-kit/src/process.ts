@@ -22,9 +22,14 @@ export function portInUse(error: unknown, variable: string): ConfigError | undef
  * exits with CONFIG_EXIT_CODE, any other failure to start exits 1; SIGTERM and SIGINT stop it
  * gracefully within 10 seconds, after which the process exits anyway. A process started with
  * an IPC channel (by the launcher) also stops when that channel closes, i.e. when its parent is
- * gone, so no service outlives the launcher.
+ * gone, so no service outlives the launcher: watched from the first moment, since a launcher
+ * killed while this process is still starting (its port already answering) leaves it running
+ * forever if the close is only listened for afterwards.
  */
 export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> }>): Promise<void> {
+  const parentGone = process.channel
+    ? new Promise<void>((resolve) => process.once("disconnect", resolve))
+    : undefined;
   let running: { stop(): Promise<void> };
   try {
     running = await start();
@@ -56,8 +61,8 @@ export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> 
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
-  if (process.channel) {
-    process.once("disconnect", () => shutdown("the launcher's exit"));
-    process.channel.unref();
+  if (parentGone) {
+    void parentGone.then(() => shutdown("the launcher's exit"));
+    process.channel?.unref();
   }
 }
