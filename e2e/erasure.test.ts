@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Order } from "@cheese/contracts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { filesContaining } from "./support/files.ts";
 import { createCheese, http } from "./support/orders.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
@@ -156,15 +157,3 @@ describe("erasure", () => {
     expect((await get(`/customer/${alice.username}`, alice.bearer)).status).toBe(401);
   });
 });
-
-function filesContaining(dir: string, needle: string): string[] {
-  const found: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const stat = statSync(path, { throwIfNoEntry: false });
-    if (!stat) continue;
-    if (stat.isDirectory()) found.push(...filesContaining(path, needle));
-    else if (readFileSync(path).includes(needle)) found.push(path);
-  }
-  return found;
-}

@@ -8,7 +8,8 @@ import { Order } from "./order.ts";
  * `events.<service>.<aggregate>.<event>`. The producer publishes exactly these payloads through
  * its outbox relay (message id = event-store event id); consumers validate them. The notification
  * service turns them into the spec's webhook kinds (docs/webhooks.md "Event kinds"). No personal data
- * (email, names, phone) travels here, so erasure never has to chase it.
+ * (email, names, phone, a customer's shipping address or order notes) travels here in the clear, so
+ * erasure never has to chase it: what is personal travels sealed under the customer's key.
  */
 export const catalogueEvents = {
   cheeseAdded: defineEvent({
@@ -32,9 +33,20 @@ export const catalogueEvents = {
 };
 
 const OrderEvent = z.object({
+  /**
+   * The order as ordering's events hold it: a customer's shipping address and notes redacted
+   * (`{street: "[erased]", city: "[erased]", country}`, notes null), an operator order's in clear.
+   */
   order: Order,
   /** The customer who placed it, or null for an operator client. */
   customerId: z.number().int().positive().nullable(),
+  /**
+   * A customer's shipping address and notes, sealed under the customer's key by the customer
+   * service (`customer.personal_data.open` with purpose `order` opens them; null once the
+   * customer is erased). Absent for operator orders, and for orders placed before addresses were
+   * sealed (their `order` carries them in clear).
+   */
+  personal: z.string().optional(),
 });
 
 export const orderingEvents = {

@@ -114,8 +114,10 @@ describe("integration events to webhook kinds (docs/webhooks.md)", () => {
     });
   });
 
-  it("gives order data snake_case keys and string ids, without the shipping address", () => {
-    const outgoing = toWebhookEvent(event("events.ordering.order.placed", { order, customerId: 5 }));
+  it("gives order data snake_case keys and string ids, without the shipping address, sealed or not", () => {
+    const outgoing = toWebhookEvent(
+      event("events.ordering.order.placed", { order, customerId: 5, personal: "sealed-by-customer" }),
+    );
     expect(outgoing?.data).toEqual({
       order_id: "7",
       customer_id: "5",
@@ -125,6 +127,7 @@ describe("integration events to webhook kinds (docs/webhooks.md)", () => {
       updated_at: order.updatedAt,
     });
     expect(JSON.stringify(outgoing)).not.toContain("Dole");
+    expect(JSON.stringify(outgoing)).not.toContain("sealed-by-customer");
   });
 
   it("gives the stock kinds the previous and new status", () => {

@@ -85,7 +85,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
         eventStore: store,
         bus,
         categories: ["order"],
-        toIntegrationEvent: (event) => toIntegrationEvent(event, vault),
+        toIntegrationEvent,
         logger,
       }),
     );

@@ -1,4 +1,4 @@
-import { catalogueEvents, type Order, orderingEvents, orderingRpc } from "@cheese/contracts";
+import { catalogueEvents, customerRpc, type Order, orderingEvents, orderingRpc } from "@cheese/contracts";
 import {
   callRpc,
   consumeEvents,
@@ -127,14 +127,53 @@ describe("the ordering service over its bus", () => {
     expect(ofOrder().every((e) => e.payload.order.total === 25)).toBe(true);
     expect(ofOrder()[2]?.payload).toMatchObject(shipment);
     expect(ofOrder()[0]?.payload).not.toHaveProperty("ownerId");
-    // Receivers get the customer's address opened (it is stored sealed), and never the seal.
-    expect(ofOrder()[0]?.payload.order.shippingAddress).toEqual(address);
-    expect(ofOrder()[0]?.payload).not.toHaveProperty("personal");
     const cancelled = () =>
       published.find(
         (e) => e.payload.order.id === second.id && e.subject === orderingEvents.orderCancelled.subject,
       )?.payload;
     await expect.poll(cancelled).toMatchObject({ customerId: null, reason: expect.any(String) });
+    // An operator order belongs to no customer: its address travels as it is stored, in clear.
+    expect(cancelled()?.order.shippingAddress).toEqual(address);
+  });
+
+  it("publishes a customer's address and notes sealed, never opened: erasing the customer shreds them", async () => {
+    catalogue.add(131);
+    const notes = "Leave it with the neighbour at number 9";
+    const { order } = await call("placeOrder", {
+      fields: { items: [{ cheeseId: 131, quantity: 1 }], shippingAddress: address, notes },
+      owner: { customerId: 43, ownerId: "cust:43" },
+    });
+    // The reply opens them for the customer who placed it...
+    expect(order).toMatchObject({ shippingAddress: address, notes });
+    await expect.poll(() => statusOf(order.id)).toBe("approved");
+    const events = () => published.filter((e) => e.payload.order.id === order.id);
+    await expect.poll(() => events().map((e) => e.subject)).toHaveLength(2);
+    for (const { payload } of events()) {
+      // ...the integration events, which JetStream keeps, hold no plaintext of either...
+      const raw = JSON.stringify(payload);
+      for (const secret of [address.street, address.city, notes]) expect(raw, secret).not.toContain(secret);
+      expect(payload.order).toMatchObject({
+        shippingAddress: { street: "[erased]", city: "[erased]", country: address.country },
+        notes: null,
+      });
+    }
+    // ...only the seal, which the customer service opens while the customer exists, and not after.
+    const open = () =>
+      callRpc(
+        bus,
+        customerRpc.openPersonalData,
+        {
+          purpose: "order",
+          items: events().map((e) => ({ customerId: 43, sealed: e.payload.personal as string })),
+        },
+        { timeoutMs: 5000 },
+      );
+    expect((await open()).items).toEqual([
+      { shippingAddress: address, notes },
+      { shippingAddress: address, notes },
+    ]);
+    vault.erase(43);
+    expect((await open()).items).toEqual([null, null]);
   });
 
   it("places one order for concurrent repeats of an idempotency key, and 409s another body", async () => {
