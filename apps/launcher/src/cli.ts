@@ -71,7 +71,8 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     log.info(`started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
   }
   const stopNats = async () => {
-    if (nats && nats.process.exitCode === null) {
+    // A nats-server killed by a signal has exitCode null too; it will not exit again.
+    if (nats && nats.process.exitCode === null && nats.process.signalCode === null) {
       const exited = new Promise((done) => nats?.process.once("exit", done));
       nats.process.kill("SIGTERM");
       await exited;

@@ -1,5 +1,11 @@
 /** Event rules shared by both adapters so they behave alike. */
-export const DEFAULT_ACK_WAIT_MS = 30_000;
+/**
+ * How long a delivered event may go unacked before it is delivered again. It bounds the stall of
+ * a durable (one event in flight at a time) when nats-server dies after handing an event out: the
+ * restarted server holds it as pending until this runs out. Handlers take milliseconds (a write
+ * to the event store); one that runs longer is redelivered, so handlers are idempotent anyway.
+ */
+export const DEFAULT_ACK_WAIT_MS = 10_000;
 export const DEFAULT_MAX_DELIVER = 10;
 
 /** Backoff before redelivering a rejected event: 500 ms, 1 s, 2 s... capped at 30 s. */

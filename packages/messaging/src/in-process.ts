@@ -8,6 +8,7 @@
  * publishers republish from their checkpoint at start (dedup makes that harmless) and
  * consumers are idempotent by event id.
  */
+import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
 import { copyJson } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
@@ -62,7 +63,8 @@ type WatchChange = KvEntry | { key: string; deleted: true };
 interface Responder {
   subject: string;
   queue: string;
-  answer(request: IncomingRequest): Promise<ReplyEnvelope>;
+  /** Undefined when the request is not handled (it arrived past its deadline). */
+  answer(request: IncomingRequest): Promise<ReplyEnvelope | undefined>;
 }
 
 interface StoredEvent {
@@ -273,8 +275,10 @@ class InProcessBus implements MessageBus {
         options.timeoutMs,
       );
       for (const responder of responders) {
-        const request = { subject, payload: copyJson(body), headers: { ...options.headers } };
+        const headers = withDeadline(options.headers, options.timeoutMs);
+        const request = { subject, payload: copyJson(body), headers };
         void responder.answer(request).then((reply) => {
+          if (!reply) return; // not handled: past its deadline; the timer answers
           clearTimeout(timer);
           if (reply.ok) resolve(reply.data);
           else reject(new RemoteError(reply.error));
@@ -297,8 +301,18 @@ class InProcessBus implements MessageBus {
     });
   }
 
-  private async answer(request: IncomingRequest, handler: RequestHandler): Promise<ReplyEnvelope> {
+  private async answer(
+    request: IncomingRequest,
+    handler: RequestHandler,
+  ): Promise<ReplyEnvelope | undefined> {
     await Promise.resolve(); // never run the handler inside the caller's stack
+    if (pastDeadline(request.headers)) {
+      this.broker.log.warn(
+        { subject: request.subject },
+        "request arrived after its caller's deadline; not handled",
+      );
+      return undefined;
+    }
     let reply: ReplyEnvelope;
     try {
       reply = { ok: true, data: await handler(request) };

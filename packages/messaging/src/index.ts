@@ -1,3 +1,4 @@
+export { DEADLINE_HEADER } from "./deadline.ts";
 export { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, redeliveryDelayMs } from "./delivery.ts";
 export {
   createInProcessBroker,

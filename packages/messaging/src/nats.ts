@@ -14,10 +14,12 @@ import {
   headers as natsHeaders,
   StorageType,
 } from "nats";
+import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
 import { decodeJson, encodeJson } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
 import {
+  BusUnavailableError,
   type Closable,
   type ConsumeOptions,
   type DeliveredEvent,
@@ -53,9 +55,31 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+/** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
+const ACK = new TextEncoder().encode("+ACK");
+const ACK_CONFIRM_TIMEOUT_MS = 1_000;
+const ACK_RETRY_MS = 250;
+/** A pull request's lifetime; see `NatsConsumer.run`. */
+const PULL_EXPIRES_MS = 5_000;
+/** Client error codes that mean the server is out of reach, not that the operation was wrong. */
+const UNREACHABLE = new Set(["TIMEOUT", "503", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_REFUSED"]);
+
+/** Rethrows a NATS error that means "server out of reach" as {@link BusUnavailableError}. */
+function rethrowUnreachable(error: unknown, what: string): never {
+  if (error instanceof NatsError && UNREACHABLE.has(error.code)) throw new BusUnavailableError(what, error);
+  throw error;
+}
 
 export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBus> {
-  const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1 });
+  // Reconnect for ever, trying every 0.5 to 1 s (the client's default is 2 s): after a NATS
+  // restart the services answer again within about a second.
+  const nc = await connect({
+    servers: options.url,
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    reconnectJitter: 500,
+  });
   try {
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
@@ -100,7 +124,7 @@ class NatsBus implements MessageBus {
     try {
       reply = await this.nc.request(subject, encodeJson(payload), {
         timeout: options.timeoutMs,
-        headers: toNatsHeaders(options.headers),
+        headers: toNatsHeaders(withDeadline(options.headers, options.timeoutMs)),
       });
     } catch (error) {
       if (error instanceof NatsError && error.code === "TIMEOUT")
@@ -138,6 +162,12 @@ class NatsBus implements MessageBus {
   }
 
   private async answer(msg: Msg, handler: RequestHandler): Promise<void> {
+    const headers = fromNatsHeaders(msg.headers);
+    if (pastDeadline(headers)) {
+      // The caller has given up; its answer was a 503. Doing the work now would contradict it.
+      this.log.warn({ subject: msg.subject }, "request arrived after its caller's deadline; not handled");
+      return;
+    }
     let reply: ReplyEnvelope;
     let payload: unknown;
     try {
@@ -148,7 +178,7 @@ class NatsBus implements MessageBus {
       return;
     }
     try {
-      const data = await handler({ subject: msg.subject, payload, headers: fromNatsHeaders(msg.headers) });
+      const data = await handler({ subject: msg.subject, payload, headers });
       reply = { ok: true, data };
     } catch (error) {
       if (!(error instanceof RemoteError))
@@ -172,7 +202,7 @@ class NatsBus implements MessageBus {
       await this.js.publish(event.subject, encodeJson(event.payload), { msgID: event.id, headers: h });
     } catch (error) {
       if (error instanceof NatsError && error.code === "503") throw noStreamFor(event.subject);
-      throw error;
+      rethrowUnreachable(error, `publish ${event.subject}`);
     }
   }
 
@@ -285,7 +315,8 @@ class NatsConsumer {
     this.stopCurrent?.();
     await this.done;
     await Promise.allSettled([...this.inFlight]);
-    // Acks are fire-and-forget; make sure the server has them before anyone else takes over.
+    // Acks sent while closing are fire-and-forget; make sure the server has them before anyone
+    // else takes over.
     if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
   }
 
@@ -294,7 +325,10 @@ class NatsConsumer {
       try {
         await this.ensureDurable();
         const consumer = await this.js.consumers.get(this.stream, this.options.durable);
-        const messages = await consumer.consume({ max_messages: 10 });
+        // Pulls expire after 5 s (heartbeats every 2.5 s) rather than the client's 30 s: after a
+        // NATS restart the client re-checks the consumer with a back-off of up to this long, and
+        // only then pulls again, so events flow again within seconds, not half a minute.
+        const messages = await consumer.consume({ max_messages: 10, expires: PULL_EXPIRES_MS });
         this.stopCurrent = () => messages.stop();
         if (this.closing) messages.stop();
         for await (const m of messages) {
@@ -370,7 +404,34 @@ class NatsConsumer {
       }
       return;
     }
-    m.ack();
+    await this.confirmAck(m);
+  }
+
+  /**
+   * Acks and waits for the server to confirm it, sending the ack again (same ack subject) until
+   * it does. A plain ack lost with a crashing nats-server leaves the event pending on the
+   * restarted one, and with one event in flight per durable (`max_ack_pending: 1`) every later
+   * event would wait for its redelivery (the whole ack wait). Acking an event the server no
+   * longer holds pending is harmless (it answers and changes nothing). Once the ack wait has
+   * passed the event has been redelivered anyway, and the retries stop.
+   */
+  private async confirmAck(m: JsMsg): Promise<void> {
+    const ackSubject = (m as JsMsg & { reply?: string }).reply;
+    if (!ackSubject) return m.ack();
+    const giveUpAt = Date.now() + (this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS);
+    while (true) {
+      try {
+        await this.nc.request(ackSubject, ACK, { timeout: ACK_CONFIRM_TIMEOUT_MS });
+        return;
+      } catch (err) {
+        if (this.closing || this.nc.isClosed() || Date.now() > giveUpAt) return m.ack();
+        this.log.warn(
+          { durable: this.options.durable, seq: m.seq, err },
+          "ack not confirmed; sending it again",
+        );
+        await new Promise((r) => setTimeout(r, ACK_RETRY_MS));
+      }
+    }
   }
 }
 
@@ -383,14 +444,14 @@ class NatsKeyValue implements KeyValue {
 
   async get(key: string) {
     assertKvKey(key);
-    const entry = await this.kv.get(key);
+    const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
     if (entry?.operation !== "PUT") return undefined;
     return { key, value: entry.value, revision: entry.revision };
   }
 
   put(key: string, value: Uint8Array): Promise<number> {
     assertKvKey(key);
-    return this.kv.put(key, value);
+    return this.kv.put(key, value).catch((error) => rethrowUnreachable(error, `kv put ${key}`));
   }
 
   create(key: string, value: Uint8Array): Promise<number> {
@@ -406,7 +467,7 @@ class NatsKeyValue implements KeyValue {
 
   async delete(key: string): Promise<void> {
     assertKvKey(key);
-    await this.kv.delete(key);
+    await this.kv.delete(key).catch((error) => rethrowUnreachable(error, `kv delete ${key}`));
   }
 
   /**
@@ -447,7 +508,7 @@ class NatsKeyValue implements KeyValue {
 function rethrowConflict(error: unknown, key: string): never {
   if (error instanceof NatsError && error.api_error?.err_code === WRONG_LAST_SEQUENCE)
     throw new KvConflictError(key);
-  throw error;
+  rethrowUnreachable(error, `kv write ${key}`);
 }
 
 function parseEnvelope(bytes: Uint8Array): ReplyEnvelope | undefined {

@@ -137,6 +137,18 @@ export class NoRespondersError extends RemoteError {
   }
 }
 
+/**
+ * The message bus itself cannot be reached (NATS down or reconnecting): a key-value read or
+ * write, or a publish, got no answer. A 503 like a request's time-out, so a caller that meets it
+ * answers `service_unavailable` rather than 500.
+ */
+export class BusUnavailableError extends RemoteError {
+  constructor(what: string, cause?: unknown) {
+    super({ status: 503, type: "service_unavailable", message: `message bus unavailable: ${what}` });
+    if (cause !== undefined) this.cause = cause;
+  }
+}
+
 export class KvConflictError extends Error {
   override readonly name = "KvConflictError";
   constructor(readonly key: string) {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import {
   callRpc,
   consumeEvents,
+  DEADLINE_HEADER,
   type DeliveredEvent,
   defineEvent,
   defineRpc,
@@ -139,6 +140,30 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect((error as RemoteError).body.status).toBe(503);
         expect(elapsed).toBeGreaterThanOrEqual(290);
         expect(elapsed).toBeLessThan(800);
+      });
+
+      it("does not handle a request that arrives after its caller's deadline; the caller times out", async () => {
+        // As a request held in a client's buffer while NATS was down arrives: its caller has
+        // already answered 503, so its work (placing an order) must not happen now.
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.late`;
+        const handled: unknown[] = [];
+        server.serve(subject, { queue: "svc" }, async (req) => {
+          handled.push(req.payload);
+          return "done";
+        });
+        await server.ping();
+        const late = await caller
+          .request(
+            subject,
+            { n: 1 },
+            { timeoutMs: 300, headers: { [DEADLINE_HEADER]: String(Date.now() - 1) } },
+          )
+          .catch((e: unknown) => e);
+        expect(late).toBeInstanceOf(RequestTimeoutError);
+        // Barrier: a request in time, sent after, is handled; the late one never was.
+        expect(await caller.request(subject, { n: 2 }, { timeoutMs: 2_000 })).toBe("done");
+        expect(handled).toEqual([{ n: 2 }]);
       });
 
       it("rejects quickly with NoRespondersError when nobody serves the subject", async () => {

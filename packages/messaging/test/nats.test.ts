@@ -1,7 +1,7 @@
 import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
 import { connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNatsBus, silentLogger } from "../src/index.ts";
+import { BusUnavailableError, connectNatsBus, silentLogger } from "../src/index.ts";
 import { messageBusContract } from "./contract.ts";
 
 let server: NatsServerHandle;
@@ -54,6 +54,26 @@ describe("NATS adapter specifics", () => {
     } finally {
       await bus.close();
       await nc.close();
+    }
+  });
+
+  it("answers a key-value read or write while NATS is down with a 503 BusUnavailableError, not a bare client error", async () => {
+    const own = await startNatsServer();
+    const bus = await connectNatsBus({ url: own.url, name: "down", logger: silentLogger });
+    try {
+      const kv = await bus.kv("down_test");
+      await kv.put("k", new TextEncoder().encode("v"));
+      await own.stop();
+      const [read, write] = await Promise.all([
+        kv.get("k").catch((e: unknown) => e),
+        kv.create("other", new TextEncoder().encode("v")).catch((e: unknown) => e),
+      ]);
+      expect(read).toBeInstanceOf(BusUnavailableError);
+      expect((read as BusUnavailableError).body).toMatchObject({ status: 503, type: "service_unavailable" });
+      expect(write).toBeInstanceOf(BusUnavailableError);
+    } finally {
+      await bus.close().catch(() => {});
+      await own.stop().catch(() => {});
     }
   });
 });
