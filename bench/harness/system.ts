@@ -31,7 +31,10 @@ export async function startBenchSystem(options: {
   dataDir: string;
   replicas: number;
   env?: Record<string, string>;
+  /** How long /readyz may take (120 s; a long history to rebuild takes longer). */
+  readyTimeoutMs?: number;
 }): Promise<StartedSystem> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
   const port = await freePort();
   const logFile = join(options.dataDir, "..", `${options.dataDir.split("/").at(-1)}.log`);
   const log = openSync(logFile, "a");
@@ -75,9 +78,9 @@ export async function startBenchSystem(options: {
   for (;;) {
     if (child.exitCode !== null)
       throw new Error(`the launcher exited with ${child.exitCode}; see ${logFile}`);
-    if (performance.now() - started > 120_000) {
+    if (performance.now() - started > readyTimeoutMs) {
       await stop();
-      throw new Error(`not ready within 120 s; see ${logFile}`);
+      throw new Error(`not ready within ${readyTimeoutMs / 1000} s; see ${logFile}`);
     }
     try {
       const response = await fetch(`${rootUrl}/readyz`, { signal: AbortSignal.timeout(2000) });

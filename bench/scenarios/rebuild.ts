@@ -50,7 +50,7 @@ export const projectionRebuild: Measurement = {
       await projection.close();
       await store.close();
 
-      const system = await startBenchSystem({ dataDir, replicas: options.replicas });
+      const system = await startBenchSystem({ dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
       await system.stop();
 
       const rate = events / (rebuildMs / 1000);
