@@ -360,6 +360,92 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
       });
     });
 
+    describe("indexed collections", () => {
+      const shop = {
+        name: "shop",
+        version: 1,
+        collections: [
+          {
+            name: "items",
+            indexes: [{ keys: { price: 1 as const, _id: 1 as const } }, { keys: { status: 1 as const } }],
+            queries: [
+              {
+                name: "a page by price after a cursor",
+                filter: {
+                  status: { $in: ["a"] },
+                  $or: [{ price: { $gt: 1 } }, { price: 1, _id: { $gt: 1 } }],
+                },
+                optional: ["status", "price", "_id"],
+                sort: { price: 1 as const, _id: 1 as const },
+              },
+              { name: "count by status", filter: { status: { $in: ["a"] } }, optional: ["status"] },
+            ],
+          },
+        ],
+      };
+      type Item = { _id: number; price: number; status: string };
+      const expected = (items: Map<number, Item>, statuses: string[], way: 1 | -1) =>
+        [...items.values()]
+          .filter((item) => statuses.includes(item.status))
+          .sort((a, b) => (a.price - b.price || a._id - b._id) * way)
+          .map((item) => item._id);
+
+      it("answers sorted, filtered pages and counts as documents move, appear and go", async () => {
+        await store.defineProjection(shop);
+        const items = store.collection<Item & Document>("items");
+        const model = new Map<number, Item>();
+        const statuses = ["a", "b", "c"];
+        let revision = 1;
+        // Prices repeat (ties broken by _id); then prices and statuses change, some items go.
+        for (let id = 1; id <= 60; id++) {
+          const item = { _id: id, price: (id * 7) % 11, status: statuses[id % 3]! };
+          model.set(id, item);
+          await items.upsert(id, revision, { $set: { price: item.price, status: item.status } });
+        }
+        revision++;
+        for (let id = 1; id <= 60; id += 4) {
+          const item = { _id: id, price: (id * 5) % 13, status: statuses[(id + 1) % 3]! };
+          model.set(id, item);
+          await items.upsert(id, revision, { $set: { price: item.price, status: item.status } });
+        }
+        revision++;
+        for (let id = 3; id <= 60; id += 9) {
+          model.delete(id);
+          await items.deleteOne(id, revision);
+        }
+        revision++;
+        for (let id = 2; id <= 60; id += 10) {
+          const before = model.get(id);
+          if (!before) continue;
+          model.set(id, { ...before, price: 100 + id });
+          // Another update operator than $set moves a document too.
+          await items.upsert(id, revision, { $inc: { price: 100 + id - before.price } });
+        }
+
+        for (const way of [1, -1] as const) {
+          for (const wanted of [["a"], ["b", "c"]]) {
+            const all = expected(model, wanted, way);
+            const page = await items.find(
+              { status: { $in: wanted } },
+              { sort: { price: way, _id: way }, skip: 3, limit: 5 },
+            );
+            expect(page.map((item) => item._id)).toEqual(all.slice(3, 8));
+            expect(await items.count({ status: { $in: wanted } })).toBe(all.length);
+          }
+        }
+        // A page after a cursor: the keyset filter the lists use.
+        const all = expected(model, ["a", "b", "c"], 1);
+        const cursor = model.get(all[9]!)!;
+        const after = await items.find(
+          { $or: [{ price: { $gt: cursor.price } }, { price: cursor.price, _id: { $gt: cursor._id } }] },
+          { sort: { price: 1, _id: 1 }, limit: 4 },
+        );
+        expect(after.map((item) => item._id)).toEqual(all.slice(10, 14));
+        expect(await items.count({ status: "a" })).toBe(expected(model, ["a"], 1).length);
+        expect(await items.count()).toBe(model.size);
+      });
+    });
+
     it("stores checkpoints per projection", async () => {
       expect(await store.getCheckpoint("catalogue")).toBeUndefined();
       await store.setCheckpoint("catalogue", 5);
