@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Collection, Document, ReadModelStore } from "../src/port.ts";
+import type { Collection, Document, ProjectionDefinition, ReadModelStore } from "../src/port.ts";
 
 export interface ReadModelFixture {
   store: ReadModelStore;
@@ -361,7 +361,7 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
     });
 
     describe("indexed collections", () => {
-      const shop = {
+      const shop: ProjectionDefinition = {
         name: "shop",
         version: 1,
         collections: [
