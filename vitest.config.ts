@@ -2,7 +2,9 @@ import { defineConfig } from "vitest/config";
 
 // Tests import workspace packages from their TypeScript source (the `source` export condition);
 // processes the tests start run the built JavaScript, as `pnpm start` and the image do.
-const conditions = ["source", "module", "node", "development|production"];
+// Vitest hands the SSR conditions to Node itself (`--conditions`), so `module` stays out of
+// them: packages such as OpenTelemetry's export a `module` build Node cannot load.
+const conditions = ["source", "node", "development|production"];
 
 // One run covers unit tests, port contract suites and end-to-end tests. Suites that start
 // servers do it themselves; container suites print why they skip when no Docker engine exists.

@@ -36,6 +36,8 @@ export const baseConfigShape = {
   HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** Deadline of every internal request. */
   RPC_TIMEOUT: duration("5s"),
+  /** OTLP/HTTP collector to send traces to (`<url>/v1/traces`); unset: traces are not recorded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
 };
 export const baseConfigSchema = z.object(baseConfigShape);
 export type BaseConfig = z.infer<typeof baseConfigSchema>;

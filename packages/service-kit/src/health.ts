@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { metricsRegistry } from "./metrics.ts";
 import { portInUse } from "./process.ts";
 
 export type ReadinessCheck = () => Promise<boolean>;
@@ -10,8 +11,9 @@ export interface HealthServer {
 }
 
 /**
- * A service's own `/healthz` (the process is up) and `/readyz` (every dependency answers),
- * on 127.0.0.1. Checks run with a deadline so a hung dependency reads as not ready.
+ * A service's own `/healthz` (the process is up), `/readyz` (every dependency answers) and
+ * `/metrics` (the process's metrics, Prometheus text format), on 127.0.0.1 unless told
+ * otherwise. Checks run with a deadline so a hung dependency reads as not ready.
  */
 export async function startHealthServer(
   port: number,
@@ -29,6 +31,13 @@ export async function startHealthServer(
           .writeHead(result.ready ? 200 : 503, { "content-type": "application/json" })
           .end(JSON.stringify({ status: result.ready ? "ready" : "not_ready", checks: result.checks }));
       });
+      return;
+    }
+    if (req.url === "/metrics") {
+      void metricsRegistry.metrics().then(
+        (text) => res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(text),
+        () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+      );
       return;
     }
     res.writeHead(404, { "content-type": "application/json" }).end('{"code":404,"message":"not found"}');

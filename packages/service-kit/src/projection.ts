@@ -1,6 +1,7 @@
 import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
 import type { CollectionDefinition, ReadModelStore } from "@cheese/read-models";
 import type { Logger } from "./logger.ts";
+import { projectedSeries, projectionLag } from "./metrics.ts";
 
 export interface ProjectionOptions {
   name: string;
@@ -69,6 +70,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   const waiters = new Set<() => void>();
   /** A head position up to which every event of our categories is known to be applied. */
   let verifiedHead = -1;
+  const projected = projectedSeries(name);
 
   const saveCheckpoint = async () => {
     clearTimeout(idleTimer);
@@ -108,6 +110,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       after: confirmed === -1 ? undefined : confirmed,
       handler: async (event) => {
         await apply(event, readModels);
+        projected.inc();
         appliedSinceSave += 1;
         progressed(event.position);
       },
@@ -135,6 +138,15 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     }, 1000).unref();
   };
   await subscribe();
+
+  // Lag, when scraped: how long ago the oldest event of ours not applied yet was recorded.
+  const stopObserving = projectionLag.observe({ projection: name }, async () => {
+    const head = await eventStore.headPosition();
+    if (confirmed >= head) return 0;
+    for await (const event of eventStore.readAll({ after: confirmed, until: head, categories, maxCount: 1 }))
+      return Math.max(0, (Date.now() - Date.parse(event.createdAt)) / 1000);
+    return 0;
+  });
 
   const progress = (deadline: number) =>
     new Promise<void>((resolve) => {
@@ -176,6 +188,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     },
     async close() {
       closed = true;
+      stopObserving();
       clearTimeout(idleTimer);
       await subscription?.close();
       await saveCheckpoint().catch(() => {});

@@ -2,6 +2,7 @@ import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-stor
 import type { IntegrationEvent, MessageBus } from "@cheese/messaging";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
+import { endSpan, extractTrace, injectTrace, SpanKind, startSpan, tracerFor } from "./tracing.ts";
 
 export interface PublisherOptions {
   service: string;
@@ -55,14 +56,28 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
       handler: async (event) => {
         const integration = await toIntegrationEvent(event);
         if (integration) {
-          await bus.publish({
-            ...integration,
-            id: event.id,
-            headers: {
-              [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
-              [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
-            },
-          });
+          const headers: Record<string, string> = {
+            [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
+            [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
+          };
+          // The command's trace goes on with the event (a producer span under it), when it has one.
+          const traced = typeof event.metadata.traceparent === "string";
+          const { span, context } = traced
+            ? startSpan(
+                tracerFor(service),
+                `publish ${integration.subject}`,
+                SpanKind.PRODUCER,
+                extractTrace(event.metadata),
+              )
+            : { span: undefined, context: undefined };
+          injectTrace(context, headers);
+          try {
+            await bus.publish({ ...integration, id: event.id, headers });
+          } catch (error) {
+            if (span) endSpan(span, error);
+            throw error;
+          }
+          span?.end();
         }
         checkpoint = event.position;
       },

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { EventMetadata } from "@cheese/event-store";
 import type { Headers } from "@cheese/messaging";
 import type { Logger } from "./logger.ts";
+import { extractTrace, injectTrace, type TraceContext, traceIdOf } from "./tracing.ts";
 
 export const REQUEST_ID_HEADER = "x-request-id";
 export const CORRELATION_ID_HEADER = "x-correlation-id";
@@ -10,21 +11,43 @@ export const CORRELATION_ID_HEADER = "x-correlation-id";
 export interface RequestContext {
   requestId: string;
   correlationId: string;
+  /**
+   * The trace the request belongs to (its current span), carried on as `traceparent` in NATS
+   * headers and event metadata. Absent: none is carried.
+   */
+  trace?: TraceContext;
 }
 
 export function contextFromHeaders(headers: Headers): RequestContext {
   const requestId = headers[REQUEST_ID_HEADER] ?? randomUUID();
-  return { requestId, correlationId: headers[CORRELATION_ID_HEADER] ?? requestId };
+  return {
+    requestId,
+    correlationId: headers[CORRELATION_ID_HEADER] ?? requestId,
+    trace: extractTrace(headers),
+  };
 }
 
 export function contextHeaders(context: RequestContext): Headers {
-  return { [REQUEST_ID_HEADER]: context.requestId, [CORRELATION_ID_HEADER]: context.correlationId };
+  const headers = { [REQUEST_ID_HEADER]: context.requestId, [CORRELATION_ID_HEADER]: context.correlationId };
+  injectTrace(context.trace, headers);
+  return headers;
 }
 
 export function contextMetadata(context: RequestContext, causationId?: string): EventMetadata {
-  return { requestId: context.requestId, correlationId: context.correlationId, causationId };
+  const metadata: Record<string, string> = {
+    requestId: context.requestId,
+    correlationId: context.correlationId,
+  };
+  if (causationId !== undefined) metadata.causationId = causationId;
+  injectTrace(context.trace, metadata);
+  return metadata;
 }
 
 export function contextLogger(logger: Logger, context: RequestContext): Logger {
-  return logger.child({ requestId: context.requestId, correlationId: context.correlationId });
+  const traceId = traceIdOf(context.trace);
+  return logger.child({
+    requestId: context.requestId,
+    correlationId: context.correlationId,
+    ...(traceId ? { traceId } : {}),
+  });
 }

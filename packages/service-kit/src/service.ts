@@ -15,7 +15,9 @@ import {
   openReadModels,
 } from "./infrastructure.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { collectProcessMetrics, countingAppends, rpcOutcome, rpcServerSeries } from "./metrics.ts";
 import { contextFromHeaders, contextLogger, type RequestContext } from "./request-context.ts";
+import { endSpan, type SpanExporter, SpanKind, startSpan, startTracing, tracerFor } from "./tracing.ts";
 
 /** What a request handler gets besides its payload. */
 export interface HandlerContext extends RequestContext {
@@ -57,6 +59,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Time for the service's decisions; tests pass a `ManualClock` and advance it. */
   clock?: Clock;
+  /** Where the service's spans go (tests: an in-memory exporter); else as the config says. */
+  spanExporter?: SpanExporter;
 }
 
 export interface RunningService {
@@ -80,10 +84,15 @@ export async function startService<C extends BaseConfig>(
   const name = definition.name;
   const config = loadConfig(definition.configSchema as unknown as z.ZodObject, options.env) as C;
   const logger = options.logger ?? createLogger(name, config.LOG_LEVEL);
+  collectProcessMetrics();
+  const tracing = startTracing(name, {
+    ...(config.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+    ...(options.spanExporter ? { exporter: options.spanExporter } : {}),
+  });
   const ownsBus = !options.bus;
   const bus = options.bus ?? (await connectBus(config, name, logger));
   const eventStore = definition.needs.eventStore
-    ? await openEventStore(config, name)
+    ? countingAppends(await openEventStore(config, name))
     : unavailable<EventStore>("eventStore");
   const readModels = definition.needs.readModels
     ? await openReadModels(config, name)
@@ -110,23 +119,37 @@ export async function startService<C extends BaseConfig>(
       servers.push(
         serveRpc(bus, rpc, { queue: name }, async (payload, { headers }) => {
           const request = contextFromHeaders(headers);
+          const { span, context: trace } = startSpan(
+            tracerFor(name),
+            rpc.subject,
+            SpanKind.SERVER,
+            request.trace,
+          );
+          request.trace = trace;
           const log = contextLogger(logger, request);
           const started = performance.now();
+          let status: number | undefined;
           try {
             const reply = await handler(payload, { ...request, logger: log });
             log.info({ subject: rpc.subject, ms: Math.round(performance.now() - started) }, "handled");
             return reply;
           } catch (error) {
+            status = 500;
             if (error instanceof RemoteError) {
-              log.info({ subject: rpc.subject, status: error.body.status }, "refused");
+              status = error.body.status;
+              log.info({ subject: rpc.subject, status }, "refused");
             } else if (error instanceof BlobStoreUnavailableError) {
               // The storage, not the request: 503 with Retry-After, like any dependency down.
               log.error({ err: error, subject: rpc.subject }, "blob storage unavailable");
+              status = 503;
               throw serviceUnavailable("file storage is unavailable; try again");
             } else {
               log.error({ err: error, subject: rpc.subject }, "handler failed");
             }
             throw error;
+          } finally {
+            rpcServerSeries(rpc.subject, rpcOutcome(status)).observe((performance.now() - started) / 1000);
+            endSpan(span, status !== undefined && status >= 500 ? `answered ${status}` : undefined);
           }
         }),
       );
@@ -162,6 +185,7 @@ export async function startService<C extends BaseConfig>(
           definition.needs.blobs ? blobs.close() : undefined,
         ]);
         await health.close();
+        await tracing.stop();
         logger.info(`${name} stopped`);
       })();
       return stopping;

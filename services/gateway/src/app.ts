@@ -14,8 +14,8 @@ import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
 import { bodySize, noSniff } from "./middleware/body-size.ts";
+import { observe } from "./middleware/observe.ts";
 import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
-import { requestId } from "./middleware/request-id.ts";
 import { SharedBuckets } from "./middleware/shared-buckets.ts";
 import type { PlanLimits } from "./middleware/token-bucket.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
@@ -57,7 +57,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>();
-  app.use(requestId(deps.logger));
+  app.use(observe(deps.logger));
   app.use(noSniff);
   app.use(bodySize());
   app.use(authenticate(deps.auth, identity));

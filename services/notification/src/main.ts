@@ -14,6 +14,7 @@ import { blobSnapshotStore } from "./delivery/snapshot.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
+import { observeDeadLetters } from "./handlers/metrics.ts";
 import {
   createWebhook,
   deleteWebhook,
@@ -71,6 +72,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       logger,
     });
     ctx.onStop(deliveries);
+    ctx.onStop(observeDeadLetters(readModels));
     await webhooks.ready;
 
     const deps: NotificationDeps = {

@@ -1,3 +1,4 @@
+import { counter, seriesOf } from "@cheese/service-kit";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import { type Plan, plans } from "../auth/credentials.ts";
@@ -42,6 +43,13 @@ export const ratePlansSchema = z
     return table;
   });
 
+const refusals = counter({
+  name: "cheese_rate_limit_refusals_total",
+  help: "Requests refused with 429 because the caller's bucket was empty, by the caller's plan",
+  labelNames: ["plan"],
+});
+const refusalsOf = seriesOf((plan) => refusals.labels(plan));
+
 /**
  * Monitoring must never be throttled: health probes are not counted and carry no limit headers
  * (they are not part of the API, and load balancers poll them constantly).
@@ -63,6 +71,7 @@ export function rateLimit(options: { plans: Record<Plan, PlanLimits>; buckets: S
     const headers = limitHeaders(limits, admission);
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     if (!admission.allowed) {
+      refusalsOf(caller.plan).inc();
       c.header("Retry-After", String(admission.retryAfterSeconds));
       return errorResponse(
         c,

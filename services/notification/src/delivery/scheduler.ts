@@ -2,11 +2,16 @@ import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-stor
 import {
   type Clock,
   DomainError,
+  endSpan,
+  extractTrace,
   foldEvents,
   handleCommand,
   type Logger,
+  SpanKind,
+  startSpan,
   systemClock,
   type Timer,
+  tracerFor,
 } from "@cheese/service-kit";
 import {
   type DeliveryCommand,
@@ -31,7 +36,7 @@ import type { Resolver } from "../security/address-policy.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import { sendAttempt } from "./sender.ts";
 import { deliveryHeaders } from "./signing.ts";
-import type { ScheduleSnapshot, SnapshotStore } from "./snapshot.ts";
+import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 
 export interface SchedulerOptions {
   store: EventStore;
@@ -102,6 +107,12 @@ export class DeliveryScheduler {
   private readonly inFlightPerWebhook = new Map<number, number>();
   private readonly work = new Set<Promise<void>>();
   private readonly openedSecrets = new Map<string, string>();
+  /**
+   * The trace of each unfinished delivery: that of the request or event that created it (or
+   * replayed it), from its event's metadata. Its attempts are spans of that trace, and the
+   * receiver gets it as `traceparent`.
+   */
+  private readonly traces = new Map<number, TraceCarrier>();
   private inFlight = 0;
   private position: number | undefined;
   private savedPosition: number | undefined;
@@ -210,6 +221,7 @@ export class DeliveryScheduler {
         dueAt: tracked.dueAt,
         startedAt: tracked.startedAt,
         revision: tracked.revision,
+        ...(this.traces.has(deliveryId) ? { trace: this.traces.get(deliveryId) } : {}),
       })),
       webhooks: [...this.webhooks.entries()].map(([webhookId, view]) => ({
         webhookId,
@@ -229,8 +241,9 @@ export class DeliveryScheduler {
       logger.warn({ err: error }, "schedule snapshot unreadable; reading every delivery instead");
     }
     if (!snapshot) return;
-    for (const { deliveryId, ...entry } of snapshot.deliveries) {
+    for (const { deliveryId, trace, ...entry } of snapshot.deliveries) {
       this.index.set(deliveryId, { deliveryId, ...entry, body: "" } as Tracked);
+      if (trace) this.traces.set(deliveryId, trace);
     }
     for (const { webhookId, status, failingSince } of snapshot.webhooks) {
       this.webhooks.set(webhookId, { status, failingSince });
@@ -301,6 +314,16 @@ export class DeliveryScheduler {
   private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {
     const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
     const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
+    const { traceparent, tracestate } = event.metadata;
+    if (
+      (event.type === "DeliveryCreated" || event.type === "DeliveryReplayed") &&
+      typeof traceparent === "string"
+    ) {
+      this.traces.set(
+        deliveryId,
+        typeof tracestate === "string" ? { traceparent, tracestate } : { traceparent },
+      );
+    }
     const tracked = this.index.get(deliveryId);
     const finished = this.finished.get(deliveryId);
     // Our own appends are tracked before the subscription brings them back; health still counts
@@ -358,6 +381,7 @@ export class DeliveryScheduler {
     if (state.status === "absent") return;
     if (state.status === "delivered" || state.status === "cancelled" || state.status === "dead_lettered") {
       this.index.delete(deliveryId);
+      this.traces.delete(deliveryId);
       this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
       if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.keys().next().value!);
       return;
@@ -503,6 +527,12 @@ export class DeliveryScheduler {
       deliveryId,
       timestampSeconds: Math.floor(this.now() / 1000),
     });
+    const { span, context: trace } = startSpan(
+      tracerFor("notification"),
+      `POST webhook ${delivery.eventType}`,
+      SpanKind.CLIENT,
+      extractTrace(this.traces.get(deliveryId) ?? {}),
+    );
     const result = await sendAttempt({
       url: current.registration.url,
       headers,
@@ -510,7 +540,19 @@ export class DeliveryScheduler {
       timeoutMs: this.options.timeoutMs,
       allowPrivate: this.options.allowPrivate,
       ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+      trace,
     });
+    if (span.isRecording()) {
+      span.setAttributes({
+        "http.request.method": "POST",
+        "cheese.webhook.id": webhookId,
+        "cheese.delivery.id": deliveryId,
+        "cheese.delivery.attempt": attempt,
+        "cheese.webhook.event_type": delivery.eventType,
+        ...(result.statusCode !== null ? { "http.response.status_code": result.statusCode } : {}),
+      });
+    }
+    endSpan(span, result.ok ? undefined : (result.error ?? "failed"));
     const recorded = await this.command(deliveryId, {
       type: "RecordResult",
       round,

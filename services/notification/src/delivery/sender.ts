@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
+import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
 import type { AttemptResult } from "../domain/delivery.ts";
 import {
   CREDENTIALS_PROBLEM,
@@ -17,7 +18,31 @@ export interface SendOptions {
   allowPrivate: boolean;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
+  /** The attempt's trace, sent on as `traceparent` (and `tracestate`). */
+  trace?: TraceContext;
 }
+
+/**
+ * How an attempt ended: `success` (2xx), `http_error` (any other status, redirects included),
+ * `timeout`, `connection_error` (refused, reset, name not resolved, TLS), `refused` (by our own
+ * address policy, or a URL that is not one).
+ */
+type Outcome = "success" | "http_error" | "timeout" | "connection_error" | "refused";
+
+const attempts = counter({
+  name: "cheese_webhook_attempts_total",
+  help: "Webhook delivery attempts, by outcome (success, http_error, timeout, connection_error, refused)",
+  labelNames: ["outcome"],
+});
+const durations = histogram({
+  name: "cheese_webhook_attempt_duration_seconds",
+  help: "Time from sending a webhook to its answer's status line (or the failure), by outcome",
+  labelNames: ["outcome"],
+});
+const counted = seriesOf((outcome) => ({
+  attempts: attempts.labels(outcome),
+  duration: durations.labels(outcome),
+}));
 
 /**
  * One attempt: POST the exact body, succeed only on a 2xx within the deadline. Redirects are not
@@ -33,39 +58,48 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
     error,
     durationMs: elapsed(),
   });
+  const counting = (outcome: Outcome, result: AttemptResult): AttemptResult => {
+    const series = counted(outcome);
+    series.attempts.inc();
+    series.duration.observe((performance.now() - started) / 1000);
+    return result;
+  };
+  const refuse = (error: string) => Promise.resolve(counting("refused", fail(error)));
 
   let url: URL;
   try {
     url = new URL(options.url);
   } catch {
-    return Promise.resolve(fail("the registration's URL is not valid"));
+    return refuse("the registration's URL is not valid");
   }
   if (url.username || url.password) return Promise.resolve(fail(`refused: URL ${CREDENTIALS_PROBLEM}`));
   if (!options.allowPrivate) {
-    if (url.protocol !== "https:") return Promise.resolve(fail("refused: URL is not https"));
+    if (url.protocol !== "https:") return refuse("refused: URL is not https");
     // Literal addresses never reach `lookup`, so they are judged here.
     const host = url.hostname.replace(/^\[|\]$/g, "");
     const reason = isIP(host) ? forbiddenAddressReason(host) : undefined;
-    if (reason) return Promise.resolve(fail(`refused: ${reason} address ${host}`));
+    if (reason) return refuse(`refused: ${reason} address ${host}`);
   }
 
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
-    const finish = (result: AttemptResult) => {
+    const finish = (outcome: Outcome, result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(result);
+      resolve(counting(outcome, result));
     };
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
+    injectTrace(options.trace, headers);
     const req = send(url, {
       method: "POST",
-      headers: { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) },
+      headers,
       agent: false,
       ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.resolve) }),
     });
     const timer = setTimeout(() => {
-      finish(fail(`timed out after ${options.timeoutMs} ms`));
+      finish("timeout", fail(`timed out after ${options.timeoutMs} ms`));
       req.destroy();
     }, options.timeoutMs);
 
@@ -73,14 +107,15 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
     req.on("response", (res) => {
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300)
-        finish({ ok: true, statusCode: status, error: null, durationMs: elapsed() });
-      else if (status >= 300 && status < 400) finish(fail(`redirect (${status}) not followed`, status));
-      else finish(fail(`receiver answered ${status}`, status));
+        finish("success", { ok: true, statusCode: status, error: null, durationMs: elapsed() });
+      else if (status >= 300 && status < 400)
+        finish("http_error", fail(`redirect (${status}) not followed`, status));
+      else finish("http_error", fail(`receiver answered ${status}`, status));
       res.destroy();
     });
     req.on("error", (error: NodeJS.ErrnoException) => {
-      const reason = error.name === "ForbiddenAddressError" ? `refused: ${error.message}` : describe(error);
-      finish(fail(reason));
+      if (error.name === "ForbiddenAddressError") finish("refused", fail(`refused: ${error.message}`));
+      else finish("connection_error", fail(describe(error)));
     });
     req.end(options.body);
   });

@@ -9,6 +9,10 @@ import { z } from "zod";
  * A process restores it and reads only the events after `position`, so its start-up costs
  * what is waiting, not the whole history of finished deliveries.
  */
+/** A delivery's W3C trace context, as its creating event's metadata carried it. */
+const TraceCarrier = z.object({ traceparent: z.string(), tracestate: z.string().optional() });
+export type TraceCarrier = z.infer<typeof TraceCarrier>;
+
 export const ScheduleSnapshot = z.object({
   version: z.literal(1),
   position: z.number().int(),
@@ -26,6 +30,7 @@ export const ScheduleSnapshot = z.object({
       dueAt: z.string().nullable(),
       startedAt: z.string().nullable(),
       revision: z.number().int(),
+      trace: TraceCarrier.optional(),
     }),
   ),
   webhooks: z.array(

@@ -1,5 +1,5 @@
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
-import { contextFromHeaders, contextMetadata, type Logger } from "@cheese/service-kit";
+import { contextFromHeaders, contextMetadata, inSpan, type Logger, SpanKind } from "@cheese/service-kit";
 import { eventIdFor, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
 import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
@@ -20,16 +20,26 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
     handler: async (event) => {
       const outgoing = toWebhookEvent(event);
       if (!outgoing) return;
-      const context = contextFromHeaders(event.headers);
-      const recorded = await fanOut(
-        deps,
-        { eventId: eventIdFor(event.id), kind: outgoing.kind, data: outgoing.data },
-        { ...contextMetadata(context, event.id) },
+      const received = contextFromHeaders(event.headers);
+      // The event's trace goes on into the deliveries' metadata, and from there to each attempt.
+      const recorded = await inSpan(
+        "notification",
+        `process ${event.subject}`,
+        SpanKind.CONSUMER,
+        received.trace,
+        (trace) => {
+          const context = { ...received, trace };
+          return fanOut(
+            deps,
+            { eventId: eventIdFor(event.id), kind: outgoing.kind, data: outgoing.data },
+            { ...contextMetadata(context, event.id) },
+          );
+        },
       );
       if (recorded) {
         logger.info(
           {
-            requestId: context.requestId,
+            requestId: received.requestId,
             eventId: recorded.eventId,
             kind: recorded.type,
             deliveries: recorded.deliveries.length,

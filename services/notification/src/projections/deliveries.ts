@@ -34,6 +34,7 @@ export const deliveriesCollection: CollectionDefinition = {
   indexes: [
     { keys: { webhookId: 1, createdAt: -1, _id: -1 } },
     { keys: { webhookId: 1, status: 1, createdAt: 1, _id: 1 } },
+    { keys: { status: 1 } },
   ],
   queries: [
     {
@@ -55,6 +56,10 @@ export const deliveriesCollection: CollectionDefinition = {
       filter: { webhookId: 1, status: { $in: ["dead_lettered"] }, createdAt: { $gte: "2025", $lt: "2026" } },
       optional: ["createdAt"],
       sort: { createdAt: 1, _id: 1 },
+    },
+    {
+      name: "/metrics: how many deliveries are dead letters (cheese_webhook_dead_letters)",
+      filter: { status: "dead_lettered" },
     },
     {
       name: "replay: how many deliveries it would start again",

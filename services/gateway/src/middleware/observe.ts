@@ -1,0 +1,94 @@
+import { randomUUID } from "node:crypto";
+import {
+  counter,
+  endSpan,
+  extractTrace,
+  histogram,
+  type Logger,
+  SpanKind,
+  seriesOf,
+  startSpan,
+  traceIdOf,
+  tracerFor,
+} from "@cheese/service-kit";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { matchedRoutes } from "hono/route";
+import type { GatewayEnv } from "../env.ts";
+
+/** A caller's request id is echoed when it looks like an id; anything else is replaced. */
+const acceptableId = /^[\w.:-]{1,128}$/;
+
+const requests = counter({
+  name: "cheese_http_requests_total",
+  help: "Requests the gateway answered, by method, route template and status",
+  labelNames: ["method", "route", "status"],
+});
+const durations = histogram({
+  name: "cheese_http_request_duration_seconds",
+  help: "Time the gateway took to answer, by method, route template and status",
+  labelNames: ["method", "route", "status"],
+});
+const series = seriesOf((method, route, status) => ({
+  requests: requests.labels(method, route, status),
+  duration: durations.labels(method, route, status),
+}));
+
+/** Probes poll constantly; they are counted but make no spans. */
+const UNTRACED = new Set(["/healthz", "/readyz"]);
+
+/**
+ * The first middleware of every request: reads or makes `X-Request-Id` (echoed on the response)
+ * and the W3C trace context (`traceparent`, a new trace when absent or malformed), starts the
+ * request's span, binds the ids and the trace id into the request's logger, writes one
+ * access-log line, and counts the request by its route template (`/v2/cheeses/:id`, never the
+ * raw path; `unmatched` when no route took it) and status.
+ */
+export function observe(logger: Logger) {
+  return createMiddleware<GatewayEnv>(async (c, next) => {
+    const started = performance.now();
+    const sent = c.req.header("x-request-id");
+    const id = sent && acceptableId.test(sent) ? sent : randomUUID();
+    const traced = !UNTRACED.has(c.req.path);
+    const { span, context: trace } = traced
+      ? startSpan(tracerFor("gateway"), c.req.method, SpanKind.SERVER, extractTrace(c.req.raw.headers))
+      : { span: undefined, context: undefined };
+    const traceId = traceIdOf(trace);
+    const requestLogger = logger.child({ requestId: id, correlationId: id, ...(traceId ? { traceId } : {}) });
+    c.set(
+      "request",
+      trace ? { requestId: id, correlationId: id, trace } : { requestId: id, correlationId: id },
+    );
+    c.set("logger", requestLogger);
+    c.header("X-Request-Id", id);
+    try {
+      await next();
+    } finally {
+      c.header("X-Request-Id", id);
+      const ms = performance.now() - started;
+      const route = routeOf(c);
+      const { status } = c.res;
+      const counted = series(c.req.method, route, status);
+      counted.requests.inc();
+      counted.duration.observe(ms / 1000);
+      if (span) {
+        span.updateName(`${c.req.method} ${route}`);
+        if (span.isRecording()) {
+          span.setAttributes({
+            "http.request.method": c.req.method,
+            "http.route": route,
+            "http.response.status_code": status,
+          });
+        }
+        endSpan(span, status >= 500 ? `answered ${status}` : undefined);
+      }
+      requestLogger.info({ method: c.req.method, path: c.req.path, status, ms: Math.round(ms) }, "request");
+    }
+  });
+}
+
+/** The template of the route that took the request; middleware for every path (`/*`) is none. */
+function routeOf(c: Context<GatewayEnv>): string {
+  const last = matchedRoutes(c).at(-1);
+  return !last || (last.method === "ALL" && last.path === "/*") ? "unmatched" : last.path;
+}
