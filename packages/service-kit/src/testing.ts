@@ -17,6 +17,9 @@ import type { Decider, DomainEvent } from "./decider.ts";
 import { createLogger } from "./logger.ts";
 import { type RunningService, type ServiceDefinition, startService } from "./service.ts";
 
+/** Keeps the spans a service records (pass it as `spanExporter`, or to `startTracing`). */
+export { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
+
 /**
  * Given events / when command / then events (or then an error), for testing deciders
  * without any I/O.

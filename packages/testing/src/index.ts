@@ -1,4 +1,5 @@
 export { containerImageUnavailableReason, dockerUnavailableReason } from "./docker.ts";
+export { hasMetric, metricValue, parseMetrics, type Sample, scrape } from "./metrics.ts";
 export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { freePort } from "./ports.ts";

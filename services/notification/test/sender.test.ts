@@ -1,3 +1,5 @@
+import { extractTrace, metricsRegistry } from "@cheese/service-kit";
+import { metricValue } from "@cheese/testing";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Receiver } from "../../../e2e/support/receiver.ts";
@@ -41,6 +43,49 @@ describe("one delivery attempt over HTTP", () => {
     expect(request!.headers["x-cheese-delivery"]).toBe("77");
     expect(verifyWebhook(secret, request!.rawBody, request!.headers)).toMatchObject({ id: "evt_1" });
     expect(() => verifyWebhook(generateWebhookSecret(), request!.rawBody, request!.headers)).toThrow();
+  });
+
+  it("sends the attempt's trace as traceparent and tracestate, and none when it has none", async () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    await send("/traced", { trace: extractTrace({ traceparent, tracestate: "cheese=1" }) });
+    await send("/untraced");
+    expect(receiver.requests("/traced")[0]!.headers).toMatchObject({ traceparent, tracestate: "cheese=1" });
+    expect(receiver.requests("/untraced")[0]!.headers.traceparent).toBeUndefined();
+  });
+
+  it("counts every attempt once, by outcome, with its duration", async () => {
+    const attempts = async () => {
+      const text = await metricsRegistry.metrics();
+      const outcomes = ["success", "http_error", "timeout", "connection_error", "refused"];
+      return Object.fromEntries(
+        outcomes.map((outcome) => [outcome, metricValue(text, "cheese_webhook_attempts_total", { outcome })]),
+      );
+    };
+    const durations = async () =>
+      metricValue(await metricsRegistry.metrics(), "cheese_webhook_attempt_duration_seconds_count");
+    receiver.behave("/counted-500", { status: 500 });
+    receiver.behave("/counted-302", { status: 302, headers: { location: receiver.url("/ok") } });
+    receiver.behave("/counted-slow", { delayMs: 3000 });
+    const before = await attempts();
+    const durationsBefore = await durations();
+
+    await send("/counted-ok");
+    await send("/counted-ok");
+    await send("/counted-500");
+    await send("/counted-302");
+    await send("/counted-slow", { timeoutMs: 100 });
+    await sendAttempt({ url: "http://127.0.0.1:1/x", headers, body, timeoutMs: 1000, allowPrivate: true });
+    await sendAttempt({ url: receiver.url("/ok"), headers, body, timeoutMs: 1000, allowPrivate: false });
+
+    const after = await attempts();
+    expect(Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]))).toEqual({
+      success: 2,
+      http_error: 2,
+      timeout: 1,
+      connection_error: 1,
+      refused: 1,
+    });
+    expect((await durations()) - durationsBefore).toBe(7);
   });
 
   it("counts only 2xx as success", async () => {

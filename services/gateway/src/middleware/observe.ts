@@ -87,8 +87,18 @@ export function observe(logger: Logger) {
   });
 }
 
-/** The template of the route that took the request; middleware for every path (`/*`) is none. */
+/**
+ * The template of the route that answered: the one whose handler ran last. When a middleware for
+ * every path answered (401, 429, 413), the route the request was headed for: the first matched
+ * one of its own (several may match, as `/cheeses/findByStatus` and `/cheeses/:cheeseId` do;
+ * Hono takes them in order). None: `unmatched`.
+ */
 function routeOf(c: Context<GatewayEnv>): string {
-  const last = matchedRoutes(c).at(-1);
-  return !last || (last.method === "ALL" && last.path === "/*") ? "unmatched" : last.path;
+  const routes = matchedRoutes(c);
+  const answered = routes[c.req.routeIndex];
+  if (answered && !everyPath(answered)) return answered.path;
+  return routes.find((route) => !everyPath(route))?.path ?? "unmatched";
 }
+
+const everyPath = (route: { method: string; path: string }) =>
+  route.method === "ALL" && route.path.endsWith("*");
