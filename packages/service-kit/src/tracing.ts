@@ -126,6 +126,9 @@ interface ServiceTracing {
   users: number;
 }
 
+/** How long a stopping service waits for its last spans to be exported. */
+const SHUTDOWN_BUDGET_MS = 2_000;
+
 /** Ids only: samples nothing, records nothing, exports nothing. */
 const idsOnly = new BasicTracerProvider({ sampler: new AlwaysOffSampler() });
 const byService = new Map<string, ServiceTracing>();
@@ -134,7 +137,7 @@ const byService = new Map<string, ServiceTracing>();
  * Sets up the service's tracing: recorded and exported when an endpoint or an exporter is given
  * (sampling as `OTEL_TRACES_SAMPLER` says; by default every trace, and a caller's decision is
  * kept), ids only otherwise. Instances of one service in a process share the first one's set-up;
- * the last to stop flushes and shuts it down.
+ * the last to stop sends what is left (for at most 2 s) and shuts it down.
  */
 export function startTracing(service: string, options: TracingOptions = {}): { stop(): Promise<void> } {
   const exporter =
@@ -164,7 +167,15 @@ export function startTracing(service: string, options: TracingOptions = {}): { s
       mine.users -= 1;
       if (mine.users > 0) return;
       if (byService.get(service) === mine) byService.delete(service);
-      await mine.provider.shutdown().catch(() => {});
+      // The last spans are sent, unless the collector keeps us waiting past the stop's budget.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        mine.provider.shutdown().catch(() => {}),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, SHUTDOWN_BUDGET_MS).unref();
+        }),
+      ]);
+      clearTimeout(timer);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import {
   callRpc,
@@ -20,6 +21,7 @@ import { startProjection } from "../src/projection.ts";
 import { startPublisher } from "../src/publisher.ts";
 import { contextMetadata, type RequestContext } from "../src/request-context.ts";
 import { type RunningService, startService } from "../src/service.ts";
+import { startTracing, tracerFor } from "../src/tracing.ts";
 
 const makeWidget = defineRpc({
   subject: "widgets.widget.make",
@@ -235,6 +237,26 @@ describe("projection metrics", () => {
       openGate();
       await projection.close();
       await health.close();
+    }
+  });
+});
+
+describe("stopping with tracing on", () => {
+  it("does not wait on a collector that never answers for longer than its budget", async () => {
+    // A collector that takes the connection and never answers.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const tracing = startTracing("stuck", { endpoint: `http://127.0.0.1:${port}` });
+    try {
+      tracerFor("stuck").startSpan("something").end();
+      const stopped = tracing.stop().then(() => "stopped");
+      const late = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5_000).unref());
+      expect(await Promise.race([stopped, late])).toBe("stopped");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
     }
   });
 });
