@@ -111,23 +111,41 @@ describe("metrics and traces of the running system", () => {
     expect(delivery!.headers.traceparent).toContain(sending!.spanId);
   });
 
+  it("carries the caller's trace into the customer service as well, and on with its event", async () => {
+    const traceId = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    const username = `traced_${Date.now()}`;
+    const created = await api.post(
+      "/customer",
+      { username, email: `${username}@example.com`, password: "correct horse battery" },
+      { traceparent: `00-${traceId}-${CALLER_SPAN}-01` },
+    );
+    expect(created.status).toBe(201);
+    await expect
+      .poll(() => new Set(collector.trace(traceId).map((span) => span.service)), { timeout: 20_000 })
+      // The customer's event goes on to the notification service in the same trace.
+      .toEqual(new Set(["gateway", "customer", "notification"]));
+    const gateway = collector.trace(traceId).find((span) => span.service === "gateway");
+    const customer = collector.trace(traceId).find((span) => span.service === "customer" && span.kind === 2);
+    expect(customer?.parentSpanId).toBe(gateway?.spanId);
+  });
+
   it("counts on each service's /metrics what it was asked to do", async () => {
     const cheese = await createCheese(system, operator.bearer);
     const route = { method: "GET", route: "/v2/cheeses/:cheeseId" };
     const served = (status: string) => total("gateway", "cheese_http_requests_total", { ...route, status });
+    const lookups = () =>
+      total("catalogue", "cheese_rpc_server_duration_seconds_count", { subject: "catalogue.cheese.get" });
     const okBefore = await served("200");
     const missingBefore = await served("404");
+    const lookupsBefore = await lookups();
     for (let i = 0; i < 4; i++)
       expect((await api.get(`/cheeses/${cheese.id}`, operator.apiKey)).status).toBe(200);
     expect((await api.get("/cheeses/999999", operator.apiKey)).status).toBe(404);
     expect((await served("200")) - okBefore).toBe(4);
     expect((await served("404")) - missingBefore).toBe(1);
 
-    // The catalogue answered those lookups and appended the cheese; its projection is current.
-    const lookups = await total("catalogue", "cheese_rpc_server_duration_seconds_count", {
-      subject: "catalogue.cheese.get",
-    });
-    expect(lookups).toBeGreaterThanOrEqual(5);
+    // The catalogue answered those five lookups and appended the cheese; its projection is current.
+    expect((await lookups()) - lookupsBefore).toBe(5);
     expect(await total("catalogue", "cheese_events_appended_total", { category: "cheese" })).toBeGreaterThan(
       0,
     );
