@@ -66,7 +66,8 @@ if (http.length > 0) {
         ...options,
         root: root.path,
         baseline,
-        ...(args.profile ? { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } } : {}),
+        // Node refuses --cpu-prof in NODE_OPTIONS; the launcher's services inherit its own flags.
+        ...(args.profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {}),
       },
       progress,
     );

@@ -45,7 +45,7 @@ export const best = <R extends LoadResult>(results: R[]): R =>
 
 export async function compareWithBaseline(
   scenarios: HttpScenario[],
-  options: BenchOptions & { root: string; baseline: Baseline; env?: Record<string, string> },
+  options: BenchOptions & { root: string; baseline: Baseline; nodeArgs?: string[] },
   progress: (line: string) => void,
 ): Promise<FixtureResult[]> {
   const fixtures = [...new Set(scenarios.map((s) => s.fixture))];
@@ -66,7 +66,7 @@ export async function compareWithBaseline(
 async function runFixture(
   fixture: Fixture,
   scenarios: HttpScenario[],
-  options: BenchOptions & { root: string; baseline: Baseline; env?: Record<string, string> },
+  options: BenchOptions & { root: string; baseline: Baseline; nodeArgs?: string[] },
   progress: (line: string) => void,
 ): Promise<FixtureResult> {
   const dataDir = join(options.root, fixture.name.replace(/[^\w.-]+/g, "-"));
@@ -79,7 +79,7 @@ async function runFixture(
   const system = await startBenchSystem({
     dataDir,
     replicas: options.replicas,
-    ...(options.env ? { env: options.env } : {}),
+    ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
   });
   progress(
     `[${fixture.name}] /readyz 200 after ${(system.readyMs / 1000).toFixed(2)} s (log: ${system.logFile})`,

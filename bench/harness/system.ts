@@ -31,6 +31,8 @@ export async function startBenchSystem(options: {
   dataDir: string;
   replicas: number;
   env?: Record<string, string>;
+  /** Node flags of the launcher, which every service process it starts inherits (`--cpu-prof`). */
+  nodeArgs?: string[];
   /** How long /readyz may take (120 s; a long history to rebuild takes longer). */
   readyTimeoutMs?: number;
 }): Promise<StartedSystem> {
@@ -41,7 +43,7 @@ export async function startBenchSystem(options: {
   const started = performance.now();
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(repoRoot, "apps", "launcher", "dist", "cli.js")],
+    [...(options.nodeArgs ?? []), join(repoRoot, "apps", "launcher", "dist", "cli.js")],
     {
       cwd: repoRoot,
       env: {
