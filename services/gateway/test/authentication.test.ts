@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { catalogueRpc } from "@cheese/contracts";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -161,5 +162,25 @@ describe("authentication and access at the gateway", () => {
       await gateway.app.request("/.well-known/oauth-authorization-server")
     ).json()) as Record<string, unknown>;
     expect(metadata.token_endpoint).toBe("http://127.0.0.1:8080/oauth/token");
+  });
+});
+
+describe("verified tokens are remembered, never past their expiry", () => {
+  it("accepts a token again without its signature checked anew, and refuses it once expired", async () => {
+    const dir = tempDir("tokens");
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const tokens = new TokenService(
+      await loadSigningKey(`${dir.path}/k.json`),
+      "http://127.0.0.1:8080",
+      clock,
+    );
+    const { token } = await tokens.issue({ kind: "client", sub: "c1", scopes: ["read:cheeses"] }, 60);
+    const first = await tokens.verify(token);
+    // A caller changing its copy changes nothing for the next request.
+    first.scopes.push("write:cheeses");
+    expect((await tokens.verify(token)).scopes).toEqual(["read:cheeses"]);
+    await clock.advance(60_000);
+    await expect(tokens.verify(token)).rejects.toThrow(/exp/);
+    dir.remove();
   });
 });
