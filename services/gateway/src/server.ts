@@ -7,6 +7,8 @@ import { getRequestListener } from "@hono/node-server";
 
 /** How long a closing connection keeps reading what the client still sends (see `closeGently`). */
 const LINGER_MS = 2_000;
+/** The most of an unread body drained to keep its connection: an image upload's limit. */
+const MAX_DRAIN_BYTES = 11 * 1024 * 1024;
 
 /**
  * The gateway's HTTP server: the app behind Node's HTTP parser, and the spec's error body with an
@@ -22,6 +24,10 @@ export function createGatewayServer(
   const { logger } = options;
   const listener = getRequestListener(fetch, {
     ...(options.hostname ? { hostname: options.hostname } : {}),
+    // The rest of a body the app did not read is drained below: the adapter's own clean-up closes
+    // the connection when the body has not ended 500 ms after the answer, which a busy event loop
+    // reaches with the end already received, and the client's next request on it then fails.
+    autoCleanupIncoming: false,
     // The adapter's own answer is an empty 400; this one is the API's.
     errorHandler: (error) => {
       const answer = rawError(400, `malformed request: ${(error as Error).message}`);
@@ -42,6 +48,7 @@ export function createGatewayServer(
         logger.info({ requestId, correlationId: requestId, status: 400 }, "malformed request");
         return;
       }
+      response.once("finish", () => drainUnread(request));
       void listener(request, response);
     },
   );
@@ -73,6 +80,38 @@ export function createGatewayServer(
     closeGently(socket, answer);
   });
   return server;
+}
+
+/**
+ * After an answer sent before its request's body was read (a 401 or 404 needs no body), reads and
+ * drops the rest, so the kept-alive connection carries the client's next request. A client that
+ * stops sending for `LINGER_MS` loses the connection; past `MAX_DRAIN_BYTES` too (the uploads' limit).
+ */
+function drainUnread(request: IncomingMessage): void {
+  if (request.complete || request.destroyed) return;
+  let drained = 0;
+  let lastData = Date.now();
+  const onData = (chunk: Buffer) => {
+    drained += chunk.length;
+    lastData = Date.now();
+    if (drained > MAX_DRAIN_BYTES) request.socket.destroy();
+  };
+  const check = () => {
+    if (request.complete || request.destroyed) return;
+    // Data already received is handled first (setImmediate runs after pending I/O): after a busy
+    // stretch the timer can fire before the chunks that arrived meanwhile are read.
+    setImmediate(() => {
+      if (request.complete || request.destroyed) return;
+      if (Date.now() - lastData >= LINGER_MS) request.socket.destroy();
+      else setTimeout(check, LINGER_MS).unref();
+    });
+  };
+  // As Node's own dump of an unread body: a reader the app left (a web stream nobody reads, which
+  // pauses the request when its queue is full) is dropped first.
+  request.removeAllListeners("data");
+  request.on("data", onData);
+  request.resume();
+  setTimeout(check, LINGER_MS).unref();
 }
 
 function clientErrorStatus(code: string | undefined): number | undefined {

@@ -106,6 +106,30 @@ describe("the gateway's HTTP server", () => {
     }
   });
 
+  it("keeps the connection of a request answered before its body was read: the next one on it is answered", async () => {
+    const connection = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: 30_000 });
+    // 300 KB: more than the request's buffers hold, so most of it is still unread at the answer.
+    const body = JSON.stringify({ url: "http://127.0.0.1:9/", events: ["order.placed"], secret: "s".repeat(300_000) });
+    try {
+      for (let round = 0; round < 3; round++) {
+        const refused = await request(`${origin}/v2/webhooks`, {
+          method: "POST",
+          dispatcher: connection,
+          headers: { "content-type": "application/json", "x-api-key": "not-a-key" },
+          body,
+        });
+        expect(refused.statusCode).toBe(401);
+        expect(refused.headers.connection).not.toBe("close");
+        await refused.body.json();
+        const next = await request(`${origin}/healthz`, { dispatcher: connection, headersTimeout: 5_000 });
+        expect(next.statusCode).toBe(200);
+        await next.body.text();
+      }
+    } finally {
+      await connection.close();
+    }
+  });
+
   it("answers a 20 KB header with 431, the JSON error body and an X-Request-Id", async () => {
     const [response, ...more] = await exchange(
       `GET /v2/cheeses HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${"k".repeat(20_000)}\r\n\r\n`,
