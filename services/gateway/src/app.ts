@@ -13,7 +13,7 @@ import { consoleCaller } from "./console/session.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
-import { bodySize, noSniff } from "./middleware/body-size.ts";
+import { bodySize, jsonDepth, noSniff } from "./middleware/body-size.ts";
 import { observe } from "./middleware/observe.ts";
 import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
 import { SharedBuckets } from "./middleware/shared-buckets.ts";
@@ -68,6 +68,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
       rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock) }),
     );
   }
+  app.use(jsonDepth);
   app.onError(handleError);
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
 

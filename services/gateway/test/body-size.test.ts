@@ -22,6 +22,35 @@ describe("request body size", () => {
     cleanup();
   });
 
+  it("refuses JSON nested deeper than 32 levels with 422 naming the body; brackets inside strings do not count", async () => {
+    const { app, cleanup } = await testGateway();
+    const post = (body: string) =>
+      app.request("/v2/customer/createMultiple", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    for (const deep of [
+      `${"[".repeat(5000)}${"]".repeat(5000)}`,
+      `[${'{"a":'.repeat(40)}1${"}".repeat(40)}]`,
+    ]) {
+      const response = await post(deep);
+      expect(response.status).toBe(422);
+      expect(await response.json()).toEqual({
+        code: 422,
+        type: "validation_error",
+        message: "request body failed validation",
+        errors: [{ field: "(body)", message: "nested deeper than 32 levels" }],
+      });
+    }
+    // Not nesting: a name full of brackets is the service's to judge (a 200 with its own verdict).
+    const brackets = await post(
+      JSON.stringify([{ username: "[[[[".repeat(20), password: "{{{{".repeat(20) }]),
+    );
+    expect(brackets.status).not.toBe(422);
+    cleanup();
+  });
+
   it("marks every response nosniff", async () => {
     const { app, cleanup } = await testGateway();
     expect((await app.request("/healthz")).headers.get("x-content-type-options")).toBe("nosniff");

@@ -109,7 +109,11 @@ describe("the gateway's HTTP server", () => {
   it("keeps the connection of a request answered before its body was read: the next one on it is answered", async () => {
     const connection = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: 30_000 });
     // 300 KB: more than the request's buffers hold, so most of it is still unread at the answer.
-    const body = JSON.stringify({ url: "http://127.0.0.1:9/", events: ["order.placed"], secret: "s".repeat(300_000) });
+    const body = JSON.stringify({
+      url: "http://127.0.0.1:9/",
+      events: ["order.placed"],
+      secret: "s".repeat(300_000),
+    });
     try {
       for (let round = 0; round < 3; round++) {
         const refused = await request(`${origin}/v2/webhooks`, {

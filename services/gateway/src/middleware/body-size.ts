@@ -33,3 +33,45 @@ export const noSniff = createMiddleware<GatewayEnv>(async (c, next) => {
   await next();
   c.header("X-Content-Type-Options", "nosniff");
 });
+
+/** The deepest JSON body we take; our deepest schema (an order's address) is 3 levels. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Refuses a JSON body nested deeper than `MAX_JSON_DEPTH` with 422 before anything parses it:
+ * 5,000 nested arrays fit in 10 KB, parse fine, and then overflow the stack of whatever walks them
+ * (`JSON.stringify` on the way to a service).
+ */
+export const jsonDepth = createMiddleware<GatewayEnv>(async (c, next) => {
+  if (
+    c.req.method === "GET" ||
+    c.req.method === "HEAD" ||
+    !/json/i.test(c.req.header("content-type") ?? "")
+  ) {
+    return next();
+  }
+  if (nestingOf(await c.req.text()) > MAX_JSON_DEPTH) {
+    return errorResponse(c, 422, "request body failed validation", {
+      errors: [{ field: "(body)", message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
+    });
+  }
+  return next();
+});
+
+/** The deepest nesting of brackets outside strings in JSON text (valid or not). */
+function nestingOf(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      // A backslash escapes the next character.
+      if (ch === 0x5c) i++;
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return deepest;
+}
