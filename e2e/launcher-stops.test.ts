@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freeListenPort } from "@cheese/service-kit";
 import { freePort, processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { launcherOnly } from "./support/system.ts";
@@ -28,7 +29,8 @@ afterAll(() => {
 
 /** Runs `command` (the built launcher unless told otherwise) as `pnpm start` would, on a free port. */
 async function launch(env: Record<string, string>, command = [process.execPath, cli]): Promise<Launch> {
-  const port = await freePort();
+  // Below the ephemeral range: a port just handed out for port 0 could go to a health server.
+  const port = await freeListenPort();
   const data = tempDir("launch");
   cleanups.push(data.remove);
   const [file, ...args] = command;
