@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Order } from "@cheese/contracts";
+import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
@@ -57,7 +58,8 @@ describe("erasure", () => {
     const placed = await http(system).post(
       "/store/order",
       { items: [{ cheeseId: cheese.id, quantity: 1 }], shippingAddress: address, notes: `Ring ${marker}` },
-      alice.bearer,
+      // The stored response to a repeat (the order, address and all) is personal data too.
+      { ...alice.bearer, "Idempotency-Key": `order-${marker}` },
     );
     expect(placed.status).toBe(201);
     orderId = (await json(placed)).id;
@@ -141,6 +143,22 @@ describe("erasure", () => {
     expect(raw.includes(`"id":${orderId}`)).toBe(true);
     for (const secret of [address.street, address.city, address.zipCode, `Ring ${marker}`]) {
       expect(raw.includes(secret), secret).toBe(false);
+    }
+  });
+
+  it("keeps no stored response to the erased customer's requests (an order's address)", async () => {
+    const nats = await connect({ servers: system.natsUrl() });
+    try {
+      const kv = await nats.jetstream().views.kv("idempotency");
+      const held: string[] = [];
+      for await (const key of await kv.keys()) {
+        const entry = await kv.get(key);
+        if (entry?.operation === "PUT" && entry.string().includes(address.street)) held.push(key);
+      }
+      expect(held).toEqual([]);
+      expect(filesContaining(system.dataDir, address.street)).toEqual([]);
+    } finally {
+      await nats.close();
     }
   });
 

@@ -393,6 +393,11 @@ class InProcessBus implements MessageBus {
       delete: async (key) => {
         store.write(key, undefined);
       },
+      deleteMatching: async (pattern) => {
+        const keys = store.liveKeys().filter((key) => subjectMatches(pattern, key));
+        for (const key of keys) store.write(key, undefined);
+        return keys.length;
+      },
       watch: (pattern, onChange) => this.register(store.watch(pattern, onChange)),
     };
   }
@@ -475,6 +480,11 @@ class Bucket {
     const stored = this.current(key);
     if (!stored?.value) return undefined;
     return { key, value: stored.value.slice(), revision: stored.revision };
+  }
+
+  /** Keys holding a value now (not deleted, not aged out). */
+  liveKeys(): string[] {
+    return [...this.entries.keys()].filter((key) => this.current(key)?.deleted === false);
   }
 
   /** Writes a value, or a delete marker when `value` is undefined; returns the new revision. */

@@ -235,7 +235,10 @@ class NatsBus implements MessageBus {
       history: 1,
       ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
     });
-    return new NatsKeyValue(kv, (c) => this.register(c), this.log);
+    // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
+    const eraseRevision = (revision: number) =>
+      this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);
+    return new NatsKeyValue(kv, (c) => this.register(c), this.log, eraseRevision);
   }
 
   async ping(): Promise<boolean> {
@@ -440,6 +443,7 @@ class NatsKeyValue implements KeyValue {
     private readonly kv: KV,
     private readonly register: (closable: Closable) => Closable,
     private readonly log: BusLogger,
+    private readonly eraseRevision: (revision: number) => Promise<boolean>,
   ) {}
 
   async get(key: string) {
@@ -468,6 +472,26 @@ class NatsKeyValue implements KeyValue {
   async delete(key: string): Promise<void> {
     assertKvKey(key);
     await this.kv.delete(key).catch((error) => rethrowUnreachable(error, `kv delete ${key}`));
+  }
+
+  async deleteMatching(keyPattern: string): Promise<number> {
+    const keys: string[] = [];
+    try {
+      for await (const key of await this.kv.keys(keyPattern)) keys.push(key);
+    } catch (error) {
+      rethrowUnreachable(error, `kv keys ${keyPattern}`);
+    }
+    for (const key of keys) {
+      // The value's message is overwritten in the stream's files (a plain delete only marks it).
+      const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
+      if (entry?.operation === "PUT") {
+        await this.eraseRevision(entry.revision).catch((error) => {
+          if (!(error instanceof NatsError && /no message found/i.test(error.message))) throw error;
+        });
+      }
+      await this.delete(key);
+    }
+    return keys.length;
   }
 
   /**

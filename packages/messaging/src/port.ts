@@ -77,6 +77,11 @@ export interface KeyValue {
   /** Sets only if the current revision equals `revision`; throws {@link KvConflictError} otherwise. */
   update(key: string, value: Uint8Array, revision: number): Promise<number>;
   delete(key: string): Promise<void>;
+  /**
+   * Deletes every key matching `keyPattern` (NATS wildcards) and erases their values from storage
+   * (for personal data); resolves with how many keys it deleted.
+   */
+  deleteMatching(keyPattern: string): Promise<number>;
   /** Calls `onChange` for every later change of keys matching `keyPattern` (NATS wildcards). */
   watch(keyPattern: string, onChange: (entry: KvEntry | { key: string; deleted: true }) => void): Closable;
 }

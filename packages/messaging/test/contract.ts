@@ -469,6 +469,23 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(text((await kv.get("k1"))?.value)).toBe("reborn");
       });
 
+      it("deleteMatching deletes the keys under a prefix, and only those", async () => {
+        const bucket = `b-${uid()}`;
+        const [kv, other] = [await (await client("a")).kv(bucket), await (await client("b")).kv(bucket)];
+        await kv.put("cust-1.a", bytes("1a"));
+        await kv.put("cust-1.b", bytes("1b"));
+        await kv.put("cust-12.a", bytes("12a"));
+        await kv.put("cust-1.gone", bytes("x"));
+        await kv.delete("cust-1.gone");
+        expect(await other.deleteMatching("cust-1.*")).toBe(2);
+        expect(await kv.get("cust-1.a")).toBeUndefined();
+        expect(await kv.get("cust-1.b")).toBeUndefined();
+        expect(text((await kv.get("cust-12.a"))?.value)).toBe("12a");
+        expect(await kv.deleteMatching("cust-1.*")).toBe(0);
+        await kv.create("cust-1.a", bytes("again"));
+        expect(text((await kv.get("cust-1.a"))?.value)).toBe("again");
+      });
+
       it("update is compare-and-set: of two updates from one revision exactly one wins", async () => {
         const bucket = `b-${uid()}`;
         const [kvA, kvB] = [await (await client("a")).kv(bucket), await (await client("b")).kv(bucket)];

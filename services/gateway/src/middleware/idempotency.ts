@@ -19,6 +19,10 @@ import { errorResponse } from "../errors.ts";
  * and to the customer when a client acts for one): `secured(rule, deps.authorize, route,
  * idempotency(deps))`.
  *
+ * Records of a customer's requests are kept under that customer's prefix (`cust.<id>.`), so that
+ * erasing the customer deletes them (`forgetCustomerRequests`): a stored response may hold
+ * personal data (an order's address).
+ *
  * A 5xx is not recorded (the client should retry), but the work may still have happened behind
  * a time-out; routes whose service can repeat the work pass `idempotencyOf(c)` down, so the
  * service recognises the retry (ordering and the catalogue do).
@@ -77,6 +81,7 @@ export function idempotency(
       fingerprint: sha256(`${c.req.method} ${c.req.path}\n${canonical(await c.req.text())}`),
     };
     scopes.set(c.req.raw, scope);
+    const recordKey = `${ownerPrefix(c.get("caller").customer?.id)}.${scope.key}`;
 
     let kv: KeyValue;
     try {
@@ -88,11 +93,11 @@ export function idempotency(
     // How long this request waits for another one of its key: real time, a deadline like an RPC's.
     const giveUpAt = Date.now() + leaseMs + 1000;
     for (;;) {
-      const entry = await kv.get(scope.key);
+      const entry = await kv.get(recordKey);
       const found = entry && parse(entry.value);
       const now = deps.clock.now().getTime();
       if (!found || now - found.createdAt >= ttlMs) {
-        const claimed = await write(kv, scope.key, pending(scope, leaseMs, now), entry?.revision);
+        const claimed = await write(kv, recordKey, pending(scope, leaseMs, now), entry?.revision);
         if (claimed) break;
         continue;
       }
@@ -102,7 +107,7 @@ export function idempotency(
       if (found.state === "done") return replay(c, found);
       if (
         found.leaseUntil < now &&
-        (await write(kv, scope.key, pending(scope, leaseMs, now), entry.revision))
+        (await write(kv, recordKey, pending(scope, leaseMs, now), entry.revision))
       )
         break;
       if (Date.now() > giveUpAt) {
@@ -116,7 +121,7 @@ export function idempotency(
     await next();
     const response = c.res;
     if (response.status >= 500) {
-      await kv.delete(scope.key).catch(() => {});
+      await kv.delete(recordKey).catch(() => {});
       return;
     }
     const record: StoredRecord = {
@@ -132,10 +137,21 @@ export function idempotency(
       ),
       body: await response.clone().text(),
     };
-    await kv.put(scope.key, encode(record)).catch((error) => {
+    await kv.put(recordKey, encode(record)).catch((error) => {
       c.get("logger").error({ err: error }, "idempotency record not saved");
     });
   });
+}
+
+/** Deletes every idempotency record of a customer's requests (their responses may hold personal data). */
+export async function forgetCustomerRequests(bus: MessageBus, customerId: string): Promise<number> {
+  return (await bucket(bus, TTL_MS)).deleteMatching(`${ownerPrefix(customerId)}.*`);
+}
+
+/** `cust.<id>` for a customer's requests (the id as is when it is a safe key token), `any` else. */
+function ownerPrefix(customerId: string | undefined): string {
+  if (customerId === undefined) return "any";
+  return /^[A-Za-z0-9_-]{1,64}$/.test(customerId) ? `cust.${customerId}` : `cust.${sha256(customerId)}`;
 }
 
 const buckets = new WeakMap<MessageBus, Promise<KeyValue>>();
