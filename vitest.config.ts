@@ -16,7 +16,12 @@ export default defineConfig({
     include:
       process.env.E2E_STACK === "containers"
         ? ["e2e/**/*.test.ts"]
-        : ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "e2e/**/*.test.ts"],
+        : [
+            "packages/*/test/**/*.test.ts",
+            "services/*/test/**/*.test.ts",
+            "apps/*/test/**/*.test.ts",
+            "e2e/**/*.test.ts",
+          ],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -48,11 +48,24 @@ export function createGatewayServer(
         logger.info({ requestId, correlationId: requestId, status: 400 }, "malformed request");
         return;
       }
+      // An answer with `Connection: close` before the body was read (413): Node would destroy the
+      // socket once the answer is written, resetting a client still sending, which can lose the
+      // answer; the connection closes gently instead.
+      response.once("prefinish", () => {
+        // Node's flag: this answer is the connection's last (`Connection: close`).
+        const last = (response as ServerResponse & { _last?: boolean })._last;
+        if (request.complete || !last) return;
+        const socket = request.socket;
+        socket.destroySoon = () => closeGently(socket);
+      });
       response.once("finish", () => drainUnread(request));
       void listener(request, response);
     },
   );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // Once the parser failed, every later chunk of the request fails it again: the connection is
+    // already being answered and closed, and destroying it now would reset it under its answer.
+    if (closing.has(socket)) return;
     const status = clientErrorStatus(error.code);
     if (status === undefined || !socket.writable) {
       socket.destroy();
@@ -70,6 +83,7 @@ export function createGatewayServer(
     // A response may be under way on this connection: an earlier request's (pipelined), answered
     // first; or the app's early answer to the request whose body broke, which stays the answer.
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    closing.add(socket);
     if (inFlight && (inFlight.req.complete || inFlight.headersSent) && !inFlight.writableFinished) {
       const earlier = inFlight.req.complete;
       inFlight.once("finish", () => closeGently(socket, earlier ? answer : undefined));
@@ -159,12 +173,16 @@ function rawHttpResponse(status: number, message: string, requestId: string): st
   ].join("\r\n");
 }
 
+/** Connections answered for the last time and closing (see `closeGently`). */
+const closing = new WeakSet<Duplex>();
+
 /**
  * Sends the last bytes and half-closes, then keeps reading (and dropping) what the client still
  * sends until it closes too, at most `LINGER_MS`: closing with unread input would reset the
  * connection, and a reset can destroy the answer before the client has read it.
  */
 export function closeGently(socket: Duplex, lastBytes?: string): void {
+  closing.add(socket);
   socket.end(lastBytes);
   socket.on("data", () => {});
   socket.resume();
