@@ -1,6 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { runNatsServer } from "@cheese/launcher/nats-server";
 import type { RunningSystem } from "./system.ts";
 
 /**
@@ -37,25 +38,10 @@ export class NatsControl {
   /** Starts nats-server again on the same port and store; resolves once it says it is ready. */
   async restart(): Promise<void> {
     const url = new URL(this.system.natsUrl());
-    const storeDir = join(this.system.dataDir, "nats");
-    const child = spawn("nats-server", ["-a", url.hostname, "-p", url.port, "-js", "-sd", storeDir], {
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    this.restarted = child;
-    await new Promise<void>((ready, fail) => {
-      let output = "";
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes("Server is ready")) ready();
-      };
-      child.stdout?.on("data", onData);
-      child.stderr?.on("data", onData);
-      child.once("exit", (code) => fail(new Error(`restarted nats-server exited with ${code}:\n${output}`)));
-      setTimeout(
-        () => fail(new Error(`restarted nats-server not ready after 10 s:\n${output}`)),
-        10_000,
-      ).unref();
+    this.restarted = await runNatsServer("nats-server", {
+      host: url.hostname,
+      port: Number(url.port),
+      storeDir: join(this.system.dataDir, "nats"),
     });
   }
 

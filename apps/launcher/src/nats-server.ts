@@ -20,8 +20,20 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
   const port = await freeListenPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
+  const child = await runNatsServer(binary, { host: "127.0.0.1", port, storeDir });
+  return { url: `nats://127.0.0.1:${port}`, process: child };
+}
+
+/**
+ * Runs nats-server with JetStream at `host:port` on the store `storeDir` and resolves once it
+ * says it is ready (the launcher's start, and a supervisor's restart on the same store).
+ */
+export async function runNatsServer(
+  binary: string,
+  { host, port, storeDir }: { host: string; port: number; storeDir: string },
+): Promise<ChildProcess> {
   // Its own process group: a Ctrl-C reaches the launcher, which stops the services before NATS.
-  const child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
+  const child = spawn(binary, ["-a", host, "-p", String(port), "-js", "-sd", storeDir], {
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -36,5 +48,5 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
     child.once("exit", (code) => fail(new Error(`nats-server exited with ${code}:\n${output}`)));
     setTimeout(() => fail(new Error(`nats-server not ready after 10 s:\n${output}`)), 10_000).unref();
   });
-  return { url: `nats://127.0.0.1:${port}`, process: child };
+  return child;
 }
