@@ -118,42 +118,104 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     if (!ok) throw new WrongExpectedRevisionError(streamName, expected, actual);
   }
 
-  const appendTx = db.transaction(
-    (streamName: string, events: EventToAppend[], expected: ExpectedRevision): AppendResult => {
-      const { actual, last } = currentRevision(streamName);
-      check(streamName, expected, actual);
-      if (events.length === 0) {
-        return { nextRevision: actual === "no_stream" ? -1 : actual, position: selectHead.get()?.head ?? -1 };
-      }
-      const category = categoryOf(streamName);
-      const createdAt = new Date().toISOString();
-      let revision = last;
-      let position = -1;
-      for (const event of events) {
-        revision += 1;
-        const result = insertEvent.run(
-          streamName,
-          category,
-          revision,
-          event.id ?? randomUUID(),
-          event.type,
-          JSON.stringify(event.data ?? null),
-          JSON.stringify(event.metadata ?? {}),
-          createdAt,
-        );
-        position = Number(result.lastInsertRowid);
-      }
-      upsertStream.run(streamName, revision);
-      return { nextRevision: revision, position };
-    },
-  );
+  /** One append; run inside a transaction (the group commit's, below). */
+  const appendEvents = (
+    streamName: string,
+    events: EventToAppend[],
+    expected: ExpectedRevision,
+  ): AppendResult => {
+    const { actual, last } = currentRevision(streamName);
+    check(streamName, expected, actual);
+    if (events.length === 0) {
+      return { nextRevision: actual === "no_stream" ? -1 : actual, position: selectHead.get()?.head ?? -1 };
+    }
+    const category = categoryOf(streamName);
+    const createdAt = new Date().toISOString();
+    let revision = last;
+    let position = -1;
+    for (const event of events) {
+      revision += 1;
+      const result = insertEvent.run(
+        streamName,
+        category,
+        revision,
+        event.id ?? randomUUID(),
+        event.type,
+        JSON.stringify(event.data ?? null),
+        JSON.stringify(event.metadata ?? {}),
+        createdAt,
+      );
+      position = Number(result.lastInsertRowid);
+    }
+    upsertStream.run(streamName, revision);
+    return { nextRevision: revision, position };
+  };
 
-  const deleteTx = db.transaction((streamName: string, expected: ExpectedRevision) => {
+  /** One deletion; run inside a transaction, as an append. */
+  const deleteEventsOf = (streamName: string, expected: ExpectedRevision): void => {
     const { actual } = currentRevision(streamName);
     check(streamName, expected, actual);
     deleteEvents.run(streamName);
     markDeleted.run(streamName);
-  });
+  };
+
+  // Group commit. Appends and deletes are queued and written at the end of the event loop's
+  // turn (setImmediate): every write requested meanwhile goes into ONE IMMEDIATE transaction, so
+  // one WAL fsync (synchronous = FULL) covers them all instead of one fsync each. Each write runs
+  // in its own savepoint (better-sqlite3 nests a transaction function as one), in call order,
+  // with its own expected-revision check and its own outcome: a write refused (wrong expected
+  // revision) is rolled back alone and rejects alone; the others still commit. A caller hears
+  // of its write only after the COMMIT returned, so an acknowledged write is as durable as
+  // before. Should SQLite have ended the whole transaction under a failing statement (I/O
+  // error, disk full), or the BEGIN or the COMMIT fail, every write of the batch rejects.
+  type Write = {
+    run: () => unknown;
+    resolve: (value: never) => void;
+    reject: (error: unknown) => void;
+  };
+  type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+  let queued: Write[] = [];
+  // Called at the top level: BEGIN IMMEDIATE ... COMMIT; called inside a transaction: a savepoint.
+  const transaction = db.transaction((run: () => unknown) => run());
+  const commitBatch = db.transaction((batch: Write[]): Outcome[] =>
+    batch.map((write) => {
+      try {
+        return { ok: true, value: transaction(write.run) };
+      } catch (error) {
+        if (!db.inTransaction) throw error; // the whole transaction is gone: nothing of it stands
+        return { ok: false, error };
+      }
+    }),
+  );
+
+  function flush(): void {
+    const batch = queued;
+    queued = [];
+    if (batch.length === 0) return;
+    let outcomes: Outcome[];
+    try {
+      outcomes =
+        batch.length === 1
+          ? [{ ok: true, value: transaction.immediate(batch[0]!.run) }]
+          : commitBatch.immediate(batch);
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    wakeAll();
+    batch.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value as never);
+      else write.reject(outcome.error);
+    });
+  }
+
+  function enqueue<T>(run: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (queued.length === 0) setImmediate(flush);
+      queued.push({ run, resolve: resolve as (value: never) => void, reject });
+    });
+  }
 
   // Subscriptions wait on this: woken at once by appends of this process, and by a poll of
   // max(position) for appends made by other processes on the same file.
@@ -270,12 +332,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   }
 
   return {
-    async append(streamName, events, { expectedRevision }) {
-      // IMMEDIATE takes the write lock before reading the revision, so the check and the insert are atomic
-      // across processes too.
-      const result = appendTx.immediate(streamName, events, expectedRevision);
-      wakeAll();
-      return result;
+    append(streamName, events, { expectedRevision }) {
+      // Committed with whatever else is written in this turn of the event loop (group commit,
+      // above), under IMMEDIATE: the write lock is taken before the revision is read, so the
+      // check and the insert are atomic across processes too.
+      return enqueue(() => appendEvents(streamName, events, expectedRevision));
     },
 
     async readStream(streamName, readOptions = {}) {
@@ -319,7 +380,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     subscribe,
 
     async deleteStream(streamName, deleteOptions = {}) {
-      deleteTx.immediate(streamName, deleteOptions.expectedRevision ?? "any");
+      await enqueue(() => deleteEventsOf(streamName, deleteOptions.expectedRevision ?? "any"));
     },
 
     async ping() {
@@ -337,7 +398,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
       if (pollTimer) clearInterval(pollTimer);
       pollTimer = undefined;
-      if (db.open) db.close();
+      if (db.open) {
+        flush(); // writes requested before close are committed, not dropped
+        db.close();
+      }
     },
   };
 }

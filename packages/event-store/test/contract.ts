@@ -189,6 +189,38 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       }
     });
 
+    it("appends requested together each keep their own expected-revision check and their own outcome", async () => {
+      const category = newCategory();
+      await store.append(`${category}-existing`, numbered(2), { expectedRevision: "no_stream" });
+      // In one tick: ten new streams, a stale expectation among them, and two racers on one stream.
+      const fresh = Array.from({ length: 10 }, (_, i) =>
+        store.append(`${category}-${i}`, numbered(1, i), { expectedRevision: "no_stream" }),
+      );
+      const stale = store.append(`${category}-existing`, numbered(1), { expectedRevision: 0 });
+      const racers = [1, 2].map((racer) =>
+        store.append(`${category}-raced`, [{ type: "Raced", data: { racer } }], {
+          expectedRevision: "no_stream",
+        }),
+      );
+      const results = await Promise.all(fresh);
+      await expectWrongRevision(stale, { streamName: `${category}-existing`, expected: 0, actual: 1 });
+      const raced = await Promise.allSettled(racers);
+      expect(raced.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
+      const [lost] = raced.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason] : []));
+      expect(lost).toBeInstanceOf(WrongExpectedRevisionError);
+      expect((lost as WrongExpectedRevisionError).actual).toBe(0);
+
+      expect(results.map((result) => result.nextRevision)).toEqual(Array(10).fill(0));
+      expect(new Set(results.map((result) => result.position)).size).toBe(10);
+      for (const [i, result] of results.entries()) {
+        expect(await store.readStream(`${category}-${i}`)).toMatchObject([
+          { data: { n: i }, revision: 0, position: result.position },
+        ]);
+      }
+      expect((await store.readStream(`${category}-existing`)).map((event) => event.revision)).toEqual([0, 1]);
+      expect(await store.readStream(`${category}-raced`)).toHaveLength(1);
+    });
+
     it("returns 10,000 events over 100 streams from readAll, all of them, in strictly increasing order", async () => {
       const category = newCategory();
       const streams = Array.from({ length: 100 }, (_, i) => `${category}-${i}`);

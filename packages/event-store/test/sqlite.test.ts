@@ -2,8 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@cheese/testing";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RecordedEvent } from "../src/port.ts";
+import { type EventStore, type RecordedEvent, WrongExpectedRevisionError } from "../src/port.ts";
 import { createSqliteEventStore } from "../src/sqlite.ts";
 import { eventStoreContract, waitFor } from "./contract.ts";
 
@@ -50,6 +51,96 @@ describe("SQLite adapter in one process", () => {
       await store.close();
       dir.remove();
     }
+  });
+});
+
+describe("SQLite adapter group commit (writes of one tick in one transaction)", () => {
+  const withStore = async (test: (store: EventStore, file: string) => Promise<void>) => {
+    const dir = tempDir("event-store");
+    const file = join(dir.path, "events.db");
+    const store = createSqliteEventStore({ file });
+    try {
+      await test(store, file);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  };
+
+  it("commits the writes of one tick in the order they were asked for, deletes included", async () => {
+    await withStore(async (store) => {
+      await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+      const [a, , recreated, b] = await Promise.all([
+        store.append("cheese-2", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+        store.deleteStream("cheese-1", { expectedRevision: 0 }),
+        store.append("cheese-1", [{ type: "CheeseAdded", data: { again: true } }], {
+          expectedRevision: "no_stream",
+        }),
+        store.append("cheese-3", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+      ]);
+      expect(a.position).toBeLessThan(recreated.position);
+      expect(recreated.position).toBeLessThan(b.position);
+      expect(await store.readStream("cheese-1")).toMatchObject([{ data: { again: true }, revision: 1 }]);
+    });
+  });
+
+  it("a write failing on its own is rolled back alone; the others of its tick stand", async () => {
+    await withStore(async (store) => {
+      const outcomes = await Promise.allSettled([
+        store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+        // Two events, the second not serialisable: neither may be written.
+        store.append(
+          "cheese-2",
+          [
+            { type: "CheeseAdded", data: {} },
+            { type: "CheeseRenamed", data: { big: 1n } },
+          ],
+          { expectedRevision: "no_stream" },
+        ),
+        store.append("cheese-3", [{ type: "CheeseAdded", data: {} }], { expectedRevision: 0 }),
+        store.append("cheese-4", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        "fulfilled",
+        "rejected",
+        "rejected",
+        "fulfilled",
+      ]);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
+      expect((outcomes[2] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream("cheese-1")).toHaveLength(1);
+      expect(await store.readStream("cheese-2")).toEqual([]);
+      expect(await store.readStream("cheese-3")).toEqual([]);
+      expect(await store.readStream("cheese-4")).toHaveLength(1);
+      // Revisions and positions go on without a hole left by the failed writes.
+      expect(
+        (
+          await store.append("cheese-2", [{ type: "CheeseAdded", data: {} }], {
+            expectedRevision: "no_stream",
+          })
+        ).nextRevision,
+      ).toBe(0);
+    });
+  });
+
+  it("when the transaction cannot be had, every write of the tick is refused and nothing is written", async () => {
+    await withStore(async (store, file) => {
+      // Another connection holds the write lock past the store's busy timeout (5 s).
+      const other = new Database(file);
+      other.exec("BEGIN IMMEDIATE");
+      const outcomes = await Promise.allSettled([
+        store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+        store.append("cheese-2", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+      ]);
+      other.exec("ROLLBACK");
+      other.close();
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected"]);
+      expect((outcomes[0] as PromiseRejectedResult).reason).toMatchObject({ code: "SQLITE_BUSY" });
+      expect(await store.readStream("cheese-1")).toEqual([]);
+      expect(await store.readStream("cheese-2")).toEqual([]);
+      await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+      expect(await store.readStream("cheese-1")).toHaveLength(1);
+    });
   });
 });
 
@@ -201,6 +292,37 @@ describe("SQLite adapter across processes", () => {
       expect(events.map((event) => (event.data as { revision: number }).revision)).toEqual(
         events.map((event) => event.revision),
       );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("every acknowledged append survives SIGKILL while many appends share each commit", async () => {
+    const file = newFile();
+    const writers = 16;
+    const writer = runFixture("append-concurrently.ts", [file, String(writers)]);
+    await waitFor(() => writer.stdout().split("\n").length > 1_000, 30_000);
+    writer.child.kill("SIGKILL");
+    expect((await writer.exited).signal).toBe("SIGKILL");
+
+    const acknowledged = new Map<number, number>();
+    for (const line of writer.stdout().split("\n")) {
+      if (!line.includes(" ")) continue; // the last line may be cut
+      const [stream, revision] = line.split(" ").map(Number) as [number, number];
+      acknowledged.set(stream, Math.max(acknowledged.get(stream) ?? -1, revision));
+    }
+    expect(acknowledged.size).toBe(writers);
+    const store = createSqliteEventStore({ file });
+    try {
+      for (const [stream, lastAcknowledged] of acknowledged) {
+        const events = await store.readStream(`crash-${stream}`);
+        // The killed process may have committed one more append per writer it never printed.
+        expect(events.length).toBeGreaterThanOrEqual(lastAcknowledged + 1);
+        expect(events.length).toBeLessThanOrEqual(lastAcknowledged + 2);
+        expect(events.map((event) => (event.data as { revision: number }).revision)).toEqual(
+          events.map((event) => event.revision),
+        );
+      }
     } finally {
       await store.close();
     }
