@@ -55,6 +55,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       clock: ctx.clock,
       cheeseIds: new IdAllocator(store, "cheese"),
       nameIds: new IdAllocator(store, "name"),
+      knownNames: new Map(),
       bus: ctx.bus,
       blobs: ctx.blobs,
       // Half the gateway's deadline: ordering's silence becomes our 503 before the gateway gives up.

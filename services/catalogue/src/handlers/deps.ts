@@ -11,6 +11,11 @@ export interface CatalogueDeps {
   cheeseIds: IdAllocator;
   /** Ids of category and tag names. */
   nameIds: IdAllocator;
+  /**
+   * The id of each category and tag name stream read so far (`handlers/names.ts`): the first
+   * writer of a name fixes its id for good, so a name once read is not read again.
+   */
+  knownNames: Map<string, number>;
   blobs: BlobStore;
   bus: MessageBus;
   /** Deadline for asking ordering; shorter than the gateway's so its 503 is ours to give. */

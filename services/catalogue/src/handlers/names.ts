@@ -61,23 +61,35 @@ async function namedTags(deps: CatalogueDeps, tags: { name: string }[]) {
 
 /**
  * The id of a category or tag name: the first writer of `<kind>name-<normalised name>` fixes
- * it; a racing writer reads the winner's id.
+ * it; a racing writer reads the winner's id. The stream is never deleted nor appended to again,
+ * so its id, once read, is remembered (`deps.knownNames`, at most {@link KNOWN_NAMES} of them).
  */
 async function named(deps: CatalogueDeps, kind: "category" | "tag", name: string) {
   const stream = `${kind}name-${normaliseName(name)}`;
+  const known = deps.knownNames.get(stream);
+  if (known !== undefined) return { id: known, name };
   for (;;) {
     const [first] = await deps.store.readStream(stream, { maxCount: 1 });
-    if (first) return { id: (first.data as { id: number }).id, name };
+    if (first) return { id: remember(deps, stream, (first.data as { id: number }).id), name };
     const id = await deps.nameIds.nextId();
     try {
       await deps.store.append(stream, [{ type: "NameIdAssigned", data: { id, name } }], {
         expectedRevision: "no_stream",
       });
-      return { id, name };
+      return { id: remember(deps, stream, id), name };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
     }
   }
+}
+
+/** Names remembered at most; past that the memory starts again (names are read again). */
+const KNOWN_NAMES = 10_000;
+
+function remember(deps: CatalogueDeps, stream: string, id: number): number {
+  if (deps.knownNames.size >= KNOWN_NAMES) deps.knownNames.clear();
+  deps.knownNames.set(stream, id);
+  return id;
 }
 
 /** Reserves the cheese's (category, name) for it: 409 when another cheese has it. */
