@@ -1,8 +1,9 @@
 import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { describe, expect, it } from "vitest";
 import { ratePlansSchema, specPlanLimits } from "../src/middleware/rate-limit.ts";
-import { SharedBuckets } from "../src/middleware/shared-buckets.ts";
+import { RECONCILE_MS, SharedBuckets } from "../src/middleware/shared-buckets.ts";
 import { hourlyRate, take } from "../src/middleware/token-bucket.ts";
 
 const free = specPlanLimits.free;
@@ -74,6 +75,56 @@ describe("buckets shared by replicas", () => {
     expect(admissions.filter((a) => a.allowed)).toHaveLength(10);
     // Another caller has a bucket of its own.
     expect((await replicas[0]!.admit("ip:10.0.0.2", free)).allowed).toBe(true);
+  });
+
+  /** A bucket big enough for a replica to decide on its own; one token a second, so time stands still. */
+  const big = { burst: 200, perHour: 3600 };
+  const allowed = (admissions: { allowed: boolean }[]) => admissions.filter((a) => a.allowed).length;
+
+  it("stays exact on one replica that decides big buckets on its own", async () => {
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const buckets = new SharedBuckets(createInProcessBroker().connect("gateway"), logger, clock);
+    expect((await buckets.admit("client:big", big)).remaining).toBe(199);
+    const admissions = await Promise.all(Array.from({ length: 300 }, () => buckets.admit("client:big", big)));
+    expect(allowed(admissions)).toBe(199);
+    // The countdown is this replica's own and exact: every remaining count once, none below 0.
+    const remaining = admissions.filter((a) => a.allowed).map((a) => a.remaining);
+    expect(new Set(remaining).size).toBe(199);
+    expect(Math.min(...remaining)).toBe(0);
+  });
+
+  it("overshoots across two replicas by at most half the burst, and the shared bucket pays it back", async () => {
+    const broker = createInProcessBroker();
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const replicas = [
+      new SharedBuckets(broker.connect("gateway-1"), logger, clock),
+      new SharedBuckets(broker.connect("gateway-2"), logger, clock),
+    ];
+    // Each replica has seen the shared key once: both may now decide on their own.
+    for (const replica of replicas) expect((await replica.admit("client:shared", big)).allowed).toBe(true);
+    // Before either replica's spending reaches the other, each empties the bucket as it sees it.
+    let total = 2;
+    for (const replica of replicas) {
+      for (let i = 0; i < 250; i++) if ((await replica.admit("client:shared", big)).allowed) total++;
+    }
+    expect(total).toBeGreaterThan(big.burst);
+    expect(total).toBeLessThanOrEqual(big.burst + big.burst / 2);
+
+    // Within the reconciliation interval every replica's spending is in the shared key: whatever
+    // was admitted beyond the burst is owed, and nobody passes until the refill has repaid it.
+    await clock.advance(RECONCILE_MS);
+    const kv = await broker.connect("reader").kv("rate_limits");
+    const key = Buffer.from("client:shared").toString("base64url");
+    const shared = async () => JSON.parse(new TextDecoder().decode((await kv.get(key))!.value));
+    await expect.poll(async () => (await shared()).tokens).toBe(big.burst - total);
+    // One token a second: the debt and one more token take this long from the last write.
+    const due = (await shared()).at + (total - big.burst + 1) * 1000;
+    await clock.advance(due - 1 - clock.now().getTime());
+    expect((await replicas[0]!.admit("client:shared", big)).allowed).toBe(false);
+    expect((await replicas[1]!.admit("client:shared", big)).allowed).toBe(false);
+    await clock.advance(1);
+    expect((await replicas[1]!.admit("client:shared", big)).allowed).toBe(true);
+    expect((await replicas[0]!.admit("client:shared", big)).allowed).toBe(false);
   });
 
   it("lets requests through when the shared state cannot be reached, rather than failing them", async () => {

@@ -1,6 +1,6 @@
 import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
-import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
-import { type Admission, type BucketState, type PlanLimits, take } from "./token-bucket.ts";
+import { type Clock, type Logger, systemClock, type Timer } from "@cheese/service-kit";
+import { type Admission, type BucketState, type PlanLimits, take, tokensAt } from "./token-bucket.ts";
 
 /** Idle buckets vanish after this; any bucket is full again long before (free: 6 minutes). */
 const BUCKET_TTL_MS = 24 * 3_600_000;
@@ -8,23 +8,49 @@ const BUCKET_TTL_MS = 24 * 3_600_000;
 const DEADLINE_MS = 1000;
 const MAX_CAS_ATTEMPTS = 25;
 const MAX_REMEMBERED = 10_000;
+/** A replica's spending decided on its own reaches the shared key within this (docs/identity.md). */
+export const RECONCILE_MS = 50;
+/** A view of the shared key older than this is not trusted for a decision of the replica's own. */
+const FRESH_MS = 1000;
+/** Smaller buckets are always settled with the shared key (exact): one request matters there. */
+const LOCAL_MIN_BURST = 100;
 
 interface Waiting {
   limits: PlanLimits;
   resolve: (admission: Admission) => void;
 }
 
+/** What this replica knows of one caller's shared bucket. */
+interface Local {
+  /** The shared state as last read or written, its revision (0: no key), and when (epoch ms). */
+  view: { state: BucketState | undefined; revision: number; at: number } | undefined;
+  /** Tokens this replica admitted on its own that the shared key does not hold yet. */
+  pending: number;
+  limits: PlanLimits;
+  waiting: Waiting[];
+  settling: boolean;
+  /** The last compare-and-set started; the next one waits for it, even past the deadline. */
+  last: Promise<unknown>;
+  reconcile: Timer | undefined;
+}
+
 /**
  * Token buckets shared by every gateway replica: one key per caller in a NATS key-value bucket,
- * changed only by compare-and-set on the revision read, so two replicas never both spend the
- * same token. Within a replica, a caller's requests queue up and are settled together, one
- * compare-and-set per batch, so a burst of parallel requests does not fight over the key.
+ * changed only by compare-and-set on the revision read, so two replicas never both write over
+ * each other's spending.
+ *
+ * A replica decides on its own while its fresh view of the key (minus what it spent since)
+ * holds more than half the burst (buckets of {@link LOCAL_MIN_BURST} or more): no round trip on
+ * the request path. That spending is written to the key within {@link RECONCILE_MS}, which also
+ * brings the other replicas' spending into the view. Near the bottom of the bucket, and for
+ * small buckets (the free plan's 10), requests wait for a compare-and-set as before: a
+ * caller's concurrent requests queue and are settled together, one compare-and-set per batch.
+ * The overshoot across R replicas is at most (R − 1) × ⌊burst / 2⌋, paid back from the refill
+ * (the shared bucket goes into debt), so the hourly rate holds (docs/identity.md "Rate limits").
  */
 export class SharedBuckets {
   private bucket: Promise<KeyValue> | undefined;
-  private readonly waiting = new Map<string, Waiting[]>();
-  /** The last state and revision this replica saw per key; a stale one costs one failed CAS. */
-  private readonly seen = new Map<string, { state: BucketState | undefined; revision: number }>();
+  private readonly keys = new Map<string, Local>();
 
   constructor(
     private readonly bus: MessageBus,
@@ -34,57 +60,119 @@ export class SharedBuckets {
 
   admit(callerId: string, limits: PlanLimits): Promise<Admission> {
     const key = Buffer.from(callerId).toString("base64url");
-    return new Promise((resolve) => {
-      const queue = this.waiting.get(key);
-      if (queue) {
-        queue.push({ limits, resolve });
-        return;
+    const local = this.localOf(key, limits);
+    local.limits = limits;
+    const now = this.clock.now().getTime();
+    if (local.waiting.length === 0 && local.view && now - local.view.at <= FRESH_MS) {
+      const available = tokensAt(local.view.state, limits, now) - local.pending;
+      if (limits.burst >= LOCAL_MIN_BURST && available - 1 >= Math.ceil(limits.burst / 2)) {
+        local.pending += 1;
+        this.scheduleReconcile(key, local);
+        return Promise.resolve(take({ tokens: available, at: now }, limits, now, 1).admissions[0]!);
       }
-      this.waiting.set(key, [{ limits, resolve }]);
-      void this.drain(key);
+    }
+    return new Promise((resolve) => {
+      local.waiting.push({ limits, resolve });
+      if (!local.settling) void this.drain(key, local);
     });
   }
 
-  private async drain(key: string): Promise<void> {
-    for (;;) {
-      const queue = this.waiting.get(key) ?? [];
-      const batch = queue.splice(0);
-      if (batch.length === 0) {
-        this.waiting.delete(key);
-        return;
-      }
-      const limits = batch[batch.length - 1]!.limits;
-      let admissions: Admission[];
-      try {
-        admissions = await withDeadline(this.settle(key, limits, batch.length), DEADLINE_MS);
-      } catch (error) {
-        this.logger.warn({ err: error }, "rate limit state unavailable; letting requests through");
-        admissions = take(undefined, limits, this.clock.now().getTime(), batch.length).admissions;
-      }
-      for (const [i, waiting] of batch.entries()) waiting.resolve(admissions[i]!);
+  private localOf(key: string, limits: PlanLimits): Local {
+    let local = this.keys.get(key);
+    if (!local) {
+      if (this.keys.size >= MAX_REMEMBERED) this.forgetIdle();
+      local = {
+        view: undefined,
+        pending: 0,
+        limits,
+        waiting: [],
+        settling: false,
+        last: Promise.resolve(),
+        reconcile: undefined,
+      };
+      this.keys.set(key, local);
+    }
+    return local;
+  }
+
+  private forgetIdle(): void {
+    for (const [key, local] of this.keys) {
+      if (local.pending === 0 && !local.settling && local.waiting.length === 0) this.keys.delete(key);
     }
   }
 
-  private async settle(key: string, limits: PlanLimits, count: number): Promise<Admission[]> {
+  private scheduleReconcile(key: string, local: Local): void {
+    if (local.reconcile) return;
+    local.reconcile = this.clock.setTimeout(() => {
+      local.reconcile = undefined;
+      if (!local.settling) void this.drain(key, local);
+    }, RECONCILE_MS);
+  }
+
+  /** Settles the waiting requests in batches, and writes this replica's own spending. */
+  private async drain(key: string, local: Local): Promise<void> {
+    local.settling = true;
+    try {
+      for (;;) {
+        const batch = local.waiting.splice(0);
+        if (batch.length === 0 && local.pending === 0) return;
+        const limits = batch.length > 0 ? batch[batch.length - 1]!.limits : local.limits;
+        let admissions: Admission[];
+        try {
+          const work = local.last.then(() => this.settle(key, local, limits, batch.length));
+          local.last = work.catch(() => {});
+          admissions = await withDeadline(work, DEADLINE_MS);
+        } catch (error) {
+          if (batch.length === 0) {
+            // Only this replica's own spending was to be written: it stays pending, tried again.
+            this.scheduleReconcile(key, local);
+            return;
+          }
+          this.logger.warn({ err: error }, "rate limit state unavailable; letting requests through");
+          admissions = take(undefined, limits, this.clock.now().getTime(), batch.length).admissions;
+        }
+        for (const [i, waiting] of batch.entries()) waiting.resolve(admissions[i]!);
+        if (batch.length === 0) return;
+      }
+    } finally {
+      local.settling = false;
+      if (local.waiting.length > 0) void this.drain(key, local);
+      else if (local.pending > 0) this.scheduleReconcile(key, local);
+    }
+  }
+
+  /**
+   * One compare-and-set: the shared state, less what this replica spent on its own since, less
+   * the `count` requests admitted from what is left. Refusals spend nothing.
+   */
+  private async settle(key: string, local: Local, limits: PlanLimits, count: number): Promise<Admission[]> {
     const kv = await this.open();
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      let seen = attempt === 0 ? this.seen.get(key) : undefined;
+      let seen = attempt === 0 ? local.view : undefined;
       if (!seen) {
         const entry = await kv.get(key);
-        seen = entry ? { state: decode(entry.value), revision: entry.revision } : undefined;
+        seen = entry
+          ? { state: decode(entry.value), revision: entry.revision, at: this.clock.now().getTime() }
+          : { state: undefined, revision: 0, at: this.clock.now().getTime() };
       }
-      const { admissions, state } = take(seen?.state, limits, this.clock.now().getTime(), count);
-      // Refusals spend nothing, so there is nothing to write.
-      if (!admissions.some((a) => a.allowed)) return admissions;
+      const now = this.clock.now().getTime();
+      const spent = local.pending;
+      const before: BucketState = { tokens: tokensAt(seen.state, limits, now) - spent, at: now };
+      const { admissions, state } = take(before, limits, now, count);
+      if (spent === 0 && !admissions.some((a) => a.allowed)) {
+        local.view = seen;
+        return admissions;
+      }
       try {
         const value = encode(state);
-        const revision = seen ? await kv.update(key, value, seen.revision) : await kv.create(key, value);
-        if (this.seen.size >= MAX_REMEMBERED) this.seen.clear();
-        this.seen.set(key, { state, revision });
+        const revision =
+          seen.revision > 0 ? await kv.update(key, value, seen.revision) : await kv.create(key, value);
+        local.pending -= spent;
+        local.view = { state, revision, at: this.clock.now().getTime() };
         return admissions;
       } catch (error) {
         if (!(error instanceof KvConflictError)) throw error;
-        this.seen.delete(key);
+        local.view = undefined;
       }
     }
     throw new Error(`rate limit state of ${key} kept changing concurrently`);
