@@ -18,6 +18,7 @@ export type {
   IndexDefinition,
   ProjectionDefinition,
   QueryDefinition,
+  ReadModelSnapshots,
   ReadModelStore,
   Sort,
   Update,

@@ -14,11 +14,18 @@ import type { Document, Filter, IndexDefinition, Sort } from "./port.ts";
  * (`usable` false) and the collection scans as before: a multikey index is not worth its
  * complexity here.
  */
+/** Documents per block of an index: a write moves at most this many references, not the whole index. */
+const BLOCK = 512;
+
 export class SortedIndex {
   readonly keys: string[];
   /** 1 or -1 per key; the trailing `_id` is always ascending in the index. */
   readonly directions: (1 | -1)[];
-  private documents: Document[] = [];
+  /**
+   * The documents in index order, cut into blocks of at most BLOCK (none empty): an insert or a
+   * removal splices one block, where one sorted array would move half the collection each time.
+   */
+  private blocks: Document[][] = [];
   usable = true;
 
   constructor(definition: IndexDefinition) {
@@ -44,9 +51,18 @@ export class SortedIndex {
 
   /** The documents in index order, or backwards. */
   *walk(way: 1 | -1): Generator<Document> {
-    const docs = this.documents;
-    if (way === 1) for (let i = 0; i < docs.length; i++) yield docs[i]!;
-    else for (let i = docs.length - 1; i >= 0; i--) yield docs[i]!;
+    const blocks = this.blocks;
+    if (way === 1) {
+      for (let b = 0; b < blocks.length; b++) {
+        const block = blocks[b]!;
+        for (let i = 0; i < block.length; i++) yield block[i]!;
+      }
+    } else {
+      for (let b = blocks.length - 1; b >= 0; b--) {
+        const block = blocks[b]!;
+        for (let i = block.length - 1; i >= 0; i--) yield block[i]!;
+      }
+    }
   }
 
   /**
@@ -64,35 +80,68 @@ export class SortedIndex {
         : undefined
       : [condition];
     if (!values?.every(isPlain)) return undefined;
+    const direction = this.directions[0]!;
     const candidates: Document[] = [];
     for (const value of new Set(values)) {
-      const from = this.bound(value, false);
-      const to = this.bound(value, true);
-      for (let i = from; i < to; i++) candidates.push(this.documents[i]!);
+      const from = this.seek((document) => compareValues(document[key], value) * direction < 0);
+      const to = this.seek((document) => compareValues(document[key], value) * direction <= 0);
+      const blocks = this.blocks;
+      for (let [b, i] = from; b < to[0] || (b === to[0] && i < to[1]); ) {
+        const block = blocks[b]!;
+        candidates.push(block[i]!);
+        if (++i === block.length) [b, i] = [b + 1, 0];
+      }
     }
     const { [key]: _tested, ...rest } = filter;
     return { candidates, rest };
+  }
+
+  /** Replaces the indexed documents by these (live ones): one sort instead of an insert each. */
+  rebuild(documents: Document[]): void {
+    this.usable = documents.every((document) => this.keys.every((key) => isPlain(document[key])));
+    this.blocks = [];
+    if (!this.usable) return;
+    const sorted = [...documents].sort((a, b) => this.order(a, b));
+    for (let from = 0; from < sorted.length; from += BLOCK / 2)
+      this.blocks.push(sorted.slice(from, from + BLOCK / 2));
   }
 
   add(document: Document): void {
     if (!this.usable) return;
     if (!this.keys.every((key) => isPlain(document[key]))) {
       this.usable = false;
-      this.documents = [];
+      this.blocks = [];
       return;
     }
-    this.documents.splice(this.position(document), 0, document);
+    const blocks = this.blocks;
+    if (blocks.length === 0) {
+      blocks.push([document]);
+      return;
+    }
+    let [b, i] = this.place(document);
+    if (b === blocks.length) {
+      b -= 1;
+      i = blocks[b]!.length;
+    }
+    const block = blocks[b]!;
+    block.splice(i, 0, document);
+    if (block.length > BLOCK) blocks.splice(b + 1, 0, block.splice(BLOCK / 2));
   }
 
   remove(document: Document): void {
     if (!this.usable) return;
-    const at = this.position(document);
-    if (this.documents[at] === document) this.documents.splice(at, 1);
+    const [b, i] = this.place(document);
+    if (this.blocks[b]?.[i] === document) this.removeAt(b, i);
     else {
       // Not where its keys say: it was changed in place. Cannot happen (documents are replaced,
       // never mutated, in the store), but a wrong index would answer wrongly, so look it up.
-      const found = this.documents.indexOf(document);
-      if (found !== -1) this.documents.splice(found, 1);
+      for (const [at, block] of this.blocks.entries()) {
+        const found = block.indexOf(document);
+        if (found !== -1) {
+          this.removeAt(at, found);
+          return;
+        }
+      }
     }
   }
 
@@ -104,49 +153,68 @@ export class SortedIndex {
   /** Replaces `before` (same keys) by `after` in place. */
   replace(before: Document, after: Document): void {
     if (!this.usable) return;
-    const at = this.position(before);
-    if (this.documents[at] === before) this.documents[at] = after;
+    const [b, i] = this.place(before);
+    const block = this.blocks[b];
+    if (block?.[i] === before) block[i] = after;
     else {
       this.remove(before);
       this.add(after);
     }
   }
 
+  private removeAt(b: number, i: number): void {
+    const block = this.blocks[b]!;
+    block.splice(i, 1);
+    if (block.length === 0) this.blocks.splice(b, 1);
+  }
+
   private order(a: Document, b: Document): number {
     for (let i = 0; i < this.keys.length; i++) {
       const key = this.keys[i]!;
-      const c = compare(a[key], b[key]);
+      const c = compareValues(a[key], b[key]);
       if (c !== 0) return c * this.directions[i]!;
     }
     return 0;
   }
 
-  /** First position whose document is not before `document`. */
-  private position(document: Document): number {
-    let low = 0;
-    let high = this.documents.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.order(this.documents[middle]!, document) < 0) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+  /** Where `document` is, or would go: the first place whose document is not before it. */
+  private place(document: Document): [number, number] {
+    return this.seek((other) => this.order(other, document) < 0);
   }
 
-  /** First position whose first key is past `value` (`after`), or not before it. */
-  private bound(value: unknown, after: boolean): number {
-    const key = this.keys[0]!;
-    const direction = this.directions[0]!;
+  /**
+   * The first place (block, offset) whose document is not `before`, for a `before` true of a
+   * first stretch of the index and false of the rest; [blocks, 0] past the end.
+   */
+  private seek(before: (document: Document) => boolean): [number, number] {
+    const blocks = this.blocks;
     let low = 0;
-    let high = this.documents.length;
+    let high = blocks.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      const c = compare(this.documents[middle]![key], value) * direction;
-      if (c < 0 || (after && c === 0)) low = middle + 1;
+      const block = blocks[middle]!;
+      if (before(block[block.length - 1]!)) low = middle + 1;
       else high = middle;
     }
-    return low;
+    if (low === blocks.length) return [low, 0];
+    const block = blocks[low]!;
+    let from = 0;
+    let to = block.length;
+    while (from < to) {
+      const middle = (from + to) >>> 1;
+      if (before(block[middle]!)) from = middle + 1;
+      else to = middle;
+    }
+    return [low, from];
   }
+}
+
+/** Values in MongoDB's (mingo's) order; two strings, numbers or booleans compared directly. */
+function compareValues(a: unknown, b: unknown): number {
+  const type = typeof a;
+  if (type === typeof b && (type === "string" || type === "number" || type === "boolean"))
+    return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+  return compare(a, b);
 }
 
 const isPlain = (value: unknown): boolean =>

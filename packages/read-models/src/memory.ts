@@ -15,9 +15,11 @@ import type {
   Document,
   Filter,
   FindOptions,
+  ReadModelSnapshots,
   ReadModelStore,
   Update,
 } from "./port.ts";
+import { readSnapshot, tidySnapshots, writeSnapshot } from "./snapshot.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
 export interface MemoryReadModelsOptions {
@@ -27,39 +29,90 @@ export interface MemoryReadModelsOptions {
    * (NODE_ENV=test, as vitest sets it).
    */
   checkQueries?: boolean;
+  /**
+   * Where projections' snapshots are written and read (`snapshots`); without it there are none
+   * and every start rebuilds from the events.
+   */
+  snapshotDir?: string;
+}
+
+/** A collection of this adapter, with what its snapshots need. */
+interface MemoryCollection extends Collection {
+  /** The stored documents, tombstones included, as they are now (never changed in place). */
+  stored(): Document[];
+  /** Replaces every document, and rebuilds the indexes. */
+  replaceAll(documents: Document[]): void;
 }
 
 /**
  * Read models held in memory and queried by mingo, so filters, sorts and update operators behave
- * as MongoDB's do. Not durable: services rebuild them from the event store at start. A defined
+ * as MongoDB's do. Not durable: a start loads a projection's snapshot (`snapshots`, when given a
+ * `snapshotDir`) and applies the events after it, or rebuilds from the first event. A defined
  * collection keeps its declared indexes (indexes.ts), so a sorted page or a filtered count costs
  * what it would in MongoDB with those indexes, not a scan and a sort of the whole collection.
  */
 export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): ReadModelStore {
   const checkQueries = options.checkQueries ?? process.env.NODE_ENV === "test";
-  const collections = new Map<string, Collection>();
+  const collections = new Map<string, MemoryCollection>();
   const checkpoints = new Map<string, number>();
   /** Logical name -> the physical name of its current version, and its definition. */
   const defined = new Map<string, { physical: string; definition: CollectionDefinition }>();
+  const physicalCollection = (name: string): MemoryCollection => {
+    const current = defined.get(name);
+    const physical = current?.physical ?? name;
+    let collection = collections.get(physical);
+    if (!collection) {
+      const check =
+        checkQueries && current
+          ? (shape: QueryShape) => {
+              if (byIdOnly(shape) || current.definition.queries.some((query) => isDeclared(query, shape)))
+                return;
+              throw new UndeclaredQueryError(name, shape);
+            }
+          : undefined;
+      collection = memoryCollection(current?.definition.indexes ?? [], check);
+      collections.set(physical, collection);
+    }
+    return collection;
+  };
+  const { snapshotDir } = options;
+  const snapshots: ReadModelSnapshots | undefined = snapshotDir
+    ? {
+        async restore(projection, { notAfter }) {
+          const key = versionedName(projection.name, projection.version);
+          tidySnapshots(snapshotDir, projection.name, projection.version);
+          const read = await readSnapshot(snapshotDir, key);
+          if ("ignored" in read) return read;
+          const { collections: saved, position } = read.content;
+          if (position > notAfter)
+            return { ignored: `its position ${position} is past the store's head ${notAfter}` };
+          const names = projection.collections.map((definition) => definition.name);
+          const missing = names.find((name) => !saved.has(name));
+          if (missing !== undefined) return { ignored: `no collection ${missing}` };
+          for (const name of names) physicalCollection(name).replaceAll(saved.get(name)!);
+          checkpoints.set(key, position);
+          return { position };
+        },
+        async save(projection, position) {
+          // Captured now: the documents are replaced on every write, never changed in place.
+          const captured = projection.collections.map(({ name }) => ({
+            name,
+            documents: physicalCollection(name).stored(),
+          }));
+          await writeSnapshot(
+            snapshotDir,
+            versionedName(projection.name, projection.version),
+            position,
+            captured,
+          );
+        },
+      }
+    : undefined;
   return {
     durable: false,
+    snapshots,
     collection<T extends Document = Document>(name: string): Collection<T> {
-      const current = defined.get(name);
-      const physical = current?.physical ?? name;
-      let collection = collections.get(physical);
-      if (!collection) {
-        const check =
-          checkQueries && current
-            ? (shape: QueryShape) => {
-                if (byIdOnly(shape) || current.definition.queries.some((query) => isDeclared(query, shape)))
-                  return;
-                throw new UndeclaredQueryError(name, shape);
-              }
-            : undefined;
-        collection = memoryCollection(current?.definition.indexes ?? [], check);
-        collections.set(physical, collection);
-      }
-      return collection as unknown as Collection<T>;
+      return physicalCollection(name) as unknown as Collection<T>;
     },
     async defineProjection({ name, version, collections: definitions }) {
       for (const definition of definitions) {
@@ -89,7 +142,7 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
 function memoryCollection(
   definitions: CollectionDefinition["indexes"],
   check?: (shape: QueryShape) => void,
-): Collection {
+): MemoryCollection {
   const documents = new Map<Document["_id"], Document>();
   const indexes = definitions.map((definition) => new SortedIndex(definition));
   const checked = (filter: Filter, sort?: FindOptions["sort"], groupBy?: string) =>
@@ -128,6 +181,12 @@ function memoryCollection(
     stored._revision === undefined || (stored._revision as number) < revision;
 
   return {
+    stored: () => [...documents.values()],
+    replaceAll(replacement) {
+      documents.clear();
+      for (const document of replacement) documents.set(document._id, document);
+      for (const index of indexes) index.rebuild(replacement.filter(live));
+    },
     async findOne(filter) {
       checked(filter);
       const keys = Object.keys(filter);

@@ -1,7 +1,8 @@
 /**
  * The read-model port: collections queried with MongoDB's filter, sort and update syntax.
  * Adapters: MongoDB (production) and in-memory collections evaluated by mingo (embedded,
- * rebuilt from the event store at start). Only the subset below is supported, on purpose.
+ * loaded from a snapshot and the events after it at start). Only the subset below is supported,
+ * on purpose.
  */
 
 /** A MongoDB query filter, e.g. `{ status: { $in: ["available"] }, name: /^Brie/i }`. */
@@ -103,6 +104,40 @@ export interface ReadModelStore {
   setCheckpoint(projection: string, position: number): Promise<void>;
   /** True when the store persists across restarts (MongoDB); false for in-memory collections. */
   readonly durable: boolean;
+  /**
+   * Snapshots of a projection's collections, where the adapter keeps them in memory and was given
+   * somewhere to write them (docs/architecture.md, "Snapshots"); undefined elsewhere.
+   */
+  readonly snapshots?: ReadModelSnapshots | undefined;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/**
+ * A projection's collections saved whole with the position they are exact at, so that a start
+ * loads them and applies only the events after it instead of every event ever recorded.
+ */
+export interface ReadModelSnapshots {
+  /**
+   * Replaces the projection's collections (defined by `defineProjection` before) with those of its
+   * snapshot at this version and returns the snapshot's position; `ignored` with the reason, the
+   * collections untouched, when there is none or it cannot be used (another version, damaged, cut
+   * short).
+   */
+  restore(
+    projection: ProjectionDefinition,
+    options: {
+      /**
+       * The event store's head: a snapshot past it was made of other events (the store was
+       * emptied or replaced since) and is ignored.
+       */
+      notAfter: number;
+    },
+  ): Promise<{ position: number } | { ignored: string }>;
+  /**
+   * Saves the projection's collections as they are at the call, as the state after every event up
+   * to `position` and none after: call it between two events, never while one is half applied.
+   * The documents are captured before it returns; the file is written afterwards, atomically.
+   */
+  save(projection: ProjectionDefinition, position: number): Promise<void>;
 }

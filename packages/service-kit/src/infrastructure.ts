@@ -33,13 +33,16 @@ export async function openEventStore(config: BaseConfig, service: string): Promi
   return createSqliteEventStore({ file: join(serviceDataDir(config, service), "events.sqlite") });
 }
 
-/** MongoDB when MONGO_URL is set, else in-memory collections rebuilt from the event store. */
+/**
+ * MongoDB when MONGO_URL is set, else in-memory collections, loaded at start from their snapshots
+ * under DATA_DIR/<service>/read-models and brought up to date from the event store.
+ */
 export async function openReadModels(config: BaseConfig, service: string): Promise<ReadModelStore> {
   if (config.MONGO_URL) {
     const { createMongoReadModels } = await import("@cheese/read-models/mongo");
     return createMongoReadModels({ url: config.MONGO_URL, database: `${config.MONGO_DATABASE}_${service}` });
   }
-  return createMemoryReadModels();
+  return createMemoryReadModels({ snapshotDir: join(serviceDataDir(config, service), "read-models") });
 }
 
 /** MinIO/S3 when S3_ENDPOINT is set, else files under DATA_DIR/blobs. */

@@ -1,5 +1,10 @@
 import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
-import type { CollectionDefinition, ReadModelStore } from "@cheese/read-models";
+import type {
+  CollectionDefinition,
+  ProjectionDefinition,
+  ReadModelSnapshots,
+  ReadModelStore,
+} from "@cheese/read-models";
 import type { Logger } from "./logger.ts";
 import { projectedSeries, projectionLag } from "./metrics.ts";
 
@@ -23,7 +28,16 @@ export interface ProjectionOptions {
   checkpointEvery?: number;
   /** ...and this long after the last progress when fewer came (default 1 s). */
   checkpointIdleMs?: number;
+  /**
+   * Where the read models keep snapshots (`readModels.snapshots`, the in-memory adapter): save one
+   * this often while events are applied (default 60 s), besides after a catch-up of many events
+   * and at close.
+   */
+  snapshotEveryMs?: number;
 }
+
+/** A catch-up that applied at least this many events is followed by a snapshot at once. */
+const SNAPSHOT_AFTER_CATCH_UP = 10_000;
 
 export interface Projection {
   /** Resolves once every event that existed at start has been applied. */
@@ -50,9 +64,12 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   const { name, version, collections, eventStore, readModels, categories, apply, logger } = options;
   const checkpointEvery = options.checkpointEvery ?? 100;
   const checkpointIdleMs = options.checkpointIdleMs ?? 1_000;
-  const key = await readModels.defineProjection({ name, version, collections });
-  const stored = await readModels.getCheckpoint(key);
-  if (stored === undefined && readModels.durable) {
+  const definition = { name, version, collections };
+  const key = await readModels.defineProjection(definition);
+  const { snapshots } = readModels;
+  let stored = await readModels.getCheckpoint(key);
+  if (snapshots) stored = await restoreSnapshot(snapshots, definition, eventStore, logger);
+  if (stored === undefined && (readModels.durable || snapshots)) {
     logger.info({ projection: name, version }, "projection has no checkpoint at this version: rebuilding");
   }
   /** Every event of our categories up to here is applied. */
@@ -71,6 +88,40 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   /** A head position up to which every event of our categories is known to be applied. */
   let verifiedHead = -1;
   const projected = projectedSeries(name);
+
+  // Snapshots (docs/architecture.md, "Snapshots"): taken only between two events, never while
+  // one is half applied, so a snapshot holds exactly the events up to its position.
+  const snapshotEveryMs = options.snapshotEveryMs ?? 60_000;
+  let applying = false;
+  let applied = 0;
+  let appliedAtSnapshot = 0;
+  let snapshotDue = false;
+  let snapshotting: Promise<void> | undefined;
+  const takeSnapshot = () => {
+    snapshotDue = false;
+    if (!snapshots || snapshotting || applied === appliedAtSnapshot) return;
+    const count = applied;
+    const position = confirmed;
+    const started = Date.now();
+    snapshotting = snapshots
+      .save(definition, position)
+      .then(
+        () => {
+          appliedAtSnapshot = count;
+          logger.info({ projection: name, position, ms: Date.now() - started }, "read models snapshot saved");
+        },
+        (error: unknown) => logger.warn({ err: error, projection: name }, "read models snapshot not saved"),
+      )
+      .finally(() => {
+        snapshotting = undefined;
+      });
+  };
+  const snapshotTimer = snapshots
+    ? setInterval(() => {
+        if (applying) snapshotDue = true;
+        else takeSnapshot();
+      }, snapshotEveryMs).unref()
+    : undefined;
 
   const saveCheckpoint = async () => {
     clearTimeout(idleTimer);
@@ -109,16 +160,24 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       categories,
       after: confirmed === -1 ? undefined : confirmed,
       handler: async (event) => {
-        await apply(event, readModels);
+        applying = true;
+        try {
+          await apply(event, readModels);
+        } finally {
+          applying = false;
+        }
         projected.inc();
+        applied += 1;
         appliedSinceSave += 1;
         progressed(event.position);
+        if (snapshotDue) takeSnapshot();
       },
       onCheckpoint: progressed,
       onCaughtUp: () => {
         progressed(headAtStart);
         markReady();
         void saveCheckpoint().catch(() => {});
+        if (applied - appliedAtSnapshot >= SNAPSHOT_AFTER_CATCH_UP) takeSnapshot();
       },
       onError: (error) => {
         logger.error({ err: error, projection: name }, "projection stopped; restarting in 1s");
@@ -190,8 +249,41 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       closed = true;
       stopObserving();
       clearTimeout(idleTimer);
+      clearInterval(snapshotTimer);
       await subscription?.close();
       await saveCheckpoint().catch(() => {});
+      // No event is being applied any more: what is applied is exactly the events up to confirmed.
+      await snapshotting;
+      takeSnapshot();
+      await snapshotting;
     },
   };
+}
+
+/**
+ * Loads the projection's snapshot into the read models; its position, or undefined (a rebuild
+ * from the first event) when there is none, it cannot be used, or it lies past the event store's
+ * head (a store that was replaced or emptied since: its events are not those it was made of).
+ */
+async function restoreSnapshot(
+  snapshots: ReadModelSnapshots,
+  definition: ProjectionDefinition,
+  eventStore: EventStore,
+  logger: Logger,
+): Promise<number | undefined> {
+  const projection = definition.name;
+  let restored: Awaited<ReturnType<ReadModelSnapshots["restore"]>>;
+  try {
+    restored = await snapshots.restore(definition, { notAfter: await eventStore.headPosition() });
+  } catch (error) {
+    logger.warn({ err: error, projection }, "read models snapshot not read: rebuilding");
+    return undefined;
+  }
+  if ("ignored" in restored) {
+    if (restored.ignored !== "none")
+      logger.warn({ projection, reason: restored.ignored }, "read models snapshot ignored: rebuilding");
+    return undefined;
+  }
+  logger.info({ projection, position: restored.position }, "read models restored from snapshot");
+  return restored.position;
 }
