@@ -79,6 +79,9 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
+    // No stack captured per request for a timeout that rarely comes (two Errors per request);
+    // a timeout is still reported, as RequestTimeoutError with the subject.
+    noAsyncTraces: true,
   });
   try {
     const jsm = await nc.jetstreamManager();

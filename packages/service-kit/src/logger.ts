@@ -22,6 +22,19 @@ const redactPaths = [
   "*.phone",
 ];
 
+let stdout: DestinationStream | undefined;
+
+/**
+ * Standard output, written asynchronously: a request never waits for its log line to reach the
+ * reader of the pipe (the launcher, a log shipper), and lines logged while a write is under way
+ * go out together in the next one. One writer per process, shared by all its loggers, so lines
+ * of services sharing a process never interleave; what is still buffered is written at exit.
+ */
+function sharedStdout(): DestinationStream {
+  stdout ??= pino.destination({ dest: 1, sync: false });
+  return stdout;
+}
+
 /** A JSON logger whose every line names the service; to stdout unless given a destination. */
 export function createLogger(service: string, level = "info", destination?: DestinationStream): Logger {
   const options = {
@@ -30,5 +43,5 @@ export function createLogger(service: string, level = "info", destination?: Dest
     redact: { paths: redactPaths, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? sharedStdout());
 }
