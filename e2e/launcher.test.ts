@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { serviceNodeOptions } from "@cheese/launcher/node-options";
 import { processAlive } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
@@ -31,6 +33,16 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
       expect(pids[service], service).toHaveLength(2);
     }
     expect(system.output()).toMatch(/2 gateways on ports \d+, \d+ behind :\d+/);
+  });
+
+  it("runs every process with its service's V8 options, as the manifests do", () => {
+    for (const [service, pids] of Object.entries(system.pids())) {
+      const expected = serviceNodeOptions[service as keyof typeof serviceNodeOptions].split(" ");
+      for (const pid of pids) {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        expect(argv, `${service} (pid ${pid})`).toEqual(expect.arrayContaining(expected));
+      }
+    }
   });
 
   it("keeps serving through the balancer when one gateway process dies", async () => {

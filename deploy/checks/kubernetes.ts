@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
+import { kubernetesNodeOptionsProblems } from "./node-options.ts";
 
 interface KubeObject {
   apiVersion: string;
@@ -45,6 +46,7 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   }
   const overlay = dir.endsWith("prod") ? "prod" : "dev";
   problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
+  problems.push(...kubernetesNodeOptionsProblems(overlay, objects));
   return { objects: objects.length, problems };
 }
 

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, readFileSync } from "node:fs";
 import type { Server } from "node:net";
 import { startLoadBalancer } from "@cheese/launcher/load-balancer";
+import { serviceNodeOptions } from "@cheese/launcher/node-options";
 import { freePort, tempDir } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import type { RunningSystem, SystemOptions } from "./system.ts";
@@ -71,6 +72,8 @@ export async function startContainerSystem(
           ...env,
           ...stack.env,
           SERVICE: service,
+          // The V8 options the manifests give each service, as `pnpm start` does.
+          NODE_OPTIONS: serviceNodeOptions[service as keyof typeof serviceNodeOptions],
           SERVICE_INSTANCE: instance,
           DATA_DIR: "/data",
           NATS_URL: `nats://127.0.0.1:${natsPort}`,

@@ -7,7 +7,7 @@ import {
   freeListenPort,
   portInUse,
   runAsProcess,
-} from "@cheese/service-kit";
+} from "@cheese/service-kit/launch";
 import { loadLauncherConfig, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
@@ -18,10 +18,9 @@ import {
 import { startLoadBalancer } from "./load-balancer.ts";
 import { findNatsServer, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
-import { runSingleProcess } from "./single-process.ts";
 import { Supervisor } from "./supervisor.ts";
 
-const write = createLineWriter();
+const write = await createLineWriter();
 /** The launcher's own lines (start, ready, restarts) are printed whatever LOG_LEVEL says. */
 const log = createLogger("launcher", "info", lineDestination("launcher", write));
 
@@ -59,6 +58,8 @@ async function main(): Promise<{ stop(): Promise<void> }> {
         ? "LAUNCH_MODE=single: running all services in one process over the in-process bus"
         : "nats-server not found on PATH and NATS_URL unset: running all services in one process over the in-process bus",
     );
+    // Loaded only here: in multi-process mode the launcher holds no service code, bus or store.
+    const { runSingleProcess } = await import("./single-process.ts");
     const running = await runSingleProcess(serviceNames, env, config.LOG_LEVEL, write);
     log.info({ url: gatewayUrl(config) }, `ready on ${gatewayUrl(config)}`);
     onReady();

@@ -1,4 +1,4 @@
-import { baseConfigShape, loadConfig } from "@cheese/service-kit";
+import { baseConfigShape, loadConfig } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 export const serviceNames = ["catalogue", "ordering", "customer", "notification", "gateway"] as const;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { ConfigError } from "@cheese/service-kit";
+import { ConfigError } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 /**

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { freeListenPort } from "@cheese/service-kit";
+import { freeListenPort } from "@cheese/service-kit/launch";
 
 /** The nats-server on PATH, or undefined. */
 export function findNatsServer(): string | undefined {

@@ -1,5 +1,4 @@
-import type { DestinationStream } from "@cheese/service-kit";
-import { prettyFactory } from "pino-pretty";
+import type { DestinationStream } from "@cheese/service-kit/launch";
 
 /** Writes one line a process printed, labelled with the process it came from. */
 export type LineWriter = (label: string, line: string, stream: "stdout" | "stderr") => void;
@@ -8,12 +7,14 @@ export type LineWriter = (label: string, line: string, stream: "stdout" | "stder
  * How the processes' lines reach the launcher's own stdout and stderr. For a log shipper (stdout
  * not a terminal) every line passes unchanged: each service's stdout is its pino JSON, which
  * names the service. On a terminal, JSON lines are pretty-printed and every line is prefixed
- * with the process it came from (`[catalogue]`, `[gateway#2]`).
+ * with the process it came from (`[catalogue]`, `[gateway#2]`). The pretty printer is loaded only
+ * for a terminal: the launcher of a log shipper stays small.
  */
-export function createLineWriter(terminal = process.stdout.isTTY === true): LineWriter {
+export async function createLineWriter(terminal = process.stdout.isTTY === true): Promise<LineWriter> {
   if (!terminal) {
     return (_label, line, stream) => process[stream].write(`${line}\n`);
   }
+  const { prettyFactory } = await import("pino-pretty");
   const pretty = prettyFactory({
     colorize: true,
     translateTime: "SYS:HH:MM:ss.l",

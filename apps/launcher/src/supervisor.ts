@@ -2,14 +2,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { extname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit";
+import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit/launch";
 import type { ServiceName } from "./config.ts";
+import { serviceNodeOptions } from "./node-options.ts";
 import type { LineWriter } from "./output.ts";
 
 /**
  * Every process runs the container's entry point with SERVICE set: built JavaScript under plain
  * node (dist/service.js beside dist/cli.js); under `pnpm dev` the source, with the loader this
- * process was started with (process.execArgv).
+ * process was started with (process.execArgv). Its service's V8 options come first
+ * (node-options.ts), so a flag the launcher was started with (a benchmark's) wins.
  */
 const serviceEntry = fileURLToPath(
   new URL(`./service${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
@@ -77,7 +79,8 @@ export class Supervisor {
 
   private spawn(instance: Instance): void {
     const { env, write, logger } = this.options;
-    const child = spawn(process.execPath, [...process.execArgv, serviceEntry], {
+    const nodeOptions = serviceNodeOptions[instance.service].split(" ").filter(Boolean);
+    const child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, serviceEntry], {
       env: { ...env, ...instance.env, SERVICE: instance.service, SERVICE_INSTANCE: instance.label },
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       detached: true,

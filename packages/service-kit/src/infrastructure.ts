@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { connectNatsBus, type MessageBus } from "@cheese/messaging";
-import { createMemoryReadModels, type ReadModelStore } from "@cheese/read-models";
+import type { ReadModelStore } from "@cheese/read-models";
 import type { BaseConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -42,6 +42,8 @@ export async function openReadModels(config: BaseConfig, service: string): Promi
     const { createMongoReadModels } = await import("@cheese/read-models/mongo");
     return createMongoReadModels({ url: config.MONGO_URL, database: `${config.MONGO_DATABASE}_${service}` });
   }
+  // Imported here too: a service without read models (the gateway) does not load the query engine.
+  const { createMemoryReadModels } = await import("@cheese/read-models");
   return createMemoryReadModels({ snapshotDir: join(serviceDataDir(config, service), "read-models") });
 }
 

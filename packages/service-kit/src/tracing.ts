@@ -8,8 +8,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
@@ -134,6 +133,26 @@ const idsOnly = new BasicTracerProvider({ sampler: new AlwaysOffSampler() });
 const byService = new Map<string, ServiceTracing>();
 
 /**
+ * The OTLP/HTTP exporter, its module loaded on first use: it pulls in ~130 modules (the OTLP
+ * transformer, the metrics and logs SDKs) that a service without a collector never needs.
+ */
+function otlpExporter(url: string): SpanExporter {
+  const loading = import("@opentelemetry/exporter-trace-otlp-http").then(
+    ({ OTLPTraceExporter }) => new OTLPTraceExporter({ url }),
+  );
+  return {
+    export(spans, done) {
+      loading.then(
+        (exporter) => exporter.export(spans, done),
+        (error: Error) => done({ code: ExportResultCode.FAILED, error }),
+      );
+    },
+    shutdown: () => loading.then((exporter) => exporter.shutdown()),
+    forceFlush: () => loading.then((exporter) => exporter.forceFlush()),
+  };
+}
+
+/**
  * Sets up the service's tracing: recorded and exported when an endpoint or an exporter is given
  * (sampling as `OTEL_TRACES_SAMPLER` says; by default every trace, and a caller's decision is
  * kept), ids only otherwise. Instances of one service in a process share the first one's set-up;
@@ -142,9 +161,7 @@ const byService = new Map<string, ServiceTracing>();
 export function startTracing(service: string, options: TracingOptions = {}): { stop(): Promise<void> } {
   const exporter =
     options.exporter ??
-    (options.endpoint
-      ? new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, "")}/v1/traces` })
-      : undefined);
+    (options.endpoint ? otlpExporter(`${options.endpoint.replace(/\/+$/, "")}/v1/traces`) : undefined);
   let current = byService.get(service);
   if (!current && exporter) {
     const provider = new BasicTracerProvider({
