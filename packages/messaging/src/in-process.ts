@@ -2,7 +2,8 @@
  * The in-process bus: the single-process fallback (no nats-server) and a fast test double.
  * Observable behaviour matches the NATS adapter: JSON copies of payloads, reply envelopes,
  * queue groups served round robin, dedup by event id, durable consumers with at-least-once
- * delivery in publish order (one event in flight per durable), and KV with revisions and CAS.
+ * delivery in publish order (`maxInFlight` events in flight per durable, one by default), and KV
+ * with revisions and CAS.
  *
  * Everything lives in memory. In single-process mode durability comes from the event store:
  * publishers republish from their checkpoint at start (dedup makes that harmless) and
@@ -73,13 +74,17 @@ interface StoredEvent {
   subject: string;
   payload: unknown;
   headers: Headers;
+  publishedAt: string;
 }
 
 interface Member {
   run(event: DeliveredEvent): Promise<void>;
 }
 
-/** The event a durable is working on; it stays here until acked or dropped, which keeps order. */
+/**
+ * An event a durable is working on; it stays pending until acked or dropped, and holds one of the
+ * durable's `maxInFlight` places (with one place, that keeps order).
+ */
 interface Pending {
   event: StoredEvent;
   deliveries: number;
@@ -91,10 +96,12 @@ interface Durable {
   subjects: string[];
   ackWaitMs: number;
   maxDeliver: number;
+  maxInFlight: number;
+  /** The next stored event to look at for this durable. */
   nextSeq: number;
   members: Member[];
   turn: number;
-  current?: Pending;
+  pending: Map<number, Pending>;
 }
 
 class Broker {
@@ -147,7 +154,8 @@ class Broker {
     const { id, subject, payload, headers } = copyJson({ ...event, headers: event.headers ?? {} });
     if (this.seen.has(id)) return;
     this.seen.set(id, now);
-    this.events.push({ seq: ++this.lastSeq, id, subject, payload, headers });
+    const publishedAt = new Date(now).toISOString();
+    this.events.push({ seq: ++this.lastSeq, id, subject, payload, headers, publishedAt });
     if (this.events.length > this.maxEvents) this.events.splice(0, this.events.length - this.maxEvents);
     for (const durable of this.durables.values()) this.pump(durable);
   }
@@ -161,9 +169,11 @@ class Broker {
         subjects: [],
         ackWaitMs: 0,
         maxDeliver: 0,
+        maxInFlight: 1,
         nextSeq: 1,
         members: [],
         turn: 0,
+        pending: new Map(),
       };
       this.durables.set(d.name, d);
     }
@@ -171,51 +181,57 @@ class Broker {
     d.subjects = options.subjects;
     d.ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
     d.maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    d.maxInFlight = Math.max(1, options.maxInFlight ?? 1);
     d.members.push(member);
     const durable = d;
-    if (durable.current && durable.current.timer === undefined) this.deliver(durable);
-    else this.pump(durable);
+    // Events taken while no member was there wait for one (no ack timer runs for them).
+    for (const p of durable.pending.values()) if (p.timer === undefined) this.deliver(durable, p);
+    this.pump(durable);
     return () => {
       durable.members = durable.members.filter((m) => m !== member);
     };
   }
 
+  /** Takes the next events of the durable's subjects, in stream order, while it has places free. */
   private pump(d: Durable): void {
-    if (d.current) return;
     const first = this.events[0]?.seq ?? this.lastSeq + 1;
     for (let i = Math.max(0, d.nextSeq - first); i < this.events.length; i++) {
+      if (d.pending.size >= d.maxInFlight) return;
       const event = this.events[i]!;
-      d.nextSeq = event.seq;
+      d.nextSeq = event.seq + 1;
       if (d.subjects.some((s) => subjectMatches(s, event.subject))) {
-        d.current = { event, deliveries: 0 };
-        this.deliver(d);
-        return;
+        const p: Pending = { event, deliveries: 0 };
+        d.pending.set(event.seq, p);
+        this.deliver(d, p);
       }
     }
     d.nextSeq = this.lastSeq + 1;
   }
 
-  /** Hands the current event to the next member; with no member it waits for one to join. */
-  private deliver(d: Durable): void {
-    const p = d.current!;
+  private isPending(d: Durable, p: Pending): boolean {
+    return d.pending.get(p.event.seq) === p;
+  }
+
+  /** Hands a pending event to the next member; with no member it waits for one to join. */
+  private deliver(d: Durable, p: Pending): void {
     clearTimeout(p.timer);
     p.timer = undefined;
     if (d.members.length === 0) return;
     const member = d.members[d.turn++ % d.members.length]!;
     const n = ++p.deliveries;
     p.timer = setTimeout(() => {
-      if (d.current === p && p.deliveries === n) this.retryOrDrop(d, p, "ack wait expired", 0);
+      if (this.isPending(d, p) && p.deliveries === n) this.retryOrDrop(d, p, "ack wait expired", 0);
     }, d.ackWaitMs).unref();
-    const { id, subject, payload, headers } = p.event;
-    member.run({ ...copyJson({ id, subject, payload, headers }), deliveryCount: n }).then(
+    const { id, subject, payload, headers, publishedAt } = p.event;
+    member.run({ ...copyJson({ id, subject, payload, headers }), publishedAt, deliveryCount: n }).then(
       () => {
         // Any delivery's ack settles the event, even one that outlived its ack wait.
-        if (d.current !== p) return;
+        if (!this.isPending(d, p)) return;
         clearTimeout(p.timer);
         this.advance(d, p);
       },
       (err) => {
-        if (d.current === p && p.deliveries === n) this.retryOrDrop(d, p, err, redeliveryDelayMs(n));
+        if (this.isPending(d, p) && p.deliveries === n) this.retryOrDrop(d, p, err, redeliveryDelayMs(n));
       },
     );
   }
@@ -235,13 +251,12 @@ class Broker {
     }
     this.log.warn({ ...details, err: reason }, "event not acked; will redeliver");
     p.timer = setTimeout(() => {
-      if (d.current === p) this.deliver(d);
+      if (this.isPending(d, p)) this.deliver(d, p);
     }, delayMs).unref();
   }
 
   private advance(d: Durable, p: Pending): void {
-    d.current = undefined;
-    d.nextSeq = p.event.seq + 1;
+    d.pending.delete(p.event.seq);
     this.pump(d);
   }
 

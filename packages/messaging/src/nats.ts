@@ -291,19 +291,23 @@ class NatsBus implements MessageBus {
 }
 
 /**
- * A durable pull consumer. `max_ack_pending: 1` keeps publish order even across redeliveries and
- * across the replicas sharing the durable (one event in flight per durable), at the cost of
- * parallelism; partition into several durables if one is too slow. Handlers are not awaited in
- * the receive loop: the server sends nothing new before the ack, and an ack-wait redelivery must
- * not queue up behind the stuck handler it replaces.
+ * A durable pull consumer. `max_ack_pending` is the consumer's `maxInFlight` (default 1): with 1
+ * it keeps publish order even across redeliveries and across the replicas sharing the durable
+ * (one event in flight per durable), at the cost of parallelism; with more, the server hands out
+ * that many unacked events at once (to this client or others) and they are handled concurrently.
+ * Handlers are not awaited in the receive loop: the server sends no more than `max_ack_pending`
+ * before acks, and an ack-wait redelivery must not queue up behind the stuck handler it replaces.
  */
 class NatsConsumer {
   private closing = false;
   private stopCurrent: (() => void) | undefined;
   private readonly done: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
-  /** The newest delivery seen, so a stale delivery's late failure does not nak its successor. */
-  private newest = { seq: 0, deliveryCount: 0 };
+  /**
+   * The newest delivery seen of each event in hand, so a stale delivery's late failure does not
+   * nak its successor (a redelivery after the ack wait, handled while the stale one still runs).
+   */
+  private readonly newest = new Map<number, number>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -334,7 +338,10 @@ class NatsConsumer {
         // Pulls expire after 5 s (heartbeats every 2.5 s) rather than the client's 30 s: after a
         // NATS restart the client re-checks the consumer with a back-off of up to this long, and
         // only then pulls again, so events flow again within seconds, not half a minute.
-        const messages = await consumer.consume({ max_messages: 10, expires: PULL_EXPIRES_MS });
+        const messages = await consumer.consume({
+          max_messages: Math.max(10, this.maxInFlight),
+          expires: PULL_EXPIRES_MS,
+        });
         this.stopCurrent = () => messages.stop();
         if (this.closing) messages.stop();
         for await (const m of messages) {
@@ -352,6 +359,10 @@ class NatsConsumer {
         await new Promise((r) => setTimeout(r, 1_000));
       }
     }
+  }
+
+  private get maxInFlight(): number {
+    return Math.max(1, this.options.maxInFlight ?? 1);
   }
 
   /** Multiple filter subjects need nats-server 2.10; older servers get one filter or the whole stream. */
@@ -372,7 +383,8 @@ class NatsConsumer {
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
       max_deliver: maxDeliver,
-      max_ack_pending: 1,
+      // Adding an existing durable with another max_ack_pending updates it (an editable field).
+      max_ack_pending: this.maxInFlight,
     });
   }
 
@@ -390,17 +402,19 @@ class NatsConsumer {
       const headers = Object.fromEntries(
         Object.entries(all).filter(([k]) => k !== EVENT_ID_HEADER && !k.startsWith("Nats-")),
       );
-      event = { id, subject: m.subject, payload: decodeJson(m.data), headers, deliveryCount };
+      const publishedAt = new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString();
+      event = { id, subject: m.subject, payload: decodeJson(m.data), headers, deliveryCount, publishedAt };
     } catch (err) {
       this.log.error({ ...base, err }, "undecodable event dropped");
       m.term();
       return;
     }
-    this.newest = { seq: m.info.streamSequence, deliveryCount };
+    const seq = m.info.streamSequence;
+    this.newest.set(seq, Math.max(this.newest.get(seq) ?? 0, deliveryCount));
     try {
       await this.options.handler(event);
     } catch (err) {
-      if (this.newest.seq === m.info.streamSequence && this.newest.deliveryCount > deliveryCount) return;
+      if ((this.newest.get(seq) ?? 0) > deliveryCount) return;
       if (deliveryCount >= (this.options.maxDeliver ?? DEFAULT_MAX_DELIVER)) {
         this.log.error({ ...base, err, eventId: event.id }, "event dropped after its last delivery");
         m.term();
@@ -409,6 +423,8 @@ class NatsConsumer {
         m.nak(redeliveryDelayMs(deliveryCount));
       }
       return;
+    } finally {
+      if (this.newest.get(seq) === deliveryCount) this.newest.delete(seq);
     }
     await this.confirmAck(m);
   }

@@ -39,6 +39,11 @@ export interface DeliveredEvent extends IntegrationEvent {
   headers: Headers;
   /** 1 on first delivery, higher on redelivery. */
   deliveryCount: number;
+  /**
+   * When the bus stored the event (ISO 8601, milliseconds): the same on every redelivery, and
+   * in the bus's storage order (events stored in the same millisecond share it).
+   */
+  publishedAt: string;
 }
 
 export interface ConsumeOptions {
@@ -51,8 +56,16 @@ export interface ConsumeOptions {
   /** Give up on an event after this many deliveries (it is then logged and dropped). */
   maxDeliver?: number;
   /**
+   * How many events of the durable may be in flight at once, across all its clients (default 1).
+   * With 1, events arrive in publish order, one at a time, a rejected one redelivered before any
+   * later one. With more, they are handed out in publish order but handled concurrently (by one
+   * client or several), so they may finish, and a redelivered one arrive, after later ones: the
+   * handler must not depend on the order (`publishedAt` says where an event stands).
+   */
+  maxInFlight?: number;
+  /**
    * Resolve to ack; reject to have the event redelivered after a backoff.
-   * Events arrive in publish order per consumer, one at a time.
+   * Events arrive in publish order per consumer, one at a time (see `maxInFlight`).
    */
   handler: (event: DeliveredEvent) => Promise<void>;
 }

@@ -323,6 +323,66 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         ]);
       });
 
+      it("with maxInFlight, hands out that many events at once, in publish order, each handled once", async () => {
+        const [publisher, a, b] = [await client("pub"), await client("a"), await client("b")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `window-${uid()}`;
+        const release = held();
+        const inHand: string[] = [];
+        const handled: string[] = [];
+        let most = 0;
+        for (const bus of [a, b]) {
+          bus.consume({
+            durable,
+            subjects: [subject],
+            maxInFlight: 3,
+            handler: async (event) => {
+              inHand.push(event.id);
+              most = Math.max(most, inHand.length);
+              await release.opened;
+              inHand.splice(inHand.indexOf(event.id), 1);
+              handled.push(event.id);
+            },
+          });
+        }
+        const ids = Array.from({ length: 7 }, (_, i) => `w${i}-${uid()}`);
+        for (const id of ids) await publisher.publish({ id, subject, payload: null });
+        await waitFor(() => inHand.length === 3, "3 events in hand at once");
+        expect([...inHand].sort()).toEqual(ids.slice(0, 3).sort());
+        release.open();
+        await waitFor(() => handled.length === ids.length, "every event handled");
+        expect([...handled].sort()).toEqual([...ids].sort());
+        expect(most).toBe(3); // across both clients, never more than the durable's window
+      });
+
+      it("says when each event was published: in publish order, the same on a redelivery", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const ids = Array.from({ length: 3 }, (_, i) => `p${i}-${uid()}`);
+        const seen: DeliveredEvent[] = [];
+        const before = Date.now();
+        for (const id of ids) await bus.publish({ id, subject, payload: null });
+        const after = Date.now();
+        bus.consume({
+          durable: `d-${uid()}`,
+          subjects: [subject],
+          handler: async (event) => {
+            seen.push(event);
+            if (event.id === ids[0] && event.deliveryCount === 1) throw new Error("transient");
+          },
+        });
+        await waitFor(() => seen.length === 4, "4 deliveries");
+        const first = seen.filter((e) => e.id === ids[0]).map((e) => e.publishedAt);
+        expect(first).toHaveLength(2);
+        expect(first[1]).toBe(first[0]);
+        const times = ids.map((id) => seen.find((e) => e.id === id)!.publishedAt);
+        expect([...times].sort()).toEqual(times);
+        for (const time of times) {
+          expect(Date.parse(time)).toBeGreaterThanOrEqual(before - 1);
+          expect(Date.parse(time)).toBeLessThanOrEqual(after + 1);
+        }
+      });
+
       it("drops an event after maxDeliver failed deliveries and carries on", async () => {
         const bus = await client();
         const subject = `events.test${uid()}.thing.happened`;

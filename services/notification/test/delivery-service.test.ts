@@ -90,6 +90,35 @@ describe("webhook delivery by the notification service", () => {
     expect(receiver.requests("/orders")).toHaveLength(0);
   });
 
+  it("fans out events concurrently, each once, with created_at their publish time, so sorting by it restores publish order", async () => {
+    await startReplica();
+    const hook = await register("/arrivals", ["cheese.new_arrival"]);
+    const publisher = bus();
+    const published: { cheeseId: string; before: number; after: number }[] = [];
+    for (let n = 1; n <= 30; n++) {
+      const before = Date.now();
+      await publishEvent(publisher, catalogueEvents.cheeseAdded, {
+        id: randomUUID(),
+        payload: { cheese: cheese(n) },
+      });
+      published.push({ cheeseId: String(n), before, after: Date.now() });
+    }
+
+    const requests = await receiver.waitFor("/arrivals", 30);
+    const envelopes = requests.map((r) => verifyWebhook(hook.secret, r.rawBody, r.headers));
+    const byCheese = new Map(envelopes.map((e) => [String(e.data.cheese_id), e]));
+    expect(byCheese.size).toBe(30);
+    const createdAt = published.map(({ cheeseId, before, after }) => {
+      const at = Date.parse(byCheese.get(cheeseId)!.created_at);
+      expect(at).toBeGreaterThanOrEqual(before - 1);
+      expect(at).toBeLessThanOrEqual(after + 1);
+      return at;
+    });
+    expect([...createdAt].sort((a, b) => a - b)).toEqual(createdAt);
+    await expect.poll(async () => (await deliveries(hook.id)).length).toBe(30);
+    expect(receiver.requests("/arrivals")).toHaveLength(30);
+  });
+
   it("retries on the configured delays, dead-letters after the last attempt, and replays with the same event id", async () => {
     await startReplica();
     receiver.behave("/failing", { status: 503 });

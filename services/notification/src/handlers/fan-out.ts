@@ -15,6 +15,11 @@ export interface Outgoing {
   eventId: string;
   kind: WebhookEventKind;
   data: Record<string, unknown>;
+  /**
+   * The envelope's `created_at`: when the integration event behind it was published (so that
+   * sorting by it restores publish order, however the fan-outs interleave); now by default.
+   */
+  createdAt?: string;
 }
 
 /** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
@@ -25,6 +30,8 @@ export type Targets = { only: number[] } | { except: number[] };
  * Targets are the registrations subscribed to the kind (paused and disabled ones too: their
  * deliveries wait), or the given ones (webhook.test).
  * Safe to repeat: the recorded plan is reused, and creating an existing delivery does nothing.
+ * Several fan-outs may run at once (the consumer handles events concurrently); the deliveries of
+ * one event are created together, so the event store commits them in one transaction.
  */
 export async function fanOut(
   deps: NotificationDeps,
@@ -41,7 +48,7 @@ export async function fanOut(
         ? targets.only
         : (await subscribers(deps, outgoing.kind)).filter((id) => !targets.except.includes(id));
     if (webhookIds.length === 0) return undefined;
-    const createdAt = isoNow(deps.clock);
+    const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
     const deliveries = [];
     for (const webhookId of webhookIds)
       deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
@@ -61,23 +68,26 @@ export async function fanOut(
     );
     recorded = result.state.recorded!;
   }
-  for (const { webhookId, deliveryId } of recorded.deliveries) {
-    const facts = {
-      deliveryId,
-      webhookId,
-      eventId: recorded.eventId,
-      eventType: recorded.type,
-      body: recorded.body,
-      createdAt: recorded.createdAt,
-    };
-    await handleCommand(
-      deps.store,
-      deliveryStream(deliveryId),
-      deliveryDecider,
-      { type: "Create", facts, delays: deps.delays },
-      { metadata },
-    );
-  }
+  const plan = recorded;
+  await Promise.all(
+    plan.deliveries.map(({ webhookId, deliveryId }) => {
+      const facts = {
+        deliveryId,
+        webhookId,
+        eventId: plan.eventId,
+        eventType: plan.type,
+        body: plan.body,
+        createdAt: plan.createdAt,
+      };
+      return handleCommand(
+        deps.store,
+        deliveryStream(deliveryId),
+        deliveryDecider,
+        { type: "Create", facts, delays: deps.delays },
+        { metadata },
+      );
+    }),
+  );
   deps.wakeScheduler();
   return recorded;
 }

@@ -5,11 +5,20 @@ import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
 
 export const WEBHOOK_CONSUMER = "notification-webhooks";
+/**
+ * Events of the durable in flight at once, across the replicas. One at a time, each event's
+ * fan-out (two event-store commits, an ack round trip) bounded the whole pipeline to ~60 events/s;
+ * concurrent fan-outs also share their commits.
+ */
+export const WEBHOOK_CONSUMER_IN_FLIGHT = 64;
 
 /**
  * Turns every service's integration events into webhook events, through one durable consumer
- * shared by the replicas (each event handled by one of them, in publish order). Handling is
- * idempotent by event id, so a redelivery after a crash creates nothing twice.
+ * shared by the replicas (each event handled by one of them). Up to
+ * {@link WEBHOOK_CONSUMER_IN_FLIGHT} events are handled at once, so they may be recorded out of
+ * publish order; each webhook event's `created_at` is its integration event's publish time, so
+ * sorting by it restores publish order. Handling is idempotent by event id, so a redelivery
+ * after a crash creates nothing twice.
  */
 export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps, logger: Logger): Closable {
   return consumeEvents(bus, {
@@ -17,6 +26,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
     events: mappedEvents,
     // Failures here are the event store being unavailable; keep retrying (backoff up to 30 s) for hours.
     maxDeliver: 500,
+    maxInFlight: WEBHOOK_CONSUMER_IN_FLIGHT,
     handler: async (event) => {
       const outgoing = toWebhookEvent(event);
       if (!outgoing) return;
@@ -31,7 +41,12 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
           const context = { ...received, trace };
           return fanOut(
             deps,
-            { eventId: eventIdFor(event.id), kind: outgoing.kind, data: outgoing.data },
+            {
+              eventId: eventIdFor(event.id),
+              kind: outgoing.kind,
+              data: outgoing.data,
+              createdAt: event.publishedAt,
+            },
             { ...contextMetadata(context, event.id) },
           );
         },
