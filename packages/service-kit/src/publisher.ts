@@ -24,12 +24,30 @@ export interface PublisherOptions {
 }
 
 const CHECKPOINT_BUCKET = "publisher_checkpoints";
+/** Publishes awaiting JetStream's ack at once; the relay reads on while they are under way. */
+export const PUBLISH_WINDOW = 64;
+
+/** One run of the relay's subscription, from the checkpoint; a failed publish ends it. */
+interface Run {
+  /** The events handed to the relay, oldest first, until each one and all before it are acked. */
+  queue: { position: number; done: boolean }[];
+  inFlight: Set<Promise<void>>;
+  failed: boolean;
+  subscription?: Subscription;
+}
 
 /**
  * The outbox relay: follows the service's own event store and publishes integration events.
  * The event-store event id is the message id, so a replay after a crash, or two replicas
  * relaying the same event, store it once (JetStream deduplication). The checkpoint lives in the
  * bus's key-value store, shared by replicas.
+ *
+ * Publishes go out in event-store order, up to {@link PUBLISH_WINDOW} awaiting their ack at once
+ * (one at a time, the ack round trip bounded a service's events per second). The checkpoint
+ * advances only over events whose publish and every earlier one's is acked. A failed publish
+ * stops the run: the relay starts again a second later from the checkpoint, republishing what
+ * followed it (stored once). Then, and only then, an event may be stored after some of the
+ * (at most window − 1) events that followed it; consumers that care use `publishedAt`.
  */
 export async function startPublisher(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
@@ -37,8 +55,8 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
   const stored = await kv.get(service);
   let checkpoint = stored ? Number(new TextDecoder().decode(stored.value)) : -1;
   let saved = checkpoint;
-  let subscription: Subscription | undefined;
   let closed = false;
+  const runs = new Set<Run>();
 
   const save = async () => {
     if (checkpoint > saved) {
@@ -49,42 +67,80 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
   const timer = setInterval(() => void save().catch(() => {}), 1000);
   timer.unref();
 
+  const advance = (run: Run) => {
+    while (run.queue[0]?.done) checkpoint = Math.max(checkpoint, run.queue.shift()!.position);
+  };
+
+  const restartLater = () => {
+    if (!closed) setTimeout(() => !closed && subscribe(), 1000).unref();
+  };
+
+  const publish = (run: Run, event: RecordedEvent, integration: Omit<IntegrationEvent, "id" | "headers">) => {
+    const headers: Record<string, string> = {
+      [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
+      [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
+    };
+    // The command's trace goes on with the event (a producer span under it), when it has one.
+    const traced = typeof event.metadata.traceparent === "string";
+    const { span, context } = traced
+      ? startSpan(
+          tracerFor(service),
+          `publish ${integration.subject}`,
+          SpanKind.PRODUCER,
+          extractTrace(event.metadata),
+        )
+      : { span: undefined, context: undefined };
+    injectTrace(context, headers);
+    // Called in event-store order and written to the connection at once, so stored in that order.
+    return bus.publish({ ...integration, id: event.id, headers }).then(
+      () => span?.end(),
+      (error: unknown) => {
+        if (span) endSpan(span, error);
+        throw error;
+      },
+    );
+  };
+
   const subscribe = () => {
-    subscription = eventStore.subscribe({
+    const run: Run = { queue: [], inFlight: new Set(), failed: false };
+    runs.add(run);
+    const fail = (error: unknown) => {
+      if (run.failed) return;
+      run.failed = true;
+      logger.error({ err: error }, "event publisher stopped; restarting in 1s");
+      // Stop reading, let the publishes under way settle, then start again from the checkpoint.
+      void (async () => {
+        await run.subscription?.close();
+        await Promise.allSettled([...run.inFlight]);
+        runs.delete(run);
+        restartLater();
+      })();
+    };
+    run.subscription = eventStore.subscribe({
       categories,
       after: checkpoint === -1 ? undefined : checkpoint,
       handler: async (event) => {
+        if (run.failed) return; // the run is ending; the checkpoint stays before the failed event
+        const entry = { position: event.position, done: false };
         const integration = await toIntegrationEvent(event);
-        if (integration) {
-          const headers: Record<string, string> = {
-            [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
-            [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
-          };
-          // The command's trace goes on with the event (a producer span under it), when it has one.
-          const traced = typeof event.metadata.traceparent === "string";
-          const { span, context } = traced
-            ? startSpan(
-                tracerFor(service),
-                `publish ${integration.subject}`,
-                SpanKind.PRODUCER,
-                extractTrace(event.metadata),
-              )
-            : { span: undefined, context: undefined };
-          injectTrace(context, headers);
-          try {
-            await bus.publish({ ...integration, id: event.id, headers });
-          } catch (error) {
-            if (span) endSpan(span, error);
-            throw error;
-          }
-          span?.end();
+        run.queue.push(entry);
+        if (!integration) {
+          entry.done = true;
+          advance(run);
+          return;
         }
-        checkpoint = event.position;
+        while (run.inFlight.size >= PUBLISH_WINDOW) await Promise.race(run.inFlight);
+        const sent: Promise<void> = publish(run, event, integration).then(
+          () => {
+            entry.done = true;
+            advance(run);
+          },
+          fail,
+        );
+        const tracked = sent.finally(() => run.inFlight.delete(tracked));
+        run.inFlight.add(tracked);
       },
-      onError: (error) => {
-        logger.error({ err: error }, "event publisher stopped; restarting in 1s");
-        if (!closed) setTimeout(() => !closed && subscribe(), 1000).unref();
-      },
+      onError: (error) => fail(error),
     });
   };
   subscribe();
@@ -93,7 +149,8 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     async close() {
       closed = true;
       clearInterval(timer);
-      await subscription?.close();
+      await Promise.allSettled([...runs].map((run) => run.subscription?.close()));
+      await Promise.allSettled([...runs].flatMap((run) => [...run.inFlight]));
       await save().catch(() => {});
     },
   };

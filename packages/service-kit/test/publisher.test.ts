@@ -1,0 +1,140 @@
+import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { createInProcessBus, type IntegrationEvent, type MessageBus } from "@cheese/messaging";
+import { tempDir } from "@cheese/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../src/logger.ts";
+import { PUBLISH_WINDOW, startPublisher } from "../src/publisher.ts";
+
+/**
+ * A bus whose publishes the test holds and settles by hand (the JetStream ack), or fails: what
+ * the relay sends, in which order, and how many are awaiting their ack at once.
+ */
+function heldBus(inner: MessageBus) {
+  const held: { event: IntegrationEvent; settle: (error?: Error) => void }[] = [];
+  const sent: string[] = [];
+  let most = 0;
+  let pending = 0;
+  const bus: MessageBus = {
+    ...inner,
+    kv: (bucket, options) => inner.kv(bucket, options),
+    publish: (event) => {
+      sent.push(event.id);
+      pending++;
+      most = Math.max(most, pending);
+      return new Promise<void>((resolve, reject) => {
+        held.push({
+          event,
+          settle: (error) => {
+            pending--;
+            if (error) return reject(error);
+            inner.publish(event).then(resolve, reject);
+          },
+        });
+      });
+    },
+  };
+  return { bus, held, sent, most: () => most };
+}
+
+describe("the outbox relay's window", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: EventStore;
+  let inner: MessageBus;
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeEach(() => {
+    dir = tempDir("relay-window");
+    store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+    inner = createInProcessBus();
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await inner.close();
+    await store.close();
+    dir.remove();
+  });
+
+  const relay = async (bus: MessageBus) => {
+    const publisher = await startPublisher({
+      service: "widgets",
+      eventStore: store,
+      bus,
+      categories: ["widget"],
+      toIntegrationEvent: (event) => ({ subject: "events.widgets.widget.made", payload: event.data }),
+      logger: createLogger("widgets", "silent"),
+    });
+    closers.push(() => publisher.close());
+    return publisher;
+  };
+  const received = () => {
+    const ids: string[] = [];
+    const consumer = inner.consume({
+      durable: `relay-${Math.random()}`,
+      subjects: ["events.widgets.>"],
+      handler: async (event) => void ids.push(event.id),
+    });
+    closers.push(() => consumer.close());
+    return ids;
+  };
+  const appendWidgets = async (count: number) => {
+    const ids: string[] = [];
+    for (let n = 0; n < count; n++) {
+      await store.append(`widget-${n}`, [{ type: "WidgetMade", data: { n } }], {
+        expectedRevision: "no_stream",
+      });
+      const [event] = await store.readStream(`widget-${n}`);
+      ids.push(event!.id);
+    }
+    return ids;
+  };
+
+  it("keeps up to a window of publishes awaiting their ack, sent and stored in event-store order", async () => {
+    const count = PUBLISH_WINDOW + 36;
+    const ids = await appendWidgets(count);
+    const got = received();
+    const { bus, held, sent, most } = heldBus(inner);
+    await relay(bus);
+
+    // The relay does not wait for one ack before the next publish, but stops at the window.
+    await expect.poll(() => held.length).toBe(PUBLISH_WINDOW);
+    expect(sent).toEqual(ids.slice(0, PUBLISH_WINDOW));
+    // Each ack frees a place; the rest follow, still in order.
+    for (let settled = 0; settled < count; settled++) {
+      await expect.poll(() => held.length).toBeGreaterThan(settled);
+      held[settled]!.settle();
+    }
+    await expect.poll(() => got.length).toBe(count);
+    expect(sent).toEqual(ids);
+    expect(got).toEqual(ids);
+    expect(most()).toBe(PUBLISH_WINDOW);
+  });
+
+  it("after a failed publish starts again from the last event acked with all before it: nothing lost", async () => {
+    const ids = await appendWidgets(10);
+    const got = received();
+    const first = heldBus(inner);
+    const publisher = await relay(first.bus);
+    await expect.poll(() => first.held.length).toBe(10);
+    // Acks for 0-2 and 5-9; 3 fails, 4 is still under way when the relay stops.
+    for (const n of [0, 1, 2, 5, 6, 7, 8, 9]) first.held[n]!.settle();
+    first.held[3]!.settle(new Error("nats-server went away"));
+    await expect.poll(() => got.length).toBe(8);
+    first.held[4]!.settle();
+    // The relay restarts a second later from after event 2 and sends 3 onwards again (the bus
+    // stores an id once).
+    await expect.poll(() => first.sent.length, { timeout: 5_000 }).toBeGreaterThan(10);
+    expect(first.sent.slice(10, 17)).toEqual(ids.slice(3));
+    for (const again of first.held.slice(10)) again.settle();
+    await expect.poll(() => new Set(got).size).toBe(10);
+    expect([...got].sort()).toEqual([...ids].sort());
+    expect(got).toHaveLength(10);
+    // Its checkpoint, saved at close, covers all ten: a new relay sends nothing again.
+    await publisher.close();
+    const second = heldBus(inner);
+    await relay(second.bus);
+    await store.append("widget-last", [{ type: "WidgetMade", data: {} }], { expectedRevision: "no_stream" });
+    await expect.poll(() => second.held.length).toBe(1);
+    expect(second.sent).toHaveLength(1);
+    second.held[0]!.settle();
+  });
+});
