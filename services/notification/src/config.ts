@@ -47,7 +47,7 @@ export const notificationConfigSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_URLS: flag,
   WEBHOOK_SECRETS_KEY: secretsKey,
   /** Attempts in flight at once per registration and process: a slow receiver holds only these. */
-  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(100).default(5),
+  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(100).default(16),
   /** Attempts in flight at once per process, over all registrations. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(200),
   /** A registration whose attempts have all failed for this long is disabled (5 days). */

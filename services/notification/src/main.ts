@@ -48,6 +48,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       config.WEBHOOK_SECRETS_KEY ??
         loadSecretsKey(join(serviceDataDir(config, "notification"), "webhook-secrets.key")),
     );
+    let webhookChanges = 0;
     const webhooks = await startProjection({
       name: "webhooks",
       version: WEBHOOKS_VERSION,
@@ -55,7 +56,11 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       eventStore: store,
       readModels,
       categories: ["webhook"],
-      apply: projectWebhook,
+      apply: async (event, models) => {
+        webhookChanges++; // before and after: a lookup overlapping the change is not kept
+        await projectWebhook(event, models);
+        webhookChanges++;
+      },
       logger,
     });
     ctx.onStop(webhooks);
@@ -79,6 +84,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       store,
       readModels,
       webhooks,
+      webhookChanges: () => webhookChanges,
       deliveries,
       webhookIds: new IdAllocator(store, "webhook"),
       deliveryIds: new IdAllocator(store, "delivery"),

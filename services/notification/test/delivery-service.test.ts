@@ -119,6 +119,32 @@ describe("webhook delivery by the notification service", () => {
     expect(receiver.requests("/arrivals")).toHaveLength(30);
   });
 
+  it("sees registrations made, changed and deleted between two events of a kind", async () => {
+    await startReplica();
+    const first = await register("/first", ["cheese.new_arrival"]);
+    const arrival = (n: number) =>
+      publishEvent(bus(), catalogueEvents.cheeseAdded, { id: randomUUID(), payload: { cheese: cheese(n) } });
+    await arrival(1);
+    await receiver.waitFor("/first", 1);
+    // A second registration, made just before the next event, gets it.
+    await register("/second", ["cheese.new_arrival"]);
+    await arrival(2);
+    await receiver.waitFor("/second", 1);
+    await receiver.waitFor("/first", 2);
+    // The first one stops wanting the kind, and the second is deleted: neither gets the third.
+    await rpc(notificationRpc.updateWebhook, { webhookId: first.id, events: ["order.placed"] });
+    const second = (await rpc(notificationRpc.listWebhooks, { limit: 10 })).items.find((w) =>
+      w.url.endsWith("/second"),
+    )!;
+    await rpc(notificationRpc.deleteWebhook, { webhookId: second.id });
+    const third = await register("/third", ["cheese.new_arrival"]);
+    await arrival(3);
+    await receiver.waitFor("/third", 1);
+    await expect.poll(async () => (await deliveries(third.id))[0]?.status).toBe("delivered");
+    expect(receiver.requests("/first")).toHaveLength(2);
+    expect(receiver.requests("/second")).toHaveLength(1);
+  });
+
   it("retries on the configured delays, dead-letters after the last attempt, and replays with the same event id", async () => {
     await startReplica();
     receiver.behave("/failing", { status: 503 });

@@ -92,11 +92,26 @@ export async function fanOut(
   return recorded;
 }
 
+/** The subscribers of each kind, as found at a count of `webhookChanges`, per deps. */
+const known = new WeakMap<NotificationDeps, { changes: number; byKind: Map<WebhookEventKind, number[]> }>();
+
 async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
   // A registration made just before the event must see it: wait for the projection first.
   await deps.webhooks.catchUp();
+  // Then, if the projection has applied nothing since the last lookup, its answer stands (the
+  // lookup was a tenth of this service's CPU per event, most events having no subscriber).
+  const changes = deps.webhookChanges?.();
+  const cached = known.get(deps);
+  const hit = changes !== undefined && cached?.changes === changes ? cached.byKind.get(kind) : undefined;
+  if (hit) return hit;
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
-  return found.map((document) => document._id);
+  const ids = found.map((document) => document._id);
+  if (changes !== undefined && deps.webhookChanges?.() === changes) {
+    const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, number[]>();
+    byKind.set(kind, ids);
+    known.set(deps, { changes, byKind });
+  }
+  return ids;
 }
