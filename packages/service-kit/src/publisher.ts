@@ -75,7 +75,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     if (!closed) setTimeout(() => !closed && subscribe(), 1000).unref();
   };
 
-  const publish = (run: Run, event: RecordedEvent, integration: Omit<IntegrationEvent, "id" | "headers">) => {
+  const publish = (event: RecordedEvent, integration: Omit<IntegrationEvent, "id" | "headers">) => {
     const headers: Record<string, string> = {
       [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
       [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
@@ -130,13 +130,10 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
           return;
         }
         while (run.inFlight.size >= PUBLISH_WINDOW) await Promise.race(run.inFlight);
-        const sent: Promise<void> = publish(run, event, integration).then(
-          () => {
-            entry.done = true;
-            advance(run);
-          },
-          fail,
-        );
+        const sent: Promise<void> = publish(event, integration).then(() => {
+          entry.done = true;
+          advance(run);
+        }, fail);
         const tracked = sent.finally(() => run.inFlight.delete(tracked));
         run.inFlight.add(tracked);
       },
