@@ -412,7 +412,8 @@ function toRecorded(row: EventRow): RecordedEvent {
     streamName: row.stream,
     type: row.type,
     data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
+    // Most events carry no metadata: skip the parse for the empty object.
+    metadata: row.metadata === "{}" ? {} : JSON.parse(row.metadata),
     revision: row.revision,
     position: row.position,
     createdAt: row.created_at,

@@ -14,6 +14,10 @@ import type { Document, Filter, IndexDefinition, Sort } from "./port.ts";
  * (`usable` false) and the collection scans as before: a multikey index is not worth its
  * complexity here.
  */
+interface Entry {
+  document: Document;
+}
+
 /** Documents per block of an index: a write moves at most this many references, not the whole index. */
 const BLOCK = 512;
 
@@ -25,7 +29,9 @@ export class SortedIndex {
    * The documents in index order, cut into blocks of at most BLOCK (none empty): an insert or a
    * removal splices one block, where one sorted array would move half the collection each time.
    */
-  private blocks: Document[][] = [];
+  private blocks: Entry[][] = [];
+  /** Each indexed document's entry, by _id: an update that moves nothing swaps the entry's document. */
+  private entries = new Map<Document["_id"], Entry>();
   usable = true;
 
   constructor(definition: IndexDefinition) {
@@ -55,12 +61,12 @@ export class SortedIndex {
     if (way === 1) {
       for (let b = 0; b < blocks.length; b++) {
         const block = blocks[b]!;
-        for (let i = 0; i < block.length; i++) yield block[i]!;
+        for (let i = 0; i < block.length; i++) yield block[i]!.document;
       }
     } else {
       for (let b = blocks.length - 1; b >= 0; b--) {
         const block = blocks[b]!;
-        for (let i = block.length - 1; i >= 0; i--) yield block[i]!;
+        for (let i = block.length - 1; i >= 0; i--) yield block[i]!.document;
       }
     }
   }
@@ -88,7 +94,7 @@ export class SortedIndex {
       const blocks = this.blocks;
       for (let [b, i] = from; b < to[0] || (b === to[0] && i < to[1]); ) {
         const block = blocks[b]!;
-        candidates.push(block[i]!);
+        candidates.push(block[i]!.document);
         if (++i === block.length) [b, i] = [b + 1, 0];
       }
     }
@@ -100,8 +106,10 @@ export class SortedIndex {
   rebuild(documents: Document[]): void {
     this.usable = documents.every((document) => this.keys.every((key) => isPlain(document[key])));
     this.blocks = [];
+    this.entries = new Map();
     if (!this.usable) return;
-    const sorted = [...documents].sort((a, b) => this.order(a, b));
+    const sorted = [...documents].sort((a, b) => this.order(a, b)).map((document) => ({ document }));
+    for (const entry of sorted) this.entries.set(entry.document._id, entry);
     for (let from = 0; from < sorted.length; from += BLOCK / 2)
       this.blocks.push(sorted.slice(from, from + BLOCK / 2));
   }
@@ -111,11 +119,14 @@ export class SortedIndex {
     if (!this.keys.every((key) => isPlain(document[key]))) {
       this.usable = false;
       this.blocks = [];
+      this.entries = new Map();
       return;
     }
+    const entry = { document };
+    this.entries.set(document._id, entry);
     const blocks = this.blocks;
     if (blocks.length === 0) {
-      blocks.push([document]);
+      blocks.push([entry]);
       return;
     }
     let [b, i] = this.place(document);
@@ -124,19 +135,22 @@ export class SortedIndex {
       i = blocks[b]!.length;
     }
     const block = blocks[b]!;
-    block.splice(i, 0, document);
+    block.splice(i, 0, entry);
     if (block.length > BLOCK) blocks.splice(b + 1, 0, block.splice(BLOCK / 2));
   }
 
   remove(document: Document): void {
     if (!this.usable) return;
-    const [b, i] = this.place(document);
-    if (this.blocks[b]?.[i] === document) this.removeAt(b, i);
+    const entry = this.entries.get(document._id);
+    if (!entry) return;
+    this.entries.delete(document._id);
+    const [b, i] = this.place(entry.document);
+    if (this.blocks[b]?.[i] === entry) this.removeAt(b, i);
     else {
       // Not where its keys say: it was changed in place. Cannot happen (documents are replaced,
       // never mutated, in the store), but a wrong index would answer wrongly, so look it up.
       for (const [at, block] of this.blocks.entries()) {
-        const found = block.indexOf(document);
+        const found = block.indexOf(entry);
         if (found !== -1) {
           this.removeAt(at, found);
           return;
@@ -153,9 +167,8 @@ export class SortedIndex {
   /** Replaces `before` (same keys) by `after` in place. */
   replace(before: Document, after: Document): void {
     if (!this.usable) return;
-    const [b, i] = this.place(before);
-    const block = this.blocks[b];
-    if (block?.[i] === before) block[i] = after;
+    const entry = this.entries.get(before._id);
+    if (entry?.document === before && after._id === before._id) entry.document = after;
     else {
       this.remove(before);
       this.add(after);
@@ -187,13 +200,14 @@ export class SortedIndex {
    * first stretch of the index and false of the rest; [blocks, 0] past the end.
    */
   private seek(before: (document: Document) => boolean): [number, number] {
+    const test = (entry: Entry) => before(entry.document);
     const blocks = this.blocks;
     let low = 0;
     let high = blocks.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
       const block = blocks[middle]!;
-      if (before(block[block.length - 1]!)) low = middle + 1;
+      if (test(block[block.length - 1]!)) low = middle + 1;
       else high = middle;
     }
     if (low === blocks.length) return [low, 0];
@@ -202,7 +216,7 @@ export class SortedIndex {
     let to = block.length;
     while (from < to) {
       const middle = (from + to) >>> 1;
-      if (before(block[middle]!)) from = middle + 1;
+      if (test(block[middle]!)) from = middle + 1;
       else to = middle;
     }
     return [low, from];

@@ -302,10 +302,25 @@ function setFields(
 /** A deep copy: plain objects and arrays by hand (several times faster), anything else structured-cloned. */
 function clone(value: unknown): unknown {
   if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) return value.map(clone);
+  if (Array.isArray(value)) {
+    const copy = new Array(value.length);
+    for (let i = 0; i < value.length; i++) copy[i] = clone(value[i]);
+    return copy;
+  }
   if (Object.getPrototypeOf(value) !== Object.prototype) return structuredClone(value);
   const copy: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) copy[key] = clone(field);
+  for (const key in value) {
+    const field = clone((value as Record<string, unknown>)[key]);
+    // A parsed "__proto__" key is an own field; assigning it would set the copy's prototype.
+    if (key === "__proto__")
+      Object.defineProperty(copy, key, {
+        value: field,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else copy[key] = field;
+  }
   return copy;
 }
 
