@@ -2,7 +2,9 @@
  * A projection rebuilt from a long history in the embedded stores: 1,000,000 catalogue events
  * (100,000 cheeses, each added and updated 9 times; 10,000 events with --quick) written into the
  * catalogue's SQLite store. Measured: the `cheeses` projection catching up into the in-memory read
- * models (events/s), then the whole system started on that DATA_DIR (time to /readyz).
+ * models (events/s, CPU time); then the whole system on that DATA_DIR as a user meets it: its
+ * first start (a rebuild, then a snapshot of the read models), a clean stop, and a restart
+ * (the snapshot loaded, only the events after it applied), each timed to /readyz.
  */
 import { join } from "node:path";
 import { createSqliteEventStore } from "@cheese/event-store";
@@ -34,6 +36,7 @@ export const projectionRebuild: Measurement = {
       const writtenMs = performance.now() - writing;
 
       const store = createSqliteEventStore({ file });
+      const cpuBefore = process.cpuUsage();
       const started = performance.now();
       const projection = await startProjection({
         name: "cheeses",
@@ -47,11 +50,19 @@ export const projectionRebuild: Measurement = {
       });
       await projection.ready;
       const rebuildMs = performance.now() - started;
+      const cpu = process.cpuUsage(cpuBefore);
+      const rebuildCpuMs = (cpu.user + cpu.system) / 1000;
       await projection.close();
       await store.close();
 
-      const system = await startBenchSystem({ dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
-      await system.stop();
+      const first = await startBenchSystem({ dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
+      await first.stop();
+      const restart = await startBenchSystem({
+        dataDir,
+        replicas: options.replicas,
+        readyTimeoutMs: 900_000,
+      });
+      await restart.stop();
 
       const rate = events / (rebuildMs / 1000);
       const rows: MeasuredRow[] = [
@@ -61,13 +72,17 @@ export const projectionRebuild: Measurement = {
         },
         {
           name: "cheeses projection caught up",
-          value: `${seconds(rebuildMs)}, ${number(rate)} events/s`,
+          value: `${seconds(rebuildMs)}, ${number(rate)} events/s (${number(events / (rebuildCpuMs / 1000))} per CPU-second)`,
           ...(options.quick ? {} : { target: "≥ 100,000 events/s", met: rate >= 100_000 }),
         },
         {
-          name: "whole system on that DATA_DIR: /readyz 200 after start",
-          value: seconds(system.readyMs),
-          ...(options.quick ? {} : { target: "≤ 10 s", met: system.readyMs <= 10_000 }),
+          name: "whole system on that DATA_DIR, first start (rebuild): /readyz 200",
+          value: seconds(first.readyMs),
+        },
+        {
+          name: "whole system restarted (read models from their snapshot): /readyz 200",
+          value: seconds(restart.readyMs),
+          ...(options.quick ? {} : { target: "≤ 10 s", met: restart.readyMs <= 10_000 }),
         },
       ];
       return rows;

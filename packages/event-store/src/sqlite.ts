@@ -49,16 +49,21 @@ CREATE TABLE IF NOT EXISTS streams (
 ) WITHOUT ROWID;
 `;
 
-interface EventRow {
-  position: number;
-  stream: string;
-  revision: number;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-  created_at: string;
-}
+/**
+ * An event as the reads select it: the columns as an array (better-sqlite3's raw mode, which
+ * skips building an object with named keys per row: a third of a replay's reading time).
+ */
+const EVENT_COLUMNS = "position, stream, revision, id, type, data, metadata, created_at";
+type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string,
+  createdAt: string,
+];
 
 interface StreamRow {
   revision: number;
@@ -88,18 +93,31 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   );
   const markDeleted = db.prepare("UPDATE streams SET deleted = 1 WHERE name = ?");
   const deleteEvents = db.prepare("DELETE FROM events WHERE stream = ?");
-  const selectStreamEvents = db.prepare<[string, number, number], EventRow>(
-    "SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?",
-  );
-  const selectAllPage = db.prepare<[number, number, number], EventRow>(
-    "SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?",
-  );
-  /** The same for some categories only, through the (category, position) index. */
-  const categoriesPage = (count: number) =>
-    db.prepare<unknown[], EventRow>(
-      `SELECT * FROM events WHERE category IN (${Array(count).fill("?").join(", ")})
-       AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
-    );
+  const selectStreamEvents = db
+    .prepare<[string, number, number], EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+    )
+    .raw();
+  const selectAllPage = db
+    .prepare<[number, number, number], EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?`,
+    )
+    .raw();
+  /** The same for some categories only, through the (category, position) index; one statement per count. */
+  const categoriesPages = new Map<number, Database.Statement<unknown[], EventRow>>();
+  const categoriesPage = (count: number) => {
+    let statement = categoriesPages.get(count);
+    if (!statement) {
+      statement = db
+        .prepare<unknown[], EventRow>(
+          `SELECT ${EVENT_COLUMNS} FROM events WHERE category IN (${Array(count).fill("?").join(", ")})
+           AND position > ? AND position <= ? ORDER BY position LIMIT ?`,
+        )
+        .raw();
+      categoriesPages.set(count, statement);
+    }
+    return statement;
+  };
   const selectHead = db.prepare<[], { head: number | null }>("SELECT max(position) AS head FROM events");
 
   /** The stream's revision as callers see it: a deleted stream does not exist. */
@@ -260,9 +278,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     const selectPage =
       categories.length === 0
         ? undefined
-        : db.prepare<unknown[], EventRow>(
-            `SELECT * FROM events WHERE category IN (${placeholders}) AND position > ? ORDER BY position LIMIT ?`,
-          );
+        : db
+            .prepare<unknown[], EventRow>(
+              `SELECT ${EVENT_COLUMNS} FROM events WHERE category IN (${placeholders}) AND position > ? ORDER BY position LIMIT ?`,
+            )
+            .raw();
     let cursor = subscribeOptions.after ?? -1;
     let checkpoint = cursor;
     let closed = false;
@@ -289,7 +309,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         for (const row of page) {
           if (closed) return;
           await handler(toRecorded(row));
-          cursor = row.position;
+          cursor = row[0];
         }
         // A short page was read after subscribe() was called, so everything that existed then is delivered.
         if (!caughtUp && page.length < PAGE_SIZE && !closed) {
@@ -366,7 +386,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           for (const row of page) yield toRecorded(row);
           if (page.length < limit) return;
           remaining -= page.length;
-          cursor = page[page.length - 1]!.position;
+          cursor = page[page.length - 1]![0];
         }
       } finally {
         openReads -= 1;
@@ -406,16 +426,25 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   };
 }
 
-function toRecorded(row: EventRow): RecordedEvent {
+function toRecorded([
+  position,
+  stream,
+  revision,
+  id,
+  type,
+  data,
+  metadata,
+  createdAt,
+]: EventRow): RecordedEvent {
   return {
-    id: row.id,
-    streamName: row.stream,
-    type: row.type,
-    data: JSON.parse(row.data),
+    id,
+    streamName: stream,
+    type,
+    data: JSON.parse(data),
     // Most events carry no metadata: skip the parse for the empty object.
-    metadata: row.metadata === "{}" ? {} : JSON.parse(row.metadata),
-    revision: row.revision,
-    position: row.position,
-    createdAt: row.created_at,
+    metadata: metadata === "{}" ? {} : JSON.parse(metadata),
+    revision,
+    position,
+    createdAt,
   };
 }
