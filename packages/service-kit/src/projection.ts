@@ -273,6 +273,7 @@ async function restoreSnapshot(
 ): Promise<number | undefined> {
   const projection = definition.name;
   let restored: Awaited<ReturnType<ReadModelSnapshots["restore"]>>;
+  const started = Date.now();
   try {
     restored = await snapshots.restore(definition, { notAfter: await eventStore.headPosition() });
   } catch (error) {
@@ -284,6 +285,9 @@ async function restoreSnapshot(
       logger.warn({ projection, reason: restored.ignored }, "read models snapshot ignored: rebuilding");
     return undefined;
   }
-  logger.info({ projection, position: restored.position }, "read models restored from snapshot");
+  logger.info(
+    { projection, position: restored.position, ms: Date.now() - started },
+    "read models restored from snapshot",
+  );
   return restored.position;
 }
