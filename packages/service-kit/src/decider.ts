@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   type EventMetadata,
   type EventStore,
@@ -69,6 +70,10 @@ export const CONCURRENT_CHANGE = "the resource is being changed by concurrent re
  * {@link COMMAND_ATTEMPTS} times in all (unless `attempts` says otherwise). Should concurrent
  * writers win every attempt, the command is refused with 409 `conflict` (nothing was written),
  * never an internal error. The one command handler of every service.
+ *
+ * The state a stream folds to is remembered (per store and decider, the last
+ * {@link FOLDED_STREAMS} streams handled), so the next command on it reads only the events
+ * after it: a cheese updated a thousand times is not read a thousand events long each time.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
@@ -78,20 +83,29 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
   options: CommandOptions<State, Event> = {},
 ): Promise<CommandResult<State, Event>> {
   const metadata = options.metadata ?? {};
+  const folded = foldedStreams<State>(store, decider);
   for (let attempt = 1; ; attempt++) {
-    const recorded = await store.readStream(streamName);
-    const state = foldEvents(decider, recorded);
-    const revision = recorded.length === 0 ? -1 : recorded[recorded.length - 1]!.revision;
+    const { state, revision } = await currentState(store, streamName, decider, folded);
     const newEvents = decider.decide(command, state);
     if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
     const next = newEvents.reduce(decider.evolve, state);
     await options.beforeAppend?.({ before: state, after: next, newEvents });
+    // Ids given here, so that the state after the append is remembered with its last event's id.
+    const toAppend = newEvents.map((event) => ({
+      id: randomUUID(),
+      type: event.type,
+      data: event.data,
+      metadata,
+    }));
     try {
-      const result = await store.append(
-        streamName,
-        newEvents.map((event) => ({ type: event.type, data: event.data, metadata })),
-        { expectedRevision: revision === -1 ? "no_stream" : revision },
-      );
+      const result = await store.append(streamName, toAppend, {
+        expectedRevision: revision === -1 ? "no_stream" : revision,
+      });
+      remember(folded, streamName, {
+        state: next,
+        revision: result.nextRevision,
+        eventId: toAppend.at(-1)!.id,
+      });
       return {
         before: state,
         state: next,
@@ -104,4 +118,72 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
       if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
     }
   }
+}
+
+/** A stream's state as of one of its events (its revision and id). */
+interface Folded<State> {
+  state: State;
+  revision: number;
+  eventId: string;
+}
+
+/** Streams whose folded state is remembered, per store and decider. */
+const FOLDED_STREAMS = 1_000;
+const foldedByStore = new WeakMap<EventStore, WeakMap<object, Map<string, Folded<unknown>>>>();
+
+function foldedStreams<State>(store: EventStore, decider: object): Map<string, Folded<State>> {
+  const byDecider = foldedByStore.get(store) ?? new WeakMap<object, Map<string, Folded<unknown>>>();
+  foldedByStore.set(store, byDecider);
+  const streams = byDecider.get(decider) ?? new Map<string, Folded<unknown>>();
+  byDecider.set(decider, streams);
+  return streams as Map<string, Folded<State>>;
+}
+
+/** Keeps the newest state of a stream, the least recently used streams making room. */
+function remember<State>(streams: Map<string, Folded<State>>, streamName: string, folded: Folded<State>) {
+  const known = streams.get(streamName);
+  if (known && known.revision > folded.revision) return;
+  streams.delete(streamName);
+  streams.set(streamName, folded);
+  if (streams.size > FOLDED_STREAMS) streams.delete(streams.keys().next().value as string);
+}
+
+/**
+ * The stream folded: from the remembered state, reading from its event on (that event, still
+ * there with the same id, shows the stream was not deleted and written again since), or from
+ * the start when nothing is remembered or the stream has changed under it.
+ */
+async function currentState<State, Event extends DomainEvent>(
+  store: EventStore,
+  streamName: string,
+  decider: Pick<Decider<State, unknown, Event>, "initialState" | "evolve">,
+  streams: Map<string, Folded<State>>,
+): Promise<{ state: State; revision: number }> {
+  const known = streams.get(streamName);
+  let base: { state: State; revision: number; eventId?: string } = {
+    state: decider.initialState(),
+    revision: -1,
+  };
+  let recorded: RecordedEvent[];
+  if (known) {
+    const tail = await store.readStream(streamName, { fromRevision: known.revision });
+    if (tail[0]?.revision === known.revision && tail[0].id === known.eventId) {
+      base = known;
+      recorded = tail.slice(1);
+    } else {
+      streams.delete(streamName);
+      recorded = await store.readStream(streamName);
+    }
+  } else recorded = await store.readStream(streamName);
+  const last = recorded.at(-1);
+  if (!last) {
+    if (known && base === known) remember(streams, streamName, known); // recently used
+    return base;
+  }
+  const state = recorded.reduce(
+    (folded, event) => decider.evolve(folded, { type: event.type, data: event.data } as Event),
+    base.state,
+  );
+  remember(streams, streamName, { state, revision: last.revision, eventId: last.id });
+  return { state, revision: last.revision };
 }

@@ -34,6 +34,48 @@ describe("command handling on a real event store", () => {
     expect(second).toMatchObject({ state: { total: 5 }, revision: 1 });
   });
 
+  it("reads only the events after the state it remembers, another writer's included", async () => {
+    let read = 0;
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        const events = await store.readStream(name, options);
+        read += events.length;
+        return events;
+      },
+    };
+    const by = (n: number) => Array.from({ length: n }, () => ({ type: "Incremented", data: { by: 1 } }));
+    await store.append("counter-9", by(100), { expectedRevision: "no_stream" });
+    const increment = { type: "Increment" as const, by: 1, max: 1000 };
+    expect((await handleCommand(counting, "counter-9", counter, increment)).state).toEqual({ total: 101 });
+    expect(read).toBe(100);
+    read = 0;
+    expect((await handleCommand(counting, "counter-9", counter, increment)).state).toEqual({ total: 102 });
+    expect(read).toBe(1); // the remembered event, to check it is still there
+    // Another replica writes: its events are read and folded in, on top of what is remembered.
+    await store.append("counter-9", by(2), { expectedRevision: 101 });
+    read = 0;
+    // Refused at 104 as it should be: a state missing those two events would let it through.
+    await expect(handleCommand(counting, "counter-9", counter, { ...increment, max: 104 })).rejects.toThrow(
+      "over the maximum",
+    );
+    expect(read).toBe(3);
+    const third = await handleCommand(counting, "counter-9", counter, { ...increment, max: 105 });
+    expect(third).toMatchObject({ before: { total: 104 }, state: { total: 105 }, revision: 104 });
+  });
+
+  it("a stream deleted and written again is folded from its new start, not onto the remembered state", async () => {
+    const increment = { type: "Increment" as const, by: 5, max: 1000 };
+    await handleCommand(store, "counter-8", counter, increment);
+    await handleCommand(store, "counter-8", counter, increment);
+    await store.deleteStream("counter-8");
+    await store.append("counter-8", [{ type: "Incremented", data: { by: 1 } }], {
+      expectedRevision: "no_stream",
+    });
+    const after = await handleCommand(store, "counter-8", counter, increment);
+    expect(after).toMatchObject({ before: { total: 1 }, state: { total: 6 }, revision: 3 });
+  });
+
   it("keeps the invariant under concurrent commands by retrying on a revision conflict", async () => {
     const attempts = Array.from({ length: 20 }, () =>
       handleCommand(
