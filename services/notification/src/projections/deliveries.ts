@@ -75,8 +75,45 @@ export async function projectDelivery(event: RecordedEvent, readModels: ReadMode
   const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
   const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
   const update = updateFor(domainEvent);
-  if (update)
-    await readModels.collection<DeliveryDocument>(DELIVERIES).upsert(deliveryId, event.revision, update);
+  if (!update) return;
+  const deliveries = readModels.collection<DeliveryDocument>(DELIVERIES);
+  await deliveries.upsert(deliveryId, event.revision, await wholeAttempts(deliveries, deliveryId, update));
+}
+
+/**
+ * The same update with the changes to `attempts.<key>[.<field>]` applied to the stored attempts
+ * and set as one top-level field: the embedded read models apply top-level `$set`s directly, but
+ * run dotted paths through their query engine, which was a tenth of this service's CPU per
+ * delivery. The projection applies a delivery's events one after the other, and an update at an
+ * older revision than the stored one is refused, so reading first changes nothing.
+ */
+async function wholeAttempts(
+  deliveries: ReturnType<ReadModelStore["collection"]>,
+  deliveryId: number,
+  update: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const set = { ...((update.$set as Record<string, unknown> | undefined) ?? {}) };
+  const unset = { ...((update.$unset as Record<string, unknown> | undefined) ?? {}) };
+  const touched = [...Object.keys(set), ...Object.keys(unset)].filter((k) => k.startsWith("attempts."));
+  if (touched.length === 0) return update;
+  const stored = (await deliveries.findOne({ _id: deliveryId })) as DeliveryDocument | null;
+  const attempts: Record<string, Record<string, unknown>> = structuredClone(stored?.attempts ?? {}) as never;
+  for (const [path, value] of Object.entries(set)) {
+    if (!path.startsWith("attempts.")) continue;
+    delete set[path];
+    const [, key, field] = path.split(".") as [string, string, string | undefined];
+    if (field === undefined) attempts[key] = structuredClone(value) as Record<string, unknown>;
+    else attempts[key] = { ...(attempts[key] ?? {}), [field]: value };
+  }
+  for (const path of Object.keys(unset)) {
+    if (!path.startsWith("attempts.")) continue;
+    delete unset[path];
+    delete attempts[path.split(".")[1]!];
+  }
+  return {
+    $set: { ...set, attempts },
+    ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}),
+  };
 }
 
 function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
