@@ -27,10 +27,11 @@ export interface Decider<State, Command, Event extends DomainEvent> {
 export function foldEvents<State, Event extends DomainEvent>(
   decider: Pick<Decider<State, unknown, Event>, "initialState" | "evolve">,
   events: readonly RecordedEvent[],
+  from: State = decider.initialState(),
 ): State {
   return events.reduce(
     (state, event) => decider.evolve(state, { type: event.type, data: event.data } as Event),
-    decider.initialState(),
+    from,
   );
 }
 
@@ -180,10 +181,7 @@ async function currentState<State, Event extends DomainEvent>(
     if (known && base === known) remember(streams, streamName, known); // recently used
     return base;
   }
-  const state = recorded.reduce(
-    (folded, event) => decider.evolve(folded, { type: event.type, data: event.data } as Event),
-    base.state,
-  );
+  const state = foldEvents(decider, recorded, base.state);
   remember(streams, streamName, { state, revision: last.revision, eventId: last.id });
   return { state, revision: last.revision };
 }
