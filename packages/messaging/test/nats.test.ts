@@ -1,4 +1,5 @@
 import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
+import { Socket } from "node:net";
 import { connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, silentLogger } from "../src/index.ts";
@@ -54,6 +55,39 @@ describe("NATS adapter specifics", () => {
     } finally {
       await bus.close();
       await nc.close();
+    }
+  });
+
+  it("sends the requests made in one turn of the event loop, and their replies, in a few socket writes, not one each", async () => {
+    const service = await connectNatsBus({ url: server.url, name: "svc", logger: silentLogger });
+    const caller = await connectNatsBus({ url: server.url, name: "caller", logger: silentLogger });
+    const write = Socket.prototype.write;
+    let writes = 0;
+    try {
+      service.serve("test.coalesce.echo", { queue: "svc" }, async ({ payload }) => payload);
+      await service.ping();
+      await caller.ping();
+      Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
+        writes++;
+        return (write as (...a: unknown[]) => boolean).apply(this, args);
+      } as typeof write;
+      // Each request in a callback of its own, as HTTP requests arrive.
+      const replies = await Promise.all(
+        Array.from(
+          { length: 20 },
+          (_, i) =>
+            new Promise((resolve, reject) =>
+              setImmediate(() => caller.request("test.coalesce.echo", { i }, { timeoutMs: 5_000 }).then(resolve, reject)),
+            ),
+        ),
+      );
+      expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => ({ i })));
+      // 20 requests and 20 replies: one write each way per turn (a reply may be split over turns).
+      expect(writes).toBeLessThanOrEqual(6);
+    } finally {
+      Socket.prototype.write = write;
+      await caller.close();
+      await service.close();
     }
   });
 
