@@ -1,5 +1,5 @@
-import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
 import { Socket } from "node:net";
+import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
 import { connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, silentLogger } from "../src/index.ts";
@@ -77,7 +77,9 @@ describe("NATS adapter specifics", () => {
           { length: 20 },
           (_, i) =>
             new Promise((resolve, reject) =>
-              setImmediate(() => caller.request("test.coalesce.echo", { i }, { timeoutMs: 5_000 }).then(resolve, reject)),
+              setImmediate(() =>
+                caller.request("test.coalesce.echo", { i }, { timeoutMs: 5_000 }).then(resolve, reject),
+              ),
             ),
         ),
       );
