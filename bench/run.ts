@@ -8,6 +8,7 @@
  *   pnpm bench                      full run: 32 connections, 3 s warm-up + 10 s, 2 ABAB rounds
  *   pnpm bench --quick              a smoke (CI): small data, short windows, 1 round; not a speed gate
  *   pnpm bench --only=GET,POST      scenarios, fixtures or scripts whose name contains one of these
+ *                                   (a term that is a whole name selects that name alone)
  *   pnpm bench --replicas=2         REPLICAS of every service
  *   pnpm bench --profile            CPU profiles of every process of the system (--cpu-prof), summarised
  *   pnpm bench --keep               keep the data directories, logs and profiles
@@ -45,7 +46,13 @@ const options: BenchOptions = {
   replicas: Number(args.replicas),
 };
 const only = args.only?.split(",").filter(Boolean);
-const wanted = (...names: string[]) => !only || only.some((o) => names.some((n) => n.includes(o)));
+const allNames = new Set([
+  ...scenarios.flatMap((s) => (s.kind === "http" ? [s.name, s.fixture.name] : [s.name])),
+  ...Object.keys(scripts),
+]);
+/** A term that is a whole name selects that name alone (one scenario's name may start another's). */
+const selects = (term: string, name: string) => (allNames.has(term) ? name === term : name.includes(term));
+const wanted = (...names: string[]) => !only || only.some((o) => names.some((n) => selects(o, n)));
 
 const http = scenarios.filter((s): s is HttpScenario => s.kind === "http" && wanted(s.name, s.fixture.name));
 const measurements = scenarios.filter((s): s is Measurement => s.kind === "measurement" && wanted(s.name));

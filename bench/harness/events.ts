@@ -33,21 +33,48 @@ export function historicCheese(n: number, at: string) {
   };
 }
 
+/** The n-th order as the ordering service records it: one line of cheese n, placed by an operator client. */
+export function historicOrder(n: number, at: string, status: "placed" | "approved") {
+  const cheese = historicCheese(n, at);
+  const pricePerKg = cheese.pricePerKg;
+  return {
+    id: n,
+    items: [{ cheeseId: n, cheeseName: cheese.name, quantity: 1 + (n % 3), pricePerKg }],
+    shippingAddress: { street: `${n} Bench Lane`, city: "Wells", country: "GB" },
+    status,
+    notes: null,
+    total: pricePerKg * (1 + (n % 3)),
+    shipDate: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+interface HistoricEvent {
+  type: string;
+  data: unknown;
+}
+
 /**
- * `cheeses` cheeses in the catalogue's store under `dataDir`, each added and then updated
- * `eventsPerCheese - 1` times (its price changing): `cheeses * eventsPerCheese` events.
+ * `count` streams `<category>-1` … `<category>-<count>` in the store of `service` under `dataDir`,
+ * the n-th holding `eventsOf(n, at)` (at: n seconds after 2026-01-01), and the id block of
+ * `category` reserved up to `count`. Returns the number of events written.
  */
-export async function writeCatalogueHistory(
+async function writeHistory(
   dataDir: string,
-  cheeses: number,
-  eventsPerCheese = 1,
+  service: string,
+  category: string,
+  count: number,
+  eventsOf: (n: number, at: string) => HistoricEvent[],
 ): Promise<{ events: number; file: string }> {
-  mkdirSync(join(dataDir, "catalogue"), { recursive: true });
-  const file = join(dataDir, "catalogue", "events.sqlite");
+  mkdirSync(join(dataDir, service), { recursive: true });
+  const file = join(dataDir, service, "events.sqlite");
   const store = createSqliteEventStore({ file });
-  await store.append("idblock-cheese", [{ type: "IdBlockReserved", data: { first: 1, last: cheeses } }], {
-    expectedRevision: "no_stream",
-  });
+  await store.append(
+    `idblock-${category}`,
+    [{ type: "IdBlockReserved", data: { first: 1, last: count } }],
+    { expectedRevision: "no_stream" },
+  );
   await store.close();
 
   const db = new Database(file);
@@ -55,30 +82,56 @@ export async function writeCatalogueHistory(
   db.pragma("synchronous = OFF");
   const insertEvent = db.prepare(
     `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
-     VALUES (?, 'cheese', ?, ?, ?, ?, '{}', ?)`,
+     VALUES (?, ?, ?, ?, ?, ?, '{}', ?)`,
   );
   const insertStream = db.prepare("INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 0)");
   const start = Date.parse("2026-01-01T00:00:00.000Z");
+  let events = 0;
   db.transaction(() => {
-    for (let n = 1; n <= cheeses; n++) {
-      const stream = `cheese-${n}`;
+    for (let n = 1; n <= count; n++) {
+      const stream = `${category}-${n}`;
       const at = new Date(start + n * 1000).toISOString();
-      const cheese = historicCheese(n, at);
-      insertEvent.run(stream, 0, randomUUID(), "CheeseAdded", JSON.stringify({ cheese }), at);
-      for (let revision = 1; revision < eventsPerCheese; revision++) {
-        const updated = { ...cheese, pricePerKg: cheese.pricePerKg + revision };
-        insertEvent.run(
-          stream,
-          revision,
-          randomUUID(),
-          "CheeseUpdated",
-          JSON.stringify({ cheese: updated }),
-          at,
-        );
-      }
-      insertStream.run(stream, eventsPerCheese - 1);
+      const history = eventsOf(n, at);
+      for (const [revision, event] of history.entries())
+        insertEvent.run(stream, category, revision, randomUUID(), event.type, JSON.stringify(event.data), at);
+      insertStream.run(stream, history.length - 1);
+      events += history.length;
     }
   })();
   db.close();
-  return { events: cheeses * eventsPerCheese, file };
+  return { events, file };
+}
+
+/**
+ * `cheeses` cheeses in the catalogue's store under `dataDir`, each added and then updated
+ * `eventsPerCheese - 1` times (its price changing): `cheeses * eventsPerCheese` events.
+ */
+export function writeCatalogueHistory(
+  dataDir: string,
+  cheeses: number,
+  eventsPerCheese = 1,
+): Promise<{ events: number; file: string }> {
+  return writeHistory(dataDir, "catalogue", "cheese", cheeses, (n, at) => {
+    const cheese = historicCheese(n, at);
+    return Array.from({ length: eventsPerCheese }, (_, revision) =>
+      revision === 0
+        ? { type: "CheeseAdded", data: { cheese } }
+        : { type: "CheeseUpdated", data: { cheese: { ...cheese, pricePerKg: cheese.pricePerKg + revision } } },
+    );
+  });
+}
+
+/**
+ * `orders` orders in the ordering service's store under `dataDir`, the n-th for cheese n, each
+ * placed by an operator client and approved (none left for the review at start):
+ * `2 * orders` events.
+ */
+export function writeOrderingHistory(dataDir: string, orders: number): Promise<{ events: number; file: string }> {
+  return writeHistory(dataDir, "ordering", "order", orders, (n, at) => [
+    {
+      type: "OrderPlaced",
+      data: { order: historicOrder(n, at, "placed"), customerId: null, ownerId: "client:bench" },
+    },
+    { type: "OrderApproved", data: { order: historicOrder(n, at, "approved"), customerId: null } },
+  ]);
 }

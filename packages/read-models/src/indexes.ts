@@ -55,27 +55,64 @@ export class SortedIndex {
     return way;
   }
 
-  /** The documents in index order, or backwards. */
-  *walk(way: 1 | -1): Generator<Document> {
+  /**
+   * The documents in index order, or backwards, from the first that can pass `filter`: when the
+   * filter bounds the first key from the side the walk starts on (`$gt`, `$gte` or equality
+   * walking forwards through ascending values; `$lt`, `$lte` or equality backwards; also in every
+   * branch of an `$or`, as a keyset cursor's), the walk starts at the bound (found by binary
+   * search) instead of testing every document before it. Every document walked is still tested.
+   */
+  *walk(way: 1 | -1, filter: Filter = {}): Generator<Document> {
     const blocks = this.blocks;
+    const from = this.start(way, filter);
     if (way === 1) {
-      for (let b = 0; b < blocks.length; b++) {
+      for (let [b, i] = from; b < blocks.length; b++, i = 0) {
         const block = blocks[b]!;
-        for (let i = 0; i < block.length; i++) yield block[i]!.document;
+        for (; i < block.length; i++) yield block[i]!.document;
       }
     } else {
-      for (let b = blocks.length - 1; b >= 0; b--) {
+      for (let [b, i] = from; b >= 0; b--, i = (blocks[b]?.length ?? 0) - 1) {
         const block = blocks[b]!;
-        for (let i = block.length - 1; i >= 0; i--) yield block[i]!.document;
+        for (; i >= 0; i--) yield block[i]!.document;
       }
     }
   }
 
   /**
-   * When `filter` tests the first key by equality or `$in` of plain values: the documents that
-   * pass that test (in index order per value) and the filter without it. Otherwise undefined.
+   * The number of documents whose first key equals one of `values`, by binary search of each
+   * value's range: no document is read.
    */
-  narrow(filter: Filter): { candidates: Document[]; rest: Filter } | undefined {
+  countOf(values: unknown[]): number {
+    let count = 0;
+    for (const value of new Set(values)) {
+      const [from, to] = this.range(value);
+      count += this.distance(from, to);
+    }
+    return count;
+  }
+
+  /**
+   * The number of documents per value of the first key (`String(value)`), found by jumping from
+   * one value's range to the next: as many binary searches as there are values.
+   */
+  countPerValue(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    const key = this.keys[0]!;
+    let from: [number, number] = [0, 0];
+    while (from[0] < this.blocks.length) {
+      const value = this.blocks[from[0]]![from[1]]!.document[key];
+      const to = this.range(value)[1];
+      counts[String(value)] = (counts[String(value)] ?? 0) + this.distance(from, to);
+      from = to;
+    }
+    return counts;
+  }
+
+  /**
+   * The first key's values that `filter` requires it to equal (equality, or `$in` of plain
+   * values), or undefined when it does not test the first key that way.
+   */
+  firstKeyValues(filter: Filter): unknown[] | undefined {
     if (!this.usable) return undefined;
     const key = this.keys[0]!;
     if (key === "_id" || !(key in filter)) return undefined;
@@ -85,12 +122,19 @@ export class SortedIndex {
         ? ((condition as { $in: unknown[] }).$in as unknown[])
         : undefined
       : [condition];
-    if (!values?.every(isPlain)) return undefined;
-    const direction = this.directions[0]!;
+    return values?.every(isPlain) ? values : undefined;
+  }
+
+  /**
+   * When `filter` tests the first key by equality or `$in` of plain values: the documents that
+   * pass that test (in index order per value) and the filter without it. Otherwise undefined.
+   */
+  narrow(filter: Filter): { candidates: Document[]; rest: Filter } | undefined {
+    const values = this.firstKeyValues(filter);
+    if (!values) return undefined;
     const candidates: Document[] = [];
     for (const value of new Set(values)) {
-      const from = this.seek((document) => compareValues(document[key], value) * direction < 0);
-      const to = this.seek((document) => compareValues(document[key], value) * direction <= 0);
+      const [from, to] = this.range(value);
       const blocks = this.blocks;
       for (let [b, i] = from; b < to[0] || (b === to[0] && i < to[1]); ) {
         const block = blocks[b]!;
@@ -98,7 +142,7 @@ export class SortedIndex {
         if (++i === block.length) [b, i] = [b + 1, 0];
       }
     }
-    const { [key]: _tested, ...rest } = filter;
+    const { [this.keys[0]!]: _tested, ...rest } = filter;
     return { candidates, rest };
   }
 
@@ -175,6 +219,48 @@ export class SortedIndex {
     }
   }
 
+  /** Where the documents whose first key equals `value` begin and end (exclusive). */
+  private range(value: unknown): [[number, number], [number, number]] {
+    const key = this.keys[0]!;
+    const direction = this.directions[0]!;
+    return [
+      this.seek((document) => compareValues(document[key], value) * direction < 0),
+      this.seek((document) => compareValues(document[key], value) * direction <= 0),
+    ];
+  }
+
+  /** The number of documents from `from` up to `to` (exclusive): block lengths, no document read. */
+  private distance(from: [number, number], to: [number, number]): number {
+    if (from[0] === to[0]) return to[1] - from[1];
+    let count = this.blocks[from[0]]!.length - from[1];
+    for (let b = from[0] + 1; b < to[0]; b++) count += this.blocks[b]!.length;
+    return count + to[1];
+  }
+
+  /**
+   * Where a walk `way` through the index may start for `filter`: past the documents before the
+   * first key's bound (see walk). Forwards [block, offset] of the first document to walk;
+   * backwards that of the last, or [-1, -1] when none.
+   */
+  private start(way: 1 | -1, filter: Filter): [number, number] {
+    const blocks = this.blocks;
+    const bound = this.usable ? boundOf(filter, this.keys[0]!, way * this.directions[0]!) : undefined;
+    if (!bound) return way === 1 ? [0, 0] : [blocks.length - 1, (blocks.at(-1)?.length ?? 0) - 1];
+    const key = this.keys[0]!;
+    const direction = this.directions[0]!;
+    // In index order: forwards, skip what sorts before the bound (and at it, when strict);
+    // backwards, what sorts after it (and at it, when strict).
+    const skipBefore = way === 1 ? !bound.inclusive : bound.inclusive;
+    const at = this.seek((document) => {
+      const c = compareValues(document[key], bound.value) * direction;
+      return skipBefore ? c <= 0 : c < 0;
+    });
+    if (way === 1) return at;
+    // The place before `at`.
+    if (at[1] > 0) return [at[0], at[1] - 1];
+    return at[0] > 0 ? [at[0] - 1, blocks[at[0] - 1]!.length - 1] : [-1, -1];
+  }
+
   private removeAt(b: number, i: number): void {
     const block = this.blocks[b]!;
     block.splice(i, 1);
@@ -221,6 +307,69 @@ export class SortedIndex {
     }
     return [low, from];
   }
+}
+
+/**
+ * The bound `filter` puts on `key` from the side a walk begins when it meets the key's values in
+ * `order` (1 ascending, -1 descending): every document before the bound in that order fails the
+ * filter. From `$gt`/`$gte` (ascending) or `$lt`/`$lte` (descending) of a string or a number
+ * (documents of another type fail them too: comparisons keep to one type, as in MongoDB), or
+ * equality, at the top level, in `$and`, or in every branch of an `$or` (the loosest of them).
+ */
+function boundOf(filter: Filter, key: string, order: number): Bound | undefined {
+  let tightest: Bound | undefined;
+  const consider = (bound: Bound | undefined) => {
+    if (!bound) return;
+    if (!tightest) tightest = bound;
+    else {
+      const c = compareValues(bound.value, tightest.value) * order;
+      if (c > 0 || (c === 0 && !bound.inclusive)) tightest = bound;
+    }
+  };
+  for (const [field, condition] of Object.entries(filter)) {
+    if (field === key) consider(boundOfCondition(condition, order));
+    else if (field === "$and" && Array.isArray(condition))
+      for (const branch of condition as Filter[]) consider(boundOf(branch, key, order));
+    else if (field === "$or" && Array.isArray(condition)) consider(loosest(condition as Filter[], key, order));
+  }
+  return tightest;
+}
+
+interface Bound {
+  value: string | number;
+  inclusive: boolean;
+}
+
+function loosest(branches: Filter[], key: string, order: number): Bound | undefined {
+  let loose: Bound | undefined;
+  for (const branch of branches) {
+    const bound = boundOf(branch, key, order);
+    if (!bound) return undefined;
+    if (!loose) loose = bound;
+    else {
+      const c = compareValues(bound.value, loose.value) * order;
+      if (c < 0 || (c === 0 && bound.inclusive)) loose = bound;
+    }
+  }
+  return loose;
+}
+
+function boundOfCondition(condition: unknown, order: number): Bound | undefined {
+  const comparable = (value: unknown): value is string | number =>
+    typeof value === "string" || typeof value === "number";
+  if (!isOperator(condition)) return comparable(condition) ? { value: condition, inclusive: true } : undefined;
+  let tightest: Bound | undefined;
+  const [strict, inclusive] = order === 1 ? ["$gt", "$gte"] : ["$lt", "$lte"];
+  for (const [operator, value] of Object.entries(condition as object)) {
+    if ((operator !== strict && operator !== inclusive) || !comparable(value)) continue;
+    const bound = { value, inclusive: operator === inclusive };
+    if (!tightest) tightest = bound;
+    else {
+      const c = compareValues(value, tightest.value) * order;
+      if (c > 0 || (c === 0 && !bound.inclusive)) tightest = bound;
+    }
+  }
+  return tightest;
 }
 
 /** Values in MongoDB's (mingo's) order; two strings, numbers or booleans compared directly. */

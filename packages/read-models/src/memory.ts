@@ -149,12 +149,15 @@ function memoryCollection(
     check?.({ fields: filterFields(filter), sort, groupBy });
   const live = (document: Document | undefined): document is Document =>
     document !== undefined && !document._deleted;
+  /** The number of live documents (tombstones left out), kept on every write. */
+  let liveCount = 0;
   /** Stores `next` (or removes the document) and moves it in every index. */
   const store = (id: Document["_id"], next: Document | undefined) => {
     const before = documents.get(id);
     if (next) documents.set(id, next);
     else documents.delete(id);
     const after = live(next) ? next : undefined;
+    liveCount += (after ? 1 : 0) - (live(before) ? 1 : 0);
     for (const index of indexes) {
       if (live(before) && after && index.samePlace(before, after)) index.replace(before, after);
       else {
@@ -176,7 +179,7 @@ function memoryCollection(
     return [...documents.values()].filter((document) => !document._deleted && query.test(document));
   };
   // Stored documents never leave the store: callers get copies, so mutating a result is harmless.
-  const copy = (document: Document): Document => structuredClone(document);
+  const copy = (document: Document): Document => clone(document) as Document;
   const revisionAllows = (stored: Document, revision: number): boolean =>
     stored._revision === undefined || (stored._revision as number) < revision;
 
@@ -185,7 +188,9 @@ function memoryCollection(
     replaceAll(replacement) {
       documents.clear();
       for (const document of replacement) documents.set(document._id, document);
-      for (const index of indexes) index.rebuild(replacement.filter(live));
+      const alive = replacement.filter(live);
+      liveCount = alive.length;
+      for (const index of indexes) index.rebuild(alive);
     },
     async findOne(filter) {
       checked(filter);
@@ -207,11 +212,11 @@ function memoryCollection(
       for (const index of indexes) {
         const way = index.serves(sort);
         if (way === 0) continue;
-        // Walk the index in the sort's order; stop once the page is full.
+        // Walk the index in the sort's order from the filter's bound; stop once the page is full.
         const query = new Query(filter);
         const page: Document[] = [];
         let skip = options.skip ?? 0;
-        for (const document of index.walk(way)) {
+        for (const document of index.walk(way, filter)) {
           if (!query.test(document)) continue;
           if (skip > 0) skip--;
           else if (page.push(copy(document)) === options.limit) break;
@@ -227,10 +232,23 @@ function memoryCollection(
     },
     async count(filter = {}) {
       checked(filter);
+      const keys = Object.keys(filter);
+      if (keys.length === 0) return liveCount;
+      // A filter on one indexed field by equality or $in: counted from the index, nothing read.
+      if (keys.length === 1) {
+        for (const index of indexes) {
+          const values = index.firstKeyValues(filter);
+          if (values) return index.countOf(values);
+        }
+      }
       return matching(filter).length;
     },
     async countBy(field, filter = {}) {
       checked(filter, undefined, field);
+      if (Object.keys(filter).length === 0) {
+        const index = indexes.find((candidate) => candidate.usable && candidate.keys[0] === field);
+        if (index) return index.countPerValue();
+      }
       // The same $group as the MongoDB adapter, so missing fields count under "null" in both.
       const groups = aggregate(matching(filter), [{ $group: { _id: `$${field}`, count: { $sum: 1 } } }]);
       return Object.fromEntries(groups.map((group) => [String(group._id), group.count as number]));

@@ -379,6 +379,7 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
                 sort: { price: 1 as const, _id: 1 as const },
               },
               { name: "count by status", filter: { status: { $in: ["a"] } }, optional: ["status"] },
+              { name: "count per status", filter: {}, groupBy: "status", scans: "counts every item" },
             ],
           },
         ],
@@ -441,8 +442,32 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
           { sort: { price: 1, _id: 1 }, limit: 4 },
         );
         expect(after.map((item) => item._id)).toEqual(all.slice(10, 14));
+        // Every cursor position, both ways, with and without a status filter, to the last page.
+        for (const way of [1, -1] as const) {
+          const beyond = way === 1 ? "$gt" : "$lt";
+          for (const wanted of [["a", "b", "c"], ["b"]]) {
+            const order = expected(model, wanted, way);
+            for (let at = 0; at < order.length; at++) {
+              const last = model.get(order[at]!)!;
+              const next = await items.find(
+                {
+                  status: { $in: wanted },
+                  $or: [{ price: { [beyond]: last.price } }, { price: last.price, _id: { [beyond]: last._id } }],
+                },
+                { sort: { price: way, _id: way }, limit: 3 },
+              );
+              expect(next.map((item) => item._id)).toEqual(order.slice(at + 1, at + 4));
+            }
+          }
+        }
         expect(await items.count({ status: "a" })).toBe(expected(model, ["a"], 1).length);
+        expect(await items.count({ status: { $in: ["c", "a", "c", "zz"] } })).toBe(
+          expected(model, ["a", "c"], 1).length,
+        );
         expect(await items.count()).toBe(model.size);
+        const perStatus: Record<string, number> = {};
+        for (const item of model.values()) perStatus[item.status] = (perStatus[item.status] ?? 0) + 1;
+        expect(await items.countBy("status")).toEqual(perStatus);
       });
     });
 

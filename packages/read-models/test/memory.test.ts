@@ -24,6 +24,58 @@ it("in-memory find sorts and pages 10,000 documents, ties in _id order", async (
   expect(ids).toEqual([...ids].sort((a, b) => a - b));
 });
 
+it("in-memory indexes over many blocks: cursor pages both ways, counts and counts per value", async () => {
+  const store = createMemoryReadModels({ checkQueries: false });
+  await store.defineProjection({
+    name: "catalogue",
+    version: 1,
+    collections: [
+      {
+        name: "cheeses",
+        // A descending first key too: the walk's bound must follow the index's direction.
+        indexes: [{ keys: { at: -1, _id: -1 } }, { keys: { status: 1 } }],
+        queries: [],
+      },
+    ],
+  });
+  const docs = store.collection("cheeses");
+  const model = new Map<number, { at: string; status: string }>();
+  for (let id = 1; id <= 3_000; id++) {
+    // Ten documents per timestamp: cursors land inside runs of equal keys.
+    const doc = { at: `2026-${String(Math.floor(((id * 37) % 3_000) / 10)).padStart(4, "0")}`, status: `s${id % 4}` };
+    model.set(id, doc);
+    await docs.upsert(id, 1, { $set: doc });
+  }
+  for (let id = 5; id <= 3_000; id += 7) {
+    model.delete(id);
+    await docs.deleteOne(id, 2);
+  }
+  const statuses = ["s1", "s3"];
+  for (const way of [1, -1] as const) {
+    const order = [...model.entries()]
+      .filter(([, doc]) => statuses.includes(doc.status))
+      .sort(([a, x], [b, y]) => (x.at < y.at ? -1 : x.at > y.at ? 1 : a - b) * way)
+      .map(([id]) => id);
+    const beyond = way === 1 ? "$gt" : "$lt";
+    for (let at = 0; at < order.length; at += 97) {
+      const last = model.get(order[at]!)!;
+      const page = await docs.find(
+        {
+          status: { $in: statuses },
+          $or: [{ at: { [beyond]: last.at } }, { at: last.at, _id: { [beyond]: order[at] } }],
+        },
+        { sort: { at: way, _id: way }, limit: 20 },
+      );
+      expect(page.map((doc) => doc._id)).toEqual(order.slice(at + 1, at + 21));
+    }
+    expect(await docs.count({ status: { $in: statuses } })).toBe(order.length);
+  }
+  const perStatus: Record<string, number> = {};
+  for (const doc of model.values()) perStatus[doc.status] = (perStatus[doc.status] ?? 0) + 1;
+  expect(await docs.countBy("status")).toEqual(perStatus);
+  expect(await docs.count()).toBe(model.size);
+});
+
 describe("declared queries", () => {
   const cheeses: CollectionDefinition = {
     name: "cheeses",
