@@ -70,11 +70,9 @@ async function writeHistory(
   mkdirSync(join(dataDir, service), { recursive: true });
   const file = join(dataDir, service, "events.sqlite");
   const store = createSqliteEventStore({ file });
-  await store.append(
-    `idblock-${category}`,
-    [{ type: "IdBlockReserved", data: { first: 1, last: count } }],
-    { expectedRevision: "no_stream" },
-  );
+  await store.append(`idblock-${category}`, [{ type: "IdBlockReserved", data: { first: 1, last: count } }], {
+    expectedRevision: "no_stream",
+  });
   await store.close();
 
   const db = new Database(file);
@@ -116,7 +114,10 @@ export function writeCatalogueHistory(
     return Array.from({ length: eventsPerCheese }, (_, revision) =>
       revision === 0
         ? { type: "CheeseAdded", data: { cheese } }
-        : { type: "CheeseUpdated", data: { cheese: { ...cheese, pricePerKg: cheese.pricePerKg + revision } } },
+        : {
+            type: "CheeseUpdated",
+            data: { cheese: { ...cheese, pricePerKg: cheese.pricePerKg + revision } },
+          },
     );
   });
 }
@@ -126,7 +127,10 @@ export function writeCatalogueHistory(
  * placed by an operator client and approved (none left for the review at start):
  * `2 * orders` events.
  */
-export function writeOrderingHistory(dataDir: string, orders: number): Promise<{ events: number; file: string }> {
+export function writeOrderingHistory(
+  dataDir: string,
+  orders: number,
+): Promise<{ events: number; file: string }> {
   return writeHistory(dataDir, "ordering", "order", orders, (n, at) => [
     {
       type: "OrderPlaced",

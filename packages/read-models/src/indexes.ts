@@ -330,7 +330,8 @@ function boundOf(filter: Filter, key: string, order: number): Bound | undefined 
     if (field === key) consider(boundOfCondition(condition, order));
     else if (field === "$and" && Array.isArray(condition))
       for (const branch of condition as Filter[]) consider(boundOf(branch, key, order));
-    else if (field === "$or" && Array.isArray(condition)) consider(loosest(condition as Filter[], key, order));
+    else if (field === "$or" && Array.isArray(condition))
+      consider(loosest(condition as Filter[], key, order));
   }
   return tightest;
 }
@@ -357,7 +358,8 @@ function loosest(branches: Filter[], key: string, order: number): Bound | undefi
 function boundOfCondition(condition: unknown, order: number): Bound | undefined {
   const comparable = (value: unknown): value is string | number =>
     typeof value === "string" || typeof value === "number";
-  if (!isOperator(condition)) return comparable(condition) ? { value: condition, inclusive: true } : undefined;
+  if (!isOperator(condition))
+    return comparable(condition) ? { value: condition, inclusive: true } : undefined;
   let tightest: Bound | undefined;
   const [strict, inclusive] = order === 1 ? ["$gt", "$gte"] : ["$lt", "$lte"];
   for (const [operator, value] of Object.entries(condition as object)) {

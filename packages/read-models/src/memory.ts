@@ -1,4 +1,4 @@
-import { aggregate, update as applyUpdate, find, Query } from "mingo";
+import { aggregate, update as applyUpdate, find } from "mingo";
 import {
   byIdOnly,
   droppedVersion,
@@ -19,6 +19,7 @@ import type {
   ReadModelStore,
   Update,
 } from "./port.ts";
+import { predicate } from "./predicate.ts";
 import { readSnapshot, tidySnapshots, writeSnapshot } from "./snapshot.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
@@ -172,11 +173,10 @@ function memoryCollection(
       const narrowed = index.narrow(filter);
       if (!narrowed) continue;
       if (Object.keys(narrowed.rest).length === 0) return narrowed.candidates;
-      const query = new Query(narrowed.rest);
-      return narrowed.candidates.filter((document) => query.test(document));
+      return narrowed.candidates.filter(predicate(narrowed.rest));
     }
-    const query = new Query(filter);
-    return [...documents.values()].filter((document) => !document._deleted && query.test(document));
+    const test = predicate(filter);
+    return [...documents.values()].filter((document) => !document._deleted && test(document));
   };
   // Stored documents never leave the store: callers get copies, so mutating a result is harmless.
   const copy = (document: Document): Document => clone(document) as Document;
@@ -200,9 +200,9 @@ function memoryCollection(
         return live(document) ? copy(document) : null;
       }
       // Like MongoDB's findOne without a sort: which match comes back when several do is unspecified.
-      const query = new Query(filter);
+      const test = predicate(filter);
       for (const document of documents.values()) {
-        if (!document._deleted && query.test(document)) return copy(document);
+        if (!document._deleted && test(document)) return copy(document);
       }
       return null;
     },
@@ -213,11 +213,11 @@ function memoryCollection(
         const way = index.serves(sort);
         if (way === 0) continue;
         // Walk the index in the sort's order from the filter's bound; stop once the page is full.
-        const query = new Query(filter);
+        const test = predicate(filter);
         const page: Document[] = [];
         let skip = options.skip ?? 0;
         for (const document of index.walk(way, filter)) {
-          if (!query.test(document)) continue;
+          if (!test(document)) continue;
           if (skip > 0) skip--;
           else if (page.push(copy(document)) === options.limit) break;
         }

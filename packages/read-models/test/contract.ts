@@ -452,7 +452,10 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
               const next = await items.find(
                 {
                   status: { $in: wanted },
-                  $or: [{ price: { [beyond]: last.price } }, { price: last.price, _id: { [beyond]: last._id } }],
+                  $or: [
+                    { price: { [beyond]: last.price } },
+                    { price: last.price, _id: { [beyond]: last._id } },
+                  ],
                 },
                 { sort: { price: way, _id: way }, limit: 3 },
               );

@@ -42,7 +42,10 @@ it("in-memory indexes over many blocks: cursor pages both ways, counts and count
   const model = new Map<number, { at: string; status: string }>();
   for (let id = 1; id <= 3_000; id++) {
     // Ten documents per timestamp: cursors land inside runs of equal keys.
-    const doc = { at: `2026-${String(Math.floor(((id * 37) % 3_000) / 10)).padStart(4, "0")}`, status: `s${id % 4}` };
+    const doc = {
+      at: `2026-${String(Math.floor(((id * 37) % 3_000) / 10)).padStart(4, "0")}`,
+      status: `s${id % 4}`,
+    };
     model.set(id, doc);
     await docs.upsert(id, 1, { $set: doc });
   }
