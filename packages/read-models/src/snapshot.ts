@@ -11,14 +11,19 @@ import type { Document } from "./port.ts";
  * (tombstones included) as they were after every event up to `position` and none after.
  *
  * Layout: frames of [u32 length][bytes]; the first is the header (JSON), each next one a chunk of
- * one collection's documents (V8 serialisation, as structuredClone copies them); then the SHA-256
+ * one collection's documents: a tag byte, then JSON ("J") when every value in the chunk survives
+ * JSON unchanged (strings, finite numbers, booleans, null, arrays and plain objects: what
+ * projections make of events; JSON.parse reads them in half the time of V8's deserialiser), else
+ * V8 serialisation ("V", as structuredClone copies them); then the SHA-256
  * of everything before it. A file that is cut short, altered, of another format or of another
  * projection key fails a check and reads as no snapshot. It is written to a temporary file,
  * fsynced, renamed over the previous one and the directory fsynced: a crash at any moment leaves
  * the previous snapshot or the new one, whole.
  */
 
-const FORMAT = "cheese-read-models-snapshot/1";
+const FORMAT = "cheese-read-models-snapshot/2";
+const JSON_CHUNK = 0x4a; // "J"
+const V8_CHUNK = 0x56; // "V"
 const CHUNK = 2_000;
 
 export interface SnapshotHeader {
@@ -75,7 +80,7 @@ export async function writeSnapshot(
     await frame(Buffer.from(JSON.stringify(header), "utf8"));
     for (const { documents } of collections) {
       for (let from = 0; from < documents.length; from += CHUNK) {
-        await frame(serialize(documents.slice(from, from + CHUNK)));
+        await frame(encodeChunk(documents.slice(from, from + CHUNK)));
       }
     }
     await handle.write(hash.digest());
@@ -91,6 +96,42 @@ export async function writeSnapshot(
     await directory.sync();
   } finally {
     await directory.close();
+  }
+}
+
+function encodeChunk(documents: Document[]): Buffer {
+  return jsonSafe(documents)
+    ? Buffer.concat([Buffer.of(JSON_CHUNK), Buffer.from(JSON.stringify(documents), "utf8")])
+    : Buffer.concat([Buffer.of(V8_CHUNK), serialize(documents)]);
+}
+
+function decodeChunk(frame: Buffer): Document[] {
+  const body = frame.subarray(1);
+  if (frame[0] === JSON_CHUNK) return JSON.parse(body.toString("utf8")) as Document[];
+  if (frame[0] === V8_CHUNK) return deserialize(body) as Document[];
+  throw new Error(`a chunk of unknown kind ${frame[0]}`);
+}
+
+/** Whether JSON gives `value` back equal: no undefined, -0, NaN, Date, Map, class instance... */
+function jsonSafe(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "object": {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !jsonSafe(value[i])) return false;
+        return true;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+      for (const key in value) if (!jsonSafe((value as Record<string, unknown>)[key])) return false;
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
@@ -132,7 +173,7 @@ export async function readSnapshot(dir: string, projection: string): Promise<Sna
     for (const { name, documents: count } of header.collections) {
       const documents: Document[] = [];
       while (documents.length < count) {
-        const chunk = deserialize(next()) as Document[];
+        const chunk = decodeChunk(next());
         if (!Array.isArray(chunk) || chunk.length === 0) throw new Error("not a chunk of documents");
         for (const document of chunk) documents.push(document);
       }

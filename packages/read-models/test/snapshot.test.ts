@@ -111,6 +111,30 @@ describe("in-memory read-model snapshots", () => {
     await expectAnswers(second, model);
   });
 
+  it("gives back values JSON would change (dates, -0, undefined) as they were, beside plain documents", async () => {
+    const first = await open();
+    const owners = first.collection("owners");
+    const since = new Date("2026-01-02T03:04:05.006Z");
+    await owners.upsert("odd", 1, { $set: { since, balance: -0, note: undefined, tags: ["a", null] } });
+    for (let id = 0; id < 2_500; id++)
+      await owners.upsert(`plain-${id}`, 1, { $set: { shops: [id], name: "é ✓" } });
+    await first.snapshots!.save(shop(), 7);
+
+    const second = await open();
+    expect(await second.snapshots!.restore(shop(), { notAfter: 7 })).toEqual({ position: 7 });
+    const odd = await second.collection("owners").findOne({ _id: "odd" });
+    expect(odd?.since).toEqual(since);
+    expect(Object.is(odd?.balance, -0)).toBe(true);
+    expect(odd && "note" in odd).toBe(true);
+    expect(odd?.tags).toEqual(["a", null]);
+    expect(await second.collection("owners").findOne({ _id: "plain-2499" })).toEqual({
+      _id: "plain-2499",
+      shops: [2499],
+      name: "é ✓",
+      _revision: 1,
+    });
+  });
+
   it("captures the documents when save is called, not when the file is written", async () => {
     const store = await open();
     const items = store.collection<Item>("items");
