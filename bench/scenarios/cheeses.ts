@@ -85,6 +85,11 @@ export const manyCheeses: Fixture = {
       if (served !== JSON.stringify(doc))
         throw new Error(`cheese ${doc.id} is served as ${served}, not as ${JSON.stringify(doc)}`);
     }
+    // And the orders are there: the last one, approved.
+    const order = await system.fetch(`/v2/store/order/${count}`);
+    const served = (await order.json()) as { status?: string };
+    if (order.status !== 200 || served.status !== "approved")
+      throw new Error(`order ${count} is served as ${order.status} ${JSON.stringify(served)}`);
     return { collections: { cheeses }, headers: system.headers };
   },
 };
