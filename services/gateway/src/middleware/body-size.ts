@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
+import { setAnswerHeader } from "./answer-headers.ts";
 
 /** Every JSON or form body we take is small; the largest, a batch of 100 customers, is ~50 KB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -39,7 +40,7 @@ const fromNodeServer = (c: Context) => (c.env as { incoming?: unknown } | undefi
 /** Browsers must take every response for the type it declares (images included). */
 export const noSniff = createMiddleware<GatewayEnv>(async (c, next) => {
   await next();
-  c.header("X-Content-Type-Options", "nosniff");
+  setAnswerHeader(c, "X-Content-Type-Options", "nosniff");
 });
 
 /** The deepest JSON body we take; our deepest schema (an order's address) is 3 levels. */

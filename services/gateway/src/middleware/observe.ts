@@ -15,6 +15,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { matchedRoutes } from "hono/route";
 import type { GatewayEnv } from "../env.ts";
+import { setAnswerHeader } from "./answer-headers.ts";
 
 /** A caller's request id is echoed when it looks like an id; anything else is replaced. */
 const acceptableId = /^[\w.:-]{1,128}$/;
@@ -64,7 +65,7 @@ export function observe(logger: Logger) {
     try {
       await next();
     } finally {
-      c.header("X-Request-Id", id);
+      setAnswerHeader(c, "X-Request-Id", id);
       const ms = performance.now() - started;
       const route = routeOf(c);
       const { status } = c.res;
