@@ -24,12 +24,17 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema?: Schema }> }>;
   /** How the operation is meant to be called: the first of its security schemes. */
   auth: "api_key" | "bearer_auth" | "cheesy_oauth" | "none";
+  /** Every security scheme the operation accepts. */
+  schemes: string[];
 }
+
+/** A fixture customer: signed in, with an API key of its own. */
+type FixtureCustomer = TestCustomer & { apiKey: string; apiKeyId: string };
 
 /** What a generated request refers to, made before the run so valid requests find things. */
 export interface Fixtures {
-  owner: TestCustomer & { apiKey: string; apiKeyId: string };
-  other: TestCustomer & { apiKey: string; orderId: number };
+  owner: FixtureCustomer;
+  other: FixtureCustomer & { orderId: number };
   operatorBearer: string;
   cheeseId: number;
   orderId: number;
@@ -57,8 +62,21 @@ export interface FuzzReport {
   runs: number;
   sent: number;
   statuses: Record<string, number>;
+  /**
+   * Answers to requests that carried a fixture customer's own valid credentials (its session or
+   * API key) on an operation accepting them, other than those that can end their customer: how
+   * many, and how many of those were 401 (any would mean the run tested the front door only).
+   */
+  asCustomer: { sent: number; unauthorized: number };
   findings: Finding[];
 }
+
+/**
+ * Operations that can end the customer they act on (its session, its API key, its name, its
+ * account). They act on stand-in customers, renewed after each success, so the fixture customers'
+ * credentials stay valid for the whole run.
+ */
+const ENDS_ITS_CUSTOMER = new Set(["logoutCustomer", "deleteCustomer", "updateCustomer", "revokeApiKey"]);
 
 const HUGE_HEADER = "h".repeat(20_000);
 const address = { street: "1 Rind Row", city: "Wells", zipCode: "BA5 2PB", country: "GB" };
@@ -94,6 +112,7 @@ export function operationsOf(document: Schema): Operation[] {
           : {}),
         responses: op.responses as Operation["responses"],
         auth: (Object.keys(security[0] ?? {})[0] as Operation["auth"] | undefined) ?? "none",
+        schemes: security.flatMap((scheme) => Object.keys(scheme)),
       });
     }
   }
@@ -161,13 +180,12 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
   });
   const imageUrl = ((await image.json()) as { imageUrl?: string }).imageUrl ?? "";
   const customer = async () => {
-    const c = await registerAndLogin(system);
-    const key = await post(`/customer/${c.username}/apiKeys`, c.bearer);
+    const c = await fixtureCustomer(system);
     const order = await post("/store/order", c.bearer, {
       items: [{ cheeseId, quantity: 1 }],
       shippingAddress: address,
     });
-    return { ...c, apiKey: key.key as string, apiKeyId: String(key.id), orderId: order.id as number };
+    return { ...c, orderId: order.id as number };
   };
   const [owner, other] = [await customer(), await customer()];
   const webhook = await post("/webhooks", operator, {
@@ -183,6 +201,18 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
     webhookId: webhook.id as number,
     imageFile: imageUrl.split("/").pop() ?? "none.png",
   };
+}
+
+/** A new customer, signed in, with an API key. */
+async function fixtureCustomer(system: RunningSystem): Promise<FixtureCustomer> {
+  const c = await registerAndLogin(system);
+  const response = await fetch(`${system.baseUrl}/customer/${c.username}/apiKeys`, {
+    method: "POST",
+    headers: c.bearer,
+  });
+  if (response.status >= 300) throw new Error(`fixture API key: ${response.status} ${await response.text()}`);
+  const key = (await response.json()) as { key: string; id: number };
+  return { ...c, apiKey: key.key, apiKeyId: String(key.id) };
 }
 
 /** Every generated request for `operations`, as fast-check arbitraries. */
@@ -477,7 +507,31 @@ export async function fuzz(options: {
     seed: options.seed,
     numRuns: options.runs,
   });
-  const report: FuzzReport = { seed: options.seed, runs: options.runs, sent: 0, statuses: {}, findings: [] };
+  const report: FuzzReport = {
+    seed: options.seed,
+    runs: options.runs,
+    sent: 0,
+    statuses: {},
+    asCustomer: { sent: 0, unauthorized: 0 },
+    findings: [],
+  };
+  // The stand-ins for the owner and the other customer in operations that can end them; a
+  // renewal under way is awaited by the next such request.
+  let standIns = { owner: await fixtureCustomer(system), other: await fixtureCustomer(system) };
+  let renewal: Promise<void> | undefined;
+  const renew = (which: "owner" | "other") => {
+    renewal ??= fixtureCustomer(system).then(
+      (fresh) => {
+        standIns = { ...standIns, [which]: fresh };
+        renewal = undefined;
+      },
+      (error: Error) => {
+        report.findings.push({ request: "a stand-in customer", problem: `not created: ${error.message}` });
+        renewal = undefined;
+      },
+    );
+    return renewal;
+  };
   let next = 0;
   // Each worker its own connection (re-opened when the gateway closes it, as after a 431 or a
   // 413): what one request does to its connection shows on that worker's next request.
@@ -492,7 +546,21 @@ export async function fuzz(options: {
         const index = next++;
         const request = generated[index]!;
         const op = byId.get(request.op)!;
-        const { url, init } = materialise(request, op, fixtures, system.rootUrl);
+        const endsItsCustomer = ENDS_ITS_CUSTOMER.has(op.id);
+        if (endsItsCustomer) await renewal;
+        const acting = endsItsCustomer
+          ? {
+              ...fixtures,
+              owner: standIns.owner,
+              other: { ...standIns.other, orderId: fixtures.other.orderId },
+            }
+          : fixtures;
+        const { url, init } = materialise(request, op, acting, system.rootUrl);
+        const ownCredentials =
+          !endsItsCustomer &&
+          ((["owner-session", "other-session"].includes(request.auth) &&
+            op.schemes.includes("bearer_auth")) ||
+            (request.auth === "owner-key" && op.schemes.includes("api_key")));
         const label = `#${index} ${request.op} ${init.method} ${url.slice(system.rootUrl.length, system.rootUrl.length + 160)} auth=${request.auth} body=${request.body?.mode ?? "none"}`;
         const after = previous;
         previous = label;
@@ -514,6 +582,17 @@ export async function fuzz(options: {
           const text = await response.text();
           report.sent++;
           report.statuses[response.status] = (report.statuses[response.status] ?? 0) + 1;
+          if (ownCredentials) {
+            report.asCustomer.sent++;
+            if (response.status === 401) report.asCustomer.unauthorized++;
+          }
+          if (endsItsCustomer && response.status < 300) {
+            // Whichever stand-in it acted on may be gone: its session, key, name or account.
+            const other =
+              request.auth === "other-session" ||
+              Object.values(request.pathValues).some((v) => typeof v === "string" && v.startsWith("@other:"));
+            await renew(other ? "other" : "owner");
+          }
           if (response.status >= 500) finding(`${response.status}: ${text.slice(0, 300)}`);
           const pointer = expectedSchema(op, response.status);
           if (response.status >= 400 && !response.headers.get("x-request-id"))
@@ -556,6 +635,7 @@ export async function fuzz(options: {
 export function describeReport(report: FuzzReport): string {
   const lines = [
     `fuzz: seed ${report.seed}, ${report.sent}/${report.runs} requests answered; statuses ${JSON.stringify(report.statuses)}`,
+    `as a fixture customer with its own valid credentials: ${report.asCustomer.sent} requests, ${report.asCustomer.unauthorized} answered 401`,
     `replay: pnpm fuzz --seed ${report.seed} --runs ${report.runs}`,
   ];
   for (const f of report.findings.slice(0, 40)) lines.push(`  ${f.request}\n    → ${f.problem}`);
