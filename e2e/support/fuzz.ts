@@ -35,6 +35,8 @@ type FixtureCustomer = TestCustomer & { apiKey: string; apiKeyId: string };
 export interface Fixtures {
   owner: FixtureCustomer;
   other: FixtureCustomer & { orderId: number };
+  /** Who the operations that can end their customer act on instead (see ENDS_ITS_CUSTOMER). */
+  standIns: { owner: FixtureCustomer; other: FixtureCustomer };
   operatorBearer: string;
   cheeseId: number;
   orderId: number;
@@ -188,6 +190,7 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
     return { ...c, orderId: order.id as number };
   };
   const [owner, other] = [await customer(), await customer()];
+  const standIns = { owner: await fixtureCustomer(system), other: await fixtureCustomer(system) };
   const webhook = await post("/webhooks", operator, {
     url: "http://127.0.0.1:9/fuzz",
     events: ["order.placed"],
@@ -195,6 +198,7 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
   return {
     owner,
     other,
+    standIns,
     operatorBearer,
     cheeseId,
     orderId: owner.orderId,
@@ -517,10 +521,17 @@ export async function fuzz(options: {
   };
   // The stand-ins for the owner and the other customer in operations that can end them; a
   // renewal under way is awaited by the next such request.
-  let standIns = { owner: await fixtureCustomer(system), other: await fixtureCustomer(system) };
+  let standIns = fixtures.standIns;
   let renewal: Promise<void> | undefined;
+  // A POST on a pooled connection the gateway closed as idle fails without reaching it (fetch
+  // retries only idempotent requests): a stand-in is scaffolding, so try again.
+  const freshCustomer = async (attempt = 1): Promise<FixtureCustomer> =>
+    fixtureCustomer(system).catch((error: Error) => {
+      if (attempt >= 3) throw error;
+      return freshCustomer(attempt + 1);
+    });
   const renew = (which: "owner" | "other") => {
-    renewal ??= fixtureCustomer(system).then(
+    renewal ??= freshCustomer().then(
       (fresh) => {
         standIns = { ...standIns, [which]: fresh };
         renewal = undefined;
