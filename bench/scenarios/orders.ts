@@ -2,7 +2,10 @@
  * Order placement → `order.placed` webhook at a local receiver. Orders are placed at a fixed rate
  * (open loop: each at its time, answered or not), and every order's webhook is awaited; the
  * latency is from the order's 201 to the webhook's arrival. First at 100 orders/s, then at rising
- * rates until the webhooks' p99 passes a second: the rate the pipeline sustains.
+ * rates until the webhooks' p99 passes a second: the rate the pipeline sustains. Before the
+ * 100/s run, 3 s at that rate are placed and awaited unmeasured (the warm-up of every scenario);
+ * the 100/s run is then broken down into CPU per order per process and per-stage times, read back
+ * from the stores (`order-stages.ts`).
  */
 import { join } from "node:path";
 import { tempDir } from "@cheese/testing";
@@ -10,6 +13,7 @@ import { envelopeOf, Receiver } from "../../e2e/support/receiver.ts";
 import { clientOf, ms } from "../harness/compare.ts";
 import type { BenchOptions, MeasuredRow, Measurement, SystemClient } from "../harness/scenario.ts";
 import { BENCH_API_KEY, startBenchSystem, treeUsage } from "../harness/system.ts";
+import { type OrderTimes, stageRows } from "./order-stages.ts";
 
 interface RateResult {
   rate: number;
@@ -21,6 +25,8 @@ interface RateResult {
   webhookP99: number;
   /** Placed orders whose webhook had not arrived 30 s after the last was placed. */
   missing: number;
+  /** Per order id whose webhook arrived: when it was sent, answered, its webhook received. */
+  times: Map<string, OrderTimes>;
 }
 
 const quantile = (sorted: number[], q: number) =>
@@ -87,6 +93,9 @@ async function atRate(
     webhookP50: quantile(webhooks, 0.5),
     webhookP99: quantile(webhooks, 0.99),
     missing: answered.size - arrivals.size,
+    times: new Map(
+      [...arrivals].map(([orderId, receivedAt]) => [orderId, { ...answered.get(orderId)!, receivedAt }]),
+    ),
   };
 }
 
@@ -135,11 +144,24 @@ export const orderWebhooks: Measurement = {
       }
       const rows: MeasuredRow[] = [];
       const seconds = options.quick ? 2 : 10;
-      // Warm-up, not reported.
-      await atRate(client, receiver, cheeseIds, options.quick ? 10 : 50, options.quick ? 1 : 3);
-      const fixed = await atRate(client, receiver, cheeseIds, options.quick ? 20 : 100, seconds);
+      const fixedRate = options.quick ? 20 : 100;
+      // Warm-up at the measured rate, not reported (as the HTTP scenarios' 3 s): the first
+      // seconds of a cold system (JIT, first connections) are not the pipeline's steady cost.
+      await atRate(client, receiver, cheeseIds, fixedRate, options.quick ? 1 : 3);
+      const before = treeUsage(system.launcherPid).byProcess;
+      const fixed = await atRate(client, receiver, cheeseIds, fixedRate, seconds);
+      const after = treeUsage(system.launcherPid).byProcess;
       if (fixed.placed === 0) throw new Error(`no order placed: ${JSON.stringify(fixed.failed)}`);
       rows.push(row(fixed, options.quick ? undefined : { p99Ms: 150 }));
+      const cpu = Object.entries(after)
+        .map(([name, usage]) => [name, (usage.cpuMs - (before[name]?.cpuMs ?? 0)) / fixed.placed] as const)
+        .filter(([, perOrder]) => perOrder >= 0.005)
+        .sort(([, a], [, b]) => b - a);
+      rows.push({
+        name: `  CPU per order, until its webhook arrived: ${cpu.reduce((sum, [, perOrder]) => sum + perOrder, 0).toFixed(2)} ms`,
+        value: cpu.map(([name, perOrder]) => `${name} ${perOrder.toFixed(2)}`).join(", "),
+      });
+      rows.push(...stageRows(system.dataDir, fixed.times));
       if (!options.quick) {
         // Rising rates until the webhooks' p99 passes a second (or some never arrive).
         const within = (r: RateResult) => r.missing === 0 && r.webhookP99 < 1000;

@@ -130,13 +130,19 @@ export interface ConsumeEventsOptions<Definition extends EventDefinition>
    * here (log it) instead of blocking the durable.
    */
   onInvalid: (event: DeliveredEvent, error: Error) => void;
+  /**
+   * Asked first, before the payload is parsed: an event it answers false for is acked without
+   * reaching the handler. For a consumer that needs only some of its events at a time (the
+   * notification service, events no webhook subscribes to), so that those cost no parsing.
+   */
+  wanted?: (event: DeliveredEvent) => boolean | Promise<boolean>;
 }
 
 export function consumeEvents<Definition extends EventDefinition>(
   bus: MessageBus,
   options: ConsumeEventsOptions<Definition>,
 ): Closable {
-  const { events, handler, onInvalid, ...rest } = options;
+  const { events, handler, onInvalid, wanted, ...rest } = options;
   const bySubject = new Map<string, EventDefinition>(events.map((d) => [d.subject, d]));
   return bus.consume({
     ...rest,
@@ -144,6 +150,7 @@ export function consumeEvents<Definition extends EventDefinition>(
     handler: async (event) => {
       const definition = bySubject.get(event.subject);
       if (!definition) return onInvalid(event, new Error(`no definition for ${event.subject}`));
+      if (wanted && !(await wanted(event))) return;
       const parsed = definition.schema.safeParse(event.payload);
       if (!parsed.success) return onInvalid(event, parsed.error);
       await handler({ ...event, payload: parsed.data } as TypedEvent<Definition>);

@@ -777,6 +777,33 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(handled).toEqual(["added Brie", "removed 1"]);
         expect(invalid).toEqual([{ id: bad, deliveryCount: 1 }]);
       });
+
+      it("acks the events the consumer does not want without handling them, and goes on", async () => {
+        const bus = await client();
+        const added = defineEvent({
+          subject: `events.test${uid()}.cheese.added`,
+          schema: z.object({ cheeseId: z.number() }),
+        });
+        const ids = [uid(), uid(), uid()];
+        for (const [n, id] of ids.entries()) await publishEvent(bus, added, { id, payload: { cheeseId: n } });
+        const asked: string[] = [];
+        const handled: number[] = [];
+        consumeEvents(bus, {
+          durable: `d-${uid()}`,
+          events: [added],
+          wanted: async (event) => {
+            asked.push(event.id);
+            return event.id !== ids[1];
+          },
+          handler: async (event) => {
+            handled.push(event.payload.cheeseId);
+          },
+          onInvalid: () => {},
+        });
+        await waitFor(() => handled.length === 2, "2 wanted events");
+        expect(handled).toEqual([0, 2]);
+        expect(asked).toEqual(ids); // the unwanted one was acked: asked once, never redelivered
+      });
     });
   });
 }

@@ -1,6 +1,12 @@
 import { webhookEventData } from "@cheese/contracts";
 import { describe, expect, it } from "vitest";
-import { eventIdFor, type MappedEvent, toWebhookEvent } from "../src/domain/event-mapping.ts";
+import {
+  eventIdFor,
+  kindsBySubject,
+  type MappedEvent,
+  mappedEvents,
+  toWebhookEvent,
+} from "../src/domain/event-mapping.ts";
 
 const cheese = {
   id: 42,
@@ -92,8 +98,14 @@ describe("integration events to webhook kinds (docs/webhooks.md)", () => {
   it.each(cases)("%s becomes the right kind, with data as documented", (subject, payload, kind) => {
     const outgoing = toWebhookEvent(event(subject, payload));
     expect(outgoing?.kind).toBe(kind);
+    // Events whose kinds nobody subscribes to are dropped by subject: the list must hold it.
+    expect(kindsBySubject.get(subject)).toContain(kind);
     const schema = webhookEventData[kind as keyof typeof webhookEventData].schema;
     expect(schema.strict().safeParse(outgoing?.data).success, JSON.stringify(outgoing?.data)).toBe(true);
+  });
+
+  it("names the kinds of every integration event it consumes", () => {
+    expect([...kindsBySubject.keys()].sort()).toEqual(mappedEvents.map((d) => d.subject).sort());
   });
 
   it("gives order.shipped exactly its documented fields, ids as strings", () => {

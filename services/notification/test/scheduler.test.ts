@@ -186,6 +186,38 @@ describe("delivery scheduler with an injected clock", () => {
     );
   });
 
+  it("gives a receiver's slot to its next delivery once it has answered, before the result is recorded", async () => {
+    await register(1, "/one-slot");
+    // The first attempt's result is held back from the store until the second request arrived.
+    const append = store.append.bind(store);
+    let secondArrived: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      secondArrived = resolve;
+    });
+    let held = 0;
+    store.append = async (stream, events, options) => {
+      if (events[0]?.type === "AttemptSucceeded" && held++ === 0) await arrived;
+      return append(stream, events, options);
+    };
+    const scheduler = await startScheduler({ maxInFlightPerWebhook: 1 });
+    const first = await deliver(1);
+    await clock.advance(1);
+    const second = await deliver(1);
+    scheduler.wake();
+    try {
+      await receiver.waitFor("/one-slot", 2, 5000);
+      expect((await delivery(first)).status).toBe("attempting");
+    } finally {
+      secondArrived();
+    }
+    await scheduler.settle();
+    expect(await delivery(first)).toMatchObject({ status: "delivered", attempt: 1 });
+    expect(await delivery(second)).toMatchObject({ status: "delivered", attempt: 1 });
+    expect(receiver.requests("/one-slot").map((r) => envelopeOf(r).id)).toEqual(
+      [first, second].map((id) => `evt_${id.toString(16).padStart(32, "0")}`),
+    );
+  });
+
   it("gives back unsent an attempt claimed just as the registration was paused", async () => {
     await register(1, "/racing");
     // The pause lands right after the claim, before the request would go out.

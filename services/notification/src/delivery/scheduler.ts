@@ -419,7 +419,7 @@ export class DeliveryScheduler {
     due.sort(([a, x], [b, y]) => x.createdAt.localeCompare(y.createdAt) || a - b);
     for (const [deliveryId, tracked] of due) {
       if (this.hasCapacity(tracked.webhookId))
-        this.run(deliveryId, tracked.webhookId, () => this.attempt(deliveryId));
+        this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
     }
     this.timer = this.clock.setTimeout(() => this.tick(), Math.max(0, nextWake - this.now()));
   }
@@ -431,25 +431,39 @@ export class DeliveryScheduler {
     );
   }
 
-  /** Runs one piece of work on a delivery, counting it against its registration's slots. */
-  private run(deliveryId: number, webhookId: number | undefined, job: () => Promise<void>): void {
+  /**
+   * Runs one piece of work on a delivery, counting it against its registration's slots. The job
+   * may give its registration's slot back early (`answered`: the receiver has answered, what is
+   * left is our own recording), so that the receiver's next due delivery goes out meanwhile; the
+   * delivery stays busy, and counted in `WEBHOOK_MAX_IN_FLIGHT`, until the job ends.
+   */
+  private run(
+    deliveryId: number,
+    webhookId: number | undefined,
+    job: (answered: () => void) => Promise<void>,
+  ): void {
     this.busy.add(deliveryId);
+    let holdsSlot = webhookId !== undefined;
     if (webhookId !== undefined) {
       this.inFlight++;
       this.inFlightPerWebhook.set(webhookId, (this.inFlightPerWebhook.get(webhookId) ?? 0) + 1);
     }
-    const done = job()
+    const answered = () => {
+      if (!holdsSlot || webhookId === undefined) return;
+      holdsSlot = false;
+      const left = (this.inFlightPerWebhook.get(webhookId) ?? 1) - 1;
+      if (left > 0) this.inFlightPerWebhook.set(webhookId, left);
+      else this.inFlightPerWebhook.delete(webhookId);
+      this.wake();
+    };
+    const done = job(answered)
       .catch((error: unknown) =>
         this.options.logger.error({ err: error, deliveryId }, "delivery work failed"),
       )
       .finally(() => {
         this.busy.delete(deliveryId);
-        if (webhookId !== undefined) {
-          this.inFlight--;
-          const left = (this.inFlightPerWebhook.get(webhookId) ?? 1) - 1;
-          if (left > 0) this.inFlightPerWebhook.set(webhookId, left);
-          else this.inFlightPerWebhook.delete(webhookId);
-        }
+        answered();
+        if (webhookId !== undefined) this.inFlight--;
         this.work.delete(done);
         this.wake();
       });
@@ -478,7 +492,7 @@ export class DeliveryScheduler {
     }
   }
 
-  private async attempt(deliveryId: number): Promise<void> {
+  private async attempt(deliveryId: number, answered: () => void = () => {}): Promise<void> {
     const { logger, delays } = this.options;
     const webhookId = this.index.get(deliveryId)?.webhookId;
     if (webhookId === undefined) return;
@@ -553,6 +567,9 @@ export class DeliveryScheduler {
       });
     }
     endSpan(span, result.ok ? undefined : (result.error ?? "failed"));
+    // The receiver is done with this attempt: its slot goes to its next due delivery while the
+    // result is recorded (the result's commit held the slot about as long as the request).
+    answered();
     const recorded = await this.command(deliveryId, {
       type: "RecordResult",
       round,

@@ -26,6 +26,30 @@ export const mappedEvents = [
 
 export type MappedEvent = TypedEvent<(typeof mappedEvents)[number]>;
 
+/**
+ * The kinds an integration event may become, by subject (what {@link toWebhookEvent} can answer
+ * for it): an event none of whose kinds has a subscriber is dropped before it is even parsed.
+ */
+export const kindsBySubject: ReadonlyMap<string, readonly WebhookEventKind[]> = new Map<
+  (typeof mappedEvents)[number]["subject"],
+  WebhookEventKind[]
+>([
+  ["events.catalogue.cheese.added", ["cheese.new_arrival"]],
+  [
+    "events.catalogue.cheese.status_changed",
+    ["cheese.low_stock", "cheese.out_of_stock", "cheese.back_in_stock"],
+  ],
+  ["events.ordering.order.placed", ["order.placed"]],
+  ["events.ordering.order.approved", ["order.confirmed"]],
+  ["events.ordering.order.shipped", ["order.shipped"]],
+  ["events.ordering.order.delivered", ["order.delivered"]],
+  ["events.ordering.order.cancelled", ["order.cancelled"]],
+  ["events.customer.customer.created", ["customer.created"]],
+  ["events.customer.customer.updated", ["customer.updated"]],
+  ["events.customer.customer.status_changed", ["customer.subscription_changed"]],
+  ["events.customer.api_key.expiring", ["api_key.expiring"]],
+]);
+
 export interface OutgoingEvent {
   kind: WebhookEventKind;
   data: Record<string, unknown>;

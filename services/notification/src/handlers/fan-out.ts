@@ -20,6 +20,12 @@ export interface Outgoing {
    * sorting by it restores publish order, however the fan-outs interleave); now by default.
    */
   createdAt?: string;
+  /**
+   * Nothing can have been recorded for this event yet: it is the bus's first delivery of it (the
+   * bus stores an event id once; a handling that failed half way is redelivered, counted as
+   * such). Its record is then not looked for before the subscribers are.
+   */
+  firstDelivery?: boolean;
 }
 
 /** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
@@ -40,7 +46,7 @@ export async function fanOut(
   targets: Targets = { except: [] },
 ): Promise<RecordedWebhookEvent | undefined> {
   const stream = webhookEventStream(outgoing.eventId);
-  const [existing] = await deps.store.readStream(stream, { maxCount: 1 });
+  const [existing] = outgoing.firstDelivery ? [] : await deps.store.readStream(stream, { maxCount: 1 });
   let recorded = existing?.data as RecordedWebhookEvent | undefined;
   if (!recorded) {
     const webhookIds =
@@ -90,6 +96,15 @@ export async function fanOut(
   );
   deps.wakeScheduler();
   return recorded;
+}
+
+/** Whether any registration (paused and disabled ones too) subscribes to one of `kinds` now. */
+export async function hasSubscriber(
+  deps: NotificationDeps,
+  kinds: readonly WebhookEventKind[],
+): Promise<boolean> {
+  for (const kind of kinds) if ((await subscribers(deps, kind)).length > 0) return true;
+  return false;
 }
 
 /** The subscribers of each kind, as found at a count of `webhookChanges`, per deps. */

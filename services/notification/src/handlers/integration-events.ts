@@ -1,8 +1,8 @@
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
 import { contextFromHeaders, contextMetadata, inSpan, type Logger, SpanKind } from "@cheese/service-kit";
-import { eventIdFor, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
+import { eventIdFor, kindsBySubject, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
 import type { NotificationDeps } from "./deps.ts";
-import { fanOut } from "./fan-out.ts";
+import { fanOut, hasSubscriber } from "./fan-out.ts";
 
 export const WEBHOOK_CONSUMER = "notification-webhooks";
 /**
@@ -27,6 +27,11 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
     // Failures here are the event store being unavailable; keep retrying (backoff up to 30 s) for hours.
     maxDeliver: 500,
     maxInFlight: WEBHOOK_CONSUMER_IN_FLIGHT,
+    // An event first delivered when no registration subscribes to any kind it may become costs
+    // nothing more: no parsing, no event-store read or append (a redelivered one may have a
+    // record from its earlier handling, whose deliveries must be completed: it goes on).
+    wanted: (event) =>
+      event.deliveryCount > 1 || hasSubscriber(deps, kindsBySubject.get(event.subject) ?? []),
     handler: async (event) => {
       const outgoing = toWebhookEvent(event);
       if (!outgoing) return;
@@ -46,6 +51,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
               kind: outgoing.kind,
               data: outgoing.data,
               createdAt: event.publishedAt,
+              firstDelivery: event.deliveryCount === 1,
             },
             { ...contextMetadata(context, event.id) },
           );
