@@ -165,8 +165,8 @@ class NatsBus implements MessageBus {
   ) {}
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
-    const replies = (this.replies ??= new ReplyInbox(this.nc));
-    const reply = await replies.request(
+    this.replies ??= new ReplyInbox(this.nc);
+    const reply = await this.replies.request(
       subject,
       encodeJson(payload),
       toNatsHeaders(withDeadline(options.headers, options.timeoutMs)),
@@ -356,7 +356,8 @@ class ReplyInbox {
         clearTimeout(timer);
         this.waiting.delete(token);
         if (reply instanceof Error) reject(reply);
-        else if (reply.data.length === 0 && reply.headers?.code === 503) reject(new NoRespondersError(subject));
+        else if (reply.data.length === 0 && reply.headers?.code === 503)
+          reject(new NoRespondersError(subject));
         else resolve(reply);
       };
       const timer = setTimeout(() => settle(new RequestTimeoutError(subject, timeoutMs)), timeoutMs);
