@@ -1,10 +1,12 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { serviceNodeOptions } from "@cheese/launcher/node-options";
+import { processNodeOptions } from "@cheese/launcher/node-options";
 import { processAlive } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { json, launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
+
+type ServiceName = Parameters<typeof processNodeOptions>[0][number];
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -35,12 +37,24 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
     expect(system.output()).toMatch(/2 gateways on ports \d+, \d+ behind :\d+/);
   });
 
-  it("runs every process with its service's V8 options, as the manifests do", () => {
-    for (const [service, pids] of Object.entries(system.pids())) {
-      const expected = serviceNodeOptions[service as keyof typeof serviceNodeOptions].split(" ");
-      for (const pid of pids) {
+  it("runs every process with its services' V8 options, ordering, customer and notification in one", () => {
+    const pids = system.pids();
+    expect(pids.ordering).toHaveLength(2);
+    expect(pids.customer).toEqual(pids.ordering);
+    expect(pids.notification).toEqual(pids.ordering);
+    expect(pids.catalogue?.some((pid) => pids.ordering?.includes(pid))).toBe(false);
+    for (const [service, servicePids] of Object.entries(pids)) {
+      for (const pid of servicePids) {
+        const runs = readFileSync(`/proc/${pid}/environ`, "utf8")
+          .split("\0")
+          .find((variable) => variable.startsWith("SERVICE="))
+          ?.slice("SERVICE=".length)
+          .split(",") as ServiceName[];
+        expect(runs, `pid ${pid}`).toContain(service);
         const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-        expect(argv, `${service} (pid ${pid})`).toEqual(expect.arrayContaining(expected));
+        expect(argv, `${service} (pid ${pid})`).toEqual(
+          expect.arrayContaining(processNodeOptions(runs).split(" ")),
+        );
       }
     }
   });

@@ -8,7 +8,7 @@ import {
   portInUse,
   runAsProcess,
 } from "@cheese/service-kit/launch";
-import { loadLauncherConfig, serviceNames } from "./config.ts";
+import { backendProcesses, loadLauncherConfig, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
   developmentCredentials,
@@ -80,7 +80,11 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     }
   };
   const natsUrl = config.NATS_URL ?? nats?.url;
-  log.info("running each service as its own process over NATS");
+  log.info(
+    config.LAUNCH_MODE === "separate"
+      ? "running each service as its own process over NATS"
+      : "running the services as processes over NATS (ordering, customer and notification share one)",
+  );
 
   let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
   let stopping = false;
@@ -105,15 +109,15 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       })();
     },
   });
-  for (const service of serviceNames) {
-    if (service !== "gateway") supervisor.start(service, config.REPLICAS);
-  }
+  for (const services of backendProcesses(config.LAUNCH_MODE)) supervisor.start(services, config.REPLICAS);
   // One gateway listens on GATEWAY_PORT; several sit behind a round-robin balancer there.
   if (config.REPLICAS === 1) {
-    supervisor.start("gateway", 1);
+    supervisor.start(["gateway"], 1);
   } else {
     const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()));
-    supervisor.start("gateway", config.REPLICAS, (replica) => ({ GATEWAY_PORT: String(ports[replica - 1]) }));
+    supervisor.start(["gateway"], config.REPLICAS, (replica) => ({
+      GATEWAY_PORT: String(ports[replica - 1]),
+    }));
     try {
       balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
     } catch (error) {

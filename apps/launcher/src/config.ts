@@ -10,11 +10,28 @@ export const launcherConfigSchema = z.object({
   GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
   /** Processes per service in multi-process mode (2 to test scale-out). */
   REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
-  /** `auto`: separate processes when NATS is available; `single`: one process, in-process bus. */
-  LAUNCH_MODE: z.enum(["auto", "single"]).default("auto"),
+  /**
+   * `auto`: processes over NATS when NATS is available (the gateway, the catalogue, and the three
+   * services off the hot path sharing one); `separate`: one process per service; `single`: one
+   * process, in-process bus.
+   */
+  LAUNCH_MODE: z.enum(["auto", "separate", "single"]).default("auto"),
 });
 export type LauncherConfig = z.infer<typeof launcherConfigSchema>;
 
 export function loadLauncherConfig(env: Record<string, string | undefined> = process.env): LauncherConfig {
   return loadConfig(launcherConfigSchema, env);
+}
+
+/**
+ * The backend processes of `pnpm start` (the gateway runs on its own, one per replica). Every
+ * Node process costs ~70 MB before our code runs (the binary's pages, native memory, the heap of
+ * the modules every service loads); ordering, customer and notification serve no read on the hot
+ * path, so under `LAUNCH_MODE=auto` they share one process, each service still with its own NATS
+ * connection, stores and health port, as in separate processes. A crash of one restarts the three.
+ * Containers and Kubernetes run one service each.
+ */
+export function backendProcesses(mode: LauncherConfig["LAUNCH_MODE"]): ServiceName[][] {
+  if (mode === "separate") return [["catalogue"], ["ordering"], ["customer"], ["notification"]];
+  return [["catalogue"], ["ordering", "customer", "notification"]];
 }

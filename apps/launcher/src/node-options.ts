@@ -25,3 +25,13 @@ export const serviceNodeOptions: Record<ServiceName, string> = {
   customer: "--max-semi-space-size=1 --optimize-for-size",
   notification: "--max-semi-space-size=2",
 };
+
+/**
+ * The options of a process of `pnpm start` running `services` (config.ts, `backendProcesses`):
+ * those of the first; ordering's young generation serves ordering, customer and notification.
+ */
+export function processNodeOptions(services: readonly ServiceName[]): string {
+  const [first] = services;
+  if (!first) throw new Error("a process runs at least one service");
+  return serviceNodeOptions[first];
+}

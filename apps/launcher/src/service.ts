@@ -1,15 +1,26 @@
 import { runAsProcess } from "@cheese/service-kit";
-import { serviceNames } from "./config.ts";
+import { type ServiceName, serviceNames } from "./config.ts";
 import { starters } from "./single-process.ts";
 
 /**
- * Container entry point: runs the one service named by SERVICE as this process (the image is
- * shared by all services), and what `pnpm start` runs for each process: `node apps/launcher/dist/service.js`.
+ * Container entry point: runs the service named by SERVICE as this process (the image is shared
+ * by all services), and what `pnpm start` runs for each process: `node apps/launcher/dist/service.js`.
+ * `pnpm start` may name several (comma separated, config.ts `backendProcesses`): each is started
+ * as in a process of its own (its own NATS connection, stores and health port) and they stop
+ * together, in reverse order.
  */
-const name = process.env.SERVICE;
-if (!name || !(serviceNames as readonly string[]).includes(name)) {
+const names = (process.env.SERVICE ?? "").split(",").filter(Boolean);
+if (names.length === 0 || names.some((name) => !(serviceNames as readonly string[]).includes(name))) {
   console.error(`invalid configuration:\n  SERVICE: must be one of ${serviceNames.join(", ")}`);
   process.exit(1);
 }
-const start = await starters[name as (typeof serviceNames)[number]]();
-void runAsProcess(() => start());
+const starts = await Promise.all(names.map((name) => starters[name as ServiceName]()));
+void runAsProcess(async () => {
+  const running: { stop(): Promise<void> }[] = [];
+  for (const start of starts) running.push(await start());
+  return {
+    async stop() {
+      for (const service of running.reverse()) await service.stop();
+    },
+  };
+});

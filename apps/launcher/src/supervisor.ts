@@ -4,14 +4,15 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit/launch";
 import type { ServiceName } from "./config.ts";
-import { serviceNodeOptions } from "./node-options.ts";
+import { processNodeOptions } from "./node-options.ts";
 import type { LineWriter } from "./output.ts";
 
 /**
  * Every process runs the container's entry point with SERVICE set: built JavaScript under plain
  * node (dist/service.js beside dist/cli.js); under `pnpm dev` the source, with the loader this
- * process was started with (process.execArgv). Its service's V8 options come first
- * (node-options.ts), so a flag the launcher was started with (a benchmark's) wins.
+ * process was started with (process.execArgv). SERVICE names the services it runs (comma
+ * separated). Its V8 options come first (node-options.ts), so a flag the launcher was started
+ * with (a benchmark's) wins.
  */
 const serviceEntry = fileURLToPath(
   new URL(`./service${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
@@ -22,7 +23,7 @@ const KEPT_STDERR_LINES = 20;
 
 interface Instance {
   label: string;
-  service: ServiceName;
+  services: readonly ServiceName[];
   child: ChildProcess | undefined;
   restarts: number;
   env: Record<string, string>;
@@ -56,17 +57,21 @@ export class Supervisor {
 
   constructor(private readonly options: SupervisorOptions) {}
 
-  /** Starts `replicas` processes; `envFor(replica)` adds per-replica variables (e.g. a port). */
+  /**
+   * Starts `replicas` processes, each running `services`; `envFor(replica)` adds per-replica
+   * variables (e.g. a port).
+   */
   start(
-    service: ServiceName,
+    services: readonly ServiceName[],
     replicas: number,
     envFor: (replica: number) => Record<string, string> = () => ({}),
   ): void {
     for (let replica = 1; replica <= replicas; replica++) {
-      const label = replicas > 1 ? `${service}#${replica}` : service;
+      const name = services.join("+");
+      const label = replicas > 1 ? `${name}#${replica}` : name;
       const instance: Instance = {
         label,
-        service,
+        services,
         child: undefined,
         restarts: 0,
         env: envFor(replica),
@@ -79,9 +84,14 @@ export class Supervisor {
 
   private spawn(instance: Instance): void {
     const { env, write, logger } = this.options;
-    const nodeOptions = serviceNodeOptions[instance.service].split(" ").filter(Boolean);
+    const nodeOptions = processNodeOptions(instance.services).split(" ").filter(Boolean);
     const child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, serviceEntry], {
-      env: { ...env, ...instance.env, SERVICE: instance.service, SERVICE_INSTANCE: instance.label },
+      env: {
+        ...env,
+        ...instance.env,
+        SERVICE: instance.services.join(","),
+        SERVICE_INSTANCE: instance.label,
+      },
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       detached: true,
     });
@@ -118,9 +128,11 @@ export class Supervisor {
 
   private writeProcessFile(): void {
     const processes: Record<string, number[]> = {};
-    for (const { service, child } of this.instances) {
-      processes[service] ??= [];
-      if (child?.pid && child.exitCode === null) processes[service].push(child.pid);
+    for (const { services, child } of this.instances) {
+      for (const service of services) {
+        processes[service] ??= [];
+        if (child?.pid && child.exitCode === null) processes[service].push(child.pid);
+      }
     }
     const { env, natsPid } = this.options;
     const record = { launcher: process.pid, natsUrl: env.NATS_URL, natsPid, processes };
