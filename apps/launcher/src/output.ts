@@ -7,8 +7,9 @@ export type LineWriter = (label: string, line: string, stream: "stdout" | "stder
  * How the processes' lines reach the launcher's own stdout and stderr. For a log shipper (stdout
  * not a terminal) every line passes unchanged: each service's stdout is its pino JSON, which
  * names the service. On a terminal, JSON lines are pretty-printed and every line is prefixed
- * with the process it came from (`[catalogue]`, `[gateway#2]`). The pretty printer is loaded only
- * for a terminal: the launcher of a log shipper stays small.
+ * with the process it came from (`[catalogue]`, `[gateway#2]`), or, from a process running
+ * several services, with the service the line names (`[customer]`). The pretty printer is loaded
+ * only for a terminal: the launcher of a log shipper stays small.
  */
 export async function createLineWriter(terminal = process.stdout.isTTY === true): Promise<LineWriter> {
   if (!terminal) {
@@ -23,14 +24,19 @@ export async function createLineWriter(terminal = process.stdout.isTTY === true)
   });
   return (label, line, stream) => {
     let text = line;
+    let from = label;
     if (line.startsWith("{")) {
       try {
-        text = pretty(JSON.parse(line)).trimEnd();
+        const record = JSON.parse(line);
+        text = pretty(record).trimEnd();
+        if (label.includes("+") && typeof record.service === "string") {
+          from = `${record.service}${/#\d+$/.exec(label)?.[0] ?? ""}`;
+        }
       } catch {
         // not JSON after all: as it came
       }
     }
-    const prefix = `[${label}] `;
+    const prefix = `[${from}] `;
     process[stream].write(`${prefix}${text.replaceAll("\n", `\n${prefix}`)}\n`);
   };
 }
