@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import {
-  type AppendResult,
   categoryOf,
   type EventStore,
-  type EventToAppend,
   type ExpectedRevision,
   type RecordedEvent,
   type SubscribeOptions,
@@ -65,34 +64,53 @@ type EventRow = [
   createdAt: string,
 ];
 
-interface StreamRow {
-  revision: number;
-  deleted: number;
+/** What the writer thread (sqlite-writer.js) is sent: one write, its events serialised. */
+type SerialisedEvent = [id: string, type: string, data: string, metadata: string];
+type Write =
+  | {
+      kind: "append";
+      stream: string;
+      category: string;
+      expected: ExpectedRevision;
+      createdAt: string;
+      events: SerialisedEvent[];
+    }
+  | { kind: "delete"; stream: string; expected: ExpectedRevision };
+
+/** What it answers per write: the write's result, or why it failed (an Error does not cross threads). */
+type WriteOutcome = { ok: true; value: unknown } | { ok: false; error: WriteError };
+interface WriteError {
+  wrongRevision?: { expected: ExpectedRevision; actual: number | "no_stream" };
+  name: string;
+  message: string;
+  code?: string;
+}
+
+/** The error a write failed with, as the caller's thread can throw it. */
+function toError(streamName: string, error: WriteError): Error {
+  if (error.wrongRevision) {
+    return new WrongExpectedRevisionError(
+      streamName,
+      error.wrongRevision.expected,
+      error.wrongRevision.actual,
+    );
+  }
+  return Object.assign(
+    new Error(error.message),
+    { name: error.name },
+    error.code ? { code: error.code } : {},
+  );
 }
 
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   const db = new Database(options.file);
   db.pragma("journal_mode = WAL");
-  // FULL fsyncs the WAL on every commit: an acknowledged append survives a crash or power loss.
   db.pragma("synchronous = FULL");
-  // Other processes (replicas) write to the same file; wait for their lock instead of failing. The
-  // wait blocks this process's event loop (better-sqlite3 is synchronous), but commits are short.
+  // This connection reads; it writes only the schema, here, waiting for other processes' locks.
+  // Appends and deletes go through the writer thread (below) and its own connection.
   db.pragma("busy_timeout = 5000");
   db.exec(SCHEMA);
 
-  const selectStream = db.prepare<[string], StreamRow>(
-    "SELECT revision, deleted FROM streams WHERE name = ?",
-  );
-  const insertEvent = db.prepare(
-    `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const upsertStream = db.prepare(
-    `INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 0)
-     ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, deleted = 0`,
-  );
-  const markDeleted = db.prepare("UPDATE streams SET deleted = 1 WHERE name = ?");
-  const deleteEvents = db.prepare("DELETE FROM events WHERE stream = ?");
   const selectStreamEvents = db
     .prepare<[string, number, number], EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision LIMIT ?`,
@@ -120,119 +138,98 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   };
   const selectHead = db.prepare<[], { head: number | null }>("SELECT max(position) AS head FROM events");
 
-  /** The stream's revision as callers see it: a deleted stream does not exist. */
-  function currentRevision(streamName: string): { actual: number | "no_stream"; last: number } {
-    const row = selectStream.get(streamName);
-    if (!row) return { actual: "no_stream", last: -1 };
-    return { actual: row.deleted ? "no_stream" : row.revision, last: row.revision };
-  }
+  // Group commit on a writer thread (sqlite-writer.js, its own connection): appends and deletes
+  // are queued and sent to it together, every write asked for while the previous group was being
+  // committed (or in this turn of the event loop) in ONE transaction, one WAL fsync
+  // (synchronous = FULL), each write in its own savepoint with its own expected-revision check
+  // and its own outcome. The fsync no longer stops this event loop: it keeps serving reads (on
+  // `db`, which sees every committed write: WAL) while the writer commits. A caller hears of its
+  // write only after the COMMIT returned, so an acknowledged write is durable. One group is in
+  // flight at a time, so writes commit in the order they were asked for.
+  type Pending = { stream: string; resolve: (value: never) => void; reject: (error: unknown) => void };
+  let queued: { writes: Write[]; pending: Pending[] } = { writes: [], pending: [] };
+  let inFlight: Pending[] | undefined;
+  let sendScheduled = false;
+  let closing = false;
+  let writerFailure: Error | undefined;
+  /** Called each time a group's outcomes are in (or the writer failed). */
+  const settledWaiters = new Set<() => void>();
 
-  function check(streamName: string, expected: ExpectedRevision, actual: number | "no_stream"): void {
-    const ok =
-      expected === "any" ||
-      (expected === "no_stream" && actual === "no_stream") ||
-      (expected === "stream_exists" && actual !== "no_stream") ||
-      expected === actual;
-    if (!ok) throw new WrongExpectedRevisionError(streamName, expected, actual);
-  }
-
-  /** One append; run inside a transaction (the group commit's, below). */
-  const appendEvents = (
-    streamName: string,
-    events: EventToAppend[],
-    expected: ExpectedRevision,
-  ): AppendResult => {
-    const { actual, last } = currentRevision(streamName);
-    check(streamName, expected, actual);
-    if (events.length === 0) {
-      return { nextRevision: actual === "no_stream" ? -1 : actual, position: selectHead.get()?.head ?? -1 };
-    }
-    const category = categoryOf(streamName);
-    const createdAt = new Date().toISOString();
-    let revision = last;
-    let position = -1;
-    for (const event of events) {
-      revision += 1;
-      const result = insertEvent.run(
-        streamName,
-        category,
-        revision,
-        event.id ?? randomUUID(),
-        event.type,
-        JSON.stringify(event.data ?? null),
-        JSON.stringify(event.metadata ?? {}),
-        createdAt,
-      );
-      position = Number(result.lastInsertRowid);
-    }
-    upsertStream.run(streamName, revision);
-    return { nextRevision: revision, position };
-  };
-
-  /** One deletion; run inside a transaction, as an append. */
-  const deleteEventsOf = (streamName: string, expected: ExpectedRevision): void => {
-    const { actual } = currentRevision(streamName);
-    check(streamName, expected, actual);
-    deleteEvents.run(streamName);
-    markDeleted.run(streamName);
-  };
-
-  // Group commit. Appends and deletes are queued and written at the end of the event loop's
-  // turn (setImmediate): every write requested meanwhile goes into ONE IMMEDIATE transaction, so
-  // one WAL fsync (synchronous = FULL) covers them all instead of one fsync each. Each write runs
-  // in its own savepoint (better-sqlite3 nests a transaction function as one), in call order,
-  // with its own expected-revision check and its own outcome: a write refused (wrong expected
-  // revision) is rolled back alone and rejects alone; the others still commit. A caller hears
-  // of its write only after the COMMIT returned, so an acknowledged write is as durable as
-  // before. Should SQLite have ended the whole transaction under a failing statement (I/O
-  // error, disk full), or the BEGIN or the COMMIT fail, every write of the batch rejects.
-  type Write = {
-    run: () => unknown;
-    resolve: (value: never) => void;
-    reject: (error: unknown) => void;
-  };
-  type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-  let queued: Write[] = [];
-  // Called at the top level: BEGIN IMMEDIATE ... COMMIT; called inside a transaction: a savepoint.
-  const transaction = db.transaction((run: () => unknown) => run());
-  const commitBatch = db.transaction((batch: Write[]): Outcome[] =>
-    batch.map((write) => {
-      try {
-        return { ok: true, value: transaction(write.run) };
-      } catch (error) {
-        if (!db.inTransaction) throw error; // the whole transaction is gone: nothing of it stands
-        return { ok: false, error };
-      }
-    }),
-  );
-
-  function flush(): void {
-    const batch = queued;
-    queued = [];
-    if (batch.length === 0) return;
-    let outcomes: Outcome[];
-    try {
-      outcomes =
-        batch.length === 1
-          ? [{ ok: true, value: transaction.immediate(batch[0]!.run) }]
-          : commitBatch.immediate(batch);
-    } catch (error) {
-      for (const write of batch) write.reject(error);
-      return;
-    }
-    wakeAll();
-    batch.forEach((write, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) write.resolve(outcome.value as never);
-      else write.reject(outcome.error);
+  // Started by the first write (a process that only reads spends no thread on it), then kept.
+  let writer: Worker | undefined;
+  function startWriter(): Worker {
+    const thread = new Worker(new URL("./sqlite-writer.js", import.meta.url), {
+      workerData: { file: options.file },
     });
+    thread.on("message", ({ outcomes }: { outcomes: WriteOutcome[] }) => {
+      const pending = inFlight ?? [];
+      inFlight = undefined;
+      thread.unref(); // referenced only while a group is in flight (send, below)
+      wakeAll();
+      pending.forEach((write, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) write.resolve(outcome.value as never);
+        else write.reject(toError(write.stream, outcome.error));
+      });
+      if (queued.writes.length > 0) send();
+      for (const settled of [...settledWaiters]) settled();
+    });
+    thread.on("error", failWriter);
+    thread.on("exit", () => failWriter(new Error("the event store's writer thread has stopped")));
+    return thread;
+  }
+  function failWriter(error: Error): void {
+    writerFailure ??= error;
+    for (const write of [...(inFlight ?? []), ...queued.pending]) write.reject(writerFailure);
+    inFlight = undefined;
+    queued = { writes: [], pending: [] };
+    for (const settled of [...settledWaiters]) settled();
   }
 
-  function enqueue<T>(run: () => T): Promise<T> {
+  function send(): void {
+    sendScheduled = false;
+    if (inFlight || queued.writes.length === 0 || writerFailure) return;
+    const { writes, pending } = queued;
+    queued = { writes: [], pending: [] };
+    inFlight = pending;
+    writer ??= startWriter();
+    writer.ref();
+    writer.postMessage({ writes });
+  }
+
+  function enqueue<T>(write: Write): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (queued.length === 0) setImmediate(flush);
-      queued.push({ run, resolve: resolve as (value: never) => void, reject });
+      if (closing) return reject(new Error("the event store is closed"));
+      if (writerFailure) return reject(writerFailure);
+      queued.writes.push(write);
+      queued.pending.push({ stream: write.stream, resolve: resolve as (value: never) => void, reject });
+      if (!inFlight && !sendScheduled) {
+        sendScheduled = true;
+        setImmediate(send);
+      }
     });
+  }
+
+  /** Every write asked for before close committed (or refused), then the writer thread stopped. */
+  let writerClosed: Promise<void> | undefined;
+  const closeWriter = () => {
+    writerClosed ??= stopWriter();
+    return writerClosed;
+  };
+  async function stopWriter(): Promise<void> {
+    closing = true;
+    while (!writerFailure && (inFlight || queued.writes.length > 0)) {
+      const settled = new Promise<void>((resolve) => settledWaiters.add(resolve));
+      send();
+      await settled;
+      settledWaiters.clear();
+    }
+    if (writerFailure || !writer) return;
+    const thread = writer;
+    const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
+    thread.ref(); // the process waits for the writer to close its connection
+    thread.postMessage({ close: true });
+    await exited;
   }
 
   // Subscriptions wait on this: woken at once by appends of this process, and by a poll of
@@ -353,10 +350,26 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   return {
     append(streamName, events, { expectedRevision }) {
-      // Committed with whatever else is written in this turn of the event loop (group commit,
-      // above), under IMMEDIATE: the write lock is taken before the revision is read, so the
-      // check and the insert are atomic across processes too.
-      return enqueue(() => appendEvents(streamName, events, expectedRevision));
+      let serialised: SerialisedEvent[];
+      try {
+        // Serialised here: a value JSON cannot hold fails this append alone, before it is queued.
+        serialised = events.map((event) => [
+          event.id ?? randomUUID(),
+          event.type,
+          JSON.stringify(event.data ?? null),
+          JSON.stringify(event.metadata ?? {}),
+        ]);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return enqueue({
+        kind: "append",
+        stream: streamName,
+        category: categoryOf(streamName),
+        expected: expectedRevision,
+        createdAt: new Date().toISOString(),
+        events: serialised,
+      });
     },
 
     async readStream(streamName, readOptions = {}) {
@@ -400,10 +413,15 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     subscribe,
 
     async deleteStream(streamName, deleteOptions = {}) {
-      await enqueue(() => deleteEventsOf(streamName, deleteOptions.expectedRevision ?? "any"));
+      await enqueue({
+        kind: "delete",
+        stream: streamName,
+        expected: deleteOptions.expectedRevision ?? "any",
+      });
     },
 
     async ping() {
+      if (writerFailure) return false; // reads would answer, writes would not
       try {
         db.prepare("SELECT 1").get();
         return true;
@@ -418,10 +436,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
       if (pollTimer) clearInterval(pollTimer);
       pollTimer = undefined;
-      if (db.open) {
-        flush(); // writes requested before close are committed, not dropped
-        db.close();
-      }
+      await closeWriter(); // writes requested before close are committed, not dropped
+      if (db.open) db.close();
     },
   };
 }

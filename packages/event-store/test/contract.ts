@@ -671,6 +671,29 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       expect(caughtUpCalls).toBe(1);
     });
 
+    it("an append is read back the moment it is acknowledged, while others are still being written", async () => {
+      const category = newCategory();
+      // 40 writers, 5 appends each, all under way at once: each reads its own write back as soon
+      // as the store acknowledged it, whatever the others are doing.
+      const seen = await Promise.all(
+        Array.from({ length: 40 }, async (_, writer) => {
+          const stream = `${category}-${writer}`;
+          const missing: number[] = [];
+          for (let revision = 0; revision < 5; revision++) {
+            const { position } = await store.append(stream, numbered(1, revision), {
+              expectedRevision: revision === 0 ? "no_stream" : revision - 1,
+            });
+            const [event] = await store.readStream(stream, { fromRevision: revision });
+            if (event?.position !== position || (event.data as { n: number }).n !== revision)
+              missing.push(revision);
+            if ((await store.headPosition()) < position) missing.push(revision);
+          }
+          return missing;
+        }),
+      );
+      expect(seen.flat()).toEqual([]);
+    });
+
     it("headPosition is the position of the newest event", async () => {
       const before = await store.headPosition();
       const result = await store.append(newStream(), numbered(3), { expectedRevision: "no_stream" });

@@ -144,6 +144,90 @@ describe("SQLite adapter group commit (writes of one tick in one transaction)", 
   });
 });
 
+describe("SQLite adapter writer thread (commits off the event loop)", () => {
+  it("keeps serving reads and timers while a commit waits for the write lock, and acknowledges after it", async () => {
+    const dir = tempDir("event-store");
+    const file = join(dir.path, "events.db");
+    const store = createSqliteEventStore({ file });
+    try {
+      await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+      // Another connection holds the write lock (as a replica's commit or a slow fsync would).
+      const other = new Database(file);
+      other.exec("BEGIN IMMEDIATE");
+      let settled = false;
+      const append = store
+        .append("cheese-2", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" })
+        .finally(() => {
+          settled = true;
+        });
+      // A hundred turns of the event loop, each with a read, while the write waits.
+      for (let turn = 0; turn < 100; turn++) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        expect(await store.readStream("cheese-1")).toHaveLength(1);
+      }
+      expect(settled).toBe(false);
+      expect(await store.readStream("cheese-2")).toEqual([]);
+      other.exec("ROLLBACK");
+      other.close();
+      const { position } = await append;
+      expect(await store.readStream("cheese-2")).toMatchObject([{ revision: 0, position }]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it("writes asked for while a group is being committed go into the next group, in the order asked for", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db") });
+    try {
+      // Each append is asked for in its own turn of the event loop, without waiting for the one
+      // before to be acknowledged: each expects the revision the one before it will have written.
+      const appends: Promise<unknown>[] = [];
+      for (let revision = 0; revision < 50; revision++) {
+        appends.push(
+          store.append("cheese-1", [{ type: "Ticked", data: { revision } }], {
+            expectedRevision: revision === 0 ? "no_stream" : revision - 1,
+          }),
+        );
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      await Promise.all(appends);
+      const events = await store.readStream("cheese-1");
+      expect(events.map((event) => (event.data as { revision: number }).revision)).toEqual(
+        events.map((event) => event.revision),
+      );
+      expect(events).toHaveLength(50);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it("commits the writes asked for before close, then refuses new ones", async () => {
+    const dir = tempDir("event-store");
+    const file = join(dir.path, "events.db");
+    const store = createSqliteEventStore({ file });
+    const appends = Array.from({ length: 10 }, (_, i) =>
+      store.append(`cheese-${i}`, [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+    );
+    await store.close();
+    try {
+      expect((await Promise.allSettled(appends)).map((outcome) => outcome.status)).toEqual(
+        Array(10).fill("fulfilled"),
+      );
+      await expect(
+        store.append("cheese-x", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" }),
+      ).rejects.toThrow(/closed/);
+      const reopened = createSqliteEventStore({ file });
+      expect(await reopened.headPosition()).toBeGreaterThanOrEqual(9);
+      await reopened.close();
+    } finally {
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter catching up on a long history", () => {
   it("lets timers and I/O run between pages, so the rest of the process is not starved", async () => {
     const dir = tempDir("event-store");

@@ -1,0 +1,166 @@
+// The SQLite event store's writer thread (a worker_threads Worker started by sqlite.ts, one per
+// store). It owns the store's only writing connection and runs each group of writes the event
+// loop sends it as ONE IMMEDIATE transaction: each write in its own savepoint, in the order asked
+// for, with its own expected-revision check and its own outcome, then the COMMIT and its fsync
+// (synchronous = FULL). Only after the COMMIT returned does it answer, so the event loop, which
+// meanwhile keeps serving reads on its own connection, acknowledges nothing that is not durable.
+//
+// Plain JavaScript on purpose: a worker is started from a file, and this one must load as it is
+// from src/ (tests, tsx) and from dist/ (the build emits it as an entry of its own).
+import { parentPort, workerData } from "node:worker_threads";
+import Database from "better-sqlite3";
+
+/**
+ * @typedef {"no_stream" | "any" | "stream_exists" | number} ExpectedRevision
+ * @typedef {[id: string, type: string, data: string, metadata: string]} SerialisedEvent
+ * @typedef {{ kind: "append", stream: string, category: string, expected: ExpectedRevision, createdAt: string, events: SerialisedEvent[] }
+ *   | { kind: "delete", stream: string, expected: ExpectedRevision }} Write
+ * @typedef {{ wrongRevision?: { expected: ExpectedRevision, actual: number | "no_stream" }, name: string, message: string, code?: string }} WriteError
+ * @typedef {{ ok: true, value: unknown } | { ok: false, error: WriteError }} Outcome
+ */
+
+const port = parentPort;
+if (!port) throw new Error("sqlite-writer.js runs as a worker thread of the SQLite event store");
+
+const db = new Database(/** @type {{ file: string }} */ (workerData).file);
+db.pragma("journal_mode = WAL");
+// FULL fsyncs the WAL on every commit: an acknowledged append survives a crash or power loss.
+db.pragma("synchronous = FULL");
+// Other processes (replicas) write to the same file: wait for their lock instead of failing. The
+// wait blocks only this thread.
+db.pragma("busy_timeout = 5000");
+
+/** @type {import("better-sqlite3").Statement<[string], { revision: number, deleted: number }>} */
+const selectStream = db.prepare("SELECT revision, deleted FROM streams WHERE name = ?");
+const insertEvent = db.prepare(
+  `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+);
+const upsertStream = db.prepare(
+  `INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 0)
+   ON CONFLICT (name) DO UPDATE SET revision = excluded.revision, deleted = 0`,
+);
+const markDeleted = db.prepare("UPDATE streams SET deleted = 1 WHERE name = ?");
+const deleteEvents = db.prepare("DELETE FROM events WHERE stream = ?");
+/** @type {import("better-sqlite3").Statement<[], { head: number | null }>} */
+const selectHead = db.prepare("SELECT max(position) AS head FROM events");
+
+/** A write refused because the stream is not at the revision its writer expected. */
+class WrongRevision extends Error {
+  /** @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
+  constructor(expected, actual) {
+    super("wrong expected revision");
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/**
+ * The stream's revision as callers see it (a deleted stream does not exist), and the last
+ * revision ever written, from which numbering continues.
+ * @param {string} stream
+ */
+function currentRevision(stream) {
+  const row = selectStream.get(stream);
+  if (!row) return { actual: /** @type {const} */ ("no_stream"), last: -1 };
+  return { actual: row.deleted ? /** @type {const} */ ("no_stream") : row.revision, last: row.revision };
+}
+
+/** @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
+function check(expected, actual) {
+  const ok =
+    expected === "any" ||
+    (expected === "no_stream" && actual === "no_stream") ||
+    (expected === "stream_exists" && actual !== "no_stream") ||
+    expected === actual;
+  if (!ok) throw new WrongRevision(expected, actual);
+}
+
+/** @param {Write} write */
+function run(write) {
+  const { actual, last } = currentRevision(write.stream);
+  check(write.expected, actual);
+  if (write.kind === "delete") {
+    deleteEvents.run(write.stream);
+    markDeleted.run(write.stream);
+    return undefined;
+  }
+  if (write.events.length === 0) {
+    return { nextRevision: actual === "no_stream" ? -1 : actual, position: selectHead.get()?.head ?? -1 };
+  }
+  let revision = last;
+  let position = -1;
+  for (const [id, type, data, metadata] of write.events) {
+    revision += 1;
+    const result = insertEvent.run(
+      write.stream,
+      write.category,
+      revision,
+      id,
+      type,
+      data,
+      metadata,
+      write.createdAt,
+    );
+    position = Number(result.lastInsertRowid);
+  }
+  upsertStream.run(write.stream, revision);
+  return { nextRevision: revision, position };
+}
+
+/** @param {unknown} error @returns {WriteError} */
+function describe(error) {
+  if (error instanceof WrongRevision) {
+    return {
+      wrongRevision: { expected: error.expected, actual: error.actual },
+      name: error.name,
+      message: error.message,
+    };
+  }
+  const {
+    name = "Error",
+    message = String(error),
+    code,
+  } = /** @type {Partial<WriteError>} */ (error instanceof Error ? error : {});
+  return { name, message, ...(typeof code === "string" ? { code } : {}) };
+}
+
+// Called at the top level: BEGIN IMMEDIATE ... COMMIT; called inside a transaction: a savepoint.
+// IMMEDIATE takes the write lock before any revision is read, so each check and its inserts are
+// atomic across processes too.
+const transaction = db.transaction((/** @type {Write} */ write) => run(write));
+const commitGroup = db.transaction((/** @type {Write[]} */ writes) =>
+  writes.map((write) => {
+    try {
+      return /** @type {Outcome} */ ({ ok: true, value: transaction(write) });
+    } catch (error) {
+      if (!db.inTransaction) throw error; // the whole transaction is gone: nothing of it stands
+      return /** @type {Outcome} */ ({ ok: false, error: describe(error) });
+    }
+  }),
+);
+
+/**
+ * One group: every write's outcome, or, should the BEGIN or the COMMIT fail or SQLite end the
+ * whole transaction under a failing statement (I/O error, disk full), the same error for all.
+ * @param {Write[]} writes @returns {Outcome[]}
+ */
+function commit(writes) {
+  try {
+    if (writes.length === 1)
+      return [{ ok: true, value: transaction.immediate(/** @type {Write} */ (writes[0])) }];
+    return commitGroup.immediate(writes);
+  } catch (error) {
+    const failed = /** @type {Outcome} */ ({ ok: false, error: describe(error) });
+    return writes.map(() => failed);
+  }
+}
+
+port.on("message", (/** @type {{ writes: Write[] } | { close: true }} */ message) => {
+  if ("close" in message) {
+    db.close();
+    port.close();
+    return;
+  }
+  port.postMessage({ outcomes: commit(message.writes) });
+});
