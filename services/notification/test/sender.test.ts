@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { extractTrace, metricsRegistry } from "@cheese/service-kit";
 import { metricValue } from "@cheese/testing";
 import { verifyWebhook } from "@cheese/webhook-signature";
@@ -157,5 +159,65 @@ describe("one delivery attempt over HTTP", () => {
     });
     const http = await sendAttempt({ ...strict, url: receiver.url("/ok") });
     expect(http).toMatchObject({ ok: false, error: "refused: URL is not https" });
+  });
+});
+
+describe("connections to a receiver", () => {
+  /** A receiver counting its connections; `dropSecond` drops the second request on a connection unanswered. */
+  const start = async (dropSecond = false) => {
+    const server = createServer((req, res) => {
+      const seen = perSocket.get(req.socket) ?? 0;
+      perSocket.set(req.socket, seen + 1);
+      requests++;
+      req.resume();
+      req.on("end", () => {
+        if (dropSecond && seen === 1) req.socket.destroy();
+        else res.end("ok");
+      });
+    });
+    const perSocket = new WeakMap<object, number>();
+    let connections = 0;
+    let requests = 0;
+    server.on("connection", () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const send = () =>
+      sendAttempt({
+        url: `http://127.0.0.1:${port}/hook`,
+        headers: {},
+        body: "{}",
+        timeoutMs: 2000,
+        allowPrivate: true,
+      });
+    return {
+      send,
+      counts: () => ({ connections, requests }),
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    };
+  };
+
+  it("keeps one connection open for successive attempts", async () => {
+    const receiver = await start();
+    try {
+      for (let i = 0; i < 3; i++) expect(await receiver.send()).toMatchObject({ ok: true, statusCode: 200 });
+      expect(receiver.counts()).toEqual({ connections: 1, requests: 3 });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("sends again on a new connection when the kept one is closed under the request", async () => {
+    const receiver = await start(true);
+    try {
+      expect(await receiver.send()).toMatchObject({ ok: true });
+      expect(await receiver.send()).toMatchObject({ ok: true, statusCode: 200 });
+      expect(receiver.counts()).toEqual({ connections: 2, requests: 3 });
+    } finally {
+      await receiver.close();
+    }
   });
 });
