@@ -1,5 +1,15 @@
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
-import { contextFromHeaders, contextMetadata, inSpan, type Logger, SpanKind } from "@cheese/service-kit";
+import {
+  contextFromHeaders,
+  contextMetadata,
+  endSpan,
+  extractTrace,
+  inSpan,
+  type Logger,
+  SpanKind,
+  startSpan,
+  tracerFor,
+} from "@cheese/service-kit";
 import { eventIdFor, kindsBySubject, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
 import type { NotificationDeps } from "./deps.ts";
 import { fanOut, hasSubscriber } from "./fan-out.ts";
@@ -30,8 +40,20 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
     // An event first delivered when no registration subscribes to any kind it may become costs
     // nothing more: no parsing, no event-store read or append (a redelivered one may have a
     // record from its earlier handling, whose deliveries must be completed: it goes on).
-    wanted: (event) =>
-      event.deliveryCount > 1 || hasSubscriber(deps, kindsBySubject.get(event.subject) ?? []),
+    wanted: async (event) => {
+      if (event.deliveryCount > 1) return true;
+      if (await hasSubscriber(deps, kindsBySubject.get(event.subject) ?? [])) return true;
+      // The event's trace still shows that it reached this service, and went no further.
+      const { span } = startSpan(
+        tracerFor("notification"),
+        `process ${event.subject}`,
+        SpanKind.CONSUMER,
+        extractTrace(event.headers),
+      );
+      if (span.isRecording()) span.setAttribute("cheese.webhook.subscribers", 0);
+      endSpan(span);
+      return false;
+    },
     handler: async (event) => {
       const outgoing = toWebhookEvent(event);
       if (!outgoing) return;
