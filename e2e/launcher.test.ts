@@ -23,7 +23,8 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
   let system: RunningSystem;
   let stopped = false;
   beforeAll(async () => {
-    system = await startSystem({ env: { REPLICAS: "2" } });
+    // The default layout, whatever LAUNCH_MODE the run has (CI runs a pass with `separate`).
+    system = await startSystem({ env: { REPLICAS: "2", LAUNCH_MODE: "auto" } });
   });
   afterAll(async () => {
     if (!stopped) await system?.stop();

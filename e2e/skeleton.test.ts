@@ -39,12 +39,15 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     await system?.stop();
   });
 
-  it("runs the gateway and the catalogue each in a process of its own, ordering, customer and notification in a third (a container each)", () => {
+  it("runs the gateway and the catalogue each in a process of its own, ordering, customer and notification in a third (a container each; each its own under LAUNCH_MODE=separate)", () => {
     const pids = system.pids();
     for (const service of ["gateway", "catalogue", "ordering", "customer", "notification"]) {
       expect(pids[service]?.length, service).toBe(replicas);
     }
-    if (system.mode === "launcher") {
+    if (system.mode === "launcher" && process.env.LAUNCH_MODE === "separate") {
+      expect(system.output()).toContain("running each service as its own process over NATS");
+      expect(new Set(Object.values(pids).flat()).size).toBe(5 * replicas);
+    } else if (system.mode === "launcher") {
       expect(system.output()).toContain(
         "running the services as processes over NATS (ordering, customer and notification share one)",
       );
