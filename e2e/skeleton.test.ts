@@ -31,8 +31,9 @@ async function post(
 describe("walking skeleton: several processes over NATS, as pnpm start runs it", () => {
   let system: RunningSystem;
   beforeAll(async () => {
-    // info level: the test below reads the request's log lines in every service.
-    system = await startSystem({ env: { LOG_LEVEL: "info" } });
+    // debug level: the test below reads the request's log lines in every service (a service's
+    // line per answered request is at debug; the gateway's access line at info).
+    system = await startSystem({ env: { LOG_LEVEL: "debug" } });
     auth = await operatorHeaders(system);
   });
   afterAll(async () => {
