@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checkDockerfile } from "./checks/dockerfile.ts";
 import { checkOverlay } from "./checks/kubernetes.ts";
-import { composeNodeOptionsProblems } from "./checks/node-options.ts";
+import { composeNodeOptionsProblems, nodeOptionsRefused } from "./checks/node-options.ts";
 
 const deployDir = dirname(fileURLToPath(import.meta.url));
 const problems: string[] = [];
@@ -30,6 +30,10 @@ try {
 } finally {
   if (madeEnv) rmSync(envFile);
 }
+
+const refused = nodeOptionsRefused();
+if (refused.length === 0) console.log("each service's NODE_OPTIONS: accepted by Node");
+problems.push(...refused);
 
 for (const overlay of ["dev", "prod"]) {
   const result = await checkOverlay(join(deployDir, "k8s", "overlays", overlay));

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { serviceNodeOptions } from "../../apps/launcher/src/node-options.ts";
@@ -17,6 +18,23 @@ function mismatch(where: string, service: string, actual: unknown): string[] {
   return [
     `${where}: NODE_OPTIONS is ${JSON.stringify(actual ?? null)}, the launcher runs ${service} with "${expected}"`,
   ];
+}
+
+/**
+ * Node refuses some V8 options in NODE_OPTIONS (`--optimize-for-size`, for one) and then does not
+ * start at all: each service's string is tried as NODE_OPTIONS of a `node -e ""`.
+ */
+export function nodeOptionsRefused(): string[] {
+  const problems: string[] = [];
+  for (const [service, options] of Object.entries(serviceNodeOptions)) {
+    const run = spawnSync(process.execPath, ["-e", ""], {
+      env: { ...process.env, NODE_OPTIONS: options },
+      encoding: "utf8",
+    });
+    if (run.status !== 0)
+      problems.push(`${service}: Node refuses NODE_OPTIONS "${options}": ${run.stderr.trim()}`);
+  }
+  return problems;
 }
 
 export function kubernetesNodeOptionsProblems(overlay: string, objects: Manifest[]): string[] {
