@@ -522,7 +522,9 @@ export async function fuzz(options: {
   // The stand-ins for the owner and the other customer in operations that can end them; a
   // renewal under way is awaited by the next such request.
   let standIns = fixtures.standIns;
-  let renewal: Promise<void> | undefined;
+  // Renewals run one after another, each replacing the stand-in its request may have ended; the
+  // next request that can end a customer waits for all of them.
+  let renewal: Promise<void> = Promise.resolve();
   // A POST on a pooled connection the gateway closed as idle fails without reaching it (fetch
   // retries only idempotent requests): a stand-in is scaffolding, so try again.
   const freshCustomer = async (attempt = 1): Promise<FixtureCustomer> =>
@@ -531,15 +533,15 @@ export async function fuzz(options: {
       return freshCustomer(attempt + 1);
     });
   const renew = (which: "owner" | "other") => {
-    renewal ??= freshCustomer().then(
-      (fresh) => {
-        standIns = { ...standIns, [which]: fresh };
-        renewal = undefined;
-      },
-      (error: Error) => {
-        report.findings.push({ request: "a stand-in customer", problem: `not created: ${error.message}` });
-        renewal = undefined;
-      },
+    renewal = renewal.then(() =>
+      freshCustomer().then(
+        (fresh) => {
+          standIns = { ...standIns, [which]: fresh };
+        },
+        (error: Error) => {
+          report.findings.push({ request: "a stand-in customer", problem: `not created: ${error.message}` });
+        },
+      ),
     );
     return renewal;
   };
