@@ -1,5 +1,6 @@
 import { compare } from "mingo/util";
 import type { Document, Filter, IndexDefinition, Sort } from "./port.ts";
+import { ordered } from "./predicate.ts";
 
 /**
  * A declared index of the in-memory read models: the live documents kept sorted by the index's
@@ -356,14 +357,12 @@ function loosest(branches: Filter[], key: string, order: number): Bound | undefi
 }
 
 function boundOfCondition(condition: unknown, order: number): Bound | undefined {
-  const comparable = (value: unknown): value is string | number =>
-    typeof value === "string" || typeof value === "number";
-  if (!isOperator(condition))
-    return comparable(condition) ? { value: condition, inclusive: true } : undefined;
+  // NaN orders against nothing: no bound (the walk starts at the end, the filter decides).
+  if (!isOperator(condition)) return ordered(condition) ? { value: condition, inclusive: true } : undefined;
   let tightest: Bound | undefined;
   const [strict, inclusive] = order === 1 ? ["$gt", "$gte"] : ["$lt", "$lte"];
   for (const [operator, value] of Object.entries(condition as object)) {
-    if ((operator !== strict && operator !== inclusive) || !comparable(value)) continue;
+    if ((operator !== strict && operator !== inclusive) || !ordered(value)) continue;
     const bound = { value, inclusive: operator === inclusive };
     if (!tightest) tightest = bound;
     else {

@@ -22,7 +22,8 @@ const plain = (value: unknown): value is string | number | boolean =>
   typeof value === "string" ||
   (typeof value === "number" && !Number.isNaN(value)) ||
   typeof value === "boolean";
-const ordered = (value: unknown): value is string | number =>
+/** A value with an order of its own: a string, or a number that is not NaN. */
+export const ordered = (value: unknown): value is string | number =>
   typeof value === "string" || (typeof value === "number" && !Number.isNaN(value));
 
 function compile(filter: Filter): Test | undefined {
