@@ -80,12 +80,12 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
-    // No stack captured per request for a timeout that rarely comes (two Errors per request);
-    // a timeout is still reported, as RequestTimeoutError with the subject.
+    // No stack captured per request for a timeout that rarely comes: our own requests use the
+    // bus's reply inbox (ReplyInbox), but JetStream's requests still go through nats.js's.
     noAsyncTraces: true,
   });
-  coalesceWrites(nc);
   try {
+    coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
     await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);

@@ -492,7 +492,7 @@ export class DeliveryScheduler {
     }
   }
 
-  private async attempt(deliveryId: number, answered: () => void = () => {}): Promise<void> {
+  private async attempt(deliveryId: number, answered: () => void): Promise<void> {
     const { logger, delays } = this.options;
     const webhookId = this.index.get(deliveryId)?.webhookId;
     if (webhookId === undefined) return;
