@@ -98,23 +98,33 @@ export async function fanOut(
   return recorded;
 }
 
-/** Whether any registration (paused and disabled ones too) subscribes to one of `kinds` now. */
+/**
+ * Whether any registration (paused and disabled ones too) subscribes to one of `kinds` now: the
+ * projection is caught up once, then every kind is answered from the read model.
+ */
 export async function hasSubscriber(
   deps: NotificationDeps,
   kinds: readonly WebhookEventKind[],
 ): Promise<boolean> {
-  for (const kind of kinds) if ((await subscribers(deps, kind)).length > 0) return true;
+  if (kinds.length === 0) return false;
+  // A registration made just before the event must see it: wait for the projection first.
+  await deps.webhooks.catchUp();
+  for (const kind of kinds) if ((await subscribersNow(deps, kind)).length > 0) return true;
   return false;
+}
+
+async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
+  await deps.webhooks.catchUp(); // as in hasSubscriber
+  return subscribersNow(deps, kind);
 }
 
 /** The subscribers of each kind, as found at a count of `webhookChanges`, per deps. */
 const known = new WeakMap<NotificationDeps, { changes: number; byKind: Map<WebhookEventKind, number[]> }>();
 
-async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
-  // A registration made just before the event must see it: wait for the projection first.
-  await deps.webhooks.catchUp();
-  // Then, if the projection has applied nothing since the last lookup, its answer stands (the
-  // lookup was a tenth of this service's CPU per event, most events having no subscriber).
+/** The subscribers of `kind` in the read model as it stands (the caller has caught it up). */
+async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
+  // If the projection has applied nothing since the last lookup, its answer stands (the lookup
+  // was a tenth of this service's CPU per event, most events having no subscriber).
   const changes = deps.webhookChanges?.();
   const cached = known.get(deps);
   const hit = changes !== undefined && cached?.changes === changes ? cached.byKind.get(kind) : undefined;
