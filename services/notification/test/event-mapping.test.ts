@@ -104,8 +104,13 @@ describe("integration events to webhook kinds (docs/webhooks.md)", () => {
     expect(schema.strict().safeParse(outgoing?.data).success, JSON.stringify(outgoing?.data)).toBe(true);
   });
 
-  it("names the kinds of every integration event it consumes", () => {
+  it("names the kinds of every integration event it consumes, each one it becomes above", () => {
     expect([...kindsBySubject.keys()].sort()).toEqual(mappedEvents.map((d) => d.subject).sort());
+    // Every kind a subject is said to become is one it does become: no kind is waited for in vain.
+    const become = new Map<string, Set<string>>();
+    for (const [subject, , kind] of cases) become.set(subject, (become.get(subject) ?? new Set()).add(kind));
+    for (const [subject, kinds] of kindsBySubject)
+      expect([...kinds].sort()).toEqual([...(become.get(subject) ?? [])].sort());
   });
 
   it("gives order.shipped exactly its documented fields, ids as strings", () => {

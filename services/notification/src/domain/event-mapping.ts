@@ -26,30 +26,6 @@ export const mappedEvents = [
 
 export type MappedEvent = TypedEvent<(typeof mappedEvents)[number]>;
 
-/**
- * The kinds an integration event may become, by subject (what {@link toWebhookEvent} can answer
- * for it): an event none of whose kinds has a subscriber is dropped before it is even parsed.
- */
-export const kindsBySubject: ReadonlyMap<string, readonly WebhookEventKind[]> = new Map<
-  (typeof mappedEvents)[number]["subject"],
-  WebhookEventKind[]
->([
-  ["events.catalogue.cheese.added", ["cheese.new_arrival"]],
-  [
-    "events.catalogue.cheese.status_changed",
-    ["cheese.low_stock", "cheese.out_of_stock", "cheese.back_in_stock"],
-  ],
-  ["events.ordering.order.placed", ["order.placed"]],
-  ["events.ordering.order.approved", ["order.confirmed"]],
-  ["events.ordering.order.shipped", ["order.shipped"]],
-  ["events.ordering.order.delivered", ["order.delivered"]],
-  ["events.ordering.order.cancelled", ["order.cancelled"]],
-  ["events.customer.customer.created", ["customer.created"]],
-  ["events.customer.customer.updated", ["customer.updated"]],
-  ["events.customer.customer.status_changed", ["customer.subscription_changed"]],
-  ["events.customer.api_key.expiring", ["api_key.expiring"]],
-]);
-
 export interface OutgoingEvent {
   kind: WebhookEventKind;
   data: Record<string, unknown>;
@@ -78,62 +54,106 @@ const stockKinds = {
   available: "cheese.back_in_stock",
 } as const;
 
+type PayloadOf<Subject extends MappedEvent["subject"]> = Extract<
+  MappedEvent,
+  { subject: Subject }
+>["payload"];
+
+/** What one integration event becomes: the kinds it may become, and which one (with its data). */
+interface Mapping<Payload> {
+  kinds: readonly WebhookEventKind[];
+  to(payload: Payload): OutgoingEvent | undefined;
+}
+
+/** A mapping whose answer can only be one of its `kinds`. */
+const mapping = <Payload, const Kind extends WebhookEventKind>(
+  kinds: readonly Kind[],
+  to: (payload: Payload) => { kind: NoInfer<Kind>; data: Record<string, unknown> } | undefined,
+): Mapping<Payload> => ({ kinds, to });
+
+/** Per subject of a mapped event: its kinds, and the webhook event it becomes, if any. */
+const mappings: { [Subject in MappedEvent["subject"]]: Mapping<PayloadOf<Subject>> } = {
+  "events.catalogue.cheese.added": mapping(["cheese.new_arrival"], ({ cheese }) => ({
+    kind: "cheese.new_arrival",
+    data: cheeseArrival(cheese),
+  })),
+  "events.catalogue.cheese.status_changed": mapping(Object.values(stockKinds), ({ cheese, from, to }) =>
+    from === to
+      ? undefined
+      : {
+          kind: stockKinds[to],
+          data: { cheese_id: String(cheese.id), name: cheese.name, previous_status: from, status: to },
+        },
+  ),
+  "events.ordering.order.placed": mapping(["order.placed"], (payload) => ({
+    kind: "order.placed",
+    data: orderData(payload),
+  })),
+  "events.ordering.order.approved": mapping(["order.confirmed"], (payload) => ({
+    kind: "order.confirmed",
+    data: orderData(payload),
+  })),
+  "events.ordering.order.shipped": mapping(["order.shipped"], (payload) => ({
+    kind: "order.shipped",
+    data: {
+      order_id: String(payload.order.id),
+      tracking_number: payload.trackingNumber,
+      carrier: payload.carrier,
+      estimated_delivery: payload.estimatedDelivery,
+    },
+  })),
+  "events.ordering.order.delivered": mapping(["order.delivered"], (payload) => ({
+    kind: "order.delivered",
+    data: orderData(payload),
+  })),
+  "events.ordering.order.cancelled": mapping(["order.cancelled"], (payload) => ({
+    kind: "order.cancelled",
+    data: { ...orderData(payload), reason: payload.reason },
+  })),
+  "events.customer.customer.created": mapping(["customer.created"], (payload) => ({
+    kind: "customer.created",
+    data: customerData(payload),
+  })),
+  "events.customer.customer.updated": mapping(["customer.updated"], (payload) => ({
+    kind: "customer.updated",
+    data: customerData(payload),
+  })),
+  "events.customer.customer.status_changed": mapping(["customer.subscription_changed"], (payload) =>
+    payload.from === payload.to
+      ? undefined
+      : {
+          kind: "customer.subscription_changed",
+          data: {
+            ...customerData(payload),
+            previous_customer_status: payload.from,
+            customer_status: payload.to,
+          },
+        },
+  ),
+  "events.customer.api_key.expiring": mapping(["api_key.expiring"], (payload) => ({
+    kind: "api_key.expiring",
+    data: {
+      ...customerData(payload),
+      key_id: payload.keyId,
+      key_prefix: payload.prefix,
+      expires_at: payload.expiresAt,
+    },
+  })),
+};
+
+/**
+ * The kinds an integration event may become, by subject (what {@link toWebhookEvent} can answer
+ * for it): an event none of whose kinds has a subscriber is dropped before it is even parsed.
+ */
+export const kindsBySubject: ReadonlyMap<string, readonly WebhookEventKind[]> = new Map(
+  Object.entries(mappings).map(([subject, { kinds }]) => [subject, kinds]),
+);
+
 /** Which webhook event an integration event is, if any. `data` keys are snake_case; ids are strings. */
 export function toWebhookEvent(event: MappedEvent): OutgoingEvent | undefined {
-  switch (event.subject) {
-    case "events.catalogue.cheese.added":
-      return { kind: "cheese.new_arrival", data: cheeseArrival(event.payload.cheese) };
-    case "events.catalogue.cheese.status_changed": {
-      const { cheese, from, to } = event.payload;
-      if (from === to) return undefined;
-      return {
-        kind: stockKinds[to],
-        data: { cheese_id: String(cheese.id), name: cheese.name, previous_status: from, status: to },
-      };
-    }
-    case "events.ordering.order.placed":
-      return { kind: "order.placed", data: orderData(event.payload) };
-    case "events.ordering.order.approved":
-      return { kind: "order.confirmed", data: orderData(event.payload) };
-    case "events.ordering.order.shipped":
-      return {
-        kind: "order.shipped",
-        data: {
-          order_id: String(event.payload.order.id),
-          tracking_number: event.payload.trackingNumber,
-          carrier: event.payload.carrier,
-          estimated_delivery: event.payload.estimatedDelivery,
-        },
-      };
-    case "events.ordering.order.delivered":
-      return { kind: "order.delivered", data: orderData(event.payload) };
-    case "events.ordering.order.cancelled":
-      return { kind: "order.cancelled", data: { ...orderData(event.payload), reason: event.payload.reason } };
-    case "events.customer.customer.created":
-      return { kind: "customer.created", data: customerData(event.payload) };
-    case "events.customer.customer.updated":
-      return { kind: "customer.updated", data: customerData(event.payload) };
-    case "events.customer.customer.status_changed": {
-      const { from, to } = event.payload;
-      if (from === to) return undefined;
-      return {
-        kind: "customer.subscription_changed",
-        data: { ...customerData(event.payload), previous_customer_status: from, customer_status: to },
-      };
-    }
-    case "events.customer.api_key.expiring":
-      return {
-        kind: "api_key.expiring",
-        data: {
-          ...customerData(event.payload),
-          key_id: event.payload.keyId,
-          key_prefix: event.payload.prefix,
-          expires_at: event.payload.expiresAt,
-        },
-      };
-    default:
-      return undefined;
-  }
+  // Each subject's mapping takes that subject's payload; one of another subject is none of ours.
+  const mapped = mappings[event.subject] as Mapping<MappedEvent["payload"]> | undefined;
+  return mapped?.to(event.payload);
 }
 
 function cheeseArrival(cheese: Cheese): Record<string, unknown> {
