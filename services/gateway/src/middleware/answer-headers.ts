@@ -5,11 +5,18 @@ import type { Context } from "hono";
  * `c.header` would remake the response around its body as a stream, and @hono/node-server would
  * then read that stream instead of writing the body it holds at once (an eighth of the gateway's
  * CPU per get, for two headers). A response whose headers cannot change (one fetched as is) is
- * remade as before.
+ * remade as before. With `ifAbsent`, a value the handler set itself is kept (a route may override
+ * a header the middleware sets on every answer).
  */
-export function setAnswerHeader(c: Context, name: string, value: string): void {
+export function setAnswerHeader(
+  c: Context,
+  name: string,
+  value: string,
+  options: { ifAbsent?: boolean } = {},
+): void {
   const headers = c.res.headers;
-  if (headers.get(name) === value) return;
+  const current = headers.get(name);
+  if (current === value || (options.ifAbsent && current !== null)) return;
   try {
     headers.set(name, value);
   } catch {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { type Plan, plans } from "../auth/credentials.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
+import { setAnswerHeader } from "./answer-headers.ts";
 import type { SharedBuckets } from "./shared-buckets.ts";
 import { type Admission, hourlyRate, type PlanLimits } from "./token-bucket.ts";
 
@@ -81,13 +82,7 @@ export function rateLimit(options: { plans: Record<Plan, PlanLimits>; buckets: S
     }
     await next();
     // A handler that built its own Response lost the headers set above; routes may override them.
-    try {
-      for (const [name, value] of Object.entries(headers)) {
-        if (!c.res.headers.has(name)) c.res.headers.set(name, value);
-      }
-    } catch {
-      // immutable headers (a proxied response): nothing to add then
-    }
+    for (const [name, value] of Object.entries(headers)) setAnswerHeader(c, name, value, { ifAbsent: true });
   });
 }
 
