@@ -16,6 +16,7 @@ import { type BusLogger, consoleLogger } from "./log.ts";
 import {
   type Closable,
   type ConsumeOptions,
+  closedForRequests,
   type DeliveredEvent,
   type Headers,
   type IncomingRequest,
@@ -276,27 +277,36 @@ class InProcessBus implements MessageBus {
   private closing: Promise<void> | undefined;
   private readonly inFlight: Work = new Set();
   private readonly closables = new Set<Closable>();
+  /** Requests waiting for their reply; each entry fails its request. */
+  private readonly pending = new Set<() => void>();
 
   constructor(private readonly broker: Broker) {}
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
-    this.assertOpen();
+    if (this.closed) throw closedForRequests(subject);
     const body = copyJson(payload);
     const responders = this.broker.pickResponders(subject);
     if (responders.length === 0) throw new NoRespondersError(subject);
     return new Promise((resolve, reject) => {
+      const settle = (outcome: () => void) => {
+        clearTimeout(timer);
+        this.pending.delete(fail);
+        outcome();
+      };
+      // Closing the bus fails the request at once, as a request made after the close fails.
+      const fail = () => settle(() => reject(closedForRequests(subject)));
       const timer = setTimeout(
-        () => reject(new RequestTimeoutError(subject, options.timeoutMs)),
+        () => settle(() => reject(new RequestTimeoutError(subject, options.timeoutMs))),
         options.timeoutMs,
       );
+      this.pending.add(fail);
       for (const responder of responders) {
         const headers = withDeadline(options.headers, options.timeoutMs);
         const request = { subject, payload: copyJson(body), headers };
         void responder.answer(request).then((reply) => {
-          if (!reply) return; // not handled: past its deadline; the timer answers
-          clearTimeout(timer);
-          if (reply.ok) resolve(reply.data);
-          else reject(new RemoteError(reply.error));
+          if (!reply || !this.pending.has(fail)) return; // not handled (past its deadline), or settled
+          if (reply.ok) settle(() => resolve(reply.data));
+          else settle(() => reject(new RemoteError(reply.error)));
         });
       }
     });
@@ -423,6 +433,7 @@ class InProcessBus implements MessageBus {
 
   close(): Promise<void> {
     this.closed = true;
+    for (const fail of [...this.pending]) fail();
     this.closing ??= (async () => {
       await Promise.allSettled([...this.closables].map((c) => c.close()));
       await Promise.allSettled([...this.inFlight]);

@@ -23,6 +23,7 @@ import {
   BusUnavailableError,
   type Closable,
   type ConsumeOptions,
+  closedForRequests,
   type DeliveredEvent,
   type Headers,
   type IntegrationEvent,
@@ -165,6 +166,7 @@ class NatsBus implements MessageBus {
   ) {}
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
+    if (this.nc.isClosed()) throw closedForRequests(subject);
     this.replies ??= new ReplyInbox(this.nc);
     const reply = await this.replies.request(
       subject,
@@ -332,11 +334,13 @@ class NatsBus implements MessageBus {
  * waiting on a token of its own, as nats.js's own `request` does, without what that costs per
  * request: nats.js builds a `NatsError` (with its stack) for every request answered in time,
  * and a timer object with its own promise. A reply with status 503 and no body is the server's
- * "no responders".
+ * "no responders". When the connection closes, the requests still waiting fail at once with
+ * the error a request on the closed connection gets (`closedForRequests`), not at their
+ * time-outs: no reply can reach them any more.
  */
 class ReplyInbox {
   private readonly prefix: string;
-  private readonly waiting = new Map<string, { settle: (reply: Msg | Error) => void }>();
+  private readonly waiting = new Map<string, { settle: (reply: Msg | Error) => void; subject: string }>();
   private next = 0;
 
   constructor(private readonly nc: NatsConnection) {
@@ -347,9 +351,13 @@ class ReplyInbox {
         this.waiting.get(msg.subject.slice(this.prefix.length))?.settle(msg);
       },
     });
+    void nc.closed().then(() => {
+      for (const { settle, subject } of [...this.waiting.values()]) settle(closedForRequests(subject));
+    });
   }
 
   request(subject: string, data: Uint8Array, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+    if (this.nc.isClosed() || this.nc.isDraining()) return Promise.reject(closedForRequests(subject));
     const token = (this.next++).toString(36);
     return new Promise<Msg>((resolve, reject) => {
       const settle = (reply: Msg | Error) => {
@@ -361,7 +369,7 @@ class ReplyInbox {
         else resolve(reply);
       };
       const timer = setTimeout(() => settle(new RequestTimeoutError(subject, timeoutMs)), timeoutMs);
-      this.waiting.set(token, { settle });
+      this.waiting.set(token, { settle, subject });
       try {
         this.nc.publish(subject, data, { reply: this.prefix + token, headers });
       } catch (error) {

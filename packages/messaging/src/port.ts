@@ -167,6 +167,14 @@ export class BusUnavailableError extends RemoteError {
   }
 }
 
+/**
+ * What a request on a closed bus fails with, and a request still waiting for its reply when the
+ * bus closes (at once, not at its time-out): a 503, like the bus out of reach.
+ */
+export function closedForRequests(subject: string): BusUnavailableError {
+  return new BusUnavailableError(`request ${subject}: the connection is closed`);
+}
+
 export class KvConflictError extends Error {
   override readonly name = "KvConflictError";
   constructor(readonly key: string) {

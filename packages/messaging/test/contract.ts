@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
+  BusUnavailableError,
   callRpc,
   consumeEvents,
   DEADLINE_HEADER,
@@ -654,6 +655,34 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         await expect(caller.request(subject, null, { timeoutMs: 2_000 })).rejects.toBeInstanceOf(
           NoRespondersError,
         );
+      });
+
+      it("a request waiting for its reply when its bus closes fails at once, as one made after the close", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const subject = `test.${uid()}.held`;
+        const hold = held();
+        let started = false;
+        server.serve(subject, { queue: "svc" }, async () => {
+          started = true;
+          await hold.opened;
+          return "too late";
+        });
+        await server.ping();
+        // A time-out far beyond the test's own: only the close can end this request in time.
+        const failure = (request: Promise<unknown>) =>
+          request.then(
+            () => undefined,
+            (e: unknown) => e as RemoteError,
+          );
+        const pending = failure(caller.request(subject, null, { timeoutMs: 600_000 }));
+        await waitFor(() => started, "the handler to start");
+        await caller.close();
+        const waiting = await pending;
+        const after = await failure(caller.request(subject, null, { timeoutMs: 600_000 }));
+        expect(after).toBeInstanceOf(BusUnavailableError);
+        expect(after?.body).toMatchObject({ status: 503, type: "service_unavailable" });
+        expect(waiting).toBeInstanceOf(BusUnavailableError);
+        expect(waiting?.body).toEqual(after?.body);
       });
 
       it("ping answers true while connected", async () => {
