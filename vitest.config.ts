@@ -20,6 +20,7 @@ export default defineConfig({
             "packages/*/test/**/*.test.ts",
             "services/*/test/**/*.test.ts",
             "apps/*/test/**/*.test.ts",
+            "bench/test/**/*.test.ts",
             "e2e/**/*.test.ts",
           ],
     pool: "forks",

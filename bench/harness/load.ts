@@ -5,6 +5,7 @@
  */
 import { loadavg } from "node:os";
 import autocannon from "autocannon";
+import { percentiles } from "./percentiles.ts";
 import type { BenchRequest } from "./scenario.ts";
 
 export interface LoadResult {
@@ -64,9 +65,7 @@ export async function runLoad(options: {
     if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
   });
   const result = await done;
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  const at = percentiles(latencies);
   const non2xx: Record<string, number> = {};
   for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {})) {
     if (!status.startsWith("2")) non2xx[status] = Number(count);

@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { ms } from "../harness/compare.ts";
+import { percentiles } from "../harness/percentiles.ts";
 import type { MeasuredRow } from "../harness/scenario.ts";
 
 /** What the load generator knows of one order: when it was sent, answered, its webhook arrived. */
@@ -34,11 +35,6 @@ const rows = (file: string, sql: string): Row[] => {
   } finally {
     db.close();
   }
-};
-
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 };
 
 /** Per order id: the five stages' durations (ms), from the stores of `dataDir`. */
@@ -100,10 +96,10 @@ export function stageRows(dataDir: string, orders: ReadonlyMap<string, OrderTime
   if (stages.size === 0) return [{ name: "stages", value: "none found in the stores" }];
   const all = [...stages.values()];
   const result: MeasuredRow[] = STAGES.map((name, i) => {
-    const values = all.map((s) => s[i]!);
+    const at = percentiles(all.map((s) => s[i]!));
     return {
       name: `  stage ${name}`,
-      value: `p50 / p99 ${ms(quantile(values, 0.5))} / ${ms(quantile(values, 0.99))} ms`,
+      value: `p50 / p99 ${ms(at(0.5))} / ${ms(at(0.99))} ms`,
     };
   });
   const start = Math.min(...[...orders.values()].map((o) => o.sentAt));
@@ -114,7 +110,8 @@ export function stageRows(dataDir: string, orders: ReadonlyMap<string, OrderTime
   }
   for (const [second, ids] of [...seconds].sort(([a], [b]) => a - b)) {
     const latencies = ids.map((id) => orders.get(id)!.receivedAt - orders.get(id)!.answeredAt);
-    const p99 = quantile(latencies, 0.99);
+    const at = percentiles(latencies);
+    const p99 = at(0.99);
     const tail = ids.filter(
       (id) => orders.get(id)!.receivedAt - orders.get(id)!.answeredAt >= p99 && stages.has(id),
     );
@@ -122,7 +119,7 @@ export function stageRows(dataDir: string, orders: ReadonlyMap<string, OrderTime
     const largest = slowest ? slowest.indexOf(Math.max(...slowest)) : -1;
     result.push({
       name: `  second ${second + 1}`,
-      value: `webhook p50 / p99 ${ms(quantile(latencies, 0.5))} / ${ms(p99)} ms${
+      value: `webhook p50 / p99 ${ms(at(0.5))} / ${ms(p99)} ms${
         slowest
           ? `; its slowest: ${STAGES.map((name, i) => `${name} ${ms(slowest[i]!)}`).join(", ")} (largest ${STAGES[largest]})`
           : ""

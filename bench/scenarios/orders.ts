@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { tempDir } from "@cheese/testing";
 import { envelopeOf, Receiver } from "../../e2e/support/receiver.ts";
 import { clientOf, ms } from "../harness/compare.ts";
+import { percentiles } from "../harness/percentiles.ts";
 import type { BenchOptions, MeasuredRow, Measurement, SystemClient } from "../harness/scenario.ts";
 import { BENCH_API_KEY, startBenchSystem, treeUsage } from "../harness/system.ts";
 import { type OrderTimes, stageRows } from "./order-stages.ts";
@@ -28,9 +29,6 @@ interface RateResult {
   /** Per order id whose webhook arrived: when it was sent, answered, its webhook received. */
   times: Map<string, OrderTimes>;
 }
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
 async function atRate(
   system: SystemClient,
@@ -80,18 +78,18 @@ async function atRate(
   for (collect(); arrivals.size < answered.size && Date.now() < deadline; collect()) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const orders = [...answered.values()].map((o) => o.answeredAt - o.sentAt).sort((a, b) => a - b);
-  const webhooks = [...arrivals.entries()]
-    .map(([orderId, at]) => at - answered.get(orderId)!.answeredAt)
-    .sort((a, b) => a - b);
+  const orders = percentiles([...answered.values()].map((o) => o.answeredAt - o.sentAt));
+  const webhooks = percentiles(
+    [...arrivals.entries()].map(([orderId, at]) => at - answered.get(orderId)!.answeredAt),
+  );
   return {
     rate,
     placed: answered.size,
     failed,
-    orderP50: quantile(orders, 0.5),
-    orderP99: quantile(orders, 0.99),
-    webhookP50: quantile(webhooks, 0.5),
-    webhookP99: quantile(webhooks, 0.99),
+    orderP50: orders(0.5),
+    orderP99: orders(0.99),
+    webhookP50: webhooks(0.5),
+    webhookP99: webhooks(0.99),
     missing: answered.size - arrivals.size,
     times: new Map(
       [...arrivals].map(([orderId, receivedAt]) => [orderId, { ...answered.get(orderId)!, receivedAt }]),
