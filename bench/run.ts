@@ -25,6 +25,7 @@ import { compareWithBaseline } from "./harness/compare.ts";
 import { summariseProfiles, type Window } from "./harness/profile.ts";
 import { cpuTable, harnessProblems, header, httpTables, measurementTable } from "./harness/report.ts";
 import type { BenchOptions, HttpScenario, Measurement } from "./harness/scenario.ts";
+import { selection } from "./harness/select.ts";
 import { scenarios, scripts } from "./scenarios/index.ts";
 
 const { values: args } = parseArgs({
@@ -45,17 +46,14 @@ const options: BenchOptions = {
   rounds: quick ? 1 : 2,
   replicas: Number(args.replicas),
 };
-const only = args.only?.split(",").filter(Boolean);
-const allNames = new Set([
-  ...scenarios.flatMap((s) => (s.kind === "http" ? [s.name, s.fixture.name] : [s.name])),
+const all = scenarios(options);
+const wanted = selection(args.only, [
+  ...all.flatMap((s) => (s.kind === "http" ? [s.name, s.fixture.name] : [s.name])),
   ...Object.keys(scripts),
 ]);
-/** A term that is a whole name selects that name alone (one scenario's name may start another's). */
-const selects = (term: string, name: string) => (allNames.has(term) ? name === term : name.includes(term));
-const wanted = (...names: string[]) => !only || only.some((o) => names.some((n) => selects(o, n)));
 
-const http = scenarios.filter((s): s is HttpScenario => s.kind === "http" && wanted(s.name, s.fixture.name));
-const measurements = scenarios.filter((s): s is Measurement => s.kind === "measurement" && wanted(s.name));
+const http = all.filter((s): s is HttpScenario => s.kind === "http" && wanted(s.name, s.fixture.name));
+const measurements = all.filter((s): s is Measurement => s.kind === "measurement" && wanted(s.name));
 const root = tempDir("bench");
 const profileDir = join(root.path, "profiles");
 const progress = (line: string) => console.error(`bench: ${line}`);

@@ -10,7 +10,7 @@
 
 import { settle } from "../harness/compare.ts";
 import { historicCheese, writeCatalogueHistory, writeOrderingHistory } from "../harness/events.ts";
-import type { Doc, Fixture, FixtureData, HttpScenario } from "../harness/scenario.ts";
+import type { BenchOptions, Doc, Fixture, FixtureData, HttpScenario } from "../harness/scenario.ts";
 import { startBenchSystem } from "../harness/system.ts";
 
 const statuses = ["available", "pending", "sold"] as const;
@@ -29,10 +29,32 @@ function newCheese(n: number, prefix: string) {
   };
 }
 
-export const twoHundredCheeses: Fixture = {
-  name: "200 cheeses",
+/** How many documents a fixture holds: in a full run, and with --quick. */
+interface Size {
+  full: number;
+  quick: number;
+}
+
+const countOf = (size: Size, options: BenchOptions) => (options.quick ? size.quick : size.full);
+
+/**
+ * A name that says how many documents were measured: with --quick the smaller number, followed
+ * by the full run's, so that a term naming the full run's (`--only=100,000`) still selects it.
+ */
+function sizedName(size: Size, options: BenchOptions, name: (count: string) => string): string {
+  const number = (n: number) => n.toLocaleString("en-US");
+  return options.quick
+    ? `${name(number(size.quick))} (--quick; ${number(size.full)} in a full run)`
+    : name(number(size.full));
+}
+
+const FEW: Size = { full: 200, quick: 40 };
+const MANY: Size = { full: 100_000, quick: 2_000 };
+
+const twoHundredCheeses = (options: BenchOptions): Fixture => ({
+  name: sizedName(FEW, options, (n) => `${n} cheeses`),
   async seed(system, options) {
-    const count = options.quick ? 40 : 200;
+    const count = countOf(FEW, options);
     let next = 0;
     await Promise.all(
       Array.from({ length: 8 }, async () => {
@@ -56,16 +78,16 @@ export const twoHundredCheeses: Fixture = {
     } while (cursor);
     return { collections: { cheeses }, headers: system.headers };
   },
-};
+});
 
-export const manyCheeses: Fixture = {
-  name: "100,000 cheeses and orders",
+const manyCheeses = (options: BenchOptions): Fixture => ({
+  name: sizedName(MANY, options, (n) => `${n} cheeses and orders`),
   /**
    * The histories, and a first start on them that is left to publish them (as a running system
    * would have) and then stopped cleanly: the measured start is a restart.
    */
   async prepare(dataDir, options) {
-    const count = options.quick ? 2_000 : 100_000;
+    const count = countOf(MANY, options);
     await writeCatalogueHistory(dataDir, count);
     await writeOrderingHistory(dataDir, count);
     const first = await startBenchSystem({ dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
@@ -73,7 +95,7 @@ export const manyCheeses: Fixture = {
     await first.stop();
   },
   async seed(system, options) {
-    const count = options.quick ? 2_000 : 100_000;
+    const count = countOf(MANY, options);
     const start = Date.parse("2026-01-01T00:00:00.000Z");
     const cheeses: Doc[] = [];
     for (let n = 1; n <= count; n++)
@@ -92,7 +114,7 @@ export const manyCheeses: Fixture = {
       throw new Error(`order ${count} is served as ${order.status} ${JSON.stringify(served)}`);
     return { collections: { cheeses }, headers: system.headers };
   },
-};
+});
 
 const LIST_PAGE = "/v2/cheeses?status=available&sort=-createdAt&limit=20";
 
@@ -102,53 +124,58 @@ const cheeseAt = (data: FixtureData, i: number) =>
 /** Names unique across runs of the same system (the create scenario runs several windows). */
 const runTag = Date.now().toString(36);
 
-export const cheeseScenarios: HttpScenario[] = [
-  {
-    kind: "http",
-    name: "GET /v2/cheeses/{id}",
-    fixture: twoHundredCheeses,
-    request: (data, i) => ({
-      method: "GET",
-      path: `/v2/cheeses/${cheeseAt(data, i).id}`,
-      headers: data.headers,
-    }),
-    targets: { ratio: 0.35, p99Ms: 20 },
-  },
-  {
-    kind: "http",
-    name: `GET ${LIST_PAGE}`,
-    fixture: twoHundredCheeses,
-    request: (data) => ({ method: "GET", path: LIST_PAGE, headers: data.headers }),
-    targets: { ratio: 0.25 },
-  },
-  {
-    kind: "http",
-    name: "POST /v2/cheeses",
-    fixture: twoHundredCheeses,
-    request: (data, i) => ({
-      method: "POST",
-      path: "/v2/cheeses",
-      body: JSON.stringify(newCheese(i, `Bench ${runTag}`)),
-      headers: data.headers,
-    }),
-    targets: { ratio: 0.12, p99Ms: 80 },
-  },
-  {
-    kind: "http",
-    name: "POST /v2/cheeses/{id} (partial update)",
-    fixture: twoHundredCheeses,
-    request: (data, i) => ({
-      method: "POST",
-      path: `/v2/cheeses/${cheeseAt(data, i).id}`,
-      body: JSON.stringify({ pricePerKg: 10 + (i % 50) }),
-      headers: data.headers,
-    }),
-  },
-  {
-    kind: "http",
-    name: `GET ${LIST_PAGE} among 100,000`,
-    fixture: manyCheeses,
-    request: (data) => ({ method: "GET", path: LIST_PAGE, headers: data.headers }),
-    targets: { ratio: 0.25, p99Ms: 30 },
-  },
-];
+/** The catalogue's scenarios, named for the data `options` gives them. */
+export function cheeseScenarios(options: BenchOptions): HttpScenario[] {
+  const few = twoHundredCheeses(options);
+  const many = manyCheeses(options);
+  return [
+    {
+      kind: "http",
+      name: "GET /v2/cheeses/{id}",
+      fixture: few,
+      request: (data, i) => ({
+        method: "GET",
+        path: `/v2/cheeses/${cheeseAt(data, i).id}`,
+        headers: data.headers,
+      }),
+      targets: { ratio: 0.35, p99Ms: 20 },
+    },
+    {
+      kind: "http",
+      name: `GET ${LIST_PAGE}`,
+      fixture: few,
+      request: (data) => ({ method: "GET", path: LIST_PAGE, headers: data.headers }),
+      targets: { ratio: 0.25 },
+    },
+    {
+      kind: "http",
+      name: "POST /v2/cheeses",
+      fixture: few,
+      request: (data, i) => ({
+        method: "POST",
+        path: "/v2/cheeses",
+        body: JSON.stringify(newCheese(i, `Bench ${runTag}`)),
+        headers: data.headers,
+      }),
+      targets: { ratio: 0.12, p99Ms: 80 },
+    },
+    {
+      kind: "http",
+      name: "POST /v2/cheeses/{id} (partial update)",
+      fixture: few,
+      request: (data, i) => ({
+        method: "POST",
+        path: `/v2/cheeses/${cheeseAt(data, i).id}`,
+        body: JSON.stringify({ pricePerKg: 10 + (i % 50) }),
+        headers: data.headers,
+      }),
+    },
+    {
+      kind: "http",
+      name: sizedName(MANY, options, (n) => `GET ${LIST_PAGE} among ${n}`),
+      fixture: many,
+      request: (data) => ({ method: "GET", path: LIST_PAGE, headers: data.headers }),
+      targets: { ratio: 0.25, p99Ms: 30 },
+    },
+  ];
+}

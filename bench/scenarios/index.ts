@@ -1,14 +1,18 @@
 /**
- * Every scenario `pnpm bench` runs, in order. Add one here: an `HttpScenario` (compared with the
+ * Every scenario `pnpm bench` runs, in order, named for the data of `options` (--quick: less). Add one here: an `HttpScenario` (compared with the
  * bare Hono baseline, ABAB, on the system its fixture starts) or a `Measurement` (runs on its
  * own, returns rows). See ../harness/scenario.ts.
  */
-import type { Scenario } from "../harness/scenario.ts";
+import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";
 import { orderWebhooks } from "./orders.ts";
 import { projectionRebuild } from "./rebuild.ts";
 
-export const scenarios: Scenario[] = [...cheeseScenarios, orderWebhooks, projectionRebuild];
+export const scenarios = (options: BenchOptions): Scenario[] => [
+  ...cheeseScenarios(options),
+  orderWebhooks,
+  projectionRebuild,
+];
 
 /**
  * Older stand-alone benchmarks: scripts that print their own lines, run after the scenarios in a

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import type { BenchOptions, Scenario } from "../harness/scenario.ts";
+import { selection } from "../harness/select.ts";
+import { scenarios } from "../scenarios/index.ts";
+
+const options = (quick: boolean): BenchOptions => ({
+  quick,
+  connections: 32,
+  warmupSeconds: 1,
+  seconds: 2,
+  rounds: 1,
+  replicas: 1,
+});
+
+const namesOf = (all: Scenario[]) =>
+  all.flatMap((s) => (s.kind === "http" ? [s.name, s.fixture.name] : [s.name]));
+
+/** What `pnpm bench` prints as a scenario's or a fixture's name is what it measured. */
+describe("bench scenario names", () => {
+  const list = "GET /v2/cheeses?status=available&sort=-createdAt&limit=20";
+
+  it("name the data a full run measures", () => {
+    const all = scenarios(options(false));
+    const large = all.find((s) => s.kind === "http" && s.name === `${list} among 100,000`);
+    expect(large?.kind === "http" && large.fixture.name).toBe("100,000 cheeses and orders");
+    const small = all.find((s) => s.kind === "http" && s.name === list);
+    expect(small?.kind === "http" && small.fixture.name).toBe("200 cheeses");
+  });
+
+  it("name the smaller data of --quick, and the full run's after it", () => {
+    const names = namesOf(scenarios(options(true)));
+    expect(names).toContain(`${list} among 2,000 (--quick; 100,000 in a full run)`);
+    expect(names).toContain("2,000 cheeses and orders (--quick; 100,000 in a full run)");
+    expect(names).toContain("40 cheeses (--quick; 200 in a full run)");
+    expect(names.filter((name) => /among 100,000$|^100,000 cheeses|^200 cheeses/.test(name))).toEqual([]);
+  });
+
+  it.each([false, true])("--only=100,000 selects the list among the large fixture (quick: %s)", (quick) => {
+    const all = scenarios(options(quick));
+    const wanted = selection("100,000", namesOf(all));
+    const selected = all.filter((s) => (s.kind === "http" ? wanted(s.name, s.fixture.name) : wanted(s.name)));
+    expect(selected.map((s) => s.name)).toEqual([
+      quick ? `${list} among 2,000 (--quick; 100,000 in a full run)` : `${list} among 100,000`,
+    ]);
+    // A whole name selects that scenario alone, not the one whose name it starts.
+    const page = selection(list, namesOf(all));
+    expect(all.filter((s) => s.kind === "http" && page(s.name, s.fixture.name)).map((s) => s.name)).toEqual([
+      list,
+    ]);
+  });
+});
