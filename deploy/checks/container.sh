@@ -68,13 +68,16 @@ client_id=check-client
 client_secret=$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')
 oauth_clients="[{\"id\":\"$client_id\",\"secret\":\"$client_secret\",\"scopes\":[\"read:cheeses\",\"write:cheeses\"],\"redirectUris\":[],\"plan\":\"enterprise\"}]"
 services=(catalogue ordering customer notification gateway)
-# Each service's V8 options, as `pnpm start` and the manifests give them.
-node_options() { sed -n "s/^  $1: \"\(.*\)\",\$/\1/p" apps/launcher/src/node-options.ts; }
+# Each service's V8 options, as `pnpm start` and the manifests give them: asked of the code.
+declare -A node_options=()
+listed=$("$repo/node_modules/.bin/tsx" deploy/checks/print-node-options.ts) ||
+  fail "could not list each service's V8 options (deploy/checks/print-node-options.ts; pnpm install first)"
+while read -r service options; do node_options[$service]=$options; done <<<"$listed"
 for service in "${services[@]}"; do
-  [[ -n "$(node_options "$service")" ]] || fail "no V8 options for $service in apps/launcher/src/node-options.ts"
+  [[ -n "${node_options[$service]:-}" ]] || fail "no V8 options for $service in apps/launcher/src/node-options.ts"
   containers+=("$run_id-$service")
   docker run -d --name "$run_id-$service" --network host -v "$volume:/data" \
-    -e SERVICE="$service" -e NODE_OPTIONS="$(node_options "$service")" \
+    -e SERVICE="$service" -e NODE_OPTIONS="${node_options[$service]}" \
     -e NATS_URL="nats://127.0.0.1:$nats_port" \
     -e HEALTH_HOST=127.0.0.1 -e HEALTH_PORT="$(free_port)" \
     -e GATEWAY_HOST=127.0.0.1 -e GATEWAY_PORT="$gateway_port" \
