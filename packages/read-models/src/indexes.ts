@@ -320,12 +320,7 @@ export class SortedIndex {
 function boundOf(filter: Filter, key: string, order: number): Bound | undefined {
   let tightest: Bound | undefined;
   const consider = (bound: Bound | undefined) => {
-    if (!bound) return;
-    if (!tightest) tightest = bound;
-    else {
-      const c = compareValues(bound.value, tightest.value) * order;
-      if (c > 0 || (c === 0 && !bound.inclusive)) tightest = bound;
-    }
+    if (bound) tightest = tightest ? tighter(bound, tightest, order) : bound;
   };
   for (const [field, condition] of Object.entries(filter)) {
     if (field === key) consider(boundOfCondition(condition, order));
@@ -342,16 +337,22 @@ interface Bound {
   inclusive: boolean;
 }
 
+/**
+ * Of two bounds on one key, the one a walk in `order` starts later from: the further value, or
+ * on the same value the one that excludes it.
+ */
+function tighter(a: Bound, b: Bound, order: number): Bound {
+  const c = compareValues(a.value, b.value) * order;
+  return c > 0 || (c === 0 && !a.inclusive) ? a : b;
+}
+
 function loosest(branches: Filter[], key: string, order: number): Bound | undefined {
   let loose: Bound | undefined;
   for (const branch of branches) {
     const bound = boundOf(branch, key, order);
     if (!bound) return undefined;
-    if (!loose) loose = bound;
-    else {
-      const c = compareValues(bound.value, loose.value) * order;
-      if (c < 0 || (c === 0 && bound.inclusive)) loose = bound;
-    }
+    // The looser of the two: the one `tighter` does not pick.
+    loose = loose && tighter(bound, loose, order) === bound ? loose : bound;
   }
   return loose;
 }
@@ -364,11 +365,7 @@ function boundOfCondition(condition: unknown, order: number): Bound | undefined 
   for (const [operator, value] of Object.entries(condition as object)) {
     if ((operator !== strict && operator !== inclusive) || !ordered(value)) continue;
     const bound = { value, inclusive: operator === inclusive };
-    if (!tightest) tightest = bound;
-    else {
-      const c = compareValues(value, tightest.value) * order;
-      if (c > 0 || (c === 0 && !bound.inclusive)) tightest = bound;
-    }
+    tightest = tightest ? tighter(bound, tightest, order) : bound;
   }
   return tightest;
 }

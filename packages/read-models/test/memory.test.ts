@@ -150,3 +150,42 @@ describe("declared queries", () => {
     ]);
   });
 });
+
+it("in-memory index walks start at the tightest bound on their key (the loosest of $or branches): pages as without the index", async () => {
+  const indexed = createMemoryReadModels({ checkQueries: false });
+  await indexed.defineProjection({
+    name: "shop",
+    version: 1,
+    collections: [{ name: "items", indexes: [{ keys: { price: 1, _id: 1 } }], queries: [] }],
+  });
+  const plain = createMemoryReadModels({ checkQueries: false });
+  for (const store of [indexed, plain]) {
+    for (let id = 1; id <= 200; id++)
+      await store.collection("items").upsert(id, 1, { $set: { price: id % 23 } });
+  }
+  const filters = [
+    { price: { $gt: 5, $gte: 5 } },
+    { price: { $gte: 5, $gt: 5 } },
+    { price: { $gte: 5, $lt: 9 } },
+    { price: { $gt: 4, $gte: 7 } },
+    { price: { $lt: 12, $lte: 12 } },
+    { price: { $gte: 3 }, $and: [{ price: { $gt: 3 } }, { price: { $gte: 2 } }] },
+    { $or: [{ price: { $gte: 8 } }, { price: { $gt: 8 } }, { price: 10 }] },
+    { $or: [{ price: { $gt: 8 } }, { price: { $gte: 8 } }] },
+    { $or: [{ price: { $gt: 8 } }, { price: 8, _id: { $gt: 100 } }] },
+    { $or: [{ price: { $gt: 8 } }, { _id: { $gt: 190 } }] },
+    { price: { $gt: Number.NaN } },
+    { price: { $gte: 4, $gt: Number.NaN } },
+    { $or: [{ price: { $gte: 20 } }, { price: Number.NaN }] },
+  ];
+  for (const way of [1, -1] as const) {
+    for (const filter of filters) {
+      const answer = async (store: typeof plain) =>
+        store
+          .collection("items")
+          .find(filter, { sort: { price: way, _id: way }, limit: 15 })
+          .then((found) => found.map((doc) => doc._id));
+      expect(await answer(indexed), JSON.stringify(filter)).toEqual(await answer(plain));
+    }
+  }
+});
