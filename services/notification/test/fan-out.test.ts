@@ -15,7 +15,7 @@ import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
-import { hasSubscriber } from "../src/handlers/fan-out.ts";
+import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
 import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
 import { SecretBox } from "../src/security/secrets.ts";
 
@@ -34,7 +34,7 @@ describe("hasSubscriber", () => {
     data.remove();
   });
 
-  it("sees a registration made just before, catching the registrations up once for all the kinds asked about", async () => {
+  it("sees a registration made just before, catching the registrations up once per event", async () => {
     const secrets = new SecretBox(randomBytes(32));
     const readModels = createMemoryReadModels();
     const webhooks = await startProjection({
@@ -94,5 +94,15 @@ describe("hasSubscriber", () => {
     catchUps = 0;
     expect(await hasSubscriber(deps, [])).toBe(false);
     expect(catchUps).toBe(0);
+
+    // The consumer's fan-out of an event it asked about: no second catch-up, the subscriber found.
+    const outgoing = { kind: "cheese.back_in_stock" as const, data: {}, firstDelivery: true };
+    const asked = await fanOut(deps, { ...outgoing, eventId: "evt_1", subscribersCaughtUp: true }, {});
+    expect(asked?.deliveries.map((d) => d.webhookId)).toEqual([1]);
+    expect(catchUps).toBe(0);
+    // Any other fan-out (a redelivery) catches up first.
+    const redelivered = await fanOut(deps, { ...outgoing, eventId: "evt_2", firstDelivery: false }, {});
+    expect(redelivered?.deliveries.map((d) => d.webhookId)).toEqual([1]);
+    expect(catchUps).toBe(1);
   });
 });

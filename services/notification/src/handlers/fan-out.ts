@@ -26,6 +26,12 @@ export interface Outgoing {
    * such). Its record is then not looked for before the subscribers are.
    */
   firstDelivery?: boolean;
+  /**
+   * The registrations were caught up after the event was published (the consumer asked
+   * {@link hasSubscriber} before handing it over): its subscribers are read from the read model
+   * as it stands, without a second catch-up (a head read of the event store per event).
+   */
+  subscribersCaughtUp?: boolean;
 }
 
 /** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
@@ -52,7 +58,9 @@ export async function fanOut(
     const webhookIds =
       "only" in targets
         ? targets.only
-        : (await subscribers(deps, outgoing.kind)).filter((id) => !targets.except.includes(id));
+        : (await subscribers(deps, outgoing.kind, !outgoing.subscribersCaughtUp)).filter(
+            (id) => !targets.except.includes(id),
+          );
     if (webhookIds.length === 0) return undefined;
     const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
     const deliveries = [];
@@ -113,8 +121,12 @@ export async function hasSubscriber(
   return false;
 }
 
-async function subscribers(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
-  await deps.webhooks.catchUp(); // as in hasSubscriber
+async function subscribers(
+  deps: NotificationDeps,
+  kind: WebhookEventKind,
+  catchUp: boolean,
+): Promise<number[]> {
+  if (catchUp) await deps.webhooks.catchUp(); // as in hasSubscriber
   return subscribersNow(deps, kind);
 }
 

@@ -1,4 +1,4 @@
-import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
+import { type Closable, consumeEvents, type DeliveredEvent, type MessageBus } from "@cheese/messaging";
 import {
   contextFromHeaders,
   contextMetadata,
@@ -23,6 +23,12 @@ export const WEBHOOK_CONSUMER = "notification-webhooks";
 export const WEBHOOK_CONSUMER_IN_FLIGHT = 64;
 
 /**
+ * Whether an event's subscribers are asked for before it is handled (its first delivery): the
+ * registrations are then caught up once for it, there, and not again in its fan-out.
+ */
+const subscribersAsked = (event: DeliveredEvent) => event.deliveryCount === 1;
+
+/**
  * Turns every service's integration events into webhook events, through one durable consumer
  * shared by the replicas (each event handled by one of them). Up to
  * {@link WEBHOOK_CONSUMER_IN_FLIGHT} events are handled at once, so they may be recorded out of
@@ -41,7 +47,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
     // nothing more: no parsing, no event-store read or append (a redelivered one may have a
     // record from its earlier handling, whose deliveries must be completed: it goes on).
     wanted: async (event) => {
-      if (event.deliveryCount > 1) return true;
+      if (!subscribersAsked(event)) return true;
       if (await hasSubscriber(deps, kindsBySubject.get(event.subject) ?? [])) return true;
       // The event's trace still shows that it reached this service, and went no further.
       const { span } = startSpan(
@@ -74,6 +80,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
               data: outgoing.data,
               createdAt: event.publishedAt,
               firstDelivery: event.deliveryCount === 1,
+              subscribersCaughtUp: subscribersAsked(event),
             },
             { ...contextMetadata(context, event.id) },
           );
