@@ -1,7 +1,17 @@
 import type { DestinationStream } from "@cheese/service-kit/launch";
 
+/** The process a line came from. */
+export interface LineSource {
+  /** Its prefix on a terminal: `catalogue`, `gateway#2`, `ordering+customer+notification`. */
+  label: string;
+  /** The services it runs: when several, a JSON line is prefixed with the one it names instead. */
+  services: readonly string[];
+  /** Its replica number when the service runs several (kept in a per-service prefix). */
+  replica?: number;
+}
+
 /** Writes one line a process printed, labelled with the process it came from. */
-export type LineWriter = (label: string, line: string, stream: "stdout" | "stderr") => void;
+export type LineWriter = (from: LineSource, line: string, stream: "stdout" | "stderr") => void;
 
 /**
  * How the processes' lines reach the launcher's own stdout and stderr. For a log shipper (stdout
@@ -13,7 +23,7 @@ export type LineWriter = (label: string, line: string, stream: "stdout" | "stder
  */
 export async function createLineWriter(terminal = process.stdout.isTTY === true): Promise<LineWriter> {
   if (!terminal) {
-    return (_label, line, stream) => process[stream].write(`${line}\n`);
+    return (_source, line, stream) => process[stream].write(`${line}\n`);
   }
   const { prettyFactory } = await import("pino-pretty");
   const pretty = prettyFactory({
@@ -22,15 +32,15 @@ export async function createLineWriter(terminal = process.stdout.isTTY === true)
     ignore: "pid,hostname,service",
     singleLine: true,
   });
-  return (label, line, stream) => {
+  return (source, line, stream) => {
     let text = line;
-    let from = label;
+    let from = source.label;
     if (line.startsWith("{")) {
       try {
         const record = JSON.parse(line);
         text = pretty(record).trimEnd();
-        if (label.includes("+") && typeof record.service === "string") {
-          from = `${record.service}${/#\d+$/.exec(label)?.[0] ?? ""}`;
+        if (source.services.length > 1 && typeof record.service === "string") {
+          from = source.replica === undefined ? record.service : `${record.service}#${source.replica}`;
         }
       } catch {
         // not JSON after all: as it came
@@ -43,9 +53,10 @@ export async function createLineWriter(terminal = process.stdout.isTTY === true)
 
 /** A pino destination that hands each line to `write` under `label` (the launcher's own logs). */
 export function lineDestination(label: string, write: LineWriter): DestinationStream {
+  const source: LineSource = { label, services: [] };
   return {
     write(chunk: string) {
-      for (const line of chunk.split("\n")) if (line) write(label, line, "stdout");
+      for (const line of chunk.split("\n")) if (line) write(source, line, "stdout");
     },
   };
 }

@@ -23,6 +23,8 @@ const KEPT_STDERR_LINES = 20;
 
 interface Instance {
   label: string;
+  /** Its number among the replicas of its services, when there are several. */
+  replica?: number;
   services: readonly ServiceName[];
   child: ChildProcess | undefined;
   restarts: number;
@@ -71,6 +73,7 @@ export class Supervisor {
       const label = replicas > 1 ? `${name}#${replica}` : name;
       const instance: Instance = {
         label,
+        ...(replicas > 1 ? { replica } : {}),
         services,
         child: undefined,
         restarts: 0,
@@ -99,13 +102,13 @@ export class Supervisor {
     instance.stderr = [];
     const started = Date.now();
     if (child.stdout) {
-      createInterface({ input: child.stdout }).on("line", (line) => write(instance.label, line, "stdout"));
+      createInterface({ input: child.stdout }).on("line", (line) => write(instance, line, "stdout"));
     }
     if (child.stderr) {
       createInterface({ input: child.stderr }).on("line", (line) => {
         instance.stderr.push(line);
         if (instance.stderr.length > KEPT_STDERR_LINES) instance.stderr.shift();
-        write(instance.label, line, "stderr");
+        write(instance, line, "stderr");
       });
     }
     // "close": the process has exited and its output has been read to the end.
