@@ -8,7 +8,7 @@ import {
   portInUse,
   runAsProcess,
 } from "@cheese/service-kit/launch";
-import { backendProcesses, loadLauncherConfig, serviceNames } from "./config.ts";
+import { backendProcesses, layoutMessage, loadLauncherConfig, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
   developmentCredentials,
@@ -80,11 +80,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     }
   };
   const natsUrl = config.NATS_URL ?? nats?.url;
-  log.info(
-    config.LAUNCH_MODE === "separate"
-      ? "running each service as its own process over NATS"
-      : "running the services as processes over NATS (ordering, customer and notification share one)",
-  );
+  log.info(layoutMessage(config.LAUNCH_MODE));
 
   let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
   let stopping = false;

@@ -35,3 +35,19 @@ export function backendProcesses(mode: LauncherConfig["LAUNCH_MODE"]): ServiceNa
   if (mode === "separate") return [["catalogue"], ["ordering"], ["customer"], ["notification"]];
   return [["catalogue"], ["ordering", "customer", "notification"]];
 }
+
+/**
+ * The launcher's line saying how `pnpm start` lays the services out in processes, derived from
+ * `backendProcesses` so it names the services that share a process as they are started.
+ */
+export function layoutMessage(mode: LauncherConfig["LAUNCH_MODE"]): string {
+  const shared = backendProcesses(mode).filter((services) => services.length > 1);
+  if (shared.length === 0) return "running each service as its own process over NATS";
+  const groups = shared.map((services) => `${listed(services)} share one`);
+  return `running the services as processes over NATS (${groups.join("; ")})`;
+}
+
+/** "a", "a and b", "a, b and c". */
+function listed(names: readonly string[]): string {
+  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
+}
