@@ -23,9 +23,10 @@ const RECOVERY_MS = 5_000;
 const RPC_TIMEOUT_MS = 5_000;
 
 /**
- * NATS itself crashes under load: nats-server is SIGKILLed while orders are being placed, then
- * started again on the same port and JetStream store (as a supervisor would). The system must
- * answer again within 5 s of the restart, and no integration event may be lost or doubled.
+ * NATS itself crashes under load: nats-server is SIGKILLed while orders are being placed, and the
+ * launcher starts it again on the same port and JetStream store (as it restarts a service, and as
+ * a supervisor would in production). The system must answer again within 5 s of the restart, and
+ * no integration event may be lost or doubled.
  *
  * "Exactly once" at the receiver: every order acknowledged with 201 (before, during or after the
  * outage) reaches the receiver as one successful delivery of one `order.placed` event (one
@@ -71,7 +72,6 @@ describe.skipIf(launcherOnly("killing the launcher's nats-server"))(
     });
     afterAll(async () => {
       await system?.stop();
-      await nats?.stop();
       await receiver?.close();
     });
 
@@ -108,23 +108,11 @@ describe.skipIf(launcherOnly("killing the launcher's nats-server"))(
         await expect.poll(() => acked(), { timeout: 20_000 }).toBeGreaterThanOrEqual(10);
 
         const killedAt = Date.now();
-        await nats.kill();
-        // The system notices: readiness fails (its probe flushes the NATS connection).
-        await expect
-          .poll(
-            async () =>
-              (
-                await fetch(`${system.rootUrl}/readyz`, { signal: AbortSignal.timeout(3_000) }).catch(
-                  () => undefined,
-                )
-              )?.status,
-            { timeout: 10_000, interval: 50 },
-          )
-          .not.toBe(200);
-        outage = Date.now() - killedAt;
-
-        await nats.restart();
+        const killed = await nats.kill();
+        // The launcher starts it again on the same port and store, as it restarts a service.
+        await nats.restarted(killed);
         const restartedAt = Date.now();
+        outage = restartedAt - killedAt;
         // Recovered: an order placed after the restart is acknowledged within 5 s of it. The load's
         // workers may still wait on requests sent during the outage, so a probe of its own asks.
         await expect

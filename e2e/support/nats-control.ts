@@ -1,69 +1,56 @@
-import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
-import { runNatsServer } from "@cheese/launcher/nats-server";
+import { processAlive } from "@cheese/testing";
+import { expect } from "vitest";
 import type { RunningSystem } from "./system.ts";
 
 /**
- * Crashing and restarting the nats-server that `pnpm start` started for a system (launcher mode,
- * NATS_URL unset): its pid and URL are in DATA_DIR/run/processes.json, its JetStream store is
- * DATA_DIR/nats. The launcher does not restart nats-server itself, so the test does it, as an
- * operator's supervisor (systemd, Kubernetes) would: same binary on PATH, same address and port,
- * same store directory, so streams, consumers and key-value buckets come back from disk.
+ * Crashing the nats-server that `pnpm start` started for a system (launcher mode, NATS_URL unset)
+ * and waiting for the launcher to start it again, as it restarts a crashed service: on the same
+ * address and the same JetStream store (DATA_DIR/nats), so streams, consumers and key-value
+ * buckets come back from disk. Its pid and URL are in DATA_DIR/run/processes.json.
  */
 export class NatsControl {
-  private restarted: ChildProcess | undefined;
-
   constructor(private readonly system: RunningSystem) {}
 
-  /** The pid of the nats-server now serving the system. */
-  pid(): number {
-    if (this.restarted?.pid) return this.restarted.pid;
-    const { natsPid } = readProcesses(this.system);
-    if (!natsPid) throw new Error("the launcher started no nats-server (NATS_URL set, or one process)");
+  /** The pid of the nats-server now serving the system, if one is running. */
+  pid(): number | undefined {
+    const { natsPid } = JSON.parse(readFileSync(join(this.system.dataDir, "run", "processes.json"), "utf8"));
     return natsPid;
   }
 
-  /** SIGKILLs nats-server (no flush, no goodbye to clients) and waits until the process is gone. */
-  async kill(): Promise<void> {
+  /** SIGKILLs nats-server (no flush, no goodbye to clients), waits until it is gone; its pid. */
+  async kill(): Promise<number> {
     const pid = this.pid();
+    if (!pid) throw new Error("the launcher started no nats-server (NATS_URL set, or one process)");
     process.kill(pid, "SIGKILL");
-    const deadline = Date.now() + 10_000;
-    while (isAlive(pid)) {
-      if (Date.now() > deadline) throw new Error(`nats-server ${pid} still alive 10 s after SIGKILL`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await expect.poll(() => processAlive(pid), { message: `nats-server ${pid} still alive` }).toBe(false);
+    return pid;
   }
 
-  /** Starts nats-server again on the same port and store; resolves once it says it is ready. */
-  async restart(): Promise<void> {
-    const url = new URL(this.system.natsUrl());
-    this.restarted = await runNatsServer("nats-server", {
-      host: url.hostname,
-      port: Number(url.port),
-      storeDir: join(this.system.dataDir, "nats"),
+  /** Resolves once the launcher has started a nats-server in place of `killed`, accepting connections. */
+  async restarted(killed: number, timeoutMs = 15_000): Promise<void> {
+    const port = Number(new URL(this.system.natsUrl()).port);
+    await expect
+      .poll(
+        async () => {
+          const pid = this.pid();
+          return pid !== undefined && pid !== killed && processAlive(pid) && (await accepts(port));
+        },
+        { timeout: timeoutMs, message: `the launcher did not restart nats-server on :${port}` },
+      )
+      .toBe(true);
+  }
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
     });
-  }
-
-  /** Stops the nats-server this control started (call after the system has stopped). */
-  async stop(): Promise<void> {
-    const child = this.restarted;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-  }
-}
-
-function readProcesses(system: RunningSystem): { natsPid?: number } {
-  return JSON.parse(readFileSync(join(system.dataDir, "run", "processes.json"), "utf8"));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+    socket.once("error", () => resolve(false));
+  });
 }

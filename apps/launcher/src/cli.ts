@@ -71,14 +71,6 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     nats = await startNatsServer(natsBinary, dataDir);
     log.info(`started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
   }
-  const stopNats = async () => {
-    // A nats-server killed by a signal has exitCode null too; it will not exit again.
-    if (nats && nats.process.exitCode === null && nats.process.signalCode === null) {
-      const exited = new Promise((done) => nats?.process.once("exit", done));
-      nats.process.kill("SIGTERM");
-      await exited;
-    }
-  };
   const natsUrl = config.NATS_URL ?? nats?.url;
   log.info(layoutMessage(config.LAUNCH_MODE));
 
@@ -87,7 +79,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   const supervisor = new Supervisor({
     env: { ...env, NATS_URL: natsUrl },
     dataDir,
-    ...(nats?.process.pid ? { natsPid: nats.process.pid } : {}),
+    ...(nats ? { nats } : {}),
     write,
     logger: log,
     onConfigError(label, message) {
@@ -100,7 +92,6 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       void (async () => {
         balancer?.close();
         await supervisor.stop();
-        await stopNats();
         process.exit(CONFIG_EXIT_CODE);
       })();
     },
@@ -118,7 +109,6 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
     } catch (error) {
       await supervisor.stop();
-      await stopNats();
       throw portInUse(error, "GATEWAY_PORT") ?? error;
     }
     log.info(`${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`);
@@ -130,7 +120,6 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       ready.cancel();
       balancer?.close();
       await supervisor.stop();
-      await stopNats();
     },
   };
 }

@@ -3,16 +3,38 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { freeListenPort } from "@cheese/service-kit/launch";
 
-/** The nats-server on PATH, or undefined. */
-export function findNatsServer(): string | undefined {
-  const found = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+/** How long a nats-server may take to say it is ready before it is stopped and the start fails. */
+const READY_TIMEOUT_MS = 10_000;
+
+/** The executable `name` on PATH, or undefined. */
+function onPath(name: string): string | undefined {
+  const found = spawnSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : undefined;
+}
+
+/** The nats-server on PATH, or undefined. */
+export function findNatsServer(): string | undefined {
+  return onPath("nats-server");
+}
+
+/**
+ * util-linux's setpriv (Linux), through which nats-server is started with a parent-death signal,
+ * or undefined where there is none.
+ */
+const setpriv = process.platform === "linux" ? onPath("setpriv") : undefined;
+
+interface NatsServerOptions {
+  host: string;
+  port: number;
+  storeDir: string;
 }
 
 export interface RunningNats {
   url: string;
   process: ChildProcess;
+  /** Starts the same nats-server again (same address, same JetStream store) after it died. */
+  respawn(): ChildProcess;
 }
 
 /** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
@@ -20,33 +42,60 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
   const port = await freeListenPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
-  const child = await runNatsServer(binary, { host: "127.0.0.1", port, storeDir });
-  return { url: `nats://127.0.0.1:${port}`, process: child };
+  const options = { host: "127.0.0.1", port, storeDir };
+  const child = await runNatsServer(binary, options);
+  return { url: `nats://127.0.0.1:${port}`, process: child, respawn: () => spawnNatsServer(binary, options) };
 }
 
 /**
  * Runs nats-server with JetStream at `host:port` on the store `storeDir` and resolves once it
- * says it is ready (the launcher's start, and a supervisor's restart on the same store).
+ * says it is ready; one that exits first or is not ready within 10 s is stopped, and the promise
+ * rejects with what it printed.
  */
-export async function runNatsServer(
-  binary: string,
-  { host, port, storeDir }: { host: string; port: number; storeDir: string },
-): Promise<ChildProcess> {
-  // Its own process group: a Ctrl-C reaches the launcher, which stops the services before NATS.
-  const child = spawn(binary, ["-a", host, "-p", String(port), "-js", "-sd", storeDir], {
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+async function runNatsServer(binary: string, options: NatsServerOptions): Promise<ChildProcess> {
+  const child = spawnNatsServer(binary, options);
   await new Promise<void>((ready, fail) => {
     let output = "";
+    const settle = (error?: Error) => {
+      clearTimeout(timer);
+      child.stdout?.off("data", onData);
+      child.stderr?.off("data", onData);
+      child.off("exit", onExit);
+      if (!error) return ready();
+      // Not left running behind a failed start.
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      fail(error);
+    };
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes("Server is ready")) ready();
+      if (output.includes("Server is ready")) settle();
     };
+    const onExit = (code: number | null) => settle(new Error(`nats-server exited with ${code}:\n${output}`));
+    const timer = setTimeout(
+      () => settle(new Error(`nats-server not ready after ${READY_TIMEOUT_MS / 1000} s:\n${output}`)),
+      READY_TIMEOUT_MS,
+    );
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
-    child.once("exit", (code) => fail(new Error(`nats-server exited with ${code}:\n${output}`)));
-    setTimeout(() => fail(new Error(`nats-server not ready after 10 s:\n${output}`)), 10_000).unref();
+    child.once("exit", onExit);
   });
+  return child;
+}
+
+/**
+ * Spawns nats-server with JetStream at `host:port` on the store `storeDir`, in a process group of
+ * its own: a Ctrl-C reaches the launcher, which stops the services before NATS. Through setpriv
+ * it gets SIGTERM when the process that started it dies, however it died (SIGKILL, a crash, a
+ * signal before its handlers were set), so no nats-server outlives its launcher. Its output is
+ * read (a full pipe would block it); what it prints is the caller's to use or drop.
+ */
+function spawnNatsServer(binary: string, { host, port, storeDir }: NatsServerOptions): ChildProcess {
+  const args = ["-a", host, "-p", String(port), "-js", "-sd", storeDir];
+  const [file, argv] = setpriv
+    ? [setpriv, ["--pdeathsig", "SIGTERM", "--", binary, ...args]]
+    : [binary, args];
+  const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout?.resume();
+  child.stderr?.resume();
   return child;
 }

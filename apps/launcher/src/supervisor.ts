@@ -25,18 +25,22 @@ interface Instance {
   label: string;
   /** Its number among the replicas of its services, when there are several. */
   replica?: number;
+  /** The services it runs; none for nats-server. */
   services: readonly ServiceName[];
+  /** Starts it (again). */
+  run(): ChildProcess;
+  /** A service's lines are passed on; nats-server's are kept only to say why it exited. */
+  passOutput: boolean;
   child: ChildProcess | undefined;
   restarts: number;
-  env: Record<string, string>;
   stderr: string[];
 }
 
 export interface SupervisorOptions {
   env: Record<string, string | undefined>;
   dataDir: string;
-  /** The nats-server the launcher started, if any: listed in processes.json too. */
-  natsPid?: number;
+  /** The nats-server the launcher started, if any: restarted like a service, stopped last. */
+  nats?: { process: ChildProcess; respawn(): ChildProcess };
   write: LineWriter;
   logger: Logger;
   /** A process exited with CONFIG_EXIT_CODE: restarting cannot help. */
@@ -46,7 +50,9 @@ export interface SupervisorOptions {
 /**
  * Runs each service as its own process, passes its output on (see output.ts), restarts it when
  * it crashes (with backoff), and stops everything on request. A process that refuses its
- * configuration is not restarted: the launcher is told, and stops everything.
+ * configuration is not restarted: the launcher is told, and stops everything. The nats-server
+ * the launcher started is watched the same way: restarted with the same backoff on the same
+ * address and JetStream store (the services reconnect to it), stopped after the services.
  *
  * Each process gets its own process group, so a Ctrl-C on the terminal reaches the launcher
  * only, which stops the services before NATS; and an IPC channel, whose end (the launcher gone,
@@ -55,9 +61,24 @@ export interface SupervisorOptions {
  */
 export class Supervisor {
   private readonly instances: Instance[] = [];
+  private readonly nats: Instance | undefined;
   private stopping = false;
 
-  constructor(private readonly options: SupervisorOptions) {}
+  constructor(private readonly options: SupervisorOptions) {
+    if (options.nats) {
+      const nats = options.nats;
+      this.nats = {
+        label: "nats-server",
+        services: [],
+        run: () => nats.respawn(),
+        passOutput: false,
+        child: undefined,
+        restarts: 0,
+        stderr: [],
+      };
+      this.watch(this.nats, nats.process);
+    }
+  }
 
   /**
    * Starts `replicas` processes, each running `services`; `envFor(replica)` adds per-replica
@@ -68,47 +89,51 @@ export class Supervisor {
     replicas: number,
     envFor: (replica: number) => Record<string, string> = () => ({}),
   ): void {
+    const { env } = this.options;
+    const nodeOptions = processNodeOptions(services).split(" ").filter(Boolean);
     for (let replica = 1; replica <= replicas; replica++) {
       const name = services.join("+");
       const label = replicas > 1 ? `${name}#${replica}` : name;
+      const processEnv = {
+        ...env,
+        ...envFor(replica),
+        SERVICE: services.join(","),
+        SERVICE_INSTANCE: label,
+      };
       const instance: Instance = {
         label,
         ...(replicas > 1 ? { replica } : {}),
         services,
+        run: () =>
+          spawn(process.execPath, [...nodeOptions, ...process.execArgv, serviceEntry], {
+            env: processEnv,
+            stdio: ["ignore", "pipe", "pipe", "ipc"],
+            detached: true,
+          }),
+        passOutput: true,
         child: undefined,
         restarts: 0,
-        env: envFor(replica),
         stderr: [],
       };
       this.instances.push(instance);
-      this.spawn(instance);
+      this.watch(instance, instance.run());
     }
   }
 
-  private spawn(instance: Instance): void {
-    const { env, write, logger } = this.options;
-    const nodeOptions = processNodeOptions(instance.services).split(" ").filter(Boolean);
-    const child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, serviceEntry], {
-      env: {
-        ...env,
-        ...instance.env,
-        SERVICE: instance.services.join(","),
-        SERVICE_INSTANCE: instance.label,
-      },
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
-      detached: true,
-    });
+  /** Follows a process just started: its output, its exit, and its restart. */
+  private watch(instance: Instance, child: ChildProcess): void {
+    const { write, logger } = this.options;
     instance.child = child;
     instance.stderr = [];
     const started = Date.now();
-    if (child.stdout) {
+    if (child.stdout && instance.passOutput) {
       createInterface({ input: child.stdout }).on("line", (line) => write(instance, line, "stdout"));
     }
     if (child.stderr) {
       createInterface({ input: child.stderr }).on("line", (line) => {
         instance.stderr.push(line);
         if (instance.stderr.length > KEPT_STDERR_LINES) instance.stderr.shift();
-        write(instance, line, "stderr");
+        if (instance.passOutput) write(instance, line, "stderr");
       });
     }
     // "close": the process has exited and its output has been read to the end.
@@ -123,8 +148,12 @@ export class Supervisor {
       // A process that ran a while gets an immediate restart; one that keeps crashing backs off.
       if (Date.now() - started > 10_000) instance.restarts = 0;
       const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** instance.restarts++);
-      logger.error({ process: instance.label, exit: signal ?? code, restartInMs: delay }, "process exited");
-      setTimeout(() => !this.stopping && this.spawn(instance), delay);
+      const said = instance.passOutput ? {} : { lastLine: instance.stderr.at(-1) };
+      logger.error(
+        { process: instance.label, exit: signal ?? code, restartInMs: delay, ...said },
+        "process exited",
+      );
+      setTimeout(() => !this.stopping && this.watch(instance, instance.run()), delay);
     });
     this.writeProcessFile();
   }
@@ -134,31 +163,37 @@ export class Supervisor {
     for (const { services, child } of this.instances) {
       for (const service of services) {
         processes[service] ??= [];
-        if (child?.pid && child.exitCode === null) processes[service].push(child.pid);
+        if (child?.pid && running(child)) processes[service].push(child.pid);
       }
     }
-    const { env, natsPid } = this.options;
-    const record = { launcher: process.pid, natsUrl: env.NATS_URL, natsPid, processes };
+    const nats = this.nats?.child;
+    const natsPid = nats?.pid && running(nats) ? nats.pid : undefined;
+    const record = { launcher: process.pid, natsUrl: this.options.env.NATS_URL, natsPid, processes };
     // Replaced whole: tests and operators read it while processes come and go.
     replaceFile(join(this.options.dataDir, "run", "processes.json"), JSON.stringify(record, null, 2));
   }
 
-  /** SIGTERM to every process; SIGKILL to those still running after the deadline. */
+  /** SIGTERM to every service's process, then to nats-server; SIGKILL to those still running after the deadline. */
   async stop(deadlineMs = 8_000): Promise<void> {
     this.stopping = true;
-    const running = this.instances.flatMap(({ child }) => (child && child.exitCode === null ? [child] : []));
-    await Promise.all(
-      running.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            const timer = setTimeout(() => child.kill("SIGKILL"), deadlineMs);
-            child.once("exit", () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            child.kill("SIGTERM");
-          }),
-      ),
-    );
+    await Promise.all(this.instances.map(({ child }) => terminate(child, deadlineMs)));
+    await terminate(this.nats?.child, deadlineMs);
   }
+}
+
+function running(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** SIGTERM, then SIGKILL after `deadlineMs`; resolves once the process has exited. */
+async function terminate(child: ChildProcess | undefined, deadlineMs: number): Promise<void> {
+  if (!child || !running(child)) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), deadlineMs);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
 }
