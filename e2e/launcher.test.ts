@@ -71,8 +71,10 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
     const cheese = await json(created);
     const [victim] = system.pids().gateway ?? [];
     process.kill(victim!, "SIGKILL");
-    // Connections already open to the dead gateway are closed by the balancer; the client sees
-    // that on its next request, as any HTTP client would, and the one after goes through.
+    // Connections kept alive to the dead gateway are closed by the balancer. A GET it receives on
+    // one as the gateway dies goes to the other gateway (load-balancer.ts); one sent on a
+    // connection the balancer had already closed fails, as with any HTTP server closing a kept-
+    // alive connection, and the next goes through on a new connection.
     const read = () => fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
     await expect.poll(async () => (await read().catch(() => undefined))?.status).toBe(200);
     for (let i = 0; i < 10; i++) {

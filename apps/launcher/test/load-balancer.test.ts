@@ -1,4 +1,5 @@
-import { type AddressInfo, connect, type Server } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { createLogger } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGatewayServer } from "../../../services/gateway/src/server.ts";
@@ -76,5 +77,119 @@ describe("the gateway behind the development load balancer", () => {
       0,
     );
     expect(answer).toBe("HTTP/1.1 401 Unauthorized");
+  });
+});
+
+/**
+ * A gateway that dies as a request arrives: it answers the first `answering` requests on each
+ * connection ("A"), then resets the connection on the next instead of answering.
+ */
+async function dyingGateway(answering: number): Promise<{ port: number; received: string[]; close(): void }> {
+  const received: string[] = [];
+  const server = createServer((socket) => {
+    let answered = 0;
+    socket.on("data", (chunk) => {
+      received.push(chunk.toString("latin1"));
+      if (answered++ < answering) socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA");
+      else socket.resetAndDestroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { port: (server.address() as AddressInfo).port, received, close: () => server.close() };
+}
+
+/** A gateway that answers every request with "B" and counts the requests it read. */
+async function answeringGateway(): Promise<{ port: number; requests: string[]; close(): Promise<void> }> {
+  const requests: string[] = [];
+  const server = createHttpServer((request, response) => {
+    requests.push(`${request.method} ${request.url}`);
+    request.resume();
+    request.on("end", () => response.end("B"));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    requests,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** One kept-alive client connection: sends a request, resolves with the answer's body or how it ended. */
+function keptAlive(port: number) {
+  const socket = connect(port, "127.0.0.1");
+  let received = "";
+  let waiting: ((outcome: string) => void) | undefined;
+  const settle = (outcome: string) => {
+    waiting?.(outcome);
+    waiting = undefined;
+  };
+  socket.on("data", (chunk) => {
+    received += chunk.toString("latin1");
+    const end = received.indexOf("\r\n\r\n");
+    const length = Number(/content-length: (\d+)/i.exec(received)?.[1] ?? Number.NaN);
+    if (end >= 0 && received.length >= end + 4 + length) {
+      const body = received.slice(end + 4, end + 4 + length);
+      received = received.slice(end + 4 + length);
+      settle(body);
+    }
+  });
+  socket.on("error", (error: NodeJS.ErrnoException) => settle(`failed (${error.code})`));
+  socket.on("close", () => settle("closed without an answer"));
+  return {
+    send(request: string): Promise<string> {
+      return new Promise((resolve) => {
+        waiting = resolve;
+        socket.write(request);
+      });
+    },
+    close: () => socket.destroy(),
+  };
+}
+
+describe("the development load balancer when a gateway dies as a request arrives", () => {
+  const get = "GET /v2/cheeses/1 HTTP/1.1\r\nHost: x\r\n\r\n";
+
+  it("sends a GET no gateway answered to the next gateway: the client gets its answer", async () => {
+    const dying = await dyingGateway(1);
+    const other = await answeringGateway();
+    const balancer = await startLoadBalancer(0, [dying.port, other.port]);
+    const client = keptAlive((balancer.address() as AddressInfo).port);
+    try {
+      expect(await client.send(get)).toBe("A");
+      // The kept-alive connection's gateway dies as the next request reaches it.
+      expect(await client.send(get)).toBe("B");
+      expect(other.requests).toEqual(["GET /v2/cheeses/1"]);
+      // And the connection goes on with the gateway that answered.
+      expect(await client.send(get)).toBe("B");
+    } finally {
+      client.close();
+      balancer.close();
+      dying.close();
+      await other.close();
+    }
+  });
+
+  it("never sends a POST again: the client is told at once by the connection closing", async () => {
+    const dying = await dyingGateway(0);
+    const other = await answeringGateway();
+    const balancer = await startLoadBalancer(0, [dying.port, other.port]);
+    const client = keptAlive((balancer.address() as AddressInfo).port);
+    try {
+      const body = '{"name":"Brie"}';
+      const outcome = await client.send(
+        `POST /v2/cheeses HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      expect(outcome).toBe("closed without an answer");
+      expect(dying.received.join("")).toContain("POST /v2/cheeses");
+      expect(other.requests).toEqual([]);
+    } finally {
+      client.close();
+      balancer.close();
+      dying.close();
+      await other.close();
+    }
   });
 });
