@@ -1,23 +1,11 @@
 import { readFileSync } from "node:fs";
-import { connect } from "node:net";
 import { processNodeOptions } from "@cheese/launcher/node-options";
-import { processAlive } from "@cheese/testing";
+import { acceptsConnections, processAlive } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { json, launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 type ServiceName = Parameters<typeof processNodeOptions>[0][number];
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start with REPLICAS=2", () => {
   let system: RunningSystem;
@@ -89,10 +77,10 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
     const pids = Object.values(system.pids()).flat();
     expect(pids).toHaveLength(10);
     const natsPort = Number(new URL(system.natsUrl()).port);
-    expect(await listening(natsPort)).toBe(true);
+    expect(await acceptsConnections(natsPort)).toBe(true);
     await system.stop();
     stopped = true;
     for (const pid of pids) expect(processAlive(pid), `pid ${pid}`).toBe(false);
-    expect(await listening(natsPort)).toBe(false);
+    expect(await acceptsConnections(natsPort)).toBe(false);
   });
 });

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
-import { processAlive } from "@cheese/testing";
+import { acceptsConnections, processAlive } from "@cheese/testing";
 import { expect } from "vitest";
 import type { RunningSystem } from "./system.ts";
 
@@ -36,21 +35,10 @@ export class NatsControl {
       .poll(
         async () => {
           const pid = this.pid();
-          return pid !== undefined && pid !== killed && processAlive(pid) && (await accepts(port));
+          return pid !== undefined && pid !== killed && processAlive(pid) && (await acceptsConnections(port));
         },
         { timeout: timeoutMs, message: `the launcher did not restart nats-server on :${port}` },
       )
       .toBe(true);
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }

@@ -149,35 +149,48 @@ function keptAlive(port: number) {
   };
 }
 
+/**
+ * A balancer in front of a gateway that dies after answering `answering` requests per connection
+ * (first in turn) and one that answers, with a kept-alive client connection; all closed after.
+ */
+async function withDyingGateway(
+  answering: number,
+  test: (
+    client: ReturnType<typeof keptAlive>,
+    dying: Awaited<ReturnType<typeof dyingGateway>>,
+    other: Awaited<ReturnType<typeof answeringGateway>>,
+  ) => Promise<void>,
+): Promise<void> {
+  const dying = await dyingGateway(answering);
+  const other = await answeringGateway();
+  const balancer = await startLoadBalancer(0, [dying.port, other.port]);
+  const client = keptAlive((balancer.address() as AddressInfo).port);
+  try {
+    await test(client, dying, other);
+  } finally {
+    client.close();
+    balancer.close();
+    dying.close();
+    await other.close();
+  }
+}
+
 describe("the development load balancer when a gateway dies as a request arrives", () => {
   const get = "GET /v2/cheeses/1 HTTP/1.1\r\nHost: x\r\n\r\n";
 
   it("sends a GET no gateway answered to the next gateway: the client gets its answer", async () => {
-    const dying = await dyingGateway(1);
-    const other = await answeringGateway();
-    const balancer = await startLoadBalancer(0, [dying.port, other.port]);
-    const client = keptAlive((balancer.address() as AddressInfo).port);
-    try {
+    await withDyingGateway(1, async (client, _dying, other) => {
       expect(await client.send(get)).toBe("A");
       // The kept-alive connection's gateway dies as the next request reaches it.
       expect(await client.send(get)).toBe("B");
       expect(other.requests).toEqual(["GET /v2/cheeses/1"]);
       // And the connection goes on with the gateway that answered.
       expect(await client.send(get)).toBe("B");
-    } finally {
-      client.close();
-      balancer.close();
-      dying.close();
-      await other.close();
-    }
+    });
   });
 
   it("never sends a POST again: the client is told at once by the connection closing", async () => {
-    const dying = await dyingGateway(0);
-    const other = await answeringGateway();
-    const balancer = await startLoadBalancer(0, [dying.port, other.port]);
-    const client = keptAlive((balancer.address() as AddressInfo).port);
-    try {
+    await withDyingGateway(0, async (client, dying, other) => {
       const body = '{"name":"Brie"}';
       const outcome = await client.send(
         `POST /v2/cheeses HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
@@ -185,11 +198,6 @@ describe("the development load balancer when a gateway dies as a request arrives
       expect(outcome).toBe("closed without an answer");
       expect(dying.received.join("")).toContain("POST /v2/cheeses");
       expect(other.requests).toEqual([]);
-    } finally {
-      client.close();
-      balancer.close();
-      dying.close();
-      await other.close();
-    }
+    });
   });
 });

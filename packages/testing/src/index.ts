@@ -2,6 +2,6 @@ export { containerImageUnavailableReason, dockerUnavailableReason } from "./dock
 export { hasMetric, metricValue, parseMetrics, type Sample, scrape } from "./metrics.ts";
 export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
-export { freePort } from "./ports.ts";
+export { acceptsConnections, freePort } from "./ports.ts";
 export { processAlive } from "./processes.ts";
 export { tempDir } from "./temp-dir.ts";

@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
 export function freePort(): Promise<number> {
@@ -11,5 +11,17 @@ export function freePort(): Promise<number> {
       const port = typeof address === "object" && address ? address.port : 0;
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:`port`. */
+export function acceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
   });
 }
