@@ -130,7 +130,7 @@ export async function claimOnce<T>(
       stream,
       claimDecider,
       { type: "Claim", id, fingerprint: idempotency.fingerprint, at: isoNow(deps.clock) },
-      { metadata: options.metadata ?? {} },
+      { metadata: options.metadata ?? {}, newStream: true }, // read empty just above
     );
     // Otherwise a concurrent request of the key claimed first: its claim is read next.
     if (newEvents.length > 0) return { id, recover: recover(id) };

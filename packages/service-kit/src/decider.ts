@@ -5,7 +5,7 @@ import {
   type RecordedEvent,
   WrongExpectedRevisionError,
 } from "@cheese/event-store";
-import { conflict } from "./errors.ts";
+import { conflict, DomainError } from "./errors.ts";
 
 /** A domain event as deciders see it: a type tag and a JSON payload. */
 export interface DomainEvent<Type extends string = string, Data = unknown> {
@@ -57,6 +57,15 @@ export interface CommandOptions<State, Event> {
    * cheese's new name here). It runs again on every retry; throwing refuses the command.
    */
   beforeAppend?: (change: { before: State; after: State; newEvents: Event[] }) => Promise<void>;
+  /**
+   * The stream most likely does not exist yet (a freshly allocated id, a value seldom held
+   * before): unless its state is remembered, the first try decides on the initial state without
+   * reading the stream and appends with `no_stream`. Should the stream exist after all, that
+   * append is refused and the command is handled as without the hint (read, decide, append); so
+   * is a command that, on the initial state, is refused or decides nothing. A hint, never a
+   * check: the result is the same either way.
+   */
+  newStream?: boolean;
 }
 
 /** How many times a command is tried when concurrent writers keep winning the append. */
@@ -75,6 +84,7 @@ export const CONCURRENT_CHANGE = "the resource is being changed by concurrent re
  * The state a stream folds to is remembered (per store and decider, the last
  * {@link FOLDED_STREAMS} streams handled), so the next command on it reads only the events
  * after it: a cheese updated a thousand times is not read a thousand events long each time.
+ * A stream the caller expects to be new (`newStream`) is not read at all unless the guess fails.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
@@ -83,42 +93,63 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
   command: Command,
   options: CommandOptions<State, Event> = {},
 ): Promise<CommandResult<State, Event>> {
-  const metadata = options.metadata ?? {};
   const folded = foldedStreams<State>(store, decider);
+  if (options.newStream && !folded.has(streamName)) {
+    // The guess: decided on the initial state, unread. Only an append it made counts; the
+    // store's "no_stream" check refuses it when the stream exists after all.
+    const initial = { state: decider.initialState(), revision: -1 };
+    const guessed = await decideAndAppend(
+      store,
+      streamName,
+      decider,
+      command,
+      options,
+      folded,
+      initial,
+    ).catch((error: unknown) => {
+      if (error instanceof WrongExpectedRevisionError || error instanceof DomainError) return undefined;
+      throw error;
+    });
+    if (guessed && guessed.newEvents.length > 0) return guessed;
+  }
   for (let attempt = 1; ; attempt++) {
-    const { state, revision } = await currentState(store, streamName, decider, folded);
-    const newEvents = decider.decide(command, state);
-    if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
-    const next = newEvents.reduce(decider.evolve, state);
-    await options.beforeAppend?.({ before: state, after: next, newEvents });
-    // Ids given here, so that the state after the append is remembered with its last event's id.
-    const toAppend = newEvents.map((event) => ({
-      id: randomUUID(),
-      type: event.type,
-      data: event.data,
-      metadata,
-    }));
     try {
-      const result = await store.append(streamName, toAppend, {
-        expectedRevision: revision === -1 ? "no_stream" : revision,
-      });
-      remember(folded, streamName, {
-        state: next,
-        revision: result.nextRevision,
-        eventId: toAppend.at(-1)!.id,
-      });
-      return {
-        before: state,
-        state: next,
-        newEvents,
-        revision: result.nextRevision,
-        position: result.position,
-      };
+      const current = await currentState(store, streamName, decider, folded);
+      return await decideAndAppend(store, streamName, decider, command, options, folded, current);
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
       if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
     }
   }
+}
+
+/** One try: decide on `current`, append with its revision as the expected revision, remember. */
+async function decideAndAppend<State, Command, Event extends DomainEvent>(
+  store: EventStore,
+  streamName: string,
+  decider: Decider<State, Command, Event>,
+  command: Command,
+  options: CommandOptions<State, Event>,
+  folded: Map<string, Folded<State>>,
+  { state, revision }: { state: State; revision: number },
+): Promise<CommandResult<State, Event>> {
+  const newEvents = decider.decide(command, state);
+  if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
+  const next = newEvents.reduce(decider.evolve, state);
+  await options.beforeAppend?.({ before: state, after: next, newEvents });
+  // Ids given here, so that the state after the append is remembered with its last event's id.
+  const metadata = options.metadata ?? {};
+  const toAppend = newEvents.map((event) => ({
+    id: randomUUID(),
+    type: event.type,
+    data: event.data,
+    metadata,
+  }));
+  const result = await store.append(streamName, toAppend, {
+    expectedRevision: revision === -1 ? "no_stream" : revision,
+  });
+  remember(folded, streamName, { state: next, revision: result.nextRevision, eventId: toAppend.at(-1)!.id });
+  return { before: state, state: next, newEvents, revision: result.nextRevision, position: result.position };
 }
 
 /** A stream's state as of one of its events (its revision and id). */

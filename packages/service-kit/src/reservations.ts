@@ -45,10 +45,22 @@ function upcast(event: { type: string; data: unknown }): ReservationEvent {
   return { type: "Reserved", data: { holder, ...(typeof data.at === "string" ? { at: data.at } : {}) } };
 }
 
+type ReservationDecider = Decider<ReservationState, ReservationCommand, ReservationEvent>;
+
+/** One decider per message, so that `handleCommand` remembers the reservations' states. */
+const deciders = new Map<string, ReservationDecider>();
+
 /** `whenTaken`: the 409 message, e.g. "username already exists". */
-export function reservationDecider(
-  whenTaken: string,
-): Decider<ReservationState, ReservationCommand, ReservationEvent> {
+export function reservationDecider(whenTaken: string): ReservationDecider {
+  let decider = deciders.get(whenTaken);
+  if (!decider) {
+    decider = decideReservations(whenTaken);
+    deciders.set(whenTaken, decider);
+  }
+  return decider;
+}
+
+function decideReservations(whenTaken: string): ReservationDecider {
   return {
     initialState: () => ({ holder: undefined }),
     evolve(state, recorded) {
@@ -88,7 +100,11 @@ export interface UniqueValue {
   holds: (holder: number) => Promise<boolean>;
 }
 
-/** Reserves the value for its holder: 409 when another holder has it, takeover when stale. */
+/**
+ * Reserves the value for its holder: 409 when another holder has it, takeover when stale. A
+ * value is seldom held already, so its stream is not read first: the append's expected revision
+ * (`no_stream`) finds out when it is (see `newStream` in decider.ts).
+ */
 export async function reserveUnique(
   deps: { store: EventStore; clock: Clock },
   value: UniqueValue,
@@ -101,7 +117,7 @@ export async function reserveUnique(
       value.stream,
       decider,
       { type: "Reserve", holder: value.holder, at: isoNow(deps.clock), ...(replacing ? { replacing } : {}) },
-      { metadata },
+      { metadata, newStream: true },
     );
   try {
     await reserve();
@@ -116,13 +132,13 @@ export async function reserveUnique(
 /** Gives the value back; nothing happens unless `holder` has it. */
 export async function releaseUnique(
   deps: { store: EventStore },
-  value: Pick<UniqueValue, "stream" | "holder">,
+  value: Pick<UniqueValue, "stream" | "holder" | "whenTaken">,
   metadata: EventMetadata = {},
 ): Promise<void> {
   await handleCommand(
     deps.store,
     value.stream,
-    reservationDecider(""),
+    reservationDecider(value.whenTaken),
     { type: "Release", holder: value.holder },
     { metadata },
   );

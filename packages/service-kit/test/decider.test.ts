@@ -15,6 +15,21 @@ const counter: Decider<{ total: number }, { type: "Increment"; by: number; max: 
   },
 };
 
+/** A switch: off at first; turning off an off switch decides nothing, dimming it is refused. */
+type SwitchEvent = DomainEvent<"TurnedOn" | "TurnedOff" | "Dimmed", Record<string, never>>;
+const lamp: Decider<{ on: boolean }, { type: "TurnOn" | "TurnOff" | "Dim" }, SwitchEvent> = {
+  initialState: () => ({ on: false }),
+  evolve: (state, event) => ({
+    on: event.type === "TurnedOff" ? false : event.type === "TurnedOn" || state.on,
+  }),
+  decide: (command, state) => {
+    if (command.type === "TurnOn") return state.on ? [] : [{ type: "TurnedOn", data: {} }];
+    if (command.type === "TurnOff") return state.on ? [{ type: "TurnedOff", data: {} }] : [];
+    if (!state.on) throw conflict("the lamp is off");
+    return [{ type: "Dimmed", data: {} }];
+  },
+};
+
 describe("command handling on a real event store", () => {
   let dir: ReturnType<typeof tempDir>;
   let store: EventStore;
@@ -74,6 +89,69 @@ describe("command handling on a real event store", () => {
     });
     const after = await handleCommand(store, "counter-8", counter, increment);
     expect(after).toMatchObject({ before: { total: 1 }, state: { total: 6 }, revision: 3 });
+  });
+
+  describe("a stream expected to be new (newStream)", () => {
+    let reads: string[];
+    let counting: EventStore;
+    beforeEach(() => {
+      reads = [];
+      counting = {
+        ...store,
+        readStream: (name, options) => {
+          reads.push(name);
+          return store.readStream(name, options);
+        },
+      };
+    });
+    const on = { type: "TurnOn" as const };
+    const written = (name: string) => store.readStream(name).then((events) => events.map((e) => e.type));
+
+    it("is written without being read, and remembered as written", async () => {
+      expect(await handleCommand(counting, "lamp-1", lamp, on, { newStream: true })).toMatchObject({
+        state: { on: true },
+        revision: 0,
+      });
+      expect(reads).toEqual([]);
+      await handleCommand(counting, "lamp-1", lamp, { type: "TurnOff" }, { newStream: true });
+      expect(await written("lamp-1")).toEqual(["TurnedOn", "TurnedOff"]);
+    });
+
+    it("that exists after all is read and decided on what it holds, not on the guess", async () => {
+      await store.append("lamp-2", [{ type: "TurnedOn", data: {} }], { expectedRevision: "no_stream" });
+      // On the guess (off) this would append TurnedOn; the stream says it is on already.
+      const result = await handleCommand(counting, "lamp-2", lamp, on, { newStream: true });
+      expect(result).toMatchObject({ state: { on: true }, newEvents: [], revision: 0 });
+      expect(reads).toEqual(["lamp-2"]);
+      expect(await written("lamp-2")).toEqual(["TurnedOn"]);
+    });
+
+    it("is read before a command refused or deciding nothing on the guess is answered", async () => {
+      await store.append("lamp-3", [{ type: "TurnedOn", data: {} }], { expectedRevision: "no_stream" });
+      await handleCommand(counting, "lamp-3", lamp, { type: "Dim" }, { newStream: true });
+      await store.append("lamp-4", [{ type: "TurnedOn", data: {} }], { expectedRevision: "no_stream" });
+      await handleCommand(counting, "lamp-4", lamp, { type: "TurnOff" }, { newStream: true });
+      expect(await written("lamp-3")).toEqual(["TurnedOn", "Dimmed"]);
+      expect(await written("lamp-4")).toEqual(["TurnedOn", "TurnedOff"]);
+      await expect(
+        handleCommand(counting, "lamp-5", lamp, { type: "Dim" }, { newStream: true }),
+      ).rejects.toThrow("the lamp is off");
+    });
+
+    it("that another writer wrote since it was remembered is read, not guessed", async () => {
+      await handleCommand(counting, "lamp-6", lamp, on, { newStream: true });
+      await store.append("lamp-6", [{ type: "TurnedOff", data: {} }], { expectedRevision: 0 });
+      await handleCommand(counting, "lamp-6", lamp, on, { newStream: true });
+      expect(await written("lamp-6")).toEqual(["TurnedOn", "TurnedOff", "TurnedOn"]);
+    });
+
+    it("of racing writers, one writes it; the others decide on what it wrote", async () => {
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () => handleCommand(counting, "lamp-7", lamp, on, { newStream: true })),
+      );
+      expect(results.filter((r) => r.newEvents.length > 0)).toHaveLength(1);
+      expect(await written("lamp-7")).toEqual(["TurnedOn"]);
+    });
   });
 
   it("keeps the invariant under concurrent commands by retrying on a revision conflict", async () => {

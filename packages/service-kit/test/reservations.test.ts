@@ -127,6 +127,25 @@ describe("reserveUnique on a real event store", () => {
     await reserveUnique({ store, clock }, value(2));
   });
 
+  it("refuses a value another replica reserved, and reserves one it released, though this one remembers neither", async () => {
+    const replica = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+    try {
+      await reserveUnique({ store: replica, clock }, value(1));
+      await expect(reserveUnique({ store, clock }, value(2))).rejects.toMatchObject({
+        body: { status: 409 },
+      });
+      await reserveUnique({ store: replica, clock }, value(3, "comté"));
+      has.set(3, "gouda");
+      await releaseUnique({ store: replica }, value(3, "comté"));
+      await reserveUnique({ store, clock }, value(4, "comté"));
+      await expect(reserveUnique({ store: replica, clock }, value(5, "comté"))).rejects.toMatchObject({
+        body: { status: 409 },
+      });
+    } finally {
+      await replica.close();
+    }
+  });
+
   it("dates a reservation recorded without a time by when it was recorded", async () => {
     await store.append("thingname-old", [{ type: "NameReserved", data: { cheeseId: 1 } }], {
       expectedRevision: "no_stream",

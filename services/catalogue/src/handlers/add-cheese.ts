@@ -40,7 +40,7 @@ export async function addCheese(
       cheeseStream(claim.id),
       cheeseDecider,
       { type: "AddCheese", cheese: cheeseOf(claim.id, details, at, at) },
-      { metadata },
+      { metadata, newStream: true },
     );
     return replyOf(state);
   } catch (error) {

@@ -134,7 +134,8 @@ export async function releaseOldName(
   if (before.phase !== "present") return;
   const stream = cheeseNameStream(before.cheese);
   if (after.phase === "present" && cheeseNameStream(after.cheese) === stream) return;
-  await releaseUnique(deps, { stream, holder: before.cheese.id }, metadata).catch((error) =>
-    logger.warn({ err: error, cheeseId: before.cheese.id }, "could not release the old cheese name"),
+  await releaseUnique(deps, { stream, holder: before.cheese.id, whenTaken: NAME_TAKEN }, metadata).catch(
+    (error) =>
+      logger.warn({ err: error, cheeseId: before.cheese.id }, "could not release the old cheese name"),
   );
 }

@@ -57,7 +57,7 @@ export async function placeOrder(
       orderStream(claim.id),
       orderDecider,
       { type: "PlaceOrder", ...sealed, ...owner },
-      { metadata },
+      { metadata, newStream: true },
     );
     return order;
   } catch (error) {
