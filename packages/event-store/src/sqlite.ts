@@ -233,14 +233,17 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   }
 
   // Subscriptions wait on this: woken at once by appends of this process, and by a poll of
-  // max(position) for appends made by other processes on the same file.
+  // max(position) for appends made by other processes on the same file. `wakeUps` counts the
+  // wake-ups, so a subscription can tell whether anything was appended since it last read.
   const waiters = new Set<() => void>();
+  let wakeUps = 0;
   const subscriptions = new Set<Subscription>();
   let openReads = 0;
   let lastSeenHead = selectHead.get()?.head ?? -1;
   let pollTimer: NodeJS.Timeout | undefined;
 
   function wakeAll(): void {
+    wakeUps += 1;
     for (const wake of [...waiters]) wake();
   }
 
@@ -300,6 +303,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       await Promise.resolve(); // deliver nothing before subscribe() has returned
       let caughtUp = false;
       while (!closed) {
+        const wakeUpsBefore = wakeUps;
         // The head is read before the page: anything committed in between lies above it.
         const head = selectHead.get()?.head ?? -1;
         const page = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
@@ -318,9 +322,14 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           checkpoint = head;
           onCheckpoint?.(head);
         }
-        // Wait only after an empty read: the read and the registration happen in the same tick, so no
-        // append can slip between them unnoticed (appends made while a handler ran are read next loop).
-        if (page.length === 0 && !closed) await waitForAppend();
+        // Wait after an empty read (the read and the registration happen in the same tick, so no
+        // append can slip between them unnoticed), or after a short page when nothing woke the
+        // subscriptions since it was read: an append becomes visible before the wake-up that
+        // announces it (this process's once its commit returned, another's when the poll sees
+        // the head move), so anything the page missed comes with a wake-up still to come. Appends
+        // announced while the handlers ran are read next loop.
+        if ((page.length === 0 || (page.length < PAGE_SIZE && wakeUps === wakeUpsBefore)) && !closed)
+          await waitForAppend();
         // A full page means more to catch up on: let timers and I/O run first, so a long catch-up
         // (handlers that only await microtasks) does not starve the rest of the process.
         else if (page.length === PAGE_SIZE) await new Promise<void>((resolve) => setImmediate(resolve));

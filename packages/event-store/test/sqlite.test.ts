@@ -52,6 +52,33 @@ describe("SQLite adapter in one process", () => {
       dir.remove();
     }
   });
+  it("delivers what another writer appended while a handler ran, once the poll sees it", async () => {
+    const dir = tempDir("event-store");
+    const file = join(dir.path, "events.db");
+    const store = createSqliteEventStore({ file, pollIntervalMs: 20 });
+    const other = createSqliteEventStore({ file }); // another process's connection, as far as `store` knows
+    try {
+      const received: number[] = [];
+      store.subscribe({
+        categories: ["cheese"],
+        handler: async (event) => {
+          received.push(event.revision);
+          if (event.revision === 0) {
+            await other.append("cheese-1", [{ type: "CheeseRenamed", data: {} }], { expectedRevision: 0 });
+            // The poll sees the head move while this handler still runs.
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        },
+      });
+      await other.append("cheese-1", [{ type: "CheeseAdded", data: {} }], { expectedRevision: "no_stream" });
+      await waitFor(() => received.length === 2, 2_000);
+      expect(received).toEqual([0, 1]);
+    } finally {
+      await store.close();
+      await other.close();
+      dir.remove();
+    }
+  });
 });
 
 describe("SQLite adapter group commit (writes of one tick in one transaction)", () => {
