@@ -13,13 +13,17 @@ interface IdBlockReserved {
  * Ids also increase across replicas for any caller whose requests follow one another: before
  * handing out an id, a replica checks (one read of the stream's tail) whether another replica
  * has reserved a later block since; if so it abandons the rest of its block and reserves after
- * that one. Ids left in an abandoned block, or in a block when a process stops, are skipped,
- * never reused.
+ * that one. The ids asked for while no check has started yet share the next one (it starts in
+ * the next turn of the event loop, after every one of them was asked for, so it sees every block
+ * reserved before): one read for the requests of a turn, not one per id. Ids left in an
+ * abandoned block, or in a block when a process stops, are skipped, never reused.
  */
 export class IdAllocator {
   private next = 0;
   private last = -1;
   private pending: Promise<void> | undefined;
+  /** The next check for a later block, not started yet: the ids asked for meanwhile share it. */
+  private check: Promise<boolean> | undefined;
   /** Revision of our current block's event in the stream (-1: none yet). */
   private ownRevision = -1;
   /** Revision of the newest block this replica has seen; reading starts there, not at 0. */
@@ -48,7 +52,15 @@ export class IdAllocator {
     }
   }
 
-  private async laterBlockExists(): Promise<boolean> {
+  private laterBlockExists(): Promise<boolean> {
+    this.check ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.check = undefined; // asked for from now on: the next check
+      return this.readLaterBlock();
+    });
+    return this.check;
+  }
+
+  private async readLaterBlock(): Promise<boolean> {
     const later = await this.store.readStream(this.stream, {
       fromRevision: this.ownRevision + 1,
       maxCount: 1,

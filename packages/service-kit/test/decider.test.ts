@@ -201,6 +201,29 @@ describe("command handling on a real event store", () => {
     expect(new Set(ids).size).toBe(10);
   });
 
+  it("reads the id blocks once for the ids asked for in one turn, and hands them out in order", async () => {
+    let reads = 0;
+    const counting: EventStore = {
+      ...store,
+      readStream: (name, options) => {
+        reads += 1;
+        return store.readStream(name, options);
+      },
+    };
+    const ids = new IdAllocator(counting, "burst", 100);
+    await ids.nextId(); // the first block
+    reads = 0;
+    const burst = await Promise.all(Array.from({ length: 20 }, () => ids.nextId()));
+    expect(burst).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+    expect(reads).toBe(1);
+    // Another replica reserves a later block: the next turn's ids come after it.
+    const other = new IdAllocator(store, "burst", 100);
+    const fromOther = await other.nextId();
+    const after = await Promise.all([ids.nextId(), ids.nextId()]);
+    expect(after[0]).toBeGreaterThan(fromOther);
+    expect(after[1]).toBe(after[0]! + 1);
+  });
+
   it("allocates ids that are unique and increasing per allocator, across racing allocators", async () => {
     const a = new IdAllocator(store, "thing", 5);
     const b = new IdAllocator(store, "thing", 5);
