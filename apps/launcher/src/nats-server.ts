@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { freeListenPort } from "@cheese/service-kit/launch";
 
 /** How long a nats-server may take to say it is ready before it is stopped and the start fails. */
@@ -28,7 +28,20 @@ interface NatsServerOptions {
   host: string;
   port: number;
   storeDir: string;
+  /** Its configuration file (see `LAME_DUCK`). */
+  configFile: string;
 }
+
+/**
+ * nats-server's lame-duck mode, which it enters on SIGUSR2 (its parent-death signal, below): it
+ * takes no new client, lets the ones it has leave for `lame_duck_grace_period`, then closes the
+ * rest and exits (at once when none is left). A launcher killed outright leaves its services
+ * stopping too (their IPC channel closed): they drain their NATS connections in that time, as
+ * on an orderly stop, instead of waiting out their deadline on a server that went with the
+ * launcher. 30 s is the least duration nats-server accepts; it closes a service still connected
+ * after the grace period within it.
+ */
+const LAME_DUCK = 'lame_duck_grace_period: "3s"\nlame_duck_duration: "30s"\n';
 
 export interface RunningNats {
   url: string;
@@ -42,7 +55,10 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
   const port = await freeListenPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
-  const options = { host: "127.0.0.1", port, storeDir };
+  const configFile = resolve(join(dataDir, "run", "nats-server.conf"));
+  mkdirSync(dirname(configFile), { recursive: true });
+  writeFileSync(configFile, LAME_DUCK);
+  const options = { host: "127.0.0.1", port, storeDir, configFile };
   const child = await runNatsServer(binary, options);
   return { url: `nats://127.0.0.1:${port}`, process: child, respawn: () => spawnNatsServer(binary, options) };
 }
@@ -85,14 +101,18 @@ async function runNatsServer(binary: string, options: NatsServerOptions): Promis
 /**
  * Spawns nats-server with JetStream at `host:port` on the store `storeDir`, in a process group of
  * its own: a Ctrl-C reaches the launcher, which stops the services before NATS. Through setpriv
- * it gets SIGTERM when the process that started it dies, however it died (SIGKILL, a crash, a
- * signal before its handlers were set), so no nats-server outlives its launcher. Its output is
- * read (a full pipe would block it); what it prints is the caller's to use or drop.
+ * it gets SIGUSR2 (lame duck, then exit: see `LAME_DUCK`) when the process that started it
+ * dies, however it died (SIGKILL, a crash, a signal before its handlers were set), so no
+ * nats-server outlives its launcher. Its output is read (a full pipe would block it); what it
+ * prints is the caller's to use or drop.
  */
-function spawnNatsServer(binary: string, { host, port, storeDir }: NatsServerOptions): ChildProcess {
-  const args = ["-a", host, "-p", String(port), "-js", "-sd", storeDir];
+function spawnNatsServer(
+  binary: string,
+  { host, port, storeDir, configFile }: NatsServerOptions,
+): ChildProcess {
+  const args = ["-c", configFile, "-a", host, "-p", String(port), "-js", "-sd", storeDir];
   const [file, argv] = setpriv
-    ? [setpriv, ["--pdeathsig", "SIGTERM", "--", binary, ...args]]
+    ? [setpriv, ["--pdeathsig", "SIGUSR2", "--", binary, ...args]]
     : [binary, args];
   const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
