@@ -2,14 +2,15 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
-import { createLogger, handleCommand, IdAllocator, type Projection } from "@cheese/service-kit";
+import { createLogger, IdAllocator, type Projection } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
+import { webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { deleteWebhook, replayDeliveries } from "../src/handlers/webhook-commands.ts";
 import { SecretBox } from "../src/security/secrets.ts";
+import { registerWebhook } from "./support.ts";
 
 /**
  * While the in-memory delivery history is still being rebuilt after a start, the operations that
@@ -27,16 +28,10 @@ describe("operations on a delivery history still loading", () => {
   it("answer 503 and leave the registration as it was", async () => {
     const clock = new ManualClock("2026-03-01T10:00:00.000Z");
     const secrets = new SecretBox(randomBytes(32));
-    await handleCommand(store, webhookStream(1), webhookDecider, {
-      type: "Register",
-      registration: {
-        webhookId: 1,
-        url: "https://hooks.example.com/",
-        events: ["order.placed"],
-        description: null,
-        secret: secrets.seal("whsec_x"),
-        createdAt: clock.now().toISOString(),
-      },
+    await registerWebhook(store, secrets, {
+      webhookId: 1,
+      events: ["order.placed"],
+      createdAt: clock.now().toISOString(),
     });
     const loaded: Projection = { ready: Promise.resolve(), catchUp: async () => true, close: async () => {} };
     const loading: Projection = {

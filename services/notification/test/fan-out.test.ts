@@ -3,28 +3,22 @@ import { join } from "node:path";
 import type { WebhookEventKind } from "@cheese/contracts";
 import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
-import {
-  createLogger,
-  handleCommand,
-  IdAllocator,
-  type Projection,
-  startProjection,
-} from "@cheese/service-kit";
+import { createLogger, IdAllocator, type Projection, startProjection } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
 import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
 import { SecretBox } from "../src/security/secrets.ts";
+import { registerWebhook } from "./support.ts";
 
 const t0 = "2026-03-01T10:00:00.000Z";
 const logger = createLogger("notification", "silent");
 const stockKinds: WebhookEventKind[] = ["cheese.low_stock", "cheese.out_of_stock", "cheese.back_in_stock"];
 
-/** Whether an integration event is wanted: asked before it is parsed, for every kind it may become. */
-describe("hasSubscriber", () => {
+/** An integration event's subscribers: asked before it is parsed (every kind it may become), then in its fan-out. */
+describe("an event's subscribers (hasSubscriber, fanOut)", () => {
   const data = tempDir("fan-out");
   const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
   const projections: Projection[] = [];
@@ -76,17 +70,7 @@ describe("hasSubscriber", () => {
     expect(catchUps).toBe(1);
 
     // Subscribed to the last of the kinds only: every kind is looked at, after one catch-up.
-    await handleCommand(store, webhookStream(1), webhookDecider, {
-      type: "Register",
-      registration: {
-        webhookId: 1,
-        url: "https://hooks.example.com/",
-        events: ["cheese.back_in_stock"],
-        description: null,
-        secret: secrets.seal("whsec_x"),
-        createdAt: t0,
-      },
-    });
+    await registerWebhook(store, secrets, { webhookId: 1, events: ["cheese.back_in_stock"], createdAt: t0 });
     catchUps = 0;
     expect(await hasSubscriber(deps, stockKinds)).toBe(true);
     expect(catchUps).toBe(1);

@@ -2,18 +2,11 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels, type ReadModelStore } from "@cheese/read-models";
-import {
-  createLogger,
-  handleCommand,
-  IdAllocator,
-  type Projection,
-  startProjection,
-} from "@cheese/service-kit";
+import { createLogger, IdAllocator, type Projection, startProjection } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DeliveryEvent, deliveryStream } from "../src/domain/delivery.ts";
-import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { replayDeliveries } from "../src/handlers/webhook-commands.ts";
 import {
@@ -23,6 +16,7 @@ import {
   projectDelivery,
 } from "../src/projections/deliveries.ts";
 import { SecretBox } from "../src/security/secrets.ts";
+import { registerWebhook } from "./support.ts";
 
 const t0 = "2026-03-01T10:00:00.000Z";
 const logger = createLogger("notification", "silent");
@@ -46,17 +40,7 @@ describe("two replays of the same window racing", () => {
   it("start each delivery once, though the second acts after the first one's round was delivered", async () => {
     const clock = new ManualClock(t0);
     const secrets = new SecretBox(randomBytes(32));
-    await handleCommand(store, webhookStream(1), webhookDecider, {
-      type: "Register",
-      registration: {
-        webhookId: 1,
-        url: "https://hooks.example.com/",
-        events: ["order.placed"],
-        description: null,
-        secret: secrets.seal("whsec_x"),
-        createdAt: t0,
-      },
-    });
+    await registerWebhook(store, secrets, { webhookId: 1, events: ["order.placed"], createdAt: t0 });
     const deliveredIn = (round: number): DeliveryEvent[] => [
       { type: "AttemptStarted", data: { round, attempt: 1, startedAt: t0 } },
       {

@@ -14,6 +14,7 @@ import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/doma
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import { generateWebhookSecret, SecretBox } from "../src/security/secrets.ts";
+import { registerWebhook } from "./support.ts";
 
 const DAY = 24 * 3_600_000;
 const t0 = Date.parse("2026-03-01T10:00:00.000Z");
@@ -65,16 +66,12 @@ describe("delivery scheduler with an injected clock", () => {
   };
 
   const register = async (webhookId: number, path: string, secret = generateWebhookSecret()) => {
-    await handleCommand(store, webhookStream(webhookId), webhookDecider, {
-      type: "Register",
-      registration: {
-        webhookId,
-        url: receiver.url(path),
-        events: ["webhook.test"],
-        description: null,
-        secret: secrets.seal(secret),
-        createdAt: isoNow(clock),
-      },
+    await registerWebhook(store, secrets, {
+      webhookId,
+      url: receiver.url(path),
+      events: ["webhook.test"],
+      secret,
+      createdAt: isoNow(clock),
     });
     return secret;
   };
