@@ -27,6 +27,7 @@ import {
   type KvOptions,
   type MessageBus,
   NoRespondersError,
+  PassedReply,
   RemoteError,
   type ReplyEnvelope,
   type RequestHandler,
@@ -347,6 +348,9 @@ class InProcessBus implements MessageBus {
       reply = toErrorReply(err);
     }
     try {
+      // What the NATS adapter's caller gets: the meta decoded again, the body's text as it is.
+      if (reply.ok && reply.data instanceof PassedReply)
+        return { ok: true, data: new PassedReply(copyJson(reply.data.meta), reply.data.body) };
       return copyJson(reply);
     } catch (err) {
       this.broker.log.error({ err, subject: request.subject }, "reply is not serialisable");

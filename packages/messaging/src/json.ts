@@ -15,3 +15,27 @@ export function decodeJson(bytes: Uint8Array): unknown {
 export function copyJson<T>(value: T): T {
   return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
 }
+
+const NEWLINE = 0x0a;
+
+/**
+ * A passed-through reply on the wire: the envelope with its `meta` as `data`, a newline, then the
+ * body's JSON text. JSON.stringify never writes a raw newline (nor does UTF-8 inside a character),
+ * so the first newline is where the body starts; a reply without one is a plain envelope.
+ */
+export function encodePassedReply(meta: unknown, body: string | Uint8Array): Uint8Array {
+  const head = JSON.stringify({ ok: true, data: meta });
+  if (typeof body === "string") return encoder.encode(`${head}\n${body}`);
+  const headBytes = encoder.encode(`${head}\n`);
+  const out = new Uint8Array(headBytes.length + body.length);
+  out.set(headBytes);
+  out.set(body, headBytes.length);
+  return out;
+}
+
+/** The envelope and body of a passed-through reply, or undefined for a plain envelope. */
+export function splitPassedReply(bytes: Uint8Array): { envelope: Uint8Array; body: Uint8Array } | undefined {
+  const at = bytes.indexOf(NEWLINE);
+  if (at < 0) return undefined;
+  return { envelope: bytes.subarray(0, at), body: bytes.subarray(at + 1) };
+}

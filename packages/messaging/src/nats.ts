@@ -17,7 +17,7 @@ import {
 } from "nats";
 import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
-import { decodeJson, encodeJson } from "./json.ts";
+import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
 import {
   BusUnavailableError,
@@ -32,6 +32,7 @@ import {
   type KvOptions,
   type MessageBus,
   NoRespondersError,
+  PassedReply,
   RemoteError,
   type ReplyEnvelope,
   type RequestHandler,
@@ -174,7 +175,8 @@ class NatsBus implements MessageBus {
       toNatsHeaders(withDeadline(options.headers, options.timeoutMs)),
       options.timeoutMs,
     );
-    const envelope = parseEnvelope(reply.data);
+    const passed = splitPassedReply(reply.data);
+    const envelope = parseEnvelope(passed ? passed.envelope : reply.data);
     if (!envelope) {
       throw new RemoteError({
         status: 500,
@@ -182,8 +184,8 @@ class NatsBus implements MessageBus {
         message: `malformed reply on ${subject}`,
       });
     }
-    if (envelope.ok) return envelope.data;
-    throw new RemoteError(envelope.error);
+    if (!envelope.ok) throw new RemoteError(envelope.error);
+    return passed ? new PassedReply(envelope.data, passed.body) : envelope.data;
   }
 
   serve(subject: string, options: { queue: string }, handler: RequestHandler): Closable {
@@ -229,7 +231,10 @@ class NatsBus implements MessageBus {
     }
     let body: Uint8Array;
     try {
-      body = encodeJson(reply);
+      body =
+        reply.ok && reply.data instanceof PassedReply
+          ? encodePassedReply(reply.data.meta, reply.data.body)
+          : encodeJson(reply);
     } catch (error) {
       this.log.error({ err: error, subject: msg.subject }, "reply is not serialisable");
       body = encodeJson(toErrorReply(error));

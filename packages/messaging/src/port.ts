@@ -120,6 +120,18 @@ export interface MessageBus {
   close(): Promise<void>;
 }
 
+/**
+ * A reply whose `body` is JSON text its caller passes on without decoding it (the gateway writes
+ * it as an HTTP answer's body); `meta` is the part the caller reads. `serveRpc` makes one for a
+ * definition with `passThrough`, from the reply it checked; the bus carries it as it is.
+ */
+export class PassedReply {
+  constructor(
+    readonly meta: unknown,
+    readonly body: string | Uint8Array,
+  ) {}
+}
+
 /** Reply envelope on the wire: how success and errors cross NATS. */
 export type ReplyEnvelope = { ok: true; data: unknown } | { ok: false; error: RemoteErrorBody };
 

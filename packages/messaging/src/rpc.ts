@@ -1,7 +1,8 @@
 /**
  * Typed, validated RPC and integration events on top of a {@link MessageBus}. Definitions live
- * once in `@cheese/contracts`; both sides validate, so a contract drift shows up as a clear
- * 400 (bad request) or 500 (bad response) instead of a confusing failure further on.
+ * once in `@cheese/contracts`. A request is checked on both sides (the caller's 400 saves the
+ * trip); a reply once, by the server that makes it (`serveRpc`), which sends what it checked:
+ * unknown fields dropped, defaults and transforms applied. The caller takes it as it comes.
  */
 import type { z } from "zod";
 import {
@@ -10,8 +11,19 @@ import {
   type DeliveredEvent,
   type Headers,
   type MessageBus,
+  PassedReply,
   RemoteError,
 } from "./port.ts";
+
+/**
+ * A reply its caller passes on without decoding it (the gateway's answer to a read): `body` is
+ * the field of the response that becomes the caller's body, or "." for the whole response, sent
+ * as JSON text; `meta` the fields the caller reads.
+ */
+export interface PassThrough<Field extends string = string> {
+  body: Field | ".";
+  meta: readonly Field[];
+}
 
 export interface RpcDefinition<
   Request extends z.ZodType = z.ZodType,
@@ -21,12 +33,17 @@ export interface RpcDefinition<
   subject: string;
   request: Request;
   response: Response;
+  passThrough?: PassThrough;
 }
 
-export function defineRpc<Request extends z.ZodType, Response extends z.ZodType>(
-  definition: RpcDefinition<Request, Response>,
-): RpcDefinition<Request, Response> {
-  return definition;
+export function defineRpc<
+  Request extends z.ZodType,
+  Response extends z.ZodType,
+  const Passed extends PassThrough<keyof z.output<Response> & string> | undefined = undefined,
+>(
+  definition: RpcDefinition<Request, Response> & { passThrough?: Passed },
+): RpcDefinition<Request, Response> & { passThrough: Passed } {
+  return definition as RpcDefinition<Request, Response> & { passThrough: Passed };
 }
 
 export interface CallOptions {
@@ -40,8 +57,9 @@ export interface RpcContext {
 }
 
 /**
- * Validates the request (the same 400 the server would answer), sends it as given (so transforms
- * run once, on the server), and validates the reply (a malformed one is a 500 internal_error).
+ * Validates the request (the same 400 the server would answer) and sends it as given (so
+ * transforms run once, on the server). The reply is the one the server checked against the
+ * response schema (`serveRpc`); a passed-through reply is joined back into the whole response.
  */
 export async function callRpc<Request extends z.ZodType, Response extends z.ZodType>(
   bus: MessageBus,
@@ -49,23 +67,60 @@ export async function callRpc<Request extends z.ZodType, Response extends z.ZodT
   payload: z.input<Request>,
   options: CallOptions,
 ): Promise<z.output<Response>> {
+  const reply = await send(bus, definition, payload, options);
+  if (!(reply instanceof PassedReply)) return reply as z.output<Response>;
+  const body: unknown = JSON.parse(typeof reply.body === "string" ? reply.body : decoder.decode(reply.body));
+  const field = definition.passThrough?.body ?? ".";
+  return (field === "." ? body : { ...(reply.meta as object), [field]: body }) as z.output<Response>;
+}
+
+/**
+ * Calls a definition with `passThrough`: its body as the JSON text the server encoded (never
+ * decoded here), and the fields of `meta`.
+ */
+export async function callRpcPassing<
+  Request extends z.ZodType,
+  Response extends z.ZodType,
+  Meta extends keyof z.output<Response> & string,
+>(
+  bus: MessageBus,
+  definition: RpcDefinition<Request, Response> & { passThrough: { body: string; meta: readonly Meta[] } },
+  payload: z.input<Request>,
+  options: CallOptions,
+): Promise<{ meta: Pick<z.output<Response>, Meta>; body: string | Uint8Array }> {
+  const reply = await send(bus, definition, payload, options);
+  if (reply instanceof PassedReply) {
+    return { meta: reply.meta as Pick<z.output<Response>, Meta>, body: reply.body };
+  }
+  // A server that does not pass its replies through (an older version during a rolling update).
+  const split = passedReplyOf(definition.passThrough, reply);
+  return { meta: split.meta as Pick<z.output<Response>, Meta>, body: split.body };
+}
+
+async function send<Request extends z.ZodType>(
+  bus: MessageBus,
+  definition: RpcDefinition<Request>,
+  payload: z.input<Request>,
+  options: CallOptions,
+): Promise<unknown> {
   const request = definition.request.safeParse(payload);
   if (!request.success) throw badRequest(definition.subject, request.error);
-  const reply = await bus.request(definition.subject, payload, options);
-  const response = definition.response.safeParse(reply);
-  if (!response.success) {
-    throw new RemoteError({
-      status: 500,
-      type: "internal_error",
-      message: `malformed reply on ${definition.subject}: ${summarise(response.error)}`,
-    });
-  }
-  return response.data;
+  return bus.request(definition.subject, payload, options);
+}
+
+const decoder = new TextDecoder();
+
+function passedReplyOf(passThrough: PassThrough, data: unknown): PassedReply {
+  const fields = data as Record<string, unknown>;
+  const meta: Record<string, unknown> = {};
+  for (const name of passThrough.meta) meta[name] = fields[name];
+  return new PassedReply(meta, JSON.stringify(passThrough.body === "." ? data : fields[passThrough.body]));
 }
 
 /**
  * Serves a definition: invalid payloads get 400 bad_request listing the issues; a handler result
- * that breaks the response schema is a bug, so the bus logs it and replies a plain 500.
+ * that breaks the response schema is a bug, so the bus logs it and replies a plain 500. What is
+ * sent is the checked result (zod's output), passed through when the definition says so.
  */
 export function serveRpc<Request extends z.ZodType, Response extends z.ZodType>(
   bus: MessageBus,
@@ -81,7 +136,7 @@ export function serveRpc<Request extends z.ZodType, Response extends z.ZodType>(
     if (!response.success) {
       throw new Error(`handler of ${subject} broke the response schema: ${summarise(response.error)}`);
     }
-    return result;
+    return definition.passThrough ? passedReplyOf(definition.passThrough, response.data) : response.data;
   });
 }
 

@@ -4,6 +4,7 @@ import { z } from "zod";
 import {
   BusUnavailableError,
   callRpc,
+  callRpcPassing,
   consumeEvents,
   DEADLINE_HEADER,
   type DeliveredEvent,
@@ -746,7 +747,7 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(called).toBe(false);
       });
 
-      it("a response breaking the schema is a 500 internal_error, on either side", async () => {
+      it("a reply is checked once, by its server: one breaking the schema is a 500 internal_error, one that passes is sent as checked", async () => {
         const [server, caller] = [await client("server"), await client("caller")];
         serveRpc(server, createCheese, { queue: "svc" }, async () => ({ id: "not a number" }) as never);
         await server.ping();
@@ -760,14 +761,95 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           .catch((e: unknown) => e as RemoteError);
         expect(fromServer?.body).toEqual({ status: 500, type: "internal_error", message: "internal error" });
 
-        const raw = defineRpc({ ...createCheese, subject: `test.${uid()}.raw` });
-        server.serve(raw.subject, { queue: "svc" }, async () => ({ unexpected: true }));
+        // What the caller gets is the schema's output, not the handler's result: a field the schema
+        // does not know never leaves the server, and the caller has nothing left to check.
+        const checked = defineRpc({ ...createCheese, subject: `test.${uid()}.checked` });
+        serveRpc(server, checked, { queue: "svc" }, async () => ({ id: 7, internal: "secret" }) as never);
         await server.ping();
-        const fromCaller = await callRpc(caller, raw, { name: "Brie", weightGrams: 1 }, { timeoutMs: 2_000 })
-          .then(() => undefined)
-          .catch((e: unknown) => e as RemoteError);
-        expect(fromCaller).toBeInstanceOf(RemoteError);
-        expect(fromCaller?.body).toMatchObject({ status: 500, type: "internal_error" });
+        expect(
+          await callRpc(caller, checked, { name: "Brie", weightGrams: 1 }, { timeoutMs: 2_000 }),
+        ).toEqual({
+          id: 7,
+        });
+      });
+
+      it("passes a reply's body through as the JSON its server checked, its meta beside it", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const getItem = defineRpc({
+          subject: `test.${uid()}.item.get`,
+          request: z.object({ id: z.number() }),
+          response: z.object({ item, revision: z.number() }),
+          passThrough: { body: "item", meta: ["revision"] },
+        });
+        const listItems = defineRpc({
+          subject: `test.${uid()}.item.list`,
+          request: z.object({}),
+          response: z.object({ items: z.array(item), total: z.number() }),
+          passThrough: { body: ".", meta: ["total"] },
+        });
+        const name = 'Brie "de Meaux" é\n🧀';
+        serveRpc(server, getItem, { queue: "svc" }, async ({ id }) => ({
+          item: { id, name, secret: "dropped" } as never,
+          revision: 3,
+        }));
+        serveRpc(
+          server,
+          listItems,
+          { queue: "svc" },
+          async () =>
+            ({
+              items: [{ id: 1, name }],
+              total: 1,
+              secret: "dropped",
+            }) as never,
+        );
+        await server.ping();
+        const text = (body: string | Uint8Array) =>
+          typeof body === "string" ? body : new TextDecoder().decode(body);
+
+        const one = await callRpcPassing(caller, getItem, { id: 5 }, { timeoutMs: 2_000 });
+        expect(one.meta).toEqual({ revision: 3 });
+        expect(text(one.body)).toBe(JSON.stringify({ id: 5, name }));
+        const page = await callRpcPassing(caller, listItems, {}, { timeoutMs: 2_000 });
+        expect(page.meta).toEqual({ total: 1 });
+        expect(text(page.body)).toBe(JSON.stringify({ items: [{ id: 1, name }], total: 1 }));
+        // A caller reading the whole reply gets it joined back.
+        expect(await callRpc(caller, getItem, { id: 5 }, { timeoutMs: 2_000 })).toEqual({
+          item: { id: 5, name },
+          revision: 3,
+        });
+        expect(await callRpc(caller, listItems, {}, { timeoutMs: 2_000 })).toEqual({
+          items: [{ id: 1, name }],
+          total: 1,
+        });
+        // A refusal is an error as ever, and a server not passing through still gives body and meta.
+        const plain = defineRpc({ ...getItem, subject: `test.${uid()}.item.plain`, passThrough: undefined });
+        serveRpc(server, plain, { queue: "svc" }, async ({ id }) => {
+          if (id === 0) throw new RemoteError({ status: 404, type: "not_found", message: "no item 0" });
+          return { item: { id, name }, revision: 4 };
+        });
+        await server.ping();
+        const older = await callRpcPassing(
+          caller,
+          { ...plain, passThrough: getItem.passThrough },
+          { id: 6 },
+          {
+            timeoutMs: 2_000,
+          },
+        );
+        expect(older.meta).toEqual({ revision: 4 });
+        expect(text(older.body)).toBe(JSON.stringify({ id: 6, name }));
+        const refused = await callRpcPassing(
+          caller,
+          { ...plain, passThrough: getItem.passThrough },
+          { id: 0 },
+          {
+            timeoutMs: 2_000,
+          },
+        ).catch((e: unknown) => e as RemoteError);
+        expect(refused).toBeInstanceOf(RemoteError);
+        expect((refused as RemoteError).body).toMatchObject({ status: 404, type: "not_found" });
       });
 
       it("publishes validated events and consumes them typed; invalid ones are acked and reported", async () => {

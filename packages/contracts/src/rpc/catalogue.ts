@@ -41,10 +41,12 @@ export const catalogueRpc = {
     }),
     response: CheeseReply,
   }),
+  /** The gateway answers the cheese's JSON as the catalogue encoded it (`passThrough`). */
   getCheese: defineRpc({
     subject: "catalogue.cheese.get",
     request: z.object({ cheeseId }),
     response: CheeseReply,
+    passThrough: { body: "cheese", meta: ["revision"] },
   }),
   /** PUT /cheeses: every field replaced; 404 when absent, 409 name taken, 412 If-Match failed. */
   replaceCheese: defineRpc({
@@ -75,6 +77,8 @@ export const catalogueRpc = {
       filters: CheeseFilters,
     }),
     response: CheeseList,
+    /** The gateway answers the page's JSON as the catalogue encoded it, its headers from `meta`. */
+    passThrough: { body: ".", meta: ["total", "nextCursor"] },
   }),
   /** findByStatus / findByTags: every match, no pagination, ordered by id. */
   findCheeses: defineRpc({

@@ -13,7 +13,7 @@ import type { Context } from "hono";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
-import { callService } from "../rpc.ts";
+import { answerPassed, callService, passService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
@@ -105,7 +105,7 @@ const findByTags = (deps: GatewayDeps) =>
 export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(listCheeses(deps), async (c) => {
     const query = c.req.valid("query");
-    const page = await callService(deps, c, catalogueRpc.listCheeses, {
+    const { meta, body } = await passService(deps, c, catalogueRpc.listCheeses, {
       limit: query.limit,
       ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
       ...(query.sort !== undefined ? { sort: query.sort } : {}),
@@ -116,9 +116,9 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
         ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
       },
     });
-    c.header("X-Total-Count", String(page.total));
-    if (page.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, page.nextCursor)}>; rel="next"`);
-    return c.json(page, 200);
+    c.header("X-Total-Count", String(meta.total));
+    if (meta.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"`);
+    return answerPassed(c, body, 200);
   });
 
   api.openapi(findByStatus(deps), async (c) => {

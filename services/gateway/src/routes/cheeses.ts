@@ -14,7 +14,7 @@ import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
-import { callService } from "../rpc.ts";
+import { answerPassed, callService, passService } from "../rpc.ts";
 import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
@@ -222,11 +222,11 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 
   api.openapi(getCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
-    const { cheese, revision } = await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
-    const etag = etagOf(revision);
+    const { meta, body } = await passService(deps, c, catalogueRpc.getCheese, { cheeseId });
+    const etag = etagOf(meta.revision);
     c.header("ETag", etag);
     if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304);
-    return c.json(cheese, 200);
+    return answerPassed(c, body, 200);
   });
 
   api.openapi(updateCheese(deps), async (c) => {
