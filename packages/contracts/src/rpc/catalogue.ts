@@ -85,6 +85,8 @@ export const catalogueRpc = {
     subject: "catalogue.cheese.find",
     request: z.object({ status: z.array(CheeseStatus).optional(), tags: z.array(z.string()).optional() }),
     response: z.object({ items: z.array(Cheese) }),
+    /** The gateway answers the array's JSON as the catalogue encoded it. */
+    passThrough: { body: "items", meta: [] },
   }),
   inventory: defineRpc({
     subject: "catalogue.inventory.get",

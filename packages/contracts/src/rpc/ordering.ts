@@ -53,10 +53,12 @@ export const orderingRpc = {
     }),
     response: OrderReply,
   }),
+  /** The gateway answers the order's JSON as the ordering service encoded it (`passThrough`). */
   getOrder: defineRpc({
     subject: "ordering.order.get",
     request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
+    passThrough: { body: "order", meta: [] },
   }),
   /**
    * Newest first (createdAt, then id, descending), one page after `cursor` (a `nextCursor` this
@@ -76,6 +78,8 @@ export const orderingRpc = {
       hasMore: z.boolean(),
       total: z.number().int().min(0),
     }),
+    /** The gateway answers the page's JSON as the ordering service encoded it, its headers from `meta`. */
+    passThrough: { body: ".", meta: ["total", "nextCursor"] },
   }),
   /** placed or approved → cancelled; cancelled stays cancelled; shipped or delivered → 409. */
   cancelOrder: defineRpc({

@@ -13,7 +13,7 @@ import type { Context } from "hono";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
-import { answerPassed, callService, passService } from "../rpc.ts";
+import { answerPassed, passService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
@@ -123,17 +123,17 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
 
   api.openapi(findByStatus(deps), async (c) => {
     const { status } = c.req.valid("query");
-    const { items } = await callService(deps, c, catalogueRpc.findCheeses, { status });
-    return c.json(items, 200);
+    const { body } = await passService(deps, c, catalogueRpc.findCheeses, { status });
+    return answerPassed(c, body, 200);
   });
 
   api.openapi(findByTags(deps), async (c) => {
     const { tags } = c.req.valid("query");
-    const { items } = await callService(deps, c, catalogueRpc.findCheeses, { tags });
+    const { body } = await passService(deps, c, catalogueRpc.findCheeses, { tags });
     const successor = `${deps.publicUrl}/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`;
     c.header("Deprecation", "true");
     c.header("Link", `<${successor}>; rel="successor-version"`);
-    return c.json(items, 200);
+    return answerPassed(c, body, 200);
   });
 }
 

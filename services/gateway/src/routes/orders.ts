@@ -17,7 +17,7 @@ import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
-import { callService } from "../rpc.ts";
+import { answerPassed, callService, passService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
 const orderJson = { "application/json": { schema: Order } };
@@ -225,24 +225,24 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 
   api.openapi(getOrder(deps), async (c) => {
     const { orderId } = c.req.valid("param");
-    const { order } = await callService(deps, c, orderingRpc.getOrder, {
+    const { body } = await passService(deps, c, orderingRpc.getOrder, {
       orderId,
       actor: actorOf(c.get("caller")),
     });
-    return c.json(order, 200);
+    return answerPassed(c, body, 200);
   });
 
   api.openapi(listOrders(deps), async (c) => {
     const { limit, cursor, status } = c.req.valid("query");
-    const page = await callService(deps, c, orderingRpc.listOrders, {
+    const { meta, body } = await passService(deps, c, orderingRpc.listOrders, {
       actor: actorOf(c.get("caller")),
       limit,
       ...(cursor !== undefined ? { cursor } : {}),
       ...(status ? { statuses: status } : {}),
     });
-    c.header("X-Total-Count", String(page.total));
-    if (page.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, page.nextCursor)}>; rel="next"`);
-    return c.json(page, 200);
+    c.header("X-Total-Count", String(meta.total));
+    if (meta.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"`);
+    return answerPassed(c, body, 200);
   });
 
   api.openapi(cancelOrder(deps), async (c) => {
