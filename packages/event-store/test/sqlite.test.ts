@@ -318,8 +318,10 @@ describe("SQLite adapter across processes", () => {
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
     });
+    // "close", not "exit": at "exit" the pipe may still hold lines the child wrote before it died
+    // (under load, the last acknowledgements of a SIGKILLed writer), and they count.
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      child.once("exit", (code, signal) => resolve({ code, signal })),
+      child.once("close", (code, signal) => resolve({ code, signal })),
     );
     return { child, exited, stdout: () => stdout, stderr: () => stderr };
   };
