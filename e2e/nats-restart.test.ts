@@ -21,6 +21,8 @@ const WORKERS = 4;
 const RECOVERY_MS = 5_000;
 /** The gateway's internal deadline (RPC_TIMEOUT, default 5 s): past it, it answers 503. */
 const RPC_TIMEOUT_MS = 5_000;
+/** An order placed after the restart is answered (201, or 503 while reconnecting) within this. */
+const PROBE_MAX_MS = 2_000;
 
 /**
  * NATS itself crashes under load: nats-server is SIGKILLed while orders are being placed, and the
@@ -113,13 +115,18 @@ describe.skipIf(launcherOnly("killing the launcher's nats-server"))(
         await nats.restarted(killed);
         const restartedAt = Date.now();
         outage = restartedAt - killedAt;
-        // Recovered: an order placed after the restart is acknowledged within 5 s of it. The load's
-        // workers may still wait on requests sent during the outage, so a probe of its own asks.
+        // Recovered: an order placed after the restart is acknowledged within 5 s of it, and no
+        // order placed after it waits for the gateway's deadline (a service still reconnecting
+        // refuses at once with 503). The load's workers may still wait on requests sent before the
+        // restart, so a probe of its own asks. Checked after the poll, not by its time-out: vitest
+        // fires one more attempt when that runs out.
+        const probes: Attempt[] = [];
         await expect
           .poll(
             async () => {
               const probe = await placeOne();
               attempts.push(probe);
+              probes.push(probe);
               return probe.status;
             },
             {
@@ -130,6 +137,14 @@ describe.skipIf(launcherOnly("killing the launcher's nats-server"))(
           )
           .toBe(201);
         recovery = Date.now() - restartedAt;
+        const slow = probes.filter((p) => p.endedAt - p.startedAt >= PROBE_MAX_MS);
+        expect(
+          slow.map((p) => `${p.status} after ${p.endedAt - p.startedAt} ms`),
+          "orders placed after the restart that waited",
+        ).toEqual([]);
+        expect(recovery, `first order acknowledged ${recovery} ms after the restart`).toBeLessThanOrEqual(
+          RECOVERY_MS,
+        );
         // And keeps working under load.
         await expect.poll(() => acked(restartedAt), { timeout: 20_000 }).toBeGreaterThanOrEqual(10);
       } finally {

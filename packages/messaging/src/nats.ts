@@ -3,6 +3,7 @@ import {
   connect,
   createInbox,
   DeliverPolicy,
+  Events,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
@@ -68,6 +69,11 @@ const PULL_EXPIRES_MS = 5_000;
 const UNREACHABLE = new Set(["TIMEOUT", "503", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_REFUSED"]);
 
 /** Rethrows a NATS error that means "server out of reach" as {@link BusUnavailableError}. */
+/** What an operation attempted while the connection is down fails with. */
+function disconnected(what: string): BusUnavailableError {
+  return new BusUnavailableError(`${what}: not connected (reconnecting)`);
+}
+
 function rethrowUnreachable(error: unknown, what: string): never {
   if (error instanceof NatsError && UNREACHABLE.has(error.code)) throw new BusUnavailableError(what, error);
   throw error;
@@ -157,6 +163,15 @@ class NatsBus implements MessageBus {
   private readonly closables = new Set<Closable>();
   private closing: Promise<void> | undefined;
   private replies: ReplyInbox | undefined;
+  /**
+   * False from a disconnect until the client has reconnected. While it is false nothing is sent:
+   * nats.js discards what was published while disconnected when it dials again (its outbound
+   * buffer is reset per dial), so a request (ours, or JetStream's for a key-value read or an
+   * event's publish) sent then would wait for its whole time-out, though the server is back
+   * long before. Such a request fails at once with {@link BusUnavailableError} instead, and the
+   * requests waiting at the disconnect fail with it too: their replies were lost with the link.
+   */
+  private connected = true;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -164,10 +179,25 @@ class NatsBus implements MessageBus {
     private readonly js: JetStreamClient,
     private readonly stream: string,
     private readonly log: BusLogger,
-  ) {}
+  ) {
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === Events.Disconnect) {
+          this.connected = false;
+          this.replies?.failWaiting((subject) => disconnected(`request ${subject}`));
+        } else if (status.type === Events.Reconnect) this.connected = true;
+      }
+    })();
+  }
+
+  /** Throws {@link BusUnavailableError} while the connection is down (see `connected`). */
+  private reachable = (what: string): void => {
+    if (!this.connected) throw disconnected(what);
+  };
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
     if (this.nc.isClosed()) throw closedForRequests(subject);
+    this.reachable(`request ${subject}`);
     this.replies ??= new ReplyInbox(this.nc);
     const reply = await this.replies.request(
       subject,
@@ -245,6 +275,7 @@ class NatsBus implements MessageBus {
   async publish(event: IntegrationEvent): Promise<void> {
     const h = toNatsHeaders(event.headers);
     h.set(EVENT_ID_HEADER, event.id);
+    this.reachable(`publish ${event.subject}`);
     try {
       await this.js.publish(event.subject, encodeJson(event.payload), { msgID: event.id, headers: h });
     } catch (error) {
@@ -285,7 +316,7 @@ class NatsBus implements MessageBus {
     // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
     const eraseRevision = (revision: number) =>
       this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);
-    return new NatsKeyValue(kv, (c) => this.register(c), this.log, eraseRevision);
+    return new NatsKeyValue(kv, (c) => this.register(c), this.log, eraseRevision, this.reachable);
   }
 
   async ping(): Promise<boolean> {
@@ -356,9 +387,12 @@ class ReplyInbox {
         this.waiting.get(msg.subject.slice(this.prefix.length))?.settle(msg);
       },
     });
-    void nc.closed().then(() => {
-      for (const { settle, subject } of [...this.waiting.values()]) settle(closedForRequests(subject));
-    });
+    void nc.closed().then(() => this.failWaiting(closedForRequests));
+  }
+
+  /** Fails every request still waiting for its reply (one that can no longer come). */
+  failWaiting(error: (subject: string) => Error): void {
+    for (const { settle, subject } of [...this.waiting.values()]) settle(error(subject));
   }
 
   request(subject: string, data: Uint8Array, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
@@ -557,37 +591,44 @@ class NatsKeyValue implements KeyValue {
     private readonly register: (closable: Closable) => Closable,
     private readonly log: BusLogger,
     private readonly eraseRevision: (revision: number) => Promise<boolean>,
+    private readonly reachable: (what: string) => void,
   ) {}
 
   async get(key: string) {
     assertKvKey(key);
+    this.reachable(`kv get ${key}`);
     const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
     if (entry?.operation !== "PUT") return undefined;
     return { key, value: entry.value, revision: entry.revision };
   }
 
-  put(key: string, value: Uint8Array): Promise<number> {
+  async put(key: string, value: Uint8Array): Promise<number> {
     assertKvKey(key);
+    this.reachable(`kv put ${key}`);
     return this.kv.put(key, value).catch((error) => rethrowUnreachable(error, `kv put ${key}`));
   }
 
-  create(key: string, value: Uint8Array): Promise<number> {
+  async create(key: string, value: Uint8Array): Promise<number> {
     assertKvKey(key);
+    this.reachable(`kv create ${key}`);
     return this.kv.create(key, value).catch((error) => rethrowConflict(error, key));
   }
 
   async update(key: string, value: Uint8Array, revision: number): Promise<number> {
     assertKvKey(key);
     if (revision < 1) throw new KvConflictError(key);
+    this.reachable(`kv update ${key}`);
     return this.kv.update(key, value, revision).catch((error) => rethrowConflict(error, key));
   }
 
   async delete(key: string): Promise<void> {
     assertKvKey(key);
+    this.reachable(`kv delete ${key}`);
     await this.kv.delete(key).catch((error) => rethrowUnreachable(error, `kv delete ${key}`));
   }
 
   async deleteMatching(keyPattern: string): Promise<number> {
+    this.reachable(`kv keys ${keyPattern}`);
     const keys: string[] = [];
     try {
       for await (const key of await this.kv.keys(keyPattern)) keys.push(key);

@@ -1,8 +1,15 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { Socket } from "node:net";
-import { type NatsServerHandle, startNatsServer } from "@cheese/testing";
+import {
+  acceptsConnections,
+  freePort,
+  type NatsServerHandle,
+  startNatsServer,
+  tempDir,
+} from "@cheese/testing";
 import { connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BusUnavailableError, connectNatsBus, silentLogger } from "../src/index.ts";
+import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
 import { messageBusContract } from "./contract.ts";
 
 let server: NatsServerHandle;
@@ -112,4 +119,66 @@ describe("NATS adapter specifics", () => {
       await own.stop().catch(() => {});
     }
   });
+
+  it("fails a request or key-value read made while NATS is down at once, and answers normally once it is back", async () => {
+    // nats.js drops what is published while it is disconnected when it dials again: before, such
+    // a request waited for its whole time-out, however soon the server was back.
+    const port = await freePort();
+    const store = tempDir("nats-restart");
+    let server = await natsServerOn(port, store.path);
+    const url = `nats://127.0.0.1:${port}`;
+    const service = await connectNatsBus({ url, name: "svc", logger: silentLogger });
+    const caller = await connectNatsBus({ url, name: "caller", logger: silentLogger });
+    try {
+      service.serve("test.restart.echo", { queue: "svc" }, async ({ payload }) => payload);
+      const kv = await caller.kv("restart_test");
+      await kv.put("k", new TextEncoder().encode("v"));
+      expect(await caller.request("test.restart.echo", 1, { timeoutMs: 2_000 })).toBe(1);
+
+      await killed(server);
+      // Each attempt: what it ended with, and whether it ended well within its time-out.
+      const outcome = async (attempt: () => Promise<unknown>) => {
+        const started = Date.now();
+        const result = await attempt().then(
+          () => "answered",
+          (e: unknown) => (e instanceof Error ? e.constructor.name : String(e)),
+        );
+        return `${result} ${Date.now() - started < 1_000 ? "at once" : "after waiting"}`;
+      };
+      const request = (bus: MessageBus) => () => bus.request("test.restart.echo", 2, { timeoutMs: 3_000 });
+      await expect
+        .poll(() => outcome(request(caller)), { timeout: 8_000, interval: 20 })
+        .toBe("BusUnavailableError at once");
+      expect(await outcome(() => kv.get("k"))).toBe("BusUnavailableError at once");
+
+      server = await natsServerOn(port, store.path);
+      // Until both clients have reconnected (0.5 to 1 s) the request fails at once; then it is answered.
+      await expect
+        .poll(() => outcome(request(caller)), { timeout: 5_000, interval: 20 })
+        .toBe("answered at once");
+      expect(await outcome(() => kv.get("k"))).toBe("answered at once");
+    } finally {
+      await caller.close().catch(() => {});
+      await service.close().catch(() => {});
+      await killed(server);
+      store.remove();
+    }
+  });
 });
+
+/** A nats-server with JetStream on `port` and the store `dir`, accepting connections. */
+async function natsServerOn(port: number, dir: string): Promise<ChildProcess> {
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
+    stdio: "ignore",
+  });
+  await expect.poll(() => acceptsConnections(port), { timeout: 10_000 }).toBe(true);
+  return child;
+}
+
+/** SIGKILLs it (no goodbye to its clients) and waits until it is gone. */
+async function killed(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
+}
