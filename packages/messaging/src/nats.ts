@@ -69,6 +69,15 @@ const PULL_EXPIRES_MS = 5_000;
 const UNREACHABLE = new Set(["TIMEOUT", "503", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_REFUSED"]);
 
 /** Rethrows a NATS error that means "server out of reach" as {@link BusUnavailableError}. */
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
 /** What an operation attempted while the connection is down fails with. */
 function disconnected(what: string): BusUnavailableError {
   return new BusUnavailableError(`${what}: not connected (reconnecting)`);
@@ -172,6 +181,8 @@ class NatsBus implements MessageBus {
    * requests waiting at the disconnect fail with it too: their replies were lost with the link.
    */
   private connected = true;
+  /** Resolved when the connection drops; a fresh one after each reconnect. */
+  private down = signal();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -184,8 +195,12 @@ class NatsBus implements MessageBus {
       for await (const status of nc.status()) {
         if (status.type === Events.Disconnect) {
           this.connected = false;
+          this.down.resolve();
           this.replies?.failWaiting((subject) => disconnected(`request ${subject}`));
-        } else if (status.type === Events.Reconnect) this.connected = true;
+        } else if (status.type === Events.Reconnect) {
+          this.connected = true;
+          this.down = signal();
+        }
       }
     })();
   }
@@ -193,6 +208,16 @@ class NatsBus implements MessageBus {
   /** Throws {@link BusUnavailableError} while the connection is down (see `connected`). */
   private reachable = (what: string): void => {
     if (!this.connected) throw disconnected(what);
+  };
+
+  /**
+   * Waits for what needs the server (a drain, a flush) while connected, and no longer once the
+   * connection is down: it would finish only after a reconnect that may never come, and a
+   * service stopping during an outage would wait for its whole stop deadline.
+   */
+  private whileUp = async (work: () => Promise<unknown>): Promise<void> => {
+    if (!this.connected) return;
+    await Promise.race([work().catch(() => {}), this.down.promise]);
   };
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
@@ -229,7 +254,7 @@ class NatsBus implements MessageBus {
     });
     return this.register({
       close: async () => {
-        if (!sub.isClosed()) await sub.drain().catch(() => {});
+        if (!sub.isClosed()) await this.whileUp(() => sub.drain());
         await Promise.allSettled([...mine]);
       },
     });
@@ -285,7 +310,15 @@ class NatsBus implements MessageBus {
   }
 
   consume(options: ConsumeOptions): Closable {
-    const consumer = new NatsConsumer(this.nc, this.jsm, this.js, this.stream, options, this.log);
+    const consumer = new NatsConsumer(
+      this.nc,
+      this.jsm,
+      this.js,
+      this.stream,
+      options,
+      this.log,
+      this.whileUp,
+    );
     return this.register({ close: () => consumer.close() });
   }
 
@@ -336,7 +369,8 @@ class NatsBus implements MessageBus {
     this.closing ??= (async () => {
       await Promise.allSettled([...this.closables].map((c) => c.close()));
       await Promise.allSettled([...this.inFlight]);
-      if (!this.nc.isClosed()) await this.nc.drain();
+      if (!this.nc.isClosed()) await this.whileUp(() => this.nc.drain());
+      if (!this.nc.isClosed()) await this.nc.close();
     })();
     return this.closing;
   }
@@ -444,6 +478,7 @@ class NatsConsumer {
     private readonly stream: string,
     private readonly options: ConsumeOptions,
     private readonly log: BusLogger,
+    private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
   ) {
     this.done = this.run();
   }
@@ -451,11 +486,12 @@ class NatsConsumer {
   async close(): Promise<void> {
     this.closing = true;
     this.stopCurrent?.();
-    await this.done;
+    // A JetStream request of the loop (re-creating the durable) may wait for its time-out.
+    await this.whileUp(() => this.done);
     await Promise.allSettled([...this.inFlight]);
     // Acks sent while closing are fire-and-forget; make sure the server has them before anyone
     // else takes over.
-    if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
+    if (!this.nc.isClosed()) await this.whileUp(() => this.nc.flush());
   }
 
   private async run(): Promise<void> {

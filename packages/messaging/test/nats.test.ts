@@ -164,6 +164,38 @@ describe("NATS adapter specifics", () => {
       store.remove();
     }
   });
+
+  it("closes at once while NATS is down, serving and consuming, rather than waiting for a reconnect to drain", async () => {
+    const port = await freePort();
+    const store = tempDir("nats-down-close");
+    const server = await natsServerOn(port, store.path);
+    const bus = await connectNatsBus({ url: `nats://127.0.0.1:${port}`, name: "svc", logger: silentLogger });
+    try {
+      bus.serve("test.down.echo", { queue: "svc" }, async ({ payload }) => payload);
+      bus.consume({ durable: "down_close", subjects: ["events.down.>"], handler: async () => {} });
+      expect(await bus.request("test.down.echo", 1, { timeoutMs: 2_000 })).toBe(1);
+      await killed(server);
+      // Once the client knows the connection is down (a request then fails at once)…
+      await expect
+        .poll(() => bus.request("test.down.echo", 2, { timeoutMs: 500 }).catch((e: unknown) => e))
+        .toBeInstanceOf(BusUnavailableError);
+      // A consumer started now asks JetStream for its durable, and that request waits for its time-out.
+      bus.consume({ durable: "down_late", subjects: ["events.late.>"], handler: async () => {} });
+      // …closing does not wait for a server that is not there (before: until it came back, or the
+      // JetStream request's time-out).
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        bus.close().then(() => "closed"),
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve("still closing after 3 s"), 3_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      expect(outcome).toBe("closed");
+    } finally {
+      await killed(server);
+      store.remove();
+    }
+  });
 });
 
 /** A nats-server with JetStream on `port` and the store `dir`, accepting connections. */
