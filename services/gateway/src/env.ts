@@ -30,7 +30,8 @@ export interface Caller {
 /** Variables every request handler can read from the Hono context. */
 export interface GatewayVariables {
   request: RequestContext;
-  logger: Logger;
+  /** The request's logger: `requestId`, `correlationId` and `traceId` bound; made on first use. */
+  log: () => Logger;
   /** Set by `authenticate` on every request. */
   caller: Caller;
   /** Why the credentials sent were refused, if they were; routes with an access rule answer 401. */

@@ -38,7 +38,7 @@ export function validationFailure(c: Context<GatewayEnv>, target: string, error:
 export function handleError(error: Error, c: Context<GatewayEnv>): Response {
   if (error instanceof RemoteError) {
     const { status, type, message, errors } = error.body;
-    if (status >= 500 && status !== 503) c.get("logger")?.error({ err: error }, "service failed");
+    if (status >= 500 && status !== 503) c.get("log")?.().error({ err: error }, "service failed");
     return errorResponse(c, status, message, { type, errors });
   }
   if (error instanceof HTTPException) {
@@ -57,9 +57,9 @@ export function handleError(error: Error, c: Context<GatewayEnv>): Response {
   if ((error as NodeJS.ErrnoException).code === "ECONNRESET") {
     // The client went away (or its body could not be parsed) before the body was read in full;
     // nobody is left to read this answer, and it is no fault of ours.
-    c.get("logger")?.info({ reason: error.message }, "request body cut off");
+    c.get("log")?.().info({ reason: error.message }, "request body cut off");
     return errorResponse(c, 400, "the request body was cut off");
   }
-  c.get("logger")?.error({ err: error }, "unhandled error");
+  c.get("log")?.().error({ err: error }, "unhandled error");
   return errorResponse(c, 500, "internal error");
 }

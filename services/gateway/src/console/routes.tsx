@@ -197,7 +197,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     }
     const key = typeof form.key === "string" ? form.key.trim() : "";
     if (!signIn(c, sessions, key)) {
-      c.get("logger").warn("console sign-in refused: not an operator key");
+      c.var.log().warn("console sign-in refused: not an operator key");
       const notice: Notice = { kind: "problem", text: "That is not an operator API key." };
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 401);
     }
@@ -469,7 +469,7 @@ const crossSite = (c: Context<GatewayEnv>) => {
 };
 
 function refusedForm(c: Context<GatewayEnv>): Response {
-  c.get("logger").warn("console form refused: missing or wrong CSRF token");
+  c.var.log().warn("console form refused: missing or wrong CSRF token");
   return c.text("This form expired or was not sent from the console: go back, reload and try again.", 403);
 }
 

@@ -87,7 +87,7 @@ export function idempotency(
     try {
       kv = await bucket(deps.bus, ttlMs);
     } catch (error) {
-      c.get("logger").error({ err: error }, "idempotency store unavailable");
+      c.var.log().error({ err: error }, "idempotency store unavailable");
       return errorResponse(c, 503, "the idempotency store is unavailable");
     }
     // How long this request waits for another one of its key: real time, a deadline like an RPC's.
@@ -138,7 +138,7 @@ export function idempotency(
       body: await response.clone().text(),
     };
     await kv.put(recordKey, encode(record)).catch((error) => {
-      c.get("logger").error({ err: error }, "idempotency record not saved");
+      c.var.log().error({ err: error }, "idempotency record not saved");
     });
   });
 }

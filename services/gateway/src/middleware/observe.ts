@@ -41,11 +41,18 @@ const UNTRACED = new Set(["/healthz", "/readyz"]);
 /**
  * The first middleware of every request: reads or makes `X-Request-Id` (echoed on the response)
  * and the W3C trace context (`traceparent`, a new trace when absent or malformed), starts the
- * request's span, binds the ids and the trace id into the request's logger, writes one
+ * request's span, gives the request its logger (`c.var.log()`: the ids and the trace id bound,
+ * made on first use, as most requests log nothing but their access line), writes one
  * access-log line, and counts the request by its route template (`/v2/cheeses/:id`, never the
  * raw path; `unmatched` when no route took it) and status.
+ *
+ * The access line is written by a logger without redaction: its fields are fixed (ids checked
+ * above or made here, method, path without its query, status, time), none can hold a secret, and
+ * pino's redaction would otherwise inspect every one of them on every request. Lines a request
+ * logs through `c.var.log()` keep the redaction.
  */
 export function observe(logger: Logger) {
+  const accessLog = logger.child({}, { redact: [] });
   return createMiddleware<GatewayEnv>(async (c, next) => {
     const started = performance.now();
     const sent = c.req.header("x-request-id");
@@ -55,12 +62,15 @@ export function observe(logger: Logger) {
       ? startSpan(tracerFor("gateway"), c.req.method, SpanKind.SERVER, extractTrace(c.req.raw.headers))
       : { span: undefined, context: undefined };
     const traceId = traceIdOf(trace);
-    const requestLogger = logger.child({ requestId: id, correlationId: id, ...(traceId ? { traceId } : {}) });
+    let requestLogger: Logger | undefined;
+    c.set("log", () => {
+      requestLogger ??= logger.child({ requestId: id, correlationId: id, ...(traceId ? { traceId } : {}) });
+      return requestLogger;
+    });
     c.set(
       "request",
       trace ? { requestId: id, correlationId: id, trace } : { requestId: id, correlationId: id },
     );
-    c.set("logger", requestLogger);
     c.header("X-Request-Id", id);
     try {
       await next();
@@ -83,7 +93,27 @@ export function observe(logger: Logger) {
         }
         endSpan(span, status >= 500 ? `answered ${status}` : undefined);
       }
-      requestLogger.info({ method: c.req.method, path: c.req.path, status, ms: Math.round(ms) }, "request");
+      accessLog.info(
+        traceId
+          ? {
+              requestId: id,
+              correlationId: id,
+              traceId,
+              method: c.req.method,
+              path: c.req.path,
+              status,
+              ms: Math.round(ms),
+            }
+          : {
+              requestId: id,
+              correlationId: id,
+              method: c.req.method,
+              path: c.req.path,
+              status,
+              ms: Math.round(ms),
+            },
+        "request",
+      );
     }
   });
 }

@@ -162,7 +162,7 @@ export function imageRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): vo
         metadata: { "cheese-id": String(cheeseId) },
       })
       .catch((error: unknown) => {
-        c.get("logger").error({ err: error }, "could not store an uploaded image");
+        c.var.log().error({ err: error }, "could not store an uploaded image");
         throw refusal(503, "image storage is unavailable; try again");
       });
     try {
@@ -197,7 +197,7 @@ export function imageRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): vo
     const { file } = c.req.valid("param");
     const blob = imageFile.test(file)
       ? await deps.blobs.get(`images/${file}`).catch((error: unknown) => {
-          c.get("logger").error({ err: error }, "could not read an image");
+          c.var.log().error({ err: error }, "could not read an image");
           throw refusal(503, "image storage is unavailable; try again");
         })
       : undefined;
