@@ -68,7 +68,6 @@ const PULL_EXPIRES_MS = 5_000;
 /** Client error codes that mean the server is out of reach, not that the operation was wrong. */
 const UNREACHABLE = new Set(["TIMEOUT", "503", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_REFUSED"]);
 
-/** Rethrows a NATS error that means "server out of reach" as {@link BusUnavailableError}. */
 /** A promise and the function that resolves it. */
 function signal(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -78,11 +77,40 @@ function signal(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
+/** An already resolved {@link signal}. */
+function resolved(): { promise: Promise<void>; resolve: () => void } {
+  const s = signal();
+  s.resolve();
+  return s;
+}
+
+/** The connection's state as a loop sending to JetStream waits on it (see `NatsBus.link`). */
+interface Link {
+  whenUp(): Promise<void>;
+  lost(): Promise<void>;
+}
+
+/**
+ * `work`'s outcome, unless the connection drops first: then a {@link BusUnavailableError} at once.
+ * A JetStream request in flight at a disconnect gets no reply (nats.js drops what it had not
+ * sent, and the server that had it is gone) and would wait for its whole time-out.
+ */
+function unlessLost<T>(work: Promise<T>, lost: Promise<void>, what: string): Promise<T> {
+  work.catch(() => {}); // abandoned on a disconnect; its late failure is of no interest
+  return Promise.race([
+    work,
+    lost.then(() => {
+      throw disconnected(what);
+    }),
+  ]);
+}
+
 /** What an operation attempted while the connection is down fails with. */
 function disconnected(what: string): BusUnavailableError {
   return new BusUnavailableError(`${what}: not connected (reconnecting)`);
 }
 
+/** Rethrows a NATS error that means "server out of reach" as {@link BusUnavailableError}. */
 function rethrowUnreachable(error: unknown, what: string): never {
   if (error instanceof NatsError && UNREACHABLE.has(error.code)) throw new BusUnavailableError(what, error);
   throw error;
@@ -183,6 +211,8 @@ class NatsBus implements MessageBus {
   private connected = true;
   /** Resolved when the connection drops; a fresh one after each reconnect. */
   private down = signal();
+  /** Resolved while connected (and once closed); a fresh, pending one from each disconnect. */
+  private up = resolved();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -195,15 +225,28 @@ class NatsBus implements MessageBus {
       for await (const status of nc.status()) {
         if (status.type === Events.Disconnect) {
           this.connected = false;
+          this.up = signal();
           this.down.resolve();
           this.replies?.failWaiting((subject) => disconnected(`request ${subject}`));
         } else if (status.type === Events.Reconnect) {
           this.connected = true;
           this.down = signal();
+          this.up.resolve();
         }
       }
     })();
+    void nc.closed().then(() => this.up.resolve());
   }
+
+  /**
+   * What a loop that talks to JetStream (a consumer's) needs to know of the connection: when it
+   * is up (`whenUp`, at once if it is; also once closed) and when it drops next (`lost`, taken
+   * while up: never, if it is already down).
+   */
+  private readonly link: Link = {
+    whenUp: () => this.up.promise,
+    lost: () => this.down.promise,
+  };
 
   /** Throws {@link BusUnavailableError} while the connection is down (see `connected`). */
   private reachable = (what: string): void => {
@@ -318,6 +361,7 @@ class NatsBus implements MessageBus {
       options,
       this.log,
       this.whileUp,
+      this.link,
     );
     return this.register({ close: () => consumer.close() });
   }
@@ -470,6 +514,8 @@ class NatsConsumer {
    * nak its successor (a redelivery after the ack wait, handled while the stale one still runs).
    */
   private readonly newest = new Map<number, number>();
+  /** Resolved by `close`, so a loop waiting for the connection stops waiting. */
+  private readonly closed = signal();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -479,12 +525,14 @@ class NatsConsumer {
     private readonly options: ConsumeOptions,
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
+    private readonly link: Link,
   ) {
     this.done = this.run();
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    this.closed.resolve();
     this.stopCurrent?.();
     // A JetStream request of the loop (re-creating the durable) may wait for its time-out.
     await this.whileUp(() => this.done);
@@ -494,20 +542,42 @@ class NatsConsumer {
     if (!this.nc.isClosed()) await this.whileUp(() => this.nc.flush());
   }
 
+  /** Resolves when the connection is up, or this consumer closing (then `closing` is true). */
+  private async connectionUp(): Promise<void> {
+    await Promise.race([this.link.whenUp(), this.closed.promise]);
+  }
+
+  /**
+   * Sends JetStream requests only while connected, and starts over at each disconnect: nats.js
+   * drops what is sent while it is disconnected when it dials again, so a request then (checking
+   * the durable, a pull, nats.js's own re-check of the consumer after a reconnect) would wait out
+   * its time-out (5 s) and events would flow again seconds after the server is back. Instead
+   * the loop stops its pulls when the connection drops, waits for the reconnect, and pulls again
+   * at once. The events handed out before the drop are still handled and their acks confirmed
+   * (`confirmAck`); one the server handed out that never arrived is redelivered after its ack wait.
+   */
   private async run(): Promise<void> {
     while (!this.closing) {
+      await this.connectionUp();
+      if (this.closing) return;
+      const lost = this.link.lost();
       try {
-        await this.ensureDurable();
-        const consumer = await this.js.consumers.get(this.stream, this.options.durable);
-        // Pulls expire after 5 s (heartbeats every 2.5 s) rather than the client's 30 s: after a
-        // NATS restart the client re-checks the consumer with a back-off of up to this long, and
-        // only then pulls again, so events flow again within seconds, not half a minute.
+        await unlessLost(this.ensureDurable(), lost, `consumer ${this.options.durable}`);
+        const consumer = await unlessLost(
+          this.js.consumers.get(this.stream, this.options.durable),
+          lost,
+          `consumer ${this.options.durable}`,
+        );
+        // Pulls expire after 5 s (heartbeats every 2.5 s) rather than the client's 30 s, so a
+        // pull the server lost otherwise (not with a disconnect) is replaced within seconds.
         const messages = await consumer.consume({
           max_messages: Math.max(10, this.maxInFlight),
           expires: PULL_EXPIRES_MS,
         });
         this.stopCurrent = () => messages.stop();
         if (this.closing) messages.stop();
+        // At a disconnect: stop pulling (what was buffered is still yielded), and start over.
+        void lost.then(() => messages.stop());
         for await (const m of messages) {
           // Stopping yields what was already buffered; hand it back at once rather than handle it.
           if (this.closing) {
@@ -519,6 +589,8 @@ class NatsConsumer {
         }
       } catch (err) {
         if (this.closing || this.nc.isClosed()) return;
+        // The connection dropped under a request: wait for the reconnect (top of the loop).
+        if (err instanceof BusUnavailableError) continue;
         this.log.error({ err, durable: this.options.durable }, "consumer failed; retrying");
         await new Promise((r) => setTimeout(r, 1_000));
       }
@@ -599,18 +671,24 @@ class NatsConsumer {
    * restarted one, and with one event in flight per durable (`max_ack_pending: 1`) every later
    * event would wait for its redelivery (the whole ack wait). Acking an event the server no
    * longer holds pending is harmless (it answers and changes nothing). Once the ack wait has
-   * passed the event has been redelivered anyway, and the retries stop.
+   * passed the event has been redelivered anyway, and the retries stop. While the connection is
+   * down it waits for the reconnect and sends it again at once then (an ack sent into a down
+   * connection is dropped, and its confirmation would be waited for in vain).
    */
   private async confirmAck(m: JsMsg): Promise<void> {
     const ackSubject = (m as JsMsg & { reply?: string }).reply;
     if (!ackSubject) return m.ack();
     const giveUpAt = Date.now() + (this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS);
     while (true) {
+      await this.connectionUp();
+      const lost = this.link.lost();
       try {
-        await this.nc.request(ackSubject, ACK, { timeout: ACK_CONFIRM_TIMEOUT_MS });
+        const confirmed = this.nc.request(ackSubject, ACK, { timeout: ACK_CONFIRM_TIMEOUT_MS });
+        await unlessLost(confirmed, lost, `ack ${m.seq}`);
         return;
       } catch (err) {
         if (this.closing || this.nc.isClosed() || Date.now() > giveUpAt) return m.ack();
+        if (err instanceof BusUnavailableError) continue; // sent again once reconnected
         this.log.warn(
           { durable: this.options.durable, seq: m.seq, err },
           "ack not confirmed; sending it again",
