@@ -11,9 +11,11 @@ export { connectNatsBus, type NatsBusOptions } from "./nats.ts";
 export * from "./port.ts";
 export {
   type CallOptions,
+  CheckedTexts,
   type ConsumeEventsOptions,
   callRpc,
   callRpcPassing,
+  checkedJson,
   consumeEvents,
   defineEvent,
   defineRpc,
@@ -22,6 +24,7 @@ export {
   publishEvent,
   type RpcContext,
   type RpcDefinition,
+  type ServedResult,
   serveRpc,
   type TypedEvent,
 } from "./rpc.ts";

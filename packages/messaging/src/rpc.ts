@@ -46,6 +46,33 @@ export function defineRpc<
   return definition as RpcDefinition<Request, Response> & { passThrough: Passed };
 }
 
+/**
+ * The JSON texts of a list's items, each checked against the item schema by this server when it
+ * was made ({@link checkedJson}), typically once per version of a document and kept: a handler
+ * returns it in place of the array in the field a definition passes through (`passThrough.body`,
+ * or any top-level field when the whole reply is passed through), and `serveRpc` checks the rest
+ * of the reply and joins these texts as the list, instead of checking and encoding every item
+ * again on every reply.
+ */
+export class CheckedTexts {
+  constructor(readonly texts: readonly string[]) {}
+}
+
+/** A handler's result: its response, where a passed-through array may be {@link CheckedTexts}. */
+export type ServedResult<T> = T extends object
+  ? { [K in keyof T]: NonNullable<T[K]> extends readonly unknown[] ? T[K] | CheckedTexts : T[K] }
+  : T;
+
+/**
+ * The JSON text of `value` as `schema` outputs it, for {@link CheckedTexts}; a value breaking the
+ * schema is a bug of the server making it, so it throws (the caller gets a plain 500).
+ */
+export function checkedJson<Schema extends z.ZodType>(schema: Schema, value: z.input<Schema>): string {
+  const checked = schema.safeParse(value);
+  if (!checked.success) throw new Error(`a value broke its schema: ${summarise(checked.error)}`);
+  return JSON.stringify(checked.data);
+}
+
 export interface CallOptions {
   timeoutMs: number;
   headers?: Headers;
@@ -126,18 +153,70 @@ export function serveRpc<Request extends z.ZodType, Response extends z.ZodType>(
   bus: MessageBus,
   definition: RpcDefinition<Request, Response>,
   options: { queue: string },
-  handler: (payload: z.output<Request>, context: RpcContext) => Promise<z.input<Response>>,
+  handler: (payload: z.output<Request>, context: RpcContext) => Promise<ServedResult<z.input<Response>>>,
 ): Closable {
   return bus.serve(definition.subject, options, async ({ subject, payload, headers }) => {
     const request = definition.request.safeParse(payload);
     if (!request.success) throw badRequest(subject, request.error);
     const result = await handler(request.data, { subject, headers });
-    const response = definition.response.safeParse(result);
+    const { rest, texts } = splitChecked(result);
+    const response = definition.response.safeParse(rest);
     if (!response.success) {
       throw new Error(`handler of ${subject} broke the response schema: ${summarise(response.error)}`);
     }
-    return definition.passThrough ? passedReplyOf(definition.passThrough, response.data) : response.data;
+    if (!definition.passThrough) {
+      if (texts) throw new Error(`handler of ${subject} gave checked texts to a reply not passed through`);
+      return response.data;
+    }
+    return texts
+      ? passedReplyJoining(definition.passThrough, response.data as Record<string, unknown>, texts)
+      : passedReplyOf(definition.passThrough, response.data);
   });
+}
+
+/**
+ * The result with each {@link CheckedTexts} field replaced by an empty array (what the schema then
+ * checks in its place: the items were checked when their texts were made), and those texts.
+ */
+function splitChecked(result: unknown): { rest: unknown; texts?: Map<string, CheckedTexts> } {
+  if (typeof result !== "object" || result === null) return { rest: result };
+  let texts: Map<string, CheckedTexts> | undefined;
+  for (const [field, value] of Object.entries(result)) {
+    if (!(value instanceof CheckedTexts)) continue;
+    texts ??= new Map();
+    texts.set(field, value);
+  }
+  if (!texts) return { rest: result };
+  const rest: Record<string, unknown> = { ...result };
+  for (const field of texts.keys()) rest[field] = [];
+  return { rest, texts };
+}
+
+/** `passedReplyOf` for a reply some of whose arrays are checked texts, joined here unparsed. */
+function passedReplyJoining(
+  passThrough: PassThrough,
+  data: Record<string, unknown>,
+  texts: Map<string, CheckedTexts>,
+): PassedReply {
+  const list = (checked: CheckedTexts) => `[${checked.texts.join(",")}]`;
+  const meta: Record<string, unknown> = {};
+  for (const name of passThrough.meta) {
+    if (texts.has(name)) throw new Error(`checked texts in the meta field ${name}`);
+    meta[name] = data[name];
+  }
+  if (passThrough.body !== ".") {
+    const body = texts.get(passThrough.body);
+    if (!body || texts.size > 1) throw new Error(`checked texts outside the body field ${passThrough.body}`);
+    return new PassedReply(meta, list(body));
+  }
+  // Field by field in the order of zod's output, as JSON.stringify would write it.
+  const fields: string[] = [];
+  for (const [name, value] of Object.entries(data)) {
+    const checked = texts.get(name);
+    if (checked) fields.push(`${JSON.stringify(name)}:${list(checked)}`);
+    else if (value !== undefined) fields.push(`${JSON.stringify(name)}:${JSON.stringify(value)}`);
+  }
+  return new PassedReply(meta, `{${fields.join(",")}}`);
 }
 
 export interface EventDefinition<Subject extends string = string, Schema extends z.ZodType = z.ZodType> {

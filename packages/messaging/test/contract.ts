@@ -3,8 +3,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
   BusUnavailableError,
+  CheckedTexts,
   callRpc,
   callRpcPassing,
+  checkedJson,
   consumeEvents,
   DEADLINE_HEADER,
   type DeliveredEvent,
@@ -850,6 +852,81 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         ).catch((e: unknown) => e as RemoteError);
         expect(refused).toBeInstanceOf(RemoteError);
         expect((refused as RemoteError).body).toMatchObject({ status: 404, type: "not_found" });
+      });
+
+      it("joins a list's checked texts as they are, checks the rest of the reply, and refuses them elsewhere", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const listItems = defineRpc({
+          subject: `test.${uid()}.checked.list`,
+          request: z.object({ total: z.number() }),
+          response: z.object({ items: z.array(item), next: z.string().nullable(), total: z.number().int() }),
+          passThrough: { body: ".", meta: ["total"] },
+        });
+        const findItems = defineRpc({
+          subject: `test.${uid()}.checked.find`,
+          request: z.object({}),
+          response: z.object({ items: z.array(item) }),
+          passThrough: { body: "items", meta: [] },
+        });
+        const notPassed = defineRpc({
+          ...findItems,
+          subject: `test.${uid()}.checked.plain`,
+          passThrough: undefined,
+        });
+        const name = 'Brie "de Meaux" é\n🧀';
+        // Made once by the server: the schema's output (the unknown field dropped), encoded.
+        const texts = [
+          checkedJson(item, { id: 1, name, secret: "dropped" } as never),
+          checkedJson(item, { id: 2, name: "Comté" }),
+        ];
+        expect(() => checkedJson(item, { id: "3" } as never)).toThrow(/broke its schema/);
+        serveRpc(
+          server,
+          listItems,
+          { queue: "svc" },
+          async ({ total }) =>
+            ({
+              items: new CheckedTexts(texts),
+              next: null,
+              total,
+              secret: "dropped",
+            }) as never,
+        );
+        serveRpc(server, findItems, { queue: "svc" }, async () => ({ items: new CheckedTexts(texts) }));
+        serveRpc(server, notPassed, { queue: "svc" }, async () => ({ items: new CheckedTexts(texts) }));
+        await server.ping();
+        const text = (body: string | Uint8Array) =>
+          typeof body === "string" ? body : new TextDecoder().decode(body);
+        const items = [
+          { id: 1, name },
+          { id: 2, name: "Comté" },
+        ];
+
+        const page = await callRpcPassing(caller, listItems, { total: 2 }, { timeoutMs: 2_000 });
+        expect(page.meta).toEqual({ total: 2 });
+        expect(text(page.body)).toBe(JSON.stringify({ items, next: null, total: 2 }));
+        expect(await callRpc(caller, listItems, { total: 2 }, { timeoutMs: 2_000 })).toEqual({
+          items,
+          next: null,
+          total: 2,
+        });
+        const found = await callRpcPassing(caller, findItems, {}, { timeoutMs: 2_000 });
+        expect(text(found.body)).toBe(JSON.stringify(items));
+        // The rest of the reply is still checked: a total breaking the schema is a 500.
+        const broken = await callRpc(caller, listItems, { total: 1.5 }, { timeoutMs: 2_000 }).catch(
+          (e: unknown) => e as RemoteError,
+        );
+        expect((broken as RemoteError).body).toEqual({
+          status: 500,
+          type: "internal_error",
+          message: "internal error",
+        });
+        // Checked texts in a reply that is not passed through are a bug of the server: a 500.
+        const plain = await callRpc(caller, notPassed, {}, { timeoutMs: 2_000 }).catch(
+          (e: unknown) => e as RemoteError,
+        );
+        expect((plain as RemoteError).body).toMatchObject({ status: 500, type: "internal_error" });
       });
 
       it("publishes validated events and consumes them typed; invalid ones are acked and reported", async () => {

@@ -1,6 +1,13 @@
 import { type BlobStore, BlobStoreUnavailableError } from "@cheese/blob-store";
 import type { EventStore } from "@cheese/event-store";
-import { type Closable, type MessageBus, RemoteError, type RpcDefinition, serveRpc } from "@cheese/messaging";
+import {
+  type Closable,
+  type MessageBus,
+  RemoteError,
+  type RpcDefinition,
+  type ServedResult,
+  serveRpc,
+} from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { z } from "zod";
 import { type Clock, systemClock } from "./clock.ts";
@@ -37,7 +44,7 @@ export interface ServiceContext<C extends BaseConfig> {
   /** Serves an RPC with queue group = service name; stopped first on shutdown. */
   serve<Req extends z.ZodType, Res extends z.ZodType>(
     definition: RpcDefinition<Req, Res>,
-    handler: (payload: z.output<Req>, context: HandlerContext) => Promise<z.input<Res>>,
+    handler: (payload: z.output<Req>, context: HandlerContext) => Promise<ServedResult<z.input<Res>>>,
   ): void;
   /** Registers something to close on shutdown, after the RPC subscriptions (last in, first out). */
   onStop(closable: Closable): void;

@@ -11,6 +11,7 @@ import {
 import { addCheese } from "./handlers/add-cheese.ts";
 import { attachImage } from "./handlers/attach-image.ts";
 import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
+import { CheckedCheeses } from "./handlers/checked-cheeses.ts";
 import { cheeseHistory } from "./handlers/cheese-history.ts";
 import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./handlers/cheese-queries.ts";
 import { deleteCheese } from "./handlers/delete-cheese.ts";
@@ -61,6 +62,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       // Half the gateway's deadline: ordering's silence becomes our 503 before the gateway gives up.
       orderingTimeoutMs: Math.max(100, Math.floor(ctx.config.RPC_TIMEOUT / 2)),
       readModels,
+      checkedCheeses: new CheckedCheeses(),
       projection,
     };
     ctx.serve(catalogueRpc.createCheese, (request, context) => addCheese(deps, request, context));

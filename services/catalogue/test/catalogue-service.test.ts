@@ -136,6 +136,43 @@ describe("name uniqueness within a category", () => {
   });
 });
 
+describe("lists answer every cheese as it stands (their texts kept per version)", () => {
+  it("shows each change and a deletion on the next page and search, never the text of before", async () => {
+    const category = { name: "Kept Texts" };
+    const page = () =>
+      call(catalogueRpc.listCheeses, { limit: 10, sort: "name", filters: { category: "kept texts" } });
+    const byTag = () => call(catalogueRpc.findCheeses, { tags: ["kept-texts"] });
+    const tags = [{ name: "kept-texts" }];
+    const tomme = await call(catalogueRpc.createCheese, { fields: fields("Tomme", { category, tags }) });
+    const morbier = await call(catalogueRpc.createCheese, { fields: fields("Morbier", { category, tags }) });
+    expect((await page()).items).toEqual([morbier.cheese, tomme.cheese]);
+    expect((await byTag()).items).toEqual([tomme.cheese, morbier.cheese]);
+
+    for (let change = 1; change <= 3; change++) {
+      const changed = await call(catalogueRpc.updateCheese, {
+        cheeseId: tomme.cheese.id,
+        changes: { name: `Tomme ${change}`, pricePerKg: change, status: change % 2 ? "sold" : "available" },
+      });
+      const listed = await page();
+      expect(listed.items).toEqual([morbier.cheese, changed.cheese]);
+      expect(listed).toMatchObject({ total: 2, hasMore: false, nextCursor: null });
+      expect((await byTag()).items).toEqual([changed.cheese, morbier.cheese]);
+      expect((await call(catalogueRpc.getCheese, { cheeseId: tomme.cheese.id })).cheese).toEqual(
+        changed.cheese,
+      );
+    }
+
+    const ordering = orderingAnswers(0);
+    try {
+      await call(catalogueRpc.deleteCheese, { cheeseId: morbier.cheese.id, confirmed: true });
+    } finally {
+      await ordering.close();
+    }
+    expect((await page()).items.map((cheese) => cheese.id)).toEqual([tomme.cheese.id]);
+    expect((await byTag()).items.map((cheese) => cheese.id)).toEqual([tomme.cheese.id]);
+  });
+});
+
 describe("Idempotency-Key on create (the gateway passes the scoped key down)", () => {
   const scoped = (label: string) => ({
     key: createHash("sha256").update(`op:test\n${label}-${Math.random()}`).digest("hex"),

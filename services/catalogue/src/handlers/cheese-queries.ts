@@ -7,6 +7,7 @@ import type {
   CheeseStatus,
   Inventory,
 } from "@cheese/contracts";
+import { CheckedTexts, type ServedResult } from "@cheese/messaging";
 import { notFound } from "@cheese/service-kit";
 import {
   afterQuery,
@@ -35,7 +36,10 @@ export async function getCheese(deps: CatalogueDeps, cheeseId: number): Promise<
   return { cheese: document.cheese, revision: document._revision as number };
 }
 
-/** GET /cheeses: one page after the cursor's position, with the total of all matches. */
+/**
+ * GET /cheeses: one page after the cursor's position, with the total of all matches; the
+ * cheeses as their kept, checked texts (`CheckedCheeses`).
+ */
 export async function listCheeses(
   deps: CatalogueDeps,
   request: {
@@ -44,7 +48,7 @@ export async function listCheeses(
     sort?: CheeseSort | undefined;
     filters: CheeseFilters;
   },
-): Promise<CheeseList> {
+): Promise<ServedResult<CheeseList>> {
   const { sort, filters, after } = resolveListRequest(request);
   const collection = await cheeses(deps);
   const matching = filterQuery(filters);
@@ -60,7 +64,7 @@ export async function listCheeses(
   const items = page.slice(0, request.limit);
   const last = items[items.length - 1];
   return {
-    items: items.map((document) => document.cheese),
+    items: new CheckedTexts(items.map((document) => deps.checkedCheeses.textOf(document))),
     nextCursor:
       hasMore && last ? encodeCursor({ sort, key: last[field] as string, id: last._id, filters }) : null,
     hasMore,
@@ -68,17 +72,17 @@ export async function listCheeses(
   };
 }
 
-/** findByStatus and findByTags: every match, ordered by id. */
+/** findByStatus and findByTags: every match, ordered by id, as kept checked texts. */
 export async function findCheeses(
   deps: CatalogueDeps,
   request: { status?: CheeseStatus[] | undefined; tags?: string[] | undefined },
-): Promise<{ items: CheeseList["items"] }> {
+): Promise<{ items: CheckedTexts }> {
   const filters = normaliseFilters({
     ...(request.status ? { status: request.status } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
   });
   const documents = await (await cheeses(deps)).find(filterQuery(filters), { sort: { _id: 1 } });
-  return { items: documents.map((document) => document.cheese) };
+  return { items: new CheckedTexts(documents.map((document) => deps.checkedCheeses.textOf(document))) };
 }
 
 /** GET /store/inventory: cheeses per status, every status present. */

@@ -3,6 +3,7 @@ import type { EventStore } from "@cheese/event-store";
 import type { MessageBus } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
+import type { CheckedCheeses } from "./checked-cheeses.ts";
 
 /** What the catalogue's handlers work with, built once in `main.ts`. */
 export interface CatalogueDeps {
@@ -21,6 +22,8 @@ export interface CatalogueDeps {
   /** Deadline for asking ordering; shorter than the gateway's so its 503 is ours to give. */
   orderingTimeoutMs: number;
   readModels: ReadModelStore;
+  /** Cheeses' API JSON, checked once per version and kept, for the lists. */
+  checkedCheeses: CheckedCheeses;
   /** The `cheeses` read model, for every read. */
   projection: Projection;
 }
