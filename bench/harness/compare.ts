@@ -23,6 +23,8 @@ export interface ScenarioResult {
   scenario: HttpScenario;
   system: WindowResult[];
   baseline: WindowResult[];
+  /** Bytes: the system's process tree at its largest while this scenario ran (warm-ups included). */
+  rssPeak: number;
 }
 
 export interface FixtureResult {
@@ -30,7 +32,10 @@ export interface FixtureResult {
   readyMs: number;
   /** Bytes, the whole process tree of the launcher. */
   rssIdle: number;
+  /** The largest over every scenario of the fixture, writes included. */
   rssPeak: number;
+  /** The largest while the fixture's read scenarios (GET) ran; undefined when it has none. */
+  rssPeakReads: number | undefined;
   rssEnd: number;
   rssByProcessEnd: Record<string, number>;
   loadAtStart: number;
@@ -94,8 +99,11 @@ async function runFixture(
     );
     const rssIdle = treeUsage(system.launcherPid).rss;
     let rssPeak = rssIdle;
+    let scenarioPeak = rssIdle;
     const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, treeUsage(system.launcherPid).rss);
+      const rss = treeUsage(system.launcherPid).rss;
+      rssPeak = Math.max(rssPeak, rss);
+      scenarioPeak = Math.max(scenarioPeak, rss);
     }, 500);
     const scenarioResults: ScenarioResult[] = [];
     const windows: Window[] = [];
@@ -103,7 +111,8 @@ async function runFixture(
       for (const scenario of scenarios) {
         let i = 0;
         const next = () => scenario.request(data, i++);
-        const result: ScenarioResult = { scenario, system: [], baseline: [] };
+        const result: ScenarioResult = { scenario, system: [], baseline: [], rssPeak: 0 };
+        scenarioPeak = treeUsage(system.launcherPid).rss;
         for (let round = 1; round <= options.rounds; round++) {
           for (const [target, url, pid, into] of [
             ["system", system.rootUrl, system.launcherPid, result.system],
@@ -121,6 +130,7 @@ async function runFixture(
             progress(`[${fixture.name}] ${scenario.name} round ${round} ${target}: ${describe(measured)}`);
           }
         }
+        result.rssPeak = Math.max(scenarioPeak, treeUsage(system.launcherPid).rss);
         scenarioResults.push(result);
       }
     } finally {
@@ -132,6 +142,7 @@ async function runFixture(
       readyMs: system.readyMs,
       rssIdle,
       rssPeak: Math.max(rssPeak, end.rss),
+      rssPeakReads: readsPeak(scenarioResults, data),
       rssEnd: end.rss,
       rssByProcessEnd: Object.fromEntries(Object.entries(end.byProcess).map(([name, u]) => [name, u.rss])),
       loadAtStart,
@@ -213,3 +224,9 @@ export function describe(r: LoadResult): string {
 
 export const ms = (value: number) =>
   Number.isNaN(value) ? "–" : value < 10 ? value.toFixed(1) : value.toFixed(0);
+
+/** The largest RSS while a scenario whose requests are GETs ran: "under the read load". */
+export function readsPeak(results: ScenarioResult[], data: FixtureData): number | undefined {
+  const reads = results.filter((r) => r.scenario.request(data, 0).method === "GET");
+  return reads.length === 0 ? undefined : Math.max(...reads.map((r) => r.rssPeak));
+}

@@ -79,11 +79,11 @@ export function httpTables(fixtures: FixtureResult[]): string {
     "|---|---:|---|---|---:|---|---|---|---|",
     ...fixtures.flatMap((f) => f.scenarios.map(scenarioRow)),
     "",
-    "| system (fixture) | /readyz 200 after start | RSS idle (seeded) | RSS peak under load | RSS at the end | load 1m at start |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| system (fixture) | /readyz 200 after start | RSS idle (seeded) | RSS peak under the read load (GET scenarios) | RSS peak, every scenario | RSS at the end | load 1m at start |",
+    "|---|---:|---:|---:|---:|---:|---:|",
     ...fixtures.map(
       (f) =>
-        `| ${f.fixture} | ${(f.readyMs / 1000).toFixed(2)} s | ${mb(f.rssIdle)} | ${mb(f.rssPeak)} | ${mb(f.rssEnd)} | ${f.loadAtStart.toFixed(1)} |`,
+        `| ${f.fixture} | ${(f.readyMs / 1000).toFixed(2)} s | ${mb(f.rssIdle)} | ${f.rssPeakReads === undefined ? "–" : mb(f.rssPeakReads)} | ${mb(f.rssPeak)} | ${mb(f.rssEnd)} | ${f.loadAtStart.toFixed(1)} |`,
     ),
     "",
     ...fixtures.map(
