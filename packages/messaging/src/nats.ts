@@ -264,7 +264,8 @@ class NatsBus implements MessageBus {
   };
 
   async request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown> {
-    if (this.nc.isClosed()) throw closedForRequests(subject);
+    // Closed or closing: no reply could come back (and the inbox cannot subscribe on it).
+    if (this.nc.isClosed() || this.nc.isDraining()) throw closedForRequests(subject);
     this.reachable(`request ${subject}`);
     this.replies ??= new ReplyInbox(this.nc);
     const reply = await this.replies.request(
@@ -474,7 +475,6 @@ class ReplyInbox {
   }
 
   request(subject: string, data: Uint8Array, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
-    if (this.nc.isClosed() || this.nc.isDraining()) return Promise.reject(closedForRequests(subject));
     const token = (this.next++).toString(36);
     return new Promise<Msg>((resolve, reject) => {
       const settle = (reply: Msg | Error) => {
