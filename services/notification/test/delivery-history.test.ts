@@ -1,16 +1,14 @@
-import { randomBytes } from "node:crypto";
-import { join } from "node:path";
-import { createSqliteEventStore } from "@cheese/event-store";
-import { createMemoryReadModels } from "@cheese/read-models";
-import { createLogger, IdAllocator, type Projection } from "@cheese/service-kit";
-import { ManualClock } from "@cheese/service-kit/testing";
-import { tempDir } from "@cheese/testing";
-import { afterEach, describe, expect, it } from "vitest";
+import type { Projection } from "@cheese/service-kit";
+import { describe, expect, it } from "vitest";
 import { webhookStream } from "../src/domain/webhook.ts";
-import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { deleteWebhook, replayDeliveries } from "../src/handlers/webhook-commands.ts";
-import { SecretBox } from "../src/security/secrets.ts";
-import { registerWebhook } from "./support.ts";
+import {
+  requestContext as context,
+  notificationDeps,
+  notificationStores,
+  registerWebhook,
+  t0,
+} from "./support.ts";
 
 /**
  * While the in-memory delivery history is still being rebuilt after a start, the operations that
@@ -18,42 +16,18 @@ import { registerWebhook } from "./support.ts";
  * an incomplete list.
  */
 describe("operations on a delivery history still loading", () => {
-  const data = tempDir("delivery-history");
-  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
-  afterEach(async () => {
-    await store.close();
-    data.remove();
-  });
+  const stores = notificationStores("delivery-history");
 
   it("answer 503 and leave the registration as it was", async () => {
-    const clock = new ManualClock("2026-03-01T10:00:00.000Z");
-    const secrets = new SecretBox(randomBytes(32));
-    await registerWebhook(store, secrets, {
-      webhookId: 1,
-      events: ["order.placed"],
-      createdAt: clock.now().toISOString(),
-    });
+    const { store, secrets } = stores;
+    await registerWebhook(store, secrets, { webhookId: 1, events: ["order.placed"], createdAt: t0 });
     const loaded: Projection = { ready: Promise.resolve(), catchUp: async () => true, close: async () => {} };
     const loading: Projection = {
       ready: new Promise(() => {}),
       catchUp: async () => true,
       close: async () => {},
     };
-    const deps: NotificationDeps = {
-      store,
-      clock,
-      readModels: createMemoryReadModels(),
-      webhooks: loaded,
-      deliveries: loading,
-      webhookIds: new IdAllocator(store, "webhook"),
-      deliveryIds: new IdAllocator(store, "delivery"),
-      secrets,
-      delays: [0],
-      allowPrivateUrls: false,
-      replayMax: 10,
-      wakeScheduler: () => {},
-    };
-    const context = { requestId: "r", correlationId: "c", logger: createLogger("notification", "silent") };
+    const deps = notificationDeps(stores, { webhooks: loaded, deliveries: loading });
     const unavailable = { body: { status: 503, type: "service_unavailable" } };
 
     await expect(deleteWebhook(deps, 1, context)).rejects.toMatchObject(unavailable);

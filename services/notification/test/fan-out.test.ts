@@ -1,47 +1,18 @@
-import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import type { WebhookEventKind } from "@cheese/contracts";
-import { createSqliteEventStore } from "@cheese/event-store";
-import { createMemoryReadModels } from "@cheese/read-models";
-import { createLogger, IdAllocator, type Projection, startProjection } from "@cheese/service-kit";
-import { ManualClock } from "@cheese/service-kit/testing";
-import { tempDir } from "@cheese/testing";
-import { afterEach, describe, expect, it } from "vitest";
-import type { NotificationDeps } from "../src/handlers/deps.ts";
+import type { Projection } from "@cheese/service-kit";
+import { describe, expect, it } from "vitest";
 import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
-import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
-import { SecretBox } from "../src/security/secrets.ts";
-import { registerWebhook } from "./support.ts";
+import { notificationDeps, notificationStores, registerWebhook, t0 } from "./support.ts";
 
-const t0 = "2026-03-01T10:00:00.000Z";
-const logger = createLogger("notification", "silent");
 const stockKinds: WebhookEventKind[] = ["cheese.low_stock", "cheese.out_of_stock", "cheese.back_in_stock"];
 
 /** An integration event's subscribers: asked before it is parsed (every kind it may become), then in its fan-out. */
 describe("an event's subscribers (hasSubscriber, fanOut)", () => {
-  const data = tempDir("fan-out");
-  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
-  const projections: Projection[] = [];
-  afterEach(async () => {
-    for (const projection of projections) await projection.close();
-    await store.close();
-    data.remove();
-  });
+  const stores = notificationStores("fan-out");
 
   it("sees a registration made just before, catching the registrations up once per event", async () => {
-    const secrets = new SecretBox(randomBytes(32));
-    const readModels = createMemoryReadModels();
-    const webhooks = await startProjection({
-      name: "webhooks",
-      version: WEBHOOKS_VERSION,
-      collections: [webhooksCollection],
-      eventStore: store,
-      readModels,
-      categories: ["webhook"],
-      apply: projectWebhook,
-      logger,
-    });
-    projections.push(webhooks);
+    const { store, secrets } = stores;
+    const webhooks = await stores.startWebhooks();
     let catchUps = 0;
     const counted: Projection = {
       ready: webhooks.ready,
@@ -51,20 +22,7 @@ describe("an event's subscribers (hasSubscriber, fanOut)", () => {
       },
       close: () => webhooks.close(),
     };
-    const deps: NotificationDeps = {
-      store,
-      readModels,
-      webhooks: counted,
-      deliveries: counted,
-      webhookIds: new IdAllocator(store, "webhook"),
-      deliveryIds: new IdAllocator(store, "delivery"),
-      secrets,
-      delays: [],
-      allowPrivateUrls: true,
-      replayMax: 100,
-      clock: new ManualClock(t0),
-      wakeScheduler: () => {},
-    };
+    const deps = notificationDeps(stores, { webhooks: counted, deliveries: counted });
 
     expect(await hasSubscriber(deps, stockKinds)).toBe(false);
     expect(catchUps).toBe(1);

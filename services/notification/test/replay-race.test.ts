@@ -1,26 +1,15 @@
-import { randomBytes } from "node:crypto";
-import { join } from "node:path";
-import { createSqliteEventStore } from "@cheese/event-store";
-import { createMemoryReadModels, type ReadModelStore } from "@cheese/read-models";
-import { createLogger, IdAllocator, type Projection, startProjection } from "@cheese/service-kit";
-import { ManualClock } from "@cheese/service-kit/testing";
-import { tempDir } from "@cheese/testing";
-import { afterEach, describe, expect, it } from "vitest";
+import type { ReadModelStore } from "@cheese/read-models";
+import { describe, expect, it } from "vitest";
 import { type DeliveryEvent, deliveryStream } from "../src/domain/delivery.ts";
-import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { replayDeliveries } from "../src/handlers/webhook-commands.ts";
+import { DELIVERIES } from "../src/projections/deliveries.ts";
 import {
-  DELIVERIES,
-  DELIVERIES_VERSION,
-  deliveriesCollection,
-  projectDelivery,
-} from "../src/projections/deliveries.ts";
-import { SecretBox } from "../src/security/secrets.ts";
-import { registerWebhook } from "./support.ts";
-
-const t0 = "2026-03-01T10:00:00.000Z";
-const logger = createLogger("notification", "silent");
-const context = { requestId: "r", correlationId: "c", logger };
+  requestContext as context,
+  notificationDeps,
+  notificationStores,
+  registerWebhook,
+  t0,
+} from "./support.ts";
 
 /**
  * Two replays of the same window reaching the service at once (two replicas, or a client that
@@ -28,18 +17,10 @@ const context = { requestId: "r", correlationId: "c", logger };
  * call acts only after the first call's round has been delivered already.
  */
 describe("two replays of the same window racing", () => {
-  const data = tempDir("replay-race");
-  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
-  const projections: Projection[] = [];
-  afterEach(async () => {
-    for (const projection of projections) await projection.close();
-    await store.close();
-    data.remove();
-  });
+  const stores = notificationStores("replay-race");
 
   it("start each delivery once, though the second acts after the first one's round was delivered", async () => {
-    const clock = new ManualClock(t0);
-    const secrets = new SecretBox(randomBytes(32));
+    const { store, secrets, readModels } = stores;
     await registerWebhook(store, secrets, { webhookId: 1, events: ["order.placed"], createdAt: t0 });
     const deliveredIn = (round: number): DeliveryEvent[] => [
       { type: "AttemptStarted", data: { round, attempt: 1, startedAt: t0 } },
@@ -68,18 +49,7 @@ describe("two replays of the same window racing", () => {
       { expectedRevision: "no_stream" },
     );
 
-    const readModels = createMemoryReadModels();
-    const deliveries = await startProjection({
-      name: "deliveries",
-      version: DELIVERIES_VERSION,
-      collections: [deliveriesCollection],
-      eventStore: store,
-      readModels,
-      categories: ["delivery"],
-      apply: projectDelivery,
-      logger,
-    });
-    projections.push(deliveries);
+    const deliveries = await stores.startDeliveries();
 
     // The first call to list the matching deliveries has its answer held back until released:
     // that call has found round 0 delivered, and acts only later.
@@ -112,20 +82,7 @@ describe("two replays of the same window racing", () => {
         },
       },
     });
-    const deps: NotificationDeps = {
-      store,
-      clock,
-      readModels: gated,
-      webhooks: deliveries,
-      deliveries,
-      webhookIds: new IdAllocator(store, "webhook"),
-      deliveryIds: new IdAllocator(store, "delivery"),
-      secrets,
-      delays: [0],
-      allowPrivateUrls: false,
-      replayMax: 10,
-      wakeScheduler: () => {},
-    };
+    const deps = notificationDeps(stores, { readModels: gated, webhooks: deliveries, deliveries });
     const window = { webhookId: 1, statuses: ["delivered" as const] };
 
     const late = replayDeliveries(deps, window, context);

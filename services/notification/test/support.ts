@@ -1,8 +1,109 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import type { WebhookEventKind } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
-import { handleCommand } from "@cheese/service-kit";
+import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { createMemoryReadModels } from "@cheese/read-models";
+import {
+  createLogger,
+  handleCommand,
+  IdAllocator,
+  type Projection,
+  startProjection,
+} from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
+import { tempDir } from "@cheese/testing";
+import { afterEach } from "vitest";
 import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
-import type { SecretBox } from "../src/security/secrets.ts";
+import type { NotificationDeps } from "../src/handlers/deps.ts";
+import { DELIVERIES_VERSION, deliveriesCollection, projectDelivery } from "../src/projections/deliveries.ts";
+import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
+import { SecretBox } from "../src/security/secrets.ts";
+
+export const t0 = "2026-03-01T10:00:00.000Z";
+export const silentLogger = createLogger("notification", "silent");
+/** What a handler is called with for one request. */
+export const requestContext = { requestId: "r", correlationId: "c", logger: silentLogger };
+
+/**
+ * The notification service's stores for the handler tests of one `describe`: an SQLite event
+ * store in a temporary folder, in-memory read models, secrets, and the service's projections
+ * started over them on demand. All closed, and the folder removed, after each test.
+ */
+export function notificationStores(name: string) {
+  const data = tempDir(name);
+  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
+  const readModels = createMemoryReadModels();
+  const secrets = new SecretBox(randomBytes(32));
+  const projections: Projection[] = [];
+  afterEach(async () => {
+    for (const projection of projections) await projection.close();
+    await store.close();
+    data.remove();
+  });
+  const started = async (starting: Promise<Projection>): Promise<Projection> => {
+    const projection = await starting;
+    projections.push(projection);
+    return projection;
+  };
+  return {
+    store,
+    readModels,
+    secrets,
+    /** The registered webhooks, projected as `main.ts` projects them. */
+    startWebhooks: () =>
+      started(
+        startProjection({
+          name: "webhooks",
+          version: WEBHOOKS_VERSION,
+          collections: [webhooksCollection],
+          eventStore: store,
+          readModels,
+          categories: ["webhook"],
+          apply: projectWebhook,
+          logger: silentLogger,
+        }),
+      ),
+    /** The history of every delivery, projected as `main.ts` projects it. */
+    startDeliveries: () =>
+      started(
+        startProjection({
+          name: "deliveries",
+          version: DELIVERIES_VERSION,
+          collections: [deliveriesCollection],
+          eventStore: store,
+          readModels,
+          categories: ["delivery"],
+          apply: projectDelivery,
+          logger: silentLogger,
+        }),
+      ),
+  };
+}
+
+/**
+ * The handlers' dependencies over `stores`: a manual clock at `t0`, one attempt per delivery, no
+ * private receiver addresses, replays of 10 at most; a test names the projections and overrides
+ * what it is about.
+ */
+export function notificationDeps(
+  stores: { store: EventStore; readModels: NotificationDeps["readModels"]; secrets: SecretBox },
+  given: Pick<NotificationDeps, "webhooks" | "deliveries"> & Partial<NotificationDeps>,
+): NotificationDeps {
+  const { store, readModels, secrets } = stores;
+  return {
+    store,
+    readModels,
+    secrets,
+    clock: new ManualClock(t0),
+    webhookIds: new IdAllocator(store, "webhook"),
+    deliveryIds: new IdAllocator(store, "delivery"),
+    delays: [0],
+    allowPrivateUrls: false,
+    replayMax: 10,
+    wakeScheduler: () => {},
+    ...given,
+  };
+}
 
 /** Registers a webhook straight in the event store, as `POST /webhooks` records it. */
 export async function registerWebhook(
