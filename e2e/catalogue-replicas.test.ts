@@ -68,6 +68,42 @@ describe("read-your-writes across catalogue replicas", () => {
     // About 250 requests one after another; on two loaded cores that takes more than a minute.
   }, 240_000);
 
+  it("sees a write made through one gateway replica in the very next GET through the other (read caches)", async () => {
+    // Each gateway keeps the cheese's reply (a GET first, through each), then a write through one
+    // and at once a read through the other: its cache must not answer with the old cheese.
+    const ports = system
+      .output()
+      .match(/gateways on ports ([\d, ]+) behind/)?.[1]
+      ?.split(", ");
+    expect(ports, "the gateways' ports in the launcher's output").toHaveLength(2);
+    const [one, other] = ports!.map((port) => `http://127.0.0.1:${port}/v2`);
+    const readAt = async (base: string, id: number) => {
+      const response = await fetch(`${base}/cheeses/${id}`, { headers: auth.apiKey });
+      return { status: response.status, etag: response.headers.get("etag"), body: await response.text() };
+    };
+    const created = await write("POST", "/cheeses", { name: `Cached ${Date.now()}` });
+    for (let i = 0; i < 40; i++) {
+      const [writer, reader] = i % 2 === 0 ? [one!, other!] : [other!, one!];
+      await readAt(writer, created.id);
+      await readAt(reader, created.id);
+      // The second read, with nothing written since, is the one a cache answers.
+      const before = await readAt(reader, created.id);
+      const response = await fetch(
+        `${writer}/cheeses/${created.id}?name=${encodeURIComponent(`Cached ${i} ${Date.now()}`)}`,
+        {
+          method: "POST",
+          headers: auth.bearer,
+        },
+      );
+      expect(response.status, `update ${i}`).toBe(200);
+      const updated = await response.text();
+      const after = await readAt(reader, created.id);
+      expect(after.body, `read after update ${i}`).toBe(updated);
+      expect(after.etag, `ETag after update ${i}`).toBe(response.headers.get("etag"));
+      expect(after.etag).not.toBe(before.etag);
+    }
+  }, 120_000);
+
   it("keeps the inventory current after each write", async () => {
     const before = await json(await read("/store/inventory"));
     for (let i = 0; i < 10; i++) {

@@ -431,6 +431,11 @@ class InProcessBus implements MessageBus {
     };
   }
 
+  onConnectionChange(): Closable {
+    // Nothing between this bus and its broker can drop.
+    return { close: async () => {} };
+  }
+
   async ping(): Promise<boolean> {
     return !this.closed;
   }

@@ -213,6 +213,8 @@ class NatsBus implements MessageBus {
   private down = signal();
   /** Resolved while connected (and once closed); a fresh, pending one from each disconnect. */
   private up = resolved();
+  /** Handlers of {@link MessageBus.onConnectionChange}. */
+  private readonly watchers = new Set<(connected: boolean) => void>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -228,10 +230,12 @@ class NatsBus implements MessageBus {
           this.up = signal();
           this.down.resolve();
           this.replies?.failWaiting((subject) => disconnected(`request ${subject}`));
+          this.tellWatchers(false);
         } else if (status.type === Events.Reconnect) {
           this.connected = true;
           this.down = signal();
           this.up.resolve();
+          this.tellWatchers(true);
         }
       }
     })();
@@ -395,6 +399,21 @@ class NatsBus implements MessageBus {
     const eraseRevision = (revision: number) =>
       this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);
     return new NatsKeyValue(kv, (c) => this.register(c), this.log, eraseRevision, this.reachable);
+  }
+
+  onConnectionChange(handler: (connected: boolean) => void): Closable {
+    this.watchers.add(handler);
+    return this.register({ close: async () => void this.watchers.delete(handler) });
+  }
+
+  private tellWatchers(connected: boolean): void {
+    for (const watcher of this.watchers) {
+      try {
+        watcher(connected);
+      } catch (err) {
+        this.log.error({ err }, "connection watcher failed");
+      }
+    }
   }
 
   async ping(): Promise<boolean> {

@@ -116,6 +116,12 @@ export interface MessageBus {
   onBroadcast(subject: string, handler: (payload: unknown) => void): Closable;
   kv(bucket: string, options?: KvOptions): Promise<KeyValue>;
   ping(): Promise<boolean>;
+  /**
+   * Calls `handler(false)` when the connection to the bus drops and `handler(true)` once it is
+   * back: broadcasts sent meanwhile were lost, so whoever keeps state from them starts over.
+   * The in-process bus never drops.
+   */
+  onConnectionChange(handler: (connected: boolean) => void): Closable;
   /** Stops taking messages, lets in-flight handlers finish, then closes. */
   close(): Promise<void>;
 }

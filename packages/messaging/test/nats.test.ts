@@ -120,7 +120,7 @@ describe("NATS adapter specifics", () => {
     }
   });
 
-  it("fails a request or key-value read made while NATS is down at once, and answers normally once it is back", async () => {
+  it("fails a request or key-value read made while NATS is down at once, answers normally once it is back, and tells of both", async () => {
     // nats.js drops what is published while it is disconnected when it dials again: before, such
     // a request waited for its whole time-out, however soon the server was back.
     const port = await freePort();
@@ -134,8 +134,11 @@ describe("NATS adapter specifics", () => {
       const kv = await caller.kv("restart_test");
       await kv.put("k", new TextEncoder().encode("v"));
       expect(await caller.request("test.restart.echo", 1, { timeoutMs: 2_000 })).toBe(1);
+      const changes: boolean[] = [];
+      caller.onConnectionChange((connected) => changes.push(connected));
 
       await killed(server);
+      await expect.poll(() => changes).toEqual([false]);
       // Each attempt: what it ended with, and whether it ended well within its time-out.
       const outcome = async (attempt: () => Promise<unknown>) => {
         const started = Date.now();
@@ -157,6 +160,7 @@ describe("NATS adapter specifics", () => {
         .poll(() => outcome(request(caller)), { timeout: 5_000, interval: 20 })
         .toBe("answered at once");
       expect(await outcome(() => kv.get("k"))).toBe("answered at once");
+      expect(changes, "told of the drop, then of the reconnect").toEqual([false, true]);
     } finally {
       await caller.close().catch(() => {});
       await service.close().catch(() => {});

@@ -8,6 +8,7 @@ import {
   startPublisher,
   startService,
 } from "@cheese/service-kit";
+import { noticeEverythingChanged, noticingChanges } from "./change-notices.ts";
 import { addCheese } from "./handlers/add-cheese.ts";
 import { attachImage } from "./handlers/attach-image.ts";
 import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
@@ -51,11 +52,13 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
       }),
     );
 
+    // Every write to a cheese is told to whoever caches catalogue replies (change-notices.ts).
+    const writes = noticingChanges(store, ctx.bus);
     const deps: CatalogueDeps = {
-      store,
+      store: writes,
       clock: ctx.clock,
-      cheeseIds: new IdAllocator(store, "cheese"),
-      nameIds: new IdAllocator(store, "name"),
+      cheeseIds: new IdAllocator(writes, "cheese"),
+      nameIds: new IdAllocator(writes, "name"),
       knownNames: new Map(),
       bus: ctx.bus,
       blobs: ctx.blobs,
@@ -76,6 +79,10 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
     ctx.serve(catalogueRpc.inventory, () => inventory(deps));
     ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(deps, cheeseId));
     ctx.serve(historyRpc.cheese, (request) => cheeseHistory(deps.store, request));
+    // Started (so maybe with a newer read model than what was cached), or back after a drop of
+    // the connection (notices sent meanwhile may be lost): anything may have changed.
+    noticeEverythingChanged(ctx.bus);
+    ctx.onStop(ctx.bus.onConnectionChange((connected) => connected && noticeEverythingChanged(ctx.bus)));
   },
 };
 

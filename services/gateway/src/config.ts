@@ -33,6 +33,13 @@ export const gatewayConfigSchema = z
       .refine((v) => v === undefined || isEd25519PrivateJwk(v), "must be the JSON of an Ed25519 private JWK"),
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
     RATE_LIMIT_PLANS: ratePlansSchema,
+    /**
+     * `on`: catalogue reads are kept between the catalogue's change notices (read-cache.ts);
+     * `off` with a NATS cluster, where notices and replies may take different servers.
+     */
+    READ_CACHE: z.enum(["on", "off"]).default("on"),
+    /** The most the read cache keeps, in MiB (least recently used replies go first). */
+    READ_CACHE_MB: z.coerce.number().int().min(1).max(4096).default(64),
     /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
     OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
   })

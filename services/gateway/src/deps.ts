@@ -5,6 +5,7 @@ import type { MiddlewareHandler } from "hono";
 import type { AccessRule } from "./auth/access.ts";
 import type { AuthenticationDeps } from "./auth/authenticate.ts";
 import type { GatewayEnv } from "./env.ts";
+import type { ReadCache } from "./read-cache.ts";
 
 /** What routes need from the rest of the gateway, built once in `main.ts`. */
 export interface GatewayDeps {
@@ -20,4 +21,6 @@ export interface GatewayDeps {
   /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
   authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
   auth: AuthenticationDeps & { issuer: string };
+  /** Catalogue reads kept between the catalogue's change notices; absent with `READ_CACHE=off`. */
+  readCache?: ReadCache | undefined;
 }

@@ -13,6 +13,7 @@ import { loadSigningKey } from "./auth/signing-key.ts";
 import { TokenService } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 import { defaultPublicUrl } from "./public-url.ts";
+import { ReadCache } from "./read-cache.ts";
 import { createGatewayServer } from "./server.ts";
 
 export const gatewayService: ServiceDefinition<GatewayConfig> = {
@@ -37,6 +38,11 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
     const { port } = server.address() as AddressInfo;
     const publicUrl = config.PUBLIC_URL ?? defaultPublicUrl(config.GATEWAY_HOST, port);
     const issuer = config.JWT_ISSUER ?? publicUrl;
+    let readCache: ReadCache | undefined;
+    if (config.READ_CACHE === "on") {
+      readCache = new ReadCache(ctx.bus, { maxBytes: config.READ_CACHE_MB * 1024 * 1024 });
+      ctx.onStop(readCache.follow());
+    }
     app = createApp(
       {
         bus: ctx.bus,
@@ -46,6 +52,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
         rpcTimeoutMs: config.RPC_TIMEOUT,
         publicUrl,
         authorize: createAuthorizer(),
+        readCache,
         auth: {
           tokens: new TokenService(key, issuer, ctx.clock),
           operatorKeys: config.API_KEYS,

@@ -8,6 +8,7 @@ import { createAuthorizer } from "../src/auth/authorize.ts";
 import { apiKeysSchema, oauthClientsSchema } from "../src/auth/credentials.ts";
 import { loadSigningKey } from "../src/auth/signing-key.ts";
 import { TokenService } from "../src/auth/tokens.ts";
+import type { ReadCache } from "../src/read-cache.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
@@ -19,7 +20,7 @@ export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
   rpcTimeoutMs = 1000,
-  options: AppOptions & { clients?: object[]; clock?: Clock; publicUrl?: string } = {},
+  options: AppOptions & { clients?: object[]; clock?: Clock; publicUrl?: string; readCache?: ReadCache } = {},
 ) {
   const dir = tempDir("gateway-key");
   const key = await loadSigningKey(`${dir.path}/key.json`);
@@ -35,6 +36,7 @@ export async function testGateway(
       rpcTimeoutMs,
       publicUrl: options.publicUrl ?? "http://127.0.0.1:8080",
       authorize: createAuthorizer(),
+      readCache: options.readCache,
       auth: {
         tokens,
         operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),

@@ -136,3 +136,15 @@ export async function findCheese(
     throw error;
   }
 }
+
+/**
+ * Change notices: the catalogue broadcasts `{ cheeseId }` after every append to (or deletion of)
+ * a cheese's stream, on the connection that carries its replies and before it answers anything
+ * that depends on the change; `{ all: true }` when a replica starts (anything may have changed).
+ * Whoever keeps catalogue replies (the gateway's read cache) drops them on a notice.
+ */
+export const cheeseChangeNotices = {
+  subject: "broadcast.catalogue.cheese_changed",
+  notice: z.union([z.object({ cheeseId: z.number().int() }), z.object({ all: z.literal(true) })]),
+};
+export type CheeseChangeNotice = z.infer<typeof cheeseChangeNotices.notice>;

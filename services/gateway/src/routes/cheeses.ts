@@ -222,7 +222,8 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 
   api.openapi(getCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
-    const { meta, body } = await passService(deps, c, catalogueRpc.getCheese, { cheeseId });
+    const ask = () => passService(deps, c, catalogueRpc.getCheese, { cheeseId });
+    const { meta, body } = await (deps.readCache ? deps.readCache.read(cheeseId, ask) : ask());
     const etag = etagOf(meta.revision);
     c.header("ETag", etag);
     if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304);

@@ -1,0 +1,193 @@
+import { type CheeseChangeNotice, cheeseChangeNotices } from "@cheese/contracts";
+import type { Closable, MessageBus } from "@cheese/messaging";
+import { counter } from "@cheese/service-kit";
+
+const readCacheAnswers = counter({
+  name: "cheese_gateway_read_cache_total",
+  help: "Catalogue reads by what the gateway's read cache did: hit (answered from it), miss (asked the catalogue), bypass (the bus disconnected: asked the catalogue, kept nothing)",
+  labelNames: ["read", "outcome"],
+});
+
+/** A passed-through reply as the gateway keeps it: the body as the service encoded it, and its meta. */
+export interface KeptReply<Meta> {
+  meta: Meta;
+  body: string | Uint8Array;
+}
+
+interface Entry {
+  reply: KeptReply<unknown>;
+  bytes: number;
+}
+
+/** A read asked of the catalogue and not yet answered; stale once a notice says its answer may be old. */
+interface Asking {
+  stale: boolean;
+}
+
+/** What an entry costs beyond its body (the key, the meta, the map's own slots), roughly. */
+const ENTRY_OVERHEAD = 200;
+
+export interface ReadCacheOptions {
+  /** The most the kept bodies (and their bookkeeping) may take; the least recently used go first. */
+  maxBytes: number;
+}
+
+/**
+ * The gateway's cache of catalogue reads (`getCheese`), kept per cheese id and dropped on the
+ * catalogue's change notices, without giving up read-your-writes (docs/architecture.md, "Read
+ * cache"):
+ *
+ * - A catalogue write's notice leaves the catalogue before its reply, on the same connection, so
+ *   the single NATS server delivers it to every gateway before anyone can hear of the write.
+ *   A hit therefore waits for a flush round trip to the server (`bus.ping()`) started after the
+ *   request arrived: once it is back, every notice of a write acknowledged before the request
+ *   has been processed, and the entry is looked up again. The hits of one event-loop turn share
+ *   one flush.
+ * - A reply is kept only when no notice for its cheese arrived while it was asked for, so a read
+ *   racing a write never keeps the old state.
+ * - A failed flush, a notice that everything changed (a catalogue replica started) and a drop or
+ *   return of the bus connection (notices may have been lost) clear everything; while the bus is
+ *   disconnected every read goes to the catalogue.
+ */
+export class ReadCache {
+  private readonly entries = new Map<number, Entry>();
+  private bytes = 0;
+  /** Reads in flight per cheese id. */
+  private readonly asking = new Map<number, Set<Asking>>();
+  private connected = true;
+  /** The flush the next hits wait for, not yet started (it starts in the next check phase). */
+  private nextFlush: Promise<boolean> | undefined;
+  private readonly outcome = {
+    hit: readCacheAnswers.labels("getCheese", "hit"),
+    miss: readCacheAnswers.labels("getCheese", "miss"),
+    bypass: readCacheAnswers.labels("getCheese", "bypass"),
+  };
+
+  constructor(
+    private readonly bus: MessageBus,
+    private readonly options: ReadCacheOptions,
+  ) {}
+
+  /** Follows the catalogue's notices and the bus connection; close to stop. */
+  follow(): Closable {
+    const notices = this.bus.onBroadcast(cheeseChangeNotices.subject, (payload) => {
+      const notice = cheeseChangeNotices.notice.safeParse(payload);
+      // A notice we cannot read could be about anything.
+      if (notice.success) this.changed(notice.data);
+      else this.clear();
+    });
+    const connection = this.bus.onConnectionChange((connected) => {
+      this.connected = connected;
+      this.clear();
+    });
+    return {
+      close: async () => {
+        // Stopped: no notice comes any more, so nothing is answered from the cache or kept.
+        this.connected = false;
+        await Promise.all([notices.close(), connection.close()]);
+        this.clear();
+      },
+    };
+  }
+
+  /**
+   * The catalogue's reply for `cheeseId`: the kept one when there is one and it is still current,
+   * else `ask()`'s, kept for the next read when nothing changed the cheese meanwhile.
+   */
+  async read<Reply extends KeptReply<unknown>>(cheeseId: number, ask: () => Promise<Reply>): Promise<Reply> {
+    if (!this.connected) {
+      this.outcome.bypass.inc();
+      return ask();
+    }
+    if (this.entries.has(cheeseId) && (await this.flushed())) {
+      // Looked up again after the flush: a notice processed meanwhile dropped it.
+      const entry = this.entries.get(cheeseId);
+      if (entry) {
+        // Most recently used last: eviction takes the first.
+        this.entries.delete(cheeseId);
+        this.entries.set(cheeseId, entry);
+        this.outcome.hit.inc();
+        return entry.reply as Reply;
+      }
+    }
+    this.outcome.miss.inc();
+    const mine: Asking = { stale: false };
+    const asking = this.asking.get(cheeseId) ?? new Set<Asking>();
+    this.asking.set(cheeseId, asking);
+    asking.add(mine);
+    try {
+      const reply = await ask();
+      if (!mine.stale && this.connected) this.keep(cheeseId, reply);
+      return reply;
+    } finally {
+      asking.delete(mine);
+      if (asking.size === 0) this.asking.delete(cheeseId);
+    }
+  }
+
+  /** How many replies are kept (for tests and metrics). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private changed(notice: CheeseChangeNotice): void {
+    if ("all" in notice) {
+      this.clear();
+      return;
+    }
+    this.drop(notice.cheeseId);
+    for (const asking of this.asking.get(notice.cheeseId) ?? []) asking.stale = true;
+  }
+
+  private clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+    for (const asking of this.asking.values()) for (const one of asking) one.stale = true;
+  }
+
+  private drop(cheeseId: number): void {
+    const entry = this.entries.get(cheeseId);
+    if (!entry) return;
+    this.entries.delete(cheeseId);
+    this.bytes -= entry.bytes;
+  }
+
+  private keep(cheeseId: number, reply: KeptReply<unknown>): void {
+    // A copy: a view into the bus's receive buffer would keep the whole buffer alive.
+    const body = typeof reply.body === "string" ? reply.body : reply.body.slice();
+    const bytes = ENTRY_OVERHEAD + (typeof body === "string" ? body.length * 2 : body.byteLength);
+    if (bytes > this.options.maxBytes) return;
+    this.drop(cheeseId);
+    this.entries.set(cheeseId, { reply: { meta: reply.meta, body }, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.bytes <= this.options.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  /**
+   * Resolves once a flush round trip started after this call is back: true when it came back,
+   * false (and everything cleared) when it failed. One flush per event-loop turn: it starts in
+   * the check phase, after every request read in this turn's poll phase has asked for it.
+   */
+  private flushed(): Promise<boolean> {
+    this.nextFlush ??= new Promise<boolean>((resolve) => {
+      setImmediate(() => {
+        this.nextFlush = undefined;
+        this.bus.ping().then(
+          (ok) => {
+            if (!ok) this.clear();
+            resolve(ok);
+          },
+          () => {
+            this.clear();
+            resolve(false);
+          },
+        );
+      });
+    });
+    return this.nextFlush;
+  }
+}

@@ -1,0 +1,229 @@
+import { type Cheese, type CheeseChangeNotice, catalogueRpc, cheeseChangeNotices } from "@cheese/contracts";
+import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ReadCache } from "../src/read-cache.ts";
+import { OPERATOR_KEY, testGateway } from "./support.ts";
+
+/**
+ * The gateway's read cache: a GET /cheeses/{id} is answered without asking the catalogue only
+ * while no change notice (or lost connection, or failed flush) says the kept reply may be old.
+ */
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** The gateway's bus, with its flushes and connection changes in the test's hands when it wants. */
+function controlledBus(inner: MessageBus) {
+  const watchers: ((connected: boolean) => void)[] = [];
+  const control = {
+    pings: 0,
+    /** When set, each flush waits for this test to settle it. */
+    held: undefined as Deferred<boolean>[] | undefined,
+    connection: (connected: boolean) => {
+      for (const watcher of watchers) watcher(connected);
+    },
+  };
+  const bus: MessageBus = {
+    request: (subject, payload, options) => inner.request(subject, payload, options),
+    serve: (subject, options, handler) => inner.serve(subject, options, handler),
+    publish: (event) => inner.publish(event),
+    consume: (options) => inner.consume(options),
+    broadcast: (subject, payload) => inner.broadcast(subject, payload),
+    onBroadcast: (subject, handler) => inner.onBroadcast(subject, handler),
+    kv: (bucket, options) => inner.kv(bucket, options),
+    close: () => inner.close(),
+    ping: () => {
+      control.pings++;
+      if (!control.held) return inner.ping();
+      const flush = deferred<boolean>();
+      control.held.push(flush);
+      return flush.promise;
+    },
+    onConnectionChange: (handler) => {
+      watchers.push(handler);
+      return { close: async () => {} };
+    },
+  };
+  return { bus, control };
+}
+
+const headers = { "x-api-key": OPERATOR_KEY };
+
+describe("the gateway's read cache", () => {
+  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  let control: ReturnType<typeof controlledBus>["control"];
+  let catalogue: MessageBus;
+  let cache: ReadCache;
+  let stopFollowing: () => Promise<void>;
+  /** The catalogue's state: the cheese's name and revision, and how often it was asked. */
+  const state = { name: "Brie", revision: 1, asked: 0, hold: undefined as Promise<void> | undefined };
+
+  const notice = (payload: CheeseChangeNotice) => catalogue.broadcast(cheeseChangeNotices.subject, payload);
+  /** A write at the catalogue: the state changes, then its notice is broadcast (as the catalogue does). */
+  const write = async (name: string) => {
+    state.name = name;
+    state.revision++;
+    await notice({ cheeseId: 5 });
+  };
+  const get = async (id = 5) => {
+    const answer = await gateway.app.request(`/v2/cheeses/${id}`, { headers });
+    return { status: answer.status, etag: answer.headers.get("etag"), body: await answer.text() };
+  };
+  const cheese = (name: string): Cheese => ({ id: 5, name, status: "available", organic: false });
+
+  beforeEach(async () => {
+    Object.assign(state, { name: "Brie", revision: 1, asked: 0, hold: undefined });
+    const broker = createInProcessBroker();
+    catalogue = broker.connect("catalogue");
+    serveRpc(catalogue, catalogueRpc.getCheese, { queue: "catalogue" }, async ({ cheeseId }) => {
+      state.asked++;
+      if (cheeseId !== 5)
+        throw new RemoteError({ status: 404, type: "not_found", message: "no such cheese" });
+      // What the catalogue read before a write it is held across.
+      const answer = { cheese: cheese(state.name), revision: state.revision };
+      await state.hold;
+      return answer;
+    });
+    const controlled = controlledBus(broker.connect("gateway"));
+    control = controlled.control;
+    cache = new ReadCache(controlled.bus, { maxBytes: 1024 * 1024 });
+    const following = cache.follow();
+    stopFollowing = () => following.close();
+    gateway = await testGateway(controlled.bus, 1000, { readCache: cache });
+  });
+  afterEach(async () => {
+    await stopFollowing();
+    gateway.cleanup();
+  });
+
+  it("answers a repeated read without asking the catalogue, with the same body and ETag", async () => {
+    const first = await get();
+    expect(first).toEqual({ status: 200, etag: '"1"', body: JSON.stringify(cheese("Brie")) });
+    expect(await get()).toEqual(first);
+    expect(state.asked).toBe(1);
+    const unchanged = await gateway.app.request("/v2/cheeses/5", {
+      headers: { ...headers, "if-none-match": '"1"' },
+    });
+    expect(unchanged.status).toBe(304);
+    expect(state.asked).toBe(1);
+  });
+
+  it("drops a cheese's reply on its notice, every reply on 'everything changed', and keeps no 404", async () => {
+    await get();
+    await write("Brie de Meaux");
+    expect(await get()).toMatchObject({ etag: '"2"', body: JSON.stringify(cheese("Brie de Meaux")) });
+    expect(state.asked).toBe(2);
+
+    await notice({ cheeseId: 6 }); // another cheese: this one stays
+    await get();
+    expect(state.asked).toBe(2);
+
+    state.name = "Brie noir";
+    await notice({ all: true });
+    expect(await get()).toMatchObject({ body: JSON.stringify(cheese("Brie noir")) });
+    expect(state.asked).toBe(3);
+
+    expect((await get(4)).status).toBe(404);
+    expect((await get(4)).status).toBe(404);
+    expect(state.asked).toBe(5);
+  });
+
+  it("does not keep the reply of a read that a write raced", async () => {
+    const released = deferred<void>();
+    state.hold = released.promise;
+    const racing = get(); // the catalogue reads "Brie", then waits
+    await expect.poll(() => state.asked).toBe(1);
+    await write("Comté"); // the write's notice arrives while the read is under way
+    state.hold = undefined;
+    released.resolve();
+    expect((await racing).body).toBe(JSON.stringify(cheese("Brie"))); // concurrent: either is right
+    // The next read must not be answered with the old state from the cache.
+    expect((await get()).body).toBe(JSON.stringify(cheese("Comté")));
+    expect(state.asked).toBe(2);
+  });
+
+  it("answers a hit only after a flush started after the request, looking the reply up again then", async () => {
+    await get();
+    control.held = [];
+    const pingsBefore = control.pings;
+    const hits = [get(), get(), get()];
+    await expect.poll(() => control.held?.length).toBe(1); // the three share one flush
+    expect(control.pings).toBe(pingsBefore + 1);
+    let answered = false;
+    void Promise.all(hits).then(() => {
+      answered = true;
+    });
+    // A write acknowledged before the requests: its notice is processed before the flush is back.
+    await write("Gruyère");
+    expect(answered).toBe(false);
+    control.held[0]!.resolve(true);
+    for (const hit of await Promise.all(hits)) expect(hit.body).toBe(JSON.stringify(cheese("Gruyère")));
+  });
+
+  it("clears everything when a flush fails, and asks the catalogue instead", async () => {
+    await get();
+    control.held = [];
+    const released = deferred<void>();
+    state.hold = released.promise;
+    const hit = get();
+    await expect.poll(() => control.held?.length).toBe(1);
+    control.held[0]!.resolve(false);
+    await expect.poll(() => state.asked).toBe(2); // asked the catalogue, which holds its answer
+    expect(cache.size).toBe(0);
+    state.hold = undefined;
+    released.resolve();
+    expect((await hit).status).toBe(200);
+    expect(cache.size).toBe(1); // kept again from the catalogue's answer
+  });
+
+  it("clears everything when the bus connection drops, asks the catalogue while it is down, and caches again once back", async () => {
+    await get();
+    expect(cache.size).toBe(1);
+    control.connection(false);
+    expect(cache.size).toBe(0);
+    await get();
+    await get();
+    expect(state.asked).toBe(3);
+    expect(cache.size).toBe(0); // nothing kept while notices may be lost
+
+    control.connection(true);
+    await get();
+    await get();
+    expect(state.asked).toBe(4);
+  });
+
+  it("does not keep a reply asked for before a reconnect (notices may have been lost)", async () => {
+    const released = deferred<void>();
+    state.hold = released.promise;
+    const asked = get();
+    await expect.poll(() => state.asked).toBe(1);
+    control.connection(false);
+    control.connection(true);
+    state.hold = undefined;
+    released.resolve();
+    await asked;
+    expect(cache.size).toBe(0);
+  });
+
+  it("keeps at most its bytes, dropping the least recently used", async () => {
+    const small = new ReadCache(controlledBus(catalogue).bus, { maxBytes: 1_000 });
+    const reply = (n: number) => async () => ({ meta: { revision: n }, body: "x".repeat(200) });
+    for (let id = 1; id <= 3; id++) await small.read(id, reply(id));
+    expect(small.size).toBe(1); // each takes 600 bytes: one fits
+    let asked = 0;
+    await small.read(3, async () => {
+      asked++;
+      return reply(3)();
+    });
+    expect(asked).toBe(0); // the most recent one is the one kept
+  });
+});
