@@ -12,6 +12,7 @@ export { queryPlanProblems } from "./plans.ts";
 export type {
   Collection,
   CollectionDefinition,
+  DeepReadonly,
   Document,
   Filter,
   FindOptions,

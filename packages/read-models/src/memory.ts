@@ -1,4 +1,4 @@
-import { aggregate, update as applyUpdate, find } from "mingo";
+import { aggregate, update as applyUpdate, find as mingoFind } from "mingo";
 import {
   byIdOnly,
   droppedVersion,
@@ -31,6 +31,13 @@ export interface MemoryReadModelsOptions {
    */
   checkQueries?: boolean;
   /**
+   * Deep-freeze every stored document, so that a caller changing what a read-only find handed out
+   * (through a cast, or from JavaScript) throws instead of silently changing the store. Default:
+   * under test (NODE_ENV=test), like `checkQueries`; off in production, where it would cost every
+   * write.
+   */
+  freezeDocuments?: boolean;
+  /**
    * Where projections' snapshots are written and read (`snapshots`); without it there are none
    * and every start rebuilds from the events.
    */
@@ -54,6 +61,7 @@ interface MemoryCollection extends Collection {
  */
 export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): ReadModelStore {
   const checkQueries = options.checkQueries ?? process.env.NODE_ENV === "test";
+  const freeze = options.freezeDocuments ?? process.env.NODE_ENV === "test";
   const collections = new Map<string, MemoryCollection>();
   const checkpoints = new Map<string, number>();
   /** Logical name -> the physical name of its current version, and its definition. */
@@ -71,7 +79,7 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
               throw new UndeclaredQueryError(name, shape);
             }
           : undefined;
-      collection = memoryCollection(current?.definition.indexes ?? [], check);
+      collection = memoryCollection(current?.definition.indexes ?? [], { check, freeze });
       collections.set(physical, collection);
     }
     return collection;
@@ -142,7 +150,7 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
 
 function memoryCollection(
   definitions: CollectionDefinition["indexes"],
-  check?: (shape: QueryShape) => void,
+  { check, freeze }: { check?: ((shape: QueryShape) => void) | undefined; freeze: boolean },
 ): MemoryCollection {
   const documents = new Map<Document["_id"], Document>();
   const indexes = definitions.map((definition) => new SortedIndex(definition));
@@ -154,6 +162,7 @@ function memoryCollection(
   let liveCount = 0;
   /** Stores `next` (or removes the document) and moves it in every index. */
   const store = (id: Document["_id"], next: Document | undefined) => {
+    if (next && freeze) deepFreeze(next);
     const before = documents.get(id);
     if (next) documents.set(id, next);
     else documents.delete(id);
@@ -178,58 +187,71 @@ function memoryCollection(
     const test = predicate(filter);
     return [...documents.values()].filter((document) => !document._deleted && test(document));
   };
-  // Stored documents never leave the store: callers get copies, so mutating a result is harmless.
+  // findOne and find hand out copies, so mutating a result is harmless; the read-only finds hand
+  // out the stored documents themselves (`asStored`), which are replaced, never changed in place.
   const copy = (document: Document): Document => clone(document) as Document;
+  const asStored = (document: Document): Document => document;
   const revisionAllows = (stored: Document, revision: number): boolean =>
     stored._revision === undefined || (stored._revision as number) < revision;
+  const findOne = (filter: Filter, out: (document: Document) => Document): Document | null => {
+    checked(filter);
+    const keys = Object.keys(filter);
+    if (keys.length === 1 && keys[0] === "_id" && isKey(filter._id)) {
+      const document = documents.get(filter._id);
+      return live(document) ? out(document) : null;
+    }
+    // Like MongoDB's findOne without a sort: which match comes back when several do is unspecified.
+    const test = predicate(filter);
+    for (const document of documents.values()) {
+      if (!document._deleted && test(document)) return out(document);
+    }
+    return null;
+  };
+  const find = (
+    filter: Filter,
+    options: FindOptions = {},
+    out: (document: Document) => Document,
+  ): Document[] => {
+    checked(filter, options.sort);
+    const sort = sortWithIdTieBreak(options.sort);
+    for (const index of indexes) {
+      const way = index.serves(sort);
+      if (way === 0) continue;
+      // Walk the index in the sort's order from the filter's bound; stop once the page is full.
+      const test = predicate(filter);
+      const page: Document[] = [];
+      let skip = options.skip ?? 0;
+      for (const document of index.walk(way, filter)) {
+        if (!test(document)) continue;
+        if (skip > 0) skip--;
+        else if (page.push(out(document)) === options.limit) break;
+      }
+      return page;
+    }
+    // Filter first so the sort only touches matches; only the returned page goes through `out`.
+    let cursor = mingoFind(matching(filter), {}).sort(sort);
+    if (options.skip) cursor = cursor.skip(options.skip);
+    // As in MongoDB, a limit of 0 means no limit.
+    if (options.limit) cursor = cursor.limit(options.limit);
+    return (cursor.all() as Document[]).map(out);
+  };
 
   return {
     stored: () => [...documents.values()],
     replaceAll(replacement) {
       documents.clear();
-      for (const document of replacement) documents.set(document._id, document);
+      for (const document of replacement) {
+        if (freeze) deepFreeze(document);
+        documents.set(document._id, document);
+      }
       const alive = replacement.filter(live);
       liveCount = alive.length;
       for (const index of indexes) index.rebuild(alive);
     },
-    async findOne(filter) {
-      checked(filter);
-      const keys = Object.keys(filter);
-      if (keys.length === 1 && keys[0] === "_id" && isKey(filter._id)) {
-        const document = documents.get(filter._id);
-        return live(document) ? copy(document) : null;
-      }
-      // Like MongoDB's findOne without a sort: which match comes back when several do is unspecified.
-      const test = predicate(filter);
-      for (const document of documents.values()) {
-        if (!document._deleted && test(document)) return copy(document);
-      }
-      return null;
-    },
-    async find(filter: Filter, options: FindOptions = {}) {
-      checked(filter, options.sort);
-      const sort = sortWithIdTieBreak(options.sort);
-      for (const index of indexes) {
-        const way = index.serves(sort);
-        if (way === 0) continue;
-        // Walk the index in the sort's order from the filter's bound; stop once the page is full.
-        const test = predicate(filter);
-        const page: Document[] = [];
-        let skip = options.skip ?? 0;
-        for (const document of index.walk(way, filter)) {
-          if (!test(document)) continue;
-          if (skip > 0) skip--;
-          else if (page.push(copy(document)) === options.limit) break;
-        }
-        return page;
-      }
-      // Filter first so the sort only touches matches; only the returned page is copied.
-      let cursor = find(matching(filter), {}).sort(sort);
-      if (options.skip) cursor = cursor.skip(options.skip);
-      // As in MongoDB, a limit of 0 means no limit.
-      if (options.limit) cursor = cursor.limit(options.limit);
-      return (cursor.all() as Document[]).map(copy);
-    },
+    findOne: async (filter) => findOne(filter, copy),
+    find: async (filter, options) => find(filter, options, copy),
+    findOneReadOnly: async (filter) => findOne(filter, asStored),
+    findReadOnly: async (filter, options) => find(filter, options, asStored),
     async count(filter = {}) {
       checked(filter);
       const keys = Object.keys(filter);
@@ -340,6 +362,20 @@ function clone(value: unknown): unknown {
     else copy[key] = field;
   }
   return copy;
+}
+
+/**
+ * Freezes a stored document's plain objects and arrays, at every depth (parts shared with an older
+ * version are frozen already). Anything else (a Date, a buffer) is left as it is, as `clone` copies
+ * it by structuredClone.
+ */
+function deepFreeze(value: object): void {
+  if (Object.isFrozen(value)) return;
+  if (!Array.isArray(value) && Object.getPrototypeOf(value) !== Object.prototype) return;
+  Object.freeze(value);
+  for (const field of Object.values(value)) {
+    if (typeof field === "object" && field !== null) deepFreeze(field);
+  }
 }
 
 /**

@@ -104,19 +104,21 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
     );
     return result.matchedCount + result.upsertedCount > 0;
   };
+  const findOne = (filter: Filter) => collection.findOne(live(filter));
+  const find = (filter: Filter, options: FindOptions = {}) =>
+    collection
+      .find(live(filter), {
+        sort: sortWithIdTieBreak(options.sort),
+        skip: options.skip,
+        limit: options.limit,
+      })
+      .toArray();
   return {
-    async findOne(filter) {
-      return collection.findOne(live(filter));
-    },
-    async find(filter, options: FindOptions = {}) {
-      return collection
-        .find(live(filter), {
-          sort: sortWithIdTieBreak(options.sort),
-          skip: options.skip,
-          limit: options.limit,
-        })
-        .toArray();
-    },
+    findOne,
+    find,
+    // The driver decodes fresh documents on every read: nothing to copy, so the same reads.
+    findOneReadOnly: findOne,
+    findReadOnly: find,
     async count(filter = {}) {
       return collection.countDocuments(live(filter));
     },

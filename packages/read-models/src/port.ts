@@ -17,6 +17,18 @@ export interface Document {
   [key: string]: unknown;
 }
 
+/**
+ * A value that may not be changed, at any depth: what a read-only find hands out (the stored
+ * document itself, shared with the store and with every other reader).
+ */
+export type DeepReadonly<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends readonly (infer Item)[]
+    ? readonly DeepReadonly<Item>[]
+    : T extends object
+      ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+      : T;
+
 export interface FindOptions {
   sort?: Sort;
   limit?: number;
@@ -26,6 +38,14 @@ export interface FindOptions {
 export interface Collection<T extends Document = Document> {
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  /**
+   * `findOne` and `find` for a caller that only reads what it gets (a reply encoded, a page's
+   * keys taken): the documents without a copy where the adapter holds them (in memory), typed
+   * read-only at every depth. What they return never changes afterwards: a write replaces a
+   * stored document, it never changes one in place.
+   */
+  findOneReadOnly(filter: Filter): Promise<DeepReadonly<T> | null>;
+  findReadOnly(filter: Filter, options?: FindOptions): Promise<DeepReadonly<T>[]>;
   count(filter?: Filter): Promise<number>;
   /** Count of documents per value of `field` among those matching `filter`. */
   countBy(field: string, filter?: Filter): Promise<Record<string, number>>;

@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Collection, Document, ProjectionDefinition, ReadModelStore } from "../src/port.ts";
+import type {
+  Collection,
+  Document,
+  Filter,
+  FindOptions,
+  ProjectionDefinition,
+  ReadModelStore,
+} from "../src/port.ts";
 
 export interface ReadModelFixture {
   store: ReadModelStore;
@@ -214,6 +221,27 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         expect(await cheese.find({}, { skip: 5 })).toEqual([]);
       });
 
+      it("read-only finds answer what findOne and find answer", async () => {
+        expect(await cheese.findOneReadOnly({ _id: 4 })).toEqual({ ...cheeses[3], _revision: 1 });
+        expect(await cheese.findOneReadOnly({ name: "Comté" })).toMatchObject({ _id: 2 });
+        expect(await cheese.findOneReadOnly({ _id: 9 })).toBeNull();
+        const queries: [Filter, FindOptions, number[]][] = [
+          [{}, {}, [1, 2, 3, 4, 5]],
+          [
+            { status: { $in: ["available", "out_of_stock"] } },
+            { sort: { price: -1, name: 1 } },
+            [2, 5, 1, 4],
+          ],
+          [{ "tags.name": "French" }, { sort: { price: 1 }, skip: 1, limit: 2 }, [2, 5]],
+          [{ price: { $gt: 100 } }, {}, []],
+        ];
+        for (const [filter, options, wanted] of queries) {
+          const found = await cheese.findReadOnly(filter, options);
+          expect(ids(found)).toEqual(wanted);
+          expect(found).toEqual(await cheese.find(filter, options));
+        }
+      });
+
       it("counts matching documents", async () => {
         expect(await cheese.count()).toBe(5);
         expect(await cheese.count({ status: "available" })).toBe(3);
@@ -316,6 +344,33 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         category: { id: 1, name: "Soft" },
         _revision: 1,
       });
+    });
+
+    it("read-only finds: what they returned stays as it was read, whatever is written after", async () => {
+      await cheese.upsert(1, 1, {
+        $set: { name: "Brie", tags: [french], category: { id: 1, name: "Soft" } },
+      });
+      const first = { _id: 1, name: "Brie", tags: [french], category: { id: 1, name: "Soft" }, _revision: 1 };
+      const found = await cheese.findOneReadOnly({ _id: 1 });
+      const [listed] = await cheese.findReadOnly({});
+      // Through mingo ($push, a dotted $set), then by top-level $set, then a tombstone.
+      await cheese.upsert(1, 2, { $push: { tags: cow }, $set: { "category.name": "Changed" } });
+      const second = await cheese.findOneReadOnly({ _id: 1 });
+      await cheese.upsert(1, 3, { $set: { name: "Brie noir" } });
+      const [third] = await cheese.findReadOnly({ name: "Brie noir" });
+      await cheese.deleteOne(1, 4);
+
+      expect(found).toEqual(first);
+      expect(listed).toEqual(first);
+      expect(second).toEqual({
+        ...first,
+        tags: [french, cow],
+        category: { id: 1, name: "Changed" },
+        _revision: 2,
+      });
+      expect(third).toEqual({ ...second, name: "Brie noir", _revision: 3 });
+      expect(await cheese.findOneReadOnly({ _id: 1 })).toBeNull();
+      expect(await cheese.findReadOnly({})).toEqual([]);
     });
 
     describe("projection versions", () => {
@@ -431,6 +486,12 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
               { sort: { price: way, _id: way }, skip: 3, limit: 5 },
             );
             expect(page.map((item) => item._id)).toEqual(all.slice(3, 8));
+            expect(
+              await items.findReadOnly(
+                { status: { $in: wanted } },
+                { sort: { price: way, _id: way }, skip: 3, limit: 5 },
+              ),
+            ).toEqual(page);
             expect(await items.count({ status: { $in: wanted } })).toBe(all.length);
           }
         }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { declarationProblems, UndeclaredQueryError } from "../src/declarations.ts";
 import { createMemoryReadModels } from "../src/memory.ts";
-import type { CollectionDefinition } from "../src/port.ts";
+import type { CollectionDefinition, Document } from "../src/port.ts";
 import { readModelContract } from "./contract.ts";
 
 readModelContract("in-memory (mingo)", async () => ({
@@ -11,6 +11,52 @@ readModelContract("in-memory (mingo)", async () => ({
 
 it("in-memory read models are not durable", () => {
   expect(createMemoryReadModels().durable).toBe(false);
+});
+
+describe("in-memory read-only finds hand out the stored documents", () => {
+  interface Cheese extends Document {
+    _id: number;
+    name: string;
+    tags: { name: string }[];
+  }
+  const seeded = async (options: { freezeDocuments?: boolean }) => {
+    const cheeses = createMemoryReadModels(options).collection<Cheese>("cheeses");
+    await cheeses.upsert(1, 1, { $set: { name: "Brie", tags: [{ name: "soft" }] } });
+    return cheeses;
+  };
+  const brie = { _id: 1, name: "Brie", tags: [{ name: "soft" }], _revision: 1 };
+
+  it("frozen under test: changing one throws, and the store keeps its document", async () => {
+    const cheeses = await seeded({});
+    const found = (await cheeses.findOneReadOnly({ _id: 1 }))!;
+    const [listed] = await cheeses.findReadOnly({});
+    expect(() => Object.assign(found, { name: "Changed" })).toThrow(TypeError);
+    expect(() => (listed!.tags as { name: string }[]).push({ name: "changed" })).toThrow(TypeError);
+    expect(() => Object.assign(listed!.tags[0]!, { name: "changed" })).toThrow(TypeError);
+    expect(await cheeses.findOne({ _id: 1 })).toEqual(brie);
+    // A copy from findOne is the caller's own.
+    const copy = (await cheeses.findOne({ _id: 1 }))!;
+    copy.tags.push({ name: "washed" });
+    expect(await cheeses.findOneReadOnly({ _id: 1 })).toEqual(brie);
+  });
+
+  it("the same objects on every read, not copies, and typed read-only", async () => {
+    const cheeses = await seeded({ freezeDocuments: false });
+    const found = (await cheeses.findOneReadOnly({ _id: 1 }))!;
+    expect(await cheeses.findOneReadOnly({ _id: 1 })).toBe(found);
+    expect((await cheeses.findReadOnly({}, { sort: { name: 1 } }))[0]).toBe(found);
+    expect(Object.isFrozen(found)).toBe(false);
+    // Never run: what it shows is checked by `pnpm typecheck`, which fails if any line compiles.
+    const mutations = () => {
+      // @ts-expect-error a read-only document's fields cannot be assigned
+      found.name = "Changed";
+      // @ts-expect-error nor its arrays changed
+      found.tags.push({ name: "washed" });
+      // @ts-expect-error nor the objects in them
+      found.tags[0]!.name = "washed";
+    };
+    void mutations;
+  });
 });
 
 it("in-memory find sorts and pages 10,000 documents, ties in _id order", async () => {

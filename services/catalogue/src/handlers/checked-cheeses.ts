@@ -1,5 +1,6 @@
 import { Cheese } from "@cheese/contracts";
 import { checkedJson } from "@cheese/messaging";
+import type { DeepReadonly } from "@cheese/read-models";
 import type { CheeseDocument } from "../projections/cheeses.ts";
 
 /**
@@ -14,11 +15,12 @@ export class CheckedCheeses {
 
   constructor(private readonly capacity = 10_000) {}
 
-  textOf(document: CheeseDocument): string {
+  textOf(document: DeepReadonly<CheeseDocument>): string {
     const revision = document._revision as number;
     const kept = this.texts.get(document._id);
     if (kept?.revision === revision) return kept.text;
-    const text = checkedJson(Cheese, document.cheese);
+    // zod only reads the value: the read model's own document is checked and encoded, not copied.
+    const text = checkedJson(Cheese, document.cheese as Cheese);
     if (kept) this.texts.delete(document._id);
     else if (this.texts.size >= this.capacity) {
       const oldest = this.texts.keys().next();

@@ -93,7 +93,7 @@ export async function projectCheese(event: RecordedEvent, readModels: ReadModelS
       return;
     case "CheeseImageAttached": {
       const { cheese, image } = domainEvent.data;
-      const stored = await cheeses.findOne({ _id: cheese.id });
+      const stored = await cheeses.findOneReadOnly({ _id: cheese.id });
       const earlier = (stored?.images ?? []).map((other) =>
         image.isPrimary ? { ...other, isPrimary: false } : other,
       );
