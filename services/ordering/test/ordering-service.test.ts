@@ -15,6 +15,22 @@ const operator = { customerId: null, ownerId: "client:ops" };
 const everyone = { kind: "operator" as const, customerId: null };
 const operatorClient = { kind: "client" as const, customerId: null };
 
+/** Places an operator's order of one of cheese `cheeseId`, over `bus`. */
+const placeOneOn = async (bus: MessageBus, cheeseId: number) =>
+  (
+    await callRpc(
+      bus,
+      orderingRpc.placeOrder,
+      {
+        fields: { items: [{ cheeseId, quantity: 1 }], shippingAddress: address, notes: null },
+        owner: operator,
+      },
+      { timeoutMs: 5000 },
+    )
+  ).order;
+const statusOn = async (bus: MessageBus, orderId: number) =>
+  (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order.status;
+
 describe("the ordering service over its bus", () => {
   const broker = newBroker();
   const catalogue = fakeCatalogue(broker);
@@ -232,24 +248,12 @@ describe("the ordering service's process manager", () => {
     try {
       catalogue.add(1);
       catalogue.add(2);
-      const place = (cheeseId: number) =>
-        callRpc(
-          bus,
-          orderingRpc.placeOrder,
-          {
-            fields: { items: [{ cheeseId, quantity: 1 }], shippingAddress: address, notes: null },
-            owner: operator,
-          },
-          { timeoutMs: 5000 },
-        );
-      const doomed = (await place(1)).order;
-      const kept = (await place(2)).order;
+      const doomed = await placeOneOn(bus, 1);
+      const kept = await placeOneOn(bus, 2);
       const event = { id: crypto.randomUUID(), payload: { cheeseId: 1, name: "Cheese 1" } };
       await publishEvent(bus, catalogueEvents.cheeseDeleted, event);
       await publishEvent(bus, catalogueEvents.cheeseDeleted, { ...event, id: crypto.randomUUID() });
-      const status = async (orderId: number) =>
-        (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
-          .status;
+      const status = (orderId: number) => statusOn(bus, orderId);
       await expect.poll(() => status(doomed.id)).toBe("cancelled");
       expect(await status(kept.id)).toBe("placed");
     } finally {
@@ -267,22 +271,10 @@ describe("the ordering service's process manager", () => {
     try {
       catalogue.add(1);
       catalogue.add(2);
-      const place = (cheeseId: number) =>
-        callRpc(
-          bus,
-          orderingRpc.placeOrder,
-          {
-            fields: { items: [{ cheeseId, quantity: 1 }], shippingAddress: address, notes: null },
-            owner: operator,
-          },
-          { timeoutMs: 5000 },
-        );
-      const sold = (await place(1)).order;
-      const kept = (await place(2)).order;
+      const sold = await placeOneOn(bus, 1);
+      const kept = await placeOneOn(bus, 2);
       catalogue.set(1, { status: "sold" });
-      const status = async (orderId: number) =>
-        (await callRpc(bus, orderingRpc.getOrder, { orderId, actor: everyone }, { timeoutMs: 5000 })).order
-          .status;
+      const status = (orderId: number) => statusOn(bus, orderId);
       await expect.poll(() => status(sold.id)).toBe("cancelled");
       await expect.poll(() => status(kept.id)).toBe("approved");
     } finally {
@@ -299,28 +291,12 @@ describe("the ordering service's process manager", () => {
     const clock = new ManualClock();
     const first = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" }, undefined, clock);
     catalogue.add(1);
-    const { order } = await callRpc(
-      bus,
-      orderingRpc.placeOrder,
-      {
-        fields: { items: [{ cheeseId: 1, quantity: 1 }], shippingAddress: address, notes: null },
-        owner: operator,
-      },
-      { timeoutMs: 5000 },
-    );
+    const order = await placeOneOn(bus, 1);
     await first.service.stop();
     catalogue.setDown(true);
     const second = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "300ms" }, first.dataDir, clock);
     try {
-      const status = async () =>
-        (
-          await callRpc(
-            bus,
-            orderingRpc.getOrder,
-            { orderId: order.id, actor: everyone },
-            { timeoutMs: 5000 },
-          )
-        ).order.status;
+      const status = () => statusOn(bus, order.id);
       // The review falls due, asks the catalogue, which is down: the order stays placed.
       const asked = catalogue.asked();
       await clock.advance(300);
