@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { envelopeOf, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { webhookCalls } from "./support/webhooks.ts";
 
 interface Attempt {
   attempt: number;
@@ -43,20 +44,11 @@ function managedWebhooks(env: Record<string, string>) {
     await context.receiver?.close();
   });
 
-  const api = (method: string, path: string, body?: unknown) =>
-    fetch(`${context.system.baseUrl}${path}`, {
-      method,
-      headers: {
-        ...context.auth.apiKey,
-        ...(body !== undefined ? { "content-type": "application/json" } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-  const register = async (path: string, events: string[] = ["webhook.test"]) => {
-    const response = await api("POST", "/webhooks", { url: context.receiver.url(path), events });
-    expect(response.status).toBe(201);
-    return (await json(response)) as { id: number; secret: string };
-  };
+  const { api, register } = webhookCalls(() => ({
+    system: context.system,
+    receiver: context.receiver,
+    headers: context.auth.apiKey,
+  }));
   const sendTest = async (webhookId: number) => {
     const response = await api("POST", `/webhooks/${webhookId}/test`);
     expect(response.status).toBe(202);

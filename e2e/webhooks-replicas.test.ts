@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { envelopeOf, type ReceivedRequest, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { webhookCalls } from "./support/webhooks.ts";
 
 /** Two processes of every backend service (REPLICAS=2), the notification service included. */
 describe("webhooks with two notification replicas", () => {
@@ -28,17 +29,7 @@ describe("webhooks with two notification replicas", () => {
     await receiver?.close();
   });
 
-  const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = auth.apiKey) =>
-    fetch(`${system.baseUrl}${path}`, {
-      method,
-      headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-  const register = async (path: string, events: string[]) => {
-    const response = await api("POST", "/webhooks", { url: receiver.url(path), events });
-    expect(response.status).toBe(201);
-    return (await json(response)) as { id: number; secret: string };
-  };
+  const { api, register } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
   const countById = (requests: ReceivedRequest[]) => {
     const counts = new Map<string, number>();
     for (const request of requests) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { envelopeOf, type ReceivedRequest, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { webhookCalls } from "./support/webhooks.ts";
 
 const RETRY_GAP_MS = 300;
 
@@ -33,18 +34,12 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     await receiver?.close();
   });
 
-  const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = auth.apiKey) =>
-    fetch(`${system.baseUrl}${path}`, {
-      method,
-      headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+  const calls = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
+  const { api } = calls;
   const register = async (path: string, events: string[]) => {
-    const response = await api("POST", "/webhooks", { url: receiver.url(path), events });
-    expect(response.status).toBe(201);
-    const created = await json(response);
+    const created = await calls.register(path, events);
     secrets.push(created.secret);
-    return created as { id: number; secret: string };
+    return created;
   };
   const deliveries = async (webhookId: number, query = "") =>
     (await json(await api("GET", `/webhooks/${webhookId}/deliveries${query}`))).items;

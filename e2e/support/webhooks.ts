@@ -1,0 +1,35 @@
+import { expect } from "vitest";
+import type { Receiver } from "./receiver.ts";
+import { json, type RunningSystem } from "./system.ts";
+
+/** What the webhook calls go to, asked at each call (the suites start it in `beforeAll`). */
+export interface WebhookTarget {
+  system: RunningSystem;
+  receiver: Receiver;
+  /** The operator's credentials a call carries unless it names others. */
+  headers: Record<string, string>;
+}
+
+/**
+ * An operator's calls to the system over HTTP (`body` sent as JSON when given), and a webhook
+ * registration pointing at a path of the local receiver (201 expected).
+ */
+export function webhookCalls(target: () => WebhookTarget) {
+  const api = (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = target().headers,
+  ) =>
+    fetch(`${target().system.baseUrl}${path}`, {
+      method,
+      headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  const register = async (path: string, events: string[] = ["webhook.test"]) => {
+    const response = await api("POST", "/webhooks", { url: target().receiver.url(path), events });
+    expect(response.status).toBe(201);
+    return (await json(response)) as { id: number; secret: string };
+  };
+  return { api, register };
+}
