@@ -5,7 +5,6 @@
  * and makes due attempts), then how long a new event takes to reach a receiver, then how long the
  * in-memory delivery history takes to be rebuilt in the background. Target: ready within 10 s.
  */
-import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
@@ -14,86 +13,56 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { callRpc, createInProcessBroker } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
-import Database from "better-sqlite3";
 import { Receiver } from "../e2e/support/receiver.ts";
 import { blobSnapshotStore } from "../services/notification/src/delivery/snapshot.ts";
 import { start } from "../services/notification/src/main.ts";
+import { writeHistory } from "./harness/events.ts";
 
 const FINISHED = Number(process.env.BENCH_FINISHED_DELIVERIES ?? 1_000_000);
 const TARGET_MS = 10_000;
 
 const data = tempDir("bench-webhooks");
-const file = join(data.path, "notification", "events.sqlite");
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /**
- * The history is written straight into the SQLite adapter's tables in one transaction (through
- * the port it would take one fsync per delivery, about 20 minutes); the file is created by the
- * adapter first, so the tables are its own. The few other streams go through the port.
+ * The history is written straight into the SQLite adapter's tables (`writeHistory`: through the
+ * port it would take one fsync per delivery, about 20 minutes); the webhook's id block goes
+ * through the port.
  */
-async function writeHistory(): Promise<void> {
+async function writeDeliveries(): Promise<void> {
   const started = performance.now();
   mkdirSync(join(data.path, "notification"), { recursive: true });
-  const store = createSqliteEventStore({ file });
+  const store = createSqliteEventStore({ file: join(data.path, "notification", "events.sqlite") });
   await store.append("idblock-webhook", [{ type: "IdBlockReserved", data: { first: 1, last: 1 } }], {
     expectedRevision: "no_stream",
   });
-  await store.append("idblock-delivery", [{ type: "IdBlockReserved", data: { first: 1, last: FINISHED } }], {
-    expectedRevision: "no_stream",
-  });
   await store.close();
-
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = OFF");
-  const insertEvent = db.prepare(
-    `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
-     VALUES (?, 'delivery', ?, ?, ?, ?, '{}', ?)`,
-  );
-  const insertStream = db.prepare("INSERT INTO streams (name, revision, deleted) VALUES (?, 2, 0)");
-  const day = Date.parse("2026-01-01T00:00:00.000Z");
-  db.transaction(() => {
-    for (let id = 1; id <= FINISHED; id++) {
-      const stream = `delivery-${id}`;
-      const at = new Date(day + id * 1000).toISOString();
-      const eventId = `evt_${id.toString(16).padStart(32, "0")}`;
-      const body = JSON.stringify({
-        id: eventId,
-        type: "webhook.test",
-        created_at: at,
-        data: { webhook_id: "1" },
-      });
-      const facts = {
-        deliveryId: id,
-        webhookId: 1,
-        eventId,
-        eventType: "webhook.test",
-        body,
-        createdAt: at,
-        dueAt: at,
-      };
-      insertEvent.run(stream, 0, randomUUID(), "DeliveryCreated", JSON.stringify(facts), at);
-      insertEvent.run(
-        stream,
-        1,
-        randomUUID(),
-        "AttemptStarted",
-        JSON.stringify({ round: 0, attempt: 1, startedAt: at }),
-        at,
-      );
-      insertEvent.run(
-        stream,
-        2,
-        randomUUID(),
-        "AttemptSucceeded",
-        JSON.stringify({ round: 0, attempt: 1, statusCode: 200, durationMs: 3, finishedAt: at }),
-        at,
-      );
-      insertStream.run(stream);
-    }
-  })();
-  const head = (db.prepare("SELECT max(position) AS head FROM events").get() as { head: number }).head;
-  db.close();
+  const { head } = await writeHistory(data.path, "notification", "delivery", FINISHED, (id, at) => {
+    const eventId = `evt_${id.toString(16).padStart(32, "0")}`;
+    const body = JSON.stringify({
+      id: eventId,
+      type: "webhook.test",
+      created_at: at,
+      data: { webhook_id: "1" },
+    });
+    const facts = {
+      deliveryId: id,
+      webhookId: 1,
+      eventId,
+      eventType: "webhook.test",
+      body,
+      createdAt: at,
+      dueAt: at,
+    };
+    return [
+      { type: "DeliveryCreated", data: facts },
+      { type: "AttemptStarted", data: { round: 0, attempt: 1, startedAt: at } },
+      {
+        type: "AttemptSucceeded",
+        data: { round: 0, attempt: 1, statusCode: 200, durationMs: 3, finishedAt: at },
+      },
+    ];
+  });
 
   // The snapshot the scheduler of a running system saves: everything finished, nothing waiting.
   await blobSnapshotStore(createFileBlobStore({ dir: join(data.path, "blobs") })).save({
@@ -108,7 +77,7 @@ async function writeHistory(): Promise<void> {
   );
 }
 
-await writeHistory();
+await writeDeliveries();
 const broker = createInProcessBroker();
 const receiver = await Receiver.start();
 const env = { DATA_DIR: data.path, WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "silent" };

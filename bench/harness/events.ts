@@ -58,15 +58,16 @@ interface HistoricEvent {
 /**
  * `count` streams `<category>-1` … `<category>-<count>` in the store of `service` under `dataDir`,
  * the n-th holding `eventsOf(n, at)` (at: n seconds after 2026-01-01), and the id block of
- * `category` reserved up to `count`. Returns the number of events written.
+ * `category` reserved up to `count`. Returns the number of events written, the file, and the
+ * position of the last event (the head a snapshot taken after them would record).
  */
-async function writeHistory(
+export async function writeHistory(
   dataDir: string,
   service: string,
   category: string,
   count: number,
   eventsOf: (n: number, at: string) => HistoricEvent[],
-): Promise<{ events: number; file: string }> {
+): Promise<{ events: number; file: string; head: number }> {
   mkdirSync(join(dataDir, service), { recursive: true });
   const file = join(dataDir, service, "events.sqlite");
   const store = createSqliteEventStore({ file });
@@ -96,8 +97,9 @@ async function writeHistory(
       events += history.length;
     }
   })();
+  const { head } = db.prepare("SELECT max(position) AS head FROM events").get() as { head: number };
   db.close();
-  return { events, file };
+  return { events, file, head };
 }
 
 /**
