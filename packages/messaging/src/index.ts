@@ -11,6 +11,7 @@ export { connectNatsBus, type NatsBusOptions } from "./nats.ts";
 export * from "./port.ts";
 export {
   type CallOptions,
+  CheckedText,
   CheckedTexts,
   type ConsumeEventsOptions,
   callRpc,

@@ -4,7 +4,7 @@
  * trip); a reply once, by the server that makes it (`serveRpc`), which sends what it checked:
  * unknown fields dropped, defaults and transforms applied. The caller takes it as it comes.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import {
   type Closable,
   type ConsumeOptions,
@@ -58,13 +58,34 @@ export class CheckedTexts {
   constructor(readonly texts: readonly string[]) {}
 }
 
-/** A handler's result: its response, where a passed-through array may be {@link CheckedTexts}. */
+/**
+ * The JSON text of one value, checked against its schema by this server when it was made
+ * ({@link checkedJson}), typically once per version of a document and kept: a handler returns it
+ * as the body field of a reply passed through (`passThrough.body`, a field, not "."), and
+ * `serveRpc` checks the rest of the reply (the response schema without that field) and sends this
+ * text as the body, instead of checking and encoding the value again on every reply.
+ */
+export class CheckedText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * A handler's result: its response, where a passed-through array may be {@link CheckedTexts} and
+ * a passed-through body a {@link CheckedText}.
+ */
 export type ServedResult<T> = T extends object
-  ? { [K in keyof T]: NonNullable<T[K]> extends readonly unknown[] ? T[K] | CheckedTexts : T[K] }
+  ? {
+      [K in keyof T]: NonNullable<T[K]> extends readonly unknown[]
+        ? T[K] | CheckedTexts
+        : NonNullable<T[K]> extends object
+          ? T[K] | CheckedText
+          : T[K];
+    }
   : T;
 
 /**
- * The JSON text of `value` as `schema` outputs it, for {@link CheckedTexts}; a value breaking the
+ * The JSON text of `value` as `schema` outputs it, for {@link CheckedTexts} and
+ * {@link CheckedText}; a value breaking the
  * schema is a bug of the server making it, so it throws (the caller gets a plain 500).
  */
 export function checkedJson<Schema extends z.ZodType>(schema: Schema, value: z.input<Schema>): string {
@@ -149,55 +170,85 @@ export function serveRpc<Request extends z.ZodType, Response extends z.ZodType>(
   options: { queue: string },
   handler: (payload: z.output<Request>, context: RpcContext) => Promise<ServedResult<z.input<Response>>>,
 ): Closable {
+  const { passThrough } = definition;
+  /** The response schema without the body field: what checks a reply whose body is a CheckedText. */
+  let withoutBody: z.ZodType | undefined;
+  const responseWithoutBody = (subject: string): z.ZodType => {
+    if (withoutBody) return withoutBody;
+    const { response } = definition;
+    if (!passThrough || passThrough.body === "." || !(response instanceof z.ZodObject))
+      throw new Error(`handler of ${subject} gave a checked text outside a passed-through body field`);
+    // A field named at run time, so not one of the keys zod's types list.
+    withoutBody = response.omit({ [passThrough.body]: true } as never);
+    return withoutBody;
+  };
   return bus.serve(definition.subject, options, async ({ subject, payload, headers }) => {
     const request = definition.request.safeParse(payload);
     if (!request.success) throw badRequest(subject, request.error);
     const result = await handler(request.data, { subject, headers });
-    const { rest, texts } = splitChecked(result);
-    const response = definition.response.safeParse(rest);
+    const { rest, texts, text } = splitChecked(result);
+    const response = (text ? responseWithoutBody(subject) : definition.response).safeParse(rest);
     if (!response.success) {
       throw new Error(`handler of ${subject} broke the response schema: ${summarise(response.error)}`);
     }
-    if (!definition.passThrough) {
+    if (!passThrough) {
       if (texts) throw new Error(`handler of ${subject} gave checked texts to a reply not passed through`);
       return response.data;
     }
-    return passedReply(definition.passThrough, response.data, texts);
+    return passedReply(passThrough, response.data, texts, text);
   });
 }
 
 /**
  * The result with each {@link CheckedTexts} field replaced by an empty array (what the schema then
- * checks in its place: the items were checked when their texts were made), and those texts.
+ * checks in its place: the items were checked when their texts were made), and those texts; a
+ * {@link CheckedText} field left out (the schema without it checks the rest), and that text.
  */
-function splitChecked(result: unknown): { rest: unknown; texts?: Map<string, CheckedTexts> } {
+function splitChecked(result: unknown): {
+  rest: unknown;
+  texts?: Map<string, CheckedTexts>;
+  text?: { field: string; checked: CheckedText };
+} {
   if (typeof result !== "object" || result === null) return { rest: result };
   let texts: Map<string, CheckedTexts> | undefined;
+  let text: { field: string; checked: CheckedText } | undefined;
   for (const [field, value] of Object.entries(result)) {
-    if (!(value instanceof CheckedTexts)) continue;
-    texts ??= new Map();
-    texts.set(field, value);
+    if (value instanceof CheckedText) {
+      if (text) throw new Error(`checked texts in two fields, ${text.field} and ${field}`);
+      text = { field, checked: value };
+    } else if (value instanceof CheckedTexts) {
+      texts ??= new Map();
+      texts.set(field, value);
+    }
   }
-  if (!texts) return { rest: result };
+  if (!texts && !text) return { rest: result };
   const rest: Record<string, unknown> = { ...result };
-  for (const field of texts.keys()) rest[field] = [];
-  return { rest, texts };
+  for (const field of texts?.keys() ?? []) rest[field] = [];
+  if (text) delete rest[text.field];
+  return { rest, ...(texts ? { texts } : {}), ...(text ? { text } : {}) };
 }
 
 /**
  * A reply as `passThrough` splits it: the fields of `meta`, and the body as JSON text. Checked
- * texts, where the handler gave some, are joined in unparsed in place of their arrays.
+ * texts, where the handler gave some, are joined in unparsed in place of their arrays; a checked
+ * text is the body as it is.
  */
 function passedReply(
   passThrough: PassThrough,
   data: unknown,
   texts?: Map<string, CheckedTexts>,
+  text?: { field: string; checked: CheckedText },
 ): PassedReply {
   const fields = data as Record<string, unknown>;
   const meta: Record<string, unknown> = {};
   for (const name of passThrough.meta) {
     if (texts?.has(name)) throw new Error(`checked texts in the meta field ${name}`);
     meta[name] = fields[name];
+  }
+  if (text) {
+    if (texts || text.field !== passThrough.body)
+      throw new Error(`checked text outside the body field ${passThrough.body}`);
+    return new PassedReply(meta, text.checked.text);
   }
   if (!texts) {
     return new PassedReply(meta, JSON.stringify(passThrough.body === "." ? data : fields[passThrough.body]));

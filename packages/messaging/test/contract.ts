@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
   BusUnavailableError,
+  CheckedText,
   CheckedTexts,
   callRpc,
   callRpcPassing,
@@ -927,6 +928,58 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           (e: unknown) => e as RemoteError,
         );
         expect((plain as RemoteError).body).toMatchObject({ status: 500, type: "internal_error" });
+      });
+
+      it("sends a body's checked text as it is, checks the rest of the reply, and refuses it elsewhere", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const getItem = defineRpc({
+          subject: `test.${uid()}.checked.get`,
+          request: z.object({ revision: z.number() }),
+          response: z.object({ item, revision: z.number().int() }),
+          passThrough: { body: "item", meta: ["revision"] },
+        });
+        const wholeReply = defineRpc({
+          ...getItem,
+          subject: `test.${uid()}.checked.whole`,
+          passThrough: { body: ".", meta: ["revision"] },
+        });
+        const notPassed = { ...getItem, subject: `test.${uid()}.checked.single`, passThrough: undefined };
+        const name = 'Brie "de Meaux" é\n🧀';
+        // Made once by the server: the schema's output (the unknown field dropped), encoded.
+        const kept = new CheckedText(checkedJson(item, { id: 1, name, secret: "dropped" } as never));
+        const reply = async ({ revision }: { revision: number }) => ({ item: kept, revision });
+        serveRpc(server, getItem, { queue: "svc" }, reply);
+        serveRpc(server, wholeReply, { queue: "svc" }, reply);
+        serveRpc(server, notPassed, { queue: "svc" }, reply);
+        await server.ping();
+        const text = (body: string | Uint8Array) =>
+          typeof body === "string" ? body : new TextDecoder().decode(body);
+
+        const got = await callRpcPassing(caller, getItem, { revision: 3 }, { timeoutMs: 2_000 });
+        expect(got.meta).toEqual({ revision: 3 });
+        expect(text(got.body)).toBe(JSON.stringify({ id: 1, name }));
+        expect(await callRpc(caller, getItem, { revision: 3 }, { timeoutMs: 2_000 })).toEqual({
+          item: { id: 1, name },
+          revision: 3,
+        });
+        // The rest of the reply is still checked: a revision breaking the schema is a 500.
+        const failure = (call: Promise<unknown>) =>
+          call.then(
+            () => undefined,
+            (e: unknown) => (e as RemoteError).body,
+          );
+        const internal = { status: 500, type: "internal_error", message: "internal error" };
+        expect(await failure(callRpc(caller, getItem, { revision: 1.5 }, { timeoutMs: 2_000 }))).toEqual(
+          internal,
+        );
+        // A checked text as the whole reply's field, or in a reply not passed through: a bug, a 500.
+        expect(await failure(callRpc(caller, wholeReply, { revision: 3 }, { timeoutMs: 2_000 }))).toEqual(
+          internal,
+        );
+        expect(await failure(callRpc(caller, notPassed, { revision: 3 }, { timeoutMs: 2_000 }))).toEqual(
+          internal,
+        );
       });
 
       it("publishes validated events and consumes them typed; invalid ones are acked and reported", async () => {

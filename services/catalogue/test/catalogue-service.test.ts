@@ -136,8 +136,8 @@ describe("name uniqueness within a category", () => {
   });
 });
 
-describe("lists answer every cheese as it stands (their texts kept per version)", () => {
-  it("shows each change and a deletion on the next page and search, never the text of before", async () => {
+describe("lists and the get answer every cheese as it stands (their texts kept per version)", () => {
+  it("shows each change and a deletion on the next get, page and search, never the text of before", async () => {
     const category = { name: "Kept Texts" };
     const page = () =>
       call(catalogueRpc.listCheeses, { limit: 10, sort: "name", filters: { category: "kept texts" } });
@@ -153,13 +153,14 @@ describe("lists answer every cheese as it stands (their texts kept per version)"
         cheeseId: tomme.cheese.id,
         changes: { name: `Tomme ${change}`, pricePerKg: change, status: change % 2 ? "sold" : "available" },
       });
+      // The get first (it makes the new version's text) on odd changes, the pages first on even ones.
+      const get = () => call(catalogueRpc.getCheese, { cheeseId: tomme.cheese.id });
+      if (change % 2) expect(await get()).toEqual(changed);
       const listed = await page();
       expect(listed.items).toEqual([morbier.cheese, changed.cheese]);
       expect(listed).toMatchObject({ total: 2, hasMore: false, nextCursor: null });
       expect((await byTag()).items).toEqual([changed.cheese, morbier.cheese]);
-      expect((await call(catalogueRpc.getCheese, { cheeseId: tomme.cheese.id })).cheese).toEqual(
-        changed.cheese,
-      );
+      expect(await get()).toEqual(changed);
     }
 
     const ordering = orderingAnswers(0);
@@ -170,6 +171,9 @@ describe("lists answer every cheese as it stands (their texts kept per version)"
     }
     expect((await page()).items.map((cheese) => cheese.id)).toEqual([tomme.cheese.id]);
     expect((await byTag()).items.map((cheese) => cheese.id)).toEqual([tomme.cheese.id]);
+    expect(await refusal(call(catalogueRpc.getCheese, { cheeseId: morbier.cheese.id }))).toMatchObject({
+      status: 404,
+    });
   });
 });
 

@@ -7,7 +7,7 @@ import type {
   CheeseStatus,
   Inventory,
 } from "@cheese/contracts";
-import { CheckedTexts, type ServedResult } from "@cheese/messaging";
+import { CheckedText, CheckedTexts, type ServedResult } from "@cheese/messaging";
 import { notFound } from "@cheese/service-kit";
 import {
   afterQuery,
@@ -31,10 +31,14 @@ async function cheeses(deps: CatalogueDeps) {
   return deps.readModels.collection<CheeseDocument>(CHEESES);
 }
 
-export async function getCheese(deps: CatalogueDeps, cheeseId: number): Promise<CheeseReply> {
-  const document = await (await cheeses(deps)).findOne({ _id: cheeseId });
+/** GET /cheeses/{id}: the cheese as its kept, checked text (`CheckedCheeses`), and its revision. */
+export async function getCheese(deps: CatalogueDeps, cheeseId: number): Promise<ServedResult<CheeseReply>> {
+  const document = await (await cheeses(deps)).findOneReadOnly({ _id: cheeseId });
   if (!document) throw notFound(`cheese ${cheeseId} not found`);
-  return { cheese: document.cheese, revision: document._revision as number };
+  return {
+    cheese: new CheckedText(deps.checkedCheeses.textOf(document)),
+    revision: document._revision as number,
+  };
 }
 
 /**
