@@ -13,6 +13,7 @@ function observed() {
   const logger = createLogger("gateway", "info", { write: (line: string) => lines.push(JSON.parse(line)) });
   const app = new Hono<GatewayEnv>()
     .use(observe(logger))
+    .get("/healthz", (c) => c.json({ status: "ok" }))
     .get("/v2/cheeses/:cheeseId", (c) => c.json({ id: Number(c.req.param("cheeseId")) }))
     .post("/v2/oops", (c) => {
       c.var.log().error(
@@ -55,6 +56,25 @@ describe("the gateway's log lines", () => {
     const id = answer.headers.get("x-request-id");
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(lines[0]).toMatchObject({ requestId: id, correlationId: id, msg: "request" });
+  });
+
+  it("writes a probe's access line without a traceId field (probes make no span)", async () => {
+    const { app, lines } = observed();
+    const answer = await app.request("/healthz", { headers: { "x-request-id": "probe-1", traceparent } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("x-request-id")).toBe("probe-1");
+    expect(Object.keys(lines[0] ?? {})).toEqual([
+      "level",
+      "time",
+      "service",
+      "requestId",
+      "correlationId",
+      "method",
+      "path",
+      "status",
+      "ms",
+      "msg",
+    ]);
   });
 
   it("binds the ids into a request's own lines and still masks credentials in them", async () => {

@@ -1,0 +1,102 @@
+/**
+ * The gateway's per-request cost, layer by layer (docs/performance.md, "The gateway's
+ * per-request cost, step by step"): one server per step (`server.ts`), each adding one layer
+ * of the gateway's request path to a route answering a cheese's JSON from memory, loaded in
+ * turn with the bench's load generator at 32 connections (the bench's get: a client-credentials
+ * bearer token). Prints CPU µs per 2xx answer of each server's process, from /proc, per round.
+ *
+ *   pnpm exec tsx --conditions=source bench/gateway-steps/run.ts [--seconds=5] [--rounds=2] [--steps=0,2,9]
+ *     [--profile=DIR]
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+import { runLoad } from "../harness/load.ts";
+
+const arg = (name: string, fallback: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const seconds = Number(arg("seconds", "5"));
+const rounds = Number(arg("rounds", "2"));
+const steps = arg("steps", "11,0,10,1,2,3,4,5,6,7,8,9").split(",").map(Number);
+/** `--profile=DIR`: each server writes a V8 CPU profile there when it stops. */
+const profileDir = arg("profile", "");
+
+interface Server {
+  step: number;
+  child: ChildProcess;
+  port: number;
+  token: string;
+  layers: string[];
+}
+
+async function start(step: number): Promise<Server> {
+  const child = fork(fileURLToPath(new URL("./server.ts", import.meta.url)), {
+    execArgv: [...process.execArgv, ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [])],
+    env: { ...process.env, STEP: String(step) },
+    // The access lines go where a process's discarded output goes: written, not kept.
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  const ready = await new Promise<{ port: number; token: string; layers: string[] }>((resolve, reject) => {
+    child.once("message", (message) => resolve(message as never));
+    child.once("exit", (code) => reject(new Error(`step ${step} exited (${code})`)));
+  });
+  return { step, child, ...ready };
+}
+
+/** CPU seconds the process has used (user + system), from /proc (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function measure(server: Server): Promise<{ us: number; perSecond: number; p99: number }> {
+  const load = (window: number) =>
+    runLoad({
+      url: `http://127.0.0.1:${server.port}`,
+      connections: 32,
+      seconds: window,
+      next: () => ({
+        method: "GET",
+        path: "/v2/cheeses/5",
+        headers: { authorization: `Bearer ${server.token}` },
+      }),
+    });
+  await load(2);
+  const before = cpuSeconds(server.child.pid!);
+  const result = await load(seconds);
+  const used = cpuSeconds(server.child.pid!) - before;
+  if (result.ok === 0 || Object.keys(result.non2xx).length > 0) {
+    throw new Error(`step ${server.step}: ${result.ok} 2xx, others ${JSON.stringify(result.non2xx)}`);
+  }
+  return { us: (used * 1e6) / result.ok, perSecond: result.okPerSecond, p99: result.p99 };
+}
+
+const servers: Server[] = [];
+for (const step of steps) servers.push(await start(step));
+const results = new Map<number, string[]>();
+const loads: number[] = [];
+try {
+  for (let round = 0; round < rounds; round++) {
+    for (const server of servers) {
+      loads.push(loadavg()[0]!);
+      const { us, perSecond, p99 } = await measure(server);
+      const cells = results.get(server.step) ?? [];
+      cells.push(`${us.toFixed(1)} µs (${Math.round(perSecond)}/s, p99 ${p99.toFixed(1)} ms)`);
+      results.set(server.step, cells);
+      process.stderr.write(`step ${server.step} round ${round + 1}: ${cells.at(-1)}\n`);
+    }
+  }
+} finally {
+  // A server leaves when its channel closes: its profile is written on that exit.
+  for (const server of servers) server.child.disconnect();
+}
+const layers = servers[0]!.layers;
+console.log(`| step | layer added | ${[...Array(rounds).keys()].map((r) => `round ${r + 1}`).join(" | ")} |`);
+console.log(`| ---- | ----------- | ${[...Array(rounds).keys()].map(() => "---").join(" | ")} |`);
+for (const step of steps) {
+  console.log(`| ${step} | ${layers[step]} | ${results.get(step)!.join(" | ")} |`);
+}
+console.log(
+  `\nload average (1 min) ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, ${seconds} s windows`,
+);

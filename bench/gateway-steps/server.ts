@@ -1,0 +1,208 @@
+/**
+ * One server of the gateway-steps experiment (`bench/gateway-steps/run.ts`): `GET
+ * /v2/cheeses/:id` answering a fixed cheese's JSON from memory, behind the first `STEP` + 1
+ * layers of the gateway's real request path (see `layers` below). The last step is the gateway's
+ * own `createApp`, its bus answering the catalogue's `getCheese` at once from memory (no NATS):
+ * what a get costs the gateway itself.
+ */
+import { mkdtempSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CheeseIdParam, catalogueRpc } from "@cheese/contracts";
+import { createInProcessBroker, type MessageBus, PassedReply } from "@cheese/messaging";
+import { createLogger, systemClock } from "@cheese/service-kit";
+import { serve } from "@hono/node-server";
+import { Hono, type MiddlewareHandler } from "hono";
+// The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
+import {
+  createRoute,
+  OpenAPIHono,
+} from "../../services/gateway/node_modules/@hono/zod-openapi/dist/index.mjs";
+import { createApp } from "../../services/gateway/src/app.ts";
+import { secured } from "../../services/gateway/src/auth/access.ts";
+import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
+import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
+import { oauthClientsSchema } from "../../services/gateway/src/auth/credentials.ts";
+import { CustomerDirectory } from "../../services/gateway/src/auth/customer-directory.ts";
+import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
+import { loadSigningKey } from "../../services/gateway/src/auth/signing-key.ts";
+import { TokenService } from "../../services/gateway/src/auth/tokens.ts";
+import type { GatewayEnv } from "../../services/gateway/src/env.ts";
+import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";
+import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
+import { observe } from "../../services/gateway/src/middleware/observe.ts";
+import { rateLimit } from "../../services/gateway/src/middleware/rate-limit.ts";
+import { SharedBuckets } from "../../services/gateway/src/middleware/shared-buckets.ts";
+import { answerPassed } from "../../services/gateway/src/rpc.ts";
+import { createGatewayServer } from "../../services/gateway/src/server.ts";
+import { observeParts } from "./observe-parts.ts";
+
+export const CHEESE = JSON.stringify({
+  id: 5,
+  name: "Brie de Meaux",
+  description: "A soft cheese from the Île-de-France, its rind bloomy.",
+  category: { id: 1, name: "soft" },
+  origin: "France",
+  status: "available",
+  organic: false,
+  tags: [{ id: 1, name: "creamy" }],
+  photoUrls: [],
+  createdAt: "2026-11-24T10:00:00.000Z",
+  updatedAt: "2026-11-24T10:00:00.000Z",
+});
+const ETAG = '"3"';
+
+const step = Number(process.env.STEP ?? 0);
+const logger = createLogger("gateway", "info");
+const key = await loadSigningKey(join(mkdtempSync(join(tmpdir(), "gateway-steps-")), "key.json"));
+const issuer = "http://127.0.0.1";
+const tokens = new TokenService(key, issuer, systemClock);
+const oauthClients = oauthClientsSchema.parse(
+  JSON.stringify([{ id: "ops", secret: "ops-secret", scopes: ["read:cheeses"], plan: "enterprise" }]),
+);
+const { token } = await tokens.issue({ kind: "client", sub: "ops", scopes: ["read:cheeses"] }, 3600);
+const plans = {
+  free: { burst: 10, perHour: 100 },
+  pro: { burst: 100, perHour: 10_000 },
+  enterprise: { burst: 1_000_000, perHour: "unlimited" as const },
+};
+
+/** A bus on which the catalogue's `getCheese` answers at once, as a cache in the gateway would. */
+function answeringBus(): MessageBus {
+  const bus = createInProcessBroker().connect("gateway");
+  const reply = new PassedReply({ revision: 3 }, CHEESE);
+  const request = bus.request.bind(bus);
+  bus.request = (subject, payload, options) =>
+    subject === catalogueRpc.getCheese.subject ? Promise.resolve(reply) : request(subject, payload, options);
+  return bus;
+}
+const bus = answeringBus();
+const auth = {
+  tokens,
+  operatorKeys: new Map(),
+  oauthClients,
+  anonymousPlan: "free" as const,
+  issuer,
+};
+
+/** The layers, in the order a request meets them; step N runs the first N + 1. */
+const layers: [string, MiddlewareHandler<GatewayEnv> | undefined][] = [
+  ["bare Hono (serve), c.header(ETag) + c.body(text)", undefined],
+  ["createGatewayServer instead of serve", undefined],
+  ["observe (request id, span, access line, metrics)", observe(logger)],
+  ["noSniff", noSniff],
+  ["bodySize", bodySize()],
+  [
+    "authenticate (client-credentials token)",
+    authenticate(auth, {
+      revocations: new Revocations(bus, logger, systemClock),
+      customers: new CustomerDirectory(bus, 1000, logger),
+    }),
+  ],
+  ["rateLimit", rateLimit({ plans, buckets: new SharedBuckets(bus, logger, systemClock) })],
+  ["jsonDepth", jsonDepth],
+  ["OpenAPIHono route: access rule, param check, answerPassed", undefined],
+  ["createApp (every route, the RPC answered from memory)", undefined],
+  // Off the line: bare Hono again, with the gateway's answer headers and header reads only.
+  ["bare Hono + 7 more answer headers (c.header) and 3 request headers read", undefined],
+  ["bare Hono, one answer header (plain object: no Headers either way)", undefined],
+  // Off the line: observe's parts, each alone in front of the bare route (observe-parts.ts).
+  ["observe's request id alone (read or made, set on the answer)", observeParts(logger, new Set(["ids"]))],
+  ["observe's span alone (trace context read, span made and ended)", observeParts(logger, new Set(["span"]))],
+  [
+    "observe's metrics alone (route template, counter, histogram)",
+    observeParts(logger, new Set(["metrics"])),
+  ],
+  ["observe's access line alone", observeParts(logger, new Set(["log"]))],
+];
+
+function app(): { fetch: (request: Request, env: unknown) => Response | Promise<Response> } {
+  if (step === 10 || step === 11) return bareWithHeaders(step === 10);
+  if (step >= 12) return bareBehind(layers[step]![1]!);
+  if (step >= 9) return createApp({ ...deps(), auth }, { rateLimits: plans });
+  const hono = new Hono<GatewayEnv>();
+  for (const [, layer] of layers.slice(0, step + 1)) if (layer) hono.use(layer);
+  if (step >= 8) {
+    hono.onError(handleError);
+    const api = new OpenAPIHono<GatewayEnv>({
+      defaultHook: (result, c) =>
+        result.success ? undefined : validationFailure(c, result.target, result.error),
+    });
+    const route = secured(
+      { apiKey: true, bearer: true, oauth: ["read:cheeses"] },
+      createAuthorizer(),
+      createRoute({
+        method: "get",
+        path: "/cheeses/{cheeseId}",
+        request: { params: CheeseIdParam },
+        responses: { 200: { description: "the cheese" } },
+      }),
+    );
+    api.openapi(route, (c) => {
+      c.req.valid("param");
+      c.header("ETag", ETAG);
+      return answerPassed(c, CHEESE, 200) as never;
+    });
+    hono.route("/v2", api);
+  } else {
+    hono.get("/v2/cheeses/:id", (c) => {
+      c.header("ETag", ETAG);
+      return c.body(CHEESE, 200, { "Content-Type": "application/json" });
+    });
+  }
+  return hono;
+}
+
+function bareBehind(layer: MiddlewareHandler) {
+  const hono = new Hono();
+  hono.use(layer);
+  hono.get("/v2/cheeses/:id", (c) => {
+    c.header("ETag", ETAG);
+    return c.body(CHEESE, 200, { "Content-Type": "application/json" });
+  });
+  return hono;
+}
+
+function bareWithHeaders(many: boolean) {
+  const hono = new Hono();
+  hono.get("/v2/cheeses/:id", (c) => {
+    if (!many) return c.body(CHEESE, 200, { "Content-Type": "application/json" });
+    for (const name of ["x-request-id", "authorization", "if-none-match"]) c.req.header(name);
+    c.header("X-Request-Id", "0f8c2c1e-3f5e-4a8e-9d6b-1c2d3e4f5a6b");
+    for (const name of [
+      "RateLimit-Limit",
+      "RateLimit-Remaining",
+      "RateLimit-Reset",
+      "X-Rate-Limit",
+      "X-Rate-Limit-Remaining",
+    ])
+      c.header(name, "1000");
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("ETag", ETAG);
+    return c.body(CHEESE, 200, { "Content-Type": "application/json" });
+  });
+  return hono;
+}
+
+function deps() {
+  return {
+    bus,
+    blobs: undefined as never,
+    logger,
+    clock: systemClock,
+    rpcTimeoutMs: 1000,
+    publicUrl: issuer,
+    authorize: createAuthorizer(),
+  };
+}
+
+const { fetch } = app();
+const ready = (port: number) => process.send?.({ port, token, layers: layers.map(([name]) => name) });
+if (step === 0 || step >= 10) {
+  serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info: AddressInfo) => ready(info.port));
+} else {
+  const server = createGatewayServer((request, env) => fetch(request, env), { logger });
+  server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+}
+process.on("disconnect", () => process.exit(0));
