@@ -68,7 +68,7 @@ describe("read-your-writes across catalogue replicas", () => {
     // About 250 requests one after another; on two loaded cores that takes more than a minute.
   }, 240_000);
 
-  it("sees a write made through one gateway replica in the very next GET through the other (read caches)", async () => {
+  it("sees a write made through one gateway replica in the very next GET and list through the other (read caches)", async () => {
     // Each gateway keeps the cheese's reply (a GET first, through each), then a write through one
     // and at once a read through the other: its cache must not answer with the old cheese.
     const ports = system
@@ -81,13 +81,19 @@ describe("read-your-writes across catalogue replicas", () => {
       const response = await fetch(`${base}/cheeses/${id}`, { headers: auth.apiKey });
       return { status: response.status, etag: response.headers.get("etag"), body: await response.text() };
     };
-    const created = await write("POST", "/cheeses", { name: `Cached ${Date.now()}` });
+    const tag = `cached-${Date.now()}`;
+    const created = await write("POST", "/cheeses", { name: `Cached ${Date.now()}`, tags: [{ name: tag }] });
+    const listAt = async (base: string) => {
+      const response = await fetch(`${base}/cheeses?tags=${tag}`, { headers: auth.apiKey });
+      return (await json(response)).items;
+    };
     for (let i = 0; i < 40; i++) {
       const [writer, reader] = i % 2 === 0 ? [one!, other!] : [other!, one!];
       await readAt(writer, created.id);
       await readAt(reader, created.id);
       // The second read, with nothing written since, is the one a cache answers.
       const before = await readAt(reader, created.id);
+      await listAt(reader);
       const response = await fetch(
         `${writer}/cheeses/${created.id}?name=${encodeURIComponent(`Cached ${i} ${Date.now()}`)}`,
         {
@@ -101,6 +107,7 @@ describe("read-your-writes across catalogue replicas", () => {
       expect(after.body, `read after update ${i}`).toBe(updated);
       expect(after.etag, `ETag after update ${i}`).toBe(response.headers.get("etag"));
       expect(after.etag).not.toBe(before.etag);
+      expect(await listAt(reader), `list after update ${i}`).toEqual([JSON.parse(updated)]);
     }
   }, 120_000);
 

@@ -24,6 +24,23 @@ interface Asking {
   stale: boolean;
 }
 
+/**
+ * What a kept reply answers: one cheese (dropped on that cheese's notice), or a list (`listCheeses`
+ * or `findCheeses` with its RPC payload: dropped on any cheese's notice, as any change may move a
+ * cheese into, out of or within it).
+ */
+export type ReadKey =
+  | { read: "getCheese"; cheeseId: number }
+  | { read: "listCheeses" | "findCheeses"; payload: unknown };
+
+type ReadName = ReadKey["read"];
+const reads: readonly ReadName[] = ["getCheese", "listCheeses", "findCheeses"];
+
+/** Keys of lists start with this; a cheese's key is its id. */
+const LIST = "?";
+const keyOf = (key: ReadKey): string =>
+  key.read === "getCheese" ? String(key.cheeseId) : `${LIST}${key.read}${JSON.stringify(key.payload)}`;
+
 /** What an entry costs beyond its body (the key, the meta, the map's own slots), roughly. */
 const ENTRY_OVERHEAD = 200;
 
@@ -33,8 +50,8 @@ export interface ReadCacheOptions {
 }
 
 /**
- * The gateway's cache of catalogue reads (`getCheese`), kept per cheese id and dropped on the
- * catalogue's change notices, without giving up read-your-writes (docs/architecture.md, "Read
+ * The gateway's cache of catalogue reads (`getCheese` per cheese id; `listCheeses` and
+ * `findCheeses` per payload), dropped on the catalogue's change notices, without giving up read-your-writes (docs/architecture.md, "Read
  * cache"):
  *
  * - A catalogue write's notice leaves the catalogue before its reply, on the same connection, so
@@ -50,18 +67,26 @@ export interface ReadCacheOptions {
  *   disconnected every read goes to the catalogue.
  */
 export class ReadCache {
-  private readonly entries = new Map<number, Entry>();
+  /** By key (`keyOf`), least recently used first. */
+  private readonly entries = new Map<string, Entry>();
+  /** The keys of the kept lists. */
+  private readonly lists = new Set<string>();
   private bytes = 0;
-  /** Reads in flight per cheese id. */
-  private readonly asking = new Map<number, Set<Asking>>();
+  /** Reads in flight per key. */
+  private readonly asking = new Map<string, Set<Asking>>();
   private connected = true;
   /** The flush the next hits wait for, not yet started (it starts in the next check phase). */
   private nextFlush: Promise<boolean> | undefined;
-  private readonly outcome = {
-    hit: readCacheAnswers.labels("getCheese", "hit"),
-    miss: readCacheAnswers.labels("getCheese", "miss"),
-    bypass: readCacheAnswers.labels("getCheese", "bypass"),
-  };
+  private readonly outcomes = new Map(
+    reads.map((read) => [
+      read,
+      {
+        hit: readCacheAnswers.labels(read, "hit"),
+        miss: readCacheAnswers.labels(read, "miss"),
+        bypass: readCacheAnswers.labels(read, "bypass"),
+      },
+    ]),
+  );
 
   constructor(
     private readonly bus: MessageBus,
@@ -91,37 +116,39 @@ export class ReadCache {
   }
 
   /**
-   * The catalogue's reply for `cheeseId`: the kept one when there is one and it is still current,
-   * else `ask()`'s, kept for the next read when nothing changed the cheese meanwhile.
+   * The catalogue's reply for `key`: the kept one when there is one and it is still current,
+   * else `ask()`'s, kept for the next read when nothing changed meanwhile.
    */
-  async read<Reply extends KeptReply<unknown>>(cheeseId: number, ask: () => Promise<Reply>): Promise<Reply> {
+  async read<Reply extends KeptReply<unknown>>(key: ReadKey, ask: () => Promise<Reply>): Promise<Reply> {
+    const outcome = this.outcomes.get(key.read)!;
     if (!this.connected) {
-      this.outcome.bypass.inc();
+      outcome.bypass.inc();
       return ask();
     }
-    if (this.entries.has(cheeseId) && (await this.flushed())) {
+    const id = keyOf(key);
+    if (this.entries.has(id) && (await this.flushed())) {
       // Looked up again after the flush: a notice processed meanwhile dropped it.
-      const entry = this.entries.get(cheeseId);
+      const entry = this.entries.get(id);
       if (entry) {
         // Most recently used last: eviction takes the first.
-        this.entries.delete(cheeseId);
-        this.entries.set(cheeseId, entry);
-        this.outcome.hit.inc();
+        this.entries.delete(id);
+        this.entries.set(id, entry);
+        outcome.hit.inc();
         return entry.reply as Reply;
       }
     }
-    this.outcome.miss.inc();
+    outcome.miss.inc();
     const mine: Asking = { stale: false };
-    const asking = this.asking.get(cheeseId) ?? new Set<Asking>();
-    this.asking.set(cheeseId, asking);
+    const asking = this.asking.get(id) ?? new Set<Asking>();
+    this.asking.set(id, asking);
     asking.add(mine);
     try {
       const reply = await ask();
-      if (!mine.stale && this.connected) this.keep(cheeseId, reply);
+      if (!mine.stale && this.connected) this.keep(id, reply);
       return reply;
     } finally {
       asking.delete(mine);
-      if (asking.size === 0) this.asking.delete(cheeseId);
+      if (asking.size === 0) this.asking.delete(id);
     }
   }
 
@@ -135,35 +162,41 @@ export class ReadCache {
       this.clear();
       return;
     }
-    this.drop(notice.cheeseId);
-    for (const asking of this.asking.get(notice.cheeseId) ?? []) asking.stale = true;
+    const id = String(notice.cheeseId);
+    this.drop(id);
+    for (const list of this.lists) this.drop(list);
+    for (const [key, asking] of this.asking)
+      if (key === id || key.startsWith(LIST)) for (const one of asking) one.stale = true;
   }
 
   private clear(): void {
     this.entries.clear();
+    this.lists.clear();
     this.bytes = 0;
     for (const asking of this.asking.values()) for (const one of asking) one.stale = true;
   }
 
-  private drop(cheeseId: number): void {
-    const entry = this.entries.get(cheeseId);
+  private drop(key: string): void {
+    const entry = this.entries.get(key);
+    this.lists.delete(key);
     if (!entry) return;
-    this.entries.delete(cheeseId);
+    this.entries.delete(key);
     this.bytes -= entry.bytes;
   }
 
-  private keep(cheeseId: number, reply: KeptReply<unknown>): void {
+  private keep(key: string, reply: KeptReply<unknown>): void {
     // A copy: a view into the bus's receive buffer would keep the whole buffer alive.
     const body = typeof reply.body === "string" ? reply.body : reply.body.slice();
-    const bytes = ENTRY_OVERHEAD + (typeof body === "string" ? body.length * 2 : body.byteLength);
+    const bytes =
+      ENTRY_OVERHEAD + key.length * 2 + (typeof body === "string" ? body.length * 2 : body.byteLength);
     if (bytes > this.options.maxBytes) return;
-    this.drop(cheeseId);
-    this.entries.set(cheeseId, { reply: { meta: reply.meta, body }, bytes });
+    this.drop(key);
+    this.entries.set(key, { reply: { meta: reply.meta, body }, bytes });
+    if (key.startsWith(LIST)) this.lists.add(key);
     this.bytes += bytes;
-    for (const [oldest, entry] of this.entries) {
+    for (const oldest of this.entries.keys()) {
       if (this.bytes <= this.options.maxBytes) break;
-      this.entries.delete(oldest);
-      this.bytes -= entry.bytes;
+      this.drop(oldest);
     }
   }
 
@@ -190,4 +223,13 @@ export class ReadCache {
     });
     return this.nextFlush;
   }
+}
+
+/** `ask()`'s reply through the cache when there is one (`READ_CACHE=on`), else straight from it. */
+export function readThrough<Reply extends KeptReply<unknown>>(
+  cache: ReadCache | undefined,
+  key: ReadKey,
+  ask: () => Promise<Reply>,
+): Promise<Reply> {
+  return cache ? cache.read(key, ask) : ask();
 }

@@ -65,7 +65,13 @@ describe("the gateway's read cache", () => {
   let cache: ReadCache;
   let stopFollowing: () => Promise<void>;
   /** The catalogue's state: the cheese's name and revision, and how often it was asked. */
-  const state = { name: "Brie", revision: 1, asked: 0, hold: undefined as Promise<void> | undefined };
+  const state = {
+    name: "Brie",
+    revision: 1,
+    asked: 0,
+    listed: 0,
+    hold: undefined as Promise<void> | undefined,
+  };
 
   const notice = (payload: CheeseChangeNotice) => catalogue.broadcast(cheeseChangeNotices.subject, payload);
   /** A write at the catalogue: the state changes, then its notice is broadcast (as the catalogue does). */
@@ -81,7 +87,7 @@ describe("the gateway's read cache", () => {
   const cheese = (name: string): Cheese => ({ id: 5, name, status: "available", organic: false });
 
   beforeEach(async () => {
-    Object.assign(state, { name: "Brie", revision: 1, asked: 0, hold: undefined });
+    Object.assign(state, { name: "Brie", revision: 1, asked: 0, listed: 0, hold: undefined });
     const broker = createInProcessBroker();
     catalogue = broker.connect("catalogue");
     serveRpc(catalogue, catalogueRpc.getCheese, { queue: "catalogue" }, async ({ cheeseId }) => {
@@ -92,6 +98,16 @@ describe("the gateway's read cache", () => {
       const answer = { cheese: cheese(state.name), revision: state.revision };
       await state.hold;
       return answer;
+    });
+    serveRpc(catalogue, catalogueRpc.listCheeses, { queue: "catalogue" }, async () => {
+      state.listed++;
+      const answer = { items: [cheese(state.name)], nextCursor: null, hasMore: false, total: 1 };
+      await state.hold;
+      return answer;
+    });
+    serveRpc(catalogue, catalogueRpc.findCheeses, { queue: "catalogue" }, async () => {
+      state.listed++;
+      return { items: [cheese(state.name)] };
     });
     const controlled = controlledBus(broker.connect("gateway"));
     control = controlled.control;
@@ -214,13 +230,55 @@ describe("the gateway's read cache", () => {
     expect(cache.size).toBe(0);
   });
 
+  it("keeps a list page per query until any cheese's notice, and no page a write raced", async () => {
+    const list = async (query: string) =>
+      (await gateway.app.request(`/v2/cheeses?${query}`, { headers })).text();
+    const page = await list("limit=5&sort=name");
+    expect(JSON.parse(page).items[0].name).toBe("Brie");
+    expect(await list("limit=5&sort=name")).toBe(page);
+    expect(state.listed).toBe(1);
+    await list("limit=6&sort=name"); // another query: asked
+    expect(state.listed).toBe(2);
+    const { token } = await gateway.tokens.issue(
+      { kind: "client", sub: "ops", scopes: ["read:cheeses"] },
+      60,
+    );
+    const found = async () => {
+      const answer = await gateway.app.request("/v2/cheeses/findByStatus?status=available", {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(answer.status).toBe(200);
+      return answer.text();
+    };
+    await found();
+    await found();
+    expect(state.listed).toBe(3);
+
+    await notice({ cheeseId: 99 }); // any cheese: every list may have changed
+    await list("limit=5&sort=name");
+    await found();
+    expect(state.listed).toBe(5);
+
+    const released = deferred<void>();
+    state.hold = released.promise;
+    await notice({ all: true });
+    const racing = list("limit=5&sort=name");
+    await expect.poll(() => state.listed).toBe(6);
+    await write("Comté");
+    state.hold = undefined;
+    released.resolve();
+    await racing;
+    expect(JSON.parse(await list("limit=5&sort=name")).items[0].name).toBe("Comté");
+    expect(state.listed).toBe(7);
+  });
+
   it("keeps at most its bytes, dropping the least recently used", async () => {
     const small = new ReadCache(controlledBus(catalogue).bus, { maxBytes: 1_000 });
     const reply = (n: number) => async () => ({ meta: { revision: n }, body: "x".repeat(200) });
-    for (let id = 1; id <= 3; id++) await small.read(id, reply(id));
+    for (let id = 1; id <= 3; id++) await small.read({ read: "getCheese", cheeseId: id }, reply(id));
     expect(small.size).toBe(1); // each takes 600 bytes: one fits
     let asked = 0;
-    await small.read(3, async () => {
+    await small.read({ read: "getCheese", cheeseId: 3 }, async () => {
       asked++;
       return reply(3)();
     });

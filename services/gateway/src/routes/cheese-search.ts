@@ -13,6 +13,7 @@ import type { Context } from "hono";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
+import { readThrough } from "../read-cache.ts";
 import { answerPassed, passService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
@@ -105,7 +106,7 @@ const findByTags = (deps: GatewayDeps) =>
 export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(listCheeses(deps), async (c) => {
     const query = c.req.valid("query");
-    const { meta, body } = await passService(deps, c, catalogueRpc.listCheeses, {
+    const payload = {
       limit: query.limit,
       ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
       ...(query.sort !== undefined ? { sort: query.sort } : {}),
@@ -115,7 +116,10 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
         ...(query.category !== undefined ? { category: query.category } : {}),
         ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
       },
-    });
+    };
+    const { meta, body } = await readThrough(deps.readCache, { read: "listCheeses", payload }, () =>
+      passService(deps, c, catalogueRpc.listCheeses, payload),
+    );
     c.header("X-Total-Count", String(meta.total));
     if (meta.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"`);
     return answerPassed(c, body, 200);
@@ -123,13 +127,17 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
 
   api.openapi(findByStatus(deps), async (c) => {
     const { status } = c.req.valid("query");
-    const { body } = await passService(deps, c, catalogueRpc.findCheeses, { status });
+    const { body } = await readThrough(deps.readCache, { read: "findCheeses", payload: { status } }, () =>
+      passService(deps, c, catalogueRpc.findCheeses, { status }),
+    );
     return answerPassed(c, body, 200);
   });
 
   api.openapi(findByTags(deps), async (c) => {
     const { tags } = c.req.valid("query");
-    const { body } = await passService(deps, c, catalogueRpc.findCheeses, { tags });
+    const { body } = await readThrough(deps.readCache, { read: "findCheeses", payload: { tags } }, () =>
+      passService(deps, c, catalogueRpc.findCheeses, { tags }),
+    );
     const successor = `${deps.publicUrl}/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`;
     c.header("Deprecation", "true");
     c.header("Link", `<${successor}>; rel="successor-version"`);

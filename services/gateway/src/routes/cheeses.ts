@@ -14,6 +14,7 @@ import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
+import { readThrough } from "../read-cache.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
 import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
@@ -223,7 +224,7 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
   api.openapi(getCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
     const ask = () => passService(deps, c, catalogueRpc.getCheese, { cheeseId });
-    const { meta, body } = await (deps.readCache ? deps.readCache.read(cheeseId, ask) : ask());
+    const { meta, body } = await readThrough(deps.readCache, { read: "getCheese", cheeseId }, ask);
     const etag = etagOf(meta.revision);
     c.header("ETag", etag);
     if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304);
