@@ -154,14 +154,7 @@ export class Revocations {
     if (credential.keyId !== undefined) candidates.push(keys.apiKey(credential.keyId));
     if (credential.grantId !== undefined) candidates.push(keys.grant(credential.grantId));
     if (credential.customerId !== undefined) candidates.push(keys.customer(credential.customerId));
-    const covers = (entry: Entry | undefined) => {
-      if (entry === undefined || entry.until <= this.now()) return false;
-      if (entry.belowVersion === undefined) return true;
-      // A password change ends tokens of older versions; API keys are revoked one by one.
-      if (credential.passwordVersion === undefined || credential.jti === entry.keep) return false;
-      return credential.passwordVersion < entry.belowVersion;
-    };
-    if (candidates.some((key) => covers(this.revoked.get(key)))) return true;
+    if (candidates.some((key) => this.covers(credential, this.revoked.get(key)))) return true;
     const kv = await this.open();
     for (const key of candidates) {
       const checked = this.confirmed.get(key);
@@ -169,12 +162,21 @@ export class Revocations {
       const stored = await kv.get(key);
       if (stored) {
         this.remember(key, stored.value);
-        if (covers(this.revoked.get(key))) return true;
+        if (this.covers(credential, this.revoked.get(key))) return true;
       } else {
         this.confirmed.set(key, this.now());
       }
     }
     return false;
+  }
+
+  /** Whether a stored revocation applies to the credential (a method: see "Closures on hot paths"). */
+  private covers(credential: Credential, entry: Entry | undefined): boolean {
+    if (entry === undefined || entry.until <= this.now()) return false;
+    if (entry.belowVersion === undefined) return true;
+    // A password change ends tokens of older versions; API keys are revoked one by one.
+    if (credential.passwordVersion === undefined || credential.jti === entry.keep) return false;
+    return credential.passwordVersion < entry.belowVersion;
   }
 
   private async put(key: string, entry: Entry): Promise<void> {
