@@ -40,6 +40,11 @@ export const gatewayConfigSchema = z
     READ_CACHE: z.enum(["on", "off"]).default("on"),
     /** The most the read cache keeps, in MiB (least recently used replies go first). */
     READ_CACHE_MB: z.coerce.number().int().min(1).max(4096).default(64),
+    /**
+     * The longest a reply is answered from the read cache without asking the catalogue again: the
+     * bound on a change whose notice was lost with a killed catalogue (read-cache.ts).
+     */
+    READ_CACHE_MAX_AGE: duration("5s").pipe(z.number().min(1).max(3_600_000)),
     /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
     OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
   })

@@ -40,7 +40,11 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
     const issuer = config.JWT_ISSUER ?? publicUrl;
     let readCache: ReadCache | undefined;
     if (config.READ_CACHE === "on") {
-      readCache = new ReadCache(ctx.bus, { maxBytes: config.READ_CACHE_MB * 1024 * 1024 });
+      readCache = new ReadCache(ctx.bus, {
+        maxBytes: config.READ_CACHE_MB * 1024 * 1024,
+        maxAgeMs: config.READ_CACHE_MAX_AGE,
+        clock: ctx.clock,
+      });
       ctx.onStop(readCache.follow());
     }
     app = createApp(

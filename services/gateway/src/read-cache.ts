@@ -1,6 +1,6 @@
 import { type CheeseChangeNotice, cheeseChangeNotices } from "@cheese/contracts";
 import type { Closable, MessageBus } from "@cheese/messaging";
-import { counter } from "@cheese/service-kit";
+import { type Clock, counter } from "@cheese/service-kit";
 
 const readCacheAnswers = counter({
   name: "cheese_gateway_read_cache_total",
@@ -17,6 +17,8 @@ export interface KeptReply<Meta> {
 interface Entry {
   reply: KeptReply<unknown>;
   bytes: number;
+  /** When it was kept (ms, by the injected clock). */
+  keptAt: number;
 }
 
 /** A read asked of the catalogue and not yet answered; stale once a notice says its answer may be old. */
@@ -47,6 +49,12 @@ const ENTRY_OVERHEAD = 200;
 export interface ReadCacheOptions {
   /** The most the kept bodies (and their bookkeeping) may take; the least recently used go first. */
   maxBytes: number;
+  /**
+   * The longest a reply is answered from the cache: the bound on a change whose notice never
+   * left the catalogue (it died between its append and its notice, and no reply told of it).
+   */
+  maxAgeMs: number;
+  clock: Clock;
 }
 
 /**
@@ -65,6 +73,9 @@ export interface ReadCacheOptions {
  * - A failed flush, a notice that everything changed (a catalogue replica started) and a drop or
  *   return of the bus connection (notices may have been lost) clear everything; while the bus is
  *   disconnected every read goes to the catalogue.
+ * - A reply older than `maxAgeMs` is asked again: a catalogue killed between an append and its
+ *   notice acknowledged nothing, but its change is seen through the cache after that at the latest
+ *   (and at once when the replica starts again and notices that everything changed).
  */
 export class ReadCache {
   /** By key (`keyOf`), least recently used first. */
@@ -129,7 +140,8 @@ export class ReadCache {
     if (this.entries.has(id) && (await this.flushed())) {
       // Looked up again after the flush: a notice processed meanwhile dropped it.
       const entry = this.entries.get(id);
-      if (entry) {
+      if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
+      else if (entry) {
         // Most recently used last: eviction takes the first.
         this.entries.delete(id);
         this.entries.set(id, entry);
@@ -191,7 +203,11 @@ export class ReadCache {
       ENTRY_OVERHEAD + key.length * 2 + (typeof body === "string" ? body.length * 2 : body.byteLength);
     if (bytes > this.options.maxBytes) return;
     this.drop(key);
-    this.entries.set(key, { reply: { meta: reply.meta, body }, bytes });
+    this.entries.set(key, {
+      reply: { meta: reply.meta, body },
+      bytes,
+      keptAt: this.options.clock.now().getTime(),
+    });
     if (key.startsWith(LIST)) this.lists.add(key);
     this.bytes += bytes;
     for (const oldest of this.entries.keys()) {

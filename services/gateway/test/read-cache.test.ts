@@ -1,5 +1,6 @@
 import { type Cheese, type CheeseChangeNotice, catalogueRpc, cheeseChangeNotices } from "@cheese/contracts";
 import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
+import { ManualClock } from "@cheese/service-kit/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ReadCache } from "../src/read-cache.ts";
 import { OPERATOR_KEY, testGateway } from "./support.ts";
@@ -64,6 +65,8 @@ describe("the gateway's read cache", () => {
   let catalogue: MessageBus;
   let cache: ReadCache;
   let stopFollowing: () => Promise<void>;
+  let clock: ManualClock;
+  const MAX_AGE_MS = 5_000;
   /** The catalogue's state: the cheese's name and revision, and how often it was asked. */
   const state = {
     name: "Brie",
@@ -111,7 +114,8 @@ describe("the gateway's read cache", () => {
     });
     const controlled = controlledBus(broker.connect("gateway"));
     control = controlled.control;
-    cache = new ReadCache(controlled.bus, { maxBytes: 1024 * 1024 });
+    clock = new ManualClock();
+    cache = new ReadCache(controlled.bus, { maxBytes: 1024 * 1024, maxAgeMs: MAX_AGE_MS, clock });
     const following = cache.follow();
     stopFollowing = () => following.close();
     gateway = await testGateway(controlled.bus, 1000, { readCache: cache });
@@ -272,8 +276,27 @@ describe("the gateway's read cache", () => {
     expect(state.listed).toBe(7);
   });
 
+  it("asks the catalogue again once a reply is older than its max age, notice or not", async () => {
+    await get();
+    // A change whose notice never came: the catalogue died between its append and its notice.
+    state.name = "Brie de Meaux";
+    state.revision++;
+    await clock.advance(MAX_AGE_MS);
+    expect(await get()).toMatchObject({ etag: '"1"', body: JSON.stringify(cheese("Brie")) });
+    expect(state.asked).toBe(1);
+    await clock.advance(1);
+    expect(await get()).toMatchObject({ etag: '"2"', body: JSON.stringify(cheese("Brie de Meaux")) });
+    expect(state.asked).toBe(2);
+    expect(await get()).toMatchObject({ etag: '"2"' });
+    expect(state.asked).toBe(2);
+  });
+
   it("keeps at most its bytes, dropping the least recently used", async () => {
-    const small = new ReadCache(controlledBus(catalogue).bus, { maxBytes: 1_000 });
+    const small = new ReadCache(controlledBus(catalogue).bus, {
+      maxBytes: 1_000,
+      maxAgeMs: MAX_AGE_MS,
+      clock,
+    });
     const reply = (n: number) => async () => ({ meta: { revision: n }, body: "x".repeat(200) });
     for (let id = 1; id <= 3; id++) await small.read({ read: "getCheese", cheeseId: id }, reply(id));
     expect(small.size).toBe(1); // each takes 600 bytes: one fits
