@@ -56,6 +56,12 @@ export function overlayRuleProblems(
       if (config?.data?.[key] !== undefined)
         problems.push(`prod: ${key} is in the ConfigMap; it carries credentials and belongs in the Secret`);
     }
+    // A managed NATS is a cluster: a change notice and a reply may take different servers, and the
+    // gateway's read cache could answer a write's old state (docs/architecture.md, "Read cache").
+    if (config?.data?.READ_CACHE !== "off")
+      problems.push(
+        "prod: READ_CACHE is not off; with a NATS cluster the gateway's read cache can miss a write",
+      );
     for (const deployment of deployments) {
       const container = containersOf(deployment)[0] ?? {};
       const fromSecret = (container.envFrom ?? []).some(
