@@ -146,6 +146,20 @@ describe("the gateway's HTTP server", () => {
     expect(JSON.parse(response!.body)).toEqual(errorBody(431));
   });
 
+  it("reads repeated request headers as one value joined with commas, Authorization included", async () => {
+    const [twoTokens, twoIds, oneId] = await exchange(
+      "GET /v2/cheeses/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n" +
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: first\r\nX-Request-Id: second\r\n\r\n" +
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: only-one\r\nConnection: close\r\n\r\n",
+    );
+    // "Bearer a, Bearer b" is no bearer token: the second copy is not dropped.
+    expect(twoTokens!.status).toBe(401);
+    expect(JSON.parse(twoTokens!.body).message).toContain("Authorization must be 'Bearer <token>'");
+    // "first, second" is no acceptable id: replaced, not cut to its first copy.
+    expect(twoIds!.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(oneId!.headers["x-request-id"]).toBe("only-one");
+  });
+
   it("answers a too large header after a first request on the same connection, too", async () => {
     const responses = await exchange(
       "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +

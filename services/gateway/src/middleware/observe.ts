@@ -16,6 +16,7 @@ import { createMiddleware } from "hono/factory";
 import { matchedRoutes } from "hono/route";
 import type { GatewayEnv } from "../env.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
+import { readNodeHeaders, traceCarrier } from "./request-header.ts";
 
 /** A caller's request id is echoed when it looks like an id; anything else is replaced. */
 const acceptableId = /^[\w.:-]{1,128}$/;
@@ -55,12 +56,13 @@ export function observe(logger: Logger) {
   const accessLog = logger.child({}, { redact: [] });
   return createMiddleware<GatewayEnv>(async (c, next) => {
     const started = performance.now();
+    readNodeHeaders(c);
     const { method } = c.req;
     const sent = c.req.header("x-request-id");
     const id = sent && acceptableId.test(sent) ? sent : randomUUID();
     const traced = !UNTRACED.has(c.req.path);
     const { span, context: trace } = traced
-      ? startSpan(tracerFor("gateway"), method, SpanKind.SERVER, extractTrace(c.req.raw.headers))
+      ? startSpan(tracerFor("gateway"), method, SpanKind.SERVER, extractTrace(traceCarrier(c)))
       : { span: undefined, context: undefined };
     const traceId = traceIdOf(trace);
     let requestLogger: Logger | undefined;
