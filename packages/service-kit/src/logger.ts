@@ -31,8 +31,29 @@ let stdout: DestinationStream | undefined;
  * of services sharing a process never interleave; what is still buffered is written at exit.
  */
 function sharedStdout(): DestinationStream {
-  stdout ??= pino.destination({ dest: 1, sync: false });
+  if (!stdout) {
+    const destination = pino.destination({ dest: 1, sync: false });
+    // No listener would make a write to a reader that is gone an uncaught error.
+    destination.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE") abandonStdout();
+    });
+    stdout = destination;
+  }
   return stdout;
+}
+
+/**
+ * Stops writing to standard output once its reader is gone (a write failed with EPIPE, or the
+ * launcher that reads it exited): later lines are dropped, and so is the flush pino makes at exit.
+ * That flush (sonic-boom 4's `flushSync`, which pino 10 uses) retries a write that fails with
+ * EPIPE forever, so a process whose reader died could never exit.
+ */
+export function abandonStdout(): void {
+  const destination = stdout as (DestinationStream & { flushSync?: () => void; flush?: unknown }) | undefined;
+  if (!destination) return;
+  destination.write = () => true;
+  destination.flushSync = () => {};
+  destination.flush = (done?: (error?: Error) => void) => done?.();
 }
 
 /** A JSON logger whose every line names the service; to stdout unless given a destination. */

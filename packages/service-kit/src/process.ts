@@ -1,4 +1,5 @@
 import { ConfigError } from "./config.ts";
+import { abandonStdout } from "./logger.ts";
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -62,7 +63,11 @@ export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> 
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
   if (parentGone) {
-    void parentGone.then(() => shutdown("the launcher's exit"));
+    void parentGone.then(() => {
+      // The launcher read this process's standard output: nothing written there arrives any more.
+      abandonStdout();
+      shutdown("the launcher's exit");
+    });
     process.channel?.unref();
   }
 }
