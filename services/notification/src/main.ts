@@ -26,7 +26,7 @@ import {
   updateWebhook,
 } from "./handlers/webhook-commands.ts";
 import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
-import { DELIVERIES_VERSION, deliveriesCollection, projectDelivery } from "./projections/deliveries.ts";
+import { deliveriesProjection } from "./projections/deliveries.ts";
 import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "./projections/webhooks.ts";
 import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
 
@@ -67,13 +67,9 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     // The delivery history may be long: requests are served before it is loaded (its queries
     // wait for it), so start-up costs only the registrations and the schedule's snapshot.
     const deliveries = await startProjection({
-      name: "deliveries",
-      version: DELIVERIES_VERSION,
-      collections: [deliveriesCollection],
+      ...deliveriesProjection,
       eventStore: store,
       readModels,
-      categories: ["delivery"],
-      apply: projectDelivery,
       logger,
     });
     ctx.onStop(deliveries);

@@ -15,7 +15,7 @@ import { tempDir } from "@cheese/testing";
 import { afterEach } from "vitest";
 import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
-import { DELIVERIES_VERSION, deliveriesCollection, projectDelivery } from "../src/projections/deliveries.ts";
+import { deliveriesProjection } from "../src/projections/deliveries.ts";
 import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
 import { SecretBox } from "../src/security/secrets.ts";
 
@@ -67,13 +67,9 @@ export function notificationStores(name: string) {
     startDeliveries: () =>
       started(
         startProjection({
-          name: "deliveries",
-          version: DELIVERIES_VERSION,
-          collections: [deliveriesCollection],
+          ...deliveriesProjection,
           eventStore: store,
           readModels,
-          categories: ["delivery"],
-          apply: projectDelivery,
           logger: silentLogger,
         }),
       ),

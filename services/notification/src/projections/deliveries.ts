@@ -215,3 +215,12 @@ function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
       return undefined;
   }
 }
+
+/** How the delivery history is projected: `main.ts` starts it, and the tests that need it alike. */
+export const deliveriesProjection = {
+  name: DELIVERIES,
+  version: DELIVERIES_VERSION,
+  collections: [deliveriesCollection],
+  categories: ["delivery"],
+  apply: projectDelivery,
+};
