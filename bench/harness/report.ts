@@ -105,7 +105,7 @@ export function cpuTable(fixtures: FixtureResult[]): string {
   );
   processes.sort((a, b) => a.localeCompare(b));
   const cell = (value: number | undefined) =>
-    value === undefined || Number.isNaN(value) ? "–" : value.toFixed(2);
+    value === undefined || Number.isNaN(value) ? "–" : value.toFixed(3);
   return [
     `| CPU ms per 2xx answer | ${processes.join(" | ")} | system total | baseline | load generator (system / baseline) |`,
     `|---|${processes.map(() => "---:").join("|")}|---:|---:|---:|`,
