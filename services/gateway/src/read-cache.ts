@@ -86,8 +86,13 @@ export class ReadCache {
   /** Reads in flight per key. */
   private readonly asking = new Map<string, Set<Asking>>();
   private connected = true;
-  /** The flush the next hits wait for, not yet started (it starts in the next check phase). */
-  private nextFlush: Promise<boolean> | undefined;
+  /**
+   * The flush the next hits wait for, not yet started: it starts in the next check phase, or,
+   * while another is in flight, in the check phase after that one is back.
+   */
+  private next: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
+  /** A flush is out (its PING sent, its PONG not yet back). */
+  private flushing = false;
   private readonly outcomes = new Map(
     reads.map((read) => [
       read,
@@ -218,26 +223,41 @@ export class ReadCache {
 
   /**
    * Resolves once a flush round trip started after this call is back: true when it came back,
-   * false (and everything cleared) when it failed. One flush per event-loop turn: it starts in
-   * the check phase, after every request read in this turn's poll phase has asked for it.
+   * false (and everything cleared) when it failed. At most one flush is in flight: it starts in
+   * a check phase, after every request read in that turn's poll phase has asked for it; hits that
+   * ask while it is out wait for the next one, started once it is back (or failed). So every hit
+   * still waits for a round trip started after it asked, and a busy gateway sends one PING per
+   * round trip rather than one per event-loop turn.
    */
   private flushed(): Promise<boolean> {
-    this.nextFlush ??= new Promise<boolean>((resolve) => {
-      setImmediate(() => {
-        this.nextFlush = undefined;
-        this.bus.ping().then(
-          (ok) => {
-            if (!ok) this.clear();
-            resolve(ok);
-          },
-          () => {
-            this.clear();
-            resolve(false);
-          },
-        );
+    if (!this.next) {
+      let settle!: (ok: boolean) => void;
+      const done = new Promise<boolean>((resolve) => {
+        settle = resolve;
       });
-    });
-    return this.nextFlush;
+      this.next = { done, settle };
+      if (!this.flushing) setImmediate(this.startFlush);
+    }
+    return this.next.done;
+  }
+
+  /** Sends the PING the waiting hits wait for (an arrow: passed to `setImmediate` as it is). */
+  private readonly startFlush = (): void => {
+    const waiting = this.next;
+    if (!waiting) return;
+    this.next = undefined;
+    this.flushing = true;
+    this.bus.ping().then(
+      (ok) => this.flushDone(waiting.settle, ok),
+      () => this.flushDone(waiting.settle, false),
+    );
+  };
+
+  private flushDone(settle: (ok: boolean) => void, ok: boolean): void {
+    this.flushing = false;
+    if (!ok) this.clear();
+    settle(ok);
+    if (this.next) setImmediate(this.startFlush);
   }
 }
 

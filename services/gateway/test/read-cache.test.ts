@@ -189,6 +189,85 @@ describe("the gateway's read cache", () => {
     for (const hit of await Promise.all(hits)) expect(hit.body).toBe(JSON.stringify(cheese("Gruyère")));
   });
 
+  describe("with a flush in flight", () => {
+    const key = { read: "getCheese", cheeseId: 5 } as const;
+    let asked = 0;
+    const ask = async () => {
+      asked++;
+      return { meta: { revision: state.revision }, body: state.name };
+    };
+    /** A read straight at the cache (it asks for its flush at once), and whether it is answered. */
+    const read = () => {
+      const reading = { answered: false, reply: cache.read(key, ask) };
+      void reading.reply.then(() => {
+        reading.answered = true;
+      });
+      return reading;
+    };
+    /** Lets the event loop go round once (its check phase included), so a due flush would start. */
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    /** The flushes sent so far, each held until the test settles it. */
+    const flushes = () => control.held ?? [];
+
+    beforeEach(async () => {
+      asked = 0;
+      await cache.read(key, ask);
+      control.held = [];
+    });
+
+    it("answers a hit arriving meanwhile by the next flush, started when that one is back", async () => {
+      const first = read();
+      await expect.poll(() => flushes().length).toBe(1);
+      const second = read(); // the first flush's PING may have left before this read arrived
+      await nextTurn();
+      expect(flushes()).toHaveLength(1); // no second PING while one is out
+
+      flushes()[0]!.resolve(true);
+      expect((await first.reply).body).toBe("Brie");
+      await expect.poll(() => flushes().length).toBe(2); // the next one, once the first is back
+      expect(second.answered).toBe(false);
+      // A write acknowledged before the second read: its notice comes before the next PONG.
+      await write("Gruyère");
+      flushes()[1]!.resolve(true);
+      expect((await second.reply).body).toBe("Gruyère");
+      expect(asked).toBe(2);
+    });
+
+    it("has the hits of many turns during one flush share one next PING", async () => {
+      const pingsBefore = control.pings;
+      const first = read();
+      await expect.poll(() => flushes().length).toBe(1);
+      const meanwhile = [];
+      for (let turn = 0; turn < 5; turn++) {
+        meanwhile.push(read(), read());
+        await nextTurn();
+      }
+      expect(control.pings).toBe(pingsBefore + 1);
+
+      flushes()[0]!.resolve(true);
+      await first.reply;
+      await expect.poll(() => flushes().length).toBe(2);
+      flushes()[1]!.resolve(true);
+      for (const reading of meanwhile) expect((await reading.reply).body).toBe("Brie");
+      expect(control.pings).toBe(pingsBefore + 2);
+      expect(asked).toBe(1);
+    });
+
+    it("starts the next flush when the one in flight fails, which cleared everything", async () => {
+      const first = read();
+      await expect.poll(() => flushes().length).toBe(1);
+      const second = read();
+      flushes()[0]!.resolve(false);
+      expect((await first.reply).body).toBe("Brie"); // asked the catalogue again
+      expect(asked).toBe(2);
+      await expect.poll(() => flushes().length).toBe(2);
+      expect(second.answered).toBe(false);
+      flushes()[1]!.resolve(true);
+      await second.reply;
+      expect(asked).toBe(2); // the first read's answer, kept again, answered it
+    });
+  });
+
   it("clears everything when a flush fails, and asks the catalogue instead", async () => {
     await get();
     control.held = [];
