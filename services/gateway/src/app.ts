@@ -19,6 +19,7 @@ import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
 import { SharedBuckets } from "./middleware/shared-buckets.ts";
 import type { PlanLimits } from "./middleware/token-bucket.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
+import { MatchCache } from "./router.ts";
 import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
@@ -56,7 +57,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   followPlanChanges(deps.bus, identity.customers, deps.logger);
   const plans = options.rateLimits ?? specPlanLimits;
 
-  const app = new Hono<GatewayEnv>();
+  const app = new Hono<GatewayEnv>({ router: new MatchCache() });
   app.use(observe(deps.logger));
   app.use(noSniff);
   app.use(bodySize());
