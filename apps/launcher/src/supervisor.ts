@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit/launch";
 import type { ServiceName } from "./config.ts";
 import { processNodeOptions } from "./node-options.ts";
-import type { LineWriter } from "./output.ts";
+import { type LineWriter, onWholeLines } from "./output.ts";
 
 /**
  * Every process runs the container's entry point with SERVICE set: built JavaScript under plain
@@ -127,7 +127,7 @@ export class Supervisor {
     instance.stderr = [];
     const started = Date.now();
     if (child.stdout && instance.passOutput) {
-      createInterface({ input: child.stdout }).on("line", (line) => write(instance, line, "stdout"));
+      onWholeLines(child.stdout, (lines) => write(instance, lines, "stdout"));
     }
     if (child.stderr) {
       createInterface({ input: child.stderr }).on("line", (line) => {

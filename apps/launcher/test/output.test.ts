@@ -1,5 +1,6 @@
+import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createLineWriter, lineDestination } from "../src/output.ts";
+import { createLineWriter, lineDestination, onWholeLines } from "../src/output.ts";
 
 /** What `pnpm start` shows on a terminal: each line prefixed with where it came from. */
 describe("the launcher's output on a terminal", () => {
@@ -49,5 +50,49 @@ describe("the launcher's output on a terminal", () => {
     const line = record("customer", "ready");
     write({ label: "ordering+customer+notification", services: ["ordering", "customer"] }, line, "stdout");
     expect(written).toEqual([`${line}\n`]);
+  });
+});
+
+/** What a process prints reaches the launcher in chunks that need not end at a line's end. */
+describe("a process's output, line by line", () => {
+  it("hands on every whole line once, the lines of a chunk together, and the last one at the end", async () => {
+    const input = new PassThrough();
+    const calls: string[] = [];
+    onWholeLines(input, (lines) => calls.push(lines));
+    const ended = new Promise((resolve) => input.once("end", resolve));
+    input.write("first\nsec");
+    input.write("ond\nthird\n");
+    // "é" split between two chunks: decoded whole.
+    const accent = Buffer.from("é");
+    input.write(Buffer.concat([Buffer.from("fourth "), accent.subarray(0, 1)]));
+    input.write(Buffer.concat([accent.subarray(1), Buffer.from("\nno newline")]));
+    input.end();
+    await ended;
+    expect(calls).toEqual(["first", "second\nthird", "fourth é", "no newline"]);
+    expect(calls.join("\n").split("\n")).toEqual(["first", "second", "third", "fourth é", "no newline"]);
+  });
+
+  it("writes the lines that came together in one write for a log shipper", async () => {
+    const write = await createLineWriter(false);
+    const written: string[] = [];
+    vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    write({ label: "gateway", services: ["gateway"] }, '{"a":1}\n{"a":2}', "stdout");
+    vi.restoreAllMocks();
+    expect(written).toEqual(['{"a":1}\n{"a":2}\n']);
+  });
+
+  it("prefixes each of them on a terminal", async () => {
+    const write = await createLineWriter(true);
+    const written: string[] = [];
+    vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    write({ label: "gateway", services: ["gateway"] }, "one\r\ntwo", "stdout");
+    vi.restoreAllMocks();
+    expect(written.join("")).toBe("[gateway] one\n[gateway] two\n");
   });
 });
