@@ -24,15 +24,29 @@ const redactPaths = [
 
 let stdout: DestinationStream | undefined;
 
+/** Lines are written once this many bytes are waiting (about a dozen access lines)... */
+const WRITE_AT_BYTES = 4096;
+/** ...or this long after the last write, whichever comes first. */
+const WRITE_WITHIN_MS = 100;
+
 /**
  * Standard output, written asynchronously: a request never waits for its log line to reach the
- * reader of the pipe (the launcher, a log shipper), and lines logged while a write is under way
- * go out together in the next one. One writer per process, shared by all its loggers, so lines
- * of services sharing a process never interleave; what is still buffered is written at exit.
+ * reader of the pipe (the launcher, a log shipper). Lines are gathered into writes of
+ * `WRITE_AT_BYTES`, and what waits is written every `WRITE_WITHIN_MS`: under load the gateway
+ * logs a line per request, and a write per line (a thread-pool round trip in the process, a read
+ * and a write in the launcher) cost more than the request itself in places. So a line reaches
+ * the reader at most `WRITE_WITHIN_MS` late, and a process killed with SIGKILL loses at most
+ * that much of its last lines. One writer per process, shared by all its loggers, so lines of
+ * services sharing a process never interleave; what is still buffered is written at exit.
  */
 function sharedStdout(): DestinationStream {
   if (!stdout) {
-    const destination = pino.destination({ dest: 1, sync: false });
+    const destination = pino.destination({
+      dest: 1,
+      sync: false,
+      minLength: WRITE_AT_BYTES,
+      periodicFlush: WRITE_WITHIN_MS,
+    });
     // No listener would make a write to a reader that is gone an uncaught error.
     destination.on("error", (error: NodeJS.ErrnoException) => {
       if (error.code === "EPIPE") abandonStdout();
