@@ -12,6 +12,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
+import { plainAnswer } from "./middleware/answer-headers.ts";
 
 const rpcDuration = histogram({
   name: "cheese_rpc_client_duration_seconds",
@@ -68,16 +69,21 @@ export function passService<
 /**
  * Answers with a passed-through body: the JSON the service encoded after checking it against the
  * response schema, written without being decoded and encoded again here (as `c.json` would
- * answer it: same type, same Content-Type).
+ * answer it: same type, same Content-Type). Its headers are `Content-Type` and `headers`, one
+ * plain object ({@link plainAnswer}): pass every header of the answer here, as a `c.header()`
+ * before it does not reach it.
  */
 export function answerPassed<T, S extends ContentfulStatusCode>(
   c: Context<GatewayEnv>,
   body: JsonText<T>,
   status: S,
+  headers: Record<string, string> = {},
 ): Response & TypedResponse<T, S, "json"> {
   const bytes = body as string | Uint8Array<ArrayBuffer>;
-  return c.body(bytes, status, { "Content-Type": "application/json" }) as unknown as Response &
-    TypedResponse<T, S, "json">;
+  return plainAnswer(c, bytes, status, {
+    "Content-Type": "application/json",
+    ...headers,
+  }) as unknown as Response & TypedResponse<T, S, "json">;
 }
 
 function callOptions(deps: GatewayDeps, c: Context<GatewayEnv>, timeoutMs: number | undefined) {

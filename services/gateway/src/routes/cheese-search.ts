@@ -120,9 +120,10 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
     const { meta, body } = await readThrough(deps.readCache, { read: "listCheeses", payload }, () =>
       passService(deps, c, catalogueRpc.listCheeses, payload),
     );
-    c.header("X-Total-Count", String(meta.total));
-    if (meta.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"`);
-    return answerPassed(c, body, 200);
+    return answerPassed(c, body, 200, {
+      "X-Total-Count": String(meta.total),
+      ...(meta.nextCursor ? { Link: `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"` } : {}),
+    });
   });
 
   api.openapi(findByStatus(deps), async (c) => {
@@ -139,9 +140,10 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
       passService(deps, c, catalogueRpc.findCheeses, { tags }),
     );
     const successor = `${deps.publicUrl}/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`;
-    c.header("Deprecation", "true");
-    c.header("Link", `<${successor}>; rel="successor-version"`);
-    return answerPassed(c, body, 200);
+    return answerPassed(c, body, 200, {
+      Deprecation: "true",
+      Link: `<${successor}>; rel="successor-version"`,
+    });
   });
 }
 

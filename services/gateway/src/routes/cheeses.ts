@@ -228,9 +228,8 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       passService(deps, c, catalogueRpc.getCheese, { cheeseId }),
     );
     const etag = etagOf(meta.revision);
-    c.header("ETag", etag);
-    if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304);
-    return answerPassed(c, body, 200);
+    if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304, { ETag: etag });
+    return answerPassed(c, body, 200, { ETag: etag });
   });
 
   api.openapi(updateCheese(deps), async (c) => {

@@ -240,9 +240,10 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       ...(cursor !== undefined ? { cursor } : {}),
       ...(status ? { statuses: status } : {}),
     });
-    c.header("X-Total-Count", String(meta.total));
-    if (meta.nextCursor) c.header("Link", `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"`);
-    return answerPassed(c, body, 200);
+    return answerPassed(c, body, 200, {
+      "X-Total-Count": String(meta.total),
+      ...(meta.nextCursor ? { Link: `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"` } : {}),
+    });
   });
 
   api.openapi(cancelOrder(deps), async (c) => {
