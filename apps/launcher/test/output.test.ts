@@ -72,27 +72,24 @@ describe("a process's output, line by line", () => {
     expect(calls.join("\n").split("\n")).toEqual(["first", "second", "third", "fourth é", "no newline"]);
   });
 
-  it("writes the lines that came together in one write for a log shipper", async () => {
-    const write = await createLineWriter(false);
+  /** What `write` puts on the launcher's stdout for `lines` from the gateway. */
+  async function writtenFor(terminal: boolean, lines: string): Promise<string[]> {
+    const write = await createLineWriter(terminal);
     const written: string[] = [];
     vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
       written.push(String(chunk));
       return true;
     });
-    write({ label: "gateway", services: ["gateway"] }, '{"a":1}\n{"a":2}', "stdout");
+    write({ label: "gateway", services: ["gateway"] }, lines, "stdout");
     vi.restoreAllMocks();
-    expect(written).toEqual(['{"a":1}\n{"a":2}\n']);
+    return written;
+  }
+
+  it("writes the lines that came together in one write for a log shipper", async () => {
+    expect(await writtenFor(false, '{"a":1}\n{"a":2}')).toEqual(['{"a":1}\n{"a":2}\n']);
   });
 
   it("prefixes each of them on a terminal", async () => {
-    const write = await createLineWriter(true);
-    const written: string[] = [];
-    vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-      written.push(String(chunk));
-      return true;
-    });
-    write({ label: "gateway", services: ["gateway"] }, "one\r\ntwo", "stdout");
-    vi.restoreAllMocks();
-    expect(written.join("")).toBe("[gateway] one\n[gateway] two\n");
+    expect((await writtenFor(true, "one\r\ntwo")).join("")).toBe("[gateway] one\n[gateway] two\n");
   });
 });
