@@ -8,9 +8,10 @@ import type { ServiceName } from "./config.ts";
  * `--max-semi-space-size` (MB) bounds V8's young generation. Its default (16 MB, two semi-spaces)
  * is touched in full after a burst of allocations and stays resident, ~32 MB of every process.
  * A smaller one costs a scavenge more often; the values are measured (docs/performance.md,
- * "Memory"): the gateway allocates the most per request (~35 KB per get) and keeps V8's default
- * 16 MB, with which its GC under the get was 5 % of its CPU against 8 % with 8 MB, for ~10 MB
- * more at rest (docs/performance.md, sixth session).
+ * "Memory"): the gateway allocates the most per request (~35 KB per get) and keeps a larger one
+ * than V8's default: with 32 MB a get cost it 0.064–0.075 ms of CPU against 0.092–0.096 with 16
+ * (alternating runs), for ~30 MB more under load and none at rest (docs/performance.md, sixth
+ * session).
  *
  * `--max-old-space-size` only where the live set does not grow with the data: the gateway holds
  * no read model (~20 MB live). Below 256 MB V8 also grows the old generation by at most 1.3×
@@ -21,7 +22,7 @@ import type { ServiceName } from "./config.ts";
  * container would not start); `pnpm check:deploy` runs Node with each string to be sure.
  */
 export const serviceNodeOptions: Record<ServiceName, string> = {
-  gateway: "--max-semi-space-size=16 --max-old-space-size=256",
+  gateway: "--max-semi-space-size=32 --max-old-space-size=256",
   catalogue: "--max-semi-space-size=4",
   ordering: "--max-semi-space-size=2",
   customer: "--max-semi-space-size=1",
