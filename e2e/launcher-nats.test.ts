@@ -72,7 +72,10 @@ describe.skipIf(launcherOnly("the launcher's restart of its nats-server"))(
       const killed = await nats.kill();
       await nats.restarted(killed);
       expect(system.natsUrl()).toBe(natsUrl);
-      expect(system.output()).toMatch(/"process":"nats-server","exit":"SIGKILL","restartInMs":\d+/);
+      // Log lines reach the launcher's output up to 100 ms after they are logged.
+      await expect
+        .poll(() => system.output())
+        .toMatch(/"process":"nats-server","exit":"SIGKILL","restartInMs":\d+/);
 
       // A write and its read: polled, since each service reconnects on its own schedule (0.5–1 s).
       let cheeseId = 0;

@@ -207,12 +207,16 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
       ]);
       await ready(run.port);
       await expect.poll(() => run.output(), { timeout: 10_000 }).toContain("ready on");
+      // A service's lines reach the launcher up to 100 ms after they are logged (written in
+      // batches), so the catalogue's may come after the launcher's "ready on".
+      await expect
+        .poll(() => run.output(), { timeout: 10_000 })
+        .toMatch(/\[catalogue\] .*INFO.*catalogue started/);
       const output = run.output();
       const lines = output.split(/\r?\n/).filter((line) => line.trim());
       for (const line of lines) {
         expect(line).toMatch(/^\[(launcher|catalogue|ordering|customer|notification|gateway)\] /);
       }
-      expect(output).toMatch(/\[catalogue\] .*INFO.*catalogue started/);
       expect(output).not.toMatch(/^\{/m);
       const { pids, natsPort } = started(run.dataDir);
       run.child.kill("SIGTERM"); // the terminal goes away: the launcher stops everything

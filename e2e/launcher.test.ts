@@ -19,12 +19,13 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
     if (!stopped) await system?.stop();
   });
 
-  it("runs two processes of every service, gateways behind one port", () => {
+  it("runs two processes of every service, gateways behind one port", async () => {
     const pids = system.pids();
     for (const service of ["gateway", "catalogue", "ordering", "customer", "notification"]) {
       expect(pids[service], service).toHaveLength(2);
     }
-    expect(system.output()).toMatch(/2 gateways on ports \d+, \d+ behind :\d+/);
+    // Log lines reach the launcher's output up to 100 ms after they are logged.
+    await expect.poll(() => system.output()).toMatch(/2 gateways on ports \d+, \d+ behind :\d+/);
   });
 
   it("runs every process with its services' V8 options, ordering, customer and notification in one", () => {

@@ -40,18 +40,21 @@ describe("walking skeleton: several processes over NATS, as pnpm start runs it",
     await system?.stop();
   });
 
-  it("runs the gateway and the catalogue each in a process of its own, ordering, customer and notification in a third (a container each; each its own under LAUNCH_MODE=separate)", () => {
+  it("runs the gateway and the catalogue each in a process of its own, ordering, customer and notification in a third (a container each; each its own under LAUNCH_MODE=separate)", async () => {
     const pids = system.pids();
     for (const service of ["gateway", "catalogue", "ordering", "customer", "notification"]) {
       expect(pids[service]?.length, service).toBe(replicas);
     }
     if (system.mode === "launcher" && process.env.LAUNCH_MODE === "separate") {
-      expect(system.output()).toContain("running each service as its own process over NATS");
+      // Log lines reach the launcher's output up to 100 ms after they are logged.
+      await expect.poll(() => system.output()).toContain("running each service as its own process over NATS");
       expect(new Set(Object.values(pids).flat()).size).toBe(5 * replicas);
     } else if (system.mode === "launcher") {
-      expect(system.output()).toContain(
-        "running the services as processes over NATS (ordering, customer and notification share one)",
-      );
+      await expect
+        .poll(() => system.output())
+        .toContain(
+          "running the services as processes over NATS (ordering, customer and notification share one)",
+        );
       expect(pids.customer).toEqual(pids.ordering);
       expect(pids.notification).toEqual(pids.ordering);
       expect(new Set(Object.values(pids).flat()).size).toBe(3 * replicas);
