@@ -9,13 +9,13 @@ import {
   splitList,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { readThrough } from "../read-cache.ts";
 import { answerPassed, passService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
+import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const cheeseArray = { "application/json": { schema: z.array(Cheese) } };
@@ -120,10 +120,7 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
     const { meta, body } = await readThrough(deps.readCache, { read: "listCheeses", payload }, () =>
       passService(deps, c, catalogueRpc.listCheeses, payload),
     );
-    return answerPassed(c, body, 200, {
-      "X-Total-Count": String(meta.total),
-      ...(meta.nextCursor ? { Link: `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"` } : {}),
-    });
+    return answerPassed(c, body, 200, pageHeaders(deps, c, meta));
   });
 
   api.openapi(findByStatus(deps), async (c) => {
@@ -145,11 +142,4 @@ export function cheeseSearchRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDe
       Link: `<${successor}>; rel="successor-version"`,
     });
   });
-}
-
-/** This request's URL at the public base URL, with the cursor replaced: same sort, filters and limit. */
-function nextPageUrl(deps: GatewayDeps, c: Context<GatewayEnv>, cursor: string): string {
-  const url = new URL(c.req.url);
-  url.searchParams.set("cursor", cursor);
-  return `${deps.publicUrl}${url.pathname}${url.search}`;
 }

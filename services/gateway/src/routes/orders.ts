@@ -11,13 +11,13 @@ import {
   toOrderFields,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
+import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
 const orderJson = { "application/json": { schema: Order } };
@@ -240,10 +240,7 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
       ...(cursor !== undefined ? { cursor } : {}),
       ...(status ? { statuses: status } : {}),
     });
-    return answerPassed(c, body, 200, {
-      "X-Total-Count": String(meta.total),
-      ...(meta.nextCursor ? { Link: `<${nextPageUrl(deps, c, meta.nextCursor)}>; rel="next"` } : {}),
-    });
+    return answerPassed(c, body, 200, pageHeaders(deps, c, meta));
   });
 
   api.openapi(cancelOrder(deps), async (c) => {
@@ -280,11 +277,4 @@ export function actorOf(caller: Caller): OrderActor {
     throw new HTTPException(403, { message: "these credentials name no customer" });
   }
   return { kind: "customer", customerId };
-}
-
-/** This request's URL at the public base URL, with the cursor replaced. */
-function nextPageUrl(deps: GatewayDeps, c: Context<GatewayEnv>, cursor: string): string {
-  const url = new URL(c.req.url);
-  url.searchParams.set("cursor", cursor);
-  return `${deps.publicUrl}${url.pathname}${url.search}`;
 }
