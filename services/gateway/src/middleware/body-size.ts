@@ -1,9 +1,9 @@
-import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
+import { incomingOf } from "./request-header.ts";
 
 /** Every JSON or form body we take is small; the largest, a batch of 100 customers, is ~50 KB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -28,14 +28,10 @@ export function bodySize() {
     if (UPLOAD_PATH.test(c.req.path)) return next();
     // An HTTP/1.1 request from the node server without either header has no body. Asking for
     // one would make the node adapter build a full fetch Request (with its stream) for every GET.
-    if (fromNodeServer(c) && !c.req.header("content-length") && !c.req.header("transfer-encoding"))
-      return next();
+    if (incomingOf(c) && !c.req.header("content-length") && !c.req.header("transfer-encoding")) return next();
     return limit(c, next);
   });
 }
-
-/** A request parsed by @hono/node-server (its bindings carry Node's request), not built in process. */
-const fromNodeServer = (c: Context) => (c.env as { incoming?: unknown } | undefined)?.incoming !== undefined;
 
 /** Browsers must take every response for the type it declares (images included). */
 export const noSniff = createMiddleware<GatewayEnv>(async (c, next) => {

@@ -35,7 +35,8 @@ export function traceCarrier(c: Context): IncomingHttpHeaders | Headers {
   return incomingOf(c)?.headers ?? c.req.raw.headers;
 }
 
-const incomingOf = (c: Context): IncomingMessage | undefined =>
+/** Node's request, when the request came from the node server (not `app.request`). */
+export const incomingOf = (c: Context): IncomingMessage | undefined =>
   (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 
 function nodeHeader(incoming: IncomingMessage, name: string): string | undefined {
