@@ -243,8 +243,20 @@ describe("oversized uploads are refused without reading them", () => {
     // A gateway that buffered the body would take all 200 MB (and grow by as much).
     const outcome = await rawUpload(cheese.id, { sendUpTo: 200 * MiB });
     expect(outcome.status).toBe(413);
+    // The rest of the body was not read: the connection cannot carry another request.
+    expect(outcome.head).toMatch(/^connection: close$/im);
     expect(outcome.sentBeforeAnswer).toBeLessThan(40 * MiB);
     expect(rss() - before).toBeLessThan(60 * MiB);
+  });
+
+  it("answers 413 to a client that reads nothing until it has sent 30 MB of a chunked upload", async () => {
+    // A busy client (or one that reads only once its body is out) finds the 413 waiting: the
+    // gateway stops taking the body at 10 MB and closes without a reset that would destroy the
+    // answer unread.
+    const cheese = await newCheese("Deaf Double Gloucester");
+    const outcome = await rawUpload(cheese.id, { sendUpTo: 30 * MiB, readAfterSending: true });
+    expect(outcome.status).toBe(413);
+    expect(JSON.parse(outcome.body)).toMatchObject({ code: 413, type: "payload_too_large" });
   });
 });
 
@@ -252,11 +264,12 @@ describe("oversized uploads are refused without reading them", () => {
  * Sends a multipart upload over a raw socket: the request head (with Content-Length when
  * given, else chunked), then filler bytes in 64 KB chunks until the first response bytes
  * arrive or `sendUpTo` bytes went out, then reads the response until the server closes.
+ * With `readAfterSending`, nothing is read (the socket is paused) until `sendUpTo` went out.
  */
 function rawUpload(
   cheeseId: number,
-  options: { contentLength?: number; sendUpTo: number },
-): Promise<{ status: number; body: string; sentBeforeAnswer: number }> {
+  options: { contentLength?: number; sendUpTo: number; readAfterSending?: boolean },
+): Promise<{ status: number; head: string; body: string; sentBeforeAnswer: number }> {
   const target = new URL(url(`/cheeses/${cheeseId}/uploadImage`));
   const boundary = "----cheese-boundary";
   const chunked = options.contentLength === undefined;
@@ -300,10 +313,12 @@ function rawUpload(
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
       resolve({
         status,
+        head: text.slice(0, text.indexOf("\r\n\r\n")),
         body: text.slice(text.indexOf("\r\n\r\n") + 4),
         sentBeforeAnswer: answeredAt ?? sent,
       });
     });
+    if (options.readAfterSending) socket.pause();
     const pump = () => {
       while (answeredAt === undefined && !socket.destroyed && sent < options.sendUpTo) {
         const piece = sent === 0 ? partHead : filler;
@@ -313,6 +328,7 @@ function rawUpload(
           return;
         }
       }
+      if (sent >= options.sendUpTo) socket.resume();
     };
     socket.write(head);
     pump();

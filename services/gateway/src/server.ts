@@ -99,7 +99,9 @@ export function createGatewayServer(
 /**
  * After an answer sent before its request's body was read (a 401 or 404 needs no body), reads and
  * drops the rest, so the kept-alive connection carries the client's next request. A client that
- * stops sending for `LINGER_MS` loses the connection; past `MAX_DRAIN_BYTES` too (the uploads' limit).
+ * stops sending for `LINGER_MS` loses the connection; past `MAX_DRAIN_BYTES` too (the uploads'
+ * limit), closed gently: a client still sending 200 MB of a refused upload may not have read its
+ * 413 yet, and a reset would destroy it unread.
  */
 function drainUnread(request: IncomingMessage): void {
   if (request.complete || request.destroyed) return;
@@ -108,7 +110,7 @@ function drainUnread(request: IncomingMessage): void {
   const onData = (chunk: Buffer) => {
     drained += chunk.length;
     lastData = Date.now();
-    if (drained > MAX_DRAIN_BYTES) request.socket.destroy();
+    if (drained > MAX_DRAIN_BYTES && !closing.has(request.socket)) closeGently(request.socket);
   };
   const check = () => {
     if (request.complete || request.destroyed) return;

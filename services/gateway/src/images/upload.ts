@@ -15,11 +15,14 @@ export const MAX_CAPTION_LENGTH = 500;
 const TOO_LARGE = `the image must be at most ${MAX_IMAGE_BYTES} bytes (10 MB)`;
 
 /**
- * The rest of the body is not read. The connection is not closed at once either: the HTTP
- * server discards what is still in flight for a moment (a lingering close), so the client reads
- * this answer instead of a connection reset.
+ * The rest of the body is not read, so this connection cannot carry another request. It is not
+ * closed at once either: the HTTP server discards what is still in flight for a moment (a
+ * lingering close, server.ts), so the client reads this answer instead of a connection reset.
  */
-const tooLarge = (c: Context<GatewayEnv>) => errorResponse(c, 413, TOO_LARGE);
+const tooLarge = (c: Context<GatewayEnv>) => {
+  c.header("Connection", "close");
+  return errorResponse(c, 413, TOO_LARGE);
+};
 
 /**
  * Refuses an oversized upload before reading it: by its Content-Length when declared, else by
