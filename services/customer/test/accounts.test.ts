@@ -194,6 +194,29 @@ describe("changing the password or the email", () => {
   });
 });
 
+describe("a change racing the customer's deletion", () => {
+  it("answers 404 whether the deletion's key destruction comes before the change reads the data or after, and appends nothing", async () => {
+    for (const deletedWhen of ["before the read", "between the read and the write"] as const) {
+      const gina = fields();
+      const { id } = await registerCustomer(deps, gina, context);
+      const request = { username: gina.username, asCustomer: id, fields: { ...gina, firstName: "Gina" } };
+      // The deletion runs after the change found the customer active.
+      const vault = Object.create(deps.vault) as PersonalDataVault;
+      vault.open = async (customerId, sealed) => {
+        if (deletedWhen === "before the read") await deleteCustomer(deps, request, context);
+        const opened = await deps.vault.open(customerId, sealed);
+        if (deletedWhen === "between the read and the write") await deleteCustomer(deps, request, context);
+        return opened;
+      };
+      await expect(replaceCustomer({ ...deps, vault }, request, context), deletedWhen).rejects.toMatchObject({
+        body: { status: 404 },
+      });
+      const events = await deps.store.readStream(`customer-${id}`);
+      expect(events.map((event) => event.type)).toEqual(["CustomerRegistered", "CustomerDeleted"]);
+    }
+  });
+});
+
 describe("erasure", () => {
   it("destroys the key, so the sealed personal data in the event store cannot be read back", async () => {
     const bob = fields({ firstName: "Bobbington", lastName: "Smythe-Erased", phone: "+1 555 0100" });

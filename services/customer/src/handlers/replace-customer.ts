@@ -1,5 +1,5 @@
 import type { Customer, CustomerFields } from "@cheese/contracts";
-import { contextMetadata, handleCommand, isoNow, type RequestContext } from "@cheese/service-kit";
+import { contextMetadata, handleCommand, isoNow, notFound, type RequestContext } from "@cheese/service-kit";
 import { activeCustomer, customerDecider, customerStream } from "../domain/customer.ts";
 import { hashPassword } from "../passwords.ts";
 import { personalData } from "../personal-data/vault.ts";
@@ -35,7 +35,10 @@ export async function replaceCustomer(
   const metadata = contextMetadata(context);
   const { customer: current } = await ownedCustomer(deps.store, request.username, request.asCustomer);
   const { customerId } = current;
-  const stored = (await deps.vault.open(customerId, current.personal))?.passwordHash;
+  const opened = await deps.vault.open(customerId, current.personal);
+  // Its key destroyed since the read: a deletion of this customer is under way, so it is gone.
+  if (!opened) throw notFound(`customer ${request.username} not found`);
+  const stored = opened.passwordHash;
   const passwordChanged = !(await deps.passwords.verify(stored, fields.password));
   const currentPassword =
     request.currentPassword === undefined

@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 import type { CustomerFields } from "@cheese/contracts";
+import { notFound } from "@cheese/service-kit";
 import type { KeyStore } from "./key-store.ts";
 
 /** What erasure must make unreadable: everything that identifies or authenticates a person. */
@@ -44,14 +45,17 @@ export class PersonalDataVault {
       .digest("hex");
   }
 
-  /** Seals the account's own data with the customer's key, creating the key for a new customer. */
+  /**
+   * Seals the account's own data with the customer's key, creating the key for a new customer.
+   * Without a key the customer was erased, by a deletion that may have run since it was read: 404.
+   */
   async seal(
     customerId: number,
     data: PersonalData,
     options: { newCustomer?: boolean } = {},
   ): Promise<string> {
     const key = options.newCustomer ? await this.keys.create(customerId) : await this.keys.get(customerId);
-    if (!key) throw new Error(`no personal-data key for customer ${customerId}`);
+    if (!key) throw notFound(`customer ${customerId} not found`);
     return sealWith(key, aad(customerId), data);
   }
 
