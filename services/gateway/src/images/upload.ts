@@ -5,6 +5,7 @@ import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
+import { refuseUnreadBody } from "../middleware/body-size.ts";
 
 /** The spec's image size limit, 10 MB, read as 10 MiB. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -13,16 +14,6 @@ const MULTIPART_OVERHEAD = 64 * 1024;
 export const MAX_CAPTION_LENGTH = 500;
 
 const TOO_LARGE = `the image must be at most ${MAX_IMAGE_BYTES} bytes (10 MB)`;
-
-/**
- * The rest of the body is not read, so this connection cannot carry another request. It is not
- * closed at once either: the HTTP server discards what is still in flight for a moment (a
- * lingering close, server.ts), so the client reads this answer instead of a connection reset.
- */
-const tooLarge = (c: Context<GatewayEnv>) => {
-  c.header("Connection", "close");
-  return errorResponse(c, 413, TOO_LARGE);
-};
 
 /**
  * Refuses an oversized upload before reading it: by its Content-Length when declared, else by
@@ -37,7 +28,13 @@ export function uploadGuard(): MiddlewareHandler<GatewayEnv>[] {
     }
     await next();
   });
-  return [multipartOnly, bodyLimit({ maxSize: MAX_IMAGE_BYTES + MULTIPART_OVERHEAD, onError: tooLarge })];
+  return [
+    multipartOnly,
+    bodyLimit({
+      maxSize: MAX_IMAGE_BYTES + MULTIPART_OVERHEAD,
+      onError: (c) => refuseUnreadBody(c, TOO_LARGE),
+    }),
+  ];
 }
 
 export interface UploadForm {

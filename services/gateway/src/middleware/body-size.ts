@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
@@ -18,11 +19,7 @@ const UPLOAD_PATH = /^\/v2\/cheeses\/[^/]+\/uploadImage$/;
 export function bodySize() {
   const limit = bodyLimit({
     maxSize: MAX_BODY_BYTES,
-    onError: (c) => {
-      // The rest of the body is not read, so this connection cannot carry another request.
-      c.header("Connection", "close");
-      return errorResponse(c, 413, `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
-    },
+    onError: (c) => refuseUnreadBody(c, `request bodies are limited to ${MAX_BODY_BYTES} bytes`),
   });
   return createMiddleware<GatewayEnv>(async (c, next) => {
     if (UPLOAD_PATH.test(c.req.path)) return next();
@@ -31,6 +28,17 @@ export function bodySize() {
     if (incomingOf(c) && !c.req.header("content-length") && !c.req.header("transfer-encoding")) return next();
     return limit(c, next);
   });
+}
+
+/**
+ * 413 for a body refused before it was read to its end: the rest is not read, so the connection
+ * cannot carry another request (`Connection: close`). It is not closed at once either: the HTTP
+ * server discards what is still in flight for a moment (a lingering close, server.ts), so the
+ * client reads this answer instead of a connection reset.
+ */
+export function refuseUnreadBody(c: Context<GatewayEnv>, message: string): Response {
+  c.header("Connection", "close");
+  return errorResponse(c, 413, message);
 }
 
 /** Browsers must take every response for the type it declares (images included). */
