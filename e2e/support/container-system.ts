@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, readFileSync } from "node:fs";
 import type { Server } from "node:net";
-import { startLoadBalancer } from "@cheese/launcher/load-balancer";
+import { onLoopback, startLoadBalancer } from "@cheese/launcher/load-balancer";
 import { serviceNodeOptions } from "@cheese/launcher/node-options";
 import { freePort, tempDir } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
@@ -101,7 +101,7 @@ export async function startContainerSystem(
       // Several gateways behind one address, as the launcher (and any load balancer) serves them.
       const ports = await Promise.all(Array.from({ length: replicas }, () => freePort()));
       await Promise.all(ports.map((port, i) => startService("gateway", `gateway#${i + 1}`, port)));
-      balancer = await startLoadBalancer(gatewayPort, ports);
+      balancer = await startLoadBalancer(gatewayPort, ports.map(onLoopback));
     }
   } catch (error) {
     const logs = started.map(({ service, container }) => `${service}:\n${logsOf(container.getId())}`);

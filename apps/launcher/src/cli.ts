@@ -15,8 +15,9 @@ import {
   firstRunBanner,
   noCredentialsConfigured,
 } from "./first-run.ts";
-import { startLoadBalancer } from "./load-balancer.ts";
-import { findNatsServer, startNatsServer } from "./nats-server.ts";
+import { assertHostsPossible, type Host, makeHosts, removeHosts } from "./hosts.ts";
+import { type Backend, onLoopback, startLoadBalancer } from "./load-balancer.ts";
+import { findNatsServer, type RunningNats, startNatsCluster, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
 import { Supervisor } from "./supervisor.ts";
 
@@ -31,8 +32,10 @@ const log = createLogger("launcher", "info", lineDestination("launcher", write))
 async function main(): Promise<{ stop(): Promise<void> }> {
   const config = loadLauncherConfig();
   const dataDir = resolve(config.DATA_DIR);
+  const onHosts = config.LAUNCH_HOSTS === "netns";
+  if (onHosts) assertHostsPossible();
   // Taken already: say so now, before anything starts, rather than after announcing the URL.
-  if (config.REPLICAS === 1) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);
+  if (config.REPLICAS === 1 || onHosts) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);
   // Outside production, a start without credentials gets development ones (first-run.ts).
   const firstRun =
     process.env.NODE_ENV !== "production" && noCredentialsConfigured(process.env)
@@ -51,6 +54,11 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       log.info(firstRunBanner(firstRun.credentials, { url: gatewayUrl(config), dataDir, ...firstRun }));
   };
   const natsBinary = config.NATS_URL ? undefined : findNatsServer();
+  if (onHosts && (config.NATS_URL || !natsBinary || config.LAUNCH_MODE === "single")) {
+    throw new ConfigError(
+      "LAUNCH_HOSTS=netns starts its own NATS cluster: it needs nats-server on PATH, NATS_URL unset and LAUNCH_MODE other than single",
+    );
+  }
 
   if (config.LAUNCH_MODE === "single" || (!config.NATS_URL && !natsBinary)) {
     log.info(
@@ -66,12 +74,29 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     return running;
   }
 
-  let nats: Awaited<ReturnType<typeof startNatsServer>> | undefined;
-  if (!config.NATS_URL && natsBinary) {
-    nats = await startNatsServer(natsBinary, dataDir);
-    log.info(`started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
+  const backends = backendProcesses(config.LAUNCH_MODE);
+  // One host per NATS node and per process (`LAUNCH_HOSTS=netns`), made before anything starts.
+  const hosts = onHosts ? makeHosts(hostNames(backends, config.REPLICAS), dataDir) : undefined;
+  const hostOf = (name: string): Host | undefined => hosts?.get(name);
+  let nats: RunningNats[] = [];
+  try {
+    if (hosts && natsBinary) {
+      nats = await startNatsCluster(
+        natsBinary,
+        dataDir,
+        NATS_NODES.map((name) => ({ name, ...(hostOf(name) as Host) })),
+      );
+      log.info(`started a NATS cluster of ${nats.length} (${nats.map((node) => node.url).join(", ")})`);
+    } else if (!config.NATS_URL && natsBinary) {
+      nats = [await startNatsServer(natsBinary, dataDir)];
+      log.info(`started ${natsBinary} at ${nats[0]?.url} (JetStream data in ${dataDir}/nats)`);
+    }
+  } catch (error) {
+    if (hosts) removeHosts();
+    throw error;
   }
-  const natsUrl = config.NATS_URL ?? nats?.url;
+  // Every service is given every node; the client picks one and fails over to the others.
+  const natsUrl = config.NATS_URL ?? nats.map((node) => node.url).join(",");
   log.info(layoutMessage(config.LAUNCH_MODE));
 
   let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
@@ -79,7 +104,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   const supervisor = new Supervisor({
     env: { ...env, NATS_URL: natsUrl },
     dataDir,
-    ...(nats ? { nats } : {}),
+    nats,
     write,
     logger: log,
     onConfigError(label, message) {
@@ -92,26 +117,45 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       void (async () => {
         balancer?.close();
         await supervisor.stop();
+        if (hosts) removeHosts();
         process.exit(CONFIG_EXIT_CODE);
       })();
     },
   });
-  for (const services of backendProcesses(config.LAUNCH_MODE)) supervisor.start(services, config.REPLICAS);
-  // One gateway listens on GATEWAY_PORT; several sit behind a round-robin balancer there.
-  if (config.REPLICAS === 1) {
+  for (const services of backends) {
+    supervisor.start(services, config.REPLICAS, {
+      hostFor: (replica) => hostOf(hostName(services, replica)),
+    });
+  }
+  // One gateway listens on GATEWAY_PORT; several (or gateways on hosts of their own) sit behind a
+  // round-robin balancer there.
+  if (config.REPLICAS === 1 && !hosts) {
     supervisor.start(["gateway"], 1);
   } else {
-    const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()));
-    supervisor.start(["gateway"], config.REPLICAS, (replica) => ({
-      GATEWAY_PORT: String(ports[replica - 1]),
-    }));
+    const gateways: Backend[] = hosts
+      ? Array.from({ length: config.REPLICAS }, (_, i) => ({
+          host: (hostOf(hostName(["gateway"], i + 1)) as Host).address,
+          port: GATEWAY_PORT_ON_HOST,
+        }))
+      : (await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()))).map(onLoopback);
+    supervisor.start(["gateway"], config.REPLICAS, {
+      envFor: (replica) => ({
+        GATEWAY_PORT: String(gateways[replica - 1]?.port),
+        ...(hosts ? { GATEWAY_HOST: "0.0.0.0" } : {}),
+      }),
+      hostFor: (replica) => hostOf(hostName(["gateway"], replica)),
+    });
     try {
-      balancer = await startLoadBalancer(config.GATEWAY_PORT, ports);
+      balancer = await startLoadBalancer(config.GATEWAY_PORT, gateways);
     } catch (error) {
       await supervisor.stop();
+      if (hosts) removeHosts();
       throw portInUse(error, "GATEWAY_PORT") ?? error;
     }
-    log.info(`${config.REPLICAS} gateways on ports ${ports.join(", ")} behind :${config.GATEWAY_PORT}`);
+    const where = hosts
+      ? `at ${gateways.map(({ host, port }) => `${host}:${port}`).join(", ")}`
+      : `on ports ${gateways.map(({ port }) => port).join(", ")}`;
+    log.info(`${gateways.length} gateways ${where} behind :${config.GATEWAY_PORT}`);
   }
   const ready = announceWhenReady(config, () => stopping, onReady);
   return {
@@ -120,8 +164,28 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       ready.cancel();
       balancer?.close();
       await supervisor.stop();
+      if (hosts) removeHosts();
     },
   };
+}
+
+/** The NATS nodes of `LAUNCH_HOSTS=netns`, a host each. */
+const NATS_NODES = ["nats-1", "nats-2", "nats-3"];
+/** A gateway on a host of its own listens on this port there. */
+const GATEWAY_PORT_ON_HOST = 8080;
+
+/** The host of one replica of a process: `catalogue-1`, `ordering+customer+notification-2`. */
+function hostName(services: readonly string[], replica: number): string {
+  return `${services.join("+")}-${replica}`;
+}
+
+/** Every host `LAUNCH_HOSTS=netns` makes: the NATS nodes, then each replica of each process. */
+function hostNames(backends: readonly (readonly string[])[], replicas: number): string[] {
+  const processes = [...backends, ["gateway"]];
+  return [
+    ...NATS_NODES,
+    ...processes.flatMap((services) => Array.from({ length: replicas }, (_, i) => hostName(services, i + 1))),
+  ];
 }
 
 function gatewayUrl(config: { GATEWAY_HOST: string; GATEWAY_PORT: number }): string {
@@ -182,7 +246,7 @@ function stopWithParent(): void {
   watch.unref();
 }
 
-stopWithParent();
+if (process.env.LAUNCH_DETACHED !== "true") stopWithParent();
 // The terminal closed: stop everything, as on SIGTERM.
 process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"));
 void runAsProcess(async () => {

@@ -16,6 +16,13 @@ export const launcherConfigSchema = z.object({
    * process, in-process bus.
    */
   LAUNCH_MODE: z.enum(["auto", "separate", "single"]).default("auto"),
+  /**
+   * `local`: every process on this host; `netns`: each NATS node (three, clustered) and each
+   * process in a network namespace of its own (hosts.ts; `pnpm cluster`), root only.
+   */
+  LAUNCH_HOSTS: z.enum(["local", "netns"]).default("local"),
+  /** `true`: keep running when the process that started it goes (`pnpm cluster up` returns). */
+  LAUNCH_DETACHED: z.enum(["true", "false"]).default("false"),
 });
 export type LauncherConfig = z.infer<typeof launcherConfigSchema>;
 

@@ -7,6 +7,15 @@ const REPLAYABLE_BYTES = 64 * 1024;
 /** Methods a request may be sent to another gateway with, as no gateway answered it (RFC 9110 §9.2.2). */
 const REPLAYABLE = /^(GET|HEAD|OPTIONS) /;
 
+/** A gateway behind the balancer. */
+export interface Backend {
+  host: string;
+  port: number;
+}
+
+/** A gateway on this host's loopback. */
+export const onLoopback = (port: number): Backend => ({ host: "127.0.0.1", port });
+
 /**
  * A TCP round-robin balancer in front of several gateway processes, so `REPLICAS=2 pnpm start`
  * serves one address like a load balancer in production would. A backend that refuses the
@@ -16,7 +25,7 @@ const REPLAYABLE = /^(GET|HEAD|OPTIONS) /;
  * next gateway on a new connection, as a proxy does with `proxy_next_upstream error`. Anything
  * else gets the connection closed, so the client learns at once.
  */
-export async function startLoadBalancer(port: number, backends: number[]): Promise<Server> {
+export async function startLoadBalancer(port: number, backends: Backend[]): Promise<Server> {
   let next = 0;
   const server = createServer((client) => {
     client.pause();
@@ -42,7 +51,7 @@ class Relay {
 
   constructor(
     private readonly client: Socket,
-    private readonly backends: number[],
+    private readonly backends: Backend[],
   ) {
     client.on("data", (chunk: Buffer) => {
       if (this.answered) {
@@ -67,7 +76,8 @@ class Relay {
       return;
     }
     let connected = false;
-    const upstream = connect(backends[index]!, "127.0.0.1");
+    const { host, port } = backends[index]!;
+    const upstream = connect(port, host);
     this.upstream = upstream;
     upstream.once("connect", () => {
       connected = true;

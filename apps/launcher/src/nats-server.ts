@@ -30,6 +30,10 @@ interface NatsServerOptions {
   storeDir: string;
   /** Its configuration file (see `LAME_DUCK`). */
   configFile: string;
+  /** A node of a cluster: its name and routes (see `startNatsCluster`). */
+  cluster?: { name: string; routes: string[] };
+  /** The command prefix that runs it on its host (a network namespace), if not this one. */
+  exec?: string[];
 }
 
 /**
@@ -44,10 +48,14 @@ interface NatsServerOptions {
 const LAME_DUCK = 'lame_duck_grace_period: "3s"\nlame_duck_duration: "30s"\n';
 
 export interface RunningNats {
+  /** `nats-server`, or the node's name in a cluster (`nats-1`). */
+  name: string;
   url: string;
   process: ChildProcess;
   /** Starts the same nats-server again (same address, same JetStream store) after it died. */
   respawn(): ChildProcess;
+  /** The network namespace it runs in, if not the launcher's. */
+  netns?: string;
 }
 
 /** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
@@ -55,12 +63,96 @@ export async function startNatsServer(binary: string, dataDir: string): Promise<
   const port = await freeListenPort();
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
-  const configFile = resolve(join(dataDir, "run", "nats-server.conf"));
-  mkdirSync(dirname(configFile), { recursive: true });
-  writeFileSync(configFile, LAME_DUCK);
-  const options = { host: "127.0.0.1", port, storeDir, configFile };
+  const options = { host: "127.0.0.1", port, storeDir, configFile: writeConfig(dataDir) };
   const child = await runNatsServer(binary, options);
-  return { url: `nats://127.0.0.1:${port}`, process: child, respawn: () => spawnNatsServer(binary, options) };
+  return {
+    name: "nats-server",
+    url: `nats://127.0.0.1:${port}`,
+    process: child,
+    respawn: () => spawnNatsServer(binary, options),
+  };
+}
+
+/** Client, route and monitoring ports of a cluster node (each node has a host of its own). */
+const CLIENT_PORT = 4222;
+const ROUTE_PORT = 6222;
+const MONITOR_PORT = 8222;
+/** How long a cluster may take to elect its JetStream meta leader once every node is up. */
+const CLUSTER_READY_TIMEOUT_MS = 30_000;
+
+/**
+ * Starts a JetStream cluster, one nats-server per host (`LAUNCH_HOSTS=netns`): each node listens on
+ * its host's address, routes to every other node, keeps its store under DATA_DIR/nats/<name>, and
+ * serves monitoring on :8222. Resolves once every node says it is ready and answers `/healthz`
+ * (JetStream current: a meta leader elected), so services that create streams at start find one.
+ */
+export async function startNatsCluster(
+  binary: string,
+  dataDir: string,
+  nodes: { name: string; address: string; netns: string; exec: string[] }[],
+): Promise<RunningNats[]> {
+  const routes = nodes.map(({ address }) => `nats://${address}:${ROUTE_PORT}`);
+  const configFile = writeConfig(dataDir, "nats-cluster.conf", CLUSTER_PINGS);
+  const started = await Promise.all(
+    nodes.map(async ({ name, address, netns, exec }) => {
+      const storeDir = resolve(join(dataDir, "nats", name));
+      mkdirSync(storeDir, { recursive: true });
+      const options: NatsServerOptions = {
+        host: address,
+        port: CLIENT_PORT,
+        storeDir,
+        configFile,
+        cluster: { name, routes: routes.filter((route) => !route.includes(`//${address}:`)) },
+        exec,
+      };
+      const child = await runNatsServer(binary, options);
+      return {
+        name,
+        netns,
+        url: `nats://${address}:${CLIENT_PORT}`,
+        process: child,
+        respawn: () => spawnNatsServer(binary, options),
+      };
+    }),
+  );
+  const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+  for (const { address } of nodes) {
+    while (!(await healthy(`http://${address}:${MONITOR_PORT}/healthz`))) {
+      if (Date.now() > deadline) {
+        for (const node of started) node.process.kill("SIGKILL");
+        throw new Error(
+          `the NATS cluster elected no JetStream leader within ${CLUSTER_READY_TIMEOUT_MS / 1000} s`,
+        );
+      }
+      await new Promise((next) => setTimeout(next, 200));
+    }
+  }
+  return started;
+}
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(1000) })).ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A cluster node PINGs its routes and clients every 2 s and drops one that leaves 3 unanswered:
+ * a node cut off (no FIN, no RST) is out of the others' interest within ~6-8 s, so requests stop
+ * going to the services behind it, and its routes are rebuilt at once when it heals instead of
+ * waiting out TCP's retransmission back-off. nats-server's default (2 min, 2 PINGs) keeps sending
+ * to a silent node for up to 4 min.
+ */
+const CLUSTER_PINGS = 'ping_interval: "2s"\nping_max: 3\n';
+
+/** The configuration file a nats-server the launcher starts reads (see `LAME_DUCK`). */
+function writeConfig(dataDir: string, name = "nats-server.conf", extra = ""): string {
+  const configFile = resolve(join(dataDir, "run", name));
+  mkdirSync(dirname(configFile), { recursive: true });
+  writeFileSync(configFile, LAME_DUCK + extra);
+  return configFile;
 }
 
 /**
@@ -108,12 +200,15 @@ async function runNatsServer(binary: string, options: NatsServerOptions): Promis
  */
 function spawnNatsServer(
   binary: string,
-  { host, port, storeDir, configFile }: NatsServerOptions,
+  { host, port, storeDir, configFile, cluster, exec = [] }: NatsServerOptions,
 ): ChildProcess {
   const args = ["-c", configFile, "-a", host, "-p", String(port), "-js", "-sd", storeDir];
-  const [file, argv] = setpriv
-    ? [setpriv, ["--pdeathsig", "SIGUSR2", "--", binary, ...args]]
-    : [binary, args];
+  if (cluster) {
+    args.push("-n", cluster.name, "--cluster_name", "cheese", "-m", String(MONITOR_PORT));
+    args.push("--cluster", `nats://${host}:${ROUTE_PORT}`, "--routes", cluster.routes.join(","));
+  }
+  const command = setpriv ? [setpriv, "--pdeathsig", "SIGUSR2", "--", binary, ...args] : [binary, ...args];
+  const [file, ...argv] = [...exec, ...command] as [string, ...string[]];
   const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
   child.stderr?.resume();

@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit/launch";
 import type { ServiceName } from "./config.ts";
+import type { RunningNats } from "./nats-server.ts";
 import { processNodeOptions } from "./node-options.ts";
 import { type LineWriter, onWholeLines } from "./output.ts";
 
@@ -25,6 +26,10 @@ interface Instance {
   label: string;
   /** Its number among the replicas of its services, when there are several. */
   replica?: number;
+  /** The network namespace it runs in (`LAUNCH_HOSTS=netns`). */
+  netns?: string;
+  /** Its URL, for a nats-server. */
+  url?: string;
   /** The services it runs; none for nats-server. */
   services: readonly ServiceName[];
   /** Starts it (again). */
@@ -39,8 +44,8 @@ interface Instance {
 export interface SupervisorOptions {
   env: Record<string, string | undefined>;
   dataDir: string;
-  /** The nats-server the launcher started, if any: restarted like a service, stopped last. */
-  nats?: { process: ChildProcess; respawn(): ChildProcess };
+  /** The nats-servers the launcher started, if any: restarted like a service, stopped last. */
+  nats?: readonly RunningNats[];
   write: LineWriter;
   logger: Logger;
   /** A process exited with CONFIG_EXIT_CODE: restarting cannot help. */
@@ -61,33 +66,43 @@ export interface SupervisorOptions {
  */
 export class Supervisor {
   private readonly instances: Instance[] = [];
-  private readonly nats: Instance | undefined;
+  private readonly nats: Instance[];
   private stopping = false;
 
   constructor(private readonly options: SupervisorOptions) {
-    if (options.nats) {
-      const nats = options.nats;
-      this.nats = {
-        label: "nats-server",
+    this.nats = (options.nats ?? []).map((nats) => {
+      const instance: Instance = {
+        label: nats.name,
         services: [],
+        ...(nats.netns ? { netns: nats.netns } : {}),
+        url: nats.url,
         run: () => nats.respawn(),
         passOutput: false,
         child: undefined,
         restarts: 0,
         stderr: [],
       };
-      this.watch(this.nats, nats.process);
+      return instance;
+    });
+    for (const [i, instance] of this.nats.entries()) {
+      this.watch(instance, (options.nats as RunningNats[])[i]!.process);
     }
   }
 
   /**
    * Starts `replicas` processes, each running `services`; `envFor(replica)` adds per-replica
-   * variables (e.g. a port).
+   * variables (e.g. a port), `hostFor(replica)` the host it runs on (a network namespace).
    */
   start(
     services: readonly ServiceName[],
     replicas: number,
-    envFor: (replica: number) => Record<string, string> = () => ({}),
+    {
+      envFor = () => ({}),
+      hostFor = () => undefined,
+    }: {
+      envFor?: (replica: number) => Record<string, string>;
+      hostFor?: (replica: number) => { netns: string; exec: string[] } | undefined;
+    } = {},
   ): void {
     const { env } = this.options;
     const nodeOptions = processNodeOptions(services).split(" ").filter(Boolean);
@@ -100,12 +115,22 @@ export class Supervisor {
         SERVICE: services.join(","),
         SERVICE_INSTANCE: label,
       };
+      const host = hostFor(replica);
+      // On a host of its own: `ip netns exec <namespace>` execs node there (same pid).
+      const [file, ...args]: string[] = [
+        ...(host?.exec ?? []),
+        process.execPath,
+        ...nodeOptions,
+        ...process.execArgv,
+        serviceEntry,
+      ];
       const instance: Instance = {
         label,
         ...(replicas > 1 ? { replica } : {}),
+        ...(host ? { netns: host.netns } : {}),
         services,
         run: () =>
-          spawn(process.execPath, [...nodeOptions, ...process.execArgv, serviceEntry], {
+          spawn(file as string, args, {
             env: processEnv,
             stdio: ["ignore", "pipe", "pipe", "ipc"],
             detached: true,
@@ -166,9 +191,30 @@ export class Supervisor {
         if (child?.pid && running(child)) processes[service].push(child.pid);
       }
     }
-    const nats = this.nats?.child;
-    const natsPid = nats?.pid && running(nats) ? nats.pid : undefined;
-    const record = { launcher: process.pid, natsUrl: this.options.env.NATS_URL, natsPid, processes };
+    const pidOf = ({ child }: Instance) => (child?.pid && running(child) ? child.pid : undefined);
+    const natsPid = this.nats[0] && pidOf(this.nats[0]);
+    // Every process with where it runs: `pnpm cluster up --json` and the fault runs read these.
+    const instances = this.instances.map((instance) => ({
+      label: instance.label,
+      services: instance.services,
+      replica: instance.replica ?? 1,
+      netns: instance.netns ?? null,
+      pid: pidOf(instance) ?? null,
+    }));
+    const nats = this.nats.map((instance) => ({
+      name: instance.label,
+      netns: instance.netns ?? null,
+      pid: pidOf(instance) ?? null,
+      url: instance.url,
+    }));
+    const record = {
+      launcher: process.pid,
+      natsUrl: this.options.env.NATS_URL,
+      natsPid,
+      processes,
+      instances,
+      nats,
+    };
     // Replaced whole: tests and operators read it while processes come and go.
     replaceFile(join(this.options.dataDir, "run", "processes.json"), JSON.stringify(record, null, 2));
   }
@@ -177,7 +223,7 @@ export class Supervisor {
   async stop(deadlineMs = 8_000): Promise<void> {
     this.stopping = true;
     await Promise.all(this.instances.map(({ child }) => terminate(child, deadlineMs)));
-    await terminate(this.nats?.child, deadlineMs);
+    await Promise.all(this.nats.map(({ child }) => terminate(child, deadlineMs)));
   }
 }
 

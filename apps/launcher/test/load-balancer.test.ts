@@ -3,7 +3,7 @@ import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { createLogger } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGatewayServer } from "../../../services/gateway/src/server.ts";
-import { startLoadBalancer } from "../src/load-balancer.ts";
+import { onLoopback, startLoadBalancer } from "../src/load-balancer.ts";
 
 /** The gateway's real HTTP server (as main.ts runs it) with an app that refuses big bodies. */
 let gateway: Server;
@@ -18,7 +18,7 @@ beforeAll(async () => {
     { logger: createLogger("balancer-test", "silent") },
   );
   await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
-  balancer = await startLoadBalancer(0, [(gateway.address() as AddressInfo).port]);
+  balancer = await startLoadBalancer(0, [onLoopback((gateway.address() as AddressInfo).port)]);
 });
 afterAll(async () => {
   balancer?.close();
@@ -163,7 +163,7 @@ async function withDyingGateway(
 ): Promise<void> {
   const dying = await dyingGateway(answering);
   const other = await answeringGateway();
-  const balancer = await startLoadBalancer(0, [dying.port, other.port]);
+  const balancer = await startLoadBalancer(0, [onLoopback(dying.port), onLoopback(other.port)]);
   const client = keptAlive((balancer.address() as AddressInfo).port);
   try {
     await test(client, dying, other);

@@ -120,11 +120,21 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
   // Reconnect for ever, trying every 0.5 to 1 s (the client's default is 2 s): after a NATS
   // restart the services answer again within about a second.
   const nc = await connect({
-    servers: options.url,
+    // A cluster's nodes, comma separated: the client picks one at random and fails over.
+    servers: options.url.split(",").map((url) => url.trim()),
     name: options.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
+    // A server cut off (a partition, a dead host: no FIN, no RST) is noticed when two PINGs go
+    // unanswered: within ~9 s, then the client moves to another node of the cluster. The client's
+    // default (2 min, 2 PINGs) leaves a service on a silent node for up to 4 min, and TCP's own
+    // retransmission back-off can hold it ~10 s more after the link heals.
+    pingInterval: 3_000,
+    maxPingOut: 2,
+    // A node that does not answer a connection attempt (cut off) is given up after 3 s for the
+    // next one, not the client's default 20 s.
+    timeout: 3_000,
     // No stack captured per request for a timeout that rarely comes: our own requests use the
     // bus's reply inbox (ReplyInbox), but JetStream's requests still go through nats.js's.
     noAsyncTraces: true,

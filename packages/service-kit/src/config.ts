@@ -15,9 +15,20 @@ const optionalUrl = z
  * Variables every service reads (docs/operations.md "Running it"). Production adapters are chosen
  * when their variable is set; otherwise the embedded ones under DATA_DIR.
  */
+/** One URL, or several separated by commas (the nodes of a cluster). */
+const optionalUrls = optionalText.pipe(
+  z
+    .string()
+    .refine((v) => v.split(",").every((url) => z.url().safeParse(url.trim()).success), {
+      message: "must be a URL, or URLs separated by commas",
+    })
+    .optional(),
+);
+
 export const baseConfigShape = {
   DATA_DIR: z.string().min(1).default("./.data"),
-  NATS_URL: optionalUrl,
+  /** NATS's URL, or its nodes' URLs separated by commas. */
+  NATS_URL: optionalUrls,
   EVENTSTORE_URL: optionalText,
   MONGO_URL: optionalText,
   MONGO_DATABASE: z.string().min(1).default("cheese_store"),

@@ -1,0 +1,181 @@
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
+import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
+
+/** What `pnpm cluster up --json` prints (and `faults` works from). */
+export interface ClusterInfo {
+  /** The launcher's balancer in front of the gateways, on this host. */
+  url: string;
+  nats: { name: string; netns: string; pid: number | null; url: string }[];
+  services: { name: string; replica: number; netns: string; pid: number | null }[];
+  dataDir: string;
+  /** A credentials file that may read JetStream's stream and consumer info; null: NATS has no authentication. */
+  natsCredentials: string | null;
+}
+
+/** The launcher `pnpm start` runs, built. */
+const launcher = fileURLToPath(new URL("../../launcher/dist/cli.js", import.meta.url));
+/** How long `up` waits for `/readyz`. */
+const READY_TIMEOUT_MS = 120_000;
+/** How long `down` lets the launcher stop everything before it is killed. */
+const STOP_TIMEOUT_MS = 20_000;
+
+/**
+ * The variables of a cluster run: whatever the caller set (the same ones as `pnpm start`), over
+ * the cluster's own defaults: three NATS nodes and two processes of every service, each on a host
+ * of its own, JetStream data kept on three nodes.
+ */
+export function clusterEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return {
+    REPLICAS: "2",
+    NATS_REPLICAS: "3",
+    GATEWAY_PORT: "8080",
+    ...env,
+    DATA_DIR: resolve(env.DATA_DIR || "./.data"),
+    LAUNCH_MODE: "separate",
+    LAUNCH_HOSTS: "netns",
+    // `up` returns while the cluster runs: the launcher must not stop when `up` exits.
+    LAUNCH_DETACHED: "true",
+    NATS_URL: "",
+  };
+}
+
+const stateFile = (dataDir: string) => join(dataDir, "run", "cluster.json");
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Starts the cluster in the background (the launcher with `LAUNCH_HOSTS=netns`, its output in
+ * DATA_DIR/run/cluster.log) and resolves once `/readyz` is 200, with where everything runs.
+ * Refuses (ConfigError, exit 78) without root or `ip netns`, or while a cluster runs on DATA_DIR.
+ */
+export async function up(callerEnv: Record<string, string | undefined>): Promise<ClusterInfo> {
+  if (process.getuid?.() !== 0)
+    throw new ConfigError("pnpm cluster needs root (ip netns, veth pairs, a bridge)");
+  if (spawnSync("ip", ["netns", "list"]).status !== 0)
+    throw new ConfigError("pnpm cluster needs `ip netns` (iproute2)");
+  const env = clusterEnv(callerEnv);
+  const dataDir = env.DATA_DIR as string;
+  const owner = hostsOwner();
+  if (owner)
+    throw new ConfigError(
+      `a cluster already runs on DATA_DIR ${owner.dataDir} (launcher ${owner.pid}): one at a time (pnpm cluster down)`,
+    );
+  mkdirSync(join(dataDir, "run"), { recursive: true });
+  const logFile = join(dataDir, "run", "cluster.log");
+  const log = openSync(logFile, "w");
+  const child = spawn(process.execPath, [launcher], {
+    env,
+    detached: true,
+    stdio: ["ignore", log, log],
+  });
+  closeSync(log);
+  child.unref();
+  const pid = child.pid as number;
+  const url = `http://127.0.0.1:${env.GATEWAY_PORT}`;
+  replaceFile(stateFile(dataDir), JSON.stringify({ url, dataDir }));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (!alive(pid) || child.exitCode !== null) {
+      const code = child.exitCode ?? 1;
+      const error = new Error(`the cluster's launcher exited (${code}):\n${tail(logFile)}`);
+      throw code === 78 ? new ConfigError(error.message) : error;
+    }
+    if (await ready(url)) break;
+    if (Date.now() > deadline) {
+      await down(dataDir);
+      throw new Error(`the cluster was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${tail(logFile)}`);
+    }
+    await new Promise((next) => setTimeout(next, 250));
+  }
+  return info(dataDir);
+}
+
+/** Where everything of the running cluster on DATA_DIR runs now (pids change as processes restart). */
+export function info(dataDir: string): ClusterInfo {
+  const state = readState(dataDir);
+  if (!state) throw new Error(`no cluster on DATA_DIR ${dataDir}`);
+  const processes = JSON.parse(readFileSync(join(dataDir, "run", "processes.json"), "utf8")) as {
+    nats: ClusterInfo["nats"];
+    instances: { services: string[]; replica: number; netns: string; pid: number | null }[];
+  };
+  return {
+    url: state.url,
+    nats: processes.nats,
+    services: processes.instances.map(({ services, replica, netns, pid }) => ({
+      name: services.join("+"),
+      replica,
+      netns,
+      pid,
+    })),
+    dataDir,
+    natsCredentials: null,
+  };
+}
+
+/**
+ * Stops the cluster on DATA_DIR: SIGTERM to its launcher (the owner of the hosts), which stops
+ * every process and removes the hosts; a launcher still running after STOP_TIMEOUT_MS is killed,
+ * and whatever it left (processes in the namespaces, the namespaces) is removed. Safe to run when
+ * nothing runs; refuses (exit 78) while the hosts belong to a cluster on another DATA_DIR.
+ */
+export async function down(dataDir: string): Promise<void> {
+  const owner = hostsOwner();
+  if (owner && resolve(owner.dataDir) !== resolve(dataDir)) {
+    throw new ConfigError(
+      `the running cluster is on DATA_DIR ${owner.dataDir}, not ${dataDir}: DATA_DIR=${owner.dataDir} pnpm cluster down`,
+    );
+  }
+  if (owner) {
+    process.kill(owner.pid, "SIGTERM");
+    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    while (alive(owner.pid) && Date.now() < deadline) await new Promise((next) => setTimeout(next, 100));
+    if (alive(owner.pid)) process.kill(-owner.pid, "SIGKILL");
+  }
+  // A launcher killed outright leaves its namespaces and maybe their processes.
+  for (const netns of existingNamespaces()) {
+    const pids = spawnSync("ip", ["netns", "pids", netns], { encoding: "utf8" }).stdout.split("\n");
+    for (const pid of pids.filter(Boolean)) {
+      try {
+        process.kill(Number(pid), "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  }
+  removeHosts();
+  if (existsSync(stateFile(dataDir))) rmSync(stateFile(dataDir));
+}
+
+function readState(dataDir: string): { url: string } | undefined {
+  try {
+    return JSON.parse(readFileSync(stateFile(dataDir), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+async function ready(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+  } catch {
+    return false;
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-40).join("\n");
+  } catch {
+    return "";
+  }
+}

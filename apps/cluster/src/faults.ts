@@ -1,0 +1,452 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
+import { type ClusterInfo, down, info, up } from "./cluster.ts";
+import { Load } from "./load.ts";
+
+/**
+ * `pnpm cluster faults [--short]`: a cluster of its own (cluster.ts) under the writers' load
+ * (load.ts) and a webhook receiver on this host, while it
+ *   (a) SIGKILLs a NATS node (the launcher restarts it on its store),
+ *   (b) cuts a NATS node off from the others and from the services for 20 s (a packet filter in
+ *       its namespace), then heals it,
+ *   (c) adds 200 ms of delay and 5 % loss to one service replica's link for 20 s (`tc netem`),
+ *   (d) SIGKILLs one replica of each service in turn (the launcher restarts it);
+ * then checks, a line each, and exits non-zero when one fails. `--short`: one fault of each kind
+ * (about a minute of faults); otherwise rounds of all four, other nodes and replicas each round,
+ * for at most five minutes.
+ */
+
+/** A cut or a slow link lasts this long. */
+const FAULT_MS = 20_000;
+/** After each heal, `/readyz` must be 200 again within this. */
+const RECOVERY_LIMIT_MS = 10_000;
+/** The long run's faults stop starting after this. */
+const LONG_RUN_MS = 4 * 60_000;
+/** After the load stops: how long acknowledged writes and webhooks may take to show. */
+const SETTLE_MS = 60_000;
+
+interface Recovery {
+  fault: string;
+  ms: number;
+}
+
+export async function runFaults({
+  short,
+  env,
+}: {
+  short: boolean;
+  env: Record<string, string | undefined>;
+}): Promise<boolean> {
+  const dataDir = env.DATA_DIR || mkdtempSync(join(tmpdir(), "cheese-faults-"));
+  const credentials = {
+    operatorKey: `faults-${randomBytes(12).toString("hex")}`,
+    client: { id: "faults-client", secret: randomBytes(16).toString("hex") },
+  };
+  const say = (line: string) => console.log(`faults: ${line}`);
+  const cluster = await up({
+    // Retries close together, so a delivery that failed during a fault is retried within the run.
+    WEBHOOK_RETRY_DELAYS: "0,1s,2s,5s,10s,20s",
+    LOG_LEVEL: "warn",
+    ...env,
+    DATA_DIR: dataDir,
+    GATEWAY_PORT: env.GATEWAY_PORT ?? "18080",
+    // The run's own credentials, on plans that never throttle its writers.
+    API_KEYS: `${credentials.operatorKey}:enterprise`,
+    OAUTH_CLIENTS: JSON.stringify([
+      {
+        ...credentials.client,
+        scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+        redirectUris: [],
+        plan: "enterprise",
+      },
+    ]),
+    ANON_PLAN: "enterprise",
+    // The receiver is on the bridge's address, a private one.
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  });
+  say(`cluster ready on ${cluster.url} (data in ${dataDir})`);
+  const receiver = await Receiver.start();
+  const load = new Load(cluster.url, credentials);
+  let passed = false;
+  try {
+    const registered = await load.call("POST", "/v2/webhooks", load.operatorKey, {
+      url: `${receiver.url}/hooks`,
+      events: ["order.placed"],
+    });
+    if (registered?.status !== 201) throw new Error(`webhook not registered: ${JSON.stringify(registered)}`);
+    const webhookId = (registered.json as { id: number }).id;
+    await load.start();
+    const recoveries = await injectFaults(dataDir, cluster, short, say);
+    await load.stop();
+    say(`load stopped: ${summary(load)}`);
+    passed = await check(load, receiver, webhookId, recoveries, say);
+  } finally {
+    await load.stop();
+    receiver.close();
+    await down(dataDir);
+  }
+  if (passed && !env.DATA_DIR) rmSync(dataDir, { recursive: true, force: true });
+  if (!passed) say(`data kept in ${dataDir} (the launcher's output: run/cluster.log)`);
+  return passed;
+}
+
+function summary(load: Load): string {
+  const statuses = [...load.answers.byStatus].sort(([a], [b]) => a - b);
+  return `${statuses.map(([status, n]) => `${n}×${status}`).join(", ")}; ${load.answers.unanswered} unanswered`;
+}
+
+/** Runs the faults, one at a time; after each heal, how long `/readyz` took to be 200 again. */
+async function injectFaults(
+  dataDir: string,
+  cluster: ClusterInfo,
+  short: boolean,
+  say: (line: string) => void,
+): Promise<Recovery[]> {
+  const recoveries: Recovery[] = [];
+  const started = Date.now();
+  const healed = async (fault: string) => {
+    const ms = await untilReady(cluster.url);
+    recoveries.push({ fault, ms });
+    say(`${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s`);
+    // The next fault starts on a whole cluster: every process and node back.
+    await untilWhole(dataDir);
+  };
+  const services = ["catalogue", "ordering", "customer", "notification", "gateway"];
+  for (let round = 0; short ? round < 1 : Date.now() - started < LONG_RUN_MS; round++) {
+    const node = cluster.nats[round % cluster.nats.length]!;
+    const now = info(dataDir);
+
+    const killed = now.nats.find(({ name }) => name === node.name);
+    say(`(a) SIGKILL ${node.name} (pid ${killed?.pid})`);
+    if (killed?.pid) process.kill(killed.pid, "SIGKILL");
+    await healed(`(a) ${node.name} killed`);
+
+    const cut = cluster.nats[(round + 1) % cluster.nats.length]!;
+    say(`(b) cutting ${cut.name} off for ${FAULT_MS / 1000} s`);
+    const filter = (verb: "-I" | "-D") => {
+      inNamespace(cut.netns, ["iptables", verb, "INPUT", "-i", "eth0", "-j", "DROP"]);
+      inNamespace(cut.netns, ["iptables", verb, "OUTPUT", "-o", "eth0", "-j", "DROP"]);
+    };
+    filter("-I");
+    await pause(FAULT_MS);
+    filter("-D");
+    await healed(`(b) ${cut.name} cut off`);
+
+    const slow = now.services[(round * 3) % now.services.length]!;
+    const heal = slowLink(slow.netns);
+    say(`(c) ${heal.what} on ${slow.name}#${slow.replica}'s link for ${FAULT_MS / 1000} s`);
+    await pause(FAULT_MS);
+    heal();
+    await healed(`(c) ${slow.name}#${slow.replica} slowed`);
+
+    for (const name of services) {
+      const replica = (round % 2) + 1;
+      const target = info(dataDir).services.find((s) => s.name === name && s.replica === replica);
+      say(`(d) SIGKILL ${name}#${replica} (pid ${target?.pid})`);
+      if (target?.pid) process.kill(target.pid, "SIGKILL");
+      await healed(`(d) ${name}#${replica} killed`);
+    }
+  }
+  return recoveries;
+}
+
+/**
+ * Makes the link of the host `netns` slow and lossy; returns what heals it. `tc netem` (200 ms of
+ * delay, 5 % loss) where the kernel has it. A kernel built without it (CONFIG_NET_SCH_NETEM unset,
+ * as on the machines this project is developed on) gets the nearest it has, said in the run's
+ * output: 5 % of packets dropped each way by the packet filter (`statistic`), and a token-bucket
+ * rate cap that queues what exceeds 1 Mbit/s for up to 200 ms.
+ */
+function slowLink(netns: string): { (): void; what: string } {
+  const tc = (...args: string[]) => inNamespace(netns, ["tc", "qdisc", ...args, "dev", "eth0", "root"]);
+  try {
+    tc("add", "netem", "delay", "200ms", "loss", "5%");
+    return Object.assign(() => tc("del"), { what: "tc netem: 200 ms delay, 5 % loss" });
+  } catch {
+    const drop = (verb: "-I" | "-D") => {
+      for (const [chain, side] of [
+        ["INPUT", "-i"],
+        ["OUTPUT", "-o"],
+      ] as const) {
+        inNamespace(netns, [
+          "iptables",
+          verb,
+          chain,
+          side,
+          "eth0",
+          "-m",
+          "statistic",
+          "--mode",
+          "random",
+          "--probability",
+          "0.05",
+          "-j",
+          "DROP",
+        ]);
+      }
+    };
+    inNamespace(netns, [
+      "tc",
+      "qdisc",
+      "add",
+      "dev",
+      "eth0",
+      "root",
+      "tbf",
+      "rate",
+      "1mbit",
+      "burst",
+      "16kb",
+      "latency",
+      "200ms",
+    ]);
+    drop("-I");
+    return Object.assign(
+      () => {
+        drop("-D");
+        tc("del");
+      },
+      {
+        what: "no netem in this kernel: 5 % loss (packet filter) and a 1 Mbit/s cap queueing up to 200 ms (tbf)",
+      },
+    );
+  }
+}
+
+/** Waits (as the load goes on) for the length of a fault. Not before an assertion: the fault's duration. */
+function pause(ms: number): Promise<void> {
+  return new Promise((next) => setTimeout(next, ms));
+}
+
+/** Milliseconds until `/readyz` answers 200 (polled every 100 ms; gives up after a minute). */
+async function untilReady(url: string): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 60_000) {
+    try {
+      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200)
+        return Date.now() - started;
+    } catch {
+      // not answering yet
+    }
+    await pause(100);
+  }
+  return Date.now() - started;
+}
+
+/** Waits until every NATS node and every service process runs (the launcher restarted the killed one). */
+async function untilWhole(dataDir: string): Promise<void> {
+  const started = Date.now();
+  while (Date.now() - started < 60_000) {
+    const now = info(dataDir);
+    const nodesUp = await Promise.all(
+      now.nats.map(async ({ url, pid }) => {
+        if (!pid) return false;
+        const monitor = url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+        try {
+          return (await fetch(`${monitor}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok;
+        } catch {
+          return false;
+        }
+      }),
+    );
+    if (nodesUp.every(Boolean) && now.services.every(({ pid }) => pid)) return;
+    await pause(200);
+  }
+}
+
+/** Polls `probe` until it says true or `ms` passes; resolves with its last answer. */
+async function within(ms: number, probe: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() > deadline) return false;
+    await pause(500);
+  }
+}
+
+/** The checks after the run, a line each; true when every one holds. */
+async function check(
+  load: Load,
+  receiver: Receiver,
+  webhookId: number,
+  recoveries: Recovery[],
+  say: (line: string) => void,
+): Promise<boolean> {
+  const { cheeses, customers, orders } = load.acknowledged;
+  const bearer = await load.operatorBearer();
+  const results: boolean[] = [];
+  const line = (ok: boolean, text: string) => {
+    results.push(ok);
+    say(`${ok ? "ok  " : "FAIL"} ${text}`);
+  };
+
+  // Every acknowledged write reads back as acknowledged (while the cluster settles, a 503 is waited out).
+  const lost: string[] = [];
+  const readBack = async (
+    path: string,
+    headers: Record<string, string>,
+    matches: (json: unknown) => boolean,
+  ) => {
+    const ok = await within(SETTLE_MS, async () => {
+      const answer = await load.call("GET", path, headers);
+      return answer?.status === 200 && matches(answer.json);
+    });
+    if (!ok) lost.push(path);
+  };
+  for (const { id, name } of cheeses)
+    await readBack(`/v2/cheeses/${id}`, bearer, (json) => (json as { name: string }).name === name);
+  for (const { username } of customers)
+    await readBack(
+      `/v2/customer/${username}`,
+      load.operatorKey,
+      (json) => (json as { username: string }).username === username,
+    );
+  for (const { id } of orders)
+    await readBack(`/v2/store/order/${id}`, load.operatorKey, (json) => (json as { id: number }).id === id);
+  const acknowledged = cheeses.length + customers.length + orders.length;
+  line(
+    lost.length === 0,
+    `every acknowledged write reads back (${cheeses.length} cheeses, ${customers.length} customers, ${orders.length} orders)${lost.length ? `; lost: ${lost.slice(0, 10).join(", ")}` : ""}`,
+  );
+
+  // No id was handed out twice.
+  const duplicates = (ids: number[]) => ids.length - new Set(ids).size;
+  const duplicateIds =
+    duplicates(cheeses.map(({ id }) => id)) +
+    duplicates(customers.map(({ id }) => id)) +
+    duplicates(orders.map(({ id }) => id));
+  line(duplicateIds === 0, `no id handed out twice (${duplicateIds} duplicates)`);
+
+  // Every placed order's order.placed reached the receiver; no webhook-id came with two bodies.
+  const missing = () => orders.filter(({ id }) => !receiver.placedOrders.has(String(id)));
+  await within(SETTLE_MS, async () => missing().length === 0);
+  const missingWebhooks = missing().length;
+  line(
+    missingWebhooks === 0,
+    `every placed order's order.placed arrived (${receiver.placedOrders.size} received, ${missingWebhooks} missing)`,
+  );
+  line(
+    receiver.conflicting.length === 0,
+    `no webhook-id arrived with two different bodies (${receiver.conflicting.length}; ${receiver.deliveries} deliveries, ${receiver.bodies.size} distinct ids)`,
+  );
+
+  // No delivery round was attempted twice at once: within a round, attempt numbers are distinct.
+  const doubled = await doubleAttempts(load, webhookId);
+  line(
+    doubled.length === 0,
+    `no webhook attempt made twice (${doubled.length}${doubled.length ? `: ${doubled.slice(0, 5).join(", ")}` : ""})`,
+  );
+
+  // No order was decided twice: no event appears twice in an order's history.
+  const decidedTwice: number[] = [];
+  for (const { id } of orders) {
+    const history = await load.call("GET", `/v2/store/order/${id}/history?limit=100`, load.operatorKey);
+    const types = ((history?.json as { items?: { type: string }[] })?.items ?? []).map(({ type }) => type);
+    if (types.length !== new Set(types).size) decidedTwice.push(id);
+  }
+  line(
+    decidedTwice.length === 0,
+    `no order decided twice (${decidedTwice.length}${decidedTwice.length ? `: ${decidedTwice.slice(0, 10).join(", ")}` : ""})`,
+  );
+
+  const failures = load.answers.failures;
+  line(
+    failures.length === 0,
+    `no 500 (5xx other than 503 with Retry-After): ${failures.length}${failures.length ? `; ${failures.slice(0, 5).join(" | ")}` : ""}`,
+  );
+
+  const slowest = recoveries.reduce((max, { ms }) => Math.max(max, ms), 0);
+  const late = recoveries.filter(({ ms }) => ms > RECOVERY_LIMIT_MS);
+  line(
+    late.length === 0,
+    `/readyz 200 within ${RECOVERY_LIMIT_MS / 1000} s of each heal (${recoveries.length} heals${late.length ? `; late: ${late.map(({ fault }) => fault).join(", ")}` : ""})`,
+  );
+
+  say(
+    `acknowledged ${acknowledged}, lost ${lost.length}, duplicate ids ${duplicateIds}, missing webhooks ${missingWebhooks}, 500s ${failures.length}, max recovery ${(slowest / 1000).toFixed(1)} s`,
+  );
+  return results.every(Boolean);
+}
+
+/** Deliveries of the run's registration with two attempts of one number in one round. */
+async function doubleAttempts(load: Load, webhookId: number): Promise<string[]> {
+  const doubled: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await load.call(
+      "GET",
+      `/v2/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      load.operatorKey,
+    );
+    const json = page?.json as
+      | {
+          items: { id: number; attempts: { attempt: number; round: number }[] }[];
+          nextCursor?: string | null;
+        }
+      | undefined;
+    if (!json) throw new Error(`deliveries not listed: ${page?.status}`);
+    for (const delivery of json.items) {
+      const seen = new Set<string>();
+      for (const { attempt, round } of delivery.attempts) {
+        const key = `${round}/${attempt}`;
+        if (seen.has(key)) doubled.push(`delivery ${delivery.id} round ${round} attempt ${attempt}`);
+        seen.add(key);
+      }
+    }
+    cursor = json.nextCursor ?? undefined;
+  } while (cursor);
+  return doubled;
+}
+
+/** The run's webhook receiver, on the bridge's address so the notification hosts reach it. */
+class Receiver {
+  /** Body per webhook-id. */
+  readonly bodies = new Map<string, string>();
+  readonly conflicting: string[] = [];
+  /** `data.order_id` of every order.placed received. */
+  readonly placedOrders = new Set<string>();
+  deliveries = 0;
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(): Promise<Receiver> {
+    let receiver: Receiver | undefined;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        receiver?.record(String(req.headers["webhook-id"] ?? ""), Buffer.concat(chunks).toString("utf8"));
+        res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise<void>((listening) => server.listen(0, bridgeAddress, listening));
+    receiver = new Receiver(server, `http://${bridgeAddress}:${(server.address() as AddressInfo).port}`);
+    return receiver;
+  }
+
+  private record(id: string, body: string): void {
+    this.deliveries++;
+    const earlier = this.bodies.get(id);
+    if (earlier !== undefined && earlier !== body) this.conflicting.push(id);
+    this.bodies.set(id, body);
+    try {
+      const envelope = JSON.parse(body) as { type: string; data: { order_id: string } };
+      if (envelope.type === "order.placed") this.placedOrders.add(String(envelope.data.order_id));
+    } catch {
+      this.conflicting.push(`${id} (not JSON)`);
+    }
+  }
+
+  close(): void {
+    this.server.close();
+    this.server.closeAllConnections();
+  }
+}
