@@ -342,16 +342,26 @@ async function check(
     `no webhook attempt made twice (${doubled.length}${doubled.length ? `: ${doubled.slice(0, 5).join(", ")}` : ""})`,
   );
 
-  // No order was decided twice: no event appears twice in an order's history.
-  const decidedTwice: number[] = [];
-  for (const { id } of orders) {
+  // Every order was decided (approved or cancelled by its processing timer) exactly once.
+  const decisions = async (id: number) => {
     const history = await load.call("GET", `/v2/store/order/${id}/history?limit=100`, load.operatorKey);
     const types = ((history?.json as { items?: { type: string }[] })?.items ?? []).map(({ type }) => type);
-    if (types.length !== new Set(types).size) decidedTwice.push(id);
+    return types.filter((type) => type === "order.approved" || type === "order.cancelled").length;
+  };
+  const undecided: number[] = [];
+  const decidedTwice: number[] = [];
+  for (const { id } of orders) {
+    let count = 0;
+    await within(SETTLE_MS, async () => {
+      count = await decisions(id);
+      return count > 0;
+    });
+    if (count === 0) undecided.push(id);
+    if (count > 1) decidedTwice.push(id);
   }
   line(
-    decidedTwice.length === 0,
-    `no order decided twice (${decidedTwice.length}${decidedTwice.length ? `: ${decidedTwice.slice(0, 10).join(", ")}` : ""})`,
+    undecided.length + decidedTwice.length === 0,
+    `every order decided exactly once (${undecided.length} undecided, ${decidedTwice.length} decided twice${decidedTwice.length ? `: ${decidedTwice.slice(0, 10).join(", ")}` : ""})`,
   );
 
   const failures = load.answers.failures;

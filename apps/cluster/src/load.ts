@@ -32,6 +32,8 @@ const PASSWORD = "correct horse battery staple";
 const REQUEST_TIMEOUT_MS = 15_000;
 /** Orders placed by one customer before the next customer is used. */
 const ORDERS_PER_CUSTOMER = 4;
+/** How often a cheese's creation is sent (the same Idempotency-Key) while it gets no answer or a 503. */
+const IDEMPOTENT_ATTEMPTS = 3;
 
 export class Load {
   readonly acknowledged: Acknowledged = { cheeses: [], customers: [], orders: [] };
@@ -41,6 +43,8 @@ export class Load {
   private running = false;
   private readonly loops: Promise<void>[] = [];
   private token = "";
+  /** Cheese creations started. */
+  private sent = 0;
 
   constructor(
     private readonly url: string,
@@ -129,11 +133,34 @@ export class Load {
     await Promise.all(this.loops);
   }
 
+  /**
+   * Creates a cheese as a careful client does: with an Idempotency-Key, sent again (same key, same
+   * body) while the answer is a 503 or none, a few times. Every tenth asks for a name already
+   * acknowledged instead, which must be refused (409): a second cheese of one name means a
+   * uniqueness reservation was won twice.
+   */
   private async createCheese(bearer: Record<string, string>): Promise<void> {
+    const taken = this.acknowledged.cheeses.at(-1);
+    if (taken && ++this.sent % 10 === 0) {
+      const again = await this.call("POST", "/v2/cheeses", bearer, { name: taken.name, pricePerKg: 1 });
+      if (again && again.status < 300)
+        this.answers.failures.push(`a second cheese named ${taken.name}: ${again.status}`);
+      return;
+    }
     const name = `Faults ${randomUUID()}`;
-    const answer = await this.call("POST", "/v2/cheeses", bearer, { name, pricePerKg: 12.5 });
-    if (answer?.status === 201)
-      this.acknowledged.cheeses.push({ id: (answer.json as { id: number }).id, name });
+    const headers = { ...bearer, "idempotency-key": randomUUID() };
+    for (let attempt = 0; attempt < IDEMPOTENT_ATTEMPTS; attempt++) {
+      const answer = await this.call("POST", "/v2/cheeses", headers, { name, pricePerKg: 12.5 });
+      if (answer?.status === 201) {
+        const { id } = answer.json as { id: number };
+        // A repeat answered with the first response: the same cheese, counted once.
+        if (!this.acknowledged.cheeses.some((cheese) => cheese.id === id))
+          this.acknowledged.cheeses.push({ id, name });
+        return;
+      }
+      if (answer && answer.status !== 503) return;
+      await new Promise((next) => setTimeout(next, 500));
+    }
   }
 
   private async registerCustomer(): Promise<void> {
