@@ -10,7 +10,8 @@ export interface ClusterInfo {
   /** The launcher's balancer in front of the gateways, on this host. */
   url: string;
   nats: { name: string; netns: string; pid: number | null; url: string }[];
-  services: { name: string; replica: number; netns: string; pid: number | null }[];
+  /** `address`: the host's address on the bridge (a gateway listens on :8080 there). */
+  services: { name: string; replica: number; netns: string; address: string; pid: number | null }[];
   dataDir: string;
   /** A credentials file that may read JetStream's stream and consumer info; null: NATS has no authentication. */
   natsCredentials: string | null;
@@ -106,15 +107,16 @@ export function info(dataDir: string): ClusterInfo {
   if (!state) throw new Error(`no cluster on DATA_DIR ${dataDir}`);
   const processes = JSON.parse(readFileSync(join(dataDir, "run", "processes.json"), "utf8")) as {
     nats: ClusterInfo["nats"];
-    instances: { services: string[]; replica: number; netns: string; pid: number | null }[];
+    instances: { services: string[]; replica: number; netns: string; address: string; pid: number | null }[];
   };
   return {
     url: state.url,
     nats: processes.nats,
-    services: processes.instances.map(({ services, replica, netns, pid }) => ({
+    services: processes.instances.map(({ services, replica, netns, address, pid }) => ({
       name: services.join("+"),
       replica,
       netns,
+      address,
       pid,
     })),
     dataDir,

@@ -26,8 +26,9 @@ interface Instance {
   label: string;
   /** Its number among the replicas of its services, when there are several. */
   replica?: number;
-  /** The network namespace it runs in (`LAUNCH_HOSTS=netns`). */
+  /** The network namespace it runs in and its address there (`LAUNCH_HOSTS=netns`). */
   netns?: string;
+  address?: string;
   /** Its URL, for a nats-server. */
   url?: string;
   /** The services it runs; none for nats-server. */
@@ -101,7 +102,7 @@ export class Supervisor {
       hostFor = () => undefined,
     }: {
       envFor?: (replica: number) => Record<string, string>;
-      hostFor?: (replica: number) => { netns: string; exec: string[] } | undefined;
+      hostFor?: (replica: number) => { netns: string; address: string; exec: string[] } | undefined;
     } = {},
   ): void {
     const { env } = this.options;
@@ -127,7 +128,7 @@ export class Supervisor {
       const instance: Instance = {
         label,
         ...(replicas > 1 ? { replica } : {}),
-        ...(host ? { netns: host.netns } : {}),
+        ...(host ? { netns: host.netns, address: host.address } : {}),
         services,
         run: () =>
           spawn(file as string, args, {
@@ -199,6 +200,7 @@ export class Supervisor {
       services: instance.services,
       replica: instance.replica ?? 1,
       netns: instance.netns ?? null,
+      address: instance.address ?? null,
       pid: pidOf(instance) ?? null,
     }));
     const nats = this.nats.map((instance) => ({
