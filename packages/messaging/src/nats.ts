@@ -12,6 +12,7 @@ import {
   type MsgHdrs,
   type NatsConnection,
   NatsError,
+  type StreamConfig,
   nanos,
   headers as natsHeaders,
   StorageType,
@@ -44,14 +45,51 @@ import {
 import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
-  url: string;
+  /** One server, or several of one cluster (the client picks one and fails over to the others). */
+  url: string | string[];
   /** Connection name, shown by the server (`nats server report connections`). */
   name: string;
   /** JetStream stream holding `events.>`; created or updated at connect. */
   eventsStream?: string;
-  /** Publishing the same event id again within this window stores it once. */
+  /** Publishing the same event id again within this window stores it once (at most `eventsMaxAgeMs`). */
   duplicateWindowMs?: number;
+  /**
+   * Copies JetStream keeps of `EVENTS` and of every key-value bucket, each on another server of
+   * the cluster (1 by default; more than 1 needs a clustered server). A stream or bucket made
+   * with another count is updated to this one.
+   */
+  replicas?: number;
+  /** `EVENTS` keeps an event this long at most (see {@link DEFAULT_EVENTS_MAX_AGE_MS}). */
+  eventsMaxAgeMs?: number;
+  /** `EVENTS` holds this many bytes at most, dropping its oldest events past it. */
+  eventsMaxBytes?: number;
   logger?: BusLogger;
+}
+
+/**
+ * How long `EVENTS` keeps an integration event: a week, so a consumer down over a long weekend
+ * still finds every event it missed. Consumers take an event within seconds; the age limit is
+ * what bounds the stream's disk while they keep up. A consumer that falls behind it skips the
+ * events removed (the server moves it to the stream's first event); they stay in the publishing
+ * service's event store, but are not handled.
+ */
+export const DEFAULT_EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/** The most bytes `EVENTS` holds (1 GiB, about two million events); past it the oldest go. */
+export const DEFAULT_EVENTS_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * The replica count asked of JetStream (`NatsBusOptions.replicas`) is one the server cannot
+ * give: more than 1 on a server that is not part of a cluster, or more than the cluster has
+ * JetStream servers. A configuration mistake, not an outage: retrying cannot help.
+ */
+export class ReplicasRefusedError extends Error {
+  override readonly name = "ReplicasRefusedError";
+  constructor(
+    readonly replicas: number,
+    reason: string,
+  ) {
+    super(`JetStream cannot keep ${replicas} replicas: ${reason}`);
+  }
 }
 
 /** Carries the event id next to `Nats-Msg-Id`, which the server may strip on republish. */
@@ -59,6 +97,9 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+/** "replicas > 1 not supported in non-clustered mode", and "insufficient resources" (too few servers). */
+const REPLICAS_NOT_SUPPORTED = 10074;
+const INSUFFICIENT_RESOURCES = 10023;
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
 const ACK_CONFIRM_TIMEOUT_MS = 1_000;
@@ -133,8 +174,17 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
-    await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);
-    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.logger ?? consoleLogger);
+    const log = options.logger ?? consoleLogger;
+    const streams = new StreamSettings(nc, jsm, options.replicas ?? 1, log);
+    const maxAgeMs = options.eventsMaxAgeMs ?? DEFAULT_EVENTS_MAX_AGE_MS;
+    await streams.ensure(stream, {
+      subjects: ["events.>"],
+      // The server refuses a duplicate window longer than the stream's age limit.
+      duplicate_window: nanos(Math.min(options.duplicateWindowMs ?? 3_600_000, maxAgeMs)),
+      max_age: nanos(maxAgeMs),
+      max_bytes: options.eventsMaxBytes ?? DEFAULT_EVENTS_MAX_BYTES,
+    });
+    return new NatsBus(nc, jsm, nc.jetstream(), stream, streams, log);
   } catch (error) {
     await nc.close();
     throw error;
@@ -180,19 +230,70 @@ export function coalesceWrites(nc: NatsConnection): void {
   };
 }
 
-async function ensureEventsStream(jsm: JetStreamManager, name: string, duplicateWindowMs: number) {
-  const config = { subjects: ["events.>"], duplicate_window: nanos(duplicateWindowMs) };
-  try {
-    const info = await jsm.streams.info(name);
-    const same =
-      info.config.duplicate_window === config.duplicate_window &&
-      info.config.subjects.join() === config.subjects.join();
-    if (!same) await jsm.streams.update(name, { ...info.config, ...config });
-  } catch (error) {
-    if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
-    // Several services may race to create it; an identical config makes `add` idempotent.
-    await jsm.streams.add({ name, storage: StorageType.File, ...config });
+/** The settings of a stream this bus makes sure of; `num_replicas` is added by {@link StreamSettings}. */
+type WantedStream = Partial<Pick<StreamConfig, "subjects" | "duplicate_window" | "max_age" | "max_bytes">>;
+
+/**
+ * Makes the streams this bus relies on (`EVENTS`, each key-value bucket's `KV_<bucket>`) have
+ * the replica count and limits configured: creates a stream that is missing, and updates one
+ * made earlier with other settings (every setting here is one JetStream lets a stream change,
+ * the replica count included on a clustered server), logging one line naming what it changed.
+ */
+class StreamSettings {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    readonly replicas: number,
+    private readonly log: BusLogger,
+  ) {}
+
+  async ensure(name: string, wanted: WantedStream): Promise<void> {
+    const config = { ...wanted, num_replicas: this.replicas };
+    let current: StreamConfig;
+    try {
+      current = (await this.jsm.streams.info(name)).config;
+    } catch (error) {
+      if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
+      this.assertClustered();
+      // Several services may race to create it; an identical config makes `add` idempotent.
+      await this.jsm.streams
+        .add({ name, storage: StorageType.File, ...config })
+        .catch((e) => this.rethrowRefused(e));
+      return;
+    }
+    const changes = Object.entries(config).flatMap(([key, value]) => {
+      const was = current[key as keyof StreamConfig];
+      return String(was) === String(value) ? [] : [`${key} ${describe(key, was)} → ${describe(key, value)}`];
+    });
+    if (changes.length === 0) return;
+    if (current.num_replicas !== config.num_replicas) this.assertClustered();
+    await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
+    this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
   }
+
+  /**
+   * A server outside any cluster refuses to create a stream of more than one replica, but accepts
+   * raising an existing stream's count and keeps one copy all the same (nats-server 2.9).
+   */
+  private assertClustered(): void {
+    if (this.replicas > 1 && !this.nc.info?.cluster)
+      throw new ReplicasRefusedError(this.replicas, "the NATS server is not part of a cluster");
+  }
+
+  rethrowRefused(error: unknown): never {
+    const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
+    if (code === REPLICAS_NOT_SUPPORTED || (code === INSUFFICIENT_RESOURCES && this.replicas > 1))
+      throw new ReplicasRefusedError(this.replicas, (error as NatsError).message);
+    throw error;
+  }
+}
+
+/** A stream setting as the log line shows it: durations in seconds, the rest as they are. */
+function describe(key: string, value: unknown): string {
+  if (value === undefined) return "unset";
+  if ((key === "max_age" || key === "duplicate_window") && typeof value === "number")
+    return `${value / 1e9}s`;
+  return Array.isArray(value) ? value.join(",") : String(value);
 }
 
 class NatsBus implements MessageBus {
@@ -221,6 +322,7 @@ class NatsBus implements MessageBus {
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly stream: string,
+    private readonly streams: StreamSettings,
     private readonly log: BusLogger,
   ) {
     void (async () => {
@@ -391,10 +493,15 @@ class NatsBus implements MessageBus {
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
-    const kv = await this.js.views.kv(bucket, {
-      history: 1,
-      ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
-    });
+    const kv = await this.js.views
+      .kv(bucket, {
+        history: 1,
+        replicas: this.streams.replicas,
+        ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
+      })
+      .catch((error) => this.streams.rethrowRefused(error));
+    // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
+    await this.streams.ensure(`KV_${bucket}`, {});
     // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
     const eraseRevision = (revision: number) =>
       this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);

@@ -5,6 +5,19 @@ const optionalText = z
   .string()
   .optional()
   .transform((v) => (v === "" ? undefined : v));
+/** One URL, or several separated by commas (the servers of one NATS cluster). */
+const optionalUrls = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(
+    z
+      .string()
+      .refine((v) => v.split(",").every((url) => z.url().safeParse(url.trim()).success), {
+        message: "not a URL, nor a comma-separated list of URLs",
+      })
+      .optional(),
+  );
 const optionalUrl = z
   .string()
   .optional()
@@ -17,7 +30,14 @@ const optionalUrl = z
  */
 export const baseConfigShape = {
   DATA_DIR: z.string().min(1).default("./.data"),
-  NATS_URL: optionalUrl,
+  /** A NATS server, or every server of a NATS cluster, comma-separated. */
+  NATS_URL: optionalUrls,
+  /** Copies of EVENTS and of every key-value bucket JetStream keeps (more than 1 needs a cluster). */
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** EVENTS keeps an integration event this long at most (a consumer further behind misses it). */
+  NATS_EVENTS_MAX_AGE: duration("168h").pipe(z.number().min(60_000, "must be at least 1m")),
+  /** EVENTS holds this many MiB at most; past it, its oldest events are removed. */
+  NATS_EVENTS_MAX_MB: z.coerce.number().int().min(1).max(1_048_576).default(1024),
   EVENTSTORE_URL: optionalText,
   MONGO_URL: optionalText,
   MONGO_DATABASE: z.string().min(1).default("cheese_store"),
