@@ -12,10 +12,10 @@ import {
   type MsgHdrs,
   type NatsConnection,
   NatsError,
-  type StreamConfig,
   nanos,
   headers as natsHeaders,
   StorageType,
+  type StreamConfig,
 } from "nats";
 import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
@@ -97,9 +97,14 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
-/** "replicas > 1 not supported in non-clustered mode", and "insufficient resources" (too few servers). */
+/**
+ * What JetStream answers a replica count it cannot give: "replicas > 1 not supported in
+ * non-clustered mode", "insufficient resources" and "no suitable peers for placement" (fewer
+ * servers than replicas; the first on creation, the second on an update).
+ */
 const REPLICAS_NOT_SUPPORTED = 10074;
 const INSUFFICIENT_RESOURCES = 10023;
+const NO_PEERS_FOR_PLACEMENT = 10005;
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
 const ACK_CONFIRM_TIMEOUT_MS = 1_000;
@@ -282,7 +287,8 @@ class StreamSettings {
 
   rethrowRefused(error: unknown): never {
     const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
-    if (code === REPLICAS_NOT_SUPPORTED || (code === INSUFFICIENT_RESOURCES && this.replicas > 1))
+    const tooFewServers = code === INSUFFICIENT_RESOURCES || code === NO_PEERS_FOR_PLACEMENT;
+    if (code === REPLICAS_NOT_SUPPORTED || (tooFewServers && this.replicas > 1))
       throw new ReplicasRefusedError(this.replicas, (error as NatsError).message);
     throw error;
   }

@@ -30,7 +30,12 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
   it("updates an R1 EVENTS stream and KV bucket from earlier to R3, with the limits, and says so", async () => {
     const urls = cluster.nodes.map((n) => n.url);
     // What a service of an earlier version made: one replica, no limits.
-    const earlier = await connectNatsBus({ url: urls, name: "earlier", replicas: 1, logger: recordingLogger() });
+    const earlier = await connectNatsBus({
+      url: urls,
+      name: "earlier",
+      replicas: 1,
+      logger: recordingLogger(),
+    });
     await earlier.kv("checkpoints");
     await earlier.close();
     expect((await streamInfo(cluster.url, "EVENTS")).config.num_replicas).toBe(1);
@@ -60,7 +65,9 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
       });
       // Three copies on three servers: a leader and two replicas.
       await expect
-        .poll(async () => (await streamInfo(cluster.url, "EVENTS")).cluster?.replicas?.length, { timeout: 15_000 })
+        .poll(async () => (await streamInfo(cluster.url, "EVENTS")).cluster?.replicas?.length, {
+          timeout: 15_000,
+        })
         .toBe(2);
       for (const bucket of ["KV_checkpoints", "KV_fresh"])
         expect((await streamInfo(cluster.url, bucket)).config.num_replicas, bucket).toBe(3);
@@ -76,8 +83,22 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
 
       // A second service starting with the same settings changes nothing and says nothing.
       const quiet = recordingLogger();
-      buses.push(await connectNatsBus({ url: urls, name: "again", replicas: 3, eventsMaxAgeMs: 48 * 3_600_000, eventsMaxBytes: 64 * 1024 * 1024, logger: quiet }));
+      buses.push(
+        await connectNatsBus({
+          url: urls,
+          name: "again",
+          replicas: 3,
+          eventsMaxAgeMs: 48 * 3_600_000,
+          eventsMaxBytes: 64 * 1024 * 1024,
+          logger: quiet,
+        }),
+      );
       expect(quiet.lines).toEqual([]);
+
+      // More copies than the cluster has servers: refused, not waited for.
+      await expect(
+        connectNatsBus({ url: urls, name: "r5", replicas: 5, logger: recordingLogger() }),
+      ).rejects.toThrow(ReplicasRefusedError);
 
       // Events still flow through the replicated stream.
       const got: string[] = [];
@@ -101,10 +122,14 @@ describe("more than one replica on a server outside any cluster", () => {
       await expect(
         connectNatsBus({ url: server.url, name: "r3", replicas: 3, logger: recordingLogger() }),
       ).rejects.toThrow(ReplicasRefusedError);
-      await (await connectNatsBus({ url: server.url, name: "r1", replicas: 1, logger: recordingLogger() })).close();
+      await (
+        await connectNatsBus({ url: server.url, name: "r1", replicas: 1, logger: recordingLogger() })
+      ).close();
       // The server would accept raising the count of the existing stream and keep one copy.
       const refused = connectNatsBus({ url: server.url, name: "r3", replicas: 3, logger: recordingLogger() });
-      await expect(refused).rejects.toThrow(/cannot keep 3 replicas: the NATS server is not part of a cluster/);
+      await expect(refused).rejects.toThrow(
+        /cannot keep 3 replicas: the NATS server is not part of a cluster/,
+      );
       expect((await streamInfo(server.url, "EVENTS")).config.num_replicas).toBe(1);
     } finally {
       await server.stop();

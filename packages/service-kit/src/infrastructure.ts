@@ -81,7 +81,8 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       name: service,
       replicas: config.NATS_REPLICAS,
       eventsMaxAgeMs: config.NATS_EVENTS_MAX_AGE,
-      eventsMaxBytes: config.NATS_EVENTS_MAX_MB === undefined ? undefined : config.NATS_EVENTS_MAX_MB * 1024 * 1024,
+      eventsMaxBytes:
+        config.NATS_EVENTS_MAX_MB === undefined ? undefined : config.NATS_EVENTS_MAX_MB * 1024 * 1024,
       ...(logger ? { logger } : {}),
     });
   } catch (error) {

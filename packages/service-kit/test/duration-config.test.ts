@@ -46,7 +46,11 @@ describe("configuration", () => {
       NATS_EVENTS_MAX_AGE: "72h",
       NATS_EVENTS_MAX_MB: "512",
     });
-    expect(config).toMatchObject({ NATS_REPLICAS: 3, NATS_EVENTS_MAX_AGE: 259_200_000, NATS_EVENTS_MAX_MB: 512 });
+    expect(config).toMatchObject({
+      NATS_REPLICAS: 3,
+      NATS_EVENTS_MAX_AGE: 259_200_000,
+      NATS_EVENTS_MAX_MB: 512,
+    });
     expect(loadConfig(schema, {})).toMatchObject({
       NATS_REPLICAS: 1,
       NATS_EVENTS_MAX_AGE: 7 * 24 * 3_600_000,
