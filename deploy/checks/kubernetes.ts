@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
+import { kubernetesNatsProblems } from "./nats-cluster.ts";
 import { kubernetesNodeOptionsProblems } from "./node-options.ts";
 
 interface KubeObject {
@@ -47,6 +48,7 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   const overlay = dir.endsWith("prod") ? "prod" : "dev";
   problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
   problems.push(...kubernetesNodeOptionsProblems(overlay, objects));
+  problems.push(...kubernetesNatsProblems(overlay, objects));
   return { objects: objects.length, problems };
 }
 
