@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { kubernetesCurrentProblems } from "./current-deployment.ts";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
 import { kubernetesNatsProblems } from "./nats-cluster.ts";
 import { kubernetesNodeOptionsProblems } from "./node-options.ts";
@@ -49,6 +50,7 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
   problems.push(...kubernetesNodeOptionsProblems(overlay, objects));
   problems.push(...kubernetesNatsProblems(overlay, objects));
+  problems.push(...kubernetesCurrentProblems(overlay, objects));
   return { objects: objects.length, problems };
 }
 

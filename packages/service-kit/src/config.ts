@@ -1,3 +1,5 @@
+// The scheme check alone: the package's main entry loads SQLite, which the launcher does not need.
+import { clientConnectionString, EVENT_STORE_SCHEMES } from "@cheese/event-store/connection-string";
 import { z } from "zod";
 import { duration } from "./duration.ts";
 
@@ -38,7 +40,10 @@ export const baseConfigShape = {
   NATS_EVENTS_MAX_AGE: duration("168h").pipe(z.number().min(60_000, "must be at least 1m")),
   /** EVENTS holds this many MiB at most; past it, its oldest events are removed. */
   NATS_EVENTS_MAX_MB: z.coerce.number().int().min(1).max(1_048_576).default(1024),
-  EVENTSTORE_URL: optionalText,
+  /** KurrentDB (EventStoreDB) connection string, `kurrentdb://…` or `esdb://…`. */
+  EVENTSTORE_URL: optionalText.refine((v) => v === undefined || clientConnectionString(v) !== undefined, {
+    message: `a KurrentDB connection string starts with ${EVENT_STORE_SCHEMES}`,
+  }),
   MONGO_URL: optionalText,
   MONGO_DATABASE: z.string().min(1).default("cheese_store"),
   S3_ENDPOINT: optionalUrl,

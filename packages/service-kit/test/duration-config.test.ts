@@ -71,4 +71,17 @@ describe("configuration", () => {
       );
     }
   });
+  it("takes a KurrentDB connection string as kurrentdb:// or esdb://, and nothing else", () => {
+    for (const url of [
+      "kurrentdb://admin:changeit@kurrentdb:2113?tls=true&tlsCAFile=/etc/cheese-store/ca/ca.crt",
+      "kurrentdb+discover://kurrentdb-1:2113,kurrentdb-2:2113",
+      "esdb://eventstore:2113?tls=false",
+      "esdb+discover://eventstore:2113",
+    ])
+      expect(loadConfig(schema, { EVENTSTORE_URL: url }).EVENTSTORE_URL, url).toBe(url);
+    for (const url of ["http://kurrentdb:2113", "kurrentdb:2113", "mongodb://kurrentdb:2113"])
+      expect(() => loadConfig(schema, { EVENTSTORE_URL: url }), url).toThrowError(
+        expect.objectContaining({ message: expect.stringMatching(/EVENTSTORE_URL: .*kurrentdb:\/\/.*esdb:\/\//) }),
+      );
+  });
 });

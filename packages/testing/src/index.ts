@@ -1,4 +1,5 @@
 export { containerImageUnavailableReason, dockerUnavailableReason } from "./docker.ts";
+export { KURRENTDB_IMAGE, startKurrentDbContainer } from "./kurrentdb.ts";
 export { hasMetric, metricValue, parseMetrics, type Sample, scrape } from "./metrics.ts";
 export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export {
