@@ -81,7 +81,9 @@ describe("configuration", () => {
       expect(loadConfig(schema, { EVENTSTORE_URL: url }).EVENTSTORE_URL, url).toBe(url);
     for (const url of ["http://kurrentdb:2113", "kurrentdb:2113", "mongodb://kurrentdb:2113"])
       expect(() => loadConfig(schema, { EVENTSTORE_URL: url }), url).toThrowError(
-        expect.objectContaining({ message: expect.stringMatching(/EVENTSTORE_URL: .*kurrentdb:\/\/.*esdb:\/\//) }),
+        expect.objectContaining({
+          message: expect.stringMatching(/EVENTSTORE_URL: .*kurrentdb:\/\/.*esdb:\/\//),
+        }),
       );
   });
 });
