@@ -8,6 +8,7 @@ export {
 } from "./in-process.ts";
 export { type BusLogger, consoleLogger, silentLogger } from "./log.ts";
 export {
+  BusAuthorizationError,
   connectNatsBus,
   DEFAULT_EVENTS_MAX_AGE_MS,
   DEFAULT_EVENTS_MAX_BYTES,

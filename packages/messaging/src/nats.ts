@@ -2,6 +2,7 @@ import {
   AckPolicy,
   connect,
   createInbox,
+  credsAuthenticator,
   DeliverPolicy,
   Events,
   type JetStreamClient,
@@ -63,6 +64,8 @@ export interface NatsBusOptions {
   eventsMaxAgeMs?: number;
   /** `EVENTS` holds this many bytes at most, dropping its oldest events past it. */
   eventsMaxBytes?: number;
+  /** The contents of a NATS `.creds` file (a user's JWT and nkey seed); unset: no credentials. */
+  credentials?: Uint8Array;
   logger?: BusLogger;
 }
 
@@ -76,6 +79,18 @@ export interface NatsBusOptions {
 export const DEFAULT_EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
 /** The most bytes `EVENTS` holds (1 GiB, about two million events); past it the oldest go. */
 export const DEFAULT_EVENTS_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * NATS refused the connection: its credentials are missing, unknown or not allowed. A
+ * configuration mistake, not an outage: retrying cannot help.
+ */
+export class BusAuthorizationError extends Error {
+  override readonly name = "BusAuthorizationError";
+  constructor(cause: unknown) {
+    super(`NATS refused the connection's credentials: ${(cause as Error).message}`);
+    this.cause = cause;
+  }
+}
 
 /**
  * The replica count asked of JetStream (`NatsBusOptions.replicas`) is one the server cannot
@@ -168,12 +183,17 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
   const nc = await connect({
     servers: options.url,
     name: options.name,
+    ...(options.credentials ? { authenticator: credsAuthenticator(options.credentials) } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
     // No stack captured per request for a timeout that rarely comes: our own requests use the
     // bus's reply inbox (ReplyInbox), but JetStream's requests still go through nats.js's.
     noAsyncTraces: true,
+  }).catch((error) => {
+    if (error instanceof NatsError && /^(AUTHORIZATION_VIOLATION|AUTHENTICATION_)/.test(error.code))
+      throw new BusAuthorizationError(error);
+    throw error;
   });
   try {
     coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open

@@ -34,6 +34,8 @@ export const baseConfigShape = {
   DATA_DIR: z.string().min(1).default("./.data"),
   /** A NATS server, or every server of a NATS cluster, comma-separated. */
   NATS_URL: optionalUrls,
+  /** Path of the `.creds` file (JWT and nkey seed) the services connect to NATS with; unset: none. */
+  NATS_CREDENTIALS: optionalText,
   /** Copies of EVENTS and of every key-value bucket JetStream keeps (more than 1 needs a cluster). */
   NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** EVENTS keeps an integration event this long at most (a consumer further behind misses it). */

@@ -1,8 +1,13 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
-import { connectNatsBus, type MessageBus, ReplicasRefusedError } from "@cheese/messaging";
+import {
+  BusAuthorizationError,
+  connectNatsBus,
+  type MessageBus,
+  ReplicasRefusedError,
+} from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import { type BaseConfig, ConfigError } from "./config.ts";
 import type { Logger } from "./logger.ts";
@@ -75,9 +80,11 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
     );
   }
+  const credentials = config.NATS_CREDENTIALS ? readCredentials(config.NATS_CREDENTIALS) : undefined;
   try {
     return await connectNatsBus({
       url: config.NATS_URL.split(",").map((url) => url.trim()),
+      ...(credentials ? { credentials } : {}),
       name: service,
       replicas: config.NATS_REPLICAS,
       eventsMaxAgeMs: config.NATS_EVENTS_MAX_AGE,
@@ -91,7 +98,20 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       throw new ConfigError(
         `NATS_REPLICAS=${error.replicas} is refused: ${error.message} (NATS_URL must name a cluster of at least that many JetStream servers)`,
       );
+    if (error instanceof BusAuthorizationError)
+      throw new ConfigError(
+        `${error.message} (NATS_CREDENTIALS ${config.NATS_CREDENTIALS ? `is ${config.NATS_CREDENTIALS}` : "is unset"})`,
+      );
     throw error;
+  }
+}
+
+/** The `.creds` file's bytes; one that cannot be read is a configuration error naming the variable. */
+function readCredentials(file: string): Uint8Array {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(`NATS_CREDENTIALS: cannot read ${file} (${(error as NodeJS.ErrnoException).code})`);
   }
 }
 
