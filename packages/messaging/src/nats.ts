@@ -288,7 +288,7 @@ class StreamSettings {
     }
     const changes = Object.entries(config).flatMap(([key, value]) => {
       const was = current[key as keyof StreamConfig];
-      return String(was) === String(value) ? [] : [`${key} ${describe(key, was)} → ${describe(key, value)}`];
+      return String(was) === String(value) ? [] : [`${key} ${shown(key, was)} → ${shown(key, value)}`];
     });
     if (changes.length === 0) return;
     if (current.num_replicas !== config.num_replicas) this.assertClustered();
@@ -315,7 +315,7 @@ class StreamSettings {
 }
 
 /** A stream setting as the log line shows it: durations in seconds, the rest as they are. */
-function describe(key: string, value: unknown): string {
+function shown(key: string, value: unknown): string {
   if (value === undefined) return "unset";
   if ((key === "max_age" || key === "duplicate_window") && typeof value === "number")
     return `${value / 1e9}s`;
