@@ -7,8 +7,10 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { composeCurrentProblems } from "./checks/current-deployment.ts";
 import { checkDockerfile } from "./checks/dockerfile.ts";
 import { checkOverlay } from "./checks/kubernetes.ts";
+import { composeNatsProblems } from "./checks/nats-cluster.ts";
 import { composeNodeOptionsProblems, nodeOptionsRefused } from "./checks/node-options.ts";
 
 const deployDir = dirname(fileURLToPath(import.meta.url));
@@ -24,6 +26,8 @@ try {
   });
   console.log("docker-compose config: valid");
   problems.push(...composeNodeOptionsProblems(join(deployDir, "docker-compose.yml")));
+  problems.push(...composeNatsProblems(join(deployDir, "docker-compose.yml")));
+  problems.push(...composeCurrentProblems(join(deployDir, "docker-compose.yml")));
 } catch (error) {
   const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
   problems.push(`docker-compose config: ${stderr.trim()}`);

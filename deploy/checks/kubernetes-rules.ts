@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
+import { KURRENTDB_IMAGE } from "../../packages/testing/src/kurrentdb.ts";
 
 /**
  * What the overlays must hold beyond valid schemas (docs/operations.md, "Kubernetes"): each
@@ -43,7 +44,7 @@ export function overlayRuleProblems(
     const security = podSpecOf(object).securityContext ?? {};
     const unprivileged =
       (security.runAsUser !== undefined && security.runAsUser !== 0) ||
-      containersOf(object).some((c: Manifest) => String(c.image).startsWith("eventstore/eventstore"));
+      containersOf(object).some((c: Manifest) => c.image === KURRENTDB_IMAGE);
     const hasVolume =
       (object.spec?.volumeClaimTemplates ?? []).length > 0 || (podSpecOf(object).volumes ?? []).length > 0;
     if (unprivileged && hasVolume && security.fsGroup === undefined)
@@ -69,16 +70,6 @@ export function overlayRuleProblems(
       );
       if (!fromSecret)
         problems.push(`prod: ${label(deployment)} does not read the Secret cheese-store-secrets`);
-      const caVolume = (podSpecOf(deployment).volumes ?? []).find(
-        (volume: Manifest) => volume.secret?.secretName === "cheese-store-ca",
-      );
-      const mounted =
-        caVolume &&
-        (container.volumeMounts ?? []).some(
-          (mount: Manifest) => mount.name === caVolume.name && mount.mountPath === "/etc/cheese-store/ca",
-        );
-      if (!mounted)
-        problems.push(`prod: ${label(deployment)} does not mount the stores' CA at /etc/cheese-store/ca`);
     }
   }
 
@@ -92,24 +83,25 @@ export function overlayRuleProblems(
     if (!init || !script.includes("rs.initiate"))
       problems.push("dev: no Job initiates the MongoDB replica set");
 
-    // The same EventStoreDB as docker-compose runs.
+    // The same KurrentDB as docker-compose runs.
     const compose = parse(readFileSync(composeFile, "utf8"));
+    const composed = compose.services?.kurrentdb;
+    if (!composed) problems.push("docker-compose: no service kurrentdb");
     const expected: Record<string, string> = Object.fromEntries(
-      Object.entries(compose.services?.eventstore?.environment ?? {}).map(([k, v]) => [k, String(v)]),
+      Object.entries(composed?.environment ?? {}).map(([k, v]) => [k, String(v)]),
     );
-    const eventstore = byName("StatefulSet", "eventstore");
-    const container = containersOf(eventstore ?? {})[0] ?? {};
+    const kurrentdb = byName("StatefulSet", "kurrentdb");
+    if (!kurrentdb) problems.push("dev: no StatefulSet kurrentdb");
+    const container = containersOf(kurrentdb ?? {})[0] ?? {};
     const actual: Record<string, string> = Object.fromEntries(
       (container.env ?? []).map((variable: Manifest) => [variable.name, String(variable.value)]),
     );
     if (JSON.stringify(sorted(actual)) !== JSON.stringify(sorted(expected)))
       problems.push(
-        `dev: EventStoreDB settings differ from docker-compose.yml: ${JSON.stringify(sorted(actual))} vs ${JSON.stringify(sorted(expected))}`,
+        `dev: KurrentDB settings differ from docker-compose.yml: ${JSON.stringify(sorted(actual))} vs ${JSON.stringify(sorted(expected))}`,
       );
-    if (container.image !== compose.services?.eventstore?.image)
-      problems.push(
-        `dev: EventStoreDB image ${container.image} is not compose's ${compose.services?.eventstore?.image}`,
-      );
+    if (container.image !== composed?.image)
+      problems.push(`dev: KurrentDB image ${container.image} is not compose's ${composed?.image}`);
   }
   return problems;
 }

@@ -1,7 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { kubernetesCurrentProblems } from "./current-deployment.ts";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
+import { kubernetesNatsProblems } from "./nats-cluster.ts";
 import { kubernetesNodeOptionsProblems } from "./node-options.ts";
 
 interface KubeObject {
@@ -47,6 +49,8 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   const overlay = dir.endsWith("prod") ? "prod" : "dev";
   problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
   problems.push(...kubernetesNodeOptionsProblems(overlay, objects));
+  problems.push(...kubernetesNatsProblems(overlay, objects));
+  problems.push(...kubernetesCurrentProblems(overlay, objects));
   return { objects: objects.length, problems };
 }
 

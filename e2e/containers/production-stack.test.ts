@@ -5,7 +5,7 @@ import { type ProductionStack, productionStores, startProductionStack } from "..
 import { json, type RunningSystem, startSystem } from "../support/system.ts";
 
 /**
- * The services on the production stores (EventStoreDB, MongoDB, MinIO in containers), started
+ * The services on the production stores (KurrentDB, MongoDB, MinIO in containers), started
  * by `pnpm start`. It needs all three images; it says which cannot be had, and why, when it skips.
  */
 const missing = (
@@ -20,7 +20,7 @@ const reason = missing.length > 0 ? missing.join("; ") : undefined;
 if (reason) console.warn(`production-stack e2e suite skipped: ${reason}`);
 
 describe.skipIf(reason !== undefined)(
-  `services on EventStoreDB, MongoDB and MinIO${reason ? ` (skipped: ${reason})` : ""}`,
+  `services on KurrentDB, MongoDB and MinIO${reason ? ` (skipped: ${reason})` : ""}`,
   () => {
     let stack: ProductionStack;
     let system: RunningSystem;

@@ -1,4 +1,4 @@
-import { containerImageUnavailableReason } from "@cheese/testing";
+import { containerImageUnavailableReason, KURRENTDB_IMAGE, startKurrentDbContainer } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 
 export interface ProductionStack {
@@ -14,19 +14,11 @@ const host = (c: StartedTestContainer, port: number) => `${c.getHost()}:${c.getM
 /** The production stores: each one's image, how to start it and the variables that reach it. */
 export const productionStores = [
   {
-    name: "EventStoreDB",
-    image: "eventstore/eventstore:24.10",
+    name: "KurrentDB",
+    image: KURRENTDB_IMAGE,
     async start() {
-      const container = await new GenericContainer(this.image)
-        .withEnvironment({
-          EVENTSTORE_INSECURE: "true",
-          EVENTSTORE_MEM_DB: "true",
-          EVENTSTORE_RUN_PROJECTIONS: "All",
-        })
-        .withExposedPorts(2113)
-        .withWaitStrategy(Wait.forHttp("/health/live", 2113).forStatusCode(204))
-        .start();
-      return { container, env: { EVENTSTORE_URL: `esdb://${host(container, 2113)}?tls=false` } };
+      const { container, connectionString } = await startKurrentDbContainer();
+      return { container, env: { EVENTSTORE_URL: connectionString } };
     },
   },
   {
@@ -69,7 +61,7 @@ export const productionStores = [
 ];
 
 /**
- * EventStoreDB, MongoDB (a replica set of one) and MinIO in containers, the production
+ * KurrentDB, MongoDB (a replica set of one) and MinIO in containers, the production
  * adapters' real counterparts: each one whose image can be had here. A store whose image cannot
  * (no Docker engine, or no registry to pull it from) is listed in `skipped` with the reason, and
  * the services keep the embedded adapter for it.

@@ -21,6 +21,7 @@ import {
   streamNameFilter,
   WrongExpectedVersionError,
 } from "@eventstore/db-client";
+import { clientConnectionString, EVENT_STORE_SCHEMES } from "./connection-string.ts";
 import {
   categoryOf,
   type EventMetadata,
@@ -33,7 +34,10 @@ import {
 } from "./port.ts";
 
 export interface EventStoreDbOptions {
-  /** For example `esdb://localhost:2113?tls=false`, or with credentials and a CA (see docs/operations.md). */
+  /**
+   * For example `kurrentdb://localhost:2113?tls=false` (or `esdb://…`), or with credentials and a
+   * CA (see docs/operations.md).
+   */
   connectionString: string;
   /** How long ping() waits for the server before answering false. Default 2 s. */
   pingTimeoutMs?: number;
@@ -67,7 +71,10 @@ const DELETED = Number.MAX_SAFE_INTEGER;
  * - A subscription the server ends cleanly (OK status) just ends; it is resumed here.
  */
 export function createEventStoreDbStore(options: EventStoreDbOptions): EventStore {
-  const client = EventStoreDBClient.connectionString(options.connectionString);
+  const connectionString = clientConnectionString(options.connectionString);
+  if (!connectionString)
+    throw new Error(`an event store connection string starts with ${EVENT_STORE_SCHEMES}`);
+  const client = EventStoreDBClient.connectionString(connectionString);
   const pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
   const subscriptions = new Set<Subscription>();
   let openReads = 0;

@@ -1,4 +1,6 @@
+import { EventStoreDBClient } from "@eventstore/db-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientConnectionString } from "../src/connection-string.ts";
 import { createEventStoreDbStore } from "../src/eventstoredb.ts";
 import type { EventStore } from "../src/port.ts";
 import { eventStoreContract } from "./contract.ts";
@@ -83,5 +85,46 @@ describe("EventStoreDB adapter, what the server sees", () => {
     expect(server.eventsSent() - before).toBe(1);
     await subscription.close();
     await expect.poll(() => server.openCalls().subscriptions).toBe(0);
+  });
+});
+
+describe("KurrentDB connection strings", () => {
+  it("takes kurrentdb:// as it takes esdb://: the same server, the same events", async () => {
+    const server = await startEventStoreDbStandIn();
+    const kurrent = createEventStoreDbStore({
+      connectionString: server.connectionString.replace(/^esdb:/, "kurrentdb:"),
+    });
+    const esdb = createEventStoreDbStore({ connectionString: server.connectionString });
+    try {
+      expect(server.connectionString).toMatch(/^esdb:\/\//);
+      await kurrent.append("cheese-kurrent", [{ type: "Made", data: { by: "kurrentdb://" } }], {
+        expectedRevision: "no_stream",
+      });
+      const read = await esdb.readStream("cheese-kurrent");
+      expect(read.map((event) => event.data)).toEqual([{ by: "kurrentdb://" }]);
+      expect(await kurrent.ping()).toBe(true);
+    } finally {
+      await kurrent.close();
+      await esdb.close();
+      await server.close();
+    }
+  });
+
+  it("hands the client a string it parses, for one node or a cluster found by gossip", () => {
+    const cases = {
+      "kurrentdb://admin:changeit@db.example.com:2113?tls=true&tlsVerifyCert=false":
+        "esdb://admin:changeit@db.example.com:2113?tls=true&tlsVerifyCert=false",
+      "kurrentdb+discover://db-1:2113,db-2:2113,db-3:2113": "esdb+discover://db-1:2113,db-2:2113,db-3:2113",
+      "esdb://localhost:2113?tls=false": "esdb://localhost:2113?tls=false",
+      "esdb+discover://cluster.example.com:2113": "esdb+discover://cluster.example.com:2113",
+    };
+    for (const [given, handed] of Object.entries(cases)) {
+      expect(clientConnectionString(given), given).toBe(handed);
+      // The client's own parser, as the adapter calls it: throws on a scheme it does not know.
+      expect(() => EventStoreDBClient.connectionString(handed), handed).not.toThrow();
+    }
+    expect(() => EventStoreDBClient.connectionString("kurrentdb://localhost:2113")).toThrow();
+    for (const refused of ["http://localhost:2113", "tcp://localhost:1113", "localhost:2113"])
+      expect(() => createEventStoreDbStore({ connectionString: refused }), refused).toThrow(/kurrentdb:\/\//);
   });
 });

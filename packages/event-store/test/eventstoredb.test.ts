@@ -1,49 +1,36 @@
-import { containerImageUnavailableReason, freePort } from "@cheese/testing";
-import { GenericContainer, Wait } from "testcontainers";
+import {
+  containerImageUnavailableReason,
+  freePort,
+  KURRENTDB_IMAGE,
+  startKurrentDbContainer,
+} from "@cheese/testing";
 import { describe, expect, it } from "vitest";
 import { createEventStoreDbStore } from "../src/eventstoredb.ts";
 import { type EventStoreFixture, eventStoreContract, waitFor } from "./contract.ts";
 
-const IMAGE = "eventstore/eventstore:24.10";
-const HTTP_PORT = 2113;
-
-/** A throw-away single-node EventStoreDB, in memory and without TLS, with the settings compose uses. */
+/** A throw-away single-node KurrentDB with compose's settings, reached by a `kurrentdb://` string. */
 async function startEventStoreDb(): Promise<EventStoreFixture> {
-  const container = await new GenericContainer(IMAGE)
-    .withEnvironment({
-      EVENTSTORE_INSECURE: "true",
-      EVENTSTORE_RUN_PROJECTIONS: "All",
-      EVENTSTORE_START_STANDARD_PROJECTIONS: "true",
-      EVENTSTORE_MEM_DB: "true",
-      EVENTSTORE_CLUSTER_SIZE: "1",
-    })
-    .withExposedPorts(HTTP_PORT)
-    .withWaitStrategy(Wait.forHttp("/health/live", HTTP_PORT).forStatusCode(204))
-    .withStartupTimeout(120_000)
-    .start();
-  const store = createEventStoreDbStore({
-    connectionString: `esdb://${container.getHost()}:${container.getMappedPort(HTTP_PORT)}?tls=false`,
-  });
+  const kurrentdb = await startKurrentDbContainer();
+  const store = createEventStoreDbStore({ connectionString: kurrentdb.connectionString });
   return {
     store,
     async cleanup() {
       await store.close();
-      await container.stop();
+      await kurrentdb.stop();
     },
-    endSubscriptions:
-      "a real EventStoreDB cannot be told to end a subscription (the stand-in suite covers it)",
+    endSubscriptions: "a real KurrentDB cannot be told to end a subscription (the stand-in suite covers it)",
   };
 }
 
-const skipReason = await containerImageUnavailableReason(IMAGE);
+const skipReason = await containerImageUnavailableReason(KURRENTDB_IMAGE);
 
 if (skipReason) {
-  console.warn(`EventStoreDB contract suite skipped: ${skipReason}`);
-  describe.skip(`EventStoreDB adapter contract (skipped: ${skipReason})`, () => {
-    eventStoreContract("EventStoreDB adapter contract", startEventStoreDb);
+  console.warn(`KurrentDB contract suite skipped: ${skipReason}`);
+  describe.skip(`EventStoreDB adapter contract against KurrentDB (skipped: ${skipReason})`, () => {
+    eventStoreContract("EventStoreDB adapter contract against KurrentDB", startEventStoreDb);
   });
 } else {
-  eventStoreContract("EventStoreDB adapter contract", startEventStoreDb);
+  eventStoreContract("EventStoreDB adapter contract against KurrentDB", startEventStoreDb);
 }
 
 // Runs without Docker: the adapter must report an unreachable server instead of hanging or throwing.

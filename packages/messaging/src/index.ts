@@ -7,7 +7,14 @@ export {
   type InProcessBrokerOptions,
 } from "./in-process.ts";
 export { type BusLogger, consoleLogger, silentLogger } from "./log.ts";
-export { connectNatsBus, type NatsBusOptions } from "./nats.ts";
+export {
+  BusAuthorizationError,
+  connectNatsBus,
+  DEFAULT_EVENTS_MAX_AGE_MS,
+  DEFAULT_EVENTS_MAX_BYTES,
+  type NatsBusOptions,
+  ReplicasRefusedError,
+} from "./nats.ts";
 export * from "./port.ts";
 export {
   type CallOptions,

@@ -2,6 +2,7 @@ import {
   AckPolicy,
   connect,
   createInbox,
+  credsAuthenticator,
   DeliverPolicy,
   Events,
   type JetStreamClient,
@@ -15,6 +16,7 @@ import {
   nanos,
   headers as natsHeaders,
   StorageType,
+  type StreamConfig,
 } from "nats";
 import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
@@ -44,14 +46,65 @@ import {
 import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
-  url: string;
+  /** One server, or several of one cluster (the client picks one and fails over to the others). */
+  url: string | string[];
   /** Connection name, shown by the server (`nats server report connections`). */
   name: string;
   /** JetStream stream holding `events.>`; created or updated at connect. */
   eventsStream?: string;
-  /** Publishing the same event id again within this window stores it once. */
+  /** Publishing the same event id again within this window stores it once (at most `eventsMaxAgeMs`). */
   duplicateWindowMs?: number;
+  /**
+   * Copies JetStream keeps of `EVENTS` and of every key-value bucket, each on another server of
+   * the cluster (1 by default; more than 1 needs a clustered server). A stream or bucket made
+   * with another count is updated to this one.
+   */
+  replicas?: number;
+  /** `EVENTS` keeps an event this long at most (see {@link DEFAULT_EVENTS_MAX_AGE_MS}). */
+  eventsMaxAgeMs?: number;
+  /** `EVENTS` holds this many bytes at most, dropping its oldest events past it. */
+  eventsMaxBytes?: number;
+  /** The contents of a NATS `.creds` file (a user's JWT and nkey seed); unset: no credentials. */
+  credentials?: Uint8Array;
   logger?: BusLogger;
+}
+
+/**
+ * How long `EVENTS` keeps an integration event: a week, so a consumer down over a long weekend
+ * still finds every event it missed. Consumers take an event within seconds; the age limit is
+ * what bounds the stream's disk while they keep up. A consumer that falls behind it skips the
+ * events removed (the server moves it to the stream's first event); they stay in the publishing
+ * service's event store, but are not handled.
+ */
+export const DEFAULT_EVENTS_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/** The most bytes `EVENTS` holds (1 GiB, about two million events); past it the oldest go. */
+export const DEFAULT_EVENTS_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * NATS refused the connection: its credentials are missing, unknown or not allowed. A
+ * configuration mistake, not an outage: retrying cannot help.
+ */
+export class BusAuthorizationError extends Error {
+  override readonly name = "BusAuthorizationError";
+  constructor(cause: unknown) {
+    super(`NATS refused the connection's credentials: ${(cause as Error).message}`);
+    this.cause = cause;
+  }
+}
+
+/**
+ * The replica count asked of JetStream (`NatsBusOptions.replicas`) is one the server cannot
+ * give: more than 1 on a server that is not part of a cluster, or more than the cluster has
+ * JetStream servers. A configuration mistake, not an outage: retrying cannot help.
+ */
+export class ReplicasRefusedError extends Error {
+  override readonly name = "ReplicasRefusedError";
+  constructor(
+    readonly replicas: number,
+    reason: string,
+  ) {
+    super(`JetStream cannot keep ${replicas} replicas: ${reason}`);
+  }
 }
 
 /** Carries the event id next to `Nats-Msg-Id`, which the server may strip on republish. */
@@ -59,6 +112,14 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+/**
+ * What JetStream answers a replica count it cannot give: "replicas > 1 not supported in
+ * non-clustered mode", "insufficient resources" and "no suitable peers for placement" (fewer
+ * servers than replicas; the first on creation, the second on an update).
+ */
+const REPLICAS_NOT_SUPPORTED = 10074;
+const INSUFFICIENT_RESOURCES = 10023;
+const NO_PEERS_FOR_PLACEMENT = 10005;
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
 const ACK_CONFIRM_TIMEOUT_MS = 1_000;
@@ -123,6 +184,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     // A cluster's nodes, comma separated: the client picks one at random and fails over.
     servers: options.url.split(",").map((url) => url.trim()),
     name: options.name,
+    ...(options.credentials ? { authenticator: credsAuthenticator(options.credentials) } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
@@ -138,13 +200,26 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     // No stack captured per request for a timeout that rarely comes: our own requests use the
     // bus's reply inbox (ReplyInbox), but JetStream's requests still go through nats.js's.
     noAsyncTraces: true,
+  }).catch((error) => {
+    if (error instanceof NatsError && /^(AUTHORIZATION_VIOLATION|AUTHENTICATION_)/.test(error.code))
+      throw new BusAuthorizationError(error);
+    throw error;
   });
   try {
     coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
-    await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);
-    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.logger ?? consoleLogger);
+    const log = options.logger ?? consoleLogger;
+    const streams = new StreamSettings(nc, jsm, options.replicas ?? 1, log);
+    const maxAgeMs = options.eventsMaxAgeMs ?? DEFAULT_EVENTS_MAX_AGE_MS;
+    await streams.ensure(stream, {
+      subjects: ["events.>"],
+      // The server refuses a duplicate window longer than the stream's age limit.
+      duplicate_window: nanos(Math.min(options.duplicateWindowMs ?? 3_600_000, maxAgeMs)),
+      max_age: nanos(maxAgeMs),
+      max_bytes: options.eventsMaxBytes ?? DEFAULT_EVENTS_MAX_BYTES,
+    });
+    return new NatsBus(nc, jsm, nc.jetstream(), stream, streams, log);
   } catch (error) {
     await nc.close();
     throw error;
@@ -190,19 +265,71 @@ export function coalesceWrites(nc: NatsConnection): void {
   };
 }
 
-async function ensureEventsStream(jsm: JetStreamManager, name: string, duplicateWindowMs: number) {
-  const config = { subjects: ["events.>"], duplicate_window: nanos(duplicateWindowMs) };
-  try {
-    const info = await jsm.streams.info(name);
-    const same =
-      info.config.duplicate_window === config.duplicate_window &&
-      info.config.subjects.join() === config.subjects.join();
-    if (!same) await jsm.streams.update(name, { ...info.config, ...config });
-  } catch (error) {
-    if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
-    // Several services may race to create it; an identical config makes `add` idempotent.
-    await jsm.streams.add({ name, storage: StorageType.File, ...config });
+/** The settings of a stream this bus makes sure of; `num_replicas` is added by {@link StreamSettings}. */
+type WantedStream = Partial<Pick<StreamConfig, "subjects" | "duplicate_window" | "max_age" | "max_bytes">>;
+
+/**
+ * Makes the streams this bus relies on (`EVENTS`, each key-value bucket's `KV_<bucket>`) have
+ * the replica count and limits configured: creates a stream that is missing, and updates one
+ * made earlier with other settings (every setting here is one JetStream lets a stream change,
+ * the replica count included on a clustered server), logging one line naming what it changed.
+ */
+class StreamSettings {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    readonly replicas: number,
+    private readonly log: BusLogger,
+  ) {}
+
+  async ensure(name: string, wanted: WantedStream): Promise<void> {
+    const config = { ...wanted, num_replicas: this.replicas };
+    let current: StreamConfig;
+    try {
+      current = (await this.jsm.streams.info(name)).config;
+    } catch (error) {
+      if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
+      this.assertClustered();
+      // Several services may race to create it; an identical config makes `add` idempotent.
+      await this.jsm.streams
+        .add({ name, storage: StorageType.File, ...config })
+        .catch((e) => this.rethrowRefused(e));
+      return;
+    }
+    const changes = Object.entries(config).flatMap(([key, value]) => {
+      const was = current[key as keyof StreamConfig];
+      return String(was) === String(value) ? [] : [`${key} ${shown(key, was)} → ${shown(key, value)}`];
+    });
+    if (changes.length === 0) return;
+    if (current.num_replicas !== config.num_replicas) this.assertClustered();
+    await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
+    this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
   }
+
+  /**
+   * A server outside any cluster refuses to create a stream of more than one replica, but accepts
+   * raising an existing stream's count and keeps one copy all the same (nats-server 2.9).
+   */
+  private assertClustered(): void {
+    if (this.replicas > 1 && !this.nc.info?.cluster)
+      throw new ReplicasRefusedError(this.replicas, "the NATS server is not part of a cluster");
+  }
+
+  rethrowRefused(error: unknown): never {
+    const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
+    const tooFewServers = code === INSUFFICIENT_RESOURCES || code === NO_PEERS_FOR_PLACEMENT;
+    if (code === REPLICAS_NOT_SUPPORTED || (tooFewServers && this.replicas > 1))
+      throw new ReplicasRefusedError(this.replicas, (error as NatsError).message);
+    throw error;
+  }
+}
+
+/** A stream setting as the log line shows it: durations in seconds, the rest as they are. */
+function shown(key: string, value: unknown): string {
+  if (value === undefined) return "unset";
+  if ((key === "max_age" || key === "duplicate_window") && typeof value === "number")
+    return `${value / 1e9}s`;
+  return Array.isArray(value) ? value.join(",") : String(value);
 }
 
 class NatsBus implements MessageBus {
@@ -231,6 +358,7 @@ class NatsBus implements MessageBus {
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly stream: string,
+    private readonly streams: StreamSettings,
     private readonly log: BusLogger,
   ) {
     void (async () => {
@@ -401,10 +529,15 @@ class NatsBus implements MessageBus {
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
-    const kv = await this.js.views.kv(bucket, {
-      history: 1,
-      ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
-    });
+    const kv = await this.js.views
+      .kv(bucket, {
+        history: 1,
+        replicas: this.streams.replicas,
+        ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
+      })
+      .catch((error) => this.streams.rethrowRefused(error));
+    // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
+    await this.streams.ensure(`KV_${bucket}`, {});
     // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
     const eraseRevision = (revision: number) =>
       this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);

@@ -1,3 +1,5 @@
+// The scheme check alone: the package's main entry loads SQLite, which the launcher does not need.
+import { clientConnectionString, EVENT_STORE_SCHEMES } from "@cheese/event-store/connection-string";
 import { z } from "zod";
 import { duration } from "./duration.ts";
 
@@ -5,6 +7,19 @@ const optionalText = z
   .string()
   .optional()
   .transform((v) => (v === "" ? undefined : v));
+/** One URL, or several separated by commas (the servers of one NATS cluster). */
+const optionalUrls = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(
+    z
+      .string()
+      .refine((v) => v.split(",").every((url) => z.url().safeParse(url.trim()).success), {
+        message: "not a URL, nor a comma-separated list of URLs",
+      })
+      .optional(),
+  );
 const optionalUrl = z
   .string()
   .optional()
@@ -15,21 +30,22 @@ const optionalUrl = z
  * Variables every service reads (docs/operations.md "Running it"). Production adapters are chosen
  * when their variable is set; otherwise the embedded ones under DATA_DIR.
  */
-/** One URL, or several separated by commas (the nodes of a cluster). */
-const optionalUrls = optionalText.pipe(
-  z
-    .string()
-    .refine((v) => v.split(",").every((url) => z.url().safeParse(url.trim()).success), {
-      message: "must be a URL, or URLs separated by commas",
-    })
-    .optional(),
-);
-
 export const baseConfigShape = {
   DATA_DIR: z.string().min(1).default("./.data"),
-  /** NATS's URL, or its nodes' URLs separated by commas. */
+  /** A NATS server, or every server of a NATS cluster, comma-separated. */
   NATS_URL: optionalUrls,
-  EVENTSTORE_URL: optionalText,
+  /** Path of the `.creds` file (JWT and nkey seed) the services connect to NATS with; unset: none. */
+  NATS_CREDENTIALS: optionalText,
+  /** Copies of EVENTS and of every key-value bucket JetStream keeps (more than 1 needs a cluster). */
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** EVENTS keeps an integration event this long at most (a consumer further behind misses it). */
+  NATS_EVENTS_MAX_AGE: duration("168h").pipe(z.number().min(60_000, "must be at least 1m")),
+  /** EVENTS holds this many MiB at most; past it, its oldest events are removed. */
+  NATS_EVENTS_MAX_MB: z.coerce.number().int().min(1).max(1_048_576).default(1024),
+  /** KurrentDB (EventStoreDB) connection string, `kurrentdb://…` or `esdb://…`. */
+  EVENTSTORE_URL: optionalText.refine((v) => v === undefined || clientConnectionString(v) !== undefined, {
+    message: `a KurrentDB connection string starts with ${EVENT_STORE_SCHEMES}`,
+  }),
   MONGO_URL: optionalText,
   MONGO_DATABASE: z.string().min(1).default("cheese_store"),
   S3_ENDPOINT: optionalUrl,

@@ -5,6 +5,12 @@ import { portInUse } from "./process.ts";
 
 export type ReadinessCheck = () => Promise<boolean>;
 
+/**
+ * The longest `/readyz` takes to answer: each check is given this long, then counts as down.
+ * A probe of `/readyz` must wait longer (Kubernetes' default is 1 s): `pnpm check:deploy` checks.
+ */
+export const READINESS_DEADLINE_MS = 2000;
+
 export interface HealthServer {
   port: number;
   close(): Promise<void>;
@@ -58,7 +64,7 @@ export async function startHealthServer(
 
 export async function runChecks(
   checks: Record<string, ReadinessCheck>,
-  timeoutMs = 2000,
+  timeoutMs = READINESS_DEADLINE_MS,
 ): Promise<{ ready: boolean; checks: Record<string, "up" | "down"> }> {
   const entries = await Promise.all(
     Object.entries(checks).map(

@@ -1,10 +1,15 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
-import { connectNatsBus, type MessageBus } from "@cheese/messaging";
+import {
+  BusAuthorizationError,
+  connectNatsBus,
+  type MessageBus,
+  ReplicasRefusedError,
+} from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
-import type { BaseConfig } from "./config.ts";
+import { type BaseConfig, ConfigError } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
 /** Which adapter each port got, for the start-up log line and /readyz. */
@@ -65,14 +70,49 @@ export async function openBlobStore(config: BaseConfig): Promise<BlobStore> {
   return createFileBlobStore({ dir });
 }
 
-/** NATS when NATS_URL is set; a process started on its own needs it. */
+/**
+ * NATS when NATS_URL is set; a process started on its own needs it. Calls that pass a partial
+ * configuration (tests) get the bus's defaults for what they leave out.
+ */
 export async function connectBus(config: BaseConfig, service: string, logger?: Logger): Promise<MessageBus> {
   if (!config.NATS_URL) {
     throw new Error(
       "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
     );
   }
-  return connectNatsBus({ url: config.NATS_URL, name: service, ...(logger ? { logger } : {}) });
+  const credentials = config.NATS_CREDENTIALS ? readCredentials(config.NATS_CREDENTIALS) : undefined;
+  try {
+    return await connectNatsBus({
+      url: config.NATS_URL.split(",").map((url) => url.trim()),
+      ...(credentials ? { credentials } : {}),
+      name: service,
+      replicas: config.NATS_REPLICAS,
+      eventsMaxAgeMs: config.NATS_EVENTS_MAX_AGE,
+      eventsMaxBytes:
+        config.NATS_EVENTS_MAX_MB === undefined ? undefined : config.NATS_EVENTS_MAX_MB * 1024 * 1024,
+      ...(logger ? { logger } : {}),
+    });
+  } catch (error) {
+    // A replica count NATS cannot give is the operator's setting, refused like a bad variable.
+    if (error instanceof ReplicasRefusedError)
+      throw new ConfigError(
+        `NATS_REPLICAS=${error.replicas} is refused: ${error.message} (NATS_URL must name a cluster of at least that many JetStream servers)`,
+      );
+    if (error instanceof BusAuthorizationError)
+      throw new ConfigError(
+        `${error.message} (NATS_CREDENTIALS ${config.NATS_CREDENTIALS ? `is ${config.NATS_CREDENTIALS}` : "is unset"})`,
+      );
+    throw error;
+  }
+}
+
+/** The `.creds` file's bytes; one that cannot be read is a configuration error naming the variable. */
+function readCredentials(file: string): Uint8Array {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(`NATS_CREDENTIALS: cannot read ${file} (${(error as NodeJS.ErrnoException).code})`);
+  }
 }
 
 export function describeAdapters(

@@ -1,11 +1,11 @@
-import { runChecks } from "@cheese/service-kit";
+import { READINESS_DEADLINE_MS, runChecks } from "@cheese/service-kit";
 import type { Hono } from "hono";
 import { backendServices } from "../config.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 
-/** Deadline for one service's health answer; /readyz never hangs. */
-const SERVICE_HEALTH_TIMEOUT_MS = 1500;
+/** Deadline for one service's health answer, within /readyz's own: /readyz never hangs. */
+const SERVICE_HEALTH_TIMEOUT_MS = READINESS_DEADLINE_MS - 500;
 
 /** `/healthz`: the process is up. `/readyz`: NATS answers and every service says it is ready. */
 export function healthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
@@ -24,7 +24,7 @@ export function healthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
         return answer?.ready === true;
       };
     }
-    const result = await runChecks(checks, SERVICE_HEALTH_TIMEOUT_MS + 500);
+    const result = await runChecks(checks, READINESS_DEADLINE_MS);
     if (!result.ready) c.header("Retry-After", "2");
     return c.json(
       result.ready

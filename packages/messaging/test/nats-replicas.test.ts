@@ -1,0 +1,138 @@
+import { type NatsClusterHandle, startNatsCluster, startNatsServer } from "@cheese/testing";
+import { connect, nanos } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type BusLogger, connectNatsBus, type MessageBus, ReplicasRefusedError } from "../src/index.ts";
+
+/** A logger that keeps its info lines, to see what the bus says it changed. */
+function recordingLogger(): BusLogger & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, info: (_, message) => lines.push(message), warn: () => {}, error: () => {} };
+}
+
+async function streamInfo(url: string, name: string) {
+  const nc = await connect({ servers: url.split(",") });
+  try {
+    return await (await nc.jetstreamManager()).streams.info(name);
+  } finally {
+    await nc.close();
+  }
+}
+
+describe("JetStream replicas and limits on a three-node cluster", () => {
+  let cluster: NatsClusterHandle;
+  beforeAll(async () => {
+    cluster = await startNatsCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("updates an R1 EVENTS stream and KV bucket from earlier to R3, with the limits, and says so", async () => {
+    const urls = cluster.nodes.map((n) => n.url);
+    // What a service of an earlier version made: one replica, no limits.
+    const earlier = await connectNatsBus({
+      url: urls,
+      name: "earlier",
+      replicas: 1,
+      logger: recordingLogger(),
+    });
+    await earlier.kv("checkpoints");
+    await earlier.close();
+    expect((await streamInfo(cluster.url, "EVENTS")).config.num_replicas).toBe(1);
+    expect((await streamInfo(cluster.url, "KV_checkpoints")).config.num_replicas).toBe(1);
+
+    const log = recordingLogger();
+    const buses: MessageBus[] = [];
+    try {
+      const bus = await connectNatsBus({
+        url: urls,
+        name: "now",
+        replicas: 3,
+        eventsMaxAgeMs: 48 * 3_600_000,
+        eventsMaxBytes: 64 * 1024 * 1024,
+        logger: log,
+      });
+      buses.push(bus);
+      await bus.kv("checkpoints");
+      await bus.kv("fresh");
+
+      const events = await streamInfo(cluster.url, "EVENTS");
+      expect(events.config).toMatchObject({
+        num_replicas: 3,
+        max_age: nanos(48 * 3_600_000),
+        max_bytes: 64 * 1024 * 1024,
+        subjects: ["events.>"],
+      });
+      // Three copies on three servers: a leader and two replicas.
+      await expect
+        .poll(async () => (await streamInfo(cluster.url, "EVENTS")).cluster?.replicas?.length, {
+          timeout: 15_000,
+        })
+        .toBe(2);
+      for (const bucket of ["KV_checkpoints", "KV_fresh"])
+        expect((await streamInfo(cluster.url, bucket)).config.num_replicas, bucket).toBe(3);
+
+      const eventsLines = log.lines.filter((l) => l.startsWith("stream EVENTS updated"));
+      expect(eventsLines).toHaveLength(1);
+      expect(eventsLines[0]).toMatch(/num_replicas 1 → 3/);
+      expect(eventsLines[0]).toMatch(/max_age 604800s → 172800s/);
+      expect(eventsLines[0]).toMatch(/max_bytes 1073741824 → 67108864/);
+      expect(log.lines).toContain("stream KV_checkpoints updated: num_replicas 1 → 3");
+      // A bucket made with three replicas from the start needed no update.
+      expect(log.lines.some((l) => l.includes("KV_fresh"))).toBe(false);
+
+      // A second service starting with the same settings changes nothing and says nothing.
+      const quiet = recordingLogger();
+      buses.push(
+        await connectNatsBus({
+          url: urls,
+          name: "again",
+          replicas: 3,
+          eventsMaxAgeMs: 48 * 3_600_000,
+          eventsMaxBytes: 64 * 1024 * 1024,
+          logger: quiet,
+        }),
+      );
+      expect(quiet.lines).toEqual([]);
+
+      // More copies than the cluster has servers: refused, not waited for.
+      await expect(
+        connectNatsBus({ url: urls, name: "r5", replicas: 5, logger: recordingLogger() }),
+      ).rejects.toThrow(ReplicasRefusedError);
+
+      // Events still flow through the replicated stream.
+      const got: string[] = [];
+      bus.consume({
+        durable: "replicas-test",
+        subjects: ["events.test.>"],
+        handler: async (event) => void got.push(event.id),
+      });
+      await bus.publish({ id: "evt-r3", subject: "events.test.thing.made", payload: {} });
+      await expect.poll(() => got, { timeout: 15_000 }).toEqual(["evt-r3"]);
+    } finally {
+      for (const b of buses.reverse()) await b.close();
+    }
+  }, 60_000);
+});
+
+describe("more than one replica on a server outside any cluster", () => {
+  it("is refused with ReplicasRefusedError, whether EVENTS is new or made earlier with one", async () => {
+    const server = await startNatsServer();
+    try {
+      await expect(
+        connectNatsBus({ url: server.url, name: "r3", replicas: 3, logger: recordingLogger() }),
+      ).rejects.toThrow(ReplicasRefusedError);
+      await (
+        await connectNatsBus({ url: server.url, name: "r1", replicas: 1, logger: recordingLogger() })
+      ).close();
+      // The server would accept raising the count of the existing stream and keep one copy.
+      const refused = connectNatsBus({ url: server.url, name: "r3", replicas: 3, logger: recordingLogger() });
+      await expect(refused).rejects.toThrow(
+        /cannot keep 3 replicas: the NATS server is not part of a cluster/,
+      );
+      expect((await streamInfo(server.url, "EVENTS")).config.num_replicas).toBe(1);
+    } finally {
+      await server.stop();
+    }
+  });
+});
