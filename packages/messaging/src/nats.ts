@@ -1,8 +1,10 @@
 import {
   AckPolicy,
+  ConsumerEvents,
   connect,
   createInbox,
   DeliverPolicy,
+  DiscardPolicy,
   Events,
   type JetStreamClient,
   type JetStreamManager,
@@ -20,12 +22,15 @@ import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
+import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
 import {
   BusUnavailableError,
   type Closable,
   type ConsumeOptions,
   closedForRequests,
   type DeliveredEvent,
+  type Follower,
+  type FollowHandlers,
   type Headers,
   type IntegrationEvent,
   type KeyValue,
@@ -41,7 +46,7 @@ import {
   RequestTimeoutError,
   toErrorReply,
 } from "./port.ts";
-import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
+import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
   url: string;
@@ -51,6 +56,8 @@ export interface NatsBusOptions {
   eventsStream?: string;
   /** Publishing the same event id again within this window stores it once. */
   duplicateWindowMs?: number;
+  /** Replicas of the notice channels' streams (a NATS cluster: 3); 1 by default. */
+  replicas?: number;
   logger?: BusLogger;
 }
 
@@ -134,7 +141,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
     await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);
-    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.logger ?? consoleLogger);
+    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.replicas ?? 1, options.logger ?? consoleLogger);
   } catch (error) {
     await nc.close();
     throw error;
@@ -195,6 +202,38 @@ async function ensureEventsStream(jsm: JetStreamManager, name: string, duplicate
   }
 }
 
+/** The stream and subject of a notice channel. */
+function noticeStream(channel: string): { stream: string; subject: string } {
+  assertNoticeChannel(channel);
+  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}` };
+}
+
+/**
+ * Creates a notice channel's stream, or updates it to this configuration (replicas, limits); the
+ * followers and announcers of one channel all do, so whichever comes first makes it.
+ */
+async function ensureNoticeStream(jsm: JetStreamManager, channel: string, replicas: number): Promise<void> {
+  const { stream, subject } = noticeStream(channel);
+  const config = {
+    subjects: [subject],
+    max_age: nanos(NOTICE_MAX_AGE_MS),
+    max_msgs: NOTICE_MAX_MSGS,
+    num_replicas: replicas,
+  };
+  try {
+    const info = await jsm.streams.info(stream);
+    const same =
+      info.config.subjects.join() === subject &&
+      info.config.max_age === config.max_age &&
+      info.config.max_msgs === config.max_msgs &&
+      info.config.num_replicas === replicas;
+    if (!same) await jsm.streams.update(stream, { ...info.config, ...config });
+  } catch (error) {
+    if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
+    await jsm.streams.add({ name: stream, storage: StorageType.File, discard: DiscardPolicy.Old, ...config });
+  }
+}
+
 class NatsBus implements MessageBus {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closables = new Set<Closable>();
@@ -221,6 +260,7 @@ class NatsBus implements MessageBus {
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly stream: string,
+    private readonly replicas: number,
     private readonly log: BusLogger,
   ) {
     void (async () => {
@@ -387,6 +427,54 @@ class NatsBus implements MessageBus {
       },
     });
     return this.register({ close: async () => sub.unsubscribe() });
+  }
+
+  /** Notice channels whose stream this bus has made sure of. */
+  private readonly noticeStreams = new Map<string, Promise<void>>();
+
+  private ensureNotices = (channel: string): Promise<void> => {
+    let ensured = this.noticeStreams.get(channel);
+    if (!ensured) {
+      ensured = ensureNoticeStream(this.jsm, channel, this.replicas);
+      // A failure is tried again by the next call.
+      ensured.catch(() => this.noticeStreams.delete(channel));
+      this.noticeStreams.set(channel, ensured);
+    }
+    return ensured;
+  };
+
+  async announce(channel: string, payload: unknown): Promise<void> {
+    const { stream, subject } = noticeStream(channel);
+    const what = `announce ${channel}`;
+    this.reachable(what);
+    const lost = this.link.lost();
+    const store = async () => {
+      await this.ensureNotices(channel);
+      await this.js.publish(subject, encodeJson(payload), { expect: { streamName: stream } });
+    };
+    try {
+      await unlessLost(store(), lost, what);
+    } catch (error) {
+      if (!(error instanceof NatsError && error.code === "503")) rethrowUnreachable(error, what);
+      // No stream answered: deleted since it was made sure of. Made again, once.
+      this.noticeStreams.delete(channel);
+      await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
+    }
+  }
+
+  follow(channel: string, handlers: FollowHandlers): Follower {
+    const follower = new NatsFollower(
+      this.jsm,
+      this.js,
+      channel,
+      () => this.ensureNotices(channel),
+      handlers,
+      this.log,
+      this.whileUp,
+      this.link,
+    );
+    const closable = this.register({ close: () => follower.close() });
+    return { close: () => closable.close(), barrier: () => follower.barrier() };
   }
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
@@ -713,6 +801,140 @@ class NatsConsumer {
           "ack not confirmed; sending it again",
         );
         await new Promise((r) => setTimeout(r, ACK_RETRY_MS));
+      }
+    }
+  }
+}
+
+/**
+ * Follows a notice channel's stream with an ordered consumer (nats.js: ephemeral, no acks,
+ * re-created from the next sequence when it misses a message or its heartbeats), starting after
+ * the stream's last sequence as the stream leader tells it. A barrier asks the leader for the
+ * last sequence again and waits until this follower has applied it. A start, a reconnect (the
+ * loop starts over at the stream's new end), a re-created consumer or a gap in the sequences
+ * calls `onReset`.
+ */
+class NatsFollower {
+  private readonly applied = new AppliedSequence();
+  /** A consumer is delivering and `applied` counts from its start. */
+  private following = false;
+  private closing = false;
+  private readonly closed = signal();
+  private stopCurrent: (() => void) | undefined;
+  private readonly done: Promise<void>;
+  private readonly stream: string;
+
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly channel: string,
+    private readonly ensure: () => Promise<void>,
+    private readonly handlers: FollowHandlers,
+    private readonly log: BusLogger,
+    private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
+    private readonly link: Link,
+  ) {
+    this.stream = noticeStream(channel).stream;
+    this.done = this.run();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.following = false;
+    this.closed.resolve();
+    this.stopCurrent?.();
+    this.applied.abandon();
+    await this.whileUp(() => this.done);
+  }
+
+  /** The stream's last sequence, as its leader answers (a direct get may come from a replica behind). */
+  private async lastSequence(lost: Promise<void>): Promise<number> {
+    const info = await unlessLost(this.jsm.streams.info(this.stream), lost, `notices ${this.channel}`);
+    return info.state.last_seq;
+  }
+
+  async barrier(): Promise<boolean> {
+    if (!this.following) return false;
+    const until = Date.now() + NOTICE_BARRIER_WAIT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), NOTICE_BARRIER_WAIT_MS);
+    });
+    try {
+      const last = await Promise.race([this.lastSequence(this.link.lost()), late]);
+      if (last === undefined || !this.following) return false;
+      if (last < this.applied.value) {
+        // The stream was made again and its sequences started over: follow it from its new end.
+        this.stopCurrent?.();
+        return false;
+      }
+      return await this.applied.reach(last, until - Date.now());
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Like `NatsConsumer.run`: only while connected, starting over (and so resetting) at each reconnect. */
+  private async run(): Promise<void> {
+    while (!this.closing) {
+      await Promise.race([this.link.whenUp(), this.closed.promise]);
+      if (this.closing) return;
+      const lost = this.link.lost();
+      const what = `notices ${this.channel}`;
+      try {
+        await unlessLost(this.ensure(), lost, what);
+        const start = await this.lastSequence(lost);
+        const consumer = await unlessLost(
+          this.js.consumers.get(this.stream, {
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: start + 1,
+          }),
+          lost,
+          what,
+        );
+        const messages = await unlessLost(consumer.consume({ max_messages: 256 }), lost, what);
+        this.stopCurrent = () => messages.stop();
+        if (this.closing) messages.stop();
+        void lost.then(() => messages.stop());
+        void (async () => {
+          for await (const status of await messages.status())
+            if (status.type === ConsumerEvents.OrderedConsumerRecreated) this.handlers.onReset();
+        })().catch(() => {});
+        this.applied.restart(start);
+        this.handlers.onReset();
+        this.following = !this.closing;
+        for await (const m of messages) {
+          const seq = m.info.streamSequence;
+          if (seq <= this.applied.value) continue;
+          // A gap (notices aged out before they came): what they said is unknown.
+          if (seq !== this.applied.value + 1) this.handlers.onReset();
+          let payload: unknown;
+          try {
+            payload = decodeJson(m.data);
+          } catch (err) {
+            this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
+            this.handlers.onReset();
+            this.applied.advance(seq);
+            continue;
+          }
+          try {
+            this.handlers.onNotice(payload);
+          } catch (err) {
+            this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+          }
+          this.applied.advance(seq);
+        }
+      } catch (err) {
+        if (this.closing) return;
+        if (!(err instanceof BusUnavailableError)) {
+          this.log.error({ err, channel: this.channel }, "following notices failed; retrying");
+          await Promise.race([new Promise((r) => setTimeout(r, 1_000)), this.closed.promise]);
+        }
+      } finally {
+        this.following = false;
+        this.applied.abandon();
       }
     }
   }
