@@ -141,7 +141,14 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     const jsm = await nc.jetstreamManager();
     const stream = options.eventsStream ?? "EVENTS";
     await ensureEventsStream(jsm, stream, options.duplicateWindowMs ?? 3_600_000);
-    return new NatsBus(nc, jsm, nc.jetstream(), stream, options.replicas ?? 1, options.logger ?? consoleLogger);
+    return new NatsBus(
+      nc,
+      jsm,
+      nc.jetstream(),
+      stream,
+      options.replicas ?? 1,
+      options.logger ?? consoleLogger,
+    );
   } catch (error) {
     await nc.close();
     throw error;

@@ -65,14 +65,23 @@ export async function openBlobStore(config: BaseConfig): Promise<BlobStore> {
   return createFileBlobStore({ dir });
 }
 
-/** NATS when NATS_URL is set; a process started on its own needs it. */
+/**
+ * NATS when NATS_URL is set; a process started on its own needs it. The streams it makes take
+ * `NATS_REPLICAS` replicas when the configuration has that variable, else 1.
+ */
 export async function connectBus(config: BaseConfig, service: string, logger?: Logger): Promise<MessageBus> {
   if (!config.NATS_URL) {
     throw new Error(
       "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
     );
   }
-  return connectNatsBus({ url: config.NATS_URL, name: service, ...(logger ? { logger } : {}) });
+  const { NATS_REPLICAS: replicas } = config as BaseConfig & { NATS_REPLICAS?: number };
+  return connectNatsBus({
+    url: config.NATS_URL,
+    name: service,
+    ...(replicas ? { replicas } : {}),
+    ...(logger ? { logger } : {}),
+  });
 }
 
 export function describeAdapters(

@@ -439,7 +439,11 @@ describe("the gateway's read cache", () => {
   });
 
   it("answers nothing from the cache while it does not follow the notices", async () => {
-    const idle = new ReadCache(controlledBus(catalogue).bus, { maxBytes: 1_000_000, maxAgeMs: MAX_AGE_MS, clock });
+    const idle = new ReadCache(controlledBus(catalogue).bus, {
+      maxBytes: 1_000_000,
+      maxAgeMs: MAX_AGE_MS,
+      clock,
+    });
     let asked = 0;
     const ask = async () => {
       asked++;
