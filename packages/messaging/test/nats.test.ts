@@ -251,6 +251,43 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("starts a notice follower over after a NATS restart, telling it so, and its barriers cover what comes after", async () => {
+    const port = await freePort();
+    const store = tempDir("nats-restart-notices");
+    let server = await natsServerOn(port, store.path);
+    const url = `nats://127.0.0.1:${port}`;
+    const announcer = await connectNatsBus({ url, name: "announcer", logger: silentLogger });
+    const followerBus = await connectNatsBus({ url, name: "follower", logger: silentLogger });
+    const told: string[] = [];
+    const follower = followerBus.follow("restarts", {
+      onNotice: (payload) => told.push(JSON.stringify(payload)),
+      onReset: () => told.push("reset"),
+    });
+    try {
+      await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
+      await announcer.announce("restarts", 1);
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual(["reset", "1"]);
+
+      await killed(server);
+      // While it is down a barrier cannot hold (notices may be announced meanwhile elsewhere).
+      await expect.poll(() => follower.barrier(), { timeout: 8_000, interval: 20 }).toBe(false);
+      server = await natsServerOn(port, store.path);
+      await expect.poll(() => follower.barrier(), { timeout: 8_000, interval: 50 }).toBe(true);
+      expect(told).toEqual(["reset", "1", "reset"]);
+      await expect
+        .poll(() => announcer.announce("restarts", 2).then(() => "stored", String), { timeout: 8_000 })
+        .toBe("stored");
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual(["reset", "1", "reset", "2"]);
+    } finally {
+      await followerBus.close().catch(() => {});
+      await announcer.close().catch(() => {});
+      await killed(server);
+      store.remove();
+    }
+  });
+
   it("closes at once while NATS is down, serving and consuming, rather than waiting for a reconnect to drain", async () => {
     const port = await freePort();
     const store = tempDir("nats-down-close");
