@@ -66,6 +66,7 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+const EMPTY = new Uint8Array(0);
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
 const ACK_CONFIRM_TIMEOUT_MS = 1_000;
@@ -469,12 +470,36 @@ class NatsBus implements MessageBus {
     }
   }
 
+  /**
+   * A notice stream's last sequence, asked of its leader (JetStream's stream info, which only the
+   * leader answers; a direct get may come from a replica behind). Through the bus's own reply
+   * inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
+   */
+  private lastSequence = async (stream: string): Promise<number> => {
+    this.reachable(`notices ${stream}`);
+    this.replies ??= new ReplyInbox(this.nc);
+    const reply = await this.replies.request(
+      `$JS.API.STREAM.INFO.${stream}`,
+      EMPTY,
+      undefined,
+      NOTICE_BARRIER_WAIT_MS,
+    );
+    const info = decodeJson(reply.data) as {
+      state?: { last_seq?: unknown };
+      error?: { description?: string };
+    };
+    const last = info.state?.last_seq;
+    if (typeof last !== "number")
+      throw new Error(`stream info ${stream}: ${info.error?.description ?? "no state"}`);
+    return last;
+  };
+
   follow(channel: string, handlers: FollowHandlers): Follower {
     const follower = new NatsFollower(
-      this.jsm,
       this.js,
       channel,
       () => this.ensureNotices(channel),
+      this.lastSequence,
       handlers,
       this.log,
       this.whileUp,
@@ -588,7 +613,7 @@ class ReplyInbox {
     for (const { settle, subject } of [...this.waiting.values()]) settle(error(subject));
   }
 
-  request(subject: string, data: Uint8Array, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+  request(subject: string, data: Uint8Array, headers: MsgHdrs | undefined, timeoutMs: number): Promise<Msg> {
     const token = (this.next++).toString(36);
     return new Promise<Msg>((resolve, reject) => {
       const settle = (reply: Msg | Error) => {
@@ -602,7 +627,7 @@ class ReplyInbox {
       const timer = setTimeout(() => settle(new RequestTimeoutError(subject, timeoutMs)), timeoutMs);
       this.waiting.set(token, { settle, subject });
       try {
-        this.nc.publish(subject, data, { reply: this.prefix + token, headers });
+        this.nc.publish(subject, data, { reply: this.prefix + token, ...(headers ? { headers } : {}) });
       } catch (error) {
         settle(error instanceof Error ? error : new Error(String(error)));
       }
@@ -832,10 +857,10 @@ class NatsFollower {
   private readonly stream: string;
 
   constructor(
-    private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly channel: string,
     private readonly ensure: () => Promise<void>,
+    private readonly streamEnd: (stream: string) => Promise<number>,
     private readonly handlers: FollowHandlers,
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
@@ -854,10 +879,9 @@ class NatsFollower {
     await this.whileUp(() => this.done);
   }
 
-  /** The stream's last sequence, as its leader answers (a direct get may come from a replica behind). */
-  private async lastSequence(lost: Promise<void>): Promise<number> {
-    const info = await unlessLost(this.jsm.streams.info(this.stream), lost, `notices ${this.channel}`);
-    return info.state.last_seq;
+  /** The stream's last sequence, as its leader answers. */
+  private lastSequence(lost: Promise<void>): Promise<number> {
+    return unlessLost(this.streamEnd(this.stream), lost, `notices ${this.channel}`);
   }
 
   async barrier(): Promise<boolean> {
