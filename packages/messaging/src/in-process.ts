@@ -2,8 +2,8 @@
  * The in-process bus: the single-process fallback (no nats-server) and a fast test double.
  * Observable behaviour matches the NATS adapter: JSON copies of payloads, reply envelopes,
  * queue groups served round robin, dedup by event id, durable consumers with at-least-once
- * delivery in publish order (`maxInFlight` events in flight per durable, one by default), and KV
- * with revisions and CAS.
+ * delivery in publish order (`maxInFlight` events in flight per durable, one by default), KV
+ * with revisions and CAS, and notice channels with sequences and barriers.
  *
  * Everything lives in memory. In single-process mode durability comes from the event store:
  * publishers republish from their checkpoint at start (dedup makes that harmless) and
@@ -13,11 +13,14 @@ import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
 import { copyJson } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
+import { AppliedSequence, NOTICE_BARRIER_WAIT_MS } from "./notices.ts";
 import {
   type Closable,
   type ConsumeOptions,
   closedForRequests,
   type DeliveredEvent,
+  type Follower,
+  type FollowHandlers,
   type Headers,
   type IncomingRequest,
   type IntegrationEvent,
@@ -35,7 +38,7 @@ import {
   RequestTimeoutError,
   toErrorReply,
 } from "./port.ts";
-import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
+import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
 export interface InProcessBrokerOptions {
   /** Publishing the same event id again within this window stores it once (default 1 h). */
@@ -93,6 +96,12 @@ interface Pending {
   timer?: NodeJS.Timeout;
 }
 
+/** A notice channel: its last sequence, and its followers' delivery functions. */
+interface Channel {
+  last: number;
+  followers: Set<(seq: number, payload: unknown) => void>;
+}
+
 interface Durable {
   name: string;
   subjects: string[];
@@ -116,6 +125,7 @@ class Broker {
   private readonly durables = new Map<string, Durable>();
   readonly listeners = new Set<{ subject: string; handler: (payload: unknown) => void }>();
   private readonly buckets = new Map<string, Bucket>();
+  private readonly channels = new Map<string, Channel>();
   private readonly duplicateWindowMs: number;
   private readonly maxEvents: number;
 
@@ -262,6 +272,15 @@ class Broker {
     this.pump(d);
   }
 
+  channel(name: string): Channel {
+    let channel = this.channels.get(name);
+    if (!channel) {
+      channel = { last: 0, followers: new Set() };
+      this.channels.set(name, channel);
+    }
+    return channel;
+  }
+
   bucket(name: string, ttlMs: number | undefined): Bucket {
     let bucket = this.buckets.get(name);
     if (!bucket) {
@@ -401,6 +420,46 @@ class InProcessBus implements MessageBus {
     return this.register(async () => {
       this.broker.listeners.delete(listener);
     });
+  }
+
+  /** Stored at once with the channel's next sequence; each follower gets it in a microtask, in order. */
+  async announce(channel: string, payload: unknown): Promise<void> {
+    this.assertOpen();
+    assertNoticeChannel(channel);
+    const body = copyJson(payload);
+    const stored = this.broker.channel(channel);
+    const seq = ++stored.last;
+    for (const deliver of stored.followers) queueMicrotask(() => deliver(seq, copyJson(body)));
+  }
+
+  follow(channel: string, handlers: FollowHandlers): Follower {
+    this.assertOpen();
+    assertNoticeChannel(channel);
+    const stored = this.broker.channel(channel);
+    const applied = new AppliedSequence();
+    let following = true;
+    const deliver = (seq: number, payload: unknown) => {
+      if (!following) return;
+      try {
+        handlers.onNotice(payload);
+      } catch (err) {
+        this.broker.log.error({ err, channel }, "notice handler failed");
+      }
+      applied.advance(seq);
+    };
+    // Started at the channel's end, told before any notice (microtasks run in order).
+    applied.restart(stored.last);
+    queueMicrotask(() => following && handlers.onReset());
+    stored.followers.add(deliver);
+    const closable = this.register(async () => {
+      following = false;
+      stored.followers.delete(deliver);
+      applied.abandon();
+    });
+    return {
+      close: () => closable.close(),
+      barrier: async () => following && applied.reach(stored.last, NOTICE_BARRIER_WAIT_MS),
+    };
   }
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {

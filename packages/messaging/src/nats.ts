@@ -1,5 +1,6 @@
 import {
   AckPolicy,
+  ConsumerEvents,
   connect,
   createInbox,
   credsAuthenticator,
@@ -22,12 +23,15 @@ import { pastDeadline, withDeadline } from "./deadline.ts";
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
+import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
 import {
   BusUnavailableError,
   type Closable,
   type ConsumeOptions,
   closedForRequests,
   type DeliveredEvent,
+  type Follower,
+  type FollowHandlers,
   type Headers,
   type IntegrationEvent,
   type KeyValue,
@@ -43,7 +47,7 @@ import {
   RequestTimeoutError,
   toErrorReply,
 } from "./port.ts";
-import { assertKvBucket, assertKvKey, subjectMatches } from "./subjects.ts";
+import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
   /** One server, or several of one cluster (the client picks one and fails over to the others). */
@@ -120,6 +124,7 @@ const STREAM_NOT_FOUND = 10059;
 const REPLICAS_NOT_SUPPORTED = 10074;
 const INSUFFICIENT_RESOURCES = 10023;
 const NO_PEERS_FOR_PLACEMENT = 10005;
+const EMPTY = new Uint8Array(0);
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
 const ACK_CONFIRM_TIMEOUT_MS = 1_000;
@@ -181,8 +186,8 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
   // Reconnect for ever, trying every 0.5 to 1 s (the client's default is 2 s): after a NATS
   // restart the services answer again within about a second.
   const nc = await connect({
-    // A cluster's nodes, comma separated: the client picks one at random and fails over.
-    servers: options.url.split(",").map((url) => url.trim()),
+    // A cluster's nodes: the client picks one at random and fails over to the others.
+    servers: options.url,
     name: options.name,
     ...(options.credentials ? { authenticator: credsAuthenticator(options.credentials) } : {}),
     maxReconnectAttempts: -1,
@@ -266,7 +271,9 @@ export function coalesceWrites(nc: NatsConnection): void {
 }
 
 /** The settings of a stream this bus makes sure of; `num_replicas` is added by {@link StreamSettings}. */
-type WantedStream = Partial<Pick<StreamConfig, "subjects" | "duplicate_window" | "max_age" | "max_bytes">>;
+type WantedStream = Partial<
+  Pick<StreamConfig, "subjects" | "duplicate_window" | "max_age" | "max_bytes" | "max_msgs">
+>;
 
 /**
  * Makes the streams this bus relies on (`EVENTS`, each key-value bucket's `KV_<bucket>`) have
@@ -330,6 +337,12 @@ function shown(key: string, value: unknown): string {
   if ((key === "max_age" || key === "duplicate_window") && typeof value === "number")
     return `${value / 1e9}s`;
   return Array.isArray(value) ? value.join(",") : String(value);
+}
+
+/** The stream and subject of a notice channel. */
+function noticeStream(channel: string): { stream: string; subject: string } {
+  assertNoticeChannel(channel);
+  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}` };
 }
 
 class NatsBus implements MessageBus {
@@ -527,6 +540,84 @@ class NatsBus implements MessageBus {
     return this.register({ close: async () => sub.unsubscribe() });
   }
 
+  /** Notice channels whose stream this bus has made sure of. */
+  private readonly noticeStreams = new Map<string, Promise<void>>();
+
+  private ensureNotices = (channel: string): Promise<void> => {
+    let ensured = this.noticeStreams.get(channel);
+    if (!ensured) {
+      // Its followers and announcers all make sure of it; whichever comes first makes it.
+      const { stream, subject } = noticeStream(channel);
+      ensured = this.streams.ensure(stream, {
+        subjects: [subject],
+        max_age: nanos(NOTICE_MAX_AGE_MS),
+        max_msgs: NOTICE_MAX_MSGS,
+      });
+      // A failure is tried again by the next call.
+      ensured.catch(() => this.noticeStreams.delete(channel));
+      this.noticeStreams.set(channel, ensured);
+    }
+    return ensured;
+  };
+
+  async announce(channel: string, payload: unknown): Promise<void> {
+    const { stream, subject } = noticeStream(channel);
+    const what = `announce ${channel}`;
+    this.reachable(what);
+    const lost = this.link.lost();
+    const store = async () => {
+      await this.ensureNotices(channel);
+      await this.js.publish(subject, encodeJson(payload), { expect: { streamName: stream } });
+    };
+    try {
+      await unlessLost(store(), lost, what);
+    } catch (error) {
+      if (!(error instanceof NatsError && error.code === "503")) rethrowUnreachable(error, what);
+      // No stream answered: deleted since it was made sure of. Made again, once.
+      this.noticeStreams.delete(channel);
+      await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
+    }
+  }
+
+  /**
+   * A notice stream's last sequence, asked of its leader (JetStream's stream info, which only the
+   * leader answers; a direct get may come from a replica behind). Through the bus's own reply
+   * inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
+   */
+  private lastSequence = async (stream: string): Promise<number> => {
+    this.reachable(`notices ${stream}`);
+    this.replies ??= new ReplyInbox(this.nc);
+    const reply = await this.replies.request(
+      `$JS.API.STREAM.INFO.${stream}`,
+      EMPTY,
+      undefined,
+      NOTICE_BARRIER_WAIT_MS,
+    );
+    const info = decodeJson(reply.data) as {
+      state?: { last_seq?: unknown };
+      error?: { description?: string };
+    };
+    const last = info.state?.last_seq;
+    if (typeof last !== "number")
+      throw new Error(`stream info ${stream}: ${info.error?.description ?? "no state"}`);
+    return last;
+  };
+
+  follow(channel: string, handlers: FollowHandlers): Follower {
+    const follower = new NatsFollower(
+      this.js,
+      channel,
+      () => this.ensureNotices(channel),
+      this.lastSequence,
+      handlers,
+      this.log,
+      this.whileUp,
+      this.link,
+    );
+    const closable = this.register({ close: () => follower.close() });
+    return { close: () => closable.close(), barrier: () => follower.barrier() };
+  }
+
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
     const kv = await this.js.views
@@ -636,7 +727,7 @@ class ReplyInbox {
     for (const { settle, subject } of [...this.waiting.values()]) settle(error(subject));
   }
 
-  request(subject: string, data: Uint8Array, headers: MsgHdrs, timeoutMs: number): Promise<Msg> {
+  request(subject: string, data: Uint8Array, headers: MsgHdrs | undefined, timeoutMs: number): Promise<Msg> {
     const token = (this.next++).toString(36);
     return new Promise<Msg>((resolve, reject) => {
       const settle = (reply: Msg | Error) => {
@@ -650,7 +741,7 @@ class ReplyInbox {
       const timer = setTimeout(() => settle(new RequestTimeoutError(subject, timeoutMs)), timeoutMs);
       this.waiting.set(token, { settle, subject });
       try {
-        this.nc.publish(subject, data, { reply: this.prefix + token, headers });
+        this.nc.publish(subject, data, { reply: this.prefix + token, ...(headers ? { headers } : {}) });
       } catch (error) {
         settle(error instanceof Error ? error : new Error(String(error)));
       }
@@ -856,6 +947,139 @@ class NatsConsumer {
           "ack not confirmed; sending it again",
         );
         await new Promise((r) => setTimeout(r, ACK_RETRY_MS));
+      }
+    }
+  }
+}
+
+/**
+ * Follows a notice channel's stream with an ordered consumer (nats.js: ephemeral, no acks,
+ * re-created from the next sequence when it misses a message or its heartbeats), starting after
+ * the stream's last sequence as the stream leader tells it. A barrier asks the leader for the
+ * last sequence again and waits until this follower has applied it. A start, a reconnect (the
+ * loop starts over at the stream's new end), a re-created consumer or a gap in the sequences
+ * calls `onReset`.
+ */
+class NatsFollower {
+  private readonly applied = new AppliedSequence();
+  /** A consumer is delivering and `applied` counts from its start. */
+  private following = false;
+  private closing = false;
+  private readonly closed = signal();
+  private stopCurrent: (() => void) | undefined;
+  private readonly done: Promise<void>;
+  private readonly stream: string;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly channel: string,
+    private readonly ensure: () => Promise<void>,
+    private readonly streamEnd: (stream: string) => Promise<number>,
+    private readonly handlers: FollowHandlers,
+    private readonly log: BusLogger,
+    private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
+    private readonly link: Link,
+  ) {
+    this.stream = noticeStream(channel).stream;
+    this.done = this.run();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.following = false;
+    this.closed.resolve();
+    this.stopCurrent?.();
+    this.applied.abandon();
+    await this.whileUp(() => this.done);
+  }
+
+  /** The stream's last sequence, as its leader answers. */
+  private lastSequence(lost: Promise<void>): Promise<number> {
+    return unlessLost(this.streamEnd(this.stream), lost, `notices ${this.channel}`);
+  }
+
+  async barrier(): Promise<boolean> {
+    if (!this.following) return false;
+    const until = Date.now() + NOTICE_BARRIER_WAIT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), NOTICE_BARRIER_WAIT_MS);
+    });
+    try {
+      const last = await Promise.race([this.lastSequence(this.link.lost()), late]);
+      if (last === undefined || !this.following) return false;
+      if (last < this.applied.value) {
+        // The stream was made again and its sequences started over: follow it from its new end.
+        this.stopCurrent?.();
+        return false;
+      }
+      return await this.applied.reach(last, until - Date.now());
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Like `NatsConsumer.run`: only while connected, starting over (and so resetting) at each reconnect. */
+  private async run(): Promise<void> {
+    while (!this.closing) {
+      await Promise.race([this.link.whenUp(), this.closed.promise]);
+      if (this.closing) return;
+      const lost = this.link.lost();
+      const what = `notices ${this.channel}`;
+      try {
+        await unlessLost(this.ensure(), lost, what);
+        const start = await this.lastSequence(lost);
+        const consumer = await unlessLost(
+          this.js.consumers.get(this.stream, {
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: start + 1,
+          }),
+          lost,
+          what,
+        );
+        const messages = await unlessLost(consumer.consume({ max_messages: 256 }), lost, what);
+        this.stopCurrent = () => messages.stop();
+        if (this.closing) messages.stop();
+        void lost.then(() => messages.stop());
+        void (async () => {
+          for await (const status of await messages.status())
+            if (status.type === ConsumerEvents.OrderedConsumerRecreated) this.handlers.onReset();
+        })().catch(() => {});
+        this.applied.restart(start);
+        this.handlers.onReset();
+        this.following = !this.closing;
+        for await (const m of messages) {
+          const seq = m.info.streamSequence;
+          if (seq <= this.applied.value) continue;
+          // A gap (notices aged out before they came): what they said is unknown.
+          if (seq !== this.applied.value + 1) this.handlers.onReset();
+          let payload: unknown;
+          try {
+            payload = decodeJson(m.data);
+          } catch (err) {
+            this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
+            this.handlers.onReset();
+            this.applied.advance(seq);
+            continue;
+          }
+          try {
+            this.handlers.onNotice(payload);
+          } catch (err) {
+            this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+          }
+          this.applied.advance(seq);
+        }
+      } catch (err) {
+        if (this.closing) return;
+        if (!(err instanceof BusUnavailableError)) {
+          this.log.error({ err, channel: this.channel }, "following notices failed; retrying");
+          await Promise.race([new Promise((r) => setTimeout(r, 1_000)), this.closed.promise]);
+        }
+      } finally {
+        this.following = false;
+        this.applied.abandon();
       }
     }
   }

@@ -99,6 +99,32 @@ export interface KeyValue {
   watch(keyPattern: string, onChange: (entry: KvEntry | { key: string; deleted: true }) => void): Closable;
 }
 
+/**
+ * What a follower of a notice channel is told (see {@link MessageBus.follow}). Both are called
+ * synchronously from the bus's delivery, in order, never concurrently.
+ */
+export interface FollowHandlers {
+  /** A notice announced after the follower started, in the channel's order. */
+  onNotice(payload: unknown): void;
+  /**
+   * The follower (re)started at the channel's current end, or found a notice it cannot read or a
+   * gap: notices may have been missed, so whatever was learnt from them is unknown. Called when
+   * it starts, and after a reconnect, a re-created consumer or a gap.
+   */
+  onReset(): void;
+}
+
+export interface Follower extends Closable {
+  /**
+   * Resolves true once every notice whose `announce` had resolved (anywhere, through any server)
+   * before this call has been handed to `onNotice` (or covered by an `onReset`); false when that
+   * cannot be known within a short wait (about a second): not following (starting, closed,
+   * disconnected), the channel out of reach, or the notices slow to come. One round trip to the
+   * channel's owner (NATS: the stream leader) per call.
+   */
+  barrier(): Promise<boolean>;
+}
+
 export interface KvOptions {
   /** Entries older than this vanish (the bucket's max age). */
   ttlMs?: number;
@@ -114,7 +140,18 @@ export interface MessageBus {
   /** Fire-and-forget broadcast to every current subscriber (no queue group, no persistence). */
   broadcast(subject: string, payload: unknown): Promise<void>;
   onBroadcast(subject: string, handler: (payload: unknown) => void): Closable;
+  /**
+   * Appends `payload` to the notice channel `channel` (letters, digits, `_`, `-`): a small,
+   * bounded, ordered log (NATS: the JetStream stream `NOTICES_<channel>` on `notices.<channel>`,
+   * kept an hour at most, with the bus's replica count). Resolves once stored, so every barrier
+   * taken afterwards by any follower covers it; rejects ({@link BusUnavailableError}) when it
+   * could not be stored.
+   */
+  announce(channel: string, payload: unknown): Promise<void>;
+  /** Follows `channel` from its current end: each later notice in order, and a barrier. */
+  follow(channel: string, handlers: FollowHandlers): Follower;
   kv(bucket: string, options?: KvOptions): Promise<KeyValue>;
+  /** True when the bus answers (readiness). */
   ping(): Promise<boolean>;
   /**
    * Calls `handler(false)` when the connection to the bus drops and `handler(true)` once it is

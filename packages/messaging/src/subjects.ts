@@ -24,3 +24,10 @@ export function assertKvKey(key: string): void {
 export function assertKvBucket(bucket: string): void {
   if (!kvBucket.test(bucket)) throw new Error(`invalid kv bucket name: ${bucket}`);
 }
+
+const noticeChannel = /^[-_a-zA-Z0-9]+$/;
+
+/** A notice channel names a NATS stream and a subject token: the same rules in both adapters. */
+export function assertNoticeChannel(channel: string): void {
+  if (!noticeChannel.test(channel)) throw new Error(`invalid notice channel name: ${channel}`);
+}

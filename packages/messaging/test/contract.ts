@@ -517,6 +517,67 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
       });
     });
 
+    describe("notice channels", () => {
+      /** A follower on its own client, recording what it is told. */
+      async function follower(channel: string) {
+        const told: string[] = [];
+        const follow = (await client("follower")).follow(channel, {
+          onNotice: (payload) => told.push(JSON.stringify(payload)),
+          onReset: () => told.push("reset"),
+        });
+        // Following once a barrier can answer (its consumer is up, its reset told).
+        await expect.poll(() => follow.barrier(), { timeout: 5_000, interval: 20 }).toBe(true);
+        return { told, follow };
+      }
+
+      it("has a barrier taken after an announce resolved cover it, at every follower, in order", async () => {
+        const channel = `test_${uid()}`;
+        const announcer = await client("announcer");
+        const [x, y] = [await follower(channel), await follower(channel)];
+        for (let n = 1; n <= 20; n++) {
+          await announcer.announce(channel, { n });
+          // No wait for the notice: the barrier alone must make it be there.
+          expect(await x.follow.barrier()).toBe(true);
+          expect(x.told.at(-1)).toBe(JSON.stringify({ n }));
+          expect(await y.follow.barrier()).toBe(true);
+          expect(y.told.at(-1)).toBe(JSON.stringify({ n }));
+        }
+        const expected = ["reset", ...Array.from({ length: 20 }, (_, i) => JSON.stringify({ n: i + 1 }))];
+        expect(x.told).toEqual(expected);
+        expect(y.told).toEqual(expected);
+      });
+
+      it("follows from the channel's end: what was announced before is not handed over", async () => {
+        const channel = `test_${uid()}`;
+        const announcer = await client("announcer");
+        await announcer.announce(channel, "before");
+        const x = await follower(channel);
+        await announcer.announce(channel, "after");
+        expect(await x.follow.barrier()).toBe(true);
+        expect(x.told).toEqual(["reset", '"after"']);
+      });
+
+      it("stops once closed: no notice, and a barrier answers false", async () => {
+        const channel = `test_${uid()}`;
+        const announcer = await client("announcer");
+        const [x, witness] = [await follower(channel), await follower(channel)];
+        await x.follow.close();
+        await announcer.announce(channel, 1);
+        expect(await witness.follow.barrier()).toBe(true);
+        expect(witness.told).toEqual(["reset", "1"]);
+        expect(x.told).toEqual(["reset"]);
+        expect(await x.follow.barrier()).toBe(false);
+      });
+
+      it("refuses a channel name that is not a plain token", async () => {
+        const bus = await client();
+        await expect(bus.announce("a.b", 1)).rejects.toThrow(/invalid notice channel/);
+        expect(() => bus.follow("a b", { onNotice: () => {}, onReset: () => {} })).toThrow(
+          /invalid notice channel/,
+        );
+      });
+    });
+
     describe("key-value", () => {
       it("gets, puts, creates only once, deletes", async () => {
         const kv = await (await client()).kv(`b-${uid()}`);

@@ -44,6 +44,26 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("keeps a notice channel in a bounded stream of its own (an hour, 100,000 notices)", async () => {
+    const bus = await connectNatsBus({ url: server.url, name: "notices", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    try {
+      await bus.announce("bounded", { cheeseId: 1 });
+      const info = await (await nc.jetstreamManager()).streams.info("NOTICES_bounded");
+      expect(info.config).toMatchObject({
+        subjects: ["notices.bounded"],
+        max_age: nanos(3_600_000),
+        max_msgs: 100_000,
+        num_replicas: 1,
+        storage: "file",
+      });
+      expect(info.state.messages).toBe(1);
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
   it("answers a request whose body is not JSON with a 400 bad_request envelope", async () => {
     const bus = await connectNatsBus({ url: server.url, name: "svc", logger: silentLogger });
     const nc = await connect({ servers: server.url });
@@ -231,6 +251,43 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("starts a notice follower over after a NATS restart, telling it so, and its barriers cover what comes after", async () => {
+    const port = await freePort();
+    const store = tempDir("nats-restart-notices");
+    let server = await natsServerOn(port, store.path);
+    const url = `nats://127.0.0.1:${port}`;
+    const announcer = await connectNatsBus({ url, name: "announcer", logger: silentLogger });
+    const followerBus = await connectNatsBus({ url, name: "follower", logger: silentLogger });
+    const told: string[] = [];
+    const follower = followerBus.follow("restarts", {
+      onNotice: (payload) => told.push(JSON.stringify(payload)),
+      onReset: () => told.push("reset"),
+    });
+    try {
+      await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
+      await announcer.announce("restarts", 1);
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual(["reset", "1"]);
+
+      await killed(server);
+      // While it is down a barrier cannot hold (notices may be announced meanwhile elsewhere).
+      await expect.poll(() => follower.barrier(), { timeout: 8_000, interval: 20 }).toBe(false);
+      server = await natsServerOn(port, store.path);
+      await expect.poll(() => follower.barrier(), { timeout: 8_000, interval: 50 }).toBe(true);
+      expect(told).toEqual(["reset", "1", "reset"]);
+      await expect
+        .poll(() => announcer.announce("restarts", 2).then(() => "stored", String), { timeout: 8_000 })
+        .toBe("stored");
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual(["reset", "1", "reset", "2"]);
+    } finally {
+      await followerBus.close().catch(() => {});
+      await announcer.close().catch(() => {});
+      await killed(server);
+      store.remove();
+    }
+  });
+
   it("closes at once while NATS is down, serving and consuming, rather than waiting for a reconnect to drain", async () => {
     const port = await freePort();
     const store = tempDir("nats-down-close");
@@ -263,6 +320,84 @@ describe("NATS adapter specifics", () => {
     }
   });
 });
+
+describe("notice channels on a three-node NATS cluster", () => {
+  let cluster: { urls: string[]; stop: () => Promise<void> } | undefined;
+  const buses: MessageBus[] = [];
+
+  afterAll(async () => {
+    await Promise.all(buses.map((bus) => bus.close().catch(() => {})));
+    await cluster?.stop();
+  });
+
+  /** A bus on one server of the cluster, once JetStream there answers (its meta leader elected). */
+  async function busOn(url: string, name: string): Promise<MessageBus> {
+    let bus: MessageBus | undefined;
+    await expect
+      .poll(
+        async () => {
+          bus = await connectNatsBus({ url, name, replicas: 3, logger: silentLogger }).catch(() => undefined);
+          return bus !== undefined;
+        },
+        { timeout: 30_000, interval: 250 },
+      )
+      .toBe(true);
+    buses.push(bus!);
+    return bus!;
+  }
+
+  it("has a barrier taken on one server after an announce acknowledged through another always cover it", async () => {
+    cluster = await loopbackCluster(3);
+    const [first, , third] = cluster!.urls as [string, string, string];
+    const announcer = await busOn(first, "announcer");
+    const followerBus = await busOn(third, "follower");
+    const channel = `cluster_${Date.now().toString(36)}`;
+    // The channel's stream, replicated on all three (the announcer makes it on its first announce).
+    await announcer.announce(channel, { n: 0 });
+    const told: unknown[] = [];
+    const follower = followerBus.follow(channel, { onNotice: (p) => told.push(p), onReset: () => {} });
+    await expect.poll(() => follower.barrier(), { timeout: 10_000, interval: 50 }).toBe(true);
+    // A client hears of each notice through the first server (the announce's acknowledgement) and
+    // at once asks the third: its barrier must have the notice there, whichever route it takes.
+    for (let n = 1; n <= 300; n++) {
+      await announcer.announce(channel, { n });
+      expect(await follower.barrier()).toBe(true);
+      expect(told.at(-1), `round ${n}`).toEqual({ n });
+    }
+    expect(told).toEqual(Array.from({ length: 300 }, (_, i) => ({ n: i + 1 })));
+  }, 60_000);
+});
+
+/** `size` nats-servers with JetStream, routed to each other on loopback, each with its own store. */
+async function loopbackCluster(size: number): Promise<{ urls: string[]; stop: () => Promise<void> }> {
+  const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const stores = ports.map(() => tempDir("nats-cluster"));
+  const children = ports.map((port, i) =>
+    spawn(
+      "nats-server",
+      [
+        ...["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", stores[i]!.path],
+        ...["--server_name", `n${i + 1}`, "--cluster_name", "loopback"],
+        ...["--cluster", `nats://127.0.0.1:${routePorts[i]}`],
+        ...["--routes", routePorts.map((p) => `nats://127.0.0.1:${p}`).join(",")],
+      ],
+      { stdio: "ignore" },
+    ),
+  );
+  const stop = async () => {
+    await Promise.all(children.map((child) => killed(child)));
+    for (const store of stores) store.remove();
+  };
+  try {
+    for (const port of ports)
+      await expect.poll(() => acceptsConnections(port), { timeout: 10_000 }).toBe(true);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { urls: ports.map((port) => `nats://127.0.0.1:${port}`), stop };
+}
 
 /** A nats-server with JetStream on `port` and the store `dir`, accepting connections. */
 async function natsServerOn(port: number, dir: string): Promise<ChildProcess> {

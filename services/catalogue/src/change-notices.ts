@@ -7,21 +7,30 @@ const CHEESE_STREAM = /^cheese-(\d+)$/;
 /**
  * The catalogue's event store, telling of every change to a cheese: after each append to (or
  * deletion of) a `cheese-<id>` stream, whether it succeeded or not (a failure may still have
- * written), it broadcasts `{ cheeseId }` before the caller goes on, so before the catalogue
- * answers anything that depends on the change. The broadcast goes out on the connection that
- * carries the replies, ahead of them: whoever receives the reply of a write (or anything later)
- * has had the notice sent to it first (see docs/architecture.md, "Change notices").
+ * written), it announces `{ cheeseId }` on the notice channel and waits until the bus has stored
+ * it, so before the catalogue answers anything that depends on the change: whoever hears of the
+ * write (through any gateway, any NATS server) can take a barrier that covers its notice (see
+ * docs/architecture.md, "Change notices"). A successful write whose notice cannot be stored
+ * fails with the bus's 503: answering it would break that promise.
  */
 export function noticingChanges(store: EventStore, bus: MessageBus): EventStore {
-  const notify = (streamName: string) => {
+  const notified = async <T>(streamName: string, write: Promise<T>): Promise<T> => {
     const id = CHEESE_STREAM.exec(streamName)?.[1];
-    if (id !== undefined) send(bus, { cheeseId: Number(id) });
+    if (id === undefined) return write;
+    let result: T;
+    try {
+      result = await write;
+    } catch (error) {
+      // Told anyway, as far as it can be; the write's own failure is what the caller hears.
+      await announce(bus, { cheeseId: Number(id) }).catch(() => {});
+      throw error;
+    }
+    await announce(bus, { cheeseId: Number(id) });
+    return result;
   };
   return {
-    append: (streamName, events, options) =>
-      store.append(streamName, events, options).finally(() => notify(streamName)),
-    deleteStream: (streamName, options) =>
-      store.deleteStream(streamName, options).finally(() => notify(streamName)),
+    append: (streamName, events, options) => notified(streamName, store.append(streamName, events, options)),
+    deleteStream: (streamName, options) => notified(streamName, store.deleteStream(streamName, options)),
     readStream: (streamName, options) => store.readStream(streamName, options),
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),
@@ -32,13 +41,16 @@ export function noticingChanges(store: EventStore, bus: MessageBus): EventStore 
   };
 }
 
-/** A replica that starts may have a newer read model than what was cached: everything changed. */
+/**
+ * A replica that starts may have a newer read model than what was cached, and one whose
+ * connection came back may have failed a write after its append: everything changed. Not
+ * waited for by anyone; a notice that cannot be stored leaves the caches' own bound
+ * (`READ_CACHE_MAX_AGE`).
+ */
 export function noticeEverythingChanged(bus: MessageBus): void {
-  send(bus, { all: true });
+  announce(bus, { all: true }).catch(() => {});
 }
 
-function send(bus: MessageBus, notice: CheeseChangeNotice): void {
-  // Fire and forget: a lost notice only costs a cached reply until the cache's own safeguards
-  // (a reconnect clears it); the NATS adapter's broadcast does not wait for the server anyway.
-  bus.broadcast(cheeseChangeNotices.subject, notice).catch(() => {});
+function announce(bus: MessageBus, notice: CheeseChangeNotice): Promise<void> {
+  return bus.announce(cheeseChangeNotices.channel, notice);
 }

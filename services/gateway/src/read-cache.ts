@@ -1,5 +1,5 @@
 import { type CheeseChangeNotice, cheeseChangeNotices } from "@cheese/contracts";
-import type { Closable, MessageBus } from "@cheese/messaging";
+import type { Closable, Follower, MessageBus } from "@cheese/messaging";
 import { type Clock, counter } from "@cheese/service-kit";
 
 const readCacheAnswers = counter({
@@ -59,20 +59,21 @@ export interface ReadCacheOptions {
 
 /**
  * The gateway's cache of catalogue reads (`getCheese` per cheese id; `listCheeses` and
- * `findCheeses` per payload), dropped on the catalogue's change notices, without giving up read-your-writes (docs/architecture.md, "Read
- * cache"):
+ * `findCheeses` per payload), dropped on the catalogue's change notices, without giving up
+ * read-your-writes, with one NATS server or a cluster (docs/architecture.md, "Change notices and
+ * the gateway's read cache"):
  *
- * - A catalogue write's notice leaves the catalogue before its reply, on the same connection, so
- *   the single NATS server delivers it to every gateway before anyone can hear of the write.
- *   A hit therefore waits for a flush round trip to the server (`bus.ping()`) started after the
- *   request arrived: once it is back, every notice of a write acknowledged before the request
+ * - A catalogue write's notice is stored on the notice channel (it has a sequence there) before
+ *   the catalogue answers the write. A hit therefore waits for a barrier taken after the request
+ *   arrived (the channel's last sequence, asked of its owner, and this gateway's follower having
+ *   applied up to it): once it holds, every notice of a write anyone heard of before the request
  *   has been processed, and the entry is looked up again. The hits of one event-loop turn share
- *   one flush.
+ *   one barrier.
  * - A reply is kept only when no notice for its cheese arrived while it was asked for, so a read
  *   racing a write never keeps the old state.
- * - A failed flush, a notice that everything changed (a catalogue replica started) and a drop or
- *   return of the bus connection (notices may have been lost) clear everything; while the bus is
- *   disconnected every read goes to the catalogue.
+ * - A failed barrier, a notice that everything changed (a catalogue replica started), the
+ *   follower starting over (notices may have been missed) and a drop or return of the bus
+ *   connection clear everything; while the bus is disconnected every read goes to the catalogue.
  * - A reply older than `maxAgeMs` is asked again: a catalogue killed between an append and its
  *   notice acknowledged nothing, but its change is seen through the cache after that at the latest
  *   (and at once when the replica starts again and notices that everything changed).
@@ -86,13 +87,15 @@ export class ReadCache {
   /** Reads in flight per key. */
   private readonly asking = new Map<string, Set<Asking>>();
   private connected = true;
+  /** The follower of the catalogue's notices, while following. */
+  private notices: Follower | undefined;
   /**
-   * The flush the next hits wait for, not yet started: it starts in the next check phase, or,
+   * The barrier the next hits wait for, not yet started: it starts in the next check phase, or,
    * while another is in flight, in the check phase after that one is back.
    */
   private next: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
-  /** A flush is out (its PING sent, its PONG not yet back). */
-  private flushing = false;
+  /** A barrier is out (its request for the channel's last sequence sent, not yet settled). */
+  private barrierOut = false;
   private readonly outcomes = new Map(
     reads.map((read) => [
       read,
@@ -111,12 +114,17 @@ export class ReadCache {
 
   /** Follows the catalogue's notices and the bus connection; close to stop. */
   follow(): Closable {
-    const notices = this.bus.onBroadcast(cheeseChangeNotices.subject, (payload) => {
-      const notice = cheeseChangeNotices.notice.safeParse(payload);
-      // A notice we cannot read could be about anything.
-      if (notice.success) this.changed(notice.data);
-      else this.clear();
+    const notices = this.bus.follow(cheeseChangeNotices.channel, {
+      onNotice: (payload) => {
+        const notice = cheeseChangeNotices.notice.safeParse(payload);
+        // A notice we cannot read could be about anything.
+        if (notice.success) this.changed(notice.data);
+        else this.clear();
+      },
+      // Notices may have been missed: anything may have changed.
+      onReset: () => this.clear(),
     });
+    this.notices = notices;
     const connection = this.bus.onConnectionChange((connected) => {
       this.connected = connected;
       this.clear();
@@ -125,6 +133,7 @@ export class ReadCache {
       close: async () => {
         // Stopped: no notice comes any more, so nothing is answered from the cache or kept.
         this.connected = false;
+        this.notices = undefined;
         await Promise.all([notices.close(), connection.close()]);
         this.clear();
       },
@@ -142,8 +151,8 @@ export class ReadCache {
       return ask();
     }
     const id = keyOf(key);
-    if (this.entries.has(id) && (await this.flushed())) {
-      // Looked up again after the flush: a notice processed meanwhile dropped it.
+    if (this.entries.has(id) && (await this.barrier())) {
+      // Looked up again after the barrier: a notice processed meanwhile dropped it.
       const entry = this.entries.get(id);
       if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
       else if (entry) {
@@ -222,42 +231,43 @@ export class ReadCache {
   }
 
   /**
-   * Resolves once a flush round trip started after this call is back: true when it came back,
-   * false (and everything cleared) when it failed. At most one flush is in flight: it starts in
-   * a check phase, after every request read in that turn's poll phase has asked for it; hits that
-   * ask while it is out wait for the next one, started once it is back (or failed). So every hit
-   * still waits for a round trip started after it asked, and a busy gateway sends one PING per
-   * round trip rather than one per event-loop turn.
+   * Resolves once a barrier taken after this call holds: true when this gateway has applied every
+   * notice stored before it was taken, false (and everything cleared) when that is not known in
+   * time. At most one barrier is out: it is taken in a check phase, after every request read in
+   * that turn's poll phase has asked for it; hits that ask while it is out wait for the next one,
+   * taken once it has settled. So every hit still waits for a barrier taken after it asked, and a
+   * busy gateway asks for the channel's last sequence once per round trip rather than once per
+   * event-loop turn.
    */
-  private flushed(): Promise<boolean> {
+  private barrier(): Promise<boolean> {
     if (!this.next) {
       let settle!: (ok: boolean) => void;
       const done = new Promise<boolean>((resolve) => {
         settle = resolve;
       });
       this.next = { done, settle };
-      if (!this.flushing) setImmediate(this.startFlush);
+      if (!this.barrierOut) setImmediate(this.takeBarrier);
     }
     return this.next.done;
   }
 
-  /** Sends the PING the waiting hits wait for (an arrow: passed to `setImmediate` as it is). */
-  private readonly startFlush = (): void => {
+  /** Takes the barrier the waiting hits wait for (an arrow: passed to `setImmediate` as it is). */
+  private readonly takeBarrier = (): void => {
     const waiting = this.next;
     if (!waiting) return;
     this.next = undefined;
-    this.flushing = true;
-    this.bus.ping().then(
-      (ok) => this.flushDone(waiting.settle, ok),
-      () => this.flushDone(waiting.settle, false),
+    this.barrierOut = true;
+    (this.notices?.barrier() ?? Promise.resolve(false)).then(
+      (ok) => this.barrierDone(waiting.settle, ok),
+      () => this.barrierDone(waiting.settle, false),
     );
   };
 
-  private flushDone(settle: (ok: boolean) => void, ok: boolean): void {
-    this.flushing = false;
+  private barrierDone(settle: (ok: boolean) => void, ok: boolean): void {
+    this.barrierOut = false;
     if (!ok) this.clear();
     settle(ok);
-    if (this.next) setImmediate(this.startFlush);
+    if (this.next) setImmediate(this.takeBarrier);
   }
 }
 

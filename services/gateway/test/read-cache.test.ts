@@ -7,7 +7,8 @@ import { OPERATOR_KEY, testGateway } from "./support.ts";
 
 /**
  * The gateway's read cache: a GET /cheeses/{id} is answered without asking the catalogue only
- * while no change notice (or lost connection, or failed flush) says the kept reply may be old.
+ * while no change notice (or lost connection, restarted follower, or failed barrier) says the
+ * kept reply may be old.
  */
 
 interface Deferred<T> {
@@ -22,15 +23,23 @@ function deferred<T>(): Deferred<T> {
   return { promise, resolve };
 }
 
-/** The gateway's bus, with its flushes and connection changes in the test's hands when it wants. */
+/**
+ * The gateway's bus, with its barriers, its follower's restarts and its connection changes in the
+ * test's hands when it wants.
+ */
 function controlledBus(inner: MessageBus) {
   const watchers: ((connected: boolean) => void)[] = [];
+  const resets: (() => void)[] = [];
   const control = {
-    pings: 0,
-    /** When set, each flush waits for this test to settle it. */
+    barriers: 0,
+    /** When set, each barrier waits for this test to settle it (true: then the real one). */
     held: undefined as Deferred<boolean>[] | undefined,
     connection: (connected: boolean) => {
       for (const watcher of watchers) watcher(connected);
+    },
+    /** The follower starts over (a gap, a re-created consumer): notices may have been missed. */
+    reset: () => {
+      for (const reset of resets) reset();
     },
   };
   const bus: MessageBus = {
@@ -40,15 +49,24 @@ function controlledBus(inner: MessageBus) {
     consume: (options) => inner.consume(options),
     broadcast: (subject, payload) => inner.broadcast(subject, payload),
     onBroadcast: (subject, handler) => inner.onBroadcast(subject, handler),
+    announce: (channel, payload) => inner.announce(channel, payload),
+    follow: (channel, handlers) => {
+      const follower = inner.follow(channel, handlers);
+      resets.push(() => handlers.onReset());
+      return {
+        close: () => follower.close(),
+        barrier: () => {
+          control.barriers++;
+          if (!control.held) return follower.barrier();
+          const barrier = deferred<boolean>();
+          control.held.push(barrier);
+          return barrier.promise.then((ok) => ok && follower.barrier());
+        },
+      };
+    },
     kv: (bucket, options) => inner.kv(bucket, options),
     close: () => inner.close(),
-    ping: () => {
-      control.pings++;
-      if (!control.held) return inner.ping();
-      const flush = deferred<boolean>();
-      control.held.push(flush);
-      return flush.promise;
-    },
+    ping: () => inner.ping(),
     onConnectionChange: (handler) => {
       watchers.push(handler);
       return { close: async () => {} };
@@ -76,8 +94,8 @@ describe("the gateway's read cache", () => {
     hold: undefined as Promise<void> | undefined,
   };
 
-  const notice = (payload: CheeseChangeNotice) => catalogue.broadcast(cheeseChangeNotices.subject, payload);
-  /** A write at the catalogue: the state changes, then its notice is broadcast (as the catalogue does). */
+  const notice = (payload: CheeseChangeNotice) => catalogue.announce(cheeseChangeNotices.channel, payload);
+  /** A write at the catalogue: the state changes, then its notice is stored (as the catalogue does). */
   const write = async (name: string) => {
     state.name = name;
     state.revision++;
@@ -171,32 +189,32 @@ describe("the gateway's read cache", () => {
     expect(state.asked).toBe(2);
   });
 
-  it("answers a hit only after a flush started after the request, looking the reply up again then", async () => {
+  it("answers a hit only after a barrier taken after the request, looking the reply up again then", async () => {
     await get();
     control.held = [];
-    const pingsBefore = control.pings;
+    const barriersBefore = control.barriers;
     const hits = [get(), get(), get()];
-    await expect.poll(() => control.held?.length).toBe(1); // the three share one flush
-    expect(control.pings).toBe(pingsBefore + 1);
+    await expect.poll(() => control.held?.length).toBe(1); // the three share one barrier
+    expect(control.barriers).toBe(barriersBefore + 1);
     let answered = false;
     void Promise.all(hits).then(() => {
       answered = true;
     });
-    // A write acknowledged before the requests: its notice is processed before the flush is back.
+    // A write acknowledged before the requests: its notice is applied before the barrier holds.
     await write("Gruyère");
     expect(answered).toBe(false);
     control.held[0]!.resolve(true);
     for (const hit of await Promise.all(hits)) expect(hit.body).toBe(JSON.stringify(cheese("Gruyère")));
   });
 
-  describe("with a flush in flight", () => {
+  describe("with a barrier out", () => {
     const key = { read: "getCheese", cheeseId: 5 } as const;
     let asked = 0;
     const ask = async () => {
       asked++;
       return { meta: { revision: state.revision }, body: state.name };
     };
-    /** A read straight at the cache (it asks for its flush at once), and whether it is answered. */
+    /** A read straight at the cache (it asks for its barrier at once), and whether it is answered. */
     const read = () => {
       const reading = { answered: false, reply: cache.read(key, ask) };
       void reading.reply.then(() => {
@@ -204,10 +222,10 @@ describe("the gateway's read cache", () => {
       });
       return reading;
     };
-    /** Lets the event loop go round once (its check phase included), so a due flush would start. */
+    /** Lets the event loop go round once (its check phase included), so a due barrier would be taken. */
     const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-    /** The flushes sent so far, each held until the test settles it. */
-    const flushes = () => control.held ?? [];
+    /** The barriers taken so far, each held until the test settles it. */
+    const barriers = () => control.held ?? [];
 
     beforeEach(async () => {
       asked = 0;
@@ -215,60 +233,60 @@ describe("the gateway's read cache", () => {
       control.held = [];
     });
 
-    it("answers a hit arriving meanwhile by the next flush, started when that one is back", async () => {
+    it("answers a hit arriving meanwhile by the next barrier, taken when that one has settled", async () => {
       const first = read();
-      await expect.poll(() => flushes().length).toBe(1);
-      const second = read(); // the first flush's PING may have left before this read arrived
+      await expect.poll(() => barriers().length).toBe(1);
+      const second = read(); // the first barrier's request may have left before this read arrived
       await nextTurn();
-      expect(flushes()).toHaveLength(1); // no second PING while one is out
+      expect(barriers()).toHaveLength(1); // no second barrier while one is out
 
-      flushes()[0]!.resolve(true);
+      barriers()[0]!.resolve(true);
       expect((await first.reply).body).toBe("Brie");
-      await expect.poll(() => flushes().length).toBe(2); // the next one, once the first is back
+      await expect.poll(() => barriers().length).toBe(2); // the next one, once the first is back
       expect(second.answered).toBe(false);
-      // A write acknowledged before the second read: its notice comes before the next PONG.
+      // A write acknowledged before the second read: the next barrier covers its notice.
       await write("Gruyère");
-      flushes()[1]!.resolve(true);
+      barriers()[1]!.resolve(true);
       expect((await second.reply).body).toBe("Gruyère");
       expect(asked).toBe(2);
     });
 
-    it("has the hits of many turns during one flush share one next PING", async () => {
-      const pingsBefore = control.pings;
+    it("has the hits of many turns during one barrier share one next barrier", async () => {
+      const barriersBefore = control.barriers;
       const first = read();
-      await expect.poll(() => flushes().length).toBe(1);
+      await expect.poll(() => barriers().length).toBe(1);
       const meanwhile = [];
       for (let turn = 0; turn < 5; turn++) {
         meanwhile.push(read(), read());
         await nextTurn();
       }
-      expect(control.pings).toBe(pingsBefore + 1);
+      expect(control.barriers).toBe(barriersBefore + 1);
 
-      flushes()[0]!.resolve(true);
+      barriers()[0]!.resolve(true);
       await first.reply;
-      await expect.poll(() => flushes().length).toBe(2);
-      flushes()[1]!.resolve(true);
+      await expect.poll(() => barriers().length).toBe(2);
+      barriers()[1]!.resolve(true);
       for (const reading of meanwhile) expect((await reading.reply).body).toBe("Brie");
-      expect(control.pings).toBe(pingsBefore + 2);
+      expect(control.barriers).toBe(barriersBefore + 2);
       expect(asked).toBe(1);
     });
 
-    it("starts the next flush when the one in flight fails, which cleared everything", async () => {
+    it("takes the next barrier when the one out fails, which cleared everything", async () => {
       const first = read();
-      await expect.poll(() => flushes().length).toBe(1);
+      await expect.poll(() => barriers().length).toBe(1);
       const second = read();
-      flushes()[0]!.resolve(false);
+      barriers()[0]!.resolve(false);
       expect((await first.reply).body).toBe("Brie"); // asked the catalogue again
       expect(asked).toBe(2);
-      await expect.poll(() => flushes().length).toBe(2);
+      await expect.poll(() => barriers().length).toBe(2);
       expect(second.answered).toBe(false);
-      flushes()[1]!.resolve(true);
+      barriers()[1]!.resolve(true);
       await second.reply;
       expect(asked).toBe(2); // the first read's answer, kept again, answered it
     });
   });
 
-  it("clears everything when a flush fails, and asks the catalogue instead", async () => {
+  it("clears everything when a barrier fails, and asks the catalogue instead", async () => {
     await get();
     control.held = [];
     const released = deferred<void>();
@@ -298,6 +316,37 @@ describe("the gateway's read cache", () => {
     await get();
     await get();
     expect(state.asked).toBe(4);
+  });
+
+  it("clears everything when its follower starts over, and keeps no reply asked for before", async () => {
+    await get();
+    expect(cache.size).toBe(1);
+    const released = deferred<void>();
+    state.hold = released.promise;
+    control.held = [];
+    const hit = get();
+    await expect.poll(() => control.held?.length).toBe(1);
+    // A change whose notice this gateway missed (its consumer was re-created past it).
+    state.name = "Brie de Meaux";
+    state.revision++;
+    control.reset();
+    expect(cache.size).toBe(0);
+    control.held[0]!.resolve(true);
+    await expect.poll(() => state.asked).toBe(2); // the dropped reply: asked again
+    state.hold = undefined;
+    released.resolve();
+    expect((await hit).body).toBe(JSON.stringify(cheese("Brie de Meaux")));
+    const racing = deferred<void>();
+    state.hold = racing.promise;
+    control.held = undefined;
+    await clock.advance(MAX_AGE_MS + 1);
+    const asking = get();
+    await expect.poll(() => state.asked).toBe(3);
+    control.reset();
+    state.hold = undefined;
+    racing.resolve();
+    await asking;
+    expect(cache.size).toBe(0);
   });
 
   it("does not keep a reply asked for before a reconnect (notices may have been lost)", async () => {
@@ -376,6 +425,7 @@ describe("the gateway's read cache", () => {
       maxAgeMs: MAX_AGE_MS,
       clock,
     });
+    const following = small.follow();
     const reply = (n: number) => async () => ({ meta: { revision: n }, body: "x".repeat(200) });
     for (let id = 1; id <= 3; id++) await small.read({ read: "getCheese", cheeseId: id }, reply(id));
     expect(small.size).toBe(1); // each takes 600 bytes: one fits
@@ -385,5 +435,22 @@ describe("the gateway's read cache", () => {
       return reply(3)();
     });
     expect(asked).toBe(0); // the most recent one is the one kept
+    await following.close();
+  });
+
+  it("answers nothing from the cache while it does not follow the notices", async () => {
+    const idle = new ReadCache(controlledBus(catalogue).bus, {
+      maxBytes: 1_000_000,
+      maxAgeMs: MAX_AGE_MS,
+      clock,
+    });
+    let asked = 0;
+    const ask = async () => {
+      asked++;
+      return { meta: { revision: 1 }, body: "Brie" };
+    };
+    await idle.read({ read: "getCheese", cheeseId: 5 }, ask);
+    await idle.read({ read: "getCheese", cheeseId: 5 }, ask);
+    expect(asked).toBe(2);
   });
 });

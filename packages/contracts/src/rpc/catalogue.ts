@@ -138,13 +138,14 @@ export async function findCheese(
 }
 
 /**
- * Change notices: the catalogue broadcasts `{ cheeseId }` after every append to (or deletion of)
- * a cheese's stream, on the connection that carries its replies and before it answers anything
- * that depends on the change; `{ all: true }` when a replica starts (anything may have changed).
- * Whoever keeps catalogue replies (the gateway's read cache) drops them on a notice.
+ * Change notices: the catalogue announces `{ cheeseId }` on the notice channel after every append
+ * to (or deletion of) a cheese's stream, and waits until it is stored before it answers anything
+ * that depends on the change; `{ all: true }` when a replica starts or reconnects (anything may
+ * have changed). Whoever keeps catalogue replies (the gateway's read cache) follows the channel,
+ * drops them on a notice, and takes a barrier before answering from them.
  */
 export const cheeseChangeNotices = {
-  subject: "broadcast.catalogue.cheese_changed",
+  channel: "catalogue_cheese_changed",
   notice: z.union([z.object({ cheeseId: z.number().int() }), z.object({ all: z.literal(true) })]),
 };
 export type CheeseChangeNotice = z.infer<typeof cheeseChangeNotices.notice>;
