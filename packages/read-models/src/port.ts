@@ -106,6 +106,19 @@ export interface ProjectionDefinition {
   collections: CollectionDefinition[];
 }
 
+/**
+ * The store itself cannot answer: unreachable, no primary to write to (an election, a step-down),
+ * or past its deadline. Transient: the same call may succeed later. Services answer it with 503 and
+ * Retry-After; `dependency` names what is down (every port's unavailable error has it).
+ */
+export class ReadModelsUnavailableError extends Error {
+  override readonly name = "ReadModelsUnavailableError";
+  readonly dependency = "read models";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 export interface ReadModelStore {
   /**
    * Reaches a collection. Collections that a projection defines are those of its current version,
