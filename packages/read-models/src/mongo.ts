@@ -84,12 +84,12 @@ async function guarded<T>(operation: () => Promise<T>): Promise<T> {
 
 /** Read models in MongoDB: durable, shared by replicas of a service. */
 export async function createMongoReadModels(options: MongoReadModelsOptions): Promise<ReadModelStore> {
-  const client = await guarded(() =>
-    new MongoClient(
-      options.url,
-      options.timeoutMs === undefined ? {} : { timeoutMS: options.timeoutMs },
-    ).connect(),
-  );
+  // timeoutMS bounds each operation, but not connect(): server selection has its own bound.
+  const deadline =
+    options.timeoutMs === undefined
+      ? {}
+      : { timeoutMS: options.timeoutMs, serverSelectionTimeoutMS: options.timeoutMs };
+  const client = await guarded(() => new MongoClient(options.url, deadline).connect());
   const db = client.db(options.database);
   const checkpoints = db.collection<{ _id: string; position: number }>(CHECKPOINTS);
   /** Logical name -> physical name of the version this process runs. */

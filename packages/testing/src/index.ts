@@ -4,4 +4,5 @@ export { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { acceptsConnections, freePort } from "./ports.ts";
 export { processAlive } from "./processes.ts";
+export { S3_SLOW_DOWN, startTcpRelay, type TcpRelay } from "./relay.ts";
 export { tempDir } from "./temp-dir.ts";
