@@ -73,8 +73,8 @@ const DELETED = Number.MAX_SAFE_INTEGER;
  * each handled here (docs/operations.md lists how each was verified):
  * - A read whose consumer stops early must be cancelled, or its HTTP/2 stream stays open (the
  *   server allows ~100 per connection); every read goes through `track()`.
- * - Read calls carry `deadline: Infinity`, which overrides any deadline passed in; ping() keeps
- *   its own timer and cancels.
+ * - Read calls carry `deadline: Infinity`, which overrides any deadline passed in: each read
+ *   call gets a timer of ours instead (`deadlineMs`; ping() its own), which cancels it.
  * - Soft delete only sets truncate-before: $all and subscriptions still carry the deleted
  *   events until a scavenge, so both skip them here (see `Deletions`).
  * - A subscription the server ends cleanly (OK status) just ends; it is resumed here.

@@ -25,7 +25,7 @@ export function serviceDataDir(config: BaseConfig, service: string): string {
  * The deadline of one call to the event store or the read models: under the RPC deadline, so that
  * a service still answers 503 itself (and gives up the call) before the gateway stops waiting.
  */
-export function dependencyDeadline(config: BaseConfig): number {
+function dependencyDeadline(config: BaseConfig): number {
   return Math.max(100, Math.floor(config.RPC_TIMEOUT * 0.8));
 }
 
