@@ -139,7 +139,9 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
       return checkpoints.get(projection);
     },
     async setCheckpoint(projection, position) {
-      checkpoints.set(projection, position);
+      // Only forward: a replica (or a save) behind another one must not move it back.
+      if (position > (checkpoints.get(projection) ?? Number.NEGATIVE_INFINITY))
+        checkpoints.set(projection, position);
     },
     async ping() {
       return true;

@@ -129,8 +129,12 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
     getCheckpoint: (projection) =>
       guarded(async () => (await checkpoints.findOne({ _id: projection }))?.position),
     async setCheckpoint(projection, position) {
+      // $max: only forward, so a replica lagging behind another cannot move it back. Two first
+      // writes may both try to insert it (E11000): the loser's second try raises it like any.
+      const raise = () =>
+        checkpoints.updateOne({ _id: projection }, { $max: { position } }, { upsert: true });
       await guarded(() =>
-        checkpoints.updateOne({ _id: projection }, { $set: { position } }, { upsert: true }),
+        raise().catch((error: unknown) => (isDuplicateKey(error) ? raise() : Promise.reject(error))),
       );
     },
     async ping() {

@@ -134,6 +134,10 @@ export interface ReadModelStore {
   defineProjection(definition: ProjectionDefinition): Promise<string>;
   /** Global event-store position a projection has applied up to, or undefined if none yet. */
   getCheckpoint(projection: string): Promise<number | undefined>;
+  /**
+   * Raises the projection's checkpoint to `position`; never lowers it (a position at or below the
+   * stored one changes nothing), so a replica lagging behind another cannot move it back.
+   */
   setCheckpoint(projection: string, position: number): Promise<void>;
   /** True when the store persists across restarts (MongoDB); false for in-memory collections. */
   readonly durable: boolean;

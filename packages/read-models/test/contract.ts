@@ -544,6 +544,24 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
       expect(await store.getCheckpoint("orders")).toBe(0);
     });
 
+    it("never moves a checkpoint back: two replicas racing, the lagging one's writes leave the leader's", async () => {
+      // Replica A is ahead (positions 100..190), replica B lags (0..90) and writes last.
+      const ahead = Array.from({ length: 10 }, (_, i) => 100 + i * 10);
+      const lagging = Array.from({ length: 10 }, (_, i) => i * 10);
+      await Promise.all([
+        (async () => {
+          for (const position of ahead) await store.setCheckpoint("raced", position);
+        })(),
+        (async () => {
+          for (const position of lagging) await store.setCheckpoint("raced", position);
+        })(),
+      ]);
+      await store.setCheckpoint("raced", 50);
+      expect(await store.getCheckpoint("raced")).toBe(190);
+      await store.setCheckpoint("raced", 200);
+      expect(await store.getCheckpoint("raced")).toBe(200);
+    });
+
     it("keeps collections independent, and the same name gives the same collection", async () => {
       await store.collection("a").upsert(1, 1, { $set: { in: "a" } });
       await store.collection("b").upsert(1, 7, { $set: { in: "b" } });
