@@ -299,12 +299,6 @@ function memoryCollection(
       store(id, { _id: id, _revision: revision, _deleted: true });
       return live(stored);
     },
-    async deleteMany(filter) {
-      checked(filter);
-      const doomed = matching(filter);
-      for (const document of doomed) store(document._id, undefined);
-      return doomed.length;
-    },
   };
 }
 

@@ -247,8 +247,5 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
         throw error;
       }
     },
-    async deleteMany(filter) {
-      return (await guarded(() => collection.deleteMany(live(filter)))).deletedCount;
-    },
   };
 }

@@ -62,7 +62,6 @@ export interface Collection<T extends Document = Document> {
    * revision may create it anew.
    */
   deleteOne(id: T["_id"], revision?: number): Promise<boolean>;
-  deleteMany(filter: Filter): Promise<number>;
 }
 
 /** An index: keys in order, as MongoDB's createIndex takes them. */

@@ -317,14 +317,6 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
         expect(await cheese.deleteOne(77, 3)).toBe(false);
         expect(await cheese.deleteOne(77, 5)).toBe(false);
       });
-
-      it("deleteMany deletes the matching documents and says how many", async () => {
-        expect(await cheese.deleteMany({ status: "available" })).toBe(3);
-        expect(ids(await cheese.find({}))).toEqual([3, 5]);
-        expect(await cheese.deleteMany({ status: "available" })).toBe(0);
-        expect(await cheese.deleteMany({})).toBe(2);
-        expect(await cheese.count()).toBe(0);
-      });
     });
 
     it("returns copies: mutating a result or an update's values leaves the store unchanged", async () => {
