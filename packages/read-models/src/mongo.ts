@@ -113,6 +113,9 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
                 name: indexName(index.keys),
                 ...(index.unique ? { unique: true } : {}),
               })),
+              // Building an index on a large collection takes what it takes: not a request's
+              // deadline, which would abort the build and fail every start.
+              { timeoutMS: 0 },
             );
           }
           for (const { name: other } of existing) {
