@@ -1,7 +1,8 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import * as http from "node:http";
 import * as https from "node:https";
 import { pipeline } from "node:stream";
-import { Client } from "minio";
+import { Client, S3Error } from "minio";
 import { exactSize } from "./exact-size.ts";
 import { type BlobInfo, type BlobStore, BlobStoreUnavailableError } from "./port.ts";
 import { assertValidKey, assertValidPut, RESERVED_METADATA_KEYS } from "./validation.ts";
@@ -39,6 +40,10 @@ const META_PREFIX = "x-amz-meta-";
  *   each (see `timeoutMs`);
  * - a HEAD answers 404 without a body, so minio-js reports a missing bucket and a missing object
  *   alike ("NotFound"): a miss is confirmed by asking whether the bucket exists;
+ * - it retries a 5xx once, logging it with a bare console.warn, then throws a plain Error with no
+ *   code or status: its retry is off here (no console.warn; a 503 with Retry-After lets the
+ *   caller retry instead), and our transport notes the status of each call's answers, so a 5xx
+ *   (or an S3 error such as `SlowDown` in a 200) is BlobStoreUnavailableError by its status;
  * - everything that means "the storage cannot serve" becomes BlobStoreUnavailableError.
  */
 export async function createMinioBlobStore(options: MinioBlobStoreOptions): Promise<BlobStore> {
@@ -58,6 +63,7 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
     region,
     pathStyle: true,
     partSize: SINGLE_PUT_LIMIT,
+    retryOptions: { disableRetry: true },
     // minio-js only ever calls transport.request(options, callback).
     transport: deadlineTransport(useSSL ? https : http, timeoutMs) as unknown as typeof http,
     transportAgent: agent,
@@ -66,11 +72,17 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
 
   /** Runs one client call; what means "the storage cannot serve" becomes BlobStoreUnavailableError. */
   async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    const answers: CallAnswers = { serverFailure: false };
     try {
-      return await run();
+      return await callAnswers.run(answers, run);
     } catch (error) {
       if (hasCode(error, "NoSuchBucket")) throw missingBucket(error);
-      if (error instanceof BlobStoreUnavailableError || isUnreachable(error)) {
+      if (
+        error instanceof BlobStoreUnavailableError ||
+        isUnreachable(error) ||
+        answers.serverFailure ||
+        isServerFailure(error)
+      ) {
         throw new BlobStoreUnavailableError(`MinIO could not ${what}: ${(error as Error).message}`, {
           cause: error,
         });
@@ -195,6 +207,13 @@ export async function createMinioBlobStore(options: MinioBlobStoreOptions): Prom
   };
 }
 
+/** What the server answered during one call (`call`), noted by the transport. */
+interface CallAnswers {
+  /** Some answer had a 5xx status other than 501 (Not Implemented: a refusal, not a failure). */
+  serverFailure: boolean;
+}
+const callAnswers = new AsyncLocalStorage<CallAnswers>();
+
 /**
  * http or https with a deadline on every request: the response must begin within `timeoutMs`
  * of the request, and the socket may not then sit idle for longer (a stalled body). minio-js
@@ -208,8 +227,11 @@ function deadlineTransport(module: typeof http | typeof https, timeoutMs: number
         request.destroy(new BlobStoreUnavailableError(`no answer from MinIO within ${timeoutMs} ms`));
       const firstByte = setTimeout(expire, timeoutMs);
       request.setTimeout(timeoutMs, expire);
+      const answers = callAnswers.getStore();
       request.once("response", (response) => {
         clearTimeout(firstByte);
+        const status = response.statusCode ?? 0;
+        if (answers && status >= 500 && status !== 501) answers.serverFailure = true;
         response.setTimeout?.(timeoutMs, () =>
           response.destroy(new BlobStoreUnavailableError(`MinIO stalled for ${timeoutMs} ms`)),
         );
@@ -222,6 +244,22 @@ function deadlineTransport(module: typeof http | typeof https, timeoutMs: number
 
 function hasCode(error: unknown, ...codes: string[]): boolean {
   return codes.includes((error as { code?: string }).code ?? "");
+}
+
+/** S3 error codes of a server that cannot serve now, whatever status carried them. */
+const SERVER_FAILURES = new Set([
+  "SlowDown",
+  "SlowDownRead",
+  "SlowDownWrite",
+  "ServiceUnavailable",
+  "InternalError",
+  "RequestTimeout",
+  "OperationTimedOut",
+  "XMinioServerNotInitialized",
+]);
+
+function isServerFailure(error: unknown): boolean {
+  return error instanceof S3Error && SERVER_FAILURES.has((error as { code?: string }).code ?? "");
 }
 
 /** Network failures: nothing listening, connection reset, name unknown. */

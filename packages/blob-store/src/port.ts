@@ -22,10 +22,12 @@ export interface PutOptions {
 /**
  * The storage itself cannot serve: unreachable, not answering within its deadline, or without
  * its bucket (or directory). Never "not found": a missing key is `undefined`, a missing bucket
- * is this. Services answer it with 503.
+ * is this. Services answer it with 503 and Retry-After; `dependency` names what is down (every
+ * port's unavailable error has it).
  */
 export class BlobStoreUnavailableError extends Error {
   override readonly name = "BlobStoreUnavailableError";
+  readonly dependency = "file storage";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }

@@ -1,9 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { Readable } from "node:stream";
-import { freePort, tempDir } from "@cheese/testing";
+import { freePort, S3_SLOW_DOWN, startTcpRelay, type TcpRelay, tempDir } from "@cheese/testing";
 import S3rver from "s3rver";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createMinioBlobStore } from "../src/minio.ts";
 import { BlobStoreUnavailableError } from "../src/port.ts";
 import { blobStoreContract } from "./contract.ts";
@@ -41,49 +40,16 @@ blobStoreContract("minio (against s3rver)", async () => {
   };
 });
 
-/**
- * A TCP relay in front of s3rver that can stop relaying (a MinIO that hangs: connections accepted,
- * never answered) and shows the credential scope each request was signed for.
- */
-async function relay(): Promise<{ url: string; hang(): void; scopes: string[]; close(): Promise<void> }> {
-  let hung = false;
+/** A relay in front of s3rver that notes the credential scope each request was signed for. */
+async function relay(): Promise<TcpRelay & { url: string; scopes: string[] }> {
   const scopes: string[] = [];
-  const sockets = new Set<Socket>();
-  const relayServer: Server = createServer((client) => {
-    sockets.add(client);
-    const upstream = tcpConnect(port, "127.0.0.1");
-    sockets.add(upstream);
-    client.on("data", (chunk: Buffer) => {
-      if (hung) return;
+  const front = await startTcpRelay(port, {
+    onClientData(chunk) {
       const scope = /Credential=[^/]+\/\d+\/([^/]+)\/s3\/aws4_request/.exec(chunk.toString("latin1"))?.[1];
       if (scope) scopes.push(scope);
-      upstream.write(chunk);
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (!hung) client.write(chunk);
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on("close", end);
-    upstream.on("close", end);
-    client.on("error", () => {});
-    upstream.on("error", () => {});
+    },
   });
-  const relayPort = await freePort();
-  await new Promise<void>((resolve) => relayServer.listen(relayPort, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${relayPort}`,
-    hang: () => {
-      hung = true;
-    },
-    scopes,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => relayServer.close(() => resolve()));
-    },
-  };
+  return Object.assign(front, { url: `http://127.0.0.1:${front.port}`, scopes });
 }
 
 describe("minio blob store", () => {
@@ -136,6 +102,49 @@ describe("minio blob store", () => {
       await expect(connect("hanging", front.url, { timeoutMs: 300 })).rejects.toBeInstanceOf(
         BlobStoreUnavailableError,
       );
+    } finally {
+      await front.close();
+    }
+  });
+
+  it("a server answering 503 SlowDown: every call fails at once as unavailable, quietly, until it recovers", async () => {
+    const front = await relay();
+    const warn = vi.spyOn(console, "warn");
+    try {
+      const store = await connect("slowing", front.url);
+      await store.put("kept", Readable.from([Buffer.from("x")]), 1, { contentType: "text/plain" });
+      front.answerWith(S3_SLOW_DOWN);
+      const attempts = [
+        () => store.stat("kept"),
+        () => store.get("kept"),
+        () => store.delete("kept"),
+        () => store.put("new", Readable.from([Buffer.from("y")]), 1, { contentType: "text/plain" }),
+      ];
+      for (const attempt of attempts)
+        await expect(attempt()).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+      expect(await store.ping()).toBe(false);
+      // minio-js's own retry would log each 5xx with a bare console.warn, outside our logger.
+      expect(warn).not.toHaveBeenCalled();
+      front.resume();
+      expect(await store.stat("kept")).toMatchObject({ size: 1 });
+      await store.close();
+    } finally {
+      warn.mockRestore();
+      await front.close();
+    }
+  });
+
+  it("a server that stops answering, then comes back: unavailable meanwhile, served again after", async () => {
+    const front = await relay();
+    try {
+      const store = await connect("stopping", front.url, { timeoutMs: 300 });
+      await store.put("kept", Readable.from([Buffer.from("x")]), 1, { contentType: "text/plain" });
+      front.hang();
+      await expect(store.stat("kept")).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+      front.resume();
+      expect(await store.stat("kept")).toMatchObject({ size: 1 });
+      expect((await store.get("kept"))?.info.size).toBe(1);
+      await store.close();
     } finally {
       await front.close();
     }

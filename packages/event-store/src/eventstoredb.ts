@@ -5,12 +5,16 @@ import {
   ANY,
   type AppendExpectedRevision,
   BACKWARDS,
+  CancelledError,
+  convertToCommandError,
   type RecordedEvent as DbRecordedEvent,
+  DeadlineExceededError,
   END,
   EventStoreDBClient,
   type JSONType,
   jsonEvent,
   NO_STREAM,
+  NotLeaderError,
   type Position,
   type ReadPosition,
   START,
@@ -19,6 +23,8 @@ import {
   type StreamingRead,
   StreamNotFoundError,
   streamNameFilter,
+  TimeoutError,
+  UnavailableError,
   WrongExpectedVersionError,
 } from "@eventstore/db-client";
 import { clientConnectionString, EVENT_STORE_SCHEMES } from "./connection-string.ts";
@@ -26,6 +32,7 @@ import {
   categoryOf,
   type EventMetadata,
   type EventStore,
+  EventStoreUnavailableError,
   type ExpectedRevision,
   type RecordedEvent,
   type SubscribeOptions,
@@ -43,6 +50,12 @@ export interface EventStoreDbOptions {
   pingTimeoutMs?: number;
   /** Longest pause before resuming a subscription the server ended; the first resume is at once. */
   resumeDelayMaxMs?: number;
+  /**
+   * Deadline of each call (an append, a delete, one read call: a page of $all, a stream); past it
+   * the call is cancelled and fails with EventStoreUnavailableError. Default: the client's 10 s
+   * for appends and deletes, none for reads. Services set it under their RPC deadline.
+   */
+  deadlineMs?: number;
 }
 
 /**
@@ -64,11 +77,15 @@ const DELETED = Number.MAX_SAFE_INTEGER;
  * each handled here (docs/operations.md lists how each was verified):
  * - A read whose consumer stops early must be cancelled, or its HTTP/2 stream stays open (the
  *   server allows ~100 per connection); every read goes through `track()`.
- * - Read calls carry `deadline: Infinity`, which overrides any deadline passed in; ping() keeps
- *   its own timer and cancels.
+ * - Read calls carry `deadline: Infinity`, which overrides any deadline passed in: each read
+ *   call gets a timer of ours instead (`deadlineMs`; ping() its own), which cancels it.
  * - Soft delete only sets truncate-before: $all and subscriptions still carry the deleted
  *   events until a scavenge, so both skip them here (see `Deletions`).
  * - A subscription the server ends cleanly (OK status) just ends; it is resumed here.
+ * - The client reconnects after `NotLeaderError` (to the leader the error names),
+ *   `UnavailableError` and `CancelledError`, but fails the call in flight: a call safe to repeat
+ *   is retried once after a not-leader answer (`attempt`), and every transient failure (those,
+ *   deadlines) becomes `EventStoreUnavailableError` (503), never an unnamed error (500).
  */
 export function createEventStoreDbStore(options: EventStoreDbOptions): EventStore {
   const connectionString = clientConnectionString(options.connectionString);
@@ -76,6 +93,8 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     throw new Error(`an event store connection string starts with ${EVENT_STORE_SCHEMES}`);
   const client = EventStoreDBClient.connectionString(connectionString);
   const pingTimeoutMs = options.pingTimeoutMs ?? 2_000;
+  const deadlineMs = options.deadlineMs;
+  const writeDeadline = deadlineMs === undefined ? {} : { deadline: deadlineMs };
   const subscriptions = new Set<Subscription>();
   let openReads = 0;
 
@@ -94,7 +113,9 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
               .cancel()
               .catch(() => {})
               .finally(() =>
-                reading.destroy(new Error(`EventStoreDB did not answer within ${timeoutMs} ms`)),
+                reading.destroy(
+                  new EventStoreUnavailableError(`EventStoreDB did not answer within ${timeoutMs} ms`),
+                ),
               );
           }, timeoutMs);
     try {
@@ -108,13 +129,24 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     }
   }
 
+  /** The events one read call returns, whole: a call is repeated as a unit (see `attempt`). */
+  async function readCall(
+    open: () => StreamingRead<{ event?: DbRecordedEvent }>,
+  ): Promise<DbRecordedEvent[]> {
+    // Reads are always safe to repeat.
+    return attempt(true, async () => {
+      const events: DbRecordedEvent[] = [];
+      for await (const resolved of track(open(), deadlineMs)) if (resolved.event) events.push(resolved.event);
+      return events;
+    });
+  }
+
   async function lastRevision(streamName: string): Promise<number | "no_stream"> {
     try {
-      const reading = client.readStream(streamName, { direction: BACKWARDS, fromRevision: END, maxCount: 1 });
-      for await (const resolved of track(reading)) {
-        if (resolved.event) return Number(resolved.event.revision);
-      }
-      return "no_stream";
+      const [last] = await readCall(() =>
+        client.readStream(streamName, { direction: BACKWARDS, fromRevision: END, maxCount: 1 }),
+      );
+      return last ? Number(last.revision) : "no_stream";
     } catch (error) {
       if (error instanceof StreamNotFoundError) return "no_stream";
       throw error;
@@ -124,15 +156,10 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
   /** The newest metadata of a stream, as a deletion mark (undefined when it has none). */
   async function deletionOf(streamName: string): Promise<DeletionMark | undefined> {
     try {
-      const reading = client.readStream(`$$${streamName}`, {
-        direction: BACKWARDS,
-        fromRevision: END,
-        maxCount: 1,
-      });
-      for await (const resolved of track(reading)) {
-        if (resolved.event) return deletionMark(resolved.event);
-      }
-      return undefined;
+      const [newest] = await readCall(() =>
+        client.readStream(`$$${streamName}`, { direction: BACKWARDS, fromRevision: END, maxCount: 1 }),
+      );
+      return newest ? deletionMark(newest) : undefined;
     } catch (error) {
       if (error instanceof StreamNotFoundError) return undefined;
       throw error;
@@ -144,14 +171,14 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     let cursor = from;
     let size = FIRST_PAGE;
     for (;;) {
-      const page: DbRecordedEvent[] = [];
-      const reading = client.readAll({
-        direction: direction === "forwards" ? "forwards" : BACKWARDS,
-        fromPosition:
-          cursor === undefined ? (direction === "forwards" ? START : END) : toReadPosition(cursor),
-        maxCount: size,
-      });
-      for await (const resolved of track(reading)) if (resolved.event) page.push(resolved.event);
+      const from = cursor;
+      const page = await readCall(() =>
+        client.readAll({
+          direction: direction === "forwards" ? "forwards" : BACKWARDS,
+          fromPosition: from === undefined ? (direction === "forwards" ? START : END) : toReadPosition(from),
+          maxCount: size,
+        }),
+      );
       // Reading from a position includes the event there; ours is exclusive.
       const fresh = page.filter(
         (event) =>
@@ -176,9 +203,17 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
         }),
       );
       try {
-        const result = await client.appendToStream(streamName, data, {
-          expectedRevision: toDbExpected(expectedRevision),
-        });
+        // Retried after a not-leader answer only with an exact expectation (a revision, or
+        // no_stream): should the first try have been written after all, the second is refused
+        // (WrongExpectedRevisionError, which the command handler resolves by reading again), so it
+        // is never written twice. With "any" or "stream_exists" it could be: not retried.
+        const exact = typeof expectedRevision === "number" || expectedRevision === "no_stream";
+        const result = await attempt(exact, () =>
+          client.appendToStream(streamName, data, {
+            expectedRevision: toDbExpected(expectedRevision),
+            ...writeDeadline,
+          }),
+        );
         return {
           nextRevision: Number(result.nextExpectedRevision),
           position: result.position ? Number(result.position.commit) : -1,
@@ -189,22 +224,20 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
     },
 
     async readStream(streamName, readOptions = {}) {
-      const events: RecordedEvent[] = [];
       try {
         // The server applies truncate-before here, so a deleted stream's events never come back.
-        const reading = client.readStream(streamName, {
-          fromRevision: BigInt(readOptions.fromRevision ?? 0),
-          ...(readOptions.maxCount === undefined ? {} : { maxCount: readOptions.maxCount }),
-        });
-        for await (const resolved of track(reading)) {
-          if (resolved.event) events.push(toRecorded(resolved.event));
-        }
+        const events = await readCall(() =>
+          client.readStream(streamName, {
+            fromRevision: BigInt(readOptions.fromRevision ?? 0),
+            ...(readOptions.maxCount === undefined ? {} : { maxCount: readOptions.maxCount }),
+          }),
+        );
+        return events.map(toRecorded);
       } catch (error) {
         // A deleted stream reads as not found too.
         if (error instanceof StreamNotFoundError) return [];
         throw error;
       }
-      return events;
     },
 
     async *readAll(readOptions = {}) {
@@ -264,11 +297,16 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
         if (actual === "no_stream") throw new WrongExpectedRevisionError(streamName, "stream_exists", actual);
         expected = actual;
       }
+      const revision = expected;
       try {
-        await client.deleteStream(streamName, {
-          expectedRevision:
-            expected === "any" ? ANY : expected === "no_stream" ? NO_STREAM : BigInt(expected),
-        });
+        // As appends: retried only with an exact expectation, which a second delete cannot pass.
+        await attempt(typeof revision === "number", () =>
+          client.deleteStream(streamName, {
+            expectedRevision:
+              revision === "any" ? ANY : revision === "no_stream" ? NO_STREAM : BigInt(revision),
+            ...writeDeadline,
+          }),
+        );
       } catch (error) {
         throw mapError(error, streamName, deleteOptions.expectedRevision ?? "any");
       }
@@ -562,6 +600,44 @@ function subscribeToCategories(
   };
 }
 
+/**
+ * Runs one call. After a not-leader answer the client has switched to the leader the answer named
+ * (or will at its next call), so a call safe to repeat (`safe`) is tried once more there. What
+ * still fails because the server cannot answer now becomes {@link EventStoreUnavailableError}.
+ */
+async function attempt<T>(safe: boolean, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!safe || !(toCommandError(error) instanceof NotLeaderError)) throw asUnavailable(error);
+  }
+  // The client drops its channel to the old leader in a callback of the failed call: let it run.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  try {
+    return await call();
+  } catch (error) {
+    throw asUnavailable(error);
+  }
+}
+
+const toCommandError = (error: unknown): unknown =>
+  error instanceof Error ? convertToCommandError(error) : error;
+
+/** The server out of reach, failing over, cancelling, or past a deadline: transient, a 503. */
+function asUnavailable(error: unknown): unknown {
+  const converted = toCommandError(error);
+  const transient =
+    converted instanceof UnavailableError ||
+    converted instanceof NotLeaderError ||
+    converted instanceof CancelledError ||
+    converted instanceof DeadlineExceededError ||
+    converted instanceof TimeoutError;
+  if (!transient) return converted;
+  return new EventStoreUnavailableError(`EventStoreDB unavailable: ${(converted as Error).message}`, {
+    cause: error,
+  });
+}
+
 function toDbExpected(expected: ExpectedRevision): AppendExpectedRevision {
   if (expected === "any") return ANY;
   if (expected === "no_stream") return NO_STREAM;
@@ -592,7 +668,7 @@ function mapError(error: unknown, streamName: string, expected: ExpectedRevision
   // "stream_exists" on a soft-deleted stream answers StreamDeleted: for us the stream does not exist.
   if (error instanceof StreamDeletedError)
     return new WrongExpectedRevisionError(streamName, expected, "no_stream");
-  return error;
+  return asUnavailable(error);
 }
 
 function isPlainObject(value: unknown): boolean {

@@ -147,6 +147,19 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
+/**
+ * The store itself cannot answer: unreachable, failing over (not the leader, cancelled by the
+ * server), or past its deadline. Transient: the same call may succeed later. Services answer it
+ * with 503 and Retry-After; `dependency` names what is down (every port's unavailable error has it).
+ */
+export class EventStoreUnavailableError extends Error {
+  override readonly name = "EventStoreUnavailableError";
+  readonly dependency = "event store";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 export function categoryOf(streamName: string): string {
   const dash = streamName.indexOf("-");
   return dash === -1 ? streamName : streamName.slice(0, dash);

@@ -2,7 +2,7 @@ import { EventStoreDBClient } from "@eventstore/db-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clientConnectionString } from "../src/connection-string.ts";
 import { createEventStoreDbStore } from "../src/eventstoredb.ts";
-import type { EventStore } from "../src/port.ts";
+import { type EventStore, EventStoreUnavailableError } from "../src/port.ts";
 import { eventStoreContract } from "./contract.ts";
 import { type EventStoreDbStandIn, startEventStoreDbStandIn } from "./stand-in/eventstoredb.ts";
 
@@ -126,5 +126,68 @@ describe("KurrentDB connection strings", () => {
     expect(() => EventStoreDBClient.connectionString("kurrentdb://localhost:2113")).toThrow();
     for (const refused of ["http://localhost:2113", "tcp://localhost:1113", "localhost:2113"])
       expect(() => createEventStoreDbStore({ connectionString: refused }), refused).toThrow(/kurrentdb:\/\//);
+  });
+});
+
+describe("EventStoreDB adapter, when the server fails over or goes away", () => {
+  let server: EventStoreDbStandIn;
+  let store: EventStore;
+  beforeAll(async () => {
+    server = await startEventStoreDbStandIn();
+    store = createEventStoreDbStore({ connectionString: server.connectionString, deadlineMs: 2_000 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+
+  it("a call safe to repeat is tried once more on the new leader after a not-leader answer", async () => {
+    server.answerNotLeader(1);
+    await store.append("failover-1", [{ type: "Happened", data: {} }], { expectedRevision: "no_stream" });
+    server.answerNotLeader(1);
+    await store.append("failover-1", [{ type: "Happened", data: {} }], { expectedRevision: 0 });
+    server.answerNotLeader(1);
+    expect((await store.readStream("failover-1")).map((event) => event.revision)).toEqual([0, 1]);
+    server.answerNotLeader(1);
+    expect(await store.headPosition()).toBeGreaterThan(0);
+    server.answerNotLeader(1);
+    await store.deleteStream("failover-1", { expectedRevision: 1 });
+    expect(await store.readStream("failover-1")).toEqual([]);
+  });
+
+  it("an append that could be written twice is not repeated: it fails as unavailable, a 503", async () => {
+    server.answerNotLeader(1);
+    await expect(
+      store.append("failover-2", [{ type: "Happened", data: {} }], { expectedRevision: "any" }),
+    ).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    expect(await store.readStream("failover-2")).toEqual([]);
+  });
+
+  it("a second not-leader answer fails the call as unavailable instead of retrying on", async () => {
+    server.answerNotLeader(2);
+    await expect(store.readStream("failover-1")).rejects.toBeInstanceOf(EventStoreUnavailableError);
+  });
+
+  it("while the server is away every call fails as unavailable, and works again once it is back", async () => {
+    await store.append("outage-1", [{ type: "Happened", data: {} }], { expectedRevision: "no_stream" });
+    await server.goAway();
+    try {
+      await expect(
+        store.append("outage-1", [{ type: "Happened", data: {} }], { expectedRevision: 0 }),
+      ).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.readStream("outage-1")).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.headPosition()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(
+        (async () => {
+          for await (const _ of store.readAll()) break;
+        })(),
+      ).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      expect(await store.ping()).toBe(false);
+    } finally {
+      await server.comeBack();
+    }
+    await expect.poll(() => store.ping()).toBe(true);
+    await store.append("outage-1", [{ type: "Happened", data: {} }], { expectedRevision: 0 });
+    expect((await store.readStream("outage-1")).length).toBe(2);
   });
 });

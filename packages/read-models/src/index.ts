@@ -24,3 +24,4 @@ export type {
   Sort,
   Update,
 } from "./port.ts";
+export { ReadModelsUnavailableError } from "./port.ts";

@@ -139,7 +139,9 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
       return checkpoints.get(projection);
     },
     async setCheckpoint(projection, position) {
-      checkpoints.set(projection, position);
+      // Only forward: a replica (or a save) behind another one must not move it back.
+      if (position > (checkpoints.get(projection) ?? Number.NEGATIVE_INFINITY))
+        checkpoints.set(projection, position);
     },
     async ping() {
       return true;
@@ -296,12 +298,6 @@ function memoryCollection(
       if (stored && !revisionAllows(stored, revision)) return false;
       store(id, { _id: id, _revision: revision, _deleted: true });
       return live(stored);
-    },
-    async deleteMany(filter) {
-      checked(filter);
-      const doomed = matching(filter);
-      for (const document of doomed) store(document._id, undefined);
-      return doomed.length;
     },
   };
 }

@@ -2,24 +2,94 @@ import {
   type Collection as DriverCollection,
   type Filter as DriverFilter,
   MongoClient,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
   MongoServerError,
+  MongoServerSelectionError,
 } from "mongodb";
 import { droppedVersion, versionedName } from "./declarations.ts";
-import type { Collection, Document, Filter, FindOptions, ReadModelStore } from "./port.ts";
+import {
+  type Collection,
+  type Document,
+  type Filter,
+  type FindOptions,
+  type ReadModelStore,
+  ReadModelsUnavailableError,
+} from "./port.ts";
 import { sortWithIdTieBreak } from "./sort.ts";
 
 export interface MongoReadModelsOptions {
   url: string;
   /** Database name; defaults to the one in the URL, else the driver's default ("test"). */
   database?: string;
+  /**
+   * Deadline of every operation, server selection and retries included (the driver's `timeoutMS`);
+   * past it the operation fails with ReadModelsUnavailableError. Services set it under their RPC
+   * deadline. Default: none (the driver's 30 s server selection).
+   */
+  timeoutMs?: number;
 }
 
 const CHECKPOINTS = "_checkpoints";
 const PING_TIMEOUT_MS = 2_000;
 
+/**
+ * Server error codes of a node that cannot serve now: not (or no longer) the primary, stepping
+ * down, shutting down, a host out of reach, a time limit (the driver's own list, which it does
+ * not export: NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, LegacyNotPrimary,
+ * PrimarySteppedDown, ShutdownInProgress, InterruptedAtShutdown, InterruptedDueToReplStateChange,
+ * HostUnreachable, HostNotFound, NetworkTimeout, SocketException, ExceededTimeLimit,
+ * MaxTimeMSExpired).
+ */
+const UNAVAILABLE_CODES = new Set([
+  10107, 13435, 13436, 10058, 189, 91, 11600, 11602, 6, 7, 89, 9001, 262, 50,
+]);
+
+/** Whether the driver's error means "MongoDB cannot answer now" rather than "this request is wrong". */
+function isTransient(error: unknown): boolean {
+  if (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoNotConnectedError ||
+    error instanceof MongoOperationTimeoutError
+  )
+    return true;
+  if (!(error instanceof MongoError)) return false;
+  if (
+    error.hasErrorLabel(MongoErrorLabel.RetryableWriteError) ||
+    error.hasErrorLabel(MongoErrorLabel.RetryableError) ||
+    error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)
+  )
+    return true;
+  return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
+}
+
+/**
+ * Runs one operation; a transient failure (after the driver's own retry) becomes
+ * {@link ReadModelsUnavailableError}, a 503, never an unnamed error (500).
+ */
+async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (!isTransient(error)) throw error;
+    throw new ReadModelsUnavailableError(`MongoDB unavailable: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
 /** Read models in MongoDB: durable, shared by replicas of a service. */
 export async function createMongoReadModels(options: MongoReadModelsOptions): Promise<ReadModelStore> {
-  const client = await new MongoClient(options.url).connect();
+  // timeoutMS bounds each operation, but not connect(): server selection has its own bound.
+  const deadline =
+    options.timeoutMs === undefined
+      ? {}
+      : { timeoutMS: options.timeoutMs, serverSelectionTimeoutMS: options.timeoutMs };
+  const client = await guarded(() => new MongoClient(options.url, deadline).connect());
   const db = client.db(options.database);
   const checkpoints = db.collection<{ _id: string; position: number }>(CHECKPOINTS);
   /** Logical name -> physical name of the version this process runs. */
@@ -29,37 +99,46 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
     collection<T extends Document = Document>(name: string): Collection<T> {
       return mongoCollection(db.collection<Document>(physical.get(name) ?? name)) as unknown as Collection<T>;
     },
-    async defineProjection({ name, version, collections }) {
-      const existing = await db.listCollections({}, { nameOnly: true }).toArray();
-      for (const definition of collections) {
-        const target = versionedName(definition.name, version);
-        physical.set(definition.name, target);
-        // createIndexes is idempotent: an index that exists with the same keys and options is kept.
-        if (definition.indexes.length > 0) {
-          await db.collection(target).createIndexes(
-            definition.indexes.map((index) => ({
-              key: index.keys,
-              name: indexName(index.keys),
-              ...(index.unique ? { unique: true } : {}),
-            })),
-          );
+    defineProjection: ({ name, version, collections }) =>
+      guarded(async () => {
+        const existing = await db.listCollections({}, { nameOnly: true }).toArray();
+        for (const definition of collections) {
+          const target = versionedName(definition.name, version);
+          physical.set(definition.name, target);
+          // createIndexes is idempotent: an index that exists with the same keys and options is kept.
+          if (definition.indexes.length > 0) {
+            await db.collection(target).createIndexes(
+              definition.indexes.map((index) => ({
+                key: index.keys,
+                name: indexName(index.keys),
+                ...(index.unique ? { unique: true } : {}),
+              })),
+              // Building an index on a large collection takes what it takes: not a request's
+              // deadline, which would abort the build and fail every start.
+              { timeoutMS: 0 },
+            );
+          }
+          for (const { name: other } of existing) {
+            if (droppedVersion(other, definition.name, version))
+              await db.dropCollection(other).catch(() => false);
+          }
         }
-        for (const { name: other } of existing) {
-          if (droppedVersion(other, definition.name, version))
-            await db.dropCollection(other).catch(() => false);
-        }
-      }
-      const stale = (await checkpoints.find({}, { projection: { _id: 1 } }).toArray())
-        .map((checkpoint) => checkpoint._id)
-        .filter((id) => droppedVersion(id, name, version));
-      if (stale.length > 0) await checkpoints.deleteMany({ _id: { $in: stale } });
-      return versionedName(name, version);
-    },
-    async getCheckpoint(projection) {
-      return (await checkpoints.findOne({ _id: projection }))?.position;
-    },
+        const stale = (await checkpoints.find({}, { projection: { _id: 1 } }).toArray())
+          .map((checkpoint) => checkpoint._id)
+          .filter((id) => droppedVersion(id, name, version));
+        if (stale.length > 0) await checkpoints.deleteMany({ _id: { $in: stale } });
+        return versionedName(name, version);
+      }),
+    getCheckpoint: (projection) =>
+      guarded(async () => (await checkpoints.findOne({ _id: projection }))?.position),
     async setCheckpoint(projection, position) {
-      await checkpoints.updateOne({ _id: projection }, { $set: { position } }, { upsert: true });
+      // $max: only forward, so a replica lagging behind another cannot move it back. Two first
+      // writes may both try to insert it (E11000): the loser's second try raises it like any.
+      const raise = () =>
+        checkpoints.updateOne({ _id: projection }, { $max: { position } }, { upsert: true });
+      await guarded(() =>
+        raise().catch((error: unknown) => (isDuplicateKey(error) ? raise() : Promise.reject(error))),
+      );
     },
     async ping() {
       // A readiness probe must answer quickly, not after the driver's 30 s server selection.
@@ -104,15 +183,17 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
     );
     return result.matchedCount + result.upsertedCount > 0;
   };
-  const findOne = (filter: Filter) => collection.findOne(live(filter));
+  const findOne = (filter: Filter) => guarded(() => collection.findOne(live(filter)));
   const find = (filter: Filter, options: FindOptions = {}) =>
-    collection
-      .find(live(filter), {
-        sort: sortWithIdTieBreak(options.sort),
-        skip: options.skip,
-        limit: options.limit,
-      })
-      .toArray();
+    guarded(() =>
+      collection
+        .find(live(filter), {
+          sort: sortWithIdTieBreak(options.sort),
+          skip: options.skip,
+          limit: options.limit,
+        })
+        .toArray(),
+    );
   return {
     findOne,
     find,
@@ -120,15 +201,17 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
     findOneReadOnly: findOne,
     findReadOnly: find,
     async count(filter = {}) {
-      return collection.countDocuments(live(filter));
+      return guarded(() => collection.countDocuments(live(filter)));
     },
     async countBy(field, filter = {}) {
-      const groups = await collection
-        .aggregate<{ _id: unknown; count: number }>([
-          { $match: live(filter) },
-          { $group: { _id: `$${field}`, count: { $sum: 1 } } },
-        ])
-        .toArray();
+      const groups = await guarded(() =>
+        collection
+          .aggregate<{ _id: unknown; count: number }>([
+            { $match: live(filter) },
+            { $group: { _id: `$${field}`, count: { $sum: 1 } } },
+          ])
+          .toArray(),
+      );
       return Object.fromEntries(groups.map((group) => [String(group._id), group.count]));
     },
     async upsert(id, revision, update) {
@@ -137,7 +220,7 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
       // tells them apart: the loser then matches the winner's document if its revision is newer.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await upsertOnce(id, revision, update);
+          return await guarded(() => upsertOnce(id, revision, update));
         } catch (error) {
           if (!isDuplicateKey(error)) throw error;
           if (attempt === 2) return false;
@@ -146,25 +229,26 @@ function mongoCollection(collection: DriverCollection<Document>): Collection {
     },
     async deleteOne(id, revision) {
       if (revision === undefined)
-        return (await collection.deleteOne({ _id: id, _deleted: { $ne: true } })).deletedCount === 1;
+        return (
+          (await guarded(() => collection.deleteOne({ _id: id, _deleted: { $ne: true } }))).deletedCount === 1
+        );
       // Keep a tombstone carrying the revision, so a replica replaying an older event later
       // cannot bring the document back (the same guard as upsert).
       try {
         // "Was one there": a live document before the replacement; a tombstone over a tombstone
         // (or an upsert over nothing) deleted nothing.
-        const before = await collection.findOneAndReplace(
-          { _id: id, ...olderThan(revision) },
-          { _revision: revision, _deleted: true },
-          { upsert: true, returnDocument: "before" },
+        const before = await guarded(() =>
+          collection.findOneAndReplace(
+            { _id: id, ...olderThan(revision) },
+            { _revision: revision, _deleted: true },
+            { upsert: true, returnDocument: "before" },
+          ),
         );
         return before !== null && before._deleted !== true;
       } catch (error) {
         if (isDuplicateKey(error)) return false;
         throw error;
       }
-    },
-    async deleteMany(filter) {
-      return (await collection.deleteMany(live(filter))).deletedCount;
     },
   };
 }

@@ -62,7 +62,6 @@ export interface Collection<T extends Document = Document> {
    * revision may create it anew.
    */
   deleteOne(id: T["_id"], revision?: number): Promise<boolean>;
-  deleteMany(filter: Filter): Promise<number>;
 }
 
 /** An index: keys in order, as MongoDB's createIndex takes them. */
@@ -106,6 +105,19 @@ export interface ProjectionDefinition {
   collections: CollectionDefinition[];
 }
 
+/**
+ * The store itself cannot answer: unreachable, no primary to write to (an election, a step-down),
+ * or past its deadline. Transient: the same call may succeed later. Services answer it with 503 and
+ * Retry-After; `dependency` names what is down (every port's unavailable error has it).
+ */
+export class ReadModelsUnavailableError extends Error {
+  override readonly name = "ReadModelsUnavailableError";
+  readonly dependency = "read models";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 export interface ReadModelStore {
   /**
    * Reaches a collection. Collections that a projection defines are those of its current version,
@@ -121,6 +133,10 @@ export interface ReadModelStore {
   defineProjection(definition: ProjectionDefinition): Promise<string>;
   /** Global event-store position a projection has applied up to, or undefined if none yet. */
   getCheckpoint(projection: string): Promise<number | undefined>;
+  /**
+   * Raises the projection's checkpoint to `position`; never lowers it (a position at or below the
+   * stored one changes nothing), so a replica lagging behind another cannot move it back.
+   */
   setCheckpoint(projection: string, position: number): Promise<void>;
   /** True when the store persists across restarts (MongoDB); false for in-memory collections. */
   readonly durable: boolean;

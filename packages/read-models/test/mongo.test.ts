@@ -1,12 +1,41 @@
 import { randomUUID } from "node:crypto";
-import { containerImageUnavailableReason } from "@cheese/testing";
+import { containerImageUnavailableReason, freePort, startTcpRelay } from "@cheese/testing";
 import { MongoClient } from "mongodb";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMongoReadModels } from "../src/mongo.ts";
 import { queryPlanProblems } from "../src/plans.ts";
-import type { CollectionDefinition } from "../src/port.ts";
+import { type CollectionDefinition, ReadModelsUnavailableError } from "../src/port.ts";
 import { readModelContract } from "./contract.ts";
+
+// Runs everywhere: no MongoDB is needed to see the driver's failures named as the port's.
+describe("MongoDB read models, with no MongoDB to reach", () => {
+  it("a closed port: opening fails within its deadline as unavailable, not the driver's 30 s", async () => {
+    const started = Date.now();
+    await expect(
+      createMongoReadModels({
+        url: `mongodb://127.0.0.1:${await freePort()}/?directConnection=true`,
+        timeoutMs: 500,
+      }),
+    ).rejects.toBeInstanceOf(ReadModelsUnavailableError);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("a server that accepts connections and never answers: the same", async () => {
+    const silent = await startTcpRelay(await freePort());
+    silent.hang();
+    try {
+      await expect(
+        createMongoReadModels({
+          url: `mongodb://127.0.0.1:${silent.port}/?directConnection=true`,
+          timeoutMs: 500,
+        }),
+      ).rejects.toBeInstanceOf(ReadModelsUnavailableError);
+    } finally {
+      await silent.close();
+    }
+  });
+});
 
 const IMAGE = "mongo:7";
 const skipReason = await containerImageUnavailableReason(IMAGE);
@@ -45,6 +74,43 @@ if (skipReason) {
           await store.close();
         },
       };
+    });
+
+    it("behind a relay that stops forwarding: each operation fails within its deadline as unavailable, then recovers", async () => {
+      const front = await startTcpRelay(container.getMappedPort(27017));
+      const database = `outage_${randomUUID().replaceAll("-", "")}`;
+      const store = await createMongoReadModels({
+        url: `mongodb://127.0.0.1:${front.port}/?directConnection=true`,
+        database,
+        timeoutMs: 1_000,
+      });
+      try {
+        const cheeses = store.collection("cheeses");
+        await cheeses.upsert(1, 0, { $set: { name: "Brie" } });
+        front.hang();
+        const started = Date.now();
+        const attempts = [
+          () => cheeses.findOne({ _id: 1 }),
+          () => cheeses.find({}),
+          () => cheeses.count(),
+          () => cheeses.upsert(2, 0, { $set: { name: "Comté" } }),
+          () => cheeses.deleteOne(1, 1),
+          () => store.getCheckpoint("outage"),
+          () => store.setCheckpoint("outage", 5),
+        ];
+        for (const attempt of attempts)
+          await expect(attempt()).rejects.toBeInstanceOf(ReadModelsUnavailableError);
+        // Each within its deadline (timeoutMS), not the driver's 30 s of server selection.
+        expect(Date.now() - started).toBeLessThan(attempts.length * 3_000);
+        front.resume();
+        await expect
+          .poll(() => cheeses.findOne({ _id: 1 }).catch(() => null))
+          .toMatchObject({ name: "Brie" });
+        expect(await cheeses.upsert(2, 0, { $set: { name: "Comté" } })).toBe(true);
+      } finally {
+        await store.close();
+        await front.close();
+      }
     });
 
     it("creates the declared indexes at start, idempotently, and the query plans use them", async () => {

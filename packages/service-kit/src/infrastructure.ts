@@ -26,6 +26,14 @@ export function serviceDataDir(config: BaseConfig, service: string): string {
   return dir;
 }
 
+/**
+ * The deadline of one call to the event store or the read models: under the RPC deadline, so that
+ * a service still answers 503 itself (and gives up the call) before the gateway stops waiting.
+ */
+function dependencyDeadline(config: BaseConfig): number {
+  return Math.max(100, Math.floor(config.RPC_TIMEOUT * 0.8));
+}
+
 // The production adapters are imported when chosen: their clients (gRPC, the MongoDB driver,
 // MinIO's SDK) take a good part of a second of CPU to load, which the embedded setup never pays.
 
@@ -33,7 +41,10 @@ export function serviceDataDir(config: BaseConfig, service: string): string {
 export async function openEventStore(config: BaseConfig, service: string): Promise<EventStore> {
   if (config.EVENTSTORE_URL) {
     const { createEventStoreDbStore } = await import("@cheese/event-store/eventstoredb");
-    return createEventStoreDbStore({ connectionString: config.EVENTSTORE_URL });
+    return createEventStoreDbStore({
+      connectionString: config.EVENTSTORE_URL,
+      deadlineMs: dependencyDeadline(config),
+    });
   }
   return createSqliteEventStore({ file: join(serviceDataDir(config, service), "events.sqlite") });
 }
@@ -45,7 +56,11 @@ export async function openEventStore(config: BaseConfig, service: string): Promi
 export async function openReadModels(config: BaseConfig, service: string): Promise<ReadModelStore> {
   if (config.MONGO_URL) {
     const { createMongoReadModels } = await import("@cheese/read-models/mongo");
-    return createMongoReadModels({ url: config.MONGO_URL, database: `${config.MONGO_DATABASE}_${service}` });
+    return createMongoReadModels({
+      url: config.MONGO_URL,
+      database: `${config.MONGO_DATABASE}_${service}`,
+      timeoutMs: dependencyDeadline(config),
+    });
   }
   // Imported here too: a service without read models (the gateway) does not load the query engine.
   const { createMemoryReadModels } = await import("@cheese/read-models");

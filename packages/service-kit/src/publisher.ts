@@ -1,5 +1,5 @@
 import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
-import type { IntegrationEvent, MessageBus } from "@cheese/messaging";
+import { type IntegrationEvent, type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
 import { endSpan, extractTrace, injectTrace, SpanKind, startSpan, tracerFor } from "./tracing.ts";
@@ -27,6 +27,27 @@ const CHECKPOINT_BUCKET = "publisher_checkpoints";
 /** Publishes awaiting JetStream's ack at once; the relay reads on while they are under way. */
 export const PUBLISH_WINDOW = 64;
 
+/**
+ * Raises the relay's checkpoint under `key` to `position` by compare-and-set, never lowering it:
+ * of two replicas relaying the same events, the one behind leaves the other's checkpoint as it is
+ * (a plain put would move it back, and the next start would publish again what followed).
+ */
+export async function raiseCheckpoint(kv: KeyValue, key: string, position: number): Promise<void> {
+  for (;;) {
+    const entry = await kv.get(key);
+    if (entry && Number(new TextDecoder().decode(entry.value)) >= position) return;
+    const value = new TextEncoder().encode(String(position));
+    try {
+      if (entry) await kv.update(key, value, entry.revision);
+      else await kv.create(key, value);
+      return;
+    } catch (error) {
+      // Another replica wrote in between: read again, and raise over its value if still lower.
+      if (!(error instanceof KvConflictError)) throw error;
+    }
+  }
+}
+
 /** One run of the relay's subscription, from the checkpoint; a failed publish ends it. */
 interface Run {
   /** The events handed to the relay, oldest first, until each one and all before it are acked. */
@@ -40,7 +61,7 @@ interface Run {
  * The outbox relay: follows the service's own event store and publishes integration events.
  * The event-store event id is the message id, so a replay after a crash, or two replicas
  * relaying the same event, store it once (JetStream deduplication). The checkpoint lives in the
- * bus's key-value store, shared by replicas.
+ * bus's key-value store, shared by replicas, and only moves forward (`raiseCheckpoint`).
  *
  * Publishes go out in event-store order, up to {@link PUBLISH_WINDOW} awaiting their ack at once
  * (one at a time, the ack round trip bounded a service's events per second). The checkpoint
@@ -61,7 +82,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
   const save = async () => {
     if (checkpoint > saved) {
       saved = checkpoint;
-      await kv.put(service, new TextEncoder().encode(String(checkpoint)));
+      await raiseCheckpoint(kv, service, checkpoint);
     }
   };
   const timer = setInterval(() => void save().catch(() => {}), 1000);

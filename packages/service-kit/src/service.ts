@@ -1,4 +1,4 @@
-import { type BlobStore, BlobStoreUnavailableError } from "@cheese/blob-store";
+import type { BlobStore } from "@cheese/blob-store";
 import type { EventStore } from "@cheese/event-store";
 import {
   type Closable,
@@ -76,6 +76,15 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/**
+ * Every port names its transient failure with an error of its own (`EventStoreUnavailableError`,
+ * `ReadModelsUnavailableError`, `BlobStoreUnavailableError`) that carries `dependency`, what is
+ * down: that field is what makes it a 503, here, once for all of them.
+ */
+function isDependencyUnavailable(error: unknown): error is Error & { dependency: string } {
+  return error instanceof Error && typeof (error as { dependency?: unknown }).dependency === "string";
+}
+
 const unavailable = <T>(what: string): T =>
   new Proxy({} as object, {
     get() {
@@ -147,11 +156,11 @@ export async function startService<C extends BaseConfig>(
             if (error instanceof RemoteError) {
               status = error.body.status;
               log.info({ subject: rpc.subject, status }, "refused");
-            } else if (error instanceof BlobStoreUnavailableError) {
-              // The storage, not the request: 503 with Retry-After, like any dependency down.
-              log.error({ err: error, subject: rpc.subject }, "blob storage unavailable");
+            } else if (isDependencyUnavailable(error)) {
+              // The dependency, not the request: 503 with Retry-After, whichever is down.
+              log.error({ err: error, subject: rpc.subject }, `${error.dependency} unavailable`);
               status = 503;
-              throw serviceUnavailable("file storage is unavailable; try again");
+              throw serviceUnavailable(`${error.dependency} is unavailable; try again`);
             } else {
               log.error({ err: error, subject: rpc.subject }, "handler failed");
             }

@@ -1,9 +1,15 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
-import { createInProcessBus, type IntegrationEvent, type MessageBus } from "@cheese/messaging";
-import { tempDir } from "@cheese/testing";
+import {
+  connectNatsBus,
+  createInProcessBus,
+  type IntegrationEvent,
+  type MessageBus,
+  silentLogger,
+} from "@cheese/messaging";
+import { startNatsServer, tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../src/logger.ts";
-import { PUBLISH_WINDOW, startPublisher } from "../src/publisher.ts";
+import { PUBLISH_WINDOW, raiseCheckpoint, startPublisher } from "../src/publisher.ts";
 
 /**
  * A bus whose publishes the test holds and settles by hand (the JetStream ack), or fails: what
@@ -136,5 +142,90 @@ describe("the outbox relay's window", () => {
     await expect.poll(() => second.held.length).toBe(1);
     expect(second.sent).toHaveLength(1);
     second.held[0]!.settle();
+  });
+});
+
+describe.each([
+  { adapter: "in-process", open: async () => ({ bus: createInProcessBus(), stop: async () => {} }) },
+  {
+    adapter: "NATS",
+    open: async () => {
+      const server = await startNatsServer();
+      const bus = await connectNatsBus({ url: server.url, name: "widgets", logger: silentLogger });
+      return { bus, stop: () => server.stop() };
+    },
+  },
+])("two replicas of the relay sharing one checkpoint ($adapter key-value store)", ({ open }) => {
+  it("the replica behind never moves the checkpoint back, so a restart publishes nothing again", async () => {
+    const dir = tempDir("relay-replicas");
+    const store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+    const { bus: inner, stop } = await open();
+    const start = (bus: MessageBus) =>
+      startPublisher({
+        service: "widgets",
+        eventStore: store,
+        bus,
+        categories: ["widget"],
+        toIntegrationEvent: (event) => ({ subject: "events.widgets.widget.made", payload: event.data }),
+        logger: createLogger("widgets", "silent"),
+      });
+    try {
+      const positions: number[] = [];
+      for (let n = 0; n < 10; n++) {
+        const appended = await store.append(`widget-${n}`, [{ type: "WidgetMade", data: { n } }], {
+          expectedRevision: "no_stream",
+        });
+        positions.push(appended.position);
+      }
+      // The replica behind: its publishes are acked only up to the third event.
+      const behind = heldBus(inner);
+      const lagging = await start(behind.bus);
+      await expect.poll(() => behind.held.length).toBe(10);
+      for (const n of [0, 1, 2]) behind.held[n]!.settle();
+      // The replica ahead relays all ten and saves its checkpoint as it stops.
+      const front = heldBus(inner);
+      const ahead = await start(front.bus);
+      await expect.poll(() => front.held.length).toBe(10);
+      for (const held of front.held) held.settle();
+      await ahead.close();
+      const kv = await inner.kv("publisher_checkpoints");
+      const stored = async () => Number(new TextDecoder().decode((await kv.get("widgets"))!.value));
+      expect(await stored()).toBe(positions[9]);
+      // The replica behind stops last, its checkpoint at the third event.
+      const stopping = lagging.close();
+      for (const held of behind.held.slice(3)) held.settle(new Error("no ack"));
+      await stopping;
+      expect(await stored()).toBe(positions[9]);
+      // A replica started now publishes only what is new.
+      const next = heldBus(inner);
+      const restarted = await start(next.bus);
+      await store.append("widget-last", [{ type: "WidgetMade", data: {} }], {
+        expectedRevision: "no_stream",
+      });
+      await expect.poll(() => next.held.length).toBe(1);
+      next.held[0]!.settle();
+      expect(next.sent).toHaveLength(1);
+      await restarted.close();
+    } finally {
+      await inner.close();
+      await stop();
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it("raiseCheckpoint: two writers racing leave the highest position, whatever the order", async () => {
+    const { bus, stop } = await open();
+    try {
+      const kv = await bus.kv("publisher_checkpoints");
+      const writer = async (positions: number[]) => {
+        for (const position of positions) await raiseCheckpoint(kv, "raced", position);
+      };
+      await Promise.all([writer([100, 300, 500, 700]), writer([0, 200, 400, 600, 50])]);
+      expect(new TextDecoder().decode((await kv.get("raced"))!.value)).toBe("700");
+    } finally {
+      await bus.close();
+      await stop();
+    }
   });
 });

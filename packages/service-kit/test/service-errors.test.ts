@@ -1,5 +1,7 @@
 import { BlobStoreUnavailableError } from "@cheese/blob-store";
+import { EventStoreUnavailableError } from "@cheese/event-store";
 import { callRpc, createInProcessBus, defineRpc, RemoteError } from "@cheese/messaging";
+import { ReadModelsUnavailableError } from "@cheese/read-models";
 import { tempDir } from "@cheese/testing";
 import { expect, it } from "vitest";
 import { z } from "zod";
@@ -9,7 +11,14 @@ import { startService } from "../src/service.ts";
 
 const readImage = defineRpc({ subject: "images.image.get", request: z.object({}), response: z.object({}) });
 
-it("a handler that meets unavailable blob storage answers 503 service_unavailable, not 500", async () => {
+it.each([
+  ["blob storage", () => new BlobStoreUnavailableError("no answer from MinIO within 10000 ms")],
+  ["the event store", () => new EventStoreUnavailableError("EventStoreDB unavailable: connection refused")],
+  [
+    "the read models",
+    () => new ReadModelsUnavailableError("MongoDB unavailable: server selection timed out"),
+  ],
+])("a handler that meets unavailable %s answers 503 service_unavailable, not 500", async (_, failure) => {
   const dir = tempDir("service-errors");
   const bus = createInProcessBus();
   const service = await startService(
@@ -19,7 +28,7 @@ it("a handler that meets unavailable blob storage answers 503 service_unavailabl
       needs: {},
       async start(ctx) {
         ctx.serve(readImage, async () => {
-          throw new BlobStoreUnavailableError("no answer from MinIO within 10000 ms");
+          throw failure();
         });
       },
     },

@@ -11,4 +11,5 @@ export {
 } from "./nats-server.ts";
 export { acceptsConnections, freePort } from "./ports.ts";
 export { processAlive } from "./processes.ts";
+export { S3_SLOW_DOWN, startTcpRelay, type TcpRelay } from "./relay.ts";
 export { tempDir } from "./temp-dir.ts";

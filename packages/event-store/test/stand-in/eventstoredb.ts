@@ -14,7 +14,11 @@
  * - errors travel as trailers (`exception`, `stream-name`, `expected-version`, `actual-version`);
  * - at most 100 concurrent calls per HTTP/2 connection (the server's default).
  * Not copied: authentication, links, projections, event-type filters, persistent subscriptions.
- * Test hooks: end every live subscription cleanly, stall reads, count the calls still open.
+ * - a node that is not the leader refuses with the trailers `exception: not-leader` and the
+ *   leader's `leader-endpoint-host` / `-port` (here: this server, as if it had just been elected).
+ * Test hooks: end every live subscription cleanly, stall reads, count the calls still open, refuse
+ * the next calls as not-leader, go away (the port closed, every call cut) and come back on the
+ * same port with the same events.
  */
 import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
@@ -66,6 +70,12 @@ export interface EventStoreDbStandIn {
   endSubscriptions(): void;
   /** While stalled, new read calls get no answer at all. */
   stall(stalled: boolean): void;
+  /** The next `calls` reads, appends and deletes answer not-leader, naming this server as the leader. */
+  answerNotLeader(calls: number): void;
+  /** Stops serving: the port is closed and every open call is cut, as when the server dies. */
+  goAway(): Promise<void>;
+  /** Serves again on the same port, with every event written before it went away. */
+  comeBack(): Promise<void>;
   /** Read and subscription calls the server still serves (not ended, not cancelled by the client). */
   openCalls(): { reads: number; subscriptions: number };
   /** How many events subscriptions have sent to clients so far. */
@@ -82,6 +92,23 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
   const subscriptions = new Set<LiveSubscription>();
   const openReads = new Set<grpc.ServerWritableStream<ReadReq, ReadResp>>();
   let stalled = false;
+  let notLeaderCalls = 0;
+  let port = 0;
+
+  /** A not-leader refusal, when one is due (see `answerNotLeader`). */
+  const notLeader = (): grpc.ServiceError | undefined => {
+    if (notLeaderCalls <= 0) return undefined;
+    notLeaderCalls -= 1;
+    const metadata = new grpc.Metadata();
+    metadata.set("exception", "not-leader");
+    metadata.set("leader-endpoint-host", "127.0.0.1");
+    metadata.set("leader-endpoint-port", String(port));
+    return Object.assign(new Error("not leader"), {
+      code: grpc.status.NOT_FOUND,
+      details: "Leader info available",
+      metadata,
+    });
+  };
   let sent = 0;
   let readCount = 0;
 
@@ -169,6 +196,11 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
     const options = call.request.getOptions()!;
     if (options.hasSubscription()) {
       subscribe(call);
+      return;
+    }
+    const refusal = notLeader();
+    if (refusal) {
+      call.emit("error", refusal);
       return;
     }
     openReads.add(call);
@@ -301,6 +333,11 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
     const messages: any[] = [];
     call.on("data", (message) => messages.push(message));
     call.on("end", () => {
+      const refusal = notLeader();
+      if (refusal) {
+        callback(refusal);
+        return;
+      }
       const options = messages[0].getOptions();
       const name = Buffer.from(options.getStreamIdentifier().getStreamName_asU8()).toString();
       const failure = expectationFailure(name, options);
@@ -358,6 +395,11 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
   function remove(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>): void {
     // biome-ignore lint/suspicious/noExplicitAny: generated message classes
     const options = (call.request as any).getOptions();
+    const refusal = notLeader();
+    if (refusal) {
+      callback(refusal);
+      return;
+    }
     const name = Buffer.from(options.getStreamIdentifier().getStreamName_asU8()).toString();
     const failure = expectationFailure(name, options);
     if (failure === "deleted") {
@@ -396,21 +438,33 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
     });
   }
 
-  const server = new grpc.Server({ "grpc.max_concurrent_streams": 100 });
-  server.addService(services.StreamsService, {
-    read,
-    append,
-    delete: remove,
-    tombstone: (_call: unknown, callback: grpc.sendUnaryData<unknown>) =>
-      callback({ code: grpc.status.UNIMPLEMENTED, details: "not in the stand-in" }),
-    batchAppend: (call: grpc.ServerDuplexStream<unknown, unknown>) =>
-      call.destroy(Object.assign(new Error("not in the stand-in"), { code: grpc.status.UNIMPLEMENTED })),
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    ),
-  );
+  const listen = async (at: number) => {
+    const server = new grpc.Server({ "grpc.max_concurrent_streams": 100 });
+    server.addService(services.StreamsService, {
+      read,
+      append,
+      delete: remove,
+      tombstone: (_call: unknown, callback: grpc.sendUnaryData<unknown>) =>
+        callback({ code: grpc.status.UNIMPLEMENTED, details: "not in the stand-in" }),
+      batchAppend: (call: grpc.ServerDuplexStream<unknown, unknown>) =>
+        call.destroy(Object.assign(new Error("not in the stand-in"), { code: grpc.status.UNIMPLEMENTED })),
+    });
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${at}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    return server;
+  };
+  let server: grpc.Server | undefined = await listen(0);
+  const shutDown = async () => {
+    const stopping = server;
+    server = undefined;
+    if (!stopping) return;
+    stopping.forceShutdown();
+    subscriptions.clear();
+    openReads.clear();
+  };
 
   return {
     connectionString: `esdb://127.0.0.1:${port}?tls=false`,
@@ -423,12 +477,20 @@ export async function startEventStoreDbStandIn(): Promise<EventStoreDbStandIn> {
     stall(value) {
       stalled = value;
     },
+    answerNotLeader(calls) {
+      notLeaderCalls = calls;
+    },
+    goAway: shutDown,
+    async comeBack() {
+      server ??= await listen(port);
+    },
     openCalls: () => ({ reads: openReads.size, subscriptions: subscriptions.size }),
     eventsSent: () => sent,
     eventsRead: () => readCount,
     async close() {
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      server.forceShutdown();
+      const stopping = server;
+      if (stopping) await new Promise<void>((resolve) => stopping.tryShutdown(() => resolve()));
+      await shutDown();
     },
   };
 }

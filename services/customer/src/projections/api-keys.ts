@@ -19,8 +19,11 @@ export interface ApiKeyDocument extends Document {
 
 export const API_KEYS = "api_keys";
 
-/** Raise when projectApiKeys writes something else: the read model is rebuilt (architecture.md). */
-export const API_KEYS_VERSION = 1;
+/**
+ * Raise when projectApiKeys writes something else: the read model is rebuilt (architecture.md).
+ * 2: a deleted customer's keys are tombstones at the deletion's revision, no longer removed.
+ */
+export const API_KEYS_VERSION = 2;
 
 /** The `api_keys` collection's indexes and every query run on it. */
 export const apiKeysCollection: CollectionDefinition = {
@@ -66,10 +69,17 @@ export function projectApiKeys(onCustomerDeleted: (customerId: number) => Promis
       case "ApiKeyExpiring":
         await keys.upsert(domainEvent.data.keyId, event.revision, { $set: { warned: true } });
         return;
-      case "CustomerDeleted":
-        await keys.deleteMany({ customerId: domainEvent.data.customerId });
-        await onCustomerDeleted(domainEvent.data.customerId);
+      case "CustomerDeleted": {
+        // Each key goes with a tombstone at the deletion's revision, not a plain delete: a replica
+        // still replaying this customer's older events (ApiKeyIssued...) into the same read models
+        // would otherwise bring a deleted customer's key back until it reached the deletion.
+        const { customerId, apiKeyIds } = domainEvent.data;
+        const held = await keys.findReadOnly({ customerId });
+        for (const keyId of new Set([...held.map((key) => key._id), ...apiKeyIds]))
+          await keys.deleteOne(keyId, event.revision);
+        await onCustomerDeleted(customerId);
         return;
+      }
     }
   };
 }

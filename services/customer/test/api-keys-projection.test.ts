@@ -1,0 +1,68 @@
+import type { RecordedEvent } from "@cheese/event-store";
+import { createMemoryReadModels } from "@cheese/read-models";
+import { describe, expect, it } from "vitest";
+import {
+  API_KEYS,
+  API_KEYS_VERSION,
+  type ApiKeyDocument,
+  apiKeysCollection,
+  projectApiKeys,
+} from "../src/projections/api-keys.ts";
+
+const expiresAt = "2027-01-01T00:00:00.000Z";
+const recorded = (revision: number, type: string, data: unknown): RecordedEvent => ({
+  id: `event-${revision}`,
+  streamName: "customer-7",
+  type,
+  data,
+  metadata: {},
+  revision,
+  position: 100 + revision,
+  createdAt: "2026-01-01T00:00:00.000Z",
+});
+const issued = (revision: number, keyId: number) =>
+  recorded(revision, "ApiKeyIssued", {
+    customerId: 7,
+    keyId,
+    keyHash: `hash-${keyId}`,
+    prefix: "ck_",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    expiresAt,
+  });
+
+describe("the api_keys projection, two replicas sharing its read models", () => {
+  it("a replica replaying a deleted customer's older events does not bring its keys back", async () => {
+    const readModels = createMemoryReadModels();
+    await readModels.defineProjection({
+      name: API_KEYS,
+      version: API_KEYS_VERSION,
+      collections: [apiKeysCollection],
+    });
+    const apply = projectApiKeys(async () => {});
+    const events = [
+      recorded(0, "CustomerRegistered", { customerId: 7 }),
+      issued(1, 1),
+      issued(2, 2),
+      recorded(3, "ApiKeyRevoked", { customerId: 7, keyId: 2 }),
+      recorded(4, "CustomerDeleted", {
+        customerId: 7,
+        username: "gone",
+        apiKeyIds: [1],
+        deletedAt: expiresAt,
+      }),
+    ];
+    // The replica ahead applies everything, the deletion included.
+    for (const event of events) await apply(event, readModels);
+    const keys = readModels.collection<ApiKeyDocument>(API_KEYS);
+    const presented = async () => [
+      await keys.findOne({ keyHash: "hash-1" }),
+      await keys.findOne({ keyHash: "hash-2" }),
+    ];
+    expect(await presented()).toEqual([null, null]);
+    // The replica behind replays the same events from the start into the same collections.
+    for (const event of events.slice(0, 4)) {
+      await apply(event, readModels);
+      expect(await presented()).toEqual([null, null]);
+    }
+  });
+});
