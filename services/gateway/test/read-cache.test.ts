@@ -41,6 +41,7 @@ function controlledBus(inner: MessageBus) {
     broadcast: (subject, payload) => inner.broadcast(subject, payload),
     onBroadcast: (subject, handler) => inner.onBroadcast(subject, handler),
     kv: (bucket, options) => inner.kv(bucket, options),
+    deadLetters: () => inner.deadLetters(),
     close: () => inner.close(),
     ping: () => {
       control.pings++;
