@@ -431,7 +431,6 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           durable: `d-${uid()}`,
           subjects: [subject],
           ackWaitMs: 300,
-          maxInFlight: 2,
           handler: async (event) => {
             seen.push([event.id, event.deliveryCount]);
             // Part of the handler, not a wait before an assertion: it outlives its ack wait 4 times.
@@ -439,15 +438,14 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           },
         });
         await bus.publish({ id: slow, subject, payload: null });
-        await waitFor(() => seen.length === 1, "the slow event");
         await bus.publish({ id: next, subject, payload: null });
-        await expect.poll(() => seen.length, { timeout: 5_000 }).toBe(2);
-        // Once the slow handler is done, the next event is handed out: had the slow one been
-        // redelivered, its second delivery would be among them.
-        const last = `last-${uid()}`;
-        await bus.publish({ id: last, subject, payload: null });
-        await waitFor(() => seen.some(([id]) => id === last), "an event after the slow one's ack");
-        expect(seen.filter(([id]) => id === slow)).toEqual([[slow, 1]]);
+        // One event in flight: the next comes once the slow one is acked, and a redelivery of the
+        // slow one (its ack wait run out) would have come before it.
+        await expect.poll(() => seen.some(([id]) => id === next), { timeout: 5_000 }).toBe(true);
+        expect(seen).toEqual([
+          [slow, 1],
+          [next, 1],
+        ]);
       });
 
       it("dead-letters an event still failing deadLetterAfterMs after its first failure, goes on, and replays it to that consumer alone", async () => {

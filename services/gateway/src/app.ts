@@ -30,6 +30,7 @@ import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { ordersRoutes } from "./routes/orders.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
+import { deadLettersRoutes } from "./routes/dead-letters.ts";
 
 export interface AppOptions {
   /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */
@@ -85,6 +86,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   apiKeysRoutes(api, deps, { identity, plans });
   grantsRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
+  deadLettersRoutes(api, deps);
   historyRoutes(api, deps);
 
   healthRoutes(app, deps);
