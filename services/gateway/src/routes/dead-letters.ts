@@ -73,6 +73,7 @@ const deleteDeadLetter = (deps: GatewayDeps) =>
       operationId: "deleteDeadLetter",
       tags: ["Dead letters"],
       summary: "Discard a dead letter for good",
+      description: "The event is not handled by its consumer, now or later. Other consumers are not affected.",
       request: { params: DeadLetterIdParam },
       responses: { ...operatorResponses, ...notFound, 204: { description: "discarded" } },
     }),
