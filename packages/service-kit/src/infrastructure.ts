@@ -2,10 +2,11 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BlobStore, createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
-import { connectNatsBus, type MessageBus } from "@cheese/messaging";
+import { connectNatsBus, type DeadLetter, type MessageBus } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { BaseConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
+import { countDeadLetter } from "./metrics.ts";
 
 /** Which adapter each port got, for the start-up log line and /readyz. */
 export interface AdapterChoice {
@@ -72,7 +73,20 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
     );
   }
-  return connectNatsBus({ url: config.NATS_URL, name: service, ...(logger ? { logger } : {}) });
+  return connectNatsBus({
+    url: config.NATS_URL,
+    name: service,
+    ...busOptions(config),
+    ...(logger ? { logger } : {}),
+  });
+}
+
+/** What every bus of a process is made with, NATS or in-process: dead letters, timed and counted. */
+export function busOptions(config: Pick<BaseConfig, "DEAD_LETTER_AFTER">): {
+  deadLetterAfterMs: number;
+  onDeadLetter: (letter: DeadLetter) => void;
+} {
+  return { deadLetterAfterMs: config.DEAD_LETTER_AFTER, onDeadLetter: countDeadLetter };
 }
 
 export function describeAdapters(
