@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { type BaseConfig, connectBus } from "@cheese/service-kit";
+import { type BaseConfig, connectBus, createLogger } from "@cheese/service-kit";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
@@ -196,7 +196,11 @@ describe.skipIf(!executablePath)("in a browser", () => {
     it("lists an event a consumer kept failing under Dead letters, and replays it to that consumer alone, handled once", async () => {
       // A consumer of the system's bus (another service's, as far as the bus can tell) that gives
       // an event up after half a second of failures instead of DEAD_LETTER_AFTER's 24 h.
-      const bus = await connectBus({ NATS_URL: system.natsUrl() } as BaseConfig, "e2e-dead-letters");
+      const bus = await connectBus(
+        { NATS_URL: system.natsUrl() } as BaseConfig,
+        "e2e-dead-letters",
+        createLogger("e2e-dead-letters", "silent"),
+      );
       const consumer = `e2e-browser-${randomBytes(4).toString("hex")}`;
       const subject = "events.e2e.stock.counted";
       const eventId = `evt-${randomBytes(6).toString("hex")}`;
