@@ -193,7 +193,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect(await page.locator(`tr[data-order="${order.id}"]`).count()).toBe(0);
     });
 
-    it("lists an event a consumer kept failing under Dead letters, and replays it to that consumer alone, handled once", async () => {
+    it("lists an event a consumer kept failing under Event dead letters, and replays it to that consumer alone, handled once", async () => {
       // A consumer of the system's bus (another service's, as far as the bus can tell) that gives
       // an event up after half a second of failures instead of DEAD_LETTER_AFTER's 24 h.
       const bus = await connectBus(
@@ -219,7 +219,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       try {
         await bus.publish({ id: eventId, subject, payload: { sku: "comte-24", count: 12 } });
         const page = await signedIn();
-        await page.getByRole("link", { name: "Dead letters" }).click();
+        await page.getByRole("link", { name: "Event dead letters" }).click();
         const row = page.locator("tr", { hasText: eventId });
         await expect
           .poll(async () => (await page.reload()) && row.count(), { timeout: 15_000, interval: 250 })
@@ -229,7 +229,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
         expect(shown).toContain(subject);
         expect(shown).toContain("Error: warehouse offline");
         expect(shown).toContain("comte-24");
-        await screenshot(page, "console-dead-letters");
+        await screenshot(page, "console-event-dead-letters");
 
         broken = false;
         await row.getByRole("button", { name: "Replay" }).click();

@@ -18,7 +18,9 @@ export const consumerName = z
 export const DeadLetter = z
   .object({
     id: z.string().openapi({ description: "the dead letter's id; ids grow with time", example: "17" }),
-    consumer: consumerName.openapi({ description: "the durable consumer that failed it; a replay goes to it only" }),
+    consumer: consumerName.openapi({
+      description: "the durable consumer that failed it; a replay goes to it only",
+    }),
     event: z.object({
       id: z.string(),
       subject: z.string().openapi({ example: "events.catalogue.cheese.deleted" }),
@@ -27,7 +29,11 @@ export const DeadLetter = z
       publishedAt: dateTime,
     }),
     error: z.string().openapi({ description: "the last failure (at most 1,000 characters)" }),
-    deliveries: z.number().int().min(1).openapi({ description: "deliveries made before it was dead-lettered" }),
+    deliveries: z
+      .number()
+      .int()
+      .min(1)
+      .openapi({ description: "deliveries made before it was dead-lettered" }),
     firstFailedAt: dateTime,
     deadLetteredAt: dateTime,
   })

@@ -781,7 +781,10 @@ class NatsConsumer {
     );
     if (!this.failing.has(seq)) {
       this.failing.set(seq, now);
-      this.log.warn({ ...details, deliveryCount: event.deliveryCount, err }, "event handler failed; retrying");
+      this.log.warn(
+        { ...details, deliveryCount: event.deliveryCount, err },
+        "event handler failed; retrying",
+      );
     }
     if (now - firstFailedAt < (this.options.deadLetterAfterMs ?? this.letters.afterMs)) {
       m.nak(delayMs);

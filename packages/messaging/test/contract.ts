@@ -414,9 +414,7 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         });
         await bus.publish({ id: flaky, subject, payload: null });
         await bus.publish({ id: next, subject, payload: null });
-        await expect
-          .poll(() => handled, { timeout: 10_000, interval: 20 })
-          .toEqual([flaky, next]);
+        await expect.poll(() => handled, { timeout: 10_000, interval: 20 }).toEqual([flaky, next]);
         expect(deliveries.length).toBeGreaterThan(10);
         expect(deliveries).toEqual(deliveries.map((_, i) => i + 1));
         expect((await bus.deadLetters().list({ durable, limit: 10 })).items).toEqual([]);
@@ -467,7 +465,12 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
             },
           });
         }
-        await publisher.publish({ id: poisonA, subject, payload: { n: 1 }, headers: { "x-request-id": "r1" } });
+        await publisher.publish({
+          id: poisonA,
+          subject,
+          payload: { n: 1 },
+          headers: { "x-request-id": "r1" },
+        });
         await publisher.publish({ id: poisonB, subject, payload: { n: 2 } });
         await publisher.publish({ id: next, subject, payload: { n: 3 } });
         await expect.poll(() => handled[failing], { timeout: 10_000, interval: 20 }).toEqual([next]);

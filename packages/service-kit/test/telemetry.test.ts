@@ -279,7 +279,9 @@ describe("dead letters", () => {
     });
     try {
       const count = async () =>
-        metricValue(await metricsRegistry.metrics(), "cheese_event_dead_letters_total", { consumer: durable });
+        metricValue(await metricsRegistry.metrics(), "cheese_event_dead_letters_total", {
+          consumer: durable,
+        });
       expect(await count()).toBe(0);
       await bus.publish({ id: "w1", subject: "events.widgets.widget.made", payload: {} });
       await expect.poll(count, { timeout: 5_000 }).toBe(1);

@@ -23,6 +23,7 @@ import { MatchCache } from "./router.ts";
 import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
+import { deadLettersRoutes } from "./routes/dead-letters.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
@@ -30,7 +31,6 @@ import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { ordersRoutes } from "./routes/orders.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
-import { deadLettersRoutes } from "./routes/dead-letters.ts";
 
 export interface AppOptions {
   /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */

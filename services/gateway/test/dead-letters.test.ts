@@ -24,8 +24,11 @@ describe("dead letters over HTTP", () => {
   let broken = true;
   const handled: string[] = [];
 
-  const call = (method: string, path: string, headers: Record<string, string> = { "x-api-key": OPERATOR_KEY }) =>
-    gateway.app.request(`/v2${path}`, { method, headers });
+  const call = (
+    method: string,
+    path: string,
+    headers: Record<string, string> = { "x-api-key": OPERATOR_KEY },
+  ) => gateway.app.request(`/v2${path}`, { method, headers });
   const letters = async () => (await read(await call("GET", `/dead-letters?consumer=${consumer}`))).items;
 
   beforeAll(async () => {
@@ -92,7 +95,11 @@ describe("dead letters over HTTP", () => {
     });
     const listed = await call("GET", `/dead-letters?consumer=${consumer}&limit=1`);
     expect(listed.headers.get("cache-control")).toBe("no-store");
-    expect(await read(listed)).toMatchObject({ items: [{ id: kept.id }], hasMore: true, nextCursor: kept.id });
+    expect(await read(listed)).toMatchObject({
+      items: [{ id: kept.id }],
+      hasMore: true,
+      nextCursor: kept.id,
+    });
 
     broken = false;
     const replayed = await call("POST", `/dead-letters/${kept.id}/replay`);

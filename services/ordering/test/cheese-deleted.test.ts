@@ -1,6 +1,12 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { createMemoryReadModels, type FindOptions, type ReadModelStore } from "@cheese/read-models";
-import { contextFromHeaders, createLogger, type Projection, startProjection, systemClock } from "@cheese/service-kit";
+import {
+  contextFromHeaders,
+  createLogger,
+  type Projection,
+  startProjection,
+  systemClock,
+} from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";

@@ -94,7 +94,11 @@ export const notificationRpc = {
   listDeadLetters: defineRpc({
     subject: "notification.deadletter.list",
     request: z.object({ ...page, consumer: consumerName.optional() }),
-    response: z.object({ items: z.array(DeadLetter), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+    response: z.object({
+      items: z.array(DeadLetter),
+      nextCursor: z.string().nullable(),
+      hasMore: z.boolean(),
+    }),
   }),
   replayDeadLetter: defineRpc({
     subject: "notification.deadletter.replay",

@@ -150,7 +150,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           section === "orders"
             ? { href: "/console/orders", label: "← Orders" }
             : section === "dead-letters"
-              ? { href: "/console/dead-letters", label: "← Dead letters" }
+              ? { href: "/console/dead-letters", label: "← Event dead letters" }
               : { href: "/console/webhooks", label: "← All registrations" };
         return c.html(
           <ProblemPage

@@ -73,7 +73,8 @@ const deleteDeadLetter = (deps: GatewayDeps) =>
       operationId: "deleteDeadLetter",
       tags: ["Dead letters"],
       summary: "Discard a dead letter for good",
-      description: "The event is not handled by its consumer, now or later. Other consumers are not affected.",
+      description:
+        "The event is not handled by its consumer, now or later. Other consumers are not affected.",
       request: { params: DeadLetterIdParam },
       responses: { ...operatorResponses, ...notFound, 204: { description: "discarded" } },
     }),
@@ -83,7 +84,10 @@ export function deadLettersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDep
   api.openapi(listDeadLetters(deps), async (c) => {
     const { cursor, limit, consumer } = c.req.valid("query");
     c.header("Cache-Control", "no-store");
-    return c.json(await callService(deps, c, notificationRpc.listDeadLetters, { cursor, limit, consumer }), 200);
+    return c.json(
+      await callService(deps, c, notificationRpc.listDeadLetters, { cursor, limit, consumer }),
+      200,
+    );
   });
 
   api.openapi(replayDeadLetter(deps), async (c) => {

@@ -22,8 +22,8 @@ import type { MiddlewareHandler } from "hono";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
-import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { operatorResponses, operatorRoute } from "./operator.ts";
+import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { errorResponse, validationErrorResponse } from "./responses.ts";
 
 /** Webhooks are managed with operator API keys only (docs/webhooks.md). */

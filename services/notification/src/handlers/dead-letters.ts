@@ -20,7 +20,10 @@ export async function listDeadLetters(
 }
 
 /** Hands it back to the consumer that failed it; 404 if there is no such dead letter (any more). */
-export async function replayDeadLetter(letters: DeadLetters, id: string): Promise<{ id: string; consumer: string }> {
+export async function replayDeadLetter(
+  letters: DeadLetters,
+  id: string,
+): Promise<{ id: string; consumer: string }> {
   const letter = await letters.get(id);
   if (!letter || !(await letters.replay(id))) throw gone(id);
   return { id, consumer: letter.durable };

@@ -19,8 +19,12 @@ export function DeadLettersPage(props: {
 }) {
   const { session } = props;
   return (
-    <Layout title="Dead letters" signedIn={{ ...session, section: "dead-letters" }} notice={props.notice}>
-      <h1>Dead letters</h1>
+    <Layout
+      title="Event dead letters"
+      signedIn={{ ...session, section: "dead-letters" }}
+      notice={props.notice}
+    >
+      <h1>Event dead letters</h1>
       <p class="muted">
         Integration events a service kept failing to handle (retried meanwhile, with a backoff of up to 5
         minutes). Replay one once its cause is fixed: it goes to the consumer that failed it, and to no other.

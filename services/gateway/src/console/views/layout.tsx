@@ -48,7 +48,7 @@ export function Layout(props: PageFrame & { children: Child }) {
                   href="/console/dead-letters"
                   aria-current={signedIn.section === "dead-letters" ? "page" : undefined}
                 >
-                  Dead letters
+                  Event dead letters
                 </a>
                 <a href="/docs">API reference</a>
               </nav>
