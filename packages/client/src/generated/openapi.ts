@@ -696,7 +696,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Discard a dead letter for good */
+        /**
+         * Discard a dead letter for good
+         * @description The event is not handled by its consumer, now or later. Other consumers are not affected.
+         */
         delete: operations["deleteDeadLetter"];
         options?: never;
         head?: never;
@@ -8542,6 +8545,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "17",
+                     *           "consumer": "ordering-cheese-deleted",
+                     *           "event": {
+                     *             "id": "catalogue-cheese-42-3",
+                     *             "subject": "events.catalogue.cheese.deleted",
+                     *             "payload": {
+                     *               "cheeseId": 42
+                     *             },
+                     *             "headers": {
+                     *               "x-request-id": "0b6c4f9e-58a1-4d0c-9d55-3f5a1f2e7c11"
+                     *             },
+                     *             "publishedAt": "2026-03-02T08:00:00.000Z"
+                     *           },
+                     *           "error": "RemoteError: no reply on catalogue.cheese.get within 5000 ms",
+                     *           "deliveries": 301,
+                     *           "firstFailedAt": "2026-03-02T08:00:00.000Z",
+                     *           "deadLetteredAt": "2026-03-03T08:00:04.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null,
+                     *       "hasMore": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeadLetterList"];
                 };
             };
@@ -8644,6 +8674,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "17",
+                     *       "consumer": "ordering-cheese-deleted"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeadLetterReplayed"];
                 };
             };
