@@ -50,6 +50,11 @@ export const DeadLetterList = z
 
 export const DeadLetterListQuery = z.object({
   ...pageQuery,
+  cursor: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/)
+    .optional()
+    .openapi({ description: "cursor from a previous response (its nextCursor)" }),
   consumer: consumerName.optional().openapi({ description: "only this consumer's dead letters" }),
 });
 

@@ -7,7 +7,7 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { connect, nanos } from "nats";
+import { AckPolicy, connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
 import { messageBusContract } from "./contract.ts";
@@ -38,6 +38,38 @@ describe("NATS adapter specifics", () => {
       expect(info.config.storage).toBe("file");
       await (await connectNatsBus({ url: server.url, name: "cfg2", duplicateWindowMs: 120_000 })).close();
       expect((await jsm.streams.info("EVENTS")).config.duplicate_window).toBe(nanos(120_000));
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
+  it("takes over a durable made before events were never given up on (max_deliver 10): it no longer drops an event", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "upgrade", logger: silentLogger });
+    const durable = `upgraded-${Date.now()}`;
+    const subject = `events.upgrade${Date.now()}.thing.happened`;
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.consumers.add("EVENTS", {
+        durable_name: durable,
+        filter_subject: subject,
+        ack_policy: AckPolicy.Explicit,
+        max_deliver: 10,
+      });
+      const deliveries: number[] = [];
+      bus.consume({
+        durable,
+        subjects: [subject],
+        maxRedeliveryDelayMs: 50,
+        handler: async (event) => {
+          deliveries.push(event.deliveryCount);
+          if (event.deliveryCount <= 12) throw new Error("not yet");
+        },
+      });
+      await bus.publish({ id: `e-${Date.now()}`, subject, payload: null });
+      await expect.poll(() => deliveries.at(-1), { timeout: 10_000 }).toBe(13);
+      expect((await jsm.consumers.info("EVENTS", durable)).config.max_deliver).toBe(-1);
     } finally {
       await bus.close();
       await nc.close();

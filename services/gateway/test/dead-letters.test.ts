@@ -121,7 +121,9 @@ describe("dead letters over HTTP", () => {
     for (const path of ["/dead-letters/abc/replay", "/dead-letters/0/replay"]) {
       expect((await call("POST", path)).status).toBe(400);
     }
-    expect((await call("GET", "/dead-letters?consumer=a.b")).status).toBe(400);
+    for (const query of ["consumer=a.b", "cursor=garbage", "limit=0"]) {
+      expect((await call("GET", `/dead-letters?${query}`)).status, query).toBe(400);
+    }
     // The event after them went through, and nothing came twice.
     await service.publish({ id: "evt-after", subject, payload: { customerId: 3 } });
     await expect.poll(() => handled).toEqual(["evt-kept-failing", "evt-after"]);
