@@ -76,6 +76,40 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("redelivers after ackWaitMs an event whose client went away without acking it (a crashed process)", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "survivor", logger: silentLogger });
+    const durable = `crashed-${Date.now()}`;
+    const subject = `events.crash${Date.now()}.thing.happened`;
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.consumers.add("EVENTS", {
+        durable_name: durable,
+        filter_subject: subject,
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: nanos(500),
+      });
+      await bus.publish({ id: `e-${Date.now()}`, subject, payload: null });
+      // A client takes the event and is gone without a word (no ack, no nak, no working).
+      const taken = await (await nc.jetstream().consumers.get("EVENTS", durable)).next({ expires: 5_000 });
+      expect(taken?.info.deliveryCount).toBe(1);
+      await nc.close();
+      const started = Date.now();
+      const deliveries: number[] = [];
+      bus.consume({
+        durable,
+        subjects: [subject],
+        ackWaitMs: 500,
+        handler: async (event) => void deliveries.push(event.deliveryCount),
+      });
+      await expect.poll(() => deliveries, { timeout: 5_000 }).toEqual([2]);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await bus.close();
+      if (!nc.isClosed()) await nc.close();
+    }
+  });
+
   it("answers a request whose body is not JSON with a 400 bad_request envelope", async () => {
     const bus = await connectNatsBus({ url: server.url, name: "svc", logger: silentLogger });
     const nc = await connect({ servers: server.url });
