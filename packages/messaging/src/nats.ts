@@ -746,7 +746,13 @@ class NatsConsumer {
     this.newest.set(seq, Math.max(this.newest.get(seq) ?? 0, deliveryCount));
     // A handler taking longer than the ack wait keeps its event: the server hears it is working.
     const working = setInterval(
-      () => m.working(),
+      () => {
+        try {
+          m.working();
+        } catch {
+          // The connection closed under the handler: the event is redelivered after its ack wait.
+        }
+      },
       workingIntervalMs(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     );
     try {
