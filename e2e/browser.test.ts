@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { type BaseConfig, connectBus, createLogger } from "@cheese/service-kit";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
@@ -190,6 +191,54 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect(await page.getByRole("status").textContent()).toContain(`Order #${order.id} delivered`);
       expect(await statusOf()).toBe("delivered");
       expect(await page.locator(`tr[data-order="${order.id}"]`).count()).toBe(0);
+    });
+
+    it("lists an event a consumer kept failing under Event dead letters, and replays it to that consumer alone, handled once", async () => {
+      // A consumer of the system's bus (another service's, as far as the bus can tell) that gives
+      // an event up after half a second of failures instead of DEAD_LETTER_AFTER's 24 h.
+      const bus = await connectBus(
+        { NATS_URL: system.natsUrl() } as BaseConfig,
+        "e2e-dead-letters",
+        createLogger("e2e-dead-letters", "silent"),
+      );
+      const consumer = `e2e-browser-${randomBytes(4).toString("hex")}`;
+      const subject = "events.e2e.stock.counted";
+      const eventId = `evt-${randomBytes(6).toString("hex")}`;
+      let broken = true;
+      const handled: string[] = [];
+      bus.consume({
+        durable: consumer,
+        subjects: [subject],
+        maxRedeliveryDelayMs: 100,
+        deadLetterAfterMs: 500,
+        handler: async (event) => {
+          if (broken) throw new Error("warehouse offline");
+          handled.push(event.id);
+        },
+      });
+      try {
+        await bus.publish({ id: eventId, subject, payload: { sku: "comte-24", count: 12 } });
+        const page = await signedIn();
+        await page.getByRole("link", { name: "Event dead letters" }).click();
+        const row = page.locator("tr", { hasText: eventId });
+        await expect
+          .poll(async () => (await page.reload()) && row.count(), { timeout: 15_000, interval: 250 })
+          .toBe(1);
+        const shown = await row.textContent();
+        expect(shown).toContain(consumer);
+        expect(shown).toContain(subject);
+        expect(shown).toContain("Error: warehouse offline");
+        expect(shown).toContain("comte-24");
+        await screenshot(page, "console-event-dead-letters");
+
+        broken = false;
+        await row.getByRole("button", { name: "Replay" }).click();
+        expect(await page.getByRole("status").textContent()).toContain(`replayed to ${consumer}`);
+        expect(await page.locator("tr", { hasText: eventId }).count()).toBe(0);
+        await expect.poll(() => handled, { timeout: 10_000 }).toEqual([eventId]);
+      } finally {
+        await bus.close();
+      }
     });
 
     /** A new browser, signed in, on the registrations page. */

@@ -68,7 +68,13 @@ async function main(): Promise<{ stop(): Promise<void> }> {
     );
     // Loaded only here: in multi-process mode the launcher holds no service code, bus or store.
     const { runSingleProcess } = await import("./single-process.ts");
-    const running = await runSingleProcess(serviceNames, env, config.LOG_LEVEL, write);
+    const running = await runSingleProcess(
+      serviceNames,
+      env,
+      config.LOG_LEVEL,
+      write,
+      config.DEAD_LETTER_AFTER,
+    );
     log.info({ url: gatewayUrl(config) }, `ready on ${gatewayUrl(config)}`);
     onReady();
     return running;

@@ -1,5 +1,5 @@
 import { createInProcessBus } from "@cheese/messaging";
-import { createLogger, type RunningService, type StartOptions } from "@cheese/service-kit";
+import { busOptions, createLogger, type RunningService, type StartOptions } from "@cheese/service-kit";
 import type { ServiceName } from "./config.ts";
 import { type LineWriter, lineDestination } from "./output.ts";
 
@@ -23,12 +23,16 @@ export async function runSingleProcess(
   env: Record<string, string | undefined>,
   logLevel: string,
   write: LineWriter,
+  deadLetterAfterMs: number,
 ): Promise<{ stop(): Promise<void> }> {
   // On a terminal every service's lines go through the launcher's pretty printer; otherwise
   // straight to stdout, the JSON a log shipper reads.
   const logger = (name: string) =>
     createLogger(name, logLevel, process.stdout.isTTY ? lineDestination(name, write) : undefined);
-  const bus = createInProcessBus({ logger: logger("bus") });
+  const bus = createInProcessBus({
+    logger: logger("bus"),
+    ...busOptions({ DEAD_LETTER_AFTER: deadLetterAfterMs }),
+  });
   const running: RunningService[] = [];
   for (const name of services) {
     const start = await starters[name]();

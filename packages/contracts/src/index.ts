@@ -1,5 +1,6 @@
 export * from "./cheese.ts";
 export * from "./customer.ts";
+export * from "./dead-letter.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./history.ts";

@@ -2,15 +2,24 @@
  * The in-process bus: the single-process fallback (no nats-server) and a fast test double.
  * Observable behaviour matches the NATS adapter: JSON copies of payloads, reply envelopes,
  * queue groups served round robin, dedup by event id, durable consumers with at-least-once
- * delivery in publish order (`maxInFlight` events in flight per durable, one by default), KV
- * with revisions and CAS, and notice channels with sequences and barriers.
+ * delivery in publish order (`maxInFlight` events in flight per durable, one by default), rejected
+ * events retried with a capped backoff and dead-lettered after `deadLetterAfterMs`, KV with
+ * revisions and CAS, and notice channels with sequences and barriers. A handler runs in this
+ * process, so it is never abandoned while it runs (as the NATS adapter keeps extending a running
+ * handler's ack wait).
  *
  * Everything lives in memory. In single-process mode durability comes from the event store:
  * publishers republish from their checkpoint at start (dedup makes that harmless) and
  * consumers are idempotent by event id.
  */
 import { pastDeadline, withDeadline } from "./deadline.ts";
-import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
+import {
+  DEFAULT_DEAD_LETTER_AFTER_MS,
+  DEFAULT_MAX_REDELIVERY_DELAY_MS,
+  failureText,
+  noStreamFor,
+  redeliveryDelayMs,
+} from "./delivery.ts";
 import { copyJson } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS } from "./notices.ts";
@@ -18,6 +27,9 @@ import {
   type Closable,
   type ConsumeOptions,
   closedForRequests,
+  type DeadLetter,
+  type DeadLetterListener,
+  type DeadLetters,
   type DeliveredEvent,
   type Follower,
   type FollowHandlers,
@@ -45,6 +57,9 @@ export interface InProcessBrokerOptions {
   duplicateWindowMs?: number;
   /** Oldest events are dropped beyond this many, like a stream's max_msgs (default 100 000). */
   maxEvents?: number;
+  /** A consumer's default `deadLetterAfterMs` (24 h). */
+  deadLetterAfterMs?: number;
+  onDeadLetter?: DeadLetterListener;
   logger?: BusLogger;
 }
 
@@ -87,13 +102,18 @@ interface Member {
 }
 
 /**
- * An event a durable is working on; it stays pending until acked or dropped, and holds one of the
- * durable's `maxInFlight` places (with one place, that keeps order).
+ * An event a durable is working on; it stays pending until acked or dead-lettered, and holds one
+ * of the durable's `maxInFlight` places (with one place, that keeps order). A replayed dead
+ * letter is keyed by its letter's negated id, apart from the stream's sequences.
  */
 interface Pending {
+  key: number;
   event: StoredEvent;
   deliveries: number;
+  /** A delivery is with a member (its handler running), or a redelivery is waiting its turn. */
+  busy: boolean;
   timer?: NodeJS.Timeout;
+  firstFailedAt?: number;
 }
 
 /** A notice channel: its last sequence, and its followers' delivery functions. */
@@ -105,9 +125,11 @@ interface Channel {
 interface Durable {
   name: string;
   subjects: string[];
-  ackWaitMs: number;
-  maxDeliver: number;
+  maxRedeliveryDelayMs: number;
+  deadLetterAfterMs: number;
   maxInFlight: number;
+  /** Dead letters replayed to this durable, waiting for a place. */
+  replays: Pending[];
   /** The next stored event to look at for this durable. */
   nextSeq: number;
   members: Member[];
@@ -128,11 +150,17 @@ class Broker {
   private readonly channels = new Map<string, Channel>();
   private readonly duplicateWindowMs: number;
   private readonly maxEvents: number;
+  private readonly deadLetterAfterMs: number;
+  private readonly onDeadLetter: DeadLetterListener | undefined;
+  private readonly letters = new Map<number, DeadLetter>();
+  private lastLetter = 0;
 
   constructor(options: InProcessBrokerOptions) {
     this.log = options.logger ?? consoleLogger;
     this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
     this.maxEvents = options.maxEvents ?? 100_000;
+    this.deadLetterAfterMs = options.deadLetterAfterMs ?? DEFAULT_DEAD_LETTER_AFTER_MS;
+    this.onDeadLetter = options.onDeadLetter;
   }
 
   addResponder(responder: Responder): () => void {
@@ -172,47 +200,60 @@ class Broker {
     for (const durable of this.durables.values()) this.pump(durable);
   }
 
-  join(options: ConsumeOptions, member: Member): () => void {
-    let d = this.durables.get(options.durable);
+  /** The durable of that name; a new one starts at the oldest retained event (deliver-all). */
+  private durable(name: string): Durable {
+    let d = this.durables.get(name);
     if (!d) {
-      // A new durable starts at the oldest retained event (deliver-all).
       d = {
-        name: options.durable,
+        name,
         subjects: [],
-        ackWaitMs: 0,
-        maxDeliver: 0,
+        maxRedeliveryDelayMs: DEFAULT_MAX_REDELIVERY_DELAY_MS,
+        deadLetterAfterMs: this.deadLetterAfterMs,
         maxInFlight: 1,
+        replays: [],
         nextSeq: 1,
         members: [],
         turn: 0,
         pending: new Map(),
       };
-      this.durables.set(d.name, d);
+      this.durables.set(name, d);
     }
+    return d;
+  }
+
+  join(options: ConsumeOptions, member: Member): () => void {
+    const durable = this.durable(options.durable);
     // Like re-adding a NATS durable: the latest options win.
-    d.subjects = options.subjects;
-    d.ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
-    d.maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
-    d.maxInFlight = Math.max(1, options.maxInFlight ?? 1);
-    d.members.push(member);
-    const durable = d;
-    // Events taken while no member was there wait for one (no ack timer runs for them).
-    for (const p of durable.pending.values()) if (p.timer === undefined) this.deliver(durable, p);
+    durable.subjects = options.subjects;
+    durable.maxRedeliveryDelayMs = options.maxRedeliveryDelayMs ?? DEFAULT_MAX_REDELIVERY_DELAY_MS;
+    durable.deadLetterAfterMs = options.deadLetterAfterMs ?? this.deadLetterAfterMs;
+    durable.maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    durable.members.push(member);
+    // Events taken while no member was there wait for one.
+    for (const p of durable.pending.values()) if (!p.busy) this.deliver(durable, p);
     this.pump(durable);
     return () => {
       durable.members = durable.members.filter((m) => m !== member);
     };
   }
 
-  /** Takes the next events of the durable's subjects, in stream order, while it has places free. */
+  /**
+   * Takes replayed dead letters first, then the next events of the durable's subjects in stream
+   * order, while it has places free.
+   */
   private pump(d: Durable): void {
+    while (d.replays.length > 0 && d.pending.size < d.maxInFlight) {
+      const p = d.replays.shift()!;
+      d.pending.set(p.key, p);
+      this.deliver(d, p);
+    }
     const first = this.events[0]?.seq ?? this.lastSeq + 1;
     for (let i = Math.max(0, d.nextSeq - first); i < this.events.length; i++) {
       if (d.pending.size >= d.maxInFlight) return;
       const event = this.events[i]!;
       d.nextSeq = event.seq + 1;
       if (d.subjects.some((s) => subjectMatches(s, event.subject))) {
-        const p: Pending = { event, deliveries: 0 };
+        const p: Pending = { key: event.seq, event, deliveries: 0, busy: false };
         d.pending.set(event.seq, p);
         this.deliver(d, p);
       }
@@ -221,54 +262,74 @@ class Broker {
   }
 
   private isPending(d: Durable, p: Pending): boolean {
-    return d.pending.get(p.event.seq) === p;
+    return d.pending.get(p.key) === p;
   }
 
   /** Hands a pending event to the next member; with no member it waits for one to join. */
   private deliver(d: Durable, p: Pending): void {
     clearTimeout(p.timer);
     p.timer = undefined;
+    p.busy = false;
     if (d.members.length === 0) return;
+    p.busy = true;
     const member = d.members[d.turn++ % d.members.length]!;
     const n = ++p.deliveries;
-    p.timer = setTimeout(() => {
-      if (this.isPending(d, p) && p.deliveries === n) this.retryOrDrop(d, p, "ack wait expired", 0);
-    }, d.ackWaitMs).unref();
     const { id, subject, payload, headers, publishedAt } = p.event;
     member.run({ ...copyJson({ id, subject, payload, headers }), publishedAt, deliveryCount: n }).then(
       () => {
-        // Any delivery's ack settles the event, even one that outlived its ack wait.
-        if (!this.isPending(d, p)) return;
-        clearTimeout(p.timer);
-        this.advance(d, p);
+        if (this.isPending(d, p)) this.advance(d, p);
       },
       (err) => {
-        if (this.isPending(d, p) && p.deliveries === n) this.retryOrDrop(d, p, err, redeliveryDelayMs(n));
+        if (this.isPending(d, p) && p.deliveries === n) this.retryOrDeadLetter(d, p, err);
       },
     );
   }
 
-  private retryOrDrop(d: Durable, p: Pending, reason: unknown, delayMs: number): void {
-    clearTimeout(p.timer);
+  private retryOrDeadLetter(d: Durable, p: Pending, reason: unknown): void {
+    const now = Date.now();
+    p.firstFailedAt ??= now;
     const details = {
       durable: d.name,
       subject: p.event.subject,
       eventId: p.event.id,
       deliveryCount: p.deliveries,
     };
-    if (p.deliveries >= d.maxDeliver) {
-      this.log.error({ ...details, err: reason }, "event dropped after its last delivery");
+    if (now - p.firstFailedAt >= d.deadLetterAfterMs) {
+      const letter = this.park(d.name, p, reason, now);
+      this.log.error({ ...details, err: reason, deadLetter: letter.id }, "event dead-lettered");
+      this.onDeadLetter?.(letter);
       this.advance(d, p);
       return;
     }
-    this.log.warn({ ...details, err: reason }, "event not acked; will redeliver");
-    p.timer = setTimeout(() => {
-      if (this.isPending(d, p)) this.deliver(d, p);
-    }, delayMs).unref();
+    // Once, not at every retry: an outage would otherwise log a line per event every few minutes.
+    if (p.deliveries === 1) this.log.warn({ ...details, err: reason }, "event handler failed; retrying");
+    p.timer = setTimeout(
+      () => {
+        if (this.isPending(d, p)) this.deliver(d, p);
+      },
+      redeliveryDelayMs(p.deliveries, d.maxRedeliveryDelayMs),
+    ).unref();
+  }
+
+  private park(durable: string, p: Pending, reason: unknown, now: number): DeadLetter {
+    const id = ++this.lastLetter;
+    const { id: eventId, subject, payload, headers, publishedAt } = p.event;
+    const letter: DeadLetter = {
+      id: String(id),
+      durable,
+      event: copyJson({ id: eventId, subject, payload, headers, publishedAt }),
+      error: failureText(reason),
+      deliveries: p.deliveries,
+      firstFailedAt: new Date(p.firstFailedAt ?? now).toISOString(),
+      deadLetteredAt: new Date(now).toISOString(),
+    };
+    this.letters.set(id, letter);
+    return copyJson(letter);
   }
 
   private advance(d: Durable, p: Pending): void {
-    d.pending.delete(p.event.seq);
+    clearTimeout(p.timer);
+    d.pending.delete(p.key);
     this.pump(d);
   }
 
@@ -280,6 +341,32 @@ class Broker {
     }
     return channel;
   }
+
+  readonly deadLetters: DeadLetters = {
+    list: async ({ after, limit, durable }) => {
+      const from = after === undefined ? 0 : Number(after);
+      const matching = [...this.letters.values()].filter(
+        (l) => Number(l.id) > from && (durable === undefined || l.durable === durable),
+      );
+      const items = matching.slice(0, limit).map((l) => copyJson(l));
+      return matching.length > limit ? { items, next: items.at(-1)!.id } : { items };
+    },
+    get: async (id) => {
+      const letter = this.letters.get(Number(id));
+      return letter && copyJson(letter);
+    },
+    replay: async (id) => {
+      const letter = this.letters.get(Number(id));
+      if (!letter) return false;
+      this.letters.delete(Number(id));
+      const d = this.durable(letter.durable);
+      const event: StoredEvent = { seq: -Number(id), ...copyJson(letter.event) };
+      d.replays.push({ key: -Number(id), event, deliveries: 0, busy: false });
+      this.pump(d);
+      return true;
+    },
+    delete: async (id) => this.letters.delete(Number(id)),
+  };
 
   bucket(name: string, ttlMs: number | undefined): Bucket {
     let bucket = this.buckets.get(name);
@@ -488,6 +575,10 @@ class InProcessBus implements MessageBus {
       },
       watch: (pattern, onChange) => this.register(store.watch(pattern, onChange)),
     };
+  }
+
+  deadLetters(): DeadLetters {
+    return this.broker.deadLetters;
   }
 
   onConnectionChange(): Closable {

@@ -20,7 +20,15 @@ import {
   type StreamConfig,
 } from "nats";
 import { pastDeadline, withDeadline } from "./deadline.ts";
-import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_DELIVER, noStreamFor, redeliveryDelayMs } from "./delivery.ts";
+import {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_DEAD_LETTER_AFTER_MS,
+  DEFAULT_MAX_REDELIVERY_DELAY_MS,
+  failureText,
+  noStreamFor,
+  redeliveryDelayMs,
+  workingIntervalMs,
+} from "./delivery.ts";
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
@@ -29,6 +37,10 @@ import {
   type Closable,
   type ConsumeOptions,
   closedForRequests,
+  type DeadLetter,
+  type DeadLetterListener,
+  type DeadLetterPage,
+  type DeadLetters,
   type DeliveredEvent,
   type Follower,
   type FollowHandlers,
@@ -70,6 +82,9 @@ export interface NatsBusOptions {
   eventsMaxBytes?: number;
   /** The contents of a NATS `.creds` file (a user's JWT and nkey seed); unset: no credentials. */
   credentials?: Uint8Array;
+  /** A consumer's default `deadLetterAfterMs` (24 h). */
+  deadLetterAfterMs?: number;
+  onDeadLetter?: DeadLetterListener;
   logger?: BusLogger;
 }
 
@@ -224,7 +239,12 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
       max_age: nanos(maxAgeMs),
       max_bytes: options.eventsMaxBytes ?? DEFAULT_EVENTS_MAX_BYTES,
     });
-    return new NatsBus(nc, jsm, nc.jetstream(), stream, streams, log);
+    const js = nc.jetstream();
+    const letters = new NatsDeadLetters(jsm, js, streams, {
+      afterMs: options.deadLetterAfterMs ?? DEFAULT_DEAD_LETTER_AFTER_MS,
+      ...(options.onDeadLetter ? { listener: options.onDeadLetter } : {}),
+    });
+    return new NatsBus(nc, jsm, js, stream, streams, log, letters);
   } catch (error) {
     await nc.close();
     throw error;
@@ -373,6 +393,7 @@ class NatsBus implements MessageBus {
     private readonly stream: string,
     private readonly streams: StreamSettings,
     private readonly log: BusLogger,
+    private readonly letters: NatsDeadLetters,
   ) {
     void (async () => {
       for await (const status of nc.status()) {
@@ -508,18 +529,30 @@ class NatsBus implements MessageBus {
     }
   }
 
+  /**
+   * Two pull consumers of the same durable name: one on the EVENTS stream, one on the dead
+   * letters replayed to this durable (see {@link NatsDeadLetters}).
+   */
   consume(options: ConsumeOptions): Closable {
-    const consumer = new NatsConsumer(
-      this.nc,
-      this.jsm,
-      this.js,
-      this.stream,
-      options,
-      this.log,
-      this.whileUp,
-      this.link,
+    const consumers = [eventsSource(this.stream, options.subjects), replaySource(options.durable)].map(
+      (source) =>
+        new NatsConsumer(
+          this.nc,
+          this.jsm,
+          this.js,
+          source,
+          options,
+          this.log,
+          this.whileUp,
+          this.link,
+          this.letters,
+        ),
     );
-    return this.register({ close: () => consumer.close() });
+    return this.register({ close: async () => void (await Promise.all(consumers.map((c) => c.close()))) });
+  }
+
+  deadLetters(): DeadLetters {
+    return this.letters;
   }
 
   async broadcast(subject: string, payload: unknown): Promise<void> {
@@ -749,6 +782,46 @@ class ReplyInbox {
   }
 }
 
+/** Where a {@link NatsConsumer} pulls from, and how it reads an event out of a message. */
+interface ConsumerSource {
+  stream: string;
+  subjects: string[];
+  /** Whether the message holds one of the consumer's events (old servers filter coarsely). */
+  wanted(m: JsMsg): boolean;
+  decode(m: JsMsg): Omit<DeliveredEvent, "deliveryCount">;
+  /** A replayed dead letter leaves its stream once handled or dead-lettered again. */
+  removeWhenSettled: boolean;
+}
+
+function eventsSource(stream: string, subjects: string[]): ConsumerSource {
+  return {
+    stream,
+    subjects,
+    wanted: (m) => subjects.some((s) => subjectMatches(s, m.subject)),
+    decode: (m) => {
+      const all = fromNatsHeaders(m.headers);
+      const id = all[EVENT_ID_HEADER] ?? m.headers?.get("Nats-Msg-Id") ?? String(m.seq);
+      const headers = Object.fromEntries(
+        Object.entries(all).filter(([k]) => k !== EVENT_ID_HEADER && !k.startsWith("Nats-")),
+      );
+      const publishedAt = new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString();
+      return { id, subject: m.subject, payload: decodeJson(m.data), headers, publishedAt };
+    },
+    removeWhenSettled: false,
+  };
+}
+
+function replaySource(durable: string): ConsumerSource {
+  const subject = `${REPLAY_SUBJECT}.${durable}`;
+  return {
+    stream: DEAD_LETTER_STREAM,
+    subjects: [subject],
+    wanted: () => true,
+    decode: (m) => (decodeJson(m.data) as Omit<DeadLetter, "id">).event,
+    removeWhenSettled: true,
+  };
+}
+
 /**
  * A durable pull consumer. `max_ack_pending` is the consumer's `maxInFlight` (default 1): with 1
  * it keeps publish order even across redeliveries and across the replicas sharing the durable
@@ -767,19 +840,28 @@ class NatsConsumer {
    * nak its successor (a redelivery after the ack wait, handled while the stale one still runs).
    */
   private readonly newest = new Map<number, number>();
+  /**
+   * When this process first saw each event in hand rejected. Kept in memory: after a restart, or
+   * on another replica, the dead-letter time counts from the first rejection seen there (later,
+   * never earlier).
+   */
+  private readonly failing = new Map<number, number>();
   /** Resolved by `close`, so a loop waiting for the connection stops waiting. */
   private readonly closed = signal();
+  private readonly stream: string;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
-    private readonly stream: string,
+    private readonly source: ConsumerSource,
     private readonly options: ConsumeOptions,
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
     private readonly link: Link,
+    private readonly letters: NatsDeadLetters,
   ) {
+    this.stream = source.stream;
     this.done = this.run();
   }
 
@@ -815,6 +897,8 @@ class NatsConsumer {
       if (this.closing) return;
       const lost = this.link.lost();
       try {
+        if (this.source.stream === DEAD_LETTER_STREAM)
+          await unlessLost(this.letters.ensureStream(), lost, `consumer ${this.options.durable}`);
         await unlessLost(this.ensureDurable(), lost, `consumer ${this.options.durable}`);
         const consumer = await unlessLost(
           this.js.consumers.get(this.stream, this.options.durable),
@@ -856,7 +940,7 @@ class NatsConsumer {
 
   /** Multiple filter subjects need nats-server 2.10; older servers get one filter or the whole stream. */
   private filter(): { filter_subject?: string; filter_subjects?: string[] } {
-    const { subjects } = this.options;
+    const { subjects } = this.source;
     if (subjects.length === 1) return { filter_subject: subjects[0]! };
     const [major = 0, minor = 0] = (this.nc.info?.version ?? "0.0").split(".").map(Number);
     if (major > 2 || (major === 2 && minor >= 10)) return { filter_subjects: subjects };
@@ -864,14 +948,14 @@ class NatsConsumer {
   }
 
   private async ensureDurable(): Promise<void> {
-    const maxDeliver = this.options.maxDeliver ?? DEFAULT_MAX_DELIVER;
     await this.jsm.consumers.add(this.stream, {
       durable_name: this.options.durable,
       ...this.filter(),
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
-      max_deliver: maxDeliver,
+      // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
+      max_deliver: -1,
       // Adding an existing durable with another max_ack_pending updates it (an editable field).
       max_ack_pending: this.maxInFlight,
     });
@@ -880,19 +964,13 @@ class NatsConsumer {
   private async handle(m: JsMsg): Promise<void> {
     const deliveryCount = m.info.deliveryCount;
     const base = { durable: this.options.durable, subject: m.subject, seq: m.seq, deliveryCount };
-    if (!this.options.subjects.some((s) => subjectMatches(s, m.subject))) {
+    if (!this.source.wanted(m)) {
       m.ack(); // only on old servers, whose single filter is the whole stream
       return;
     }
     let event: DeliveredEvent;
     try {
-      const all = fromNatsHeaders(m.headers);
-      const id = all[EVENT_ID_HEADER] ?? m.headers?.get("Nats-Msg-Id") ?? String(m.seq);
-      const headers = Object.fromEntries(
-        Object.entries(all).filter(([k]) => k !== EVENT_ID_HEADER && !k.startsWith("Nats-")),
-      );
-      const publishedAt = new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString();
-      event = { id, subject: m.subject, payload: decodeJson(m.data), headers, deliveryCount, publishedAt };
+      event = { ...this.source.decode(m), deliveryCount };
     } catch (err) {
       this.log.error({ ...base, err }, "undecodable event dropped");
       m.term();
@@ -900,22 +978,89 @@ class NatsConsumer {
     }
     const seq = m.info.streamSequence;
     this.newest.set(seq, Math.max(this.newest.get(seq) ?? 0, deliveryCount));
+    // A handler taking longer than the ack wait keeps its event: the server hears it is working.
+    const working = setInterval(
+      () => {
+        try {
+          m.working();
+        } catch {
+          // The connection closed under the handler: the event is redelivered after its ack wait.
+        }
+      },
+      workingIntervalMs(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+    );
     try {
       await this.options.handler(event);
     } catch (err) {
       if ((this.newest.get(seq) ?? 0) > deliveryCount) return;
-      if (deliveryCount >= (this.options.maxDeliver ?? DEFAULT_MAX_DELIVER)) {
-        this.log.error({ ...base, err, eventId: event.id }, "event dropped after its last delivery");
-        m.term();
-      } else {
-        this.log.warn({ ...base, err, eventId: event.id }, "event handler failed; will redeliver");
-        m.nak(redeliveryDelayMs(deliveryCount));
-      }
+      await this.retryOrDeadLetter(m, event, err);
       return;
     } finally {
+      clearInterval(working);
       if (this.newest.get(seq) === deliveryCount) this.newest.delete(seq);
     }
+    this.failing.delete(seq);
     await this.confirmAck(m);
+    if (this.source.removeWhenSettled) await this.letters.remove(m.seq).catch(() => {});
+  }
+
+  /**
+   * Redelivers a rejected event after a backoff (capped), for as long as `deadLetterAfterMs`
+   * from its first rejection; then parks it in the dead letters and terminates it here. The
+   * first rejection is logged, not every retry; a dead letter once. Should the dead letter not
+   * be stored (NATS unreachable), the event stays and is tried again.
+   */
+  private async retryOrDeadLetter(m: JsMsg, event: DeliveredEvent, err: unknown): Promise<void> {
+    const seq = m.info.streamSequence;
+    const now = Date.now();
+    const firstFailedAt = this.failing.get(seq) ?? now;
+    const details = { durable: this.options.durable, subject: event.subject, eventId: event.id };
+    const delayMs = redeliveryDelayMs(
+      event.deliveryCount,
+      this.options.maxRedeliveryDelayMs ?? DEFAULT_MAX_REDELIVERY_DELAY_MS,
+    );
+    if (!this.failing.has(seq)) {
+      this.failing.set(seq, now);
+      this.log.warn(
+        { ...details, deliveryCount: event.deliveryCount, err },
+        "event handler failed; retrying",
+      );
+    }
+    if (now - firstFailedAt < (this.options.deadLetterAfterMs ?? this.letters.afterMs)) {
+      m.nak(delayMs);
+      return;
+    }
+    let letter: DeadLetter;
+    try {
+      letter = await this.letters.park(
+        {
+          durable: this.options.durable,
+          event: {
+            id: event.id,
+            subject: event.subject,
+            payload: event.payload,
+            headers: event.headers,
+            publishedAt: event.publishedAt,
+          },
+          error: failureText(err),
+          deliveries: event.deliveryCount,
+          firstFailedAt: new Date(firstFailedAt).toISOString(),
+          deadLetteredAt: new Date(now).toISOString(),
+        },
+        `${this.stream}:${seq}:${firstFailedAt}`,
+      );
+    } catch (parkError) {
+      this.log.warn({ ...details, err: parkError }, "could not store a dead letter; the event stays");
+      m.nak(delayMs);
+      return;
+    }
+    this.failing.delete(seq);
+    this.log.error(
+      { ...details, deliveryCount: event.deliveryCount, err, deadLetter: letter.id },
+      "event dead-lettered",
+    );
+    m.term();
+    if (this.source.removeWhenSettled) await this.letters.remove(m.seq).catch(() => {});
   }
 
   /**
@@ -1083,6 +1228,135 @@ class NatsFollower {
       }
     }
   }
+}
+
+/** The stream of dead letters: `deadletters.parked.<durable>` and `deadletters.replay.<durable>`. */
+const DEAD_LETTER_STREAM = "DEAD_LETTERS";
+const PARKED_SUBJECT = "deadletters.parked";
+const REPLAY_SUBJECT = "deadletters.replay";
+const NO_MESSAGE_FOUND = 10037;
+/** A durable's name is one subject token. */
+const DURABLE_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Dead letters in a JetStream stream of their own (file storage, no limits: nothing in it is
+ * dropped but by an operator). A parked letter is a message under `deadletters.parked.<durable>`
+ * whose body is the {@link DeadLetter} without its id, which is the message's sequence. Replaying
+ * it republishes that body under `deadletters.replay.<durable>`, which the durable's consumers
+ * also pull (a consumer of the same name on this stream), and removes the parked message; a
+ * replayed message is removed once handled or parked again.
+ */
+class NatsDeadLetters implements DeadLetters {
+  private ready: Promise<void> | undefined;
+  readonly afterMs: number;
+  private readonly listener: DeadLetterListener | undefined;
+
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly streams: StreamSettings,
+    options: { afterMs: number; listener?: DeadLetterListener },
+  ) {
+    this.afterMs = options.afterMs;
+    this.listener = options.listener;
+  }
+
+  ensureStream(): Promise<void> {
+    this.ready ??= this.addStream().catch((error) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  /** Kept in `NATS_REPLICAS` copies like EVENTS, with no limits: only an operator removes one. */
+  private addStream(): Promise<void> {
+    return this.streams.ensure(DEAD_LETTER_STREAM, { subjects: ["deadletters.>"] });
+  }
+
+  /** Stores a dead letter (once per `key` within the stream's duplicate window) and tells the listener. */
+  async park(letter: Omit<DeadLetter, "id">, key: string): Promise<DeadLetter> {
+    await this.ensureStream();
+    const ack = await this.js.publish(`${PARKED_SUBJECT}.${letter.durable}`, encodeJson(letter), {
+      msgID: `${letter.durable}:${key}`,
+    });
+    const parked = { id: String(ack.seq), ...letter };
+    if (!ack.duplicate) this.listener?.(parked);
+    return parked;
+  }
+
+  async list(options: { after?: string; limit: number; durable?: string }): Promise<DeadLetterPage> {
+    if (options.durable !== undefined && !DURABLE_NAME.test(options.durable)) return { items: [] };
+    await this.ensureStream();
+    const filter = `${PARKED_SUBJECT}.${options.durable ?? ">"}`;
+    const items: DeadLetter[] = [];
+    let seq = (seqOf(options.after) ?? 0) + 1;
+    // One more than asked for says whether there is a next page.
+    while (items.length <= options.limit) {
+      const message = await this.message({ seq, next_by_subj: filter });
+      if (!message) break;
+      items.push(toDeadLetter(message));
+      seq = message.seq + 1;
+    }
+    if (items.length <= options.limit) return { items };
+    items.pop();
+    return { items, next: items.at(-1)!.id };
+  }
+
+  async get(id: string): Promise<DeadLetter | undefined> {
+    const message = await this.parked(id);
+    return message && toDeadLetter(message);
+  }
+
+  async replay(id: string): Promise<boolean> {
+    const message = await this.parked(id);
+    if (!message) return false;
+    const letter = toDeadLetter(message);
+    // Two replays of one letter at once republish it once.
+    await this.js.publish(`${REPLAY_SUBJECT}.${letter.durable}`, message.data, { msgID: `replay:${id}` });
+    await this.remove(message.seq);
+    return true;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const message = await this.parked(id);
+    if (!message) return false;
+    await this.remove(message.seq);
+    return true;
+  }
+
+  /** Removes a message of the stream; one already gone is no error. */
+  async remove(seq: number): Promise<void> {
+    await this.jsm.streams.deleteMessage(DEAD_LETTER_STREAM, seq, false).catch((error) => {
+      if (!(error instanceof NatsError && error.api_error?.err_code === NO_MESSAGE_FOUND)) throw error;
+    });
+  }
+
+  private async parked(id: string) {
+    const seq = seqOf(id);
+    if (seq === undefined) return undefined;
+    await this.ensureStream();
+    const message = await this.message({ seq });
+    return message?.subject.startsWith(`${PARKED_SUBJECT}.`) ? message : undefined;
+  }
+
+  /** The message asked for, or the next one on a subject (nats-server 2.9+), if any. */
+  private async message(query: { seq: number; next_by_subj?: string }) {
+    try {
+      return await this.jsm.streams.getMessage(DEAD_LETTER_STREAM, query as { seq: number });
+    } catch (error) {
+      if (error instanceof NatsError && error.api_error?.err_code === NO_MESSAGE_FOUND) return undefined;
+      throw error;
+    }
+  }
+}
+
+function seqOf(id: string | undefined): number | undefined {
+  return id !== undefined && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : undefined;
+}
+
+function toDeadLetter(message: { seq: number; data: Uint8Array }): DeadLetter {
+  return { id: String(message.seq), ...(decodeJson(message.data) as Omit<DeadLetter, "id">) };
 }
 
 class NatsKeyValue implements KeyValue {

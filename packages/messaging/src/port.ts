@@ -51,10 +51,21 @@ export interface ConsumeOptions {
   durable: string;
   /** Subject filters, NATS wildcards allowed (`events.ordering.>`). */
   subjects: string[];
-  /** Ack deadline: an event not acked by then is redelivered. */
+  /**
+   * Ack deadline: an event not acked by then is redelivered (its handler's process or the server
+   * died). While the handler runs the consumer keeps extending it, so a slow handler keeps its event.
+   */
   ackWaitMs?: number;
-  /** Give up on an event after this many deliveries (it is then logged and dropped). */
-  maxDeliver?: number;
+  /**
+   * A rejected event is redelivered after 500 ms, 1 s, 2 s… up to this (default 5 min); it is
+   * never dropped.
+   */
+  maxRedeliveryDelayMs?: number;
+  /**
+   * An event rejected again this long after its first rejection (default: the bus's, 24 h) moves
+   * to the dead letters (see {@link DeadLetters}), and the durable goes on with the next one.
+   */
+  deadLetterAfterMs?: number;
   /**
    * How many events of the durable may be in flight at once, across all its clients (default 1).
    * With 1, events arrive in publish order, one at a time, a rejected one redelivered before any
@@ -64,8 +75,9 @@ export interface ConsumeOptions {
    */
   maxInFlight?: number;
   /**
-   * Resolve to ack; reject to have the event redelivered after a backoff.
-   * Events arrive in publish order per consumer, one at a time (see `maxInFlight`).
+   * Resolve to ack; reject to have the event redelivered after a backoff (and, after
+   * `deadLetterAfterMs`, dead-lettered). Events arrive in publish order per consumer, one at a
+   * time (see `maxInFlight`); a replayed dead letter comes whenever it is replayed.
    */
   handler: (event: DeliveredEvent) => Promise<void>;
 }
@@ -130,6 +142,48 @@ export interface KvOptions {
   ttlMs?: number;
 }
 
+/**
+ * An integration event a durable consumer's handler kept rejecting for `deadLetterAfterMs`: kept
+ * with the failure, the consumer's name and the event as it was published, until an operator
+ * replays it (to that consumer only) or deletes it.
+ */
+export interface DeadLetter {
+  /** The dead letter's own id (its position in the dead-letter store; grows with time). */
+  id: string;
+  /** The durable consumer that failed it; a replay goes to that consumer only. */
+  durable: string;
+  event: { id: string; subject: string; payload: unknown; headers: Headers; publishedAt: string };
+  /** The last failure (`Name: message`, at most 1,000 characters). */
+  error: string;
+  /** Deliveries made before it was dead-lettered. */
+  deliveries: number;
+  firstFailedAt: string;
+  deadLetteredAt: string;
+}
+
+export interface DeadLetterPage {
+  /** Oldest first. */
+  items: DeadLetter[];
+  /** Pass as `after` for the next page; absent on the last one. */
+  next?: string;
+}
+
+/** What the bus knows of its dead letters, shared by every client of the bus. */
+export interface DeadLetters {
+  list(options: { after?: string; limit: number; durable?: string }): Promise<DeadLetterPage>;
+  get(id: string): Promise<DeadLetter | undefined>;
+  /**
+   * Hands the event to its durable consumer again (a first delivery; the consumer need not be
+   * running now) and removes the dead letter; false if there is no such dead letter.
+   */
+  replay(id: string): Promise<boolean>;
+  /** Removes it for good; false if there is no such dead letter. */
+  delete(id: string): Promise<boolean>;
+}
+
+/** Told of every event a consumer of this client dead-letters (once each): for a metric. */
+export type DeadLetterListener = (letter: DeadLetter) => void;
+
 export interface MessageBus {
   request(subject: string, payload: unknown, options: RequestOptions): Promise<unknown>;
   /** Serves a subject; handlers with the same queue group share requests (one replica answers). */
@@ -151,6 +205,7 @@ export interface MessageBus {
   /** Follows `channel` from its current end: each later notice in order, and a barrier. */
   follow(channel: string, handlers: FollowHandlers): Follower;
   kv(bucket: string, options?: KvOptions): Promise<KeyValue>;
+  deadLetters(): DeadLetters;
   /** True when the bus answers (readiness). */
   ping(): Promise<boolean>;
   /**

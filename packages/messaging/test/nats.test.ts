@@ -7,7 +7,7 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { connect, nanos } from "nats";
+import { AckPolicy, connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
 import { messageBusContract } from "./contract.ts";
@@ -61,6 +61,72 @@ describe("NATS adapter specifics", () => {
     } finally {
       await bus.close();
       await nc.close();
+    }
+  });
+
+  it("takes over a durable made before events were never given up on (max_deliver 10): it no longer drops an event", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "upgrade", logger: silentLogger });
+    const durable = `upgraded-${Date.now()}`;
+    const subject = `events.upgrade${Date.now()}.thing.happened`;
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.consumers.add("EVENTS", {
+        durable_name: durable,
+        filter_subject: subject,
+        ack_policy: AckPolicy.Explicit,
+        max_deliver: 10,
+      });
+      const deliveries: number[] = [];
+      bus.consume({
+        durable,
+        subjects: [subject],
+        maxRedeliveryDelayMs: 50,
+        handler: async (event) => {
+          deliveries.push(event.deliveryCount);
+          if (event.deliveryCount <= 12) throw new Error("not yet");
+        },
+      });
+      await bus.publish({ id: `e-${Date.now()}`, subject, payload: null });
+      await expect.poll(() => deliveries.at(-1), { timeout: 10_000 }).toBe(13);
+      expect((await jsm.consumers.info("EVENTS", durable)).config.max_deliver).toBe(-1);
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
+  it("redelivers after ackWaitMs an event whose client went away without acking it (a crashed process)", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "survivor", logger: silentLogger });
+    const durable = `crashed-${Date.now()}`;
+    const subject = `events.crash${Date.now()}.thing.happened`;
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.consumers.add("EVENTS", {
+        durable_name: durable,
+        filter_subject: subject,
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: nanos(500),
+      });
+      await bus.publish({ id: `e-${Date.now()}`, subject, payload: null });
+      // A client takes the event and is gone without a word (no ack, no nak, no working).
+      const taken = await (await nc.jetstream().consumers.get("EVENTS", durable)).next({ expires: 5_000 });
+      expect(taken?.info.deliveryCount).toBe(1);
+      await nc.close();
+      const started = Date.now();
+      const deliveries: number[] = [];
+      bus.consume({
+        durable,
+        subjects: [subject],
+        ackWaitMs: 500,
+        handler: async (event) => void deliveries.push(event.deliveryCount),
+      });
+      await expect.poll(() => deliveries, { timeout: 5_000 }).toEqual([2]);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await bus.close();
+      if (!nc.isClosed()) await nc.close();
     }
   });
 

@@ -63,6 +63,11 @@ export const baseConfigShape = {
   HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /** Deadline of every internal request. */
   RPC_TIMEOUT: duration("5s"),
+  /**
+   * How long an integration event whose consumer keeps failing it is retried (backoff up to
+   * 5 min) before it moves to the dead letters; counted from its first failure.
+   */
+  DEAD_LETTER_AFTER: duration("24h").pipe(z.number().min(1000, "at least 1s")),
   /** OTLP/HTTP collector to send traces to (`<url>/v1/traces`); unset: traces are not recorded. */
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
 };

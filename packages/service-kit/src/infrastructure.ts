@@ -5,12 +5,14 @@ import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import {
   BusAuthorizationError,
   connectNatsBus,
+  type DeadLetter,
   type MessageBus,
   ReplicasRefusedError,
 } from "@cheese/messaging";
 import type { ReadModelStore } from "@cheese/read-models";
 import { type BaseConfig, ConfigError } from "./config.ts";
 import type { Logger } from "./logger.ts";
+import { countDeadLetter } from "./metrics.ts";
 
 /** Which adapter each port got, for the start-up log line and /readyz. */
 export interface AdapterChoice {
@@ -101,6 +103,7 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       url: config.NATS_URL.split(",").map((url) => url.trim()),
       ...(credentials ? { credentials } : {}),
       name: service,
+      ...busOptions(config),
       replicas: config.NATS_REPLICAS,
       eventsMaxAgeMs: config.NATS_EVENTS_MAX_AGE,
       eventsMaxBytes:
@@ -128,6 +131,14 @@ function readCredentials(file: string): Uint8Array {
   } catch (error) {
     throw new ConfigError(`NATS_CREDENTIALS: cannot read ${file} (${(error as NodeJS.ErrnoException).code})`);
   }
+}
+
+/** What every bus of a process is made with, NATS or in-process: dead letters, timed and counted. */
+export function busOptions(config: Pick<BaseConfig, "DEAD_LETTER_AFTER">): {
+  deadLetterAfterMs: number;
+  onDeadLetter: (letter: DeadLetter) => void;
+} {
+  return { deadLetterAfterMs: config.DEAD_LETTER_AFTER, onDeadLetter: countDeadLetter };
 }
 
 export function describeAdapters(

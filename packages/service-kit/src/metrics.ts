@@ -1,4 +1,5 @@
 import { categoryOf, type EventStore } from "@cheese/event-store";
+import type { DeadLetter } from "@cheese/messaging";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /**
@@ -132,6 +133,17 @@ export const rpcServerSeries = seriesOf((subject, outcome) => rpcServerDuration.
 export function rpcOutcome(status: number | undefined): "ok" | "refused" | "failed" {
   if (status === undefined) return "ok";
   return status < 500 ? "refused" : "failed";
+}
+
+const deadLettered = counter({
+  name: "cheese_event_dead_letters_total",
+  help: "Integration events moved to the dead letters after their consumer kept failing them, by consumer",
+  labelNames: ["consumer"],
+});
+
+/** Counts a dead letter (the bus tells of each once, in the process whose consumer failed it). */
+export function countDeadLetter(letter: DeadLetter): void {
+  deadLettered.labels(letter.durable).inc();
 }
 
 const appended = counter({

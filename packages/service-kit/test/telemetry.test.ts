@@ -6,6 +6,7 @@ import {
   type DeliveredEvent,
   defineRpc,
   type MessageBus,
+  silentLogger,
 } from "@cheese/messaging";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { metricValue, scrape, tempDir } from "@cheese/testing";
@@ -16,7 +17,9 @@ import { z } from "zod";
 import { baseConfigSchema } from "../src/config.ts";
 import { conflict } from "../src/errors.ts";
 import { startHealthServer } from "../src/health.ts";
+import { busOptions } from "../src/infrastructure.ts";
 import { createLogger } from "../src/logger.ts";
+import { metricsRegistry } from "../src/metrics.ts";
 import { startProjection } from "../src/projection.ts";
 import { startPublisher } from "../src/publisher.ts";
 import { contextMetadata, type RequestContext } from "../src/request-context.ts";
@@ -257,6 +260,35 @@ describe("stopping with tracing on", () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       silent.close();
+    }
+  });
+});
+
+describe("dead letters", () => {
+  it("counts each dead-lettered event once, by consumer, on a bus made with busOptions", async () => {
+    const config = baseConfigSchema.parse({ DEAD_LETTER_AFTER: "1s" });
+    const bus = createInProcessBus({ ...busOptions(config), logger: silentLogger });
+    const durable = `test-dead-letter-metric-${Date.now()}`;
+    const consumer = bus.consume({
+      durable,
+      subjects: ["events.widgets.>"],
+      maxRedeliveryDelayMs: 100,
+      handler: async () => {
+        throw new Error("always fails");
+      },
+    });
+    try {
+      const count = async () =>
+        metricValue(await metricsRegistry.metrics(), "cheese_event_dead_letters_total", {
+          consumer: durable,
+        });
+      expect(await count()).toBe(0);
+      await bus.publish({ id: "w1", subject: "events.widgets.widget.made", payload: {} });
+      await expect.poll(count, { timeout: 5_000 }).toBe(1);
+      expect((await bus.deadLetters().list({ durable, limit: 10 })).items).toHaveLength(1);
+    } finally {
+      await consumer.close();
+      await bus.close();
     }
   });
 });

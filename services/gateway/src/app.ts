@@ -23,6 +23,7 @@ import { MatchCache } from "./router.ts";
 import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
+import { deadLettersRoutes } from "./routes/dead-letters.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
@@ -85,6 +86,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   apiKeysRoutes(api, deps, { identity, plans });
   grantsRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
+  deadLettersRoutes(api, deps);
   historyRoutes(api, deps);
 
   healthRoutes(app, deps);

@@ -435,6 +435,34 @@ export const operationExamples: Record<string, OperationExamples> = {
     invalidField: { field: "since", message: "must be before until" },
   },
 
+  // Dead letters
+  listDeadLetters: {
+    responses: {
+      200: {
+        items: [
+          {
+            id: "17",
+            consumer: "ordering-cheese-deleted",
+            event: {
+              id: "catalogue-cheese-42-3",
+              subject: "events.catalogue.cheese.deleted",
+              payload: { cheeseId: 42 },
+              headers: { "x-request-id": "0b6c4f9e-58a1-4d0c-9d55-3f5a1f2e7c11" },
+              publishedAt: at("02", "08:00:00"),
+            },
+            error: "RemoteError: no reply on catalogue.cheese.get within 5000 ms",
+            deliveries: 301,
+            firstFailedAt: at("02", "08:00:00"),
+            deadLetteredAt: at("03", "08:00:04"),
+          },
+        ],
+        nextCursor: null,
+        hasMore: false,
+      },
+    },
+  },
+  replayDeadLetter: { responses: { 202: { id: "17", consumer: "ordering-cheese-deleted" } } },
+
   // OAuth 2.0
   jwks: {
     responses: {

@@ -77,6 +77,11 @@ const documentConfig = {
       description: "Registrations of receiving URLs, their deliveries, pausing, secret rotation and replay.",
     },
     {
+      name: "Dead letters",
+      description:
+        "Integration events a service kept failing to handle: listed, replayed to their consumer, or discarded by operators.",
+    },
+    {
       name: "Webhook events",
       description:
         "What the notification service POSTs to a registered URL, signed with X-Cheese-Signature and Standard Webhooks headers.",

@@ -296,6 +296,57 @@ describe("operator console", () => {
     expect(await (await browser.open("/console/orders")).text()).toMatch(/delivered and cannot be/);
   });
 
+  it("lists the events a consumer kept failing, replays one to that consumer, and discards another, with the session's CSRF token", async () => {
+    const service = broker.connect("customer");
+    const durable = `console-${Date.now()}`;
+    const subject = "events.customer.customer.registered";
+    let broken = true;
+    const handled: string[] = [];
+    service.consume({
+      durable,
+      subjects: [subject],
+      maxRedeliveryDelayMs: 50,
+      deadLetterAfterMs: 200,
+      handler: async (event) => {
+        if (broken) throw new Error("event store unavailable");
+        handled.push(event.id);
+      },
+    });
+    try {
+      await service.publish({ id: "console-replayed", subject, payload: { customerId: 1 } });
+      await service.publish({ id: "console-discarded", subject, payload: { customerId: 2 } });
+      const { browser, csrf } = await signedIn();
+      const listed = async () =>
+        (await (await browser.open("/console/dead-letters")).text()).match(/data-dead-letter="(\d+)"/g) ?? [];
+      await expect.poll(async () => (await listed()).length, { timeout: 5_000 }).toBe(2);
+      const page = await (await browser.open("/console/dead-letters")).text();
+      expect(page).toContain(durable);
+      expect(page).toContain("Error: event store unavailable");
+      const [replayed, discarded] = [...page.matchAll(/data-dead-letter="(\d+)"/g)].map((m) => m[1]!);
+
+      // Without the token nothing happens.
+      expect((await browser.open(`/console/dead-letters/${replayed}/replay`, { form: {} })).status).toBe(403);
+      broken = false;
+      const replay = await browser.open(`/console/dead-letters/${replayed}/replay`, {
+        form: { _csrf: csrf },
+      });
+      expect(replay.status).toBe(303);
+      const discard = await browser.open(`/console/dead-letters/${discarded}/delete`, {
+        form: { _csrf: csrf },
+      });
+      expect(discard.status).toBe(303);
+      await expect.poll(() => handled).toEqual(["console-replayed"]);
+      expect(await listed()).toEqual([]);
+      // Gone: replaying it again says so on the page.
+      await browser.open(`/console/dead-letters/${replayed}/replay`, { form: { _csrf: csrf } });
+      expect(await (await browser.open("/console/dead-letters")).text()).toContain(
+        `dead letter ${replayed} not found`,
+      );
+    } finally {
+      await service.close();
+    }
+  });
+
   it("ends the session at sign-out: the same cookie sent again is refused", async () => {
     const { browser, csrf } = await signedIn();
     const session = browser.cookie("console_session")!;

@@ -65,6 +65,7 @@ function controlledBus(inner: MessageBus) {
       };
     },
     kv: (bucket, options) => inner.kv(bucket, options),
+    deadLetters: () => inner.deadLetters(),
     close: () => inner.close(),
     ping: () => inner.ping(),
     onConnectionChange: (handler) => {

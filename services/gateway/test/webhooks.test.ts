@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Receiver } from "../../../e2e/support/receiver.ts";
 import { start as startNotification } from "../../notification/src/main.ts";
 import type { GatewayEnv } from "../src/env.ts";
-import { operatorOnly } from "../src/routes/webhooks.ts";
+import { operatorOnly } from "../src/routes/operator.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 
 const allKinds = [
@@ -217,7 +217,7 @@ describe("webhook registrations over HTTP", () => {
       c.set("caller", { kind: "customer", id: "cust:1", plan: "free", scopes: new Set(), via: "api_key" });
       await next();
     });
-    app.get("/webhooks", operatorOnly, (c) => c.text("listed"));
+    app.get("/webhooks", operatorOnly("only operator API keys may manage webhooks"), (c) => c.text("listed"));
     const response = await app.request("/webhooks");
     expect(response.status).toBe(403);
     expect(await read(response)).toMatchObject({ code: 403, type: "forbidden" });

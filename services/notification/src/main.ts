@@ -11,6 +11,7 @@ import {
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
@@ -134,6 +135,10 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
       replayDeliveries(deps, request, context),
     );
+    const letters = ctx.bus.deadLetters();
+    ctx.serve(notificationRpc.listDeadLetters, (request) => listDeadLetters(letters, request));
+    ctx.serve(notificationRpc.replayDeadLetter, ({ id }) => replayDeadLetter(letters, id));
+    ctx.serve(notificationRpc.deleteDeadLetter, ({ id }) => deleteDeadLetter(letters, id));
   },
 };
 

@@ -1,5 +1,6 @@
 import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
+import { consumerName, DeadLetter } from "../dead-letter.ts";
 import {
   Delivery,
   DeliveryStatus,
@@ -89,6 +90,26 @@ export const notificationRpc = {
    * Starts the registration's finished deliveries in `statuses` (dead-lettered ones by default)
    * created in [since, until) again; 422 when more match than one call may replay.
    */
+  /** Integration events a consumer of any service dead-lettered (docs/architecture.md "Dead letters"). */
+  listDeadLetters: defineRpc({
+    subject: "notification.deadletter.list",
+    request: z.object({ ...page, consumer: consumerName.optional() }),
+    response: z.object({
+      items: z.array(DeadLetter),
+      nextCursor: z.string().nullable(),
+      hasMore: z.boolean(),
+    }),
+  }),
+  replayDeadLetter: defineRpc({
+    subject: "notification.deadletter.replay",
+    request: z.object({ id: z.string() }),
+    response: z.object({ id: z.string(), consumer: consumerName }),
+  }),
+  deleteDeadLetter: defineRpc({
+    subject: "notification.deadletter.delete",
+    request: z.object({ id: z.string() }),
+    response: z.object({ deleted: z.boolean() }),
+  }),
   replayDeliveries: defineRpc({
     subject: "notification.webhook.replay",
     request: z.object({

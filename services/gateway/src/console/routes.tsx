@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import {
+  DeadLetterIdParam,
   DeliveryListQuery,
   type DeliveryStatus,
   fieldErrors,
@@ -29,6 +30,7 @@ import {
   signOut,
 } from "./session.ts";
 import { consoleCss } from "./style.ts";
+import { DeadLettersPage } from "./views/dead-letters.tsx";
 import type { Notice, Section } from "./views/layout.tsx";
 import { OrdersPage } from "./views/orders.tsx";
 import { ProblemPage } from "./views/problem.tsx";
@@ -147,7 +149,9 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         const back =
           section === "orders"
             ? { href: "/console/orders", label: "← Orders" }
-            : { href: "/console/webhooks", label: "← All registrations" };
+            : section === "dead-letters"
+              ? { href: "/console/dead-letters", label: "← Event dead letters" }
+              : { href: "/console/webhooks", label: "← All registrations" };
         return c.html(
           <ProblemPage
             session={{ ...view(session), section }}
@@ -454,6 +458,55 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       },
       () => "/console/orders",
     ),
+  );
+
+  // ---- Dead letters: the same RPCs as /v2/dead-letters ----
+
+  app.get(
+    "/dead-letters",
+    page("dead-letters", async (c, session) => {
+      const cursor = c.req.query("cursor");
+      const list = await callService(deps, c, notificationRpc.listDeadLetters, {
+        limit: PAGE_SIZE,
+        ...(cursor && DeadLetterIdParam.safeParse({ id: cursor }).success ? { cursor } : {}),
+      });
+      return c.html(
+        <DeadLettersPage
+          session={view(session)}
+          letters={list.items}
+          nextCursor={list.nextCursor}
+          notice={takeNotice(c)}
+        />,
+      );
+    }),
+  );
+
+  /** An action on one dead letter: the RPC with its id, then back to the list with a notice. */
+  const onDeadLetter = (run: (c: Context<GatewayEnv>, id: string) => Promise<Notice>) =>
+    action(
+      async (c) => {
+        const id = DeadLetterIdParam.safeParse({ id: c.req.param("id") });
+        if (!id.success) return notFoundPage(c, "/console/dead-letters", "No such dead letter.");
+        flash(c, await run(c, id.data.id));
+        return seeOther(c, "/console/dead-letters");
+      },
+      () => "/console/dead-letters",
+    );
+
+  app.post(
+    "/dead-letters/:id/replay",
+    onDeadLetter(async (c, id) => {
+      const { consumer } = await callService(deps, c, notificationRpc.replayDeadLetter, { id });
+      return { kind: "ok", text: `Dead letter #${id} replayed to ${consumer}.` };
+    }),
+  );
+
+  app.post(
+    "/dead-letters/:id/delete",
+    onDeadLetter(async (c, id) => {
+      await callService(deps, c, notificationRpc.deleteDeadLetter, { id });
+      return { kind: "ok", text: `Dead letter #${id} discarded.` };
+    }),
   );
 
   app.notFound((c) => notFoundPage(c, "/console/webhooks", "No such page."));

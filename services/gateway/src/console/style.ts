@@ -55,5 +55,6 @@ dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; }
 .actions { display: flex; gap: 0.5rem; flex-wrap: wrap; margin-top: 1rem; }
 .pager { margin-top: 0.75rem; }
+td pre { margin: 0.25rem 0 0; max-width: 32rem; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85em; }
 .sign-in { max-width: 26rem; margin: 4rem auto; }
 `;

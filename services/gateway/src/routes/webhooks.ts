@@ -19,44 +19,26 @@ import {
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { createMiddleware } from "hono/factory";
-import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
-import { errorResponse as errorBody } from "../errors.ts";
 import { callService } from "../rpc.ts";
+import { operatorResponses, operatorRoute } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+import { errorResponse, validationErrorResponse } from "./responses.ts";
 
 /** Webhooks are managed with operator API keys only (docs/webhooks.md). */
-const operatorKey: AccessRule = { apiKey: true };
-
-export const operatorOnly = createMiddleware<GatewayEnv>(async (c, next) => {
-  if (c.get("caller").kind !== "operator") {
-    return errorBody(c, 403, "only operator API keys may manage webhooks");
-  }
-  return next();
-});
-
-/** A route for operators: the api_key rule (401 without a key), then 403 for a customer's key. */
-function operatorRoute<R extends RouteConfig>(
+const webhookRoute = <R extends RouteConfig>(
   deps: GatewayDeps,
   route: R,
   ...middleware: MiddlewareHandler<GatewayEnv>[]
-): R {
-  return secured(operatorKey, deps.authorize, route, operatorOnly, ...middleware);
-}
+): R => operatorRoute(deps, route, "only operator API keys may manage webhooks", ...middleware);
 
-const authResponses = {
-  ...commonResponses,
-  401: errorResponse("missing or invalid API key"),
-  403: errorResponse("not an operator API key"),
-};
+const authResponses = operatorResponses;
 const notFound = { 404: errorResponse("webhook not found") };
 const json = <S extends z.ZodType>(schema: S) => ({ "application/json": { schema } });
 
 const createWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",
@@ -80,7 +62,7 @@ const createWebhook = (deps: GatewayDeps) =>
   );
 
 const listWebhooks = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "get",
@@ -99,7 +81,7 @@ const listWebhooks = (deps: GatewayDeps) =>
   );
 
 const getWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "get",
@@ -119,7 +101,7 @@ const getWebhook = (deps: GatewayDeps) =>
   );
 
 const deleteWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "delete",
@@ -135,7 +117,7 @@ const deleteWebhook = (deps: GatewayDeps) =>
   );
 
 const listDeliveries = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "get",
@@ -155,7 +137,7 @@ const listDeliveries = (deps: GatewayDeps) =>
   );
 
 const testWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",
@@ -178,7 +160,7 @@ const testWebhook = (deps: GatewayDeps) =>
   );
 
 const updateWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "patch",
@@ -200,7 +182,7 @@ const updateWebhook = (deps: GatewayDeps) =>
   );
 
 const pauseWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",
@@ -221,7 +203,7 @@ const pauseWebhook = (deps: GatewayDeps) =>
   );
 
 const resumeWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",
@@ -241,7 +223,7 @@ const resumeWebhook = (deps: GatewayDeps) =>
   );
 
 const rotateSecret = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",
@@ -265,7 +247,7 @@ const rotateSecret = (deps: GatewayDeps) =>
   );
 
 const replayWebhook = (deps: GatewayDeps) =>
-  operatorRoute(
+  webhookRoute(
     deps,
     createRoute({
       method: "post",

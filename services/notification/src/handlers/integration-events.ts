@@ -40,8 +40,6 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
   return consumeEvents(bus, {
     durable: WEBHOOK_CONSUMER,
     events: mappedEvents,
-    // Failures here are the event store being unavailable; keep retrying (backoff up to 30 s) for hours.
-    maxDeliver: 500,
     maxInFlight: WEBHOOK_CONSUMER_IN_FLIGHT,
     // An event first delivered when no registration subscribes to any kind it may become costs
     // nothing more: no parsing, no event-store read or append (a redelivered one may have a

@@ -30,7 +30,7 @@ export const ordersCollection: CollectionDefinition = {
   indexes: [
     { keys: { customerId: 1, createdAt: -1, _id: -1 } },
     { keys: { createdAt: -1, _id: -1 } },
-    { keys: { status: 1, cheeseIds: 1 } },
+    { keys: { status: 1, cheeseIds: 1, _id: 1 } },
   ],
   queries: [
     {
@@ -61,8 +61,9 @@ export const ordersCollection: CollectionDefinition = {
       filter: { status: { $in: ["approved", "shipped"] }, cheeseIds: 4 },
     },
     {
-      name: "placed orders of a deleted cheese (handlers/cheese-deleted.ts)",
-      filter: { status: "placed", cheeseIds: 4 },
+      name: "placed orders of a deleted cheese, a page at a time (handlers/cheese-deleted.ts)",
+      filter: { status: "placed", cheeseIds: 4, _id: { $gt: 9 } },
+      sort: { _id: 1 },
     },
     { name: "placed orders to review, at start (main.ts)", filter: { status: "placed" } },
   ],

@@ -9,7 +9,7 @@ export interface Notice {
   details?: string[];
 }
 
-export type Section = "webhooks" | "orders";
+export type Section = "webhooks" | "orders" | "dead-letters";
 
 export interface PageFrame {
   title: string;
@@ -43,6 +43,12 @@ export function Layout(props: PageFrame & { children: Child }) {
                 </a>
                 <a href="/console/orders" aria-current={signedIn.section === "orders" ? "page" : undefined}>
                   Orders
+                </a>
+                <a
+                  href="/console/dead-letters"
+                  aria-current={signedIn.section === "dead-letters" ? "page" : undefined}
+                >
+                  Event dead letters
                 </a>
                 <a href="/docs">API reference</a>
               </nav>
