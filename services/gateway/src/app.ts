@@ -34,6 +34,8 @@ import { webhooksRoutes } from "./routes/webhooks.ts";
 export interface AppOptions {
   /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */
   rateLimits?: Record<Plan, PlanLimits>;
+  /** Per-address limits of the browser pages (default `browserPageLimits`). */
+  pageLimits?: PlanLimits;
   /** Lifetime of OAuth authorization codes (default 60 s). */
   oauthCodeTtlMs?: number;
 }
@@ -66,7 +68,11 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use("/console/*", consoleCaller(sessionDeps(deps, identity.revocations)));
   if (options.rateLimits) {
     app.use(
-      rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock) }),
+      rateLimit({
+        plans: options.rateLimits,
+        buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock),
+        ...(options.pageLimits ? { pageLimits: options.pageLimits } : {}),
+      }),
     );
   }
   app.use(jsonDepth);
