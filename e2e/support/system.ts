@@ -43,7 +43,8 @@ export interface RunningSystem {
 }
 
 export interface SystemOptions {
-  env?: Record<string, string>;
+  /** Variables over the tests' defaults; `undefined` unsets one (its default applies). */
+  env?: Record<string, string | undefined>;
   /** Keep the data directory across stop/start (pass the previous one). */
   dataDir?: string;
   readyTimeoutMs?: number;
@@ -59,12 +60,12 @@ export interface SystemOptions {
 export async function startSystem(options: SystemOptions = {}): Promise<RunningSystem> {
   const stack = await containerStack();
   if (stack) {
-    const env = {
+    const env = setOnly({
       LOG_LEVEL: "warn",
       REPLICAS: process.env.E2E_REPLICAS ?? "1",
       ...defaultCredentials,
       ...options.env,
-    };
+    });
     const system = await startContainerSystem(stack, env, options);
     try {
       await waitUntilReady(system.rootUrl, options.readyTimeoutMs ?? 60_000);
@@ -85,7 +86,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     [join(repoRoot, "apps", "launcher", "dist", "cli.js")],
     {
       cwd: repoRoot,
-      env: {
+      env: setOnly({
         ...process.env,
         NATS_URL: "",
         LOG_LEVEL: "warn",
@@ -95,7 +96,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: data.path,
-      },
+      }),
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -131,6 +132,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     throw new Error(`${(error as Error).message}\nlauncher output:\n${output}`);
   }
   return system;
+}
+
+/** The variables that have a value (an `undefined` in `SystemOptions.env` unsets one). */
+function setOnly(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 export async function waitUntilReady(
