@@ -168,9 +168,9 @@ function announceWhenReady(
 }
 
 /**
- * `pnpm` forwards no signal to its script: when the process that started the launcher goes away
- * (a SIGTERM to pnpm alone, a closed terminal), the launcher is re-parented. It then stops
- * everything as on SIGTERM, so nothing is left running and no port stays held.
+ * When the process that started the launcher goes away without passing a signal on (pnpm killed
+ * outright, a closed terminal), the launcher is re-parented. It then stops everything as on
+ * SIGTERM, so nothing is left running and no port stays held.
  */
 function stopWithParent(): void {
   const parent = process.ppid;
