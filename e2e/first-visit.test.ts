@@ -75,6 +75,6 @@ describe.skipIf(!executablePath)("a first visit on the default anonymous plan", 
 
 /** The console's stylesheet applied (it sets the body's font; an unstyled page has the UA's serif). */
 async function expectStyled(page: Page): Promise<void> {
-  const font = await page.evaluate(() => getComputedStyle(document.body).fontFamily);
+  const font = await page.evaluate<string>("getComputedStyle(document.body).fontFamily");
   expect(font).not.toMatch(/^(?:"?Times|serif)/i);
 }

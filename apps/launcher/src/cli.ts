@@ -8,7 +8,7 @@ import {
   portInUse,
   runAsProcess,
 } from "@cheese/service-kit/launch";
-import { backendProcesses, layoutMessage, loadLauncherConfig, serviceNames } from "./config.ts";
+import { backendProcesses, checkConfiguration, layoutMessage, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
   developmentCredentials,
@@ -29,7 +29,9 @@ const log = createLogger("launcher", "info", lineDestination("launcher", write))
  * own process; without nats-server, runs everything in one process over an in-process bus.
  */
 async function main(): Promise<{ stop(): Promise<void> }> {
-  const config = loadLauncherConfig();
+  // Every variable of every process, checked before anything starts or is written (exit 78
+  // naming each bad one).
+  const config = checkConfiguration();
   const dataDir = resolve(config.DATA_DIR);
   // Taken already: say so now, before anything starts, rather than after announcing the URL.
   if (config.REPLICAS === 1) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);

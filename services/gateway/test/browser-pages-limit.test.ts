@@ -1,6 +1,6 @@
 import { createInProcessBroker } from "@cheese/messaging";
 import { afterEach, describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/rate-limit.ts";
+import { specPlanLimits } from "../src/middleware/plan-limits.ts";
 import type { PlanLimits } from "../src/middleware/token-bucket.ts";
 import { testGateway } from "./support.ts";
 
