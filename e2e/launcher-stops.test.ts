@@ -3,9 +3,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
+import { listenPortRanges } from "@cheese/service-kit";
 import { freePort, processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { testListenPort } from "./support/ports.ts";
 import { launcherOnly } from "./support/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -30,7 +31,7 @@ afterAll(() => {
 /** Runs `command` (the built launcher unless told otherwise) as `pnpm start` would, on a free port. */
 async function launch(env: Record<string, string>, command = [process.execPath, cli]): Promise<Launch> {
   // Below the ephemeral range: a port just handed out for port 0 could go to a health server.
-  const port = await freeListenPort();
+  const port = await testListenPort();
   const data = tempDir("launch");
   cleanups.push(data.remove);
   const [file, ...args] = command;
@@ -147,6 +148,12 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
       await ready(run.port);
       const { pids, natsPort } = started(run.dataDir);
       expect(pids).toHaveLength(5);
+      // The launcher's own pick is never the gateway's port, nor in the tests' half it came from.
+      const { launcher, tests } = listenPortRanges();
+      expect(run.port).toBeGreaterThanOrEqual(tests.low);
+      expect(natsPort).not.toBe(run.port);
+      expect(natsPort).toBeGreaterThanOrEqual(launcher.low);
+      expect(natsPort).toBeLessThan(launcher.high);
       run.child.kill(signal);
       expect(await run.exited).toBe(0);
       await nothingLeft(run, pids, natsPort);

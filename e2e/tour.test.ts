@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { testListenPort } from "./support/ports.ts";
 import { shell } from "./support/shell.ts";
 import { launcherOnly } from "./support/system.ts";
 
@@ -38,7 +38,7 @@ describe.skipIf(launcherOnly("the README's tour (pnpm start)"))("the README's fi
     const [settings, start, ...steps] = tourBlocks();
     // The one line a reader changes; the test types its own values instead.
     expect(settings).toBe("export GATEWAY_PORT=8080 DATA_DIR=.data HOOKS_PORT=4000\n");
-    const [gatewayPort, hooksPort] = [await freeListenPort(), await freeListenPort()];
+    const [gatewayPort, hooksPort] = [await testListenPort(), await testListenPort()];
     const ours = `export GATEWAY_PORT=${gatewayPort} DATA_DIR='${data.path}' HOOKS_PORT=${hooksPort}\n`;
     for (const block of [start!, ...steps]) expect(block).not.toMatch(/8080|4000|\.data\b/);
 

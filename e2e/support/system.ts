@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { type ContainerStack, startContainerSystem } from "./container-system.ts";
+import { testListenPort } from "./ports.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -78,7 +78,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
   }
   // Not a port the kernel hands out for port 0: another process starting meanwhile (one of this
   // system's services, or of another system on the machine) could take it and answer /readyz.
-  const port = options.port ?? (await freeListenPort());
+  const port = options.port ?? (await testListenPort());
   const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
   const child: ChildProcess = spawn(
     process.execPath,

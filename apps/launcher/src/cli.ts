@@ -70,7 +70,8 @@ async function main(): Promise<{ stop(): Promise<void> }> {
 
   let nats: Awaited<ReturnType<typeof startNatsServer>> | undefined;
   if (!config.NATS_URL && natsBinary) {
-    nats = await startNatsServer(natsBinary, dataDir);
+    // Never on the gateway's port, which nothing holds until the gateway starts.
+    nats = await startNatsServer(natsBinary, dataDir, [config.GATEWAY_PORT]);
     log.info(`started ${natsBinary} at ${nats.url} (JetStream data in ${dataDir}/nats)`);
   }
   const natsUrl = config.NATS_URL ?? nats?.url;
@@ -103,7 +104,11 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   if (config.REPLICAS === 1) {
     supervisor.start(["gateway"], 1);
   } else {
-    const ports = await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()));
+    const ports: number[] = [];
+    const taken = [config.GATEWAY_PORT, ...(nats ? [Number(new URL(nats.url).port)] : [])];
+    for (let replica = 0; replica < config.REPLICAS; replica++) {
+      ports.push(await freeListenPort("127.0.0.1", { avoid: [...taken, ...ports] }));
+    }
     supervisor.start(["gateway"], config.REPLICAS, (replica) => ({
       GATEWAY_PORT: String(ports[replica - 1]),
     }));

@@ -50,9 +50,16 @@ export interface RunningNats {
   respawn(): ChildProcess;
 }
 
-/** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
-export async function startNatsServer(binary: string, dataDir: string): Promise<RunningNats> {
-  const port = await freeListenPort();
+/**
+ * Starts nats-server with JetStream on a free loopback port, never one of `avoid` (the
+ * `GATEWAY_PORT` the launcher was given, not bound yet), its data under DATA_DIR/nats.
+ */
+export async function startNatsServer(
+  binary: string,
+  dataDir: string,
+  avoid: readonly number[] = [],
+): Promise<RunningNats> {
+  const port = await freeListenPort("127.0.0.1", { avoid });
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
   const configFile = resolve(join(dataDir, "run", "nats-server.conf"));
