@@ -138,7 +138,7 @@ describe("authentication and access at the gateway", () => {
     for (const [name, token] of Object.entries({ forged, unsigned, expired, garbage: "a.b.c" })) {
       const response = await postCheese({ authorization: `Bearer ${token}` });
       expect(response.status, name).toBe(401);
-      messages.set(name, (await response.json()).message);
+      messages.set(name, ((await response.json()) as { message: string }).message);
     }
     expect(messages.get("expired")).toBe("token expired: get a new one");
     expect(messages.get("forged")).toBe("token is signed with a key this server does not know");
