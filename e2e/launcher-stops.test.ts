@@ -3,9 +3,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
+import { listenPortRanges } from "@cheese/service-kit";
 import { freePort, processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
+import { testListenPort } from "./support/ports.ts";
 import { launcherOnly } from "./support/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -30,7 +31,7 @@ afterAll(() => {
 /** Runs `command` (the built launcher unless told otherwise) as `pnpm start` would, on a free port. */
 async function launch(env: Record<string, string>, command = [process.execPath, cli]): Promise<Launch> {
   // Below the ephemeral range: a port just handed out for port 0 could go to a health server.
-  const port = await freeListenPort();
+  const port = await testListenPort();
   const data = tempDir("launch");
   cleanups.push(data.remove);
   const [file, ...args] = command;
@@ -116,10 +117,12 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
     ])("%s=%s", async (variable, value) => {
       const run = await launch({ [variable]: value });
       expect(await run.exited).toBe(CONFIG_EXIT_CODE);
-      expect(run.output()).toContain(variable);
+      expect(run.output()).toMatch(new RegExp(`^invalid configuration:\n {2}${variable}: `));
       expect(run.output()).not.toMatch(/\n\s+at /); // no stack trace
-      const { pids, natsPort } = started(run.dataDir);
-      await nothingLeft(run, pids, natsPort);
+      // Refused by the launcher before anything started: no nats-server, no service, no file.
+      expect(run.output()).not.toContain("nats-server");
+      expect(started(run.dataDir)).toEqual({ pids: [] });
+      expect(existsSync(join(run.dataDir, "nats"))).toBe(false);
     });
 
     it("GATEWAY_PORT taken by another process: one line, before anything starts", async () => {
@@ -145,12 +148,18 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
       await ready(run.port);
       const { pids, natsPort } = started(run.dataDir);
       expect(pids).toHaveLength(5);
+      // The launcher's own pick is never the gateway's port, nor in the tests' half it came from.
+      const { launcher, tests } = listenPortRanges();
+      expect(run.port).toBeGreaterThanOrEqual(tests.low);
+      expect(natsPort).not.toBe(run.port);
+      expect(natsPort).toBeGreaterThanOrEqual(launcher.low);
+      expect(natsPort).toBeLessThan(launcher.high);
       run.child.kill(signal);
       expect(await run.exited).toBe(0);
       await nothingLeft(run, pids, natsPort);
     });
 
-    it("on SIGTERM to the pnpm process alone (pnpm passes no signal on)", async () => {
+    it("on SIGTERM to the pnpm process alone, which ends quietly with exit 0", async () => {
       // pnpm's own CLI when the tests run under pnpm; else the one on PATH.
       const execPath = process.env.npm_execpath;
       const pnpm =
@@ -160,7 +169,8 @@ describe.skipIf(launcherOnly("stopping on bad configuration and on signals"))("p
       const { pids, natsPort } = started(run.dataDir);
       expect(pids).toHaveLength(5);
       run.child.kill("SIGTERM");
-      await run.exited;
+      expect(await run.exited).toBe(0);
+      expect(run.output()).not.toMatch(/ELIFECYCLE|Command failed/);
       await nothingLeft(run, pids, natsPort);
     });
 

@@ -64,7 +64,7 @@ describe("rate limits", () => {
   it("gives a free anonymous caller a burst of 10 in total across two gateways, not 20", async () => {
     const answers: Answer[] = [];
     for (let i = 0; i < 20; i++) {
-      answers.push(await send(`${gateways()[i % 2]}/v2/openapi.json`, { from: "127.0.0.2" }));
+      answers.push(await send(`${gateways()[i % 2]}/.well-known/jwks.json`, { from: "127.0.0.2" }));
     }
     expect(answers.filter((a) => a.status === 200)).toHaveLength(10);
     expect(answers.filter((a) => a.status === 429)).toHaveLength(10);
@@ -93,7 +93,7 @@ describe("rate limits", () => {
   it("counts callers behind a trusted proxy by X-Forwarded-For, and ignores the header from anyone else", async () => {
     const viaProxy = async (client: string) =>
       (
-        await send(`${system.rootUrl}/v2/openapi.json`, {
+        await send(`${system.rootUrl}/.well-known/jwks.json`, {
           from: "127.0.0.9",
           headers: { "x-forwarded-for": client },
         })
@@ -106,7 +106,7 @@ describe("rate limits", () => {
     // Not a trusted proxy: the header cannot buy a fresh bucket per request.
     const spoofed: number[] = [];
     for (let i = 0; i < 12; i++) {
-      const answer = await send(`${system.rootUrl}/v2/openapi.json`, {
+      const answer = await send(`${system.rootUrl}/.well-known/jwks.json`, {
         from: "127.0.0.10",
         headers: { "x-forwarded-for": `203.0.113.${i}` },
       });
@@ -182,7 +182,7 @@ describe("rate limits", () => {
     }
     expect((await send(`${system.rootUrl}/readyz`, { from: "127.0.0.8" })).status).toBe(200);
     // The probes spent nothing: this caller still has its whole burst.
-    const first = await send(`${system.rootUrl}/v2/openapi.json`, { from: "127.0.0.8" });
+    const first = await send(`${system.rootUrl}/.well-known/jwks.json`, { from: "127.0.0.8" });
     expect(first.headers["ratelimit-remaining"]).toBe("9");
   });
 });

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
+import { testListenPort } from "./ports.ts";
 import { type RunningSystem, waitUntilReady } from "./system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -29,7 +29,7 @@ export async function startExtraGateway(system: RunningSystem): Promise<ExtraGat
   );
   // Not a port the kernel hands out for port 0, which a health server starting meanwhile could
   // take and then answer /readyz in this gateway's place.
-  const port = await freeListenPort();
+  const port = await testListenPort();
   const child: ChildProcess = spawn(
     process.execPath,
     [join(repoRoot, "apps", "launcher", "dist", "service.js")],

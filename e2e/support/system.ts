@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeListenPort } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { type ContainerStack, startContainerSystem } from "./container-system.ts";
+import { testListenPort } from "./ports.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -43,7 +43,8 @@ export interface RunningSystem {
 }
 
 export interface SystemOptions {
-  env?: Record<string, string>;
+  /** Variables over the tests' defaults; `undefined` unsets one (its default applies). */
+  env?: Record<string, string | undefined>;
   /** Keep the data directory across stop/start (pass the previous one). */
   dataDir?: string;
   readyTimeoutMs?: number;
@@ -59,12 +60,12 @@ export interface SystemOptions {
 export async function startSystem(options: SystemOptions = {}): Promise<RunningSystem> {
   const stack = await containerStack();
   if (stack) {
-    const env = {
+    const env = setOnly({
       LOG_LEVEL: "warn",
       REPLICAS: process.env.E2E_REPLICAS ?? "1",
       ...defaultCredentials,
       ...options.env,
-    };
+    });
     const system = await startContainerSystem(stack, env, options);
     try {
       await waitUntilReady(system.rootUrl, options.readyTimeoutMs ?? 60_000);
@@ -77,7 +78,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
   }
   // Not a port the kernel hands out for port 0: another process starting meanwhile (one of this
   // system's services, or of another system on the machine) could take it and answer /readyz.
-  const port = options.port ?? (await freeListenPort());
+  const port = options.port ?? (await testListenPort());
   const data = options.dataDir ? { path: options.dataDir, remove: () => {} } : tempDir("system");
   const child: ChildProcess = spawn(
     process.execPath,
@@ -85,7 +86,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     [join(repoRoot, "apps", "launcher", "dist", "cli.js")],
     {
       cwd: repoRoot,
-      env: {
+      env: setOnly({
         ...process.env,
         NATS_URL: "",
         LOG_LEVEL: "warn",
@@ -95,7 +96,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
         ...options.env,
         GATEWAY_PORT: String(port),
         DATA_DIR: data.path,
-      },
+      }),
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -131,6 +132,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     throw new Error(`${(error as Error).message}\nlauncher output:\n${output}`);
   }
   return system;
+}
+
+/** The variables that have a value (an `undefined` in `SystemOptions.env` unsets one). */
+function setOnly(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 export async function waitUntilReady(

@@ -8,7 +8,7 @@ import {
   portInUse,
   runAsProcess,
 } from "@cheese/service-kit/launch";
-import { backendProcesses, layoutMessage, loadLauncherConfig, serviceNames } from "./config.ts";
+import { backendProcesses, checkConfiguration, layoutMessage, serviceNames } from "./config.ts";
 import {
   credentialsEnv,
   developmentCredentials,
@@ -30,7 +30,9 @@ const log = createLogger("launcher", "info", lineDestination("launcher", write))
  * own process; without nats-server, runs everything in one process over an in-process bus.
  */
 async function main(): Promise<{ stop(): Promise<void> }> {
-  const config = loadLauncherConfig();
+  // Every variable of every process, checked before anything starts or is written (exit 78
+  // naming each bad one).
+  const config = checkConfiguration();
   const dataDir = resolve(config.DATA_DIR);
   const onHosts = config.LAUNCH_HOSTS === "netns";
   if (onHosts) assertHostsPossible();
@@ -94,7 +96,8 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       );
       log.info(`started a NATS cluster of ${nats.length} (${nats.map((node) => node.url).join(", ")})`);
     } else if (!config.NATS_URL && natsBinary) {
-      nats = [await startNatsServer(natsBinary, dataDir)];
+      // Never on the gateway's port, which nothing holds until the gateway starts.
+      nats = [await startNatsServer(natsBinary, dataDir, [config.GATEWAY_PORT])];
       log.info(`started ${natsBinary} at ${nats[0]?.url} (JetStream data in ${dataDir}/nats)`);
     }
   } catch (error) {
@@ -138,12 +141,21 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   if (config.REPLICAS === 1 && !hosts) {
     supervisor.start(["gateway"], 1);
   } else {
-    const gateways: Backend[] = hosts
-      ? Array.from({ length: config.REPLICAS }, (_, i) => ({
-          host: (hostOf(hostName(["gateway"], i + 1)) as Host).address,
-          port: GATEWAY_PORT_ON_HOST,
-        }))
-      : (await Promise.all(Array.from({ length: config.REPLICAS }, () => freeListenPort()))).map(onLoopback);
+    let gateways: Backend[];
+    if (hosts) {
+      gateways = Array.from({ length: config.REPLICAS }, (_, i) => ({
+        host: (hostOf(hostName(["gateway"], i + 1)) as Host).address,
+        port: GATEWAY_PORT_ON_HOST,
+      }));
+    } else {
+      // One at a time, so no two are the same, and never the gateway's or nats-server's port.
+      const ports: number[] = [];
+      const taken = [config.GATEWAY_PORT, ...nats.map((node) => Number(new URL(node.url).port))];
+      for (let replica = 0; replica < config.REPLICAS; replica++) {
+        ports.push(await freeListenPort("127.0.0.1", { avoid: [...taken, ...ports] }));
+      }
+      gateways = ports.map(onLoopback);
+    }
     supervisor.start(["gateway"], config.REPLICAS, {
       envFor: (replica) => ({
         GATEWAY_PORT: String(gateways[replica - 1]?.port),
@@ -238,9 +250,9 @@ function announceWhenReady(
 }
 
 /**
- * `pnpm` forwards no signal to its script: when the process that started the launcher goes away
- * (a SIGTERM to pnpm alone, a closed terminal), the launcher is re-parented. It then stops
- * everything as on SIGTERM, so nothing is left running and no port stays held.
+ * When the process that started the launcher goes away without passing a signal on (pnpm killed
+ * outright, a closed terminal), the launcher is re-parented. It then stops everything as on
+ * SIGTERM, so nothing is left running and no port stays held.
  */
 function stopWithParent(): void {
   const parent = process.ppid;

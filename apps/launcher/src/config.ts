@@ -1,4 +1,9 @@
-import { baseConfigShape, loadConfig } from "@cheese/service-kit/launch";
+import { catalogueConfigSchema } from "@cheese/catalogue/config";
+import { customerConfigSchema } from "@cheese/customer/config";
+import { gatewayConfigSchema } from "@cheese/gateway/config";
+import { notificationConfigSchema } from "@cheese/notification/config";
+import { orderingConfigSchema } from "@cheese/ordering/config";
+import { baseConfigShape, ConfigError, loadConfig } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 export const serviceNames = ["catalogue", "ordering", "customer", "notification", "gateway"] as const;
@@ -26,8 +31,37 @@ export const launcherConfigSchema = z.object({
 });
 export type LauncherConfig = z.infer<typeof launcherConfigSchema>;
 
-export function loadLauncherConfig(env: Record<string, string | undefined> = process.env): LauncherConfig {
-  return loadConfig(launcherConfigSchema, env);
+/** Each service's configuration schema, as the service itself checks it when it starts. */
+const serviceConfigSchemas: Record<ServiceName, z.ZodType> = {
+  catalogue: catalogueConfigSchema,
+  ordering: orderingConfigSchema,
+  customer: customerConfigSchema,
+  notification: notificationConfigSchema,
+  gateway: gatewayConfigSchema,
+};
+
+/**
+ * The launcher's configuration, once every variable any process will read is checked: the
+ * launcher's own and each service's, against that service's own schema. A bad one throws one
+ * ConfigError naming each variable at fault once (`pnpm start` exits 78 with it, before anything
+ * starts). Each service still checks its own when it starts (the image runs them without the
+ * launcher); what the launcher adds for them (DATA_DIR resolved, PUBLIC_URL, development
+ * credentials) is valid by construction.
+ */
+export function checkConfiguration(env: Record<string, string | undefined> = process.env): LauncherConfig {
+  const lines = new Set<string>();
+  let launcher: LauncherConfig | undefined;
+  for (const schema of [launcherConfigSchema, ...Object.values(serviceConfigSchemas)]) {
+    try {
+      const config = loadConfig(schema as z.ZodObject, env);
+      if (schema === launcherConfigSchema) launcher = config as LauncherConfig;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      for (const line of error.message.split("\n").slice(1)) lines.add(line);
+    }
+  }
+  if (lines.size > 0 || !launcher) throw new ConfigError(`invalid configuration:\n${[...lines].join("\n")}`);
+  return launcher;
 }
 
 /**

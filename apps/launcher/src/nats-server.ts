@@ -58,9 +58,16 @@ export interface RunningNats {
   netns?: string;
 }
 
-/** Starts nats-server with JetStream on a free loopback port, its data under DATA_DIR/nats. */
-export async function startNatsServer(binary: string, dataDir: string): Promise<RunningNats> {
-  const port = await freeListenPort();
+/**
+ * Starts nats-server with JetStream on a free loopback port, never one of `avoid` (the
+ * `GATEWAY_PORT` the launcher was given, not bound yet), its data under DATA_DIR/nats.
+ */
+export async function startNatsServer(
+  binary: string,
+  dataDir: string,
+  avoid: readonly number[] = [],
+): Promise<RunningNats> {
+  const port = await freeListenPort("127.0.0.1", { avoid });
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
   const options = { host: "127.0.0.1", port, storeDir, configFile: writeConfig(dataDir) };

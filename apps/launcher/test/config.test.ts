@@ -1,5 +1,39 @@
+import { ConfigError } from "@cheese/service-kit/launch";
 import { describe, expect, it } from "vitest";
-import { backendProcesses, layoutMessage } from "../src/config.ts";
+import { backendProcesses, checkConfiguration, layoutMessage } from "../src/config.ts";
+
+describe("the launcher's check of every process's variables, before anything starts", () => {
+  const refusal = (env: Record<string, string>) => {
+    try {
+      checkConfiguration(env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+    throw new Error("accepted");
+  };
+
+  it("refuses a variable only a service reads, naming it (the notification's retry delays, the gateway's keys)", () => {
+    expect(refusal({ WEBHOOK_RETRY_DELAYS: "banana" })).toMatch(
+      /^invalid configuration:\n {2}WEBHOOK_RETRY_DELAYS: /,
+    );
+    expect(refusal({ API_KEYS: "nocolon" })).toContain("API_KEYS: entry without a plan");
+    expect(refusal({ ORDER_AUTO_APPROVE_DELAY: "-5s" })).toContain("ORDER_AUTO_APPROVE_DELAY");
+    expect(refusal({ API_KEY_LIFETIME: "forever" })).toContain("API_KEY_LIFETIME");
+    expect(refusal({ NODE_ENV: "production" })).toContain("API_KEYS: NODE_ENV=production and no credentials");
+  });
+
+  it("names every bad variable at once, each once, though several services read it", () => {
+    const message = refusal({ LOG_LEVEL: "loud", WEBHOOK_TIMEOUT: "10x", REPLICAS: "0" });
+    for (const variable of ["LOG_LEVEL", "WEBHOOK_TIMEOUT", "REPLICAS"]) {
+      expect(message.match(new RegExp(`^ {2}${variable}:`, "gm")), variable).toHaveLength(1);
+    }
+  });
+
+  it("accepts the defaults and gives the launcher's own configuration", () => {
+    expect(checkConfiguration({})).toMatchObject({ GATEWAY_PORT: 8080, REPLICAS: 1, LAUNCH_MODE: "auto" });
+  });
+});
 
 describe("the launcher's line on how the services share processes", () => {
   it("names the services that share a process, as they are started", () => {

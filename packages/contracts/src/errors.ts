@@ -43,6 +43,8 @@ export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
 export function errorTypeFor(status: number): ErrorType {
   const byStatus: Record<number, ErrorType> = {
     400: "bad_request",
+    // The request was not received in full in time: the client's doing, as any bad request.
+    408: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
@@ -52,17 +54,22 @@ export function errorTypeFor(status: number): ErrorType {
     415: "unsupported_media_type",
     422: "validation_error",
     429: "rate_limited",
+    // A header section over the limit: a size limit, as 413's.
+    431: "payload_too_large",
     503: "service_unavailable",
   };
   return byStatus[status] ?? "internal_error";
 }
+
+/** The most field errors one answer lists; the rest are counted in one last entry. */
+export const MAX_FIELD_ERRORS = 20;
 
 /**
  * Turns zod issues into `{field, message}` with the paths docs/api.md "Errors" names: `name`,
  * `shippingAddress.country`, `items[0].quantity`.
  */
 export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
-  return issues.flatMap((issue) => {
+  const all = issues.flatMap((issue) => {
     if (issue.code === "unrecognized_keys") {
       return issue.keys.map((key) => ({
         field: fieldPath([...issue.path, key]),
@@ -71,6 +78,16 @@ export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldError[] {
     }
     return [{ field: fieldPath(issue.path) || "(body)", message: issue.message }];
   });
+  if (all.length <= MAX_FIELD_ERRORS) return all;
+  // A body of 90,000 unknown fields must not get a 4 MB answer listing each.
+  const more = all.length - MAX_FIELD_ERRORS;
+  return [
+    ...all.slice(0, MAX_FIELD_ERRORS),
+    {
+      field: "(body)",
+      message: `${more} more error${more === 1 ? "" : "s"} not listed (${all.length} in all)`,
+    },
+  ];
 }
 
 export function fieldPath(path: readonly PropertyKey[]): string {

@@ -4,6 +4,7 @@
  * tracing the rest of the kit loads. `@cheese/service-kit/launch`.
  */
 export * from "./config.ts";
+export * from "./duration.ts";
 export * from "./files.ts";
 export * from "./logger.ts";
 export * from "./ports.ts";

@@ -30,21 +30,63 @@ function listenOnce(port: number, host: string): Promise<number | undefined> {
   });
 }
 
+/** Ports from `low` up to, not including, `high`. */
+export interface PortRange {
+  low: number;
+  high: number;
+}
+
+/**
+ * Where ports are picked, below the kernel's ephemeral range (see `freeListenPort`), in two
+ * halves that never meet: `launcher`, the lower, for what `pnpm start` picks itself (its
+ * nats-server, the gateways behind its balancer); `tests`, the upper, for the ports tests pick
+ * for the systems they start (a gateway's, a receiver's). A port a test picked and handed to a
+ * launcher that has not bound it yet can then never be what that launcher, or another one, picks.
+ */
+export function listenPortRanges(): { launcher: PortRange; tests: PortRange } {
+  const { low } = ephemeralRange();
+  const middle = LOWEST + Math.floor(Math.max(0, low - LOWEST) / 2);
+  return { launcher: { low: LOWEST, high: middle }, tests: { low: middle, high: Math.max(middle, low) } };
+}
+
+/** Ports this process handed out lately (epoch ms): not handed out again before they are bound. */
+const handedOut = new Map<number, number>();
+const HANDED_OUT_MS = 120_000;
+
 /**
  * A port free on `host` now, for a process that will listen on it a moment later. It is chosen
  * at random below the kernel's ephemeral range: a port the kernel just gave out for port 0 goes
  * back into that range when closed, where any process on the machine binding port 0 (a health
- * server, say) may get it before ours listens, and then answers in its place. Falls back to the
- * kernel's choice when no port below the range is free.
+ * server, say) may get it before ours listens, and then answers in its place. It is chosen
+ * `within` a range (the launcher's half of `listenPortRanges` by default), never one of `avoid`
+ * (a port already promised to another process, such as `GATEWAY_PORT`), and never one this
+ * process handed out in the last two minutes. Falls back to the kernel's choice when no port of
+ * the range is free.
  */
-export async function freeListenPort(host = "127.0.0.1"): Promise<number> {
-  const { low } = ephemeralRange();
-  const span = low - LOWEST;
+export async function freeListenPort(
+  host = "127.0.0.1",
+  options: { avoid?: Iterable<number>; within?: PortRange } = {},
+): Promise<number> {
+  const { low, high } = options.within ?? listenPortRanges().launcher;
+  const avoid = new Set(options.avoid ?? []);
+  const now = Date.now();
+  for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
+  const usable = (port: number) => !avoid.has(port) && !handedOut.has(port);
+  const span = high - low;
   for (let tries = 0; span > 0 && tries < 20; tries++) {
-    const port = await listenOnce(LOWEST + Math.floor(Math.random() * span), host);
-    if (port !== undefined) return port;
+    const candidate = low + Math.floor(Math.random() * span);
+    if (!usable(candidate)) continue;
+    // Held while it is probed: a concurrent call in this process does not probe it too.
+    handedOut.set(candidate, now);
+    if ((await listenOnce(candidate, host)) !== undefined) return candidate;
+    handedOut.delete(candidate);
   }
-  const port = await listenOnce(0, host);
-  if (port === undefined) throw new Error(`no free port on ${host}`);
-  return port;
+  for (let tries = 0; tries < 20; tries++) {
+    const kernel = await listenOnce(0, host);
+    if (kernel === undefined) break;
+    if (!usable(kernel)) continue;
+    handedOut.set(kernel, now);
+    return kernel;
+  }
+  throw new Error(`no free port on ${host}`);
 }

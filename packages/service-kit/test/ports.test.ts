@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { freeListenPort } from "../src/ports.ts";
+import { freeListenPort, listenPortRanges } from "../src/ports.ts";
 
 describe("a port to listen on a moment later", () => {
   it("is free, and not one the kernel hands out for port 0 meanwhile", async () => {
@@ -21,4 +21,41 @@ describe("a port to listen on a moment later", () => {
     });
     await new Promise((resolve) => server.close(resolve));
   });
+
+  it("is never a port to avoid (the gateway's, given to a launcher), nor one this process handed out already", async () => {
+    const { launcher } = listenPortRanges();
+    // A range of three free ports, the first of which is promised elsewhere.
+    let low = launcher.low + Math.floor(Math.random() * (launcher.high - launcher.low - 3));
+    while (!(await allFree([low, low + 1, low + 2]))) low += 3;
+    const within = { low, high: low + 3 };
+    const picked = [
+      await freeListenPort("127.0.0.1", { within, avoid: [low] }),
+      await freeListenPort("127.0.0.1", { within, avoid: [low] }),
+    ];
+    expect(picked.sort()).toEqual([low + 1, low + 2]);
+    // Nothing of the range is left: the kernel's choice, never one of the three.
+    expect([low, low + 1, low + 2]).not.toContain(
+      await freeListenPort("127.0.0.1", { within, avoid: [low] }),
+    );
+  });
+
+  it("picks the launcher's ports and the tests' from halves that never meet", () => {
+    const { launcher, tests } = listenPortRanges();
+    expect(launcher.low).toBe(10_000);
+    expect(launcher.high).toBeLessThanOrEqual(tests.low);
+    expect(tests.high).toBeGreaterThan(tests.low);
+  });
 });
+
+async function allFree(ports: number[]): Promise<boolean> {
+  for (const port of ports) {
+    const server = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (free) await new Promise((resolve) => server.close(resolve));
+    if (!free) return false;
+  }
+  return true;
+}

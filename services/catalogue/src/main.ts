@@ -1,6 +1,5 @@
 import { catalogueRpc, historyRpc } from "@cheese/contracts";
 import {
-  baseConfigSchema,
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
@@ -9,6 +8,7 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { noticeEverythingChanged, noticingChanges } from "./change-notices.ts";
+import { type CatalogueConfig, catalogueConfigSchema } from "./config.ts";
 import { addCheese } from "./handlers/add-cheese.ts";
 import { attachImage } from "./handlers/attach-image.ts";
 import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
@@ -20,12 +20,9 @@ import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { CHEESES_VERSION, cheesesCollection, projectCheese } from "./projections/cheeses.ts";
 
-const configSchema = baseConfigSchema;
-type CatalogueConfig = typeof configSchema._output;
-
 export const catalogueService: ServiceDefinition<CatalogueConfig> = {
   name: "catalogue",
-  configSchema,
+  configSchema: catalogueConfigSchema,
   needs: { eventStore: true, readModels: true, blobs: true },
   async start(ctx) {
     const { eventStore: store, readModels, logger } = ctx;

@@ -1,4 +1,4 @@
-import { baseConfigShape, duration } from "@cheese/service-kit";
+import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 export const customerConfigSchema = z.object({

@@ -15,7 +15,8 @@ import type { GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
 import { bodySize, jsonDepth, noSniff } from "./middleware/body-size.ts";
 import { observe } from "./middleware/observe.ts";
-import { rateLimit, specPlanLimits } from "./middleware/rate-limit.ts";
+import { specPlanLimits } from "./middleware/plan-limits.ts";
+import { rateLimit } from "./middleware/rate-limit.ts";
 import { SharedBuckets } from "./middleware/shared-buckets.ts";
 import type { PlanLimits } from "./middleware/token-bucket.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
@@ -35,6 +36,8 @@ import { webhooksRoutes } from "./routes/webhooks.ts";
 export interface AppOptions {
   /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */
   rateLimits?: Record<Plan, PlanLimits>;
+  /** Per-address limits of the browser pages (default `browserPageLimits`). */
+  pageLimits?: PlanLimits;
   /** Lifetime of OAuth authorization codes (default 60 s). */
   oauthCodeTtlMs?: number;
 }
@@ -67,7 +70,11 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use("/console/*", consoleCaller(sessionDeps(deps, identity.revocations)));
   if (options.rateLimits) {
     app.use(
-      rateLimit({ plans: options.rateLimits, buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock) }),
+      rateLimit({
+        plans: options.rateLimits,
+        buckets: new SharedBuckets(deps.bus, deps.logger, deps.clock),
+        ...(options.pageLimits ? { pageLimits: options.pageLimits } : {}),
+      }),
     );
   }
   app.use(jsonDepth);

@@ -1,9 +1,9 @@
 import { createPrivateKey } from "node:crypto";
-import { baseConfigShape, duration } from "@cheese/service-kit";
+import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
 import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
-import { ratePlansSchema } from "./middleware/rate-limit.ts";
+import { ratePlansSchema } from "./middleware/plan-limits.ts";
 import { publicUrlSchema } from "./public-url.ts";
 
 export const gatewayConfigSchema = z

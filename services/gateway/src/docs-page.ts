@@ -122,7 +122,10 @@ function html(c: Context<GatewayEnv>, body: string): Response {
   return c.html(body);
 }
 
-/** `/docs`, its assets, and the OAuth 2.0 redirect page Swagger UI's "Authorize" comes back to. */
+/**
+ * `/docs`, its assets, the OAuth 2.0 redirect page Swagger UI's "Authorize" comes back to, and
+ * `/favicon.ico` (what a browser asks for on any page without an icon, the console's included).
+ */
 export function docsPageRoutes(app: Hono<GatewayEnv>): void {
   let page: string | undefined;
   app.get("/docs", (c) => {
@@ -130,6 +133,11 @@ export function docsPageRoutes(app: Hono<GatewayEnv>): void {
     return html(c, page);
   });
   app.get("/docs/oauth2-redirect.html", (c) => html(c, redirectPage));
+  app.get("/favicon.ico", (c) => {
+    c.header("Content-Type", "image/png");
+    c.header("Cache-Control", "public, max-age=86400");
+    return c.body(load("favicon-32x32.png")!.body as Uint8Array<ArrayBuffer>);
+  });
   app.get(`${assetBase}/:file`, (c) => {
     const found = load(c.req.param("file"));
     if (!found) return c.notFound();

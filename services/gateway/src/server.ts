@@ -9,6 +9,14 @@ import { getRequestListener } from "@hono/node-server";
 const LINGER_MS = 2_000;
 /** The most of an unread body drained to keep its connection: an image upload's limit. */
 const MAX_DRAIN_BYTES = 11 * 1024 * 1024;
+/**
+ * The longest a request may take to arrive, headers and body together (docs/api.md "Errors"):
+ * past it the gateway answers 408 and closes the connection, however slowly the client was still
+ * sending (1 byte a second keeps no connection open longer). A 10 MB upload needs 1.4 Mbit/s.
+ */
+export const REQUEST_TIMEOUT_MS = 60_000;
+/** How often Node looks for requests past their time: the bound is kept within this. */
+const TIMEOUT_CHECK_MS = 1_000;
 
 /**
  * The gateway's HTTP server: the app behind Node's HTTP parser, and the spec's error body with an
@@ -19,8 +27,9 @@ type FetchCallback = Parameters<typeof getRequestListener>[0];
 
 export function createGatewayServer(
   fetch: FetchCallback,
-  options: { logger: Logger; hostname?: string },
+  options: { logger: Logger; hostname?: string; requestTimeoutMs?: number },
 ): Server {
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const { logger } = options;
   const listener = getRequestListener(fetch, {
     ...(options.hostname ? { hostname: options.hostname } : {}),
@@ -37,7 +46,12 @@ export function createGatewayServer(
     },
   });
   const server = createServer(
-    { requireHostHeader: false },
+    {
+      requireHostHeader: false,
+      requestTimeout,
+      headersTimeout: requestTimeout,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, requestTimeout),
+    },
     (request: IncomingMessage, response: ServerResponse) => {
       // Node's own refusal of a missing Host is an empty 400, so it is made here instead.
       if (request.httpVersionMajor === 1 && request.httpVersionMinor === 1 && !request.headers.host) {
@@ -76,7 +90,7 @@ export function createGatewayServer(
       status === 431
         ? "request header fields too large (at most 16 KiB in all)"
         : status === 408
-          ? "request not received in time"
+          ? `request not received in time (headers and body within ${requestTimeout / 1000} s)`
           : `malformed request (${error.code ?? "parse error"})`;
     logger.info({ requestId, correlationId: requestId, status, code: error.code }, "client error");
     const answer = rawHttpResponse(status, message, requestId);

@@ -7,7 +7,7 @@ import { ManualClock } from "@cheese/service-kit/testing";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { plainAnswer, setAnswerHeader } from "../src/middleware/answer-headers.ts";
-import { specPlanLimits } from "../src/middleware/rate-limit.ts";
+import { specPlanLimits } from "../src/middleware/plan-limits.ts";
 import { createGatewayServer } from "../src/server.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 

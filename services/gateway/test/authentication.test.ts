@@ -121,6 +121,34 @@ describe("authentication and access at the gateway", () => {
     expect((await postCheese({ authorization: `Bearer ${otherKid}` })).status).toBe(401);
   });
 
+  it("says in a fixed sentence of its own why a token is refused, never the JWT library's message", async () => {
+    const dir = tempDir("foreign-key");
+    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const claims = { kind: "client" as const, sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses" as const] };
+    const forged = (await foreign.issue(claims, 60)).token;
+    dir.remove();
+    const unsigned = new UnsecuredJWT({ kind: "client", scope: "write:cheeses" })
+      .setSubject(OPERATOR_CLIENT.id)
+      .setJti("x")
+      .setIssuer("http://127.0.0.1:8080")
+      .setExpirationTime("1h")
+      .encode();
+    const expired = (await gateway.tokens.issue(claims, -10)).token;
+    const messages = new Map<string, string>();
+    for (const [name, token] of Object.entries({ forged, unsigned, expired, garbage: "a.b.c" })) {
+      const response = await postCheese({ authorization: `Bearer ${token}` });
+      expect(response.status, name).toBe(401);
+      messages.set(name, ((await response.json()) as { message: string }).message);
+    }
+    expect(messages.get("expired")).toBe("token expired: get a new one");
+    expect(messages.get("forged")).toBe("token is signed with a key this server does not know");
+    for (const [name, message] of messages) {
+      // jose's words: its claim checks, its error names, its parsing.
+      expect(message, name).not.toMatch(/claim|timestamp|JWS|JWT|Compact|"alg"|unexpected|check failed/);
+      expect(message, name).toMatch(/^token /);
+    }
+  });
+
   it("answers OAuth errors in RFC 6749 form as well as ours", async () => {
     const wrongSecret = await gateway.app.request("/oauth/token", {
       method: "POST",

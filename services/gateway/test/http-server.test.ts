@@ -144,6 +144,69 @@ describe("the gateway's HTTP server", () => {
     expect(response!.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(response!.headers.connection).toBe("close");
     expect(JSON.parse(response!.body)).toEqual(errorBody(431));
+    // A size limit, as 413: one of the spec's types, not internal_error.
+    expect(JSON.parse(response!.body).type).toBe("payload_too_large");
+  });
+
+  it("answers 408 and closes a request whose body is trickled in past the request time-out", async () => {
+    const { app, cleanup } = await testGateway();
+    const slow = createGatewayServer(app.fetch, {
+      logger: createLogger("gateway-test", "silent"),
+      requestTimeoutMs: 1500,
+    });
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+    const socket = connect((slow.address() as AddressInfo).port, "127.0.0.1");
+    const started = Date.now();
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk) => chunks.push(chunk));
+    socket.on("error", () => {});
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    socket.write(
+      "POST /v2/customer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    );
+    // One byte every 100 ms: never idle, never done.
+    const trickle = setInterval(() => socket.writable && socket.write(" "), 100);
+    try {
+      await closed;
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(1400);
+      expect(elapsed).toBeLessThan(1500 + 1000 + 1000);
+      const [response] = parseResponses(Buffer.concat(chunks).toString("latin1"));
+      expect(response!.status).toBe(408);
+      expect(response!.headers.connection).toBe("close");
+      expect(JSON.parse(response!.body)).toEqual({
+        code: 408,
+        type: "bad_request",
+        message: "request not received in time (headers and body within 1.5 s)",
+      });
+    } finally {
+      clearInterval(trickle);
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+      cleanup();
+    }
+  });
+
+  it("answers a body of 90,000 unknown fields with a short 422: the first 20 named, the rest counted", async () => {
+    const fields = Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`f${i}`, 1]));
+    const body = JSON.stringify({ username: "trickle", password: "long enough password", ...fields });
+    expect(body.length).toBeLessThan(1024 * 1024);
+    const response = await fetch(`${origin}/v2/customer`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    expect(response.status).toBe(422);
+    const text = await response.text();
+    expect(text.length).toBeLessThan(4000);
+    const answer = JSON.parse(text);
+    expect(answer.type).toBe("validation_error");
+    expect(answer.errors).toHaveLength(21);
+    expect(answer.errors).toContainEqual({ field: "f0", message: "unknown field" });
+    expect(answer.errors[20]).toEqual({
+      field: "(body)",
+      message: expect.stringMatching(/^\d+ more errors not listed \(9000\d in all\)$/),
+    });
   });
 
   it("reads repeated request headers as one value joined with commas, Authorization included", async () => {

@@ -4,7 +4,8 @@ import { ManualClock } from "@cheese/service-kit/testing";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { Caller, GatewayEnv } from "../src/env.ts";
-import { rateLimit, ratePlansSchema, specPlanLimits } from "../src/middleware/rate-limit.ts";
+import { ratePlansSchema, specPlanLimits } from "../src/middleware/plan-limits.ts";
+import { rateLimit } from "../src/middleware/rate-limit.ts";
 import { RECONCILE_MS, SharedBuckets } from "../src/middleware/shared-buckets.ts";
 import { hourlyRate, take } from "../src/middleware/token-bucket.ts";
 

@@ -1,4 +1,4 @@
-import { baseConfigShape, duration, parseDuration } from "@cheese/service-kit";
+import { baseConfigShape, duration, parseDuration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 /** The spec's retry table: delays before attempts 1 to 6. */

@@ -1,10 +1,8 @@
 import { catalogueEvents, historyRpc, type Order, orderingRpc } from "@cheese/contracts";
 import { consumeEvents } from "@cheese/messaging";
 import {
-  baseConfigShape,
   contextFromHeaders,
   contextLogger,
-  duration,
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
@@ -12,7 +10,7 @@ import {
   startPublisher,
   startService,
 } from "@cheese/service-kit";
-import { z } from "zod";
+import { type OrderingConfig, orderingConfigSchema } from "./config.ts";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
 import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
@@ -30,16 +28,9 @@ import {
   projectOrder,
 } from "./projections/orders.ts";
 
-const configSchema = z.object({
-  ...baseConfigShape,
-  /** How long after placement an order is checked again and approved or cancelled (docs/ordering.md). */
-  ORDER_AUTO_APPROVE_DELAY: duration("0s"),
-});
-type OrderingConfig = z.infer<typeof configSchema>;
-
 export const orderingService: ServiceDefinition<OrderingConfig> = {
   name: "ordering",
-  configSchema,
+  configSchema: orderingConfigSchema,
   needs: { eventStore: true, readModels: true },
   async start(ctx) {
     const { eventStore: store, readModels, logger, bus, config, clock } = ctx;

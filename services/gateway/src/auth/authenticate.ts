@@ -65,7 +65,7 @@ async function identify(
   try {
     claims = await deps.tokens.verify(match[1]!);
   } catch (error) {
-    return { caller: anonymous, problem: `invalid token: ${(error as Error).message}` };
+    return { caller: anonymous, problem: tokenProblem(error) };
   }
   const revoked = await identity.revocations.isRevoked({
     jti: claims.jti,
@@ -77,6 +77,28 @@ async function identify(
     return { caller: anonymous, problem: "token revoked" };
   }
   return identifyToken(c, claims, deps, identity, anonymous);
+}
+
+/**
+ * What a 401 says about a bearer token that failed verification: a fixed sentence per case, never
+ * the JWT library's own message (which names its checks and their values).
+ */
+export function tokenProblem(error: unknown): string {
+  switch ((error as { code?: string }).code) {
+    case "ERR_JWT_EXPIRED":
+      return "token expired: get a new one";
+    case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
+      return "token signature is not valid: it was not issued by this server, or was altered";
+    case "ERR_JOSE_ALG_NOT_ALLOWED":
+    case "ERR_JOSE_NOT_SUPPORTED":
+      return "token is not signed the way this server signs tokens (EdDSA)";
+    case "ERR_JWT_CLAIM_VALIDATION_FAILED":
+      return "token was not issued for this server, or is not valid yet";
+    case "ERR_JWKS_NO_MATCHING_KEY":
+      return "token is signed with a key this server does not know";
+    default:
+      return "token is not a valid access token of this server";
+  }
 }
 
 async function identifyApiKey(

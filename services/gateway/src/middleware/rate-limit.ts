@@ -1,52 +1,16 @@
 import { counter, seriesOf } from "@cheese/service-kit";
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { z } from "zod";
-import { type Plan, plans } from "../auth/credentials.ts";
+import type { Plan } from "../auth/credentials.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
 import type { SharedBuckets } from "./shared-buckets.ts";
 import { type Admission, hourlyRate, type PlanLimits } from "./token-bucket.ts";
 
-/** The spec's Limits table. */
-export const specPlanLimits: Record<Plan, PlanLimits> = {
-  free: { burst: 10, perHour: 100 },
-  pro: { burst: 100, perHour: 10_000 },
-  enterprise: { burst: 1000, perHour: "unlimited" },
-};
-
-/**
- * `RATE_LIMIT_PLANS`: overrides of the plan table (docs/identity.md "Rate limits"), `plan=burst/perHour` comma separated, e.g.
- * `free=1000/unlimited` for a test system; plans not named keep their limits.
- */
-export const ratePlansSchema = z
-  .string()
-  .default("")
-  .transform((text, ctx) => {
-    const table = { ...specPlanLimits };
-    for (const entry of text
-      .split(",")
-      .map((e) => e.trim())
-      .filter(Boolean)) {
-      const match = /^(\w+)=(\d+)\/(\d+|unlimited)$/.exec(entry);
-      if (!match || !(plans as readonly string[]).includes(match[1]!) || Number(match[2]) < 1) {
-        ctx.addIssue({
-          code: "custom",
-          message: `"${entry}" is not plan=burst/perHour (plan free, pro or enterprise; perHour a number or unlimited)`,
-        });
-        return z.NEVER;
-      }
-      table[match[1] as Plan] = {
-        burst: Number(match[2]),
-        perHour: match[3] === "unlimited" ? "unlimited" : Number(match[3]),
-      };
-    }
-    return table;
-  });
-
 const refusals = counter({
   name: "cheese_rate_limit_refusals_total",
-  help: "Requests refused with 429 because the caller's bucket was empty, by the caller's plan",
+  help: "Requests refused with 429 because the caller's bucket was empty, by the caller's plan (pages: an address's browser-page bucket)",
   labelNames: ["plan"],
 });
 const refusalsOf = seriesOf((plan) => refusals.labels(plan));
@@ -58,33 +22,78 @@ const refusalsOf = seriesOf((plan) => refusals.labels(plan));
 const EXEMPT = new Set(["/healthz", "/readyz"]);
 
 /**
+ * The pages a person opens in a browser, and what they load: the API reference (`/docs`, its
+ * assets and the document it renders), the operator console (pages, stylesheet, sign-in) and the
+ * favicon. They are not API traffic: an anonymous visitor's requests there spend a bucket of
+ * their own per address, {@link browserPageLimits}, never the anonymous API plan's; a signed-in
+ * console operator's spend the operator's bucket, as its API calls do.
+ */
+export function isBrowserPage(path: string): boolean {
+  return (
+    path === "/docs" ||
+    path.startsWith("/docs/") ||
+    path === "/console" ||
+    path.startsWith("/console/") ||
+    path === "/favicon.ico" ||
+    path === "/v2/openapi.json"
+  );
+}
+
+/**
+ * Per client address, on the browser pages above (docs/identity.md "Rate limits"): generous for
+ * a person (the reference loads 6 files, a console page 1 to 3), a bound against a script.
+ */
+export const browserPageLimits: PlanLimits = { burst: 300, perHour: 3600 };
+
+/**
  * Rate limits (docs/identity.md): a token bucket per caller (operator key, customer key, OAuth client,
  * customer, or client IP) sized by the caller's plan, shared by all replicas. Every counted
  * response carries RateLimit-Limit/-Remaining/-Reset and X-Rate-Limit/-Remaining; a refused
  * request gets 429 with Retry-After.
  */
-export function rateLimit(options: { plans: Record<Plan, PlanLimits>; buckets: SharedBuckets }) {
+export function rateLimit(options: {
+  plans: Record<Plan, PlanLimits>;
+  buckets: SharedBuckets;
+  /** The browser pages' per-address limits; {@link browserPageLimits} by default. */
+  pageLimits?: PlanLimits;
+}) {
+  const pageLimits = options.pageLimits ?? browserPageLimits;
   return createMiddleware<GatewayEnv>(async (c, next) => {
     if (EXEMPT.has(c.req.path)) return next();
     const caller = c.get("caller");
-    const limits = options.plans[caller.plan];
-    const admission = await options.buckets.admit(caller.id, limits);
+    const page = isBrowserPage(c.req.path);
+    const pageVisitor = page && caller.kind === "anonymous";
+    const limits = pageVisitor ? pageLimits : options.plans[caller.plan];
+    const admission = await options.buckets.admit(pageVisitor ? `page:${caller.id}` : caller.id, limits);
     const headers = limitHeaders(limits, admission);
     if (!admission.allowed) {
       for (const [name, value] of Object.entries(headers)) c.header(name, value);
-      refusalsOf(caller.plan).inc();
+      refusalsOf(pageVisitor ? "pages" : caller.plan).inc();
       c.header("Retry-After", String(admission.retryAfterSeconds));
-      return errorResponse(
-        c,
-        429,
-        `rate limit exceeded: the ${caller.plan} plan allows bursts of ${limits.burst} and ${hourlyRate(limits)} requests an hour; retry in ${admission.retryAfterSeconds} s`,
-      );
+      const allowance = `bursts of ${limits.burst} and ${hourlyRate(limits)} requests an hour`;
+      const message = pageVisitor
+        ? `too many requests from your address: pages allow ${allowance}; retry in ${admission.retryAfterSeconds} s`
+        : `rate limit exceeded: the ${caller.plan} plan allows ${allowance}; retry in ${admission.retryAfterSeconds} s`;
+      return page ? tooManyRequestsPage(c, message) : errorResponse(c, 429, message);
     }
     await next();
     // Set on the answer once it is made, whoever made it (set before it too, they cost five
     // header writes more per request for the same answer); a route's own value is kept.
     for (const [name, value] of Object.entries(headers)) setAnswerHeader(c, name, value, { ifAbsent: true });
   });
+}
+
+/** A 429 a browser shows as a page (no script, no style, nothing from elsewhere); `message` is ours. */
+function tooManyRequestsPage(c: Context<GatewayEnv>, message: string): Response {
+  c.header("Content-Security-Policy", "default-src 'none'; base-uri 'none'; frame-ancestors 'none'");
+  c.header("Cache-Control", "no-store");
+  return c.html(
+    `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Too many requests</title></head>
+<body><h1>Too many requests</h1><p>${message}</p><p>Reload the page then.</p></body></html>
+`,
+    429,
+  );
 }
 
 export function limitHeaders(limits: PlanLimits, admission: Admission): Record<string, string> {
