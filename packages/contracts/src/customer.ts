@@ -159,10 +159,23 @@ export const LoginResult = z
 
 /** At most 100 elements (docs/identity.md); each element is validated on its own. */
 export const MAX_BATCH = 100;
-/** Elements are checked one by one in the handler, so the body schema only bounds the array. */
+const customerInputFields = new Set(Object.keys(customerInputShape));
+/**
+ * Elements are checked one by one in the handler (an invalid one is an error at its index), so
+ * the body schema bounds the array and refuses only unknown fields, a mistake in the request's
+ * shape: a batch with any is 422 at once, naming `[index].field`, and nothing is registered.
+ */
 export const CustomerBatchInput = z
   .array(z.unknown())
   .max(MAX_BATCH, `at most ${MAX_BATCH} customers per batch`)
+  .superRefine((elements, context) => {
+    elements.forEach((element, index) => {
+      if (typeof element !== "object" || element === null || Array.isArray(element)) return;
+      const keys = Object.keys(element).filter((key) => !customerInputFields.has(key));
+      if (keys.length > 0)
+        context.addIssue({ code: "unrecognized_keys", keys, path: [index], input: element });
+    });
+  })
   .openapi({
     description: "JSON array of CustomerInput, at most 100",
     items: { $ref: "#/components/schemas/CustomerInput" },

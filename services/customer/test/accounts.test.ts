@@ -88,7 +88,7 @@ describe("registration on the write side", () => {
     await registerCustomer(deps, first, context);
     const loser = fields({ email: first.email.toUpperCase() });
     await expect(registerCustomer(deps, loser, context)).rejects.toMatchObject({
-      body: { status: 409, message: "email already exists" },
+      body: { status: 409, message: "username or email exists" },
     });
     await expect(
       registerCustomer(deps, { ...loser, email: "other@example.com" }, context),
@@ -107,7 +107,31 @@ describe("registration on the write side", () => {
     expect(result.created).toEqual([expect.objectContaining({ username: a.username })]);
     expect(result.errors.map((e) => e.index)).toEqual([1, 2, 3]);
     expect(result.errors[0]!.message).toContain("email");
-    expect(result.errors[2]).toEqual({ index: 3, message: "username already exists" });
+    expect(result.errors[2]).toEqual({ index: 3, message: "username or email exists" });
+  });
+
+  it("answers a taken email exactly as a taken username, alone and in a batch, so no answer tells whether an email is registered", async () => {
+    const holder = fields();
+    await registerCustomer(deps, holder, context);
+    const refusal = (attempt: ReturnType<typeof fields>) =>
+      registerCustomer(deps, attempt, context).then(
+        () => "registered",
+        (error: { body: unknown }) => error.body,
+      );
+    const takenEmail = await refusal(fields({ email: holder.email }));
+    const takenUsername = await refusal(fields({ username: holder.username }));
+    expect(takenEmail).toEqual(takenUsername);
+    expect(JSON.stringify(takenEmail)).not.toMatch(/email already|username already/);
+    const batch = await registerBatch(
+      deps,
+      [fields({ email: holder.email }), fields({ username: holder.username })],
+      context,
+    );
+    expect(batch.created).toEqual([]);
+    expect(batch.errors.map((e) => e.message)).toEqual([
+      "username or email exists",
+      "username or email exists",
+    ]);
   });
 });
 

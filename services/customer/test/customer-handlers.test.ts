@@ -55,7 +55,7 @@ describe("the customer service's handlers", () => {
     await spec
       .given()
       .when(customerRpc.register, { fields: { ...alice, username: "ALICE", email: "other@example.com" } })
-      .thenRefuses({ status: 409, message: "username already exists" }, ["customer-2"]);
+      .thenRefuses({ status: 409, message: "username or email exists" }, ["customer-2"]);
   });
 
   it("erases a customer: CustomerDeleted, and its username and email given back", async () => {

@@ -282,7 +282,7 @@ export const operationExamples: Record<string, OperationExamples> = {
     responses: {
       200: {
         created: [{ ...alice, customerStatus: "bronze" }],
-        errors: [{ index: 1, message: "username already exists" }],
+        errors: [{ index: 1, message: "username or email exists" }],
       },
     },
     invalidField: { field: "(body)", message: "Too big: expected array to have <=100 items" },
