@@ -172,8 +172,9 @@ export const CustomerBatchInput = z
     elements.forEach((element, index) => {
       if (typeof element !== "object" || element === null || Array.isArray(element)) return;
       const keys = Object.keys(element).filter((key) => !customerInputFields.has(key));
-      if (keys.length > 0)
-        context.addIssue({ code: "unrecognized_keys", keys, path: [index], input: element });
+      if (keys.length === 0) return;
+      const input = element as Record<string, unknown>;
+      context.addIssue({ code: "unrecognized_keys", keys, path: [index], input });
     });
   })
   .openapi({

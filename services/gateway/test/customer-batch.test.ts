@@ -23,7 +23,7 @@ describe("batch registration's shape", () => {
     });
     expect(response.status).toBe(422);
     expect(Date.now() - started).toBeLessThan(1_000);
-    const body = await response.json();
+    const body = (await response.json()) as { errors: { field: string; message: string }[] };
     expect(body).toMatchObject({ code: 422, type: "validation_error" });
     expect(body.errors).toContainEqual({ field: "[1].k0", message: "unknown field" });
     expect(body.errors).toContainEqual({ field: "[0].k1", message: "unknown field" });

@@ -3474,6 +3474,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the cheese already has 50 photoUrls, the most it may hold */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 409,
+                     *       "type": "conflict",
+                     *       "message": "the cheese already has 50 photoUrls, the most it may hold"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description file too large (or more than 50 megapixels) */
             413: {
                 headers: {
@@ -5436,7 +5452,7 @@ export interface operations {
                      *       "errors": [
                      *         {
                      *           "index": 1,
-                     *           "message": "username already exists"
+                     *           "message": "username or email exists"
                      *         }
                      *       ]
                      *     }
