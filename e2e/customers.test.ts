@@ -246,7 +246,16 @@ describe("customers", () => {
     it("refuses to replace someone else (403), to take a taken name (409), and bad bodies (422)", async () => {
       const alice = await registerAndLogin(system);
       const bob = await registerAndLogin(system);
-      expect((await send("PUT", `/customer/${bob.username}`, newCustomer(), alice.bearer)).status).toBe(403);
+      expect(
+        (
+          await send(
+            "PUT",
+            `/customer/${bob.username}`,
+            newCustomer({ currentPassword: alice.password }),
+            alice.bearer,
+          )
+        ).status,
+      ).toBe(403);
       const stealing = await send(
         "PUT",
         `/customer/${alice.username}`,
@@ -275,9 +284,24 @@ describe("customers", () => {
       );
       expect(invalid.status).toBe(422);
       expect((await json(invalid)).errors.map((e: { field: string }) => e.field).sort()).toEqual([
+        "currentPassword",
         "email",
         "password",
       ]);
+      // A PUT without currentPassword is 422 whether or not its password is the current one, so
+      // it does not tell which (security probe L7).
+      for (const password of [alice.password, "a guess at alice's password"]) {
+        const guess = await send(
+          "PUT",
+          `/customer/${alice.username}`,
+          { username: alice.username, email: alice.email, password },
+          alice.bearer,
+        );
+        expect(guess.status).toBe(422);
+        expect((await json(guess)).errors).toEqual([
+          { field: "currentPassword", message: expect.any(String) },
+        ]);
+      }
       expect((await send("PUT", `/customer/${alice.username}`, newCustomer(), operator.apiKey)).status).toBe(
         403,
       );
@@ -353,7 +377,7 @@ describe("customers", () => {
     const replace = doc.paths["/customer/{username}"].put;
     const replaceBody = schema(replace.requestBody.content["application/json"].schema);
     expect(replaceBody.properties.currentPassword).toMatchObject({ type: "string", format: "password" });
-    expect(replaceBody.required).not.toContain("currentPassword");
+    expect(replaceBody.required).toContain("currentPassword");
     expect(schema(register.requestBody.content["application/json"].schema).properties).not.toHaveProperty(
       "currentPassword",
     );

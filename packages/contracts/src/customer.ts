@@ -89,22 +89,24 @@ const customerInputShape = {
 export const CustomerInput = z.strictObject(customerInputShape).openapi("CustomerInput");
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
+const currentPassword = z.string().min(1).max(1024).openapi({
+  format: "password",
+  description: "the account's current password (422 without it, 403 when wrong)",
+});
+
 /**
- * PUT /customer/{username}: the account as it should be, and the current password to change it.
- * A schema of its own, not an allOf over CustomerInput: both forbid unknown fields, which allOf
- * would make every body break one part or the other.
+ * PUT /customer/{username}: the account as it should be, and the current password, always: a PUT
+ * always carries a password, and answering one without currentPassword would tell whether that
+ * password is the current one. A schema of its own, not an allOf over CustomerInput: both forbid
+ * unknown fields, which allOf would make every body break one part or the other.
  */
 export const CustomerUpdateInput = z
-  .strictObject({
-    ...customerInputShape,
-    currentPassword: z.string().min(1).max(1024).optional().openapi({
-      format: "password",
-      description:
-        "the account's current password: required when the password or the email changes (422 without it, 403 when wrong)",
-    }),
-  })
+  .strictObject({ ...customerInputShape, currentPassword })
   .openapi("CustomerUpdateInput");
 export type CustomerUpdateInput = z.infer<typeof CustomerUpdateInput>;
+
+/** DELETE /customer/{username}: the password again, so a stolen token alone cannot erase the account. */
+export const CustomerDeletion = z.strictObject({ currentPassword }).openapi("CustomerDeletion");
 
 /** What a register or replace command carries: read-only fields dropped, phone defaulted. */
 export const CustomerFields = z.object({

@@ -186,10 +186,17 @@ describe("changing the password or the email", () => {
       customerId: id,
     });
 
-    // Names change without it; the same password given again is no change either.
+    // Nothing changes without it either: else the answer would tell whether `password` is the
+    // current one (security probe L7).
+    for (const password of [frank.password, "a guess at the password"]) {
+      await expect(
+        replaceCustomer(deps, { ...request, fields: { ...frank, password, firstName: "Franz" } }, context),
+      ).rejects.toMatchObject({ body: { status: 422, errors: [{ field: "currentPassword" }] } });
+    }
+    // With it, names change; the same password given again is no change of password.
     const renamed = await replaceCustomer(
       deps,
-      { ...request, fields: { ...frank, firstName: "Franz" } },
+      { ...request, fields: { ...frank, firstName: "Franz" }, currentPassword: frank.password },
       context,
     );
     expect(renamed).toMatchObject({ customer: { firstName: "Franz" }, passwordVersion: null });
@@ -223,7 +230,12 @@ describe("a change racing the customer's deletion", () => {
     for (const deletedWhen of ["before the read", "between the read and the write"] as const) {
       const gina = fields();
       const { id } = await registerCustomer(deps, gina, context);
-      const request = { username: gina.username, asCustomer: id, fields: { ...gina, firstName: "Gina" } };
+      const request = {
+        username: gina.username,
+        asCustomer: id,
+        fields: { ...gina, firstName: "Gina" },
+        currentPassword: gina.password,
+      };
       // The deletion runs after the change found the customer active.
       const vault = Object.create(deps.vault) as PersonalDataVault;
       vault.open = async (customerId, sealed) => {
@@ -242,11 +254,29 @@ describe("a change racing the customer's deletion", () => {
 });
 
 describe("erasure", () => {
+  it("needs the account's password again: a wrong one is 403 and erases nothing", async () => {
+    const ida = fields();
+    const { id } = await registerCustomer(deps, ida, context);
+    const request = { username: ida.username, asCustomer: id };
+    await expect(
+      deleteCustomer(deps, { ...request, currentPassword: "not the password" }, context),
+    ).rejects.toMatchObject({ body: { status: 403, message: expect.stringContaining("currentPassword") } });
+    expect((await deps.store.readStream(`customer-${id}`)).map((e) => e.type)).toEqual([
+      "CustomerRegistered",
+    ]);
+    await deleteCustomer(deps, { ...request, currentPassword: ida.password }, context);
+    expect((await deps.store.readStream(`customer-${id}`)).map((e) => e.type)).toContain("CustomerDeleted");
+  });
+
   it("destroys the key, so the sealed personal data in the event store cannot be read back", async () => {
     const bob = fields({ firstName: "Bobbington", lastName: "Smythe-Erased", phone: "+1 555 0100" });
     const { id } = await registerCustomer(deps, bob, context);
     expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(true);
-    await deleteCustomer(deps, { username: bob.username, asCustomer: id }, context);
+    await deleteCustomer(
+      deps,
+      { username: bob.username, asCustomer: id, currentPassword: bob.password },
+      context,
+    );
     expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(false);
 
     const events = await deps.store.readStream(`customer-${id}`);

@@ -63,7 +63,7 @@ describe("the customer service's handlers", () => {
     const emailStream = (await spec.store.readStream("customer-1"))[0]!.data as { emailKey: string };
     await spec
       .given()
-      .when(customerRpc.delete, { username: "alice", asCustomer: 1 })
+      .when(customerRpc.delete, { username: "alice", asCustomer: 1, currentPassword: alice.password })
       .thenReturns({
         reply: { customerId: 1 },
         events: {

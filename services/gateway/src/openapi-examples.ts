@@ -297,9 +297,12 @@ export const operationExamples: Record<string, OperationExamples> = {
   updateCustomer: {
     request: { ...aliceInput, email: "alice.martin@example.com", currentPassword: "correct horse battery" },
     responses: { 200: { ...alice, email: "alice.martin@example.com" } },
-    invalidField: { field: "currentPassword", message: "required when the password or the email changes" },
+    invalidField: { field: "currentPassword", message: "Invalid input: expected string, received undefined" },
   },
-  deleteCustomer: {},
+  deleteCustomer: {
+    request: { currentPassword: "correct horse battery" },
+    invalidField: { field: "currentPassword", message: "Invalid input: expected string, received undefined" },
+  },
   getCustomerHistory: {
     responses: {
       200: {

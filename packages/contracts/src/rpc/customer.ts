@@ -80,7 +80,7 @@ export const customerRpc = {
   /** Erases the account; its sessions and keys are revoked from the customer.deleted it causes. */
   delete: defineRpc({
     subject: "customer.customer.delete",
-    request: z.object({ username: z.string(), asCustomer: customerId }),
+    request: z.object({ username: z.string(), asCustomer: customerId, currentPassword: z.string() }),
     response: z.object({ customerId }),
   }),
   /** Checks a password; 401 for an unknown user or a wrong password alike, in the same time. */

@@ -2,6 +2,7 @@ import {
   Customer,
   CustomerBatchInput,
   CustomerBatchResult,
+  CustomerDeletion,
   CustomerInput,
   CustomerUpdateInput,
   customerRpc,
@@ -168,7 +169,7 @@ const replaceCustomer = (deps: GatewayDeps) =>
       tags: ["Customers"],
       summary: "Replace one's own account (username, email and password required)",
       description:
-        "Changing the password or the email needs `currentPassword`. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
+        "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
       request: {
         params: UsernameParam,
         body: { required: true, content: { "application/json": { schema: CustomerUpdateInput } } },
@@ -198,13 +199,20 @@ const deleteCustomer = (deps: GatewayDeps) =>
       tags: ["Customers"],
       summary: "Erase one's own account, its API keys and sessions, and its personal data",
       description:
-        "Self only. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
-      request: { params: UsernameParam },
+        "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
+      request: {
+        params: UsernameParam,
+        body: { required: true, content: { "application/json": { schema: CustomerDeletion } } },
+      },
       responses: {
         ...commonResponses,
-        ...credentialResponses,
+        401: credentialResponses[401],
+        403: errorResponse(
+          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+        ),
         204: { description: "erased" },
         404: errorResponse("customer not found"),
+        422: validationErrorResponse,
       },
     }),
   );
@@ -271,7 +279,7 @@ export function customersRoutes(
       username,
       asCustomer: customerId,
       fields: toCustomerFields(input),
-      ...(currentPassword !== undefined ? { currentPassword } : {}),
+      currentPassword,
       session: caller.token?.jti ?? null,
     });
     // A new password: the older credentials end on every replica (auth/password-changes.ts) once
@@ -295,6 +303,7 @@ export function customersRoutes(
     const { customerId } = await callService(deps, c, customerRpc.delete, {
       username,
       asCustomer: actingCustomer(c.get("caller"), false)!,
+      currentPassword: c.req.valid("json").currentPassword,
     });
     // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
     // once customer.deleted is through (auth/erasure.ts): the answer waits for that.
