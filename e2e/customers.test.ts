@@ -188,6 +188,31 @@ describe("customers", () => {
   });
 
   describe("reading, replacing and who may", () => {
+    it("answers personal data with Cache-Control: no-store, whatever the credential", async () => {
+      const alice = await registerAndLogin(system);
+      const issued = await send("POST", `/customer/${alice.username}/apiKeys`, {}, alice.bearer);
+      expect(issued.status).toBe(201);
+      const ownKey = { "x-api-key": (await json(issued)).key as string };
+      const reads: [string, Record<string, string>][] = [
+        [`/customer/${alice.username}`, operator.apiKey],
+        [`/customer/${alice.username}`, ownKey],
+        [`/customer/${alice.username}`, alice.bearer],
+        [`/customer/${alice.username}/history`, ownKey],
+        [`/customer/${alice.username}/apiKeys`, alice.bearer],
+        [`/customer/${alice.username}/grants`, alice.bearer],
+        ["/store/orders", ownKey],
+        ["/store/orders", alice.bearer],
+      ];
+      for (const [path, headers] of reads) {
+        const response = await send("GET", path, undefined, headers);
+        expect(response.status, path).toBe(200);
+        expect(response.headers.get("cache-control"), `${path} ${Object.keys(headers)}`).toBe("no-store");
+      }
+      const registered = await send("POST", "/customer", newCustomer());
+      expect(registered.status).toBe(201);
+      expect(registered.headers.get("cache-control")).toBe("no-store");
+    });
+
     it("lets a customer read itself, not others (403), and an operator key anyone", async () => {
       const alice = await registerAndLogin(system);
       const bob = await registerAndLogin(system);

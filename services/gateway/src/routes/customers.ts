@@ -20,6 +20,7 @@ import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv, Scope } from "../env.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
@@ -59,6 +60,7 @@ const register = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const registerMany = (deps: GatewayDeps) =>
@@ -83,6 +85,7 @@ const registerMany = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const login = (deps: GatewayDeps) =>
@@ -118,6 +121,7 @@ const login = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const logout = (deps: GatewayDeps) =>
@@ -134,6 +138,7 @@ const logout = (deps: GatewayDeps) =>
         "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
     }),
+    noStore,
   );
 
 const getCustomer = (deps: GatewayDeps) =>
@@ -156,6 +161,7 @@ const getCustomer = (deps: GatewayDeps) =>
         404: errorResponse("customer not found"),
       },
     }),
+    noStore,
   );
 
 const replaceCustomer = (deps: GatewayDeps) =>
@@ -186,6 +192,7 @@ const replaceCustomer = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const deleteCustomer = (deps: GatewayDeps) =>
@@ -215,6 +222,7 @@ const deleteCustomer = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 export function customersRoutes(
