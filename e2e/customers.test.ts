@@ -176,14 +176,22 @@ describe("customers", () => {
       expect((await send("POST", "/customer/createMultiple", { username: "x" })).status).toBe(422);
     });
 
-    it("registers a full batch of 100", async () => {
+    it("registers a full batch of 100 within the RPC deadline; on a slow host, what it could not start is sent again", async () => {
       const batch = Array.from({ length: 100 }, () => newCustomer());
-      const response = await send("POST", "/customer/createMultiple", batch);
-      expect(response.status).toBe(200);
-      const body = await json(response);
-      expect(body.errors).toEqual([]);
-      expect(body.created).toHaveLength(100);
-      expect(new Set(body.created.map((c: { id: number }) => c.id)).size).toBe(100);
+      const ids = new Set<number>();
+      let left = batch;
+      for (let round = 0; round < 5 && left.length > 0; round++) {
+        const started = Date.now();
+        const response = await send("POST", "/customer/createMultiple", left);
+        expect(Date.now() - started).toBeLessThan(5_000 + 1_000); // RPC_TIMEOUT, and the trip
+        expect(response.status).toBe(200);
+        const body = await json(response);
+        for (const customer of body.created) ids.add(customer.id);
+        for (const error of body.errors) expect(error.message).toMatch(/ran out of time/);
+        left = body.errors.map((e: { index: number }) => left[e.index]);
+      }
+      expect(left).toEqual([]);
+      expect(ids.size).toBe(100);
     });
   });
 

@@ -11,7 +11,12 @@ import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../s
 import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
 import { getCustomer, login } from "../src/handlers/queries.ts";
-import { registerBatch, registerCustomer } from "../src/handlers/register-customer.ts";
+import {
+  BATCH_REPLY_MARGIN_MS,
+  NOT_REACHED,
+  registerBatch,
+  registerCustomer,
+} from "../src/handlers/register-customer.ts";
 import { replaceCustomer } from "../src/handlers/replace-customer.ts";
 import { PasswordChecker } from "../src/passwords.ts";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
@@ -108,6 +113,26 @@ describe("registration on the write side", () => {
     expect(result.errors.map((e) => e.index)).toEqual([1, 2, 3]);
     expect(result.errors[0]!.message).toContain("email");
     expect(result.errors[2]).toEqual({ index: 3, message: "username or email exists" });
+  });
+
+  it("answers a batch before its caller's deadline: what it could not start is an error at its index, to send again", async () => {
+    const batch = Array.from({ length: 100 }, () => fields());
+    const started = Date.now();
+    const deadline = started + BATCH_REPLY_MARGIN_MS + 200;
+    const first = await registerBatch(deps, batch, { ...context, deadline });
+    expect(Date.now()).toBeLessThan(deadline);
+    const notReached = first.errors.filter((e) => e.message === NOT_REACHED).map((e) => e.index);
+    expect(notReached.length).toBeGreaterThan(0);
+    expect(first.created.length + notReached.length).toBe(100);
+    expect(first.errors).toHaveLength(notReached.length);
+    // Nothing of them was written: sent again, with time enough, they are registered.
+    const again = await registerBatch(
+      deps,
+      notReached.map((index) => batch[index]),
+      context,
+    );
+    expect(again.errors).toEqual([]);
+    expect(again.created.map((c) => c.username)).toEqual(notReached.map((index) => batch[index]!.username));
   });
 
   it("answers a taken email exactly as a taken username, alone and in a batch, so no answer tells whether an email is registered", async () => {

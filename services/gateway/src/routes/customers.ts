@@ -8,7 +8,6 @@ import {
   customerRpc,
   LoginInput,
   LoginResult,
-  registerBatchDeadlineMs,
   toCustomerFields,
   UsernameParam,
 } from "@cheese/contracts";
@@ -241,8 +240,7 @@ export function customersRoutes(
 
   api.openapi(registerMany(deps), async (c) => {
     const elements = c.req.valid("json");
-    const timeoutMs = registerBatchDeadlineMs(deps.rpcTimeoutMs, elements.length);
-    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }, { timeoutMs }), 200);
+    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
   });
 
   api.openapi(login(deps), async (c) => {
