@@ -553,11 +553,12 @@ class Waiting {
 
   part(header: string, data: Uint8Array): void {
     const [index = 0, count = 0] = header.split("/").map(Number);
-    if (!(count >= 1 && index >= 1 && index <= count) || (this.parts && this.parts.length !== count)) {
-      return this.settle(malformedReply(this.subject));
+    const fits = count >= 1 && index >= 1 && index <= count && (this.parts?.length ?? count) === count;
+    if (!fits || this.parts?.[index - 1]) {
+      this.settle(malformedReply(this.subject));
+      return;
     }
     this.parts ??= new Array<Uint8Array>(count);
-    if (this.parts[index - 1]) return this.settle(malformedReply(this.subject));
     this.parts[index - 1] = data;
     if (++this.received === count) this.settle(Buffer.concat(this.parts));
   }
