@@ -176,18 +176,51 @@ describe("customers", () => {
       expect((await send("POST", "/customer/createMultiple", { username: "x" })).status).toBe(422);
     });
 
-    it("registers a full batch of 100", async () => {
+    it("registers a full batch of 100 within the RPC deadline; on a slow host, what it could not start is sent again", async () => {
       const batch = Array.from({ length: 100 }, () => newCustomer());
-      const response = await send("POST", "/customer/createMultiple", batch);
-      expect(response.status).toBe(200);
-      const body = await json(response);
-      expect(body.errors).toEqual([]);
-      expect(body.created).toHaveLength(100);
-      expect(new Set(body.created.map((c: { id: number }) => c.id)).size).toBe(100);
+      const ids = new Set<number>();
+      let left = batch;
+      for (let round = 0; round < 5 && left.length > 0; round++) {
+        const started = Date.now();
+        const response = await send("POST", "/customer/createMultiple", left);
+        expect(Date.now() - started).toBeLessThan(5_000 + 1_000); // RPC_TIMEOUT, and the trip
+        expect(response.status).toBe(200);
+        const body = await json(response);
+        for (const customer of body.created) ids.add(customer.id);
+        for (const error of body.errors) expect(error.message).toMatch(/ran out of time/);
+        left = body.errors.map((e: { index: number }) => left[e.index]);
+      }
+      expect(left).toEqual([]);
+      expect(ids.size).toBe(100);
     });
   });
 
   describe("reading, replacing and who may", () => {
+    it("answers personal data with Cache-Control: no-store, whatever the credential", async () => {
+      const alice = await registerAndLogin(system);
+      const issued = await send("POST", `/customer/${alice.username}/apiKeys`, {}, alice.bearer);
+      expect(issued.status).toBe(201);
+      const ownKey = { "x-api-key": (await json(issued)).key as string };
+      const reads: [string, Record<string, string>][] = [
+        [`/customer/${alice.username}`, operator.apiKey],
+        [`/customer/${alice.username}`, ownKey],
+        [`/customer/${alice.username}`, alice.bearer],
+        [`/customer/${alice.username}/history`, ownKey],
+        [`/customer/${alice.username}/apiKeys`, alice.bearer],
+        [`/customer/${alice.username}/grants`, alice.bearer],
+        ["/store/orders", ownKey],
+        ["/store/orders", alice.bearer],
+      ];
+      for (const [path, headers] of reads) {
+        const response = await send("GET", path, undefined, headers);
+        expect(response.status, path).toBe(200);
+        expect(response.headers.get("cache-control"), `${path} ${Object.keys(headers)}`).toBe("no-store");
+      }
+      const registered = await send("POST", "/customer", newCustomer());
+      expect(registered.status).toBe(201);
+      expect(registered.headers.get("cache-control")).toBe("no-store");
+    });
+
     it("lets a customer read itself, not others (403), and an operator key anyone", async () => {
       const alice = await registerAndLogin(system);
       const bob = await registerAndLogin(system);
@@ -246,7 +279,16 @@ describe("customers", () => {
     it("refuses to replace someone else (403), to take a taken name (409), and bad bodies (422)", async () => {
       const alice = await registerAndLogin(system);
       const bob = await registerAndLogin(system);
-      expect((await send("PUT", `/customer/${bob.username}`, newCustomer(), alice.bearer)).status).toBe(403);
+      expect(
+        (
+          await send(
+            "PUT",
+            `/customer/${bob.username}`,
+            newCustomer({ currentPassword: alice.password }),
+            alice.bearer,
+          )
+        ).status,
+      ).toBe(403);
       const stealing = await send(
         "PUT",
         `/customer/${alice.username}`,
@@ -275,9 +317,24 @@ describe("customers", () => {
       );
       expect(invalid.status).toBe(422);
       expect((await json(invalid)).errors.map((e: { field: string }) => e.field).sort()).toEqual([
+        "currentPassword",
         "email",
         "password",
       ]);
+      // A PUT without currentPassword is 422 whether or not its password is the current one, so
+      // it does not tell which (security probe L7).
+      for (const password of [alice.password, "a guess at alice's password"]) {
+        const guess = await send(
+          "PUT",
+          `/customer/${alice.username}`,
+          { username: alice.username, email: alice.email, password },
+          alice.bearer,
+        );
+        expect(guess.status).toBe(422);
+        expect((await json(guess)).errors).toEqual([
+          { field: "currentPassword", message: expect.any(String) },
+        ]);
+      }
       expect((await send("PUT", `/customer/${alice.username}`, newCustomer(), operator.apiKey)).status).toBe(
         403,
       );
@@ -353,7 +410,7 @@ describe("customers", () => {
     const replace = doc.paths["/customer/{username}"].put;
     const replaceBody = schema(replace.requestBody.content["application/json"].schema);
     expect(replaceBody.properties.currentPassword).toMatchObject({ type: "string", format: "password" });
-    expect(replaceBody.required).not.toContain("currentPassword");
+    expect(replaceBody.required).toContain("currentPassword");
     expect(schema(register.requestBody.content["application/json"].schema).properties).not.toHaveProperty(
       "currentPassword",
     );

@@ -74,11 +74,27 @@ describe("erasure", () => {
 
   const get = (path: string, headers: Record<string, string>, baseUrl = system.baseUrl) =>
     fetch(`${baseUrl}${path}`, { headers });
-  const remove = (username: string, headers: Record<string, string>) =>
-    fetch(`${system.baseUrl}/customer/${username}`, { method: "DELETE", headers });
+  const remove = (username: string, headers: Record<string, string>, currentPassword = alice.password) =>
+    fetch(`${system.baseUrl}/customer/${username}`, {
+      method: "DELETE",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ currentPassword }),
+    });
 
-  it("lets only the customer itself delete its account", async () => {
-    expect((await remove(alice.username, bob.bearer)).status).toBe(403);
+  it("lets only the customer itself delete its account, with its password again", async () => {
+    expect((await remove(alice.username, bob.bearer, bob.password)).status).toBe(403);
+    // A session token alone is not enough: no password is 422, a wrong one 403.
+    const bare = await fetch(`${system.baseUrl}/customer/${alice.username}`, {
+      method: "DELETE",
+      headers: alice.bearer,
+    });
+    expect(bare.status).toBe(422);
+    const wrong = await remove(alice.username, alice.bearer, "not alice's password");
+    expect(wrong.status).toBe(403);
+    expect(await json(wrong)).toMatchObject({
+      code: 403,
+      message: expect.stringContaining("currentPassword"),
+    });
     expect((await remove(alice.username, { "x-api-key": apiKey })).status).toBe(403);
     expect((await remove(alice.username, {})).status).toBe(401);
     const before = await json(await get(`/customer/${alice.username}`, alice.bearer));

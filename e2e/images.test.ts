@@ -132,6 +132,23 @@ describe("uploading", () => {
     });
   });
 
+  it("refuses an upload to a cheese that has 50 photoUrls (409), so the cheese read back can be PUT as it is", async () => {
+    const full = Array.from({ length: 49 }, (_, i) => `https://example.com/full/${i}.jpg`);
+    const cheese = await newCheese("Full Reblochon", full);
+    expect((await upload(cheese.id, jpeg)).status).toBe(200);
+    const refused = await upload(cheese.id, png(40, 40), { isPrimary: "true" });
+    expect(refused.status).toBe(409);
+    expect(await json(refused)).toMatchObject({ code: 409, type: "conflict" });
+    const after = await json(await fetch(url(`/cheeses/${cheese.id}`), { headers: auth.apiKey }));
+    expect(after.photoUrls).toHaveLength(50);
+    const put = await fetch(url("/cheeses"), {
+      method: "PUT",
+      headers: { "content-type": "application/json", ...auth.bearer },
+      body: JSON.stringify(after),
+    });
+    expect(put.status).toBe(200);
+  });
+
   it("accepts WebP and a file of exactly 10 MB, decided from the bytes; the 10 MB never crosses NATS", async () => {
     const cheese = await newCheese("Formats Fourme");
     const fromPng = await json(await upload(cheese.id, png(64, 64)));

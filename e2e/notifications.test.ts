@@ -128,6 +128,7 @@ describe("webhook kinds sent by real actions", () => {
       username,
       email: `${username}@example.com`,
       password,
+      currentPassword: password,
       firstName: "Renamed",
     });
     expect(updated.status).toBe(200);

@@ -198,6 +198,98 @@ describe("OAuth 2.0 authorization server", () => {
     expect((await json(otherClient)).error).toBe("invalid_grant");
   });
 
+  it("revokes every token a code gave when the code comes back (RFC 6749 §4.1.2)", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await authorizationCode(challenge);
+    const body = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: SPA.redirectUri,
+      client_id: SPA.id,
+      code_verifier: verifier,
+    };
+    const first = await token(body);
+    expect(first.status).toBe(200);
+    const tokens = await json(first);
+    const read = () =>
+      fetch(`${system.baseUrl}/cheeses/${cheeseId}`, {
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      });
+    expect((await read()).status).toBe(200);
+    const replay = await token(body);
+    expect(replay.status).toBe(400);
+    expect(await json(replay)).toMatchObject({ error: "invalid_grant" });
+    await expect.poll(async () => (await read()).status, { timeout: 5_000 }).toBe(401);
+    const refreshed = await token({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: SPA.id,
+    });
+    expect(await json(refreshed)).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("spends the code when the exchange leaves out code_verifier", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await authorizationCode(challenge);
+    const body = { grant_type: "authorization_code", code, redirect_uri: SPA.redirectUri, client_id: SPA.id };
+    const without = await token(body);
+    expect(await json(without)).toMatchObject({ error: "invalid_request" });
+    const late = await token({ ...body, code_verifier: verifier });
+    expect(late.status).toBe(400);
+    expect(await json(late)).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("refuses a parameter given twice (RFC 6749 §3.1) at the token, revoke and authorization endpoints", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await authorizationCode(challenge);
+    const twice = (pairs: [string, string][]) =>
+      fetch(`${system.rootUrl}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(pairs).toString(),
+      });
+    const exchange: [string, string][] = [
+      ["grant_type", "authorization_code"],
+      ["code", code],
+      ["redirect_uri", SPA.redirectUri],
+      ["client_id", SPA.id],
+      ["code_verifier", verifier],
+    ];
+    const doubled = await twice([...exchange, ["code_verifier", "x".repeat(43)]]);
+    expect(doubled.status).toBe(400);
+    expect(await json(doubled)).toMatchObject({ error: "invalid_request" });
+    const credentials = await twice([
+      ["grant_type", "client_credentials"],
+      ["client_id", OPERATOR_CLIENT.id],
+      ["client_secret", OPERATOR_CLIENT.secret],
+      ["scope", "read:cheeses"],
+      ["scope", "write:cheeses"],
+    ]);
+    expect(await json(credentials)).toMatchObject({ error: "invalid_request" });
+    const revoke = await fetch(`${system.rootUrl}/oauth/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `client_id=${SPA.id}&token=a&token=b`,
+    });
+    expect(await json(revoke)).toMatchObject({ error: "invalid_request" });
+    // The authorization request: a second scope goes back to the client; a second client_id is shown.
+    const request = new URLSearchParams(codeRequest(challenge));
+    request.append("scope", "read:orders");
+    const scopes = await fetch(`${system.rootUrl}/oauth/authorize?${request}`, {
+      redirect: "manual",
+      headers: browser,
+    });
+    expect(scopes.status).toBe(302);
+    expect(new URL(scopes.headers.get("location")!).searchParams.get("error")).toBe("invalid_request");
+    request.append("client_id", WEB.id);
+    const clientsTwice = await fetch(`${system.rootUrl}/oauth/authorize?${request}`, {
+      redirect: "manual",
+      headers: browser,
+    });
+    expect(clientsTwice.status).toBe(400);
+    expect(clientsTwice.headers.get("location")).toBeNull();
+  });
+
   it("rotates refresh tokens: a refresh answers new ones, narrows scopes, and a refused one spends nothing", async () => {
     const { verifier, challenge } = pkce();
     const code = await authorizationCode(challenge);

@@ -41,7 +41,7 @@ describe("changing the password", () => {
     });
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-  it("needs the current password to change the password or the email; nothing changes without it", async () => {
+  it("needs the current password to change anything, the password or the email above all; nothing changes without it", async () => {
     const eve = await registerAndLogin(system);
     const profile = { username: eve.username, email: eve.email, password: eve.password };
     const changes = [
@@ -60,8 +60,13 @@ describe("changing the password", () => {
     const token = await login(system, eve.username, eve.password);
     const read = await fetch(`${system.baseUrl}/customer/${eve.username}`, { headers: bearer(token) });
     expect((await json(read)).email).toBe(eve.email);
-    // Other fields change without it.
-    const named = await put(eve.username, { ...profile, firstName: "Eve" }, eve.bearer);
+    // Other fields need it too (else the answer would tell whether `password` is the current one).
+    expect((await put(eve.username, { ...profile, firstName: "Eve" }, eve.bearer)).status).toBe(422);
+    const named = await put(
+      eve.username,
+      { ...profile, firstName: "Eve", currentPassword: eve.password },
+      eve.bearer,
+    );
     expect(named.status).toBe(200);
     expect((await json(named)).firstName).toBe("Eve");
   });

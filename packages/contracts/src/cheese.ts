@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pageQuery } from "./paging.ts";
+import { httpUrl } from "./urls.ts";
 
 export const cheeseStatuses = ["available", "pending", "sold"] as const;
 export const CheeseStatus = z
@@ -37,7 +38,24 @@ export const Cheese = z
   .openapi("Cheese");
 export type Cheese = z.infer<typeof Cheese>;
 
-const cheeseName = z.string().trim().min(1).max(100);
+/**
+ * Characters a cheese name never holds: control characters (NUL included), format characters
+ * (zero-width spaces and joiners, direction marks, the BOM), and lone surrogates (half of a
+ * character, which no encoding can carry): each would make names that look alike but differ.
+ */
+const INVISIBLE_OR_BROKEN = /[\p{Cc}\p{Cf}\p{Cs}]/u;
+export const CheeseName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .refine((name) => !INVISIBLE_OR_BROKEN.test(name), {
+    message: "must not contain control, format (zero-width) or unpaired surrogate characters",
+  });
+
+/** How many photoUrls a cheese holds at most, an upload's included (docs/catalogue.md). */
+export const MAX_PHOTO_URLS = 50;
+export const MAX_PHOTO_URL_LENGTH = 2048;
 const tagName = z.string().trim().min(1).max(50);
 const nameOnly = z.strictObject({ name: tagName });
 /** In a replacement body a category or tag may carry the id it was returned with; the name decides. */
@@ -45,8 +63,11 @@ const nameWithId = z.strictObject({ id: int64Id.optional(), name: tagName });
 
 /** Writable fields shared by creation, replacement and partial update. */
 const writableFields = {
-  name: cheeseName,
-  photoUrls: z.array(z.string().min(1).max(2048)).max(50).optional(),
+  name: CheeseName,
+  photoUrls: z
+    .array(httpUrl(MAX_PHOTO_URL_LENGTH, "must be an absolute http or https URL"))
+    .max(MAX_PHOTO_URLS)
+    .optional(),
   origin: z.string().max(100).nullable().optional(),
   pricePerKg: z.number().gt(0).max(1_000_000).optional().openapi({ format: "float" }),
   ageMonths: z.number().int().min(0).max(120).optional(),
@@ -89,7 +110,7 @@ export type CheeseReplacement = z.infer<typeof CheeseReplacement>;
 export const CheesePatch = z
   .strictObject({
     ...writableFields,
-    name: cheeseName.optional(),
+    name: CheeseName.optional(),
     category: nameOnly.nullable().optional().openapi({ description: "null removes the category" }),
     tags: z.array(nameOnly).max(20).optional(),
     status: CheeseStatus.optional(),
@@ -100,7 +121,7 @@ export type CheesePatch = z.infer<typeof CheesePatch>;
 
 /** The fields a cheese command carries once read-only fields are dropped and defaults applied. */
 export const CheeseFields = z.object({
-  name: cheeseName,
+  name: CheeseName,
   category: z.object({ name: z.string() }).optional(),
   photoUrls: z.array(z.string()).optional(),
   tags: z.array(z.object({ name: z.string() })).optional(),

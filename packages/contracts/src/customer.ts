@@ -89,22 +89,24 @@ const customerInputShape = {
 export const CustomerInput = z.strictObject(customerInputShape).openapi("CustomerInput");
 export type CustomerInput = z.infer<typeof CustomerInput>;
 
+const currentPassword = z.string().min(1).max(1024).openapi({
+  format: "password",
+  description: "the account's current password (422 without it, 403 when wrong)",
+});
+
 /**
- * PUT /customer/{username}: the account as it should be, and the current password to change it.
- * A schema of its own, not an allOf over CustomerInput: both forbid unknown fields, which allOf
- * would make every body break one part or the other.
+ * PUT /customer/{username}: the account as it should be, and the current password, always: a PUT
+ * always carries a password, and answering one without currentPassword would tell whether that
+ * password is the current one. A schema of its own, not an allOf over CustomerInput: both forbid
+ * unknown fields, which allOf would make every body break one part or the other.
  */
 export const CustomerUpdateInput = z
-  .strictObject({
-    ...customerInputShape,
-    currentPassword: z.string().min(1).max(1024).optional().openapi({
-      format: "password",
-      description:
-        "the account's current password: required when the password or the email changes (422 without it, 403 when wrong)",
-    }),
-  })
+  .strictObject({ ...customerInputShape, currentPassword })
   .openapi("CustomerUpdateInput");
 export type CustomerUpdateInput = z.infer<typeof CustomerUpdateInput>;
+
+/** DELETE /customer/{username}: the password again, so a stolen token alone cannot erase the account. */
+export const CustomerDeletion = z.strictObject({ currentPassword }).openapi("CustomerDeletion");
 
 /** What a register or replace command carries: read-only fields dropped, phone defaulted. */
 export const CustomerFields = z.object({
@@ -159,10 +161,24 @@ export const LoginResult = z
 
 /** At most 100 elements (docs/identity.md); each element is validated on its own. */
 export const MAX_BATCH = 100;
-/** Elements are checked one by one in the handler, so the body schema only bounds the array. */
+const customerInputFields = new Set(Object.keys(customerInputShape));
+/**
+ * Elements are checked one by one in the handler (an invalid one is an error at its index), so
+ * the body schema bounds the array and refuses only unknown fields, a mistake in the request's
+ * shape: a batch with any is 422 at once, naming `[index].field`, and nothing is registered.
+ */
 export const CustomerBatchInput = z
   .array(z.unknown())
   .max(MAX_BATCH, `at most ${MAX_BATCH} customers per batch`)
+  .superRefine((elements, context) => {
+    elements.forEach((element, index) => {
+      if (typeof element !== "object" || element === null || Array.isArray(element)) return;
+      const keys = Object.keys(element).filter((key) => !customerInputFields.has(key));
+      if (keys.length === 0) return;
+      const input = element as Record<string, unknown>;
+      context.addIssue({ code: "unrecognized_keys", keys, path: [index], input });
+    });
+  })
   .openapi({
     description: "JSON array of CustomerInput, at most 100",
     items: { $ref: "#/components/schemas/CustomerInput" },

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pageQuery } from "./paging.ts";
+import { httpUrl } from "./urls.ts";
 
 /** The spec's event kinds (Events part) and our webhook.disabled: the only values `events` may hold. */
 export const webhookEventKinds = [
@@ -34,20 +35,10 @@ export function isValidWebhookSecret(secret: string): boolean {
   return bytes >= 24 && bytes <= 64;
 }
 
-const webhookUrl = z
-  .string()
-  .max(2048)
-  .refine(isHttpUrl, "must be an absolute https URL (http only where private URLs are allowed)")
-  .openapi({ format: "uri", example: "https://example.com/hooks/cheese" });
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === "https:" || url.protocol === "http:") && url.hostname !== "";
-  } catch {
-    return false;
-  }
-}
+const webhookUrl = httpUrl(
+  2048,
+  "must be an absolute https URL (http only where private URLs are allowed)",
+).openapi({ example: "https://example.com/hooks/cheese" });
 
 /** Read-only fields are accepted and ignored in create bodies (docs/webhooks.md). */
 const ignoredReadOnly = {

@@ -146,6 +146,16 @@ const ACK_CONFIRM_TIMEOUT_MS = 1_000;
 const ACK_RETRY_MS = 250;
 /** A pull request's lifetime; see `NatsConsumer.run`. */
 const PULL_EXPIRES_MS = 5_000;
+/**
+ * A reply larger than the server's `max_payload` (1 MiB by default) travels in parts of at most
+ * that size less {@link PART_HEADROOM} (room for the part header), each marked `<n>/<count>` in
+ * this header; the caller's {@link ReplyInbox} joins them. A reply that fits goes as one message
+ * without the header, so small replies pay nothing for it.
+ */
+const REPLY_PART_HEADER = "x-reply-part";
+const PART_HEADROOM = 1_024;
+/** nats-server's default `max_payload`, for a connection that has not told its own yet. */
+const DEFAULT_MAX_PAYLOAD = 1_048_576;
 /** Client error codes that mean the server is out of reach, not that the operation was wrong. */
 const UNREACHABLE = new Set(["TIMEOUT", "503", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_REFUSED"]);
 
@@ -450,15 +460,9 @@ class NatsBus implements MessageBus {
       toNatsHeaders(withDeadline(options.headers, options.timeoutMs)),
       options.timeoutMs,
     );
-    const passed = splitPassedReply(reply.data);
-    const envelope = parseEnvelope(passed ? passed.envelope : reply.data);
-    if (!envelope) {
-      throw new RemoteError({
-        status: 500,
-        type: "internal_error",
-        message: `malformed reply on ${subject}`,
-      });
-    }
+    const passed = splitPassedReply(reply);
+    const envelope = parseEnvelope(passed ? passed.envelope : reply);
+    if (!envelope) throw malformedReply(subject);
     if (!envelope.ok) throw new RemoteError(envelope.error);
     return passed ? new PassedReply(envelope.data, passed.body) : envelope.data;
   }
@@ -514,7 +518,23 @@ class NatsBus implements MessageBus {
       this.log.error({ err: error, subject: msg.subject }, "reply is not serialisable");
       body = encodeJson(toErrorReply(error));
     }
-    if (msg.reply) msg.respond(body);
+    if (msg.reply) this.respond(msg, body);
+  }
+
+  /** Sends a reply, in parts when it exceeds the server's payload limit (see {@link REPLY_PART_HEADER}). */
+  private respond(msg: Msg, body: Uint8Array): void {
+    const limit = this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+    if (body.length <= limit) {
+      msg.respond(body);
+      return;
+    }
+    const size = limit - PART_HEADROOM;
+    const count = Math.ceil(body.length / size);
+    for (let part = 0; part < count; part++) {
+      const headers = natsHeaders();
+      headers.set(REPLY_PART_HEADER, `${part + 1}/${count}`);
+      msg.respond(body.subarray(part * size, (part + 1) * size), { headers });
+    }
   }
 
   async publish(event: IntegrationEvent): Promise<void> {
@@ -626,7 +646,7 @@ class NatsBus implements MessageBus {
       undefined,
       NOTICE_BARRIER_WAIT_MS,
     );
-    const info = decodeJson(reply.data) as {
+    const info = decodeJson(reply) as {
       state?: { last_seq?: unknown };
       error?: { description?: string };
     };
@@ -741,7 +761,7 @@ class NatsBus implements MessageBus {
  */
 class ReplyInbox {
   private readonly prefix: string;
-  private readonly waiting = new Map<string, { settle: (reply: Msg | Error) => void; subject: string }>();
+  private readonly waiting = new Map<string, Waiting>();
   private next = 0;
 
   constructor(private readonly nc: NatsConnection) {
@@ -749,7 +769,14 @@ class ReplyInbox {
     nc.subscribe(`${this.prefix}*`, {
       callback: (error, msg) => {
         if (error) return;
-        this.waiting.get(msg.subject.slice(this.prefix.length))?.settle(msg);
+        const waiting = this.waiting.get(msg.subject.slice(this.prefix.length));
+        if (!waiting) return;
+        // No header section at all (every reply that fits in one message): nothing decoded.
+        const part = msg.headers?.get(REPLY_PART_HEADER);
+        if (part) return waiting.part(part, msg.data);
+        if (msg.data.length === 0 && msg.headers?.code === 503)
+          return waiting.settle(new NoRespondersError(waiting.subject));
+        waiting.settle(msg.data);
       },
     });
     void nc.closed().then(() => this.failWaiting(closedForRequests));
@@ -760,19 +787,23 @@ class ReplyInbox {
     for (const { settle, subject } of [...this.waiting.values()]) settle(error(subject));
   }
 
-  request(subject: string, data: Uint8Array, headers: MsgHdrs | undefined, timeoutMs: number): Promise<Msg> {
+  /** Resolves with the reply's bytes, joined from its parts when it came in several. */
+  request(
+    subject: string,
+    data: Uint8Array,
+    headers: MsgHdrs | undefined,
+    timeoutMs: number,
+  ): Promise<Uint8Array> {
     const token = (this.next++).toString(36);
-    return new Promise<Msg>((resolve, reject) => {
-      const settle = (reply: Msg | Error) => {
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const settle = (reply: Uint8Array | Error) => {
         clearTimeout(timer);
         this.waiting.delete(token);
         if (reply instanceof Error) reject(reply);
-        else if (reply.data.length === 0 && reply.headers?.code === 503)
-          reject(new NoRespondersError(subject));
         else resolve(reply);
       };
       const timer = setTimeout(() => settle(new RequestTimeoutError(subject, timeoutMs)), timeoutMs);
-      this.waiting.set(token, { settle, subject });
+      this.waiting.set(token, new Waiting(subject, settle));
       try {
         this.nc.publish(subject, data, { reply: this.prefix + token, ...(headers ? { headers } : {}) });
       } catch (error) {
@@ -820,6 +851,33 @@ function replaySource(durable: string): ConsumerSource {
     decode: (m) => (decodeJson(m.data) as Omit<DeadLetter, "id">).event,
     removeWhenSettled: true,
   };
+}
+
+/** A request waiting for its reply, and the parts of a reply sent in several (`REPLY_PART_HEADER`). */
+class Waiting {
+  private parts: Uint8Array[] | undefined;
+  private received = 0;
+
+  constructor(
+    readonly subject: string,
+    readonly settle: (reply: Uint8Array | Error) => void,
+  ) {}
+
+  part(header: string, data: Uint8Array): void {
+    const [index = 0, count = 0] = header.split("/").map(Number);
+    const fits = count >= 1 && index >= 1 && index <= count && (this.parts?.length ?? count) === count;
+    if (!fits || this.parts?.[index - 1]) {
+      this.settle(malformedReply(this.subject));
+      return;
+    }
+    this.parts ??= new Array<Uint8Array>(count);
+    this.parts[index - 1] = data;
+    if (++this.received === count) this.settle(Buffer.concat(this.parts));
+  }
+}
+
+function malformedReply(subject: string): RemoteError {
+  return new RemoteError({ status: 500, type: "internal_error", message: `malformed reply on ${subject}` });
 }
 
 /**

@@ -990,6 +990,40 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect((refused as RemoteError).body).toMatchObject({ status: 404, type: "not_found" });
       });
 
+      it("answers replies of any size, past NATS's 1 MiB payload limit, whole and in order, plain or passed through", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const list = defineRpc({
+          subject: `test.${uid()}.item.all`,
+          request: z.object({ count: z.number() }),
+          response: z.object({ items: z.array(item), total: z.number() }),
+          passThrough: { body: ".", meta: ["total"] },
+        });
+        // Multi-byte characters, so a part boundary falls inside one of them.
+        const items = (count: number) =>
+          Array.from({ length: count }, (_, id) => ({ id, name: `Fromage ${id} é🧀 ${"x".repeat(400)}` }));
+        serveRpc(server, list, { queue: "svc" }, async ({ count }) => {
+          const all = items(count);
+          return { items: new CheckedTexts(all.map((i) => checkedJson(item, i))), total: all.length };
+        });
+        const plain = `test.${uid()}.plain.big`;
+        server.serve(plain, { queue: "svc" }, async () => ({ items: items(12_000) }));
+        await server.ping();
+
+        const big = await callRpcPassing(caller, list, { count: 20_000 }, { timeoutMs: 10_000 });
+        const body = typeof big.body === "string" ? big.body : new TextDecoder().decode(big.body);
+        expect(body.length).toBeGreaterThan(8 * 1_048_576);
+        expect(big.meta).toEqual({ total: 20_000 });
+        expect(JSON.parse(body)).toEqual({ items: items(20_000), total: 20_000 });
+        const whole = (await caller.request(plain, {}, { timeoutMs: 10_000 })) as { items: unknown[] };
+        expect(whole).toEqual({ items: items(12_000) });
+        // A small reply is as ever, on the same connection, after the big ones.
+        expect(await callRpc(caller, list, { count: 2 }, { timeoutMs: 2_000 })).toEqual({
+          items: items(2),
+          total: 2,
+        });
+      });
+
       it("joins a list's checked texts as they are, checks the rest of the reply, and refuses them elsewhere", async () => {
         const [server, caller] = [await client("server"), await client("caller")];
         const item = z.object({ id: z.number(), name: z.string() });

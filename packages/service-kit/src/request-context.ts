@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { EventMetadata } from "@cheese/event-store";
-import type { Headers } from "@cheese/messaging";
+import { DEADLINE_HEADER, type Headers } from "@cheese/messaging";
 import type { Logger } from "./logger.ts";
 import { extractTrace, injectTrace, type TraceContext, traceIdOf } from "./tracing.ts";
 
@@ -16,14 +16,22 @@ export interface RequestContext {
    * headers and event metadata. Absent: none is carried.
    */
   trace?: TraceContext;
+  /**
+   * When the caller stops waiting (epoch ms, the request's `x-deadline`): a handler whose work
+   * can end early with what it has done (a batch) stops in time to answer. Absent outside a
+   * request.
+   */
+  deadline?: number;
 }
 
 export function contextFromHeaders(headers: Headers): RequestContext {
   const requestId = headers[REQUEST_ID_HEADER] ?? randomUUID();
+  const deadline = Number(headers[DEADLINE_HEADER]);
   return {
     requestId,
     correlationId: headers[CORRELATION_ID_HEADER] ?? requestId,
     trace: extractTrace(headers),
+    ...(Number.isFinite(deadline) && deadline > 0 ? { deadline } : {}),
   };
 }
 

@@ -189,6 +189,20 @@ describe("cheese decider", () => {
         ]);
     });
 
+    it("refuses an image for a cheese that already has 50 photoUrls (409), so what it reads back can be PUT", () => {
+      const full = cheeseOf(
+        7,
+        { ...brieDetails, photoUrls: Array.from({ length: 50 }, (_, i) => `https://example.com/${i}.jpg`) },
+        added,
+        added,
+      );
+      for (const isPrimary of [false, true]) {
+        given([{ type: "CheeseAdded", data: { cheese: full } }])
+          .when({ type: "AttachImage", image: image({ isPrimary }), at: later })
+          .thenRefuses({ body: { status: 409, type: "conflict" } });
+      }
+    });
+
     it("refuses an image for a missing cheese", () => {
       given([])
         .when({ type: "AttachImage", image: image(), at: later })

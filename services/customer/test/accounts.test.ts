@@ -11,7 +11,12 @@ import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../s
 import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
 import { getCustomer, login } from "../src/handlers/queries.ts";
-import { registerBatch, registerCustomer } from "../src/handlers/register-customer.ts";
+import {
+  BATCH_REPLY_MARGIN_MS,
+  NOT_REACHED,
+  registerBatch,
+  registerCustomer,
+} from "../src/handlers/register-customer.ts";
 import { replaceCustomer } from "../src/handlers/replace-customer.ts";
 import { PasswordChecker } from "../src/passwords.ts";
 import { createFileKeyStore } from "../src/personal-data/key-store.ts";
@@ -88,7 +93,7 @@ describe("registration on the write side", () => {
     await registerCustomer(deps, first, context);
     const loser = fields({ email: first.email.toUpperCase() });
     await expect(registerCustomer(deps, loser, context)).rejects.toMatchObject({
-      body: { status: 409, message: "email already exists" },
+      body: { status: 409, message: "username or email exists" },
     });
     await expect(
       registerCustomer(deps, { ...loser, email: "other@example.com" }, context),
@@ -107,7 +112,51 @@ describe("registration on the write side", () => {
     expect(result.created).toEqual([expect.objectContaining({ username: a.username })]);
     expect(result.errors.map((e) => e.index)).toEqual([1, 2, 3]);
     expect(result.errors[0]!.message).toContain("email");
-    expect(result.errors[2]).toEqual({ index: 3, message: "username already exists" });
+    expect(result.errors[2]).toEqual({ index: 3, message: "username or email exists" });
+  });
+
+  it("answers a batch before its caller's deadline: what it could not start is an error at its index, to send again", async () => {
+    const batch = Array.from({ length: 100 }, () => fields());
+    const started = Date.now();
+    const deadline = started + BATCH_REPLY_MARGIN_MS + 200;
+    const first = await registerBatch(deps, batch, { ...context, deadline });
+    expect(Date.now()).toBeLessThan(deadline);
+    const notReached = first.errors.filter((e) => e.message === NOT_REACHED).map((e) => e.index);
+    expect(notReached.length).toBeGreaterThan(0);
+    expect(first.created.length + notReached.length).toBe(100);
+    expect(first.errors).toHaveLength(notReached.length);
+    // Nothing of them was written: sent again, with time enough, they are registered.
+    const again = await registerBatch(
+      deps,
+      notReached.map((index) => batch[index]),
+      context,
+    );
+    expect(again.errors).toEqual([]);
+    expect(again.created.map((c) => c.username)).toEqual(notReached.map((index) => batch[index]!.username));
+  });
+
+  it("answers a taken email exactly as a taken username, alone and in a batch, so no answer tells whether an email is registered", async () => {
+    const holder = fields();
+    await registerCustomer(deps, holder, context);
+    const refusal = (attempt: ReturnType<typeof fields>) =>
+      registerCustomer(deps, attempt, context).then(
+        () => "registered",
+        (error: { body: unknown }) => error.body,
+      );
+    const takenEmail = await refusal(fields({ email: holder.email }));
+    const takenUsername = await refusal(fields({ username: holder.username }));
+    expect(takenEmail).toEqual(takenUsername);
+    expect(JSON.stringify(takenEmail)).not.toMatch(/email already|username already/);
+    const batch = await registerBatch(
+      deps,
+      [fields({ email: holder.email }), fields({ username: holder.username })],
+      context,
+    );
+    expect(batch.created).toEqual([]);
+    expect(batch.errors.map((e) => e.message)).toEqual([
+      "username or email exists",
+      "username or email exists",
+    ]);
   });
 });
 
@@ -162,10 +211,17 @@ describe("changing the password or the email", () => {
       customerId: id,
     });
 
-    // Names change without it; the same password given again is no change either.
+    // Nothing changes without it either: else the answer would tell whether `password` is the
+    // current one (security probe L7).
+    for (const password of [frank.password, "a guess at the password"]) {
+      await expect(
+        replaceCustomer(deps, { ...request, fields: { ...frank, password, firstName: "Franz" } }, context),
+      ).rejects.toMatchObject({ body: { status: 422, errors: [{ field: "currentPassword" }] } });
+    }
+    // With it, names change; the same password given again is no change of password.
     const renamed = await replaceCustomer(
       deps,
-      { ...request, fields: { ...frank, firstName: "Franz" } },
+      { ...request, fields: { ...frank, firstName: "Franz" }, currentPassword: frank.password },
       context,
     );
     expect(renamed).toMatchObject({ customer: { firstName: "Franz" }, passwordVersion: null });
@@ -199,7 +255,12 @@ describe("a change racing the customer's deletion", () => {
     for (const deletedWhen of ["before the read", "between the read and the write"] as const) {
       const gina = fields();
       const { id } = await registerCustomer(deps, gina, context);
-      const request = { username: gina.username, asCustomer: id, fields: { ...gina, firstName: "Gina" } };
+      const request = {
+        username: gina.username,
+        asCustomer: id,
+        fields: { ...gina, firstName: "Gina" },
+        currentPassword: gina.password,
+      };
       // The deletion runs after the change found the customer active.
       const vault = Object.create(deps.vault) as PersonalDataVault;
       vault.open = async (customerId, sealed) => {
@@ -218,11 +279,29 @@ describe("a change racing the customer's deletion", () => {
 });
 
 describe("erasure", () => {
+  it("needs the account's password again: a wrong one is 403 and erases nothing", async () => {
+    const ida = fields();
+    const { id } = await registerCustomer(deps, ida, context);
+    const request = { username: ida.username, asCustomer: id };
+    await expect(
+      deleteCustomer(deps, { ...request, currentPassword: "not the password" }, context),
+    ).rejects.toMatchObject({ body: { status: 403, message: expect.stringContaining("currentPassword") } });
+    expect((await deps.store.readStream(`customer-${id}`)).map((e) => e.type)).toEqual([
+      "CustomerRegistered",
+    ]);
+    await deleteCustomer(deps, { ...request, currentPassword: ida.password }, context);
+    expect((await deps.store.readStream(`customer-${id}`)).map((e) => e.type)).toContain("CustomerDeleted");
+  });
+
   it("destroys the key, so the sealed personal data in the event store cannot be read back", async () => {
     const bob = fields({ firstName: "Bobbington", lastName: "Smythe-Erased", phone: "+1 555 0100" });
     const { id } = await registerCustomer(deps, bob, context);
     expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(true);
-    await deleteCustomer(deps, { username: bob.username, asCustomer: id }, context);
+    await deleteCustomer(
+      deps,
+      { username: bob.username, asCustomer: id, currentPassword: bob.password },
+      context,
+    );
     expect(existsSync(join(dir, "keys", `customer-${id}.key`))).toBe(false);
 
     const events = await deps.store.readStream(`customer-${id}`);

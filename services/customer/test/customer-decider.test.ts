@@ -35,7 +35,7 @@ describe("customer decider", () => {
       ...changed,
       at,
       passwordChanged: false,
-      currentPassword: "absent" as const,
+      currentPassword: "right" as const,
       checkedVersion: 0,
       session: null,
     };
@@ -67,23 +67,20 @@ describe("customer decider", () => {
       data: { customerId: 7, ...profile, updatedAt: at, ...change },
     });
 
-    it("needs the current password: 422 naming currentPassword without it, 403 when wrong", () => {
-      for (const change of [{ passwordChanged: true }, { emailKey: "e2" }]) {
+    it("needs the current password whatever changes: 422 naming currentPassword without it, 403 when wrong", () => {
+      // Names too: a refusal only when the password changes would tell whether it is the current one.
+      for (const change of [{ passwordChanged: true }, { emailKey: "e2" }, { personal: "v1:renamed" }, {}]) {
         given([registered])
           .when(replace(change))
           .thenRefuses({
-            body: {
-              status: 422,
-              errors: [{ field: "currentPassword", message: "required to change the password or email" }],
-            },
+            body: { status: 422, errors: [{ field: "currentPassword", message: "required" }] },
           });
         given([registered])
           .when(replace({ ...change, currentPassword: "wrong" }))
           .thenRefuses({ body: { status: 403, message: "currentPassword is not this account's password" } });
       }
-      // Names, phone and favourite change without it.
       given([registered])
-        .when(replace({ personal: "v1:renamed" }))
+        .when(replace({ personal: "v1:renamed", currentPassword: "right" }))
         .thenEmits([updated({ personal: "v1:renamed" })]);
     });
 

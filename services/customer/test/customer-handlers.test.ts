@@ -55,7 +55,7 @@ describe("the customer service's handlers", () => {
     await spec
       .given()
       .when(customerRpc.register, { fields: { ...alice, username: "ALICE", email: "other@example.com" } })
-      .thenRefuses({ status: 409, message: "username already exists" }, ["customer-2"]);
+      .thenRefuses({ status: 409, message: "username or email exists" }, ["customer-2"]);
   });
 
   it("erases a customer: CustomerDeleted, and its username and email given back", async () => {
@@ -63,7 +63,7 @@ describe("the customer service's handlers", () => {
     const emailStream = (await spec.store.readStream("customer-1"))[0]!.data as { emailKey: string };
     await spec
       .given()
-      .when(customerRpc.delete, { username: "alice", asCustomer: 1 })
+      .when(customerRpc.delete, { username: "alice", asCustomer: 1, currentPassword: alice.password })
       .thenReturns({
         reply: { customerId: 1 },
         events: {

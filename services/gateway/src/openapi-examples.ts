@@ -282,7 +282,7 @@ export const operationExamples: Record<string, OperationExamples> = {
     responses: {
       200: {
         created: [{ ...alice, customerStatus: "bronze" }],
-        errors: [{ index: 1, message: "username already exists" }],
+        errors: [{ index: 1, message: "username or email exists" }],
       },
     },
     invalidField: { field: "(body)", message: "Too big: expected array to have <=100 items" },
@@ -297,9 +297,12 @@ export const operationExamples: Record<string, OperationExamples> = {
   updateCustomer: {
     request: { ...aliceInput, email: "alice.martin@example.com", currentPassword: "correct horse battery" },
     responses: { 200: { ...alice, email: "alice.martin@example.com" } },
-    invalidField: { field: "currentPassword", message: "required when the password or the email changes" },
+    invalidField: { field: "currentPassword", message: "Invalid input: expected string, received undefined" },
   },
-  deleteCustomer: {},
+  deleteCustomer: {
+    request: { currentPassword: "correct horse battery" },
+    invalidField: { field: "currentPassword", message: "Invalid input: expected string, received undefined" },
+  },
   getCustomerHistory: {
     responses: {
       200: {

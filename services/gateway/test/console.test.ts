@@ -347,6 +347,24 @@ describe("operator console", () => {
     }
   });
 
+  it("shows only notices it signed itself: a planted or altered notice cookie is ignored", async () => {
+    const planted = (notice: object) => Buffer.from(JSON.stringify(notice)).toString("base64url");
+    const lure = { kind: "problem", text: "Your key leaked: call +1 555 0100 at once" };
+    const page = (cookie: string) =>
+      gateway.app.request("/console/sign-in", { headers: { cookie: `console_notice=${cookie}` } });
+    expect(await (await page(planted(lure))).text()).not.toContain("call +1 555 0100");
+    // A notice the console signed is shown once; the same signature on other text is not.
+    const { browser, csrf } = await signedIn();
+    const out = await browser.open("/console/sign-out", { form: { _csrf: csrf } });
+    const signed = decodeURIComponent(browser.cookie("console_notice")!);
+    expect(out.status).toBe(303);
+    const [, signature] = signed.split(".");
+    expect(signature).toBeTruthy();
+    expect(await (await page(encodeURIComponent(signed))).text()).toContain("Signed out.");
+    const altered = encodeURIComponent(`${planted(lure)}.${signature}`);
+    expect(await (await page(altered)).text()).not.toContain("call +1 555 0100");
+  });
+
   it("ends the session at sign-out: the same cookie sent again is refused", async () => {
     const { browser, csrf } = await signedIn();
     const session = browser.cookie("console_session")!;

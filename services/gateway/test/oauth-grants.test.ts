@@ -30,16 +30,19 @@ describe("authorization codes and refresh tokens", () => {
 
   it("redeems a code once, until its lifetime (OAUTH_CODE_TTL) is over and not after", async () => {
     const once = await grants.issueCode(code);
-    expect(await grants.redeemCode(once)).toMatchObject({ customerId: 7, clientId: "spa" });
-    expect(await grants.redeemCode(once)).toBeUndefined();
+    expect(await grants.redeemCode(once)).toMatchObject({
+      ok: true,
+      code: { customerId: 7, clientId: "spa" },
+    });
+    expect(await grants.redeemCode(once)).toEqual({ ok: false, reused: true });
 
     const onTime = await grants.issueCode(code);
     await clock.advance(60_000 - 1);
-    expect(await grants.redeemCode(onTime)).toMatchObject({ customerId: 7 });
+    expect(await grants.redeemCode(onTime)).toMatchObject({ ok: true, code: { customerId: 7 } });
 
     const late = await grants.issueCode(code);
     await clock.advance(60_000);
-    expect(await grants.redeemCode(late)).toBeUndefined();
+    expect(await grants.redeemCode(late)).toEqual({ ok: false, reused: false });
   });
 
   it("refreshes until the refresh token's 30 days are over, and not after", async () => {

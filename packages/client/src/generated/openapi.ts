@@ -376,13 +376,13 @@ export interface paths {
         get: operations["getCustomerByName"];
         /**
          * Replace one's own account (username, email and password required)
-         * @description Changing the password or the email needs `currentPassword`. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.
+         * @description Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.
          */
         put: operations["updateCustomer"];
         post?: never;
         /**
          * Erase one's own account, its API keys and sessions, and its personal data
-         * @description Self only. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.
+         * @description Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.
          */
         delete: operations["deleteCustomer"];
         options?: never;
@@ -1827,9 +1827,16 @@ export interface components {
             readonly updatedAt?: unknown;
             /**
              * Format: password
-             * @description the account's current password: required when the password or the email changes (422 without it, 403 when wrong)
+             * @description the account's current password (422 without it, 403 when wrong)
              */
-            currentPassword?: string;
+            currentPassword: string;
+        };
+        CustomerDeletion: {
+            /**
+             * Format: password
+             * @description the account's current password (422 without it, 403 when wrong)
+             */
+            currentPassword: string;
         };
         IssuedApiKey: {
             /** Format: int64 */
@@ -3572,6 +3579,22 @@ export interface operations {
                      *       "code": 404,
                      *       "type": "not_found",
                      *       "message": "cheese not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the cheese already has 50 photoUrls, the most it may hold */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 409,
+                     *       "type": "conflict",
+                     *       "message": "the cheese already has 50 photoUrls, the most it may hold"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5539,7 +5562,7 @@ export interface operations {
                      *       "errors": [
                      *         {
                      *           "index": 1,
-                     *           "message": "username already exists"
+                     *           "message": "username or email exists"
                      *         }
                      *       ]
                      *     }
@@ -6173,7 +6196,7 @@ export interface operations {
                      *       "errors": [
                      *         {
                      *           "field": "currentPassword",
-                     *           "message": "required when the password or the email changes"
+                     *           "message": "Invalid input: expected string, received undefined"
                      *         }
                      *       ]
                      *     }
@@ -6224,7 +6247,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "correct horse battery"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerDeletion"];
+            };
+        };
         responses: {
             /** @description erased */
             204: {
@@ -6265,7 +6297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description another customer's account, or credentials of the wrong kind */
+            /** @description another customer's account, credentials of the wrong kind, or a wrong currentPassword */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6275,7 +6307,7 @@ export interface operations {
                      * @example {
                      *       "code": 403,
                      *       "type": "forbidden",
-                     *       "message": "another customer's account, or credentials of the wrong kind"
+                     *       "message": "another customer's account, credentials of the wrong kind, or a wrong currentPassword"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -6295,6 +6327,28 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request body failed validation */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 422,
+                     *       "type": "validation_error",
+                     *       "message": "request body failed validation",
+                     *       "errors": [
+                     *         {
+                     *           "field": "currentPassword",
+                     *           "message": "Invalid input: expected string, received undefined"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description rate limit exceeded; see Retry-After */

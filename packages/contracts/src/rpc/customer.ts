@@ -34,13 +34,6 @@ export const CustomerPrincipal = z.object({
 });
 export type CustomerPrincipal = z.infer<typeof CustomerPrincipal>;
 
-/**
- * How long a batch registration may take: one ordinary deadline per five elements (hashing
- * passwords is the slow part), so a full batch is not cut short by the deadline of one request.
- */
-export const registerBatchDeadlineMs = (rpcTimeoutMs: number, elements: number) =>
-  rpcTimeoutMs * Math.max(1, Math.ceil(elements / 5));
-
 export const customerRpc = {
   register: defineRpc({
     subject: "customer.customer.register",
@@ -49,7 +42,8 @@ export const customerRpc = {
   }),
   /**
    * Each element (as the client sent it) is validated and registered on its own, in order, so a
-   * duplicate of an earlier element fails with its index. Give it `registerBatchDeadlineMs`.
+   * duplicate of an earlier element fails with its index. The ordinary deadline: the elements
+   * it cannot start in time are errors at their index.
    */
   registerBatch: defineRpc({
     subject: "customer.customer.register_batch",
@@ -80,7 +74,7 @@ export const customerRpc = {
   /** Erases the account; its sessions and keys are revoked from the customer.deleted it causes. */
   delete: defineRpc({
     subject: "customer.customer.delete",
-    request: z.object({ username: z.string(), asCustomer: customerId }),
+    request: z.object({ username: z.string(), asCustomer: customerId, currentPassword: z.string() }),
     response: z.object({ customerId }),
   }),
   /** Checks a password; 401 for an unknown user or a wrong password alike, in the same time. */

@@ -1,4 +1,11 @@
-import type { Category, Cheese, CheeseReply, CheeseStatus, Precondition } from "@cheese/contracts";
+import {
+  type Category,
+  type Cheese,
+  type CheeseReply,
+  type CheeseStatus,
+  MAX_PHOTO_URLS,
+  type Precondition,
+} from "@cheese/contracts";
 import {
   badRequest,
   conflict,
@@ -179,10 +186,19 @@ function revise(state: Present, next: CheeseDetails, at: string): CheeseEvent[] 
   return events;
 }
 
-/** The image URL joins photoUrls: first when it is the primary image, else last. */
+/**
+ * The image URL joins photoUrls: first when it is the primary image, else last. A cheese already
+ * holding MAX_PHOTO_URLS is refused (409): a write body may not hold more either, so the cheese
+ * as read back can always be written back with PUT.
+ */
 function attachImage(state: Present, image: StoredImage, at: string): CheeseEvent[] {
   const details = detailsOf(state.cheese);
   const others = details.photoUrls.filter((url) => url !== image.imageUrl);
+  if (others.length >= MAX_PHOTO_URLS) {
+    throw conflict(
+      `the cheese already has ${MAX_PHOTO_URLS} photoUrls, the most it may hold; remove one first`,
+    );
+  }
   const photoUrls = image.isPrimary ? [image.imageUrl, ...others] : [...others, image.imageUrl];
   const cheese = cheeseOf(state.cheese.id, { ...details, photoUrls }, state.cheese.createdAt!, at);
   return [{ type: "CheeseImageAttached", data: { cheese, image } }];

@@ -282,15 +282,17 @@ export const customerDecider: Decider<CustomerState, CustomerCommand, CustomerEv
 function replace(customer: CustomerData, command: Extract<CustomerCommand, { type: "Replace" }>) {
   const { customerId } = customer;
   const { username, emailKey, personal, favouriteCheese, at, passwordChanged } = command;
+  // Always needed: a replacement always carries a password, and answering one without
+  // currentPassword would tell whether that password is the current one.
+  if (command.currentPassword === "absent") {
+    throw validationFailed("the current password is needed to replace the account", [
+      { field: "currentPassword", message: "required" },
+    ]);
+  }
   if (command.currentPassword === "wrong") {
     throw forbidden("currentPassword is not this account's password");
   }
   if (passwordChanged || emailKey !== customer.emailKey) {
-    if (command.currentPassword === "absent") {
-      throw validationFailed("the current password is needed to change the password or email", [
-        { field: "currentPassword", message: "required to change the password or email" },
-      ]);
-    }
     if (command.checkedVersion !== customer.passwordVersion) {
       throw conflict("the password was changed meanwhile; try again with the current one");
     }

@@ -1,21 +1,37 @@
 import type { EventMetadata } from "@cheese/event-store";
-import { contextMetadata, foldEvents, handleCommand, isoNow, type RequestContext } from "@cheese/service-kit";
+import {
+  contextMetadata,
+  foldEvents,
+  forbidden,
+  handleCommand,
+  isoNow,
+  notFound,
+  type RequestContext,
+} from "@cheese/service-kit";
 import { customerDecider, customerStream } from "../domain/customer.ts";
 import type { CustomerDeps } from "./deps.ts";
 import { ownedCustomer } from "./lookup.ts";
 import { releaseOldIdentity } from "./unique-values.ts";
 
 /**
- * DELETE /customer/{username} (erasure): CustomerDeleted (which ends the API keys, and from which
- * the gateway revokes every session and key of the customer), then what follows from it.
+ * DELETE /customer/{username} (erasure): the account's password checked again (403 when wrong),
+ * then CustomerDeleted (which ends the API keys, and from which the gateway revokes every session
+ * and key of the customer), then what follows from it.
  */
 export async function deleteCustomer(
   deps: CustomerDeps,
-  request: { username: string; asCustomer: number },
+  request: { username: string; asCustomer: number; currentPassword: string },
   context: RequestContext,
 ): Promise<{ customerId: number }> {
   const metadata = contextMetadata(context);
-  const { customerId } = (await ownedCustomer(deps.store, request.username, request.asCustomer)).customer;
+  const { customer } = await ownedCustomer(deps.store, request.username, request.asCustomer);
+  const { customerId } = customer;
+  const opened = await deps.vault.open(customerId, customer.personal);
+  // Its key destroyed since the read: a deletion of this customer is under way, so it is gone.
+  if (!opened) throw notFound(`customer ${request.username} not found`);
+  if (!(await deps.passwords.verify(opened.passwordHash, request.currentPassword))) {
+    throw forbidden("currentPassword is not this account's password");
+  }
   await handleCommand(
     deps.store,
     customerStream(customerId),

@@ -1,6 +1,7 @@
 import type { EventStore } from "@cheese/event-store";
 import { foldEvents, forbidden, notFound, reservationDecider } from "@cheese/service-kit";
 import { type CustomerData, customerDecider, customerStream, usernameStream } from "../domain/customer.ts";
+import { IDENTITY_TAKEN } from "./unique-values.ts";
 
 export interface LoadedCustomer {
   customer: CustomerData;
@@ -30,7 +31,7 @@ export async function findByUsername(
   // Nobody can hold a name outside the username rules; such names never reach a stream name.
   if (!/^[A-Za-z0-9._-]{3,32}$/.test(username)) return undefined;
   const holder = foldEvents(
-    reservationDecider("username already exists"),
+    reservationDecider(IDENTITY_TAKEN),
     await store.readStream(usernameStream(username)),
   ).holder;
   if (holder === undefined) return undefined;

@@ -4,6 +4,12 @@ import { type CustomerState, emailStream, usernameStream } from "../domain/custo
 import type { CustomerDeps } from "./deps.ts";
 import { loadCustomer } from "./lookup.ts";
 
+/**
+ * The one refusal for a username or an email someone else holds: it never says which, so a
+ * registration does not tell whether an email is registered (docs/identity.md "Uniqueness").
+ */
+export const IDENTITY_TAKEN = "username or email exists";
+
 /** What a customer holds as unique: its username and (the keyed hash of) its email. */
 interface Identity {
   customerId: number;
@@ -25,10 +31,10 @@ function uniqueValues(deps: Pick<CustomerDeps, "store">, identity: Identity): Un
     {
       stream: username,
       holder: identity.customerId,
-      whenTaken: "username already exists",
+      whenTaken: IDENTITY_TAKEN,
       holds: holds(username),
     },
-    { stream: email, holder: identity.customerId, whenTaken: "email already exists", holds: holds(email) },
+    { stream: email, holder: identity.customerId, whenTaken: IDENTITY_TAKEN, holds: holds(email) },
   ];
 }
 

@@ -34,6 +34,11 @@ export function parseAuthorizationRequest(
   params: URLSearchParams,
   clients: Map<string, OAuthClient>,
 ): ParsedAuthorization {
+  for (const name of ["client_id", "redirect_uri"]) {
+    if (params.getAll(name).length > 1)
+      return { ok: false, showError: `The request gives ${name} more than once.` };
+  }
+  const repeated = repeatedParameter(params);
   const clientId = params.get("client_id");
   const client = clientId ? clients.get(clientId) : undefined;
   if (!client)
@@ -65,6 +70,7 @@ export function parseAuthorizationRequest(
     ok: false,
     redirectError: { request: base, error, description },
   });
+  if (repeated) return fail("invalid_request", `${repeated} is given more than once`);
   if (type !== "code" && type !== "token") {
     return fail("unsupported_response_type", "response_type must be code or token");
   }
@@ -89,6 +95,19 @@ export function parseAuthorizationRequest(
     return fail("invalid_scope", "none of the requested scopes can be granted to this client by a customer");
   }
   return { ok: true, request: { ...base, scopes } };
+}
+
+/**
+ * The first parameter named more than once, or undefined: RFC 6749 §3.1, "parameters MUST NOT be
+ * included more than once", so neither endpoint picks one of two values.
+ */
+export function repeatedParameter(params: URLSearchParams): string | undefined {
+  const seen = new Set<string>();
+  for (const name of params.keys()) {
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return undefined;
 }
 
 /** RFC 7636 S256: BASE64URL(SHA256(verifier)) equals the challenge. */

@@ -53,6 +53,31 @@ export type Redeemed =
   /** A spent token came back (RFC 9700 §4.14.2): its whole grant was revoked. */
   | { ok: false; reused: true };
 
+/** A code once exchanged: kept (for the code bucket's life) so that a replay is recognised. */
+interface SpentCode {
+  spent: true;
+  customerId: number;
+  /** The grant its exchange started, once started. */
+  grantId?: string;
+  /** A replay came while the exchange was under way: the exchange revokes what it started. */
+  replayed?: true;
+}
+
+export type RedeemedCode =
+  | {
+      ok: true;
+      code: CodeGrant;
+      /**
+       * Records the grant the exchange started; false when the code was replayed meanwhile, and
+       * the grant then revoked (the exchange answers invalid_grant).
+       */
+      started(grantId: string): Promise<boolean>;
+    }
+  /** Unknown, expired or garbage: nothing to revoke. */
+  | { ok: false; reused: false }
+  /** Exchanged before (RFC 6749 §4.1.2): the grant that exchange started is revoked. */
+  | { ok: false; reused: true };
+
 /** Upper bound of a code's life (RFC 6749 recommends at most 10 minutes; we keep 60 s, docs/identity.md). */
 const CODE_BUCKET_TTL_MS = 60_000;
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
@@ -82,20 +107,57 @@ export class OAuthGrants {
     return code;
   }
 
-  /** The grant, once; undefined for an unknown, used or expired code. */
-  async redeemCode(code: string): Promise<CodeGrant | undefined> {
+  /**
+   * The code's grant, once (compare-and-set: of racing exchanges one wins). A code exchanged
+   * before is refused and the grant its exchange started revoked with every token of it
+   * (RFC 6749 §4.1.2); one being exchanged right now is marked, and that exchange revokes what it
+   * started (`started` answers false).
+   */
+  async redeemCode(code: string): Promise<RedeemedCode> {
     const kv = await this.bucket("oauth_codes", CODE_BUCKET_TTL_MS);
-    const entry = await kv.get(digest(code));
-    const grant = entry && decode<CodeGrant>(entry.value);
-    if (!entry || !grant) return undefined;
-    try {
-      await kv.update(entry.key, USED, entry.revision);
-    } catch (error) {
-      if (error instanceof KvConflictError) return undefined; // someone else redeemed it first
-      throw error;
+    const key = digest(code);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const entry = await kv.get(key);
+      const stored = entry && decode<CodeGrant | SpentCode>(entry.value);
+      if (!entry || !stored) return { ok: false, reused: false };
+      try {
+        if ("spent" in stored) {
+          if (stored.grantId) await this.revokeGrant(stored.customerId, stored.grantId);
+          else if (!stored.replayed)
+            await kv.update(key, encode({ ...stored, replayed: true }), entry.revision);
+          return { ok: false, reused: true };
+        }
+        const spent: SpentCode = { spent: true, customerId: stored.customerId };
+        const revision = await kv.update(key, encode(spent), entry.revision);
+        if (stored.expiresAt <= this.now()) return { ok: false, reused: false };
+        return {
+          ok: true,
+          code: stored,
+          started: (grantId) => this.codeStarted(kv, key, revision, spent, grantId),
+        };
+      } catch (error) {
+        if (!(error instanceof KvConflictError)) throw error; // else: changed meanwhile, read again
+      }
     }
-    await kv.delete(entry.key).catch(() => {});
-    return grant.expiresAt > this.now() ? grant : undefined;
+    throw new Error("an authorization code kept changing concurrently");
+  }
+
+  private async codeStarted(
+    kv: KeyValue,
+    key: string,
+    revision: number,
+    spent: SpentCode,
+    grantId: string,
+  ): Promise<boolean> {
+    try {
+      await kv.update(key, encode({ ...spent, grantId }), revision);
+      return true;
+    } catch (error) {
+      if (!(error instanceof KvConflictError)) throw error;
+      // Only a replay changes a spent code: end what this exchange started.
+      await this.revokeGrant(spent.customerId, grantId);
+      return false;
+    }
   }
 
   /** Records a new grant of the customer's, living `lifetimeMs` unless refreshed. */
@@ -260,8 +322,6 @@ export class OAuthGrants {
   }
 }
 
-const USED = new TextEncoder().encode("used");
-
 const grantsKey = (customerId: number) => `cust.${customerId}`;
 
 function digest(secret: string): string {
@@ -272,7 +332,7 @@ function encode(value: unknown): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(value));
 }
 
-/** The JSON stored, or undefined for "used" and garbage. */
+/** The JSON stored, or undefined for garbage. */
 function decode<T>(value: Uint8Array): T | undefined {
   try {
     return JSON.parse(new TextDecoder().decode(value)) as T;

@@ -1,4 +1,6 @@
 /** @jsxImportSource hono/jsx */
+
+import { createHash } from "node:crypto";
 import {
   DeadLetterIdParam,
   DeliveryListQuery,
@@ -12,7 +14,7 @@ import {
 } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
 import { type Context, Hono } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Revocations } from "../auth/revocations.ts";
 import type { GatewayDeps } from "../deps.ts";
@@ -76,17 +78,33 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   /** After a form or to another page: 303 to the console path at the public URL, never the Host's. */
   const seeOther = (c: Context<GatewayEnv>, path: string) => c.redirect(`${deps.publicUrl}${path}`, 303);
 
+  /**
+   * The notice cookie is signed (HMAC-SHA256, Hono's signed cookies) with a secret every gateway
+   * replica derives alike from the operator keys it is configured with, so a notice shown on a
+   * console page is always one the console wrote, never text someone else planted in the cookie.
+   */
+  const noticeSecret = createHash("sha256")
+    .update("console notices\0")
+    .update([...deps.auth.operatorKeys.keys()].sort().join("\0"))
+    .digest("base64url");
   /** A notice for the next page this browser opens (after the redirect that follows a form). */
   const flash = (c: Context<GatewayEnv>, notice: Notice) =>
-    setCookie(c, NOTICE_COOKIE, Buffer.from(JSON.stringify(notice)).toString("base64url"), {
-      path: "/console",
-      httpOnly: true,
-      sameSite: "Strict",
-      secure: sessions.secure(c),
-      maxAge: 60,
-    });
-  const notFoundPage = (c: Context<GatewayEnv>, back: string, text: string) => {
-    flash(c, { kind: "problem", text });
+    setSignedCookie(
+      c,
+      NOTICE_COOKIE,
+      Buffer.from(JSON.stringify(notice)).toString("base64url"),
+      noticeSecret,
+      { path: "/console", httpOnly: true, sameSite: "Strict", secure: sessions.secure(c), maxAge: 60 },
+    );
+  /** The notice the previous page left (its cookie then deleted), if it is one the console signed. */
+  const takeNotice = async (c: Context<GatewayEnv>): Promise<Notice | undefined> => {
+    const value = await getSignedCookie(c, noticeSecret, NOTICE_COOKIE);
+    if (value === undefined) return undefined;
+    deleteCookie(c, NOTICE_COOKIE, { path: "/console" });
+    return value === false ? undefined : readNotice(value);
+  };
+  const notFoundPage = async (c: Context<GatewayEnv>, back: string, text: string) => {
+    await flash(c, { kind: "problem", text });
     return seeOther(c, back);
   };
   /** A registration's page: the registration and a page of its deliveries, read together. */
@@ -181,7 +199,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         return await handler(c, session, form);
       } catch (error) {
         if (!(error instanceof RemoteError)) throw error;
-        flash(c, problemOf(error));
+        await flash(c, problemOf(error));
         return seeOther(c, back(c));
       }
     };
@@ -190,7 +208,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
 
   app.get("/sign-in", async (c) => {
     if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
-    return c.html(<SignInPage token={signInToken(c, sessions)} notice={takeNotice(c)} />);
+    return c.html(<SignInPage token={signInToken(c, sessions)} notice={await takeNotice(c)} />);
   });
 
   app.post("/sign-in", async (c) => {
@@ -213,7 +231,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     action(
       async (c, session) => {
         await signOut(c, sessions, session);
-        flash(c, { kind: "ok", text: "Signed out." });
+        await flash(c, { kind: "ok", text: "Signed out." });
         return seeOther(c, "/console/sign-in");
       },
       () => "/console/webhooks",
@@ -235,7 +253,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           session={view(session)}
           webhooks={list.items}
           nextCursor={list.nextCursor}
-          notice={takeNotice(c)}
+          notice={await takeNotice(c)}
         />,
       );
     }),
@@ -309,7 +327,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       });
       return webhookView(c, session, webhookId, {
         ...(query.success ? { status: query.data.status, cursor: query.data.cursor } : {}),
-        notice: takeNotice(c),
+        notice: await takeNotice(c),
       });
     }),
   );
@@ -320,7 +338,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     action(async (c, _session, form) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
-      flash(c, await run(c, webhookId, form));
+      await flash(c, await run(c, webhookId, form));
       return seeOther(c, webhookPage(c));
     }, webhookPage);
 
@@ -389,7 +407,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
       await callService(deps, c, notificationRpc.deleteWebhook, { webhookId });
-      flash(c, { kind: "ok", text: `Webhook #${webhookId} deleted; its waiting deliveries are cancelled.` });
+      await flash(c, {
+        kind: "ok",
+        text: `Webhook #${webhookId} deleted; its waiting deliveries are cancelled.`,
+      });
       return seeOther(c, "/console/webhooks");
     }, webhookPage),
   );
@@ -414,7 +435,12 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         queue("shipped", c.req.query("deliverCursor")),
       ]);
       return c.html(
-        <OrdersPage session={view(session)} toShip={toShip} toDeliver={toDeliver} notice={takeNotice(c)} />,
+        <OrdersPage
+          session={view(session)}
+          toShip={toShip}
+          toDeliver={toDeliver}
+          notice={await takeNotice(c)}
+        />,
       );
     }),
   );
@@ -431,7 +457,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           estimatedDelivery: localTime(form.estimatedDelivery) ?? "",
         });
         if (!input.success) {
-          flash(c, invalid(input.error.issues));
+          await flash(c, invalid(input.error.issues));
           return seeOther(c, "/console/orders");
         }
         await callService(deps, c, orderingRpc.shipOrder, {
@@ -439,7 +465,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           actor: actorOf(c.get("caller")),
           ...input.data,
         });
-        flash(c, { kind: "ok", text: `Order #${orderId} shipped with ${input.data.carrier}.` });
+        await flash(c, { kind: "ok", text: `Order #${orderId} shipped with ${input.data.carrier}.` });
         return seeOther(c, "/console/orders");
       },
       () => "/console/orders",
@@ -453,7 +479,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         const orderId = idOf(c);
         if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
         await callService(deps, c, orderingRpc.deliverOrder, { orderId, actor: actorOf(c.get("caller")) });
-        flash(c, { kind: "ok", text: `Order #${orderId} delivered.` });
+        await flash(c, { kind: "ok", text: `Order #${orderId} delivered.` });
         return seeOther(c, "/console/orders");
       },
       () => "/console/orders",
@@ -475,7 +501,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           session={view(session)}
           letters={list.items}
           nextCursor={list.nextCursor}
-          notice={takeNotice(c)}
+          notice={await takeNotice(c)}
         />,
       );
     }),
@@ -558,10 +584,7 @@ function problemOf(error: RemoteError): Notice {
   return { kind: "problem", text: error.body.message, ...(details.length > 0 ? { details } : {}) };
 }
 
-function takeNotice(c: Context<GatewayEnv>): Notice | undefined {
-  const value = getCookie(c, NOTICE_COOKIE);
-  if (value === undefined) return undefined;
-  deleteCookie(c, NOTICE_COOKIE, { path: "/console" });
+function readNotice(value: string): Notice | undefined {
   try {
     const parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8")) as Notice;
     if ((parsed.kind === "ok" || parsed.kind === "problem") && typeof parsed.text === "string") {

@@ -3,6 +3,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer, type IdentityRouteDeps } from "./customers.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
@@ -33,6 +34,7 @@ const createKey = (deps: GatewayDeps) =>
         409: errorResponse("too many active keys"),
       },
     }),
+    noStore,
   );
 
 const listKeys = (deps: GatewayDeps) =>
@@ -54,6 +56,7 @@ const listKeys = (deps: GatewayDeps) =>
         200: { description: "the keys", content: { "application/json": { schema: z.array(ApiKeySummary) } } },
       },
     }),
+    noStore,
   );
 
 const revokeKey = (deps: GatewayDeps) =>
@@ -71,6 +74,7 @@ const revokeKey = (deps: GatewayDeps) =>
       request: { params: ApiKeyIdParam },
       responses: { ...commonResponses, ...credentialResponses, 204: { description: "revoked" } },
     }),
+    noStore,
   );
 
 export function apiKeysRoutes(
@@ -84,7 +88,6 @@ export function apiKeysRoutes(
       username,
       asCustomer: actingCustomer(c.get("caller"), false)!,
     });
-    c.header("Cache-Control", "no-store");
     return c.json(key, 201);
   });
 

@@ -2,6 +2,7 @@ import {
   Cheese,
   CheeseIdParam,
   CheeseInput,
+  CheeseName,
   CheesePatch,
   CheeseReplacement,
   CheeseStatus,
@@ -144,7 +145,7 @@ const updateCheese = (deps: GatewayDeps) =>
       request: {
         params: CheeseIdParam,
         query: z.object({
-          name: z.string().trim().min(1).max(100).optional().openapi({ description: "new name" }),
+          name: CheeseName.optional().openapi({ description: "new name" }),
           status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
         }),
         headers: ifMatchHeader,

@@ -2,12 +2,12 @@ import {
   Customer,
   CustomerBatchInput,
   CustomerBatchResult,
+  CustomerDeletion,
   CustomerInput,
   CustomerUpdateInput,
   customerRpc,
   LoginInput,
   LoginResult,
-  registerBatchDeadlineMs,
   toCustomerFields,
   UsernameParam,
 } from "@cheese/contracts";
@@ -19,6 +19,7 @@ import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv, Scope } from "../env.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
@@ -58,6 +59,7 @@ const register = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const registerMany = (deps: GatewayDeps) =>
@@ -82,6 +84,7 @@ const registerMany = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const login = (deps: GatewayDeps) =>
@@ -117,6 +120,7 @@ const login = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const logout = (deps: GatewayDeps) =>
@@ -133,6 +137,7 @@ const logout = (deps: GatewayDeps) =>
         "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
     }),
+    noStore,
   );
 
 const getCustomer = (deps: GatewayDeps) =>
@@ -155,6 +160,7 @@ const getCustomer = (deps: GatewayDeps) =>
         404: errorResponse("customer not found"),
       },
     }),
+    noStore,
   );
 
 const replaceCustomer = (deps: GatewayDeps) =>
@@ -168,7 +174,7 @@ const replaceCustomer = (deps: GatewayDeps) =>
       tags: ["Customers"],
       summary: "Replace one's own account (username, email and password required)",
       description:
-        "Changing the password or the email needs `currentPassword`. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
+        "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
       request: {
         params: UsernameParam,
         body: { required: true, content: { "application/json": { schema: CustomerUpdateInput } } },
@@ -185,6 +191,7 @@ const replaceCustomer = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const deleteCustomer = (deps: GatewayDeps) =>
@@ -198,15 +205,23 @@ const deleteCustomer = (deps: GatewayDeps) =>
       tags: ["Customers"],
       summary: "Erase one's own account, its API keys and sessions, and its personal data",
       description:
-        "Self only. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
-      request: { params: UsernameParam },
+        "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
+      request: {
+        params: UsernameParam,
+        body: { required: true, content: { "application/json": { schema: CustomerDeletion } } },
+      },
       responses: {
         ...commonResponses,
-        ...credentialResponses,
+        401: credentialResponses[401],
+        403: errorResponse(
+          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+        ),
         204: { description: "erased" },
         404: errorResponse("customer not found"),
+        422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 export function customersRoutes(
@@ -225,8 +240,7 @@ export function customersRoutes(
 
   api.openapi(registerMany(deps), async (c) => {
     const elements = c.req.valid("json");
-    const timeoutMs = registerBatchDeadlineMs(deps.rpcTimeoutMs, elements.length);
-    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }, { timeoutMs }), 200);
+    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
   });
 
   api.openapi(login(deps), async (c) => {
@@ -271,7 +285,7 @@ export function customersRoutes(
       username,
       asCustomer: customerId,
       fields: toCustomerFields(input),
-      ...(currentPassword !== undefined ? { currentPassword } : {}),
+      currentPassword,
       session: caller.token?.jti ?? null,
     });
     // A new password: the older credentials end on every replica (auth/password-changes.ts) once
@@ -295,6 +309,7 @@ export function customersRoutes(
     const { customerId } = await callService(deps, c, customerRpc.delete, {
       username,
       asCustomer: actingCustomer(c.get("caller"), false)!,
+      currentPassword: c.req.valid("json").currentPassword,
     });
     // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
     // once customer.deleted is through (auth/erasure.ts): the answer waits for that.

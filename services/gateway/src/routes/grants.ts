@@ -6,6 +6,7 @@ import { allScopes } from "../auth/credentials.ts";
 import type { OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const dateTime = z.string().openapi({ format: "date-time" });
@@ -58,6 +59,7 @@ const listGrants = (deps: GatewayDeps) =>
         },
       },
     }),
+    noStore,
   );
 
 const revokeGrant = (deps: GatewayDeps) =>
@@ -80,6 +82,7 @@ const revokeGrant = (deps: GatewayDeps) =>
         404: errorResponse("no live grant of this customer has that id"),
       },
     }),
+    noStore,
   );
 
 /**

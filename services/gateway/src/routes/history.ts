@@ -12,6 +12,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
@@ -74,6 +75,7 @@ const orderHistory = (deps: GatewayDeps) =>
         404: errorResponse("order not found"),
       },
     }),
+    noStore,
   );
 
 const customerHistory = (deps: GatewayDeps) =>
@@ -101,6 +103,7 @@ const customerHistory = (deps: GatewayDeps) =>
         404: errorResponse("customer not found"),
       },
     }),
+    noStore,
   );
 
 export function historyRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {

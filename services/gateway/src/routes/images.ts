@@ -76,6 +76,7 @@ const uploadImage = (deps: GatewayDeps) =>
           content: { "application/json": { schema: ImageUploadResult } },
         },
         404: errorResponse("cheese not found"),
+        409: errorResponse("the cheese already has 50 photoUrls, the most it may hold"),
         413: errorResponse("file too large (or more than 50 megapixels)"),
         415: errorResponse("unsupported media type: not a JPEG, PNG or WebP that decodes"),
         422: validationErrorResponse,

@@ -8,6 +8,7 @@ import {
   type AuthorizationRequest,
   parseAuthorizationRequest,
   redirectWith,
+  repeatedParameter,
   verifierMatches,
 } from "../auth/authorization-request.ts";
 import { errorPage, pageSecurityHeaders, signInPage } from "../auth/authorize-page.ts";
@@ -373,6 +374,8 @@ export function oauthRoutes(
     c.header("Pragma", "no-cache");
     const form = await readForm(c);
     if (!form) return oauthError(c, 400, "invalid_request", "send the parameters form-encoded");
+    const repeated = repeatedParameter(form);
+    if (repeated) return oauthError(c, 400, "invalid_request", `${repeated} is given more than once`);
     const grantType = form.get("grant_type");
     if (!grantType) return oauthError(c, 400, "invalid_request", "grant_type is required");
     if (!["client_credentials", "authorization_code", "refresh_token"].includes(grantType)) {
@@ -392,6 +395,8 @@ export function oauthRoutes(
     c.header("Cache-Control", "no-store");
     const form = await readForm(c);
     if (!form) return oauthError(c, 400, "invalid_request", "send the parameters form-encoded");
+    const repeated = repeatedParameter(form);
+    if (repeated) return oauthError(c, 400, "invalid_request", `${repeated} is given more than once`);
     const client = authenticateClient(c, form, oauthClients, false);
     if (!client) {
       c.header("WWW-Authenticate", 'Basic realm="cheese-store"');
@@ -454,17 +459,27 @@ async function authorizationCodeGrant(
   oauth: OAuthDeps,
 ): Promise<Response> {
   const code = form.get("code");
-  const verifier = form.get("code_verifier");
   if (!code) return oauthError(c, 400, "invalid_request", "code is required");
-  if (!verifier) return oauthError(c, 400, "invalid_request", "code_verifier is required (PKCE)");
-  const grant = await oauth.grants.redeemCode(code);
-  if (!grant || grant.clientId !== client.id) {
+  // Spent from here on, whatever is wrong with the rest of the request.
+  const redeemed = await oauth.grants.redeemCode(code);
+  if (!redeemed.ok) {
+    const why = redeemed.reused
+      ? "the code was used before: every token issued for it is revoked"
+      : "the code is unknown, expired, already used, or not this client's";
+    return oauthError(c, 400, "invalid_grant", why);
+  }
+  const grant = redeemed.code;
+  if (grant.clientId !== client.id) {
     return oauthError(
       c,
       400,
       "invalid_grant",
       "the code is unknown, expired, already used, or not this client's",
     );
+  }
+  const verifier = form.get("code_verifier");
+  if (!verifier) {
+    return oauthError(c, 400, "invalid_request", "code_verifier is required (PKCE); the code is spent");
   }
   const redirectUri = form.get("redirect_uri");
   if ((grant.redirectUriGiven || redirectUri !== null) && redirectUri !== grant.redirectUri) {
@@ -482,6 +497,14 @@ async function authorizationCodeGrant(
     },
     REFRESH_TOKEN_TTL_MS,
   );
+  if (!(await redeemed.started(started.id))) {
+    return oauthError(
+      c,
+      400,
+      "invalid_grant",
+      "the code was used twice: every token issued for it is revoked",
+    );
+  }
   return userTokens(c, deps, oauth, started, grant.username, grant.scopes);
 }
 

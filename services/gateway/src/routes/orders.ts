@@ -16,6 +16,7 @@ import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
+import { noStore } from "../middleware/no-store.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
@@ -67,6 +68,7 @@ const placeOrder = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
     // After the access rule: idempotency records are scoped to the authenticated caller.
     idempotency(deps),
   );
@@ -89,6 +91,7 @@ const getOrder = (deps: GatewayDeps) =>
         404: errorResponse("order not found"),
       },
     }),
+    noStore,
   );
 
 const ListQuery = z.object({
@@ -136,6 +139,7 @@ const listOrders = (deps: GatewayDeps) =>
         },
       },
     }),
+    noStore,
   );
 
 const cancelOrder = (deps: GatewayDeps) =>
@@ -158,6 +162,7 @@ const cancelOrder = (deps: GatewayDeps) =>
         409: errorResponse("order already shipped"),
       },
     }),
+    noStore,
   );
 
 const fulfilmentRoute = {
@@ -193,6 +198,7 @@ const shipOrder = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
+    noStore,
   );
 
 const deliverOrder = (deps: GatewayDeps) =>
@@ -208,6 +214,7 @@ const deliverOrder = (deps: GatewayDeps) =>
       request: { params: OrderIdParam },
       responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
     }),
+    noStore,
   );
 
 export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
