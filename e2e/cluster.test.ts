@@ -4,9 +4,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClusterInfo } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
-import { freeListenPort } from "@cheese/service-kit/launch";
 import { tempDir } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testListenPort } from "./support/ports.ts";
 
 /**
  * `pnpm cluster`: three NATS nodes and two processes of every service, each on a host of its own
@@ -60,7 +60,7 @@ describe.skipIf(reason)("pnpm cluster", () => {
   beforeAll(async () => {
     env = {
       DATA_DIR: data.path,
-      GATEWAY_PORT: String(await freeListenPort()),
+      GATEWAY_PORT: String(await testListenPort()),
       API_KEYS: `${operatorKey}:enterprise`,
       OAUTH_CLIENTS: JSON.stringify([
         { ...client, scopes: ["read:cheeses", "write:cheeses"], redirectUris: [], plan: "enterprise" },
@@ -104,11 +104,19 @@ describe.skipIf(reason)("pnpm cluster", () => {
     expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
     // The JetStream stream of integration events is kept on all three nodes.
     const monitor = running.nats[0]!.url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
-    const jsz = (await (await fetch(`${monitor}/jsz?streams=true`)).json()) as {
+    const jsz = (await (await fetch(`${monitor}/jsz?accounts=true&streams=true&config=true`)).json()) as {
       meta_cluster: { cluster_size: number };
       account_details?: { stream_detail?: { name: string; config: { num_replicas: number } }[] }[];
     };
     expect(jsz.meta_cluster.cluster_size).toBe(3);
+    const streams = (jsz.account_details ?? []).flatMap((account) => account.stream_detail ?? []);
+    const replicas = Object.fromEntries(streams.map(({ name, config }) => [name, config.num_replicas]));
+    expect(replicas.EVENTS).toBe(3);
+    expect(replicas.NOTICES_catalogue_cheese_changed).toBe(3);
+    expect(
+      Object.values(replicas).every((n) => n === 3),
+      JSON.stringify(replicas),
+    ).toBe(true);
   });
 
   it("refuses a second cluster while one runs (exit 78)", async () => {
