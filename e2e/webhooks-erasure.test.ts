@@ -82,7 +82,10 @@ describe("an erased customer's order, in integration events and webhook deliveri
       .poll(async () => (await json(await deliveries())).items[0]?.status, { timeout: 15_000 })
       .toBe("dead_lettered");
 
-    expect((await http(system).delete(`/customer/${customer.username}`, customer.bearer)).status).toBe(204);
+    const erased = await http(system).delete(`/customer/${customer.username}`, customer.bearer, {
+      currentPassword: customer.password,
+    });
+    expect(erased.status).toBe(204);
     const read = await json(await http(system).get(`/store/order/${orderId}`, operator.apiKey));
     expect(read).toMatchObject({ shippingAddress: { street: "[erased]", city: "[erased]", country: "FR" } });
     expect(read.notes).toBeNull();

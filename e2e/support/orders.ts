@@ -18,7 +18,7 @@ export function http(system: RunningSystem) {
   return {
     get: (path: string, headers?: Headers) => call("GET", path, headers),
     post: (path: string, body: unknown, headers?: Headers) => call("POST", path, headers, body ?? {}),
-    delete: (path: string, headers?: Headers) => call("DELETE", path, headers),
+    delete: (path: string, headers?: Headers, body?: unknown) => call("DELETE", path, headers, body),
   };
 }
 
@@ -74,5 +74,5 @@ export async function registerCustomer(system: RunningSystem) {
   const login = await api.post("/customer/login", { username, password });
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${await login.text()}`);
   const { token } = await json(login);
-  return { id: customer.id as number, username, bearer: { authorization: `Bearer ${token}` } };
+  return { id: customer.id as number, username, password, bearer: { authorization: `Bearer ${token}` } };
 }

@@ -513,7 +513,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       async (c) => {
         const id = DeadLetterIdParam.safeParse({ id: c.req.param("id") });
         if (!id.success) return notFoundPage(c, "/console/dead-letters", "No such dead letter.");
-        flash(c, await run(c, id.data.id));
+        await flash(c, await run(c, id.data.id));
         return seeOther(c, "/console/dead-letters");
       },
       () => "/console/dead-letters",
