@@ -13,7 +13,7 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { callRpc, createInProcessBroker } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
-import { Receiver } from "../e2e/support/receiver.ts";
+import { Receiver } from "@cheese/testing/receiver";
 import { blobSnapshotStore } from "../services/notification/src/delivery/snapshot.ts";
 import { start } from "../services/notification/src/main.ts";
 import { writeHistory } from "./harness/events.ts";

@@ -1,7 +1,7 @@
+import { envelopeOf, type ReceivedEnvelope, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { envelopeOf, type ReceivedEnvelope, type ReceivedRequest, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 const CHECK_INTERVAL_MS = 500;

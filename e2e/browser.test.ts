@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { type BaseConfig, connectBus, createLogger } from "@cheese/service-kit";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { tokenRequest } from "./support/oauth.ts";
 import { address, createCheese, http } from "./support/orders.ts";
-import { envelopeOf, Receiver } from "./support/receiver.ts";
 import { json, OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CheeseApiError, type CheeseClient, createCheeseClient, type Schemas, unwrap } from "@cheese/client";
 import { freePort, tempDir } from "@cheese/testing";
+import { Receiver } from "@cheese/testing/receiver";
 import type { WebhookEnvelope } from "@cheese/webhook-signature";
 import { serve } from "@hono/node-server";
 import { Webhook } from "standardwebhooks";
@@ -14,7 +15,6 @@ import { webhookApp } from "../packages/webhook-signature/examples/hono.ts";
 import { webhookServer } from "../packages/webhook-signature/examples/node-http.ts";
 import { clientFiles, staleFiles } from "../scripts/generate-client.ts";
 import { address } from "./support/orders.ts";
-import { Receiver } from "./support/receiver.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem, startSystem } from "./support/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");

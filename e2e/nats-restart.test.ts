@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { NatsControl } from "./support/nats-control.ts";
 import { createCheese, type Headers, http, orderBody } from "./support/orders.ts";
-import { envelopeOf, Receiver } from "./support/receiver.ts";
 import { json, launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 /** One order request of the load, as the client saw it. */

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { envelopeOf, type ReceivedEnvelope, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { envelopeOf, type ReceivedEnvelope, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 const allKinds = [

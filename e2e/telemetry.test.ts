@@ -1,9 +1,9 @@
 import { hasMetric, metricValue, scrape } from "@cheese/testing";
+import { Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { createCheese, type Headers, http, orderBody } from "./support/orders.ts";
 import { OtlpReceiver } from "./support/otlp.ts";
-import { Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 const TRACE_ID = "5c1e2b3a4d5f60718293a4b5c6d7e8f9";

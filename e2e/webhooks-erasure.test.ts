@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
 import { createCheese, http } from "./support/orders.ts";
-import { envelopeOf, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 /** On the production stack the events live in EventStoreDB, not in files these tests can read. */

@@ -1,7 +1,7 @@
+import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { envelopeOf, type ReceivedRequest, Receiver } from "./support/receiver.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 import { webhookCalls } from "./support/webhooks.ts";
 

@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { tempDir } from "@cheese/testing";
-import { envelopeOf, Receiver } from "../../e2e/support/receiver.ts";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { clientOf, ms } from "../harness/compare.ts";
 import { percentiles } from "../harness/percentiles.ts";
 import type { BenchOptions, MeasuredRow, Measurement, SystemClient } from "../harness/scenario.ts";

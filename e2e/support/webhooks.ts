@@ -1,5 +1,5 @@
+import type { Receiver } from "@cheese/testing/receiver";
 import { expect } from "vitest";
-import type { Receiver } from "./receiver.ts";
 import { json, type RunningSystem } from "./system.ts";
 
 /** What the webhook calls go to, asked at each call (the suites start it in `beforeAll`). */

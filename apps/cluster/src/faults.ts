@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { type ClusterInfo, down, info, up } from "./cluster.ts";
 import { Load } from "./load.ts";
 
@@ -70,12 +69,13 @@ export async function runFaults({
     WEBHOOK_ALLOW_PRIVATE_URLS: "true",
   });
   say(`cluster ready on ${cluster.url} (data in ${dataDir})`);
-  const receiver = await Receiver.start();
+  // On the bridge's address, where the notification hosts reach it.
+  const receiver = await Receiver.start(bridgeAddress);
   const load = new Load(cluster.url, credentials);
   let passed = false;
   try {
     const registered = await load.call("POST", "/v2/webhooks", load.operatorKey, {
-      url: `${receiver.url}/hooks`,
+      url: receiver.url("/hooks"),
       events: ["order.placed"],
     });
     if (registered?.status !== 201) throw new Error(`webhook not registered: ${JSON.stringify(registered)}`);
@@ -87,7 +87,7 @@ export async function runFaults({
     passed = await check(load, receiver, webhookId, recoveries, say);
   } finally {
     await load.stop();
-    receiver.close();
+    await receiver.close();
     await down(dataDir);
   }
   if (passed && !env.DATA_DIR) rmSync(dataDir, { recursive: true, force: true });
@@ -323,16 +323,17 @@ async function check(
   line(duplicateIds === 0, `no id handed out twice (${duplicateIds} duplicates)`);
 
   // Every placed order's order.placed reached the receiver; no webhook-id came with two bodies.
-  const missing = () => orders.filter(({ id }) => !receiver.placedOrders.has(String(id)));
+  const missing = () => orders.filter(({ id }) => !received(receiver).placedOrders.has(String(id)));
   await within(SETTLE_MS, async () => missing().length === 0);
   const missingWebhooks = missing().length;
+  const got = received(receiver);
   line(
     missingWebhooks === 0,
-    `every placed order's order.placed arrived (${receiver.placedOrders.size} received, ${missingWebhooks} missing)`,
+    `every placed order's order.placed arrived (${got.placedOrders.size} received, ${missingWebhooks} missing)`,
   );
   line(
-    receiver.conflicting.length === 0,
-    `no webhook-id arrived with two different bodies (${receiver.conflicting.length}; ${receiver.deliveries} deliveries, ${receiver.bodies.size} distinct ids)`,
+    got.conflicting.length === 0,
+    `no webhook-id arrived with two different bodies (${got.conflicting.length}; ${got.deliveries} deliveries, ${got.ids} distinct ids)`,
   );
 
   // No delivery round was attempted twice at once: within a round, attempt numbers are distinct.
@@ -413,50 +414,29 @@ async function doubleAttempts(load: Load, webhookId: number): Promise<string[]> 
   return doubled;
 }
 
-/** The run's webhook receiver, on the bridge's address so the notification hosts reach it. */
-class Receiver {
-  /** Body per webhook-id. */
-  readonly bodies = new Map<string, string>();
-  readonly conflicting: string[] = [];
-  /** `data.order_id` of every order.placed received. */
-  readonly placedOrders = new Set<string>();
-  deliveries = 0;
-
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<Receiver> {
-    let receiver: Receiver | undefined;
-    const server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (chunk: Buffer) => chunks.push(chunk));
-      req.on("end", () => {
-        receiver?.record(String(req.headers["webhook-id"] ?? ""), Buffer.concat(chunks).toString("utf8"));
-        res.writeHead(200).end("ok");
-      });
-    });
-    await new Promise<void>((listening) => server.listen(0, bridgeAddress, listening));
-    receiver = new Receiver(server, `http://${bridgeAddress}:${(server.address() as AddressInfo).port}`);
-    return receiver;
-  }
-
-  private record(id: string, body: string): void {
-    this.deliveries++;
-    const earlier = this.bodies.get(id);
-    if (earlier !== undefined && earlier !== body) this.conflicting.push(id);
-    this.bodies.set(id, body);
+/** What the receiver got: each webhook-id's bodies, and the orders whose order.placed arrived. */
+function received(receiver: Receiver): {
+  deliveries: number;
+  ids: number;
+  conflicting: string[];
+  placedOrders: Set<string>;
+} {
+  const bodies = new Map<string, string>();
+  const conflicting: string[] = [];
+  const placedOrders = new Set<string>();
+  const requests = receiver.requests("/hooks");
+  for (const request of requests) {
+    const { headers, body } = request;
+    const id = String(headers["webhook-id"] ?? "");
+    const earlier = bodies.get(id);
+    if (earlier !== undefined && earlier !== body) conflicting.push(id);
+    bodies.set(id, body);
     try {
-      const envelope = JSON.parse(body) as { type: string; data: { order_id: string } };
-      if (envelope.type === "order.placed") this.placedOrders.add(String(envelope.data.order_id));
+      const envelope = envelopeOf(request);
+      if (envelope.type === "order.placed") placedOrders.add(String(envelope.data.order_id));
     } catch {
-      this.conflicting.push(`${id} (not JSON)`);
+      conflicting.push(`${id} (not JSON)`);
     }
   }
-
-  close(): void {
-    this.server.close();
-    this.server.closeAllConnections();
-  }
+  return { deliveries: requests.length, ids: bodies.size, conflicting, placedOrders };
 }

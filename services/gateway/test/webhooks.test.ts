@@ -1,9 +1,9 @@
 import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger, type RunningService } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { Receiver } from "@cheese/testing/receiver";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Receiver } from "../../../e2e/support/receiver.ts";
 import { start as startNotification } from "../../notification/src/main.ts";
 import type { GatewayEnv } from "../src/env.ts";
 import { operatorOnly } from "../src/routes/operator.ts";

@@ -11,10 +11,10 @@ import {
 } from "@cheese/messaging";
 import { createLogger, type RunningService } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { envelopeOf, Receiver } from "../../../e2e/support/receiver.ts";
 import { start } from "../src/main.ts";
 
 /**

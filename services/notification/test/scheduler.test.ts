@@ -5,9 +5,9 @@ import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@ch
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
+import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { verifyStandardSignature, verifyWebhook } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { envelopeOf, Receiver } from "../../../e2e/support/receiver.ts";
 import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";

@@ -4,8 +4,8 @@ import { callRpc, createInProcessBroker, type InProcessBroker, publishEvent } fr
 import { createLogger, type RunningService, SpanKind } from "@cheese/service-kit";
 import { InMemorySpanExporter } from "@cheese/service-kit/testing";
 import { metricValue, scrape, tempDir } from "@cheese/testing";
+import { Receiver } from "@cheese/testing/receiver";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Receiver } from "../../../e2e/support/receiver.ts";
 import { start } from "../src/main.ts";
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";

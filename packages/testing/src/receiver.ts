@@ -25,7 +25,7 @@ export interface Behaviour {
 type Answer = Behaviour | ((request: ReceivedRequest, countOnPath: number) => Behaviour);
 
 /**
- * A real HTTP webhook receiver on 127.0.0.1: records every request with its raw body and answers
+ * A real HTTP webhook receiver (on 127.0.0.1 unless told otherwise): records every request with its raw body and answers
  * each path as configured (200 at once by default).
  */
 export class Receiver {
@@ -38,7 +38,8 @@ export class Receiver {
     readonly baseUrl: string,
   ) {}
 
-  static async start(): Promise<Receiver> {
+  /** Listens on `host` (loopback by default; a cluster's bridge address for hosts in namespaces). */
+  static async start(host = "127.0.0.1"): Promise<Receiver> {
     let receiver: Receiver | undefined;
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -67,8 +68,8 @@ export class Receiver {
         else later();
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    receiver = new Receiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    await new Promise<void>((resolve) => server.listen(0, host, resolve));
+    receiver = new Receiver(server, `http://${host}:${(server.address() as AddressInfo).port}`);
     return receiver;
   }
 
