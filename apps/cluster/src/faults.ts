@@ -389,18 +389,23 @@ async function doubleAttempts(load: Load, webhookId: number): Promise<string[]> 
   const doubled: string[] = [];
   let cursor: string | undefined;
   do {
-    const page = await load.call(
-      "GET",
-      `/v2/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
-      load.operatorKey,
-    );
+    const path = `/v2/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+    // Asked again while the system settles (a 503, or no answer in time on a loaded machine).
+    let page: Awaited<ReturnType<Load["call"]>>;
+    await within(SETTLE_MS, async () => {
+      page = await load.call("GET", path, load.operatorKey);
+      return page?.status === 200;
+    });
     const json = page?.json as
       | {
           items: { id: number; attempts: { attempt: number; round: number }[] }[];
           nextCursor?: string | null;
         }
       | undefined;
-    if (!json) throw new Error(`deliveries not listed: ${page?.status}`);
+    if (page?.status !== 200 || !json) {
+      doubled.push(`deliveries not listed within ${SETTLE_MS / 1000} s (${page?.status ?? "no answer"})`);
+      return doubled;
+    }
     for (const delivery of json.items) {
       const seen = new Set<string>();
       for (const { attempt, round } of delivery.attempts) {
