@@ -93,9 +93,19 @@ describe.skipIf(launcherOnly("the launcher's restart of its nats-server"))(
           { timeout: 20_000, interval: 200 },
         )
         .toBe(201);
-      const read = await api.get(`/cheeses/${cheeseId}`, operator.apiKey);
-      expect(read.status).toBe(200);
-      expect((await json(read)).name).toBe(name);
+      // Polled too: with E2E_REPLICAS=2 the read may reach the other gateway, which reconnects on
+      // its own schedule and answers 503 (with Retry-After) until it has.
+      let read: Response | undefined;
+      await expect
+        .poll(
+          async () => {
+            read = await api.get(`/cheeses/${cheeseId}`, operator.apiKey);
+            return read.status;
+          },
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBe(200);
+      expect((await json(read as Response)).name).toBe(name);
       // An order placed now reaches the receiver: the relay, the stream, the notification
       // service's consumer and the webhook registered before the crash all came back.
       await orderWithWebhook(cheeseId);
