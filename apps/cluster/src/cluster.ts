@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
+import { assertHostsPossible, existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
 import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
 
 /** What `pnpm cluster up --json` prints (and `faults` works from). */
@@ -60,10 +60,8 @@ const alive = (pid: number) => {
  * Refuses (ConfigError, exit 78) without root or `ip netns`, or while a cluster runs on DATA_DIR.
  */
 export async function up(callerEnv: Record<string, string | undefined>): Promise<ClusterInfo> {
-  if (process.getuid?.() !== 0)
-    throw new ConfigError("pnpm cluster needs root (ip netns, veth pairs, a bridge)");
-  if (spawnSync("ip", ["netns", "list"]).status !== 0)
-    throw new ConfigError("pnpm cluster needs `ip netns` (iproute2)");
+  // The launcher would refuse too, but only after `up` had spawned it: say so before anything starts.
+  assertHostsPossible();
   const env = clusterEnv(callerEnv);
   const dataDir = env.DATA_DIR as string;
   const owner = hostsOwner();
