@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClusterInfo } from "@cheese/cluster/cluster";
@@ -102,6 +103,10 @@ describe.skipIf(reason)("pnpm cluster", () => {
     // Each on a host of its own.
     expect(new Set(running.services.map(({ netns }) => netns)).size).toBe(10);
     expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
+    // No process failed its start: each waits for the streams and buckets it opens to have a
+    // leader (without that, a first key-value read on a bucket just made timed out, and exited).
+    const log = readFileSync(join(data.path, "run", "cluster.log"), "utf8");
+    expect(log.split("\n").filter((line) => line.includes('"msg":"process exited"'))).toEqual([]);
     // The JetStream stream of integration events is kept on all three nodes.
     const monitor = running.nats[0]!.url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
     const jsz = (await (await fetch(`${monitor}/jsz?accounts=true&streams=true&config=true`)).json()) as {

@@ -311,6 +311,9 @@ type WantedStream = Partial<
  * made earlier with other settings (every setting here is one JetStream lets a stream change,
  * the replica count included on a clustered server), logging one line naming what it changed.
  */
+/** How long {@link StreamSettings.ensure} waits for a stream's leader (an election takes ~1 s). */
+const LEADER_WAIT_MS = 30_000;
+
 class StreamSettings {
   constructor(
     private readonly nc: NatsConnection,
@@ -319,6 +322,12 @@ class StreamSettings {
     private readonly log: BusLogger,
   ) {}
 
+  /**
+   * Makes the stream, or brings an existing one to `wanted`, and returns once it has a leader:
+   * a replicated stream just made (or just moved) has none for a moment, and a read or write
+   * of it then waits for its whole time-out (a service starting on a fresh cluster failed its
+   * first key-value read so, and exited).
+   */
   async ensure(name: string, wanted: WantedStream): Promise<void> {
     const config = { ...wanted, num_replicas: this.replicas };
     let current: StreamConfig;
@@ -331,16 +340,30 @@ class StreamSettings {
       await this.jsm.streams
         .add({ name, storage: StorageType.File, ...config })
         .catch((e) => this.rethrowRefused(e));
-      return;
+      return this.led(name);
     }
     const changes = Object.entries(config).flatMap(([key, value]) => {
       const was = current[key as keyof StreamConfig];
       return String(was) === String(value) ? [] : [`${key} ${shown(key, was)} → ${shown(key, value)}`];
     });
-    if (changes.length === 0) return;
-    if (current.num_replicas !== config.num_replicas) this.assertClustered();
-    await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
-    this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
+    if (changes.length > 0) {
+      if (current.num_replicas !== config.num_replicas) this.assertClustered();
+      await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
+      this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
+    }
+    return this.led(name);
+  }
+
+  /** Resolves once the stream has a leader (at once outside a cluster); else a 503 after a while. */
+  private async led(name: string): Promise<void> {
+    if (!this.nc.info?.cluster) return;
+    const deadline = Date.now() + LEADER_WAIT_MS;
+    for (;;) {
+      const info = await this.jsm.streams.info(name).catch(() => undefined);
+      if (info?.cluster?.leader) return;
+      if (Date.now() >= deadline) throw new BusUnavailableError(`stream ${name} has no leader`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   /**
