@@ -5,7 +5,7 @@ import { onLoopback, startLoadBalancer } from "@cheese/launcher/load-balancer";
 import { serviceNodeOptions } from "@cheese/launcher/node-options";
 import { freePort, tempDir } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
-import type { RunningSystem, SystemOptions } from "./system.ts";
+import type { RunningSystem, SystemOptions } from "./running-system.ts";
 
 /** What the global setup hands to every suite under `pnpm test:e2e:containers`. */
 export interface ContainerStack {

@@ -5,6 +5,9 @@ import { fileURLToPath } from "node:url";
 import { tempDir } from "@cheese/testing";
 import { type ContainerStack, startContainerSystem } from "./container-system.ts";
 import { testListenPort } from "./ports.ts";
+import type { RunningSystem, SystemOptions } from "./running-system.ts";
+
+export type { RunningSystem, SystemOptions } from "./running-system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -26,31 +29,6 @@ const defaultCredentials = {
   ANON_PLAN: "enterprise",
   RATE_LIMIT_PLANS: "free=1000/unlimited,pro=1000/unlimited",
 };
-
-export interface RunningSystem {
-  /** `launcher`: `pnpm start` on this machine; `containers`: the image, one container per process. */
-  mode: "launcher" | "containers";
-  baseUrl: string;
-  rootUrl: string;
-  dataDir: string;
-  /** Everything the launcher (or the containers) printed so far. */
-  output(): string;
-  /** Current process ids per service (DATA_DIR/run/processes.json, or each container's node). */
-  pids(): Record<string, number[]>;
-  /** The NATS server the launcher started (multi-process mode), to attach extra processes. */
-  natsUrl(): string;
-  stop(): Promise<void>;
-}
-
-export interface SystemOptions {
-  /** Variables over the tests' defaults; `undefined` unsets one (its default applies). */
-  env?: Record<string, string | undefined>;
-  /** Keep the data directory across stop/start (pass the previous one). */
-  dataDir?: string;
-  readyTimeoutMs?: number;
-  /** The gateway's port (a restart keeps its address, and so its PUBLIC_URL); a free one by default. */
-  port?: number;
-}
 
 /**
  * Starts the whole system exactly as `pnpm start` does (the built launcher CLI), on a free gateway

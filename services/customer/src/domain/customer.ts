@@ -136,6 +136,12 @@ export type CustomerCommand =
 /** Live keys per customer; more is almost certainly a leak or a script gone wrong. */
 export const MAX_ACTIVE_API_KEYS = 25;
 
+/**
+ * The one refusal for a username or an email someone else holds: it never says which, so a
+ * registration does not tell whether an email is registered (docs/identity.md "Uniqueness").
+ */
+export const IDENTITY_TAKEN = "username or email exists";
+
 export const customerStream = (id: number) => `customer-${id}`;
 
 /**

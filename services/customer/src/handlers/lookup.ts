@@ -1,7 +1,12 @@
 import type { EventStore } from "@cheese/event-store";
 import { foldEvents, forbidden, notFound, reservationDecider } from "@cheese/service-kit";
-import { type CustomerData, customerDecider, customerStream, usernameStream } from "../domain/customer.ts";
-import { IDENTITY_TAKEN } from "./unique-values.ts";
+import {
+  type CustomerData,
+  customerDecider,
+  customerStream,
+  IDENTITY_TAKEN,
+  usernameStream,
+} from "../domain/customer.ts";
 
 export interface LoadedCustomer {
   customer: CustomerData;

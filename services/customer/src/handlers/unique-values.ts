@@ -1,14 +1,8 @@
 import type { EventMetadata } from "@cheese/event-store";
 import { releaseUnique, reserveUnique, type UniqueValue } from "@cheese/service-kit";
-import { type CustomerState, emailStream, usernameStream } from "../domain/customer.ts";
+import { type CustomerState, emailStream, IDENTITY_TAKEN, usernameStream } from "../domain/customer.ts";
 import type { CustomerDeps } from "./deps.ts";
 import { loadCustomer } from "./lookup.ts";
-
-/**
- * The one refusal for a username or an email someone else holds: it never says which, so a
- * registration does not tell whether an email is registered (docs/identity.md "Uniqueness").
- */
-export const IDENTITY_TAKEN = "username or email exists";
 
 /** What a customer holds as unique: its username and (the keyed hash of) its email. */
 interface Identity {
