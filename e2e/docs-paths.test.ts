@@ -165,7 +165,7 @@ describe("file paths in the README and docs", () => {
     expect(missingPaths(document, paths)).toEqual([]);
   });
 
-  it("finds the names it checks, and misses nothing it should report", () => {
+  it("tells file names from URL paths, packages and placeholders, and resolves links and headings as GitHub does", () => {
     const topLevel = new Set(["e2e", "services", "docs"]);
     expect(fileName("e2e/tour.test.ts", topLevel)).toBe("e2e/tour.test.ts");
     expect(fileName("routes/cheeses.ts", topLevel)).toBe("routes/cheeses.ts");
