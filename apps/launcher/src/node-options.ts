@@ -10,8 +10,8 @@ import type { ServiceName } from "./config.ts";
  * A smaller one costs a scavenge more often; the values are measured (docs/performance.md,
  * "Memory"): the gateway allocates the most per request (~35 KB per get) and keeps a larger one
  * than V8's default: with 32 MB a get cost it 0.064–0.075 ms of CPU against 0.092–0.096 with 16
- * (alternating runs), for ~30 MB more under load and none at rest (docs/performance.md, sixth
- * session).
+ * (alternating runs), for ~30 MB more under load and none at rest (docs/performance.md,
+ * "Memory").
  *
  * `--max-old-space-size` only where the live set does not grow with the data: the gateway holds
  * no read model (~20 MB live). Below 256 MB V8 also grows the old generation by at most 1.3×
