@@ -211,6 +211,12 @@ export const ApiKeySummary = z
   .openapi("ApiKeySummary");
 export type ApiKeySummary = z.infer<typeof ApiKeySummary>;
 
+/** A key as a customer's data export lists it: revoked ones too; never the key or its hash. */
+export const ExportedApiKey = ApiKeySummary.extend({
+  revoked: z.boolean().openapi({ description: "revoked keys stay listed: the account's events name them" }),
+}).openapi("ExportedApiKey");
+export type ExportedApiKey = z.infer<typeof ExportedApiKey>;
+
 export const IssuedApiKey = z
   .object({
     id: ApiKeySummary.shape.id,

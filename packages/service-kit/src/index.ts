@@ -1,3 +1,4 @@
+export * from "./as-of.ts";
 export * from "./claims.ts";
 export * from "./clock.ts";
 export * from "./config.ts";

@@ -14,7 +14,14 @@ import { attachImage } from "./handlers/attach-image.ts";
 import { replaceCheese, updateCheese } from "./handlers/change-cheese.ts";
 import { CheckedCheeses } from "./handlers/checked-cheeses.ts";
 import { cheeseHistory } from "./handlers/cheese-history.ts";
-import { findCheeses, getCheese, inventory, listCheeses, listImages } from "./handlers/cheese-queries.ts";
+import {
+  findCheeses,
+  getCheese,
+  getCheeseAsOf,
+  inventory,
+  listCheeses,
+  listImages,
+} from "./handlers/cheese-queries.ts";
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
@@ -71,6 +78,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
     ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(deps, request, context));
     ctx.serve(catalogueRpc.attachImage, (request, context) => attachImage(deps, request, context));
     ctx.serve(catalogueRpc.getCheese, ({ cheeseId }) => getCheese(deps, cheeseId));
+    ctx.serve(catalogueRpc.getCheeseAsOf, (request) => getCheeseAsOf(deps, request));
     ctx.serve(catalogueRpc.listCheeses, (request) => listCheeses(deps, request));
     ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(deps, request));
     ctx.serve(catalogueRpc.inventory, () => inventory(deps));

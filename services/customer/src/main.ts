@@ -15,7 +15,7 @@ import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./h
 import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts";
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
-import { customerHistory } from "./handlers/history.ts";
+import { customerHistory, exportCustomer } from "./handlers/history.ts";
 import { openPersonalData, sealPersonalData } from "./handlers/personal-data.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
@@ -115,6 +115,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     ctx.serve(customerRpc.sealPersonalData, (request) => sealPersonalData(deps, request));
     ctx.serve(customerRpc.openPersonalData, (request) => openPersonalData(deps, request));
     ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
+    ctx.serve(customerRpc.export, (request, context) => exportCustomer(deps, request, context));
   },
 };
 

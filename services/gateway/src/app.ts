@@ -25,6 +25,7 @@ import { apiKeysRoutes } from "./routes/api-keys.ts";
 import { cheeseRoutes } from "./routes/cheeses.ts";
 import { customersRoutes } from "./routes/customers.ts";
 import { deadLettersRoutes } from "./routes/dead-letters.ts";
+import { exportRoutes } from "./routes/export.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
@@ -92,6 +93,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
   grantsRoutes(api, deps, grants);
+  exportRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
   historyRoutes(api, deps);

@@ -157,6 +157,40 @@ const pageOf = <T>(items: T[], total?: number) => ({
   ...(total === undefined ? {} : { total }),
 });
 
+const aliceHistory = [
+  {
+    type: "customer.registered",
+    at: alice.createdAt,
+    data: {
+      username: "alice",
+      firstName: "Alice",
+      lastName: "Martin",
+      email: "alice@example.com",
+      phone: "+44 20 7946 0000",
+      favouriteCheese: { id: 42, name: "Comté 18 mois" },
+    },
+  },
+  {
+    type: "api_key.issued",
+    at: apiKey.createdAt,
+    data: { keyId: 7, prefix: apiKey.prefix, expiresAt: apiKey.expiresAt },
+  },
+  {
+    type: "customer.status_changed",
+    at: at("05", "16:45:00"),
+    data: { from: "bronze", to: "silver" },
+  },
+];
+
+const aliceGrant = {
+  id: "Jm0r3c5XbT2vQ8kN1pL6sA",
+  clientId: "cheese-board-app",
+  scopes: ["read:cheeses", "read:orders"],
+  createdAt: at("02", "18:00:00"),
+  lastUsedAt: at("05", "07:12:00"),
+  expiresAt: "2026-04-04T07:12:00.000Z",
+};
+
 export const operationExamples: Record<string, OperationExamples> = {
   // Cheeses
   addCheese: { request: comteInput, responses: { 201: comte } },
@@ -304,34 +338,18 @@ export const operationExamples: Record<string, OperationExamples> = {
     invalidField: { field: "currentPassword", message: "Invalid input: expected string, received undefined" },
   },
   getCustomerHistory: {
+    responses: { 200: { items: aliceHistory, nextCursor: null, hasMore: false } },
+  },
+  exportCustomerData: {
     responses: {
       200: {
-        items: [
-          {
-            type: "customer.registered",
-            at: alice.createdAt,
-            data: {
-              username: "alice",
-              firstName: "Alice",
-              lastName: "Martin",
-              email: "alice@example.com",
-              phone: "+44 20 7946 0000",
-              favouriteCheese: { id: 42, name: "Comté 18 mois" },
-            },
-          },
-          {
-            type: "api_key.issued",
-            at: apiKey.createdAt,
-            data: { keyId: 7, prefix: apiKey.prefix, expiresAt: apiKey.expiresAt },
-          },
-          {
-            type: "customer.status_changed",
-            at: at("05", "16:45:00"),
-            data: { from: "bronze", to: "silver" },
-          },
-        ],
-        nextCursor: null,
-        hasMore: false,
+        exportedAt: at("06", "08:00:00"),
+        customer: alice,
+        addresses: [{ ...address, state: null }],
+        orders: [order],
+        apiKeys: [{ ...apiKey, revoked: false }],
+        oauthGrants: [aliceGrant],
+        history: aliceHistory,
       },
     },
   },
@@ -344,16 +362,7 @@ export const operationExamples: Record<string, OperationExamples> = {
   revokeApiKey: {},
   listOAuthGrants: {
     responses: {
-      200: [
-        {
-          id: "Jm0r3c5XbT2vQ8kN1pL6sA",
-          clientId: "cheese-board-app",
-          scopes: ["read:cheeses", "read:orders"],
-          createdAt: at("02", "18:00:00"),
-          lastUsedAt: at("05", "07:12:00"),
-          expiresAt: "2026-04-04T07:12:00.000Z",
-        },
-      ],
+      200: [aliceGrant],
     },
   },
   revokeOAuthGrant: {},

@@ -15,7 +15,13 @@ import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
 import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
 import { orderHistory } from "./handlers/order-history.ts";
-import { activeOrdersForCheese, getOrder, listOrders } from "./handlers/order-queries.ts";
+import {
+  activeOrdersForCheese,
+  customerOrders,
+  getOrder,
+  getOrderAsOf,
+  listOrders,
+} from "./handlers/order-queries.ts";
 import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
 import { customerVaultOverBus } from "./handlers/personal-data.ts";
 import { placeOrder } from "./handlers/place-order.ts";
@@ -118,6 +124,10 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
     ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }, context) => ({
       order: await getOrder(deps, orderId, actor, context),
     }));
+    ctx.serve(orderingRpc.getOrderAsOf, (request, context) => getOrderAsOf(deps, request, context));
+    ctx.serve(orderingRpc.customerOrders, ({ customerId }, context) =>
+      customerOrders(deps, customerId, context),
+    );
     ctx.serve(orderingRpc.listOrders, (request, context) => listOrders(deps, request, context));
     ctx.serve(orderingRpc.cancelOrder, async ({ orderId, actor }, context) => ({
       order: await cancelOrder(deps, orderId, actor, context),

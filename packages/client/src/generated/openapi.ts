@@ -139,7 +139,7 @@ export interface paths {
         };
         /**
          * Find a cheese by id
-         * @description The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile.
+         * @description The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile. With asOf, the cheese as it was at that moment (its events up to then), with the ETag of the revision it was at and X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet or was already deleted.
          */
         get: operations["getCheeseById"];
         put?: never;
@@ -207,7 +207,7 @@ export interface paths {
         };
         /**
          * Find an order by id
-         * @description A customer sees only its own orders; someone else's order is 404.
+         * @description A customer sees only its own orders; someone else's order is 404. With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.
          */
         get: operations["getOrderById"];
         put?: never;
@@ -469,6 +469,26 @@ export interface paths {
          * @description Ends the grant: its access tokens and its refresh token stop working on every gateway. The client must ask the customer again.
          */
         delete: operations["revokeOAuthGrant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customer/{username}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything the system holds about a customer, as one JSON document (the customer, or an operator key)
+         * @description The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.
+         */
+        get: operations["exportCustomerData"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1887,6 +1907,135 @@ export interface components {
              */
             expiresAt: string;
         };
+        /** @description Everything the system holds about a customer, in one JSON document (data portability, GDPR Art. 20). */
+        CustomerExport: {
+            /**
+             * Format: date-time
+             * @description when the export was made
+             */
+            exportedAt: string;
+            customer: components["schemas"]["Customer"];
+            /** @description the shipping addresses the customer's orders hold, as they read now, each once, newest first (an account keeps no address of its own) */
+            addresses: components["schemas"]["Address"][];
+            /** @description every order the customer placed, newest first */
+            orders: components["schemas"]["Order"][];
+            /** @description every personal API key the account was issued, revoked ones too; never the key itself */
+            apiKeys: components["schemas"]["ExportedApiKey"][];
+            /** @description the live grants the customer gave OAuth clients */
+            oauthGrants: components["schemas"]["OAuthGrant"][];
+            /** @description every change to the account, oldest first, as GET /customer/{username}/history pages it */
+            history: components["schemas"]["CustomerHistoryEntry"][];
+        };
+        ExportedApiKey: components["schemas"]["ApiKeySummary"] & {
+            /** @description revoked keys stay listed: the account's events name them */
+            revoked: boolean;
+        };
+        CustomerHistoryEntry: {
+            /** @enum {string} */
+            type: "customer.registered";
+            /** Format: date-time */
+            at: string;
+            data: {
+                username: string;
+                firstName?: string;
+                lastName?: string;
+                /** @description absent if it can no longer be read */
+                email?: string;
+                phone?: string | null;
+                favouriteCheese: {
+                    /** Format: int64 */
+                    id?: number;
+                    name: string;
+                } | null;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.updated";
+            /** Format: date-time */
+            at: string;
+            data: {
+                username: string;
+                firstName?: string;
+                lastName?: string;
+                /** @description absent if it can no longer be read */
+                email?: string;
+                phone?: string | null;
+                favouriteCheese: {
+                    /** Format: int64 */
+                    id?: number;
+                    name: string;
+                } | null;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.order_counted";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                orderId: number;
+                total: number;
+                deliveredTotal: number;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.status_changed";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /**
+                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
+                 * @enum {string}
+                 */
+                from: "bronze" | "silver" | "gold" | "platinum";
+                /**
+                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
+                 * @enum {string}
+                 */
+                to: "bronze" | "silver" | "gold" | "platinum";
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.issued";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+                prefix: string;
+                /** Format: date-time */
+                expiresAt: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.password_changed";
+            /** Format: date-time */
+            at: string;
+            data: {
+                revokedApiKeys: number[];
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.revoked";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.expiring";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+                prefix: string;
+                /** Format: date-time */
+                expiresAt: string;
+            };
+        };
         WebhookCreated: components["schemas"]["Webhook"] & {
             /** @description the signing secret; shown only in this response */
             secret: string;
@@ -2380,112 +2529,6 @@ export interface components {
             /** @description pass as ?cursor= for the next page */
             nextCursor: string | null;
             hasMore: boolean;
-        };
-        CustomerHistoryEntry: {
-            /** @enum {string} */
-            type: "customer.registered";
-            /** Format: date-time */
-            at: string;
-            data: {
-                username: string;
-                firstName?: string;
-                lastName?: string;
-                /** @description absent if it can no longer be read */
-                email?: string;
-                phone?: string | null;
-                favouriteCheese: {
-                    /** Format: int64 */
-                    id?: number;
-                    name: string;
-                } | null;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.updated";
-            /** Format: date-time */
-            at: string;
-            data: {
-                username: string;
-                firstName?: string;
-                lastName?: string;
-                /** @description absent if it can no longer be read */
-                email?: string;
-                phone?: string | null;
-                favouriteCheese: {
-                    /** Format: int64 */
-                    id?: number;
-                    name: string;
-                } | null;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.order_counted";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                orderId: number;
-                total: number;
-                deliveredTotal: number;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.status_changed";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /**
-                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
-                 * @enum {string}
-                 */
-                from: "bronze" | "silver" | "gold" | "platinum";
-                /**
-                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
-                 * @enum {string}
-                 */
-                to: "bronze" | "silver" | "gold" | "platinum";
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.issued";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-                prefix: string;
-                /** Format: date-time */
-                expiresAt: string;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.password_changed";
-            /** Format: date-time */
-            at: string;
-            data: {
-                revokedApiKeys: number[];
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.revoked";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.expiring";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-                prefix: string;
-                /** Format: date-time */
-                expiresAt: string;
-            };
         };
         OAuthError: components["schemas"]["Error"] & {
             /** @description RFC 6749 error code, e.g. invalid_grant */
@@ -3888,7 +3931,10 @@ export interface operations {
     };
     getCheeseById: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description answer as it was at this moment (RFC 3339, with a time zone; not in the future): its events up to then, folded */
+                asOf?: string;
+            };
             header?: never;
             path: {
                 cheeseId: number;
@@ -3902,6 +3948,8 @@ export interface operations {
                 headers: {
                     /** @description the cheese's revision, for If-Match */
                     ETag?: string;
+                    /** @description with asOf only: when the last event folded into the answer was recorded */
+                    "X-Cheese-As-Of"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3938,7 +3986,7 @@ export interface operations {
                     "application/json": components["schemas"]["Cheese"];
                 };
             };
-            /** @description If-None-Match named the current ETag */
+            /** @description If-None-Match named the ETag of the cheese that would be answered */
             304: {
                 headers: {
                     [name: string]: unknown;
@@ -3993,7 +4041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description cheese not found */
+            /** @description cheese not found (with asOf: not there at that moment) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4003,7 +4051,7 @@ export interface operations {
                      * @example {
                      *       "code": 404,
                      *       "type": "not_found",
-                     *       "message": "cheese not found"
+                     *       "message": "cheese not found (with asOf: not there at that moment)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4667,7 +4715,10 @@ export interface operations {
     };
     getOrderById: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description answer as it was at this moment (RFC 3339, with a time zone; not in the future): its events up to then, folded */
+                asOf?: string;
+            };
             header?: never;
             path: {
                 orderId: number;
@@ -4679,6 +4730,8 @@ export interface operations {
             /** @description the order */
             200: {
                 headers: {
+                    /** @description with asOf only: when the last event folded into the answer was recorded */
+                    "X-Cheese-As-Of"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4727,7 +4780,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description order not found */
+            /** @description order not found (with asOf: not there at that moment) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4737,7 +4790,7 @@ export interface operations {
                      * @example {
                      *       "code": 404,
                      *       "type": "not_found",
-                     *       "message": "order not found"
+                     *       "message": "order not found (with asOf: not there at that moment)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -6970,6 +7023,259 @@ export interface operations {
                      *       "code": 404,
                      *       "type": "not_found",
                      *       "message": "no live grant of this customer has that id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportCustomerData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "exportedAt": "2026-03-06T08:00:00.000Z",
+                     *       "customer": {
+                     *         "id": 12,
+                     *         "username": "alice",
+                     *         "firstName": "Alice",
+                     *         "lastName": "Martin",
+                     *         "email": "alice@example.com",
+                     *         "phone": "+44 20 7946 0000",
+                     *         "customerStatus": "silver",
+                     *         "favouriteCheese": {
+                     *           "id": 42,
+                     *           "name": "Comté 18 mois",
+                     *           "category": {
+                     *             "id": 3,
+                     *             "name": "Hard"
+                     *           },
+                     *           "photoUrls": [
+                     *             "https://cheese.example.com/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.jpg"
+                     *           ],
+                     *           "tags": [
+                     *             {
+                     *               "id": 5,
+                     *               "name": "cow"
+                     *             },
+                     *             {
+                     *               "id": 9,
+                     *               "name": "raw milk"
+                     *             }
+                     *           ],
+                     *           "status": "available",
+                     *           "origin": "France",
+                     *           "pricePerKg": 34.5,
+                     *           "ageMonths": 18,
+                     *           "organic": true,
+                     *           "createdAt": "2026-03-01T09:30:00.000Z",
+                     *           "updatedAt": "2026-03-02T14:05:00.000Z"
+                     *         },
+                     *         "createdAt": "2026-03-01T08:00:00.000Z"
+                     *       },
+                     *       "addresses": [
+                     *         {
+                     *           "street": "221B Baker Street",
+                     *           "city": "London",
+                     *           "zipCode": "NW1 6XE",
+                     *           "country": "GB",
+                     *           "state": null
+                     *         }
+                     *       ],
+                     *       "orders": [
+                     *         {
+                     *           "id": 1007,
+                     *           "items": [
+                     *             {
+                     *               "cheeseId": 42,
+                     *               "cheeseName": "Comté 18 mois",
+                     *               "quantity": 2,
+                     *               "pricePerKg": 34.5
+                     *             }
+                     *           ],
+                     *           "shippingAddress": {
+                     *             "street": "221B Baker Street",
+                     *             "city": "London",
+                     *             "zipCode": "NW1 6XE",
+                     *             "country": "GB",
+                     *             "state": null
+                     *           },
+                     *           "status": "placed",
+                     *           "notes": "Leave with the concierge",
+                     *           "total": 69,
+                     *           "shipDate": null,
+                     *           "createdAt": "2026-03-03T11:00:00.000Z",
+                     *           "updatedAt": "2026-03-03T11:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "apiKeys": [
+                     *         {
+                     *           "id": 7,
+                     *           "prefix": "chs_Xq3v9LmP",
+                     *           "plan": "pro",
+                     *           "createdAt": "2026-03-01T08:00:00.000Z",
+                     *           "expiresAt": "2026-05-30T08:00:00.000Z",
+                     *           "revoked": false
+                     *         }
+                     *       ],
+                     *       "oauthGrants": [
+                     *         {
+                     *           "id": "Jm0r3c5XbT2vQ8kN1pL6sA",
+                     *           "clientId": "cheese-board-app",
+                     *           "scopes": [
+                     *             "read:cheeses",
+                     *             "read:orders"
+                     *           ],
+                     *           "createdAt": "2026-03-02T18:00:00.000Z",
+                     *           "lastUsedAt": "2026-03-05T07:12:00.000Z",
+                     *           "expiresAt": "2026-04-04T07:12:00.000Z"
+                     *         }
+                     *       ],
+                     *       "history": [
+                     *         {
+                     *           "type": "customer.registered",
+                     *           "at": "2026-03-01T08:00:00.000Z",
+                     *           "data": {
+                     *             "username": "alice",
+                     *             "firstName": "Alice",
+                     *             "lastName": "Martin",
+                     *             "email": "alice@example.com",
+                     *             "phone": "+44 20 7946 0000",
+                     *             "favouriteCheese": {
+                     *               "id": 42,
+                     *               "name": "Comté 18 mois"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "api_key.issued",
+                     *           "at": "2026-03-01T08:00:00.000Z",
+                     *           "data": {
+                     *             "keyId": 7,
+                     *             "prefix": "chs_Xq3v9LmP",
+                     *             "expiresAt": "2026-05-30T08:00:00.000Z"
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "customer.status_changed",
+                     *           "at": "2026-03-05T16:45:00.000Z",
+                     *           "data": {
+                     *             "from": "bronze",
+                     *             "to": "silver"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerExport"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid credentials; see WWW-Authenticate */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid credentials; see WWW-Authenticate"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description another customer's account, or credentials of the wrong kind */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "another customer's account, or credentials of the wrong kind"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description customer not found, or erased */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "customer not found, or erased"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -48,6 +48,16 @@ export const catalogueRpc = {
     response: CheeseReply,
     passThrough: { body: "cheese", meta: ["revision"] },
   }),
+  /**
+   * GET /cheeses/{id}?asOf=: the cheese as it was at `asOf` (its stream folded up to the last event
+   * recorded then, whose time is `at`); 404 when it did not exist yet or was deleted by then. Read
+   * from the event store, never the read model or a cache.
+   */
+  getCheeseAsOf: defineRpc({
+    subject: "catalogue.cheese.get_as_of",
+    request: z.object({ cheeseId, asOf: z.iso.datetime({ offset: true }) }),
+    response: CheeseReply.extend({ at: z.string() }),
+  }),
   /** PUT /cheeses: every field replaced; 404 when absent, 409 name taken, 412 If-Match failed. */
   replaceCheese: defineRpc({
     subject: "catalogue.cheese.replace",

@@ -6,10 +6,12 @@ import {
   CustomerBatchResult,
   CustomerFields,
   CustomerStatus,
+  ExportedApiKey,
   IssuedApiKey,
   MAX_BATCH,
   ratePlans,
 } from "../customer.ts";
+import { CustomerHistoryEntry } from "../history.ts";
 
 const customerId = z.number().int().positive();
 
@@ -70,6 +72,20 @@ export const customerRpc = {
       session: z.string().nullable().optional(),
     }),
     response: z.object({ customer: Customer, passwordVersion: z.number().int().min(1).nullable() }),
+  }),
+  /**
+   * GET /customer/{username}/export, the account's part: the account, its API keys (revoked ones
+   * too) and its whole event history with the personal data each change recorded. The customer
+   * themself or an operator (`asCustomer` null); 404 once erased.
+   */
+  export: defineRpc({
+    subject: "customer.customer.export",
+    request: z.object({ username: z.string(), asCustomer }),
+    response: z.object({
+      customer: Customer,
+      apiKeys: z.array(ExportedApiKey),
+      history: z.array(CustomerHistoryEntry),
+    }),
   }),
   /** Erases the account; its sessions and keys are revoked from the customer.deleted it causes. */
   delete: defineRpc({

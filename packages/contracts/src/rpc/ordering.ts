@@ -1,6 +1,6 @@
 import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
-import { Order, OrderFields, OrderStatus } from "../order.ts";
+import { Address, Order, OrderFields, OrderStatus } from "../order.ts";
 
 const orderId = z.number().int().positive();
 
@@ -59,6 +59,27 @@ export const orderingRpc = {
     request: z.object({ orderId, actor: OrderActor }),
     response: OrderReply,
     passThrough: { body: "order", meta: [] },
+  }),
+  /**
+   * GET /store/order/{id}?asOf=: the order as it was at `asOf` (its stream folded up to the last
+   * event recorded then, whose time is `at`), for whoever may read the order now; its personal
+   * data as it reads today (redacted once the customer is erased). 404 when it did not exist yet.
+   */
+  getOrderAsOf: defineRpc({
+    subject: "ordering.order.get_as_of",
+    request: z.object({ orderId, actor: OrderActor, asOf: z.iso.datetime({ offset: true }) }),
+    response: OrderReply.extend({ at: z.string() }),
+  }),
+  /**
+   * A customer's data export (GET /customer/{username}/export): every order the customer placed,
+   * newest first, with the address and notes as they read now, and the shipping addresses they
+   * hold, each once, newest first. The gateway asks it for the customer the customer service
+   * has just let the caller export.
+   */
+  customerOrders: defineRpc({
+    subject: "ordering.order.customer_export",
+    request: z.object({ customerId: z.number().int().positive() }),
+    response: z.object({ orders: z.array(Order), addresses: z.array(Address) }),
   }),
   /**
    * Newest first (createdAt, then id, descending), one page after `cursor` (a `nextCursor` this

@@ -8,7 +8,8 @@ import type {
   Inventory,
 } from "@cheese/contracts";
 import { CheckedText, CheckedTexts, type ServedResult } from "@cheese/messaging";
-import { notFound } from "@cheese/service-kit";
+import { foldStreamAsOf, notFound } from "@cheese/service-kit";
+import { cheeseDecider, cheeseStream } from "../domain/cheese.ts";
 import {
   afterQuery,
   encodeCursor,
@@ -100,4 +101,25 @@ export async function listImages(deps: CatalogueDeps, cheeseId: number): Promise
   const document = await (await cheeses(deps)).findOneReadOnly({ _id: cheeseId });
   if (!document) throw notFound(`cheese ${cheeseId} not found`);
   return { images: document.images.map(publicImage) };
+}
+
+/**
+ * GET /cheeses/{id}?asOf=: the cheese as it was at `asOf`, its stream folded with the decider's own
+ * `evolve` up to the last event recorded then. Read from the event store only: the read model and
+ * the kept texts hold the cheese as it is now.
+ */
+export async function getCheeseAsOf(
+  deps: Pick<CatalogueDeps, "store">,
+  request: { cheeseId: number; asOf: string },
+): Promise<CheeseReply & { at: string }> {
+  const { state, last } = await foldStreamAsOf(
+    deps.store,
+    cheeseStream(request.cheeseId),
+    cheeseDecider,
+    Date.parse(request.asOf),
+  );
+  if (state.phase !== "present" || !last) {
+    throw notFound(`cheese ${request.cheeseId} did not exist at ${request.asOf}`);
+  }
+  return { cheese: state.cheese, revision: state.revision, at: last.createdAt };
 }

@@ -17,6 +17,7 @@ import type { GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { readThrough } from "../read-cache.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
+import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
@@ -117,14 +118,15 @@ const getCheese = (deps: GatewayDeps) =>
       tags: ["Cheeses"],
       summary: "Find a cheese by id",
       description:
-        "The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile.",
-      request: { params: CheeseIdParam },
+        "The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile. " +
+        "With asOf, the cheese as it was at that moment (its events up to then), with the ETag of the revision it was at and X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet or was already deleted.",
+      request: { params: CheeseIdParam, query: asOfQuery(deps.clock) },
       responses: {
         ...commonResponses,
         ...authResponses,
-        200: cheeseResponse("the cheese"),
-        304: { description: "If-None-Match named the current ETag" },
-        404: errorResponse("cheese not found"),
+        200: { ...cheeseResponse("the cheese"), headers: { ...etagHeader, ...asOfHeader } },
+        304: { description: "If-None-Match named the ETag of the cheese that would be answered" },
+        404: errorResponse("cheese not found (with asOf: not there at that moment)"),
       },
     }),
   );
@@ -224,6 +226,19 @@ export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 
   api.openapi(getCheese(deps), async (c) => {
     const { cheeseId } = c.req.valid("param");
+    const { asOf } = c.req.valid("query");
+    if (asOf !== undefined) {
+      // Never through the read cache: it holds the cheese as it is now.
+      const { cheese, revision, at } = await callService(deps, c, catalogueRpc.getCheeseAsOf, {
+        cheeseId,
+        asOf,
+      });
+      const etag = etagOf(revision);
+      if (notModified(c.req.header("if-none-match"), etag)) {
+        return c.body(null, 304, { ETag: etag, "X-Cheese-As-Of": at });
+      }
+      return c.json(cheese, 200, { ETag: etag, "X-Cheese-As-Of": at });
+    }
     // The call is passed inline, not bound to a name (docs/architecture.md, "Closures on hot paths").
     const { meta, body } = await readThrough(deps.readCache, { read: "getCheese", cheeseId }, () =>
       passService(deps, c, catalogueRpc.getCheese, { cheeseId }),

@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { secured } from "../auth/access.ts";
 import { allScopes } from "../auth/credentials.ts";
-import type { OAuthGrants } from "../auth/oauth-grants.ts";
+import type { Grant, OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
@@ -11,7 +11,7 @@ import { commonResponses, errorResponse } from "./responses.ts";
 
 const dateTime = z.string().openapi({ format: "date-time" });
 
-const OAuthGrant = z
+export const OAuthGrant = z
   .object({
     id: z.string().openapi({ description: "the grant's id, for revoking it" }),
     clientId: z.string().openapi({ description: "the OAuth client it was given to" }),
@@ -93,18 +93,7 @@ const revokeGrant = (deps: GatewayDeps) =>
 export function grantsRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
   api.openapi(listGrants(deps), async (c) => {
     const customerId = ownCustomer(c.get("caller"), c.req.valid("param").username);
-    const live = await grants.grantsOf(customerId);
-    return c.json(
-      live.map((grant) => ({
-        id: grant.id,
-        clientId: grant.clientId,
-        scopes: grant.scopes,
-        createdAt: new Date(grant.createdAt).toISOString(),
-        lastUsedAt: new Date(grant.lastUsedAt).toISOString(),
-        expiresAt: new Date(grant.expiresAt).toISOString(),
-      })),
-      200,
-    );
+    return c.json((await grants.grantsOf(customerId)).map(grantView), 200);
   });
 
   api.openapi(revokeGrant(deps), async (c) => {
@@ -115,6 +104,18 @@ export function grantsRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, gr
     }
     return c.body(null, 204);
   });
+}
+
+/** A live grant as a customer sees it (the list, the data export). */
+export function grantView(grant: Grant) {
+  return {
+    id: grant.id,
+    clientId: grant.clientId,
+    scopes: grant.scopes,
+    createdAt: new Date(grant.createdAt).toISOString(),
+    lastUsedAt: new Date(grant.lastUsedAt).toISOString(),
+    expiresAt: new Date(grant.expiresAt).toISOString(),
+  };
 }
 
 /** The caller's customer id when `username` is the caller's own (the principal's current name). */

@@ -18,6 +18,7 @@ import type { Caller, GatewayEnv } from "../env.ts";
 import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
+import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
@@ -83,12 +84,14 @@ const getOrder = (deps: GatewayDeps) =>
       operationId: "getOrderById",
       tags,
       summary: "Find an order by id",
-      description: "A customer sees only its own orders; someone else's order is 404.",
-      request: { params: OrderIdParam },
+      description:
+        "A customer sees only its own orders; someone else's order is 404. " +
+        "With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.",
+      request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
       responses: {
         ...commonResponses,
-        200: { description: "the order", content: orderJson },
-        404: errorResponse("order not found"),
+        200: { description: "the order", headers: asOfHeader, content: orderJson },
+        404: errorResponse("order not found (with asOf: not there at that moment)"),
       },
     }),
     noStore,
@@ -232,6 +235,15 @@ export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): v
 
   api.openapi(getOrder(deps), async (c) => {
     const { orderId } = c.req.valid("param");
+    const { asOf } = c.req.valid("query");
+    if (asOf !== undefined) {
+      const { order, at } = await callService(deps, c, orderingRpc.getOrderAsOf, {
+        orderId,
+        actor: actorOf(c.get("caller")),
+        asOf,
+      });
+      return c.json(order, 200, { "X-Cheese-As-Of": at });
+    }
     const { body } = await passService(deps, c, orderingRpc.getOrder, {
       orderId,
       actor: actorOf(c.get("caller")),

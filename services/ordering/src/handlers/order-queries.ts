@@ -1,9 +1,10 @@
-import type { Order, OrderActor, OrderStatus } from "@cheese/contracts";
+import type { Address, Order, OrderActor, OrderStatus } from "@cheese/contracts";
 import type { Filter } from "@cheese/read-models";
 import {
   decodeCursor,
   encodeCursor,
   foldEvents,
+  foldStreamAsOf,
   notFound,
   type Projection,
   type RequestContext,
@@ -30,6 +31,68 @@ export async function getOrder(
     throw notFound(`order ${orderId} not found`);
   }
   return revealOrder(deps.vault, state, context);
+}
+
+/**
+ * GET /store/order/{id}?asOf=: the order as it was at `asOf`, its stream folded with the decider's
+ * own `evolve` up to the last event recorded then. Who may read it is decided on the order as it
+ * is now (its customer never changes); its address and notes are opened with the customer's key
+ * today, so an erased customer's order answers redacted whatever the moment asked for.
+ */
+export async function getOrderAsOf(
+  deps: OrderingDeps,
+  request: { orderId: number; actor: OrderActor; asOf: string },
+  context: RequestContext,
+): Promise<{ order: Order; at: string }> {
+  const stream = orderStream(request.orderId);
+  const { state, last } = await foldStreamAsOf(deps.store, stream, orderDecider, Date.parse(request.asOf));
+  if (state.status === "absent" || !last || !visibleTo(request.actor, state.customerId)) {
+    throw notFound(`order ${request.orderId} not found at ${request.asOf}`);
+  }
+  return { order: await revealOrder(deps.vault, state, context), at: last.createdAt };
+}
+
+/** Orders revealed per page of the export: the customer service opens at most 1,000 blobs a request. */
+const EXPORT_PAGE = 500;
+
+/**
+ * A customer's data export, ordering's part: every order the customer placed, newest first, as
+ * they read now, and the shipping addresses on them, each once (the first, newest, kept).
+ */
+export async function customerOrders(
+  deps: OrderingDeps,
+  customerId: number,
+  context: RequestContext,
+): Promise<{ orders: Order[]; addresses: Address[] }> {
+  await caughtUp(deps.projection);
+  const collection = deps.readModels.collection<OrderDocument>(ORDERS);
+  const orders: Order[] = [];
+  let after: { createdAt: string; id: number } | undefined;
+  for (;;) {
+    const filter: Filter = after
+      ? {
+          customerId,
+          $or: [
+            { createdAt: { $lt: after.createdAt } },
+            { createdAt: after.createdAt, _id: { $lt: after.id } },
+          ],
+        }
+      : { customerId };
+    const page = await collection.find(filter, { sort: { createdAt: -1, _id: -1 }, limit: EXPORT_PAGE });
+    orders.push(...(await revealOrders(deps.vault, page, context)));
+    const last = page.at(-1);
+    if (page.length < EXPORT_PAGE || !last) break;
+    after = { createdAt: last.createdAt, id: last._id };
+  }
+  const seen = new Set<string>();
+  const addresses: Address[] = [];
+  for (const { shippingAddress } of orders) {
+    const key = JSON.stringify(shippingAddress);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    addresses.push(shippingAddress);
+  }
+  return { orders, addresses };
 }
 
 export interface ListRequest {
