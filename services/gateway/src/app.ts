@@ -93,10 +93,10 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
   grantsRoutes(api, deps, grants);
-  exportRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
   historyRoutes(api, deps);
+  exportRoutes(api, deps, grants);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps, { grants, revocations: identity.revocations });

@@ -474,26 +474,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/customer/{username}/export": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Everything the system holds about a customer, as one JSON document (the customer, or an operator key)
-         * @description The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.
-         */
-        get: operations["exportCustomerData"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -778,6 +758,26 @@ export interface paths {
          * @description Every change, oldest first, as {type, at, data}: `type` names the change, `at` is when it was recorded, `data` holds its public facts. Pages follow the convention of every list (limit 1 to 100, default 20; pass nextCursor as cursor). With the personal data each change recorded (names, email, phone), which is the caller's own. Key hashes and passwords never appear. Another customer's name, or an operator key, is 403.
          */
         get: operations["getCustomerHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customer/{username}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything the system holds about a customer, as one JSON document (the customer, or an operator key)
+         * @description The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.
+         */
+        get: operations["exportCustomerData"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1907,135 +1907,6 @@ export interface components {
              */
             expiresAt: string;
         };
-        /** @description Everything the system holds about a customer, in one JSON document (data portability, GDPR Art. 20). */
-        CustomerExport: {
-            /**
-             * Format: date-time
-             * @description when the export was made
-             */
-            exportedAt: string;
-            customer: components["schemas"]["Customer"];
-            /** @description the shipping addresses the customer's orders hold, as they read now, each once, newest first (an account keeps no address of its own) */
-            addresses: components["schemas"]["Address"][];
-            /** @description every order the customer placed, newest first */
-            orders: components["schemas"]["Order"][];
-            /** @description every personal API key the account was issued, revoked ones too; never the key itself */
-            apiKeys: components["schemas"]["ExportedApiKey"][];
-            /** @description the live grants the customer gave OAuth clients */
-            oauthGrants: components["schemas"]["OAuthGrant"][];
-            /** @description every change to the account, oldest first, as GET /customer/{username}/history pages it */
-            history: components["schemas"]["CustomerHistoryEntry"][];
-        };
-        ExportedApiKey: components["schemas"]["ApiKeySummary"] & {
-            /** @description revoked keys stay listed: the account's events name them */
-            revoked: boolean;
-        };
-        CustomerHistoryEntry: {
-            /** @enum {string} */
-            type: "customer.registered";
-            /** Format: date-time */
-            at: string;
-            data: {
-                username: string;
-                firstName?: string;
-                lastName?: string;
-                /** @description absent if it can no longer be read */
-                email?: string;
-                phone?: string | null;
-                favouriteCheese: {
-                    /** Format: int64 */
-                    id?: number;
-                    name: string;
-                } | null;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.updated";
-            /** Format: date-time */
-            at: string;
-            data: {
-                username: string;
-                firstName?: string;
-                lastName?: string;
-                /** @description absent if it can no longer be read */
-                email?: string;
-                phone?: string | null;
-                favouriteCheese: {
-                    /** Format: int64 */
-                    id?: number;
-                    name: string;
-                } | null;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.order_counted";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                orderId: number;
-                total: number;
-                deliveredTotal: number;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.status_changed";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /**
-                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
-                 * @enum {string}
-                 */
-                from: "bronze" | "silver" | "gold" | "platinum";
-                /**
-                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
-                 * @enum {string}
-                 */
-                to: "bronze" | "silver" | "gold" | "platinum";
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.issued";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-                prefix: string;
-                /** Format: date-time */
-                expiresAt: string;
-            };
-        } | {
-            /** @enum {string} */
-            type: "customer.password_changed";
-            /** Format: date-time */
-            at: string;
-            data: {
-                revokedApiKeys: number[];
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.revoked";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-            };
-        } | {
-            /** @enum {string} */
-            type: "api_key.expiring";
-            /** Format: date-time */
-            at: string;
-            data: {
-                /** Format: int64 */
-                keyId: number;
-                prefix: string;
-                /** Format: date-time */
-                expiresAt: string;
-            };
-        };
         WebhookCreated: components["schemas"]["Webhook"] & {
             /** @description the signing secret; shown only in this response */
             secret: string;
@@ -2529,6 +2400,135 @@ export interface components {
             /** @description pass as ?cursor= for the next page */
             nextCursor: string | null;
             hasMore: boolean;
+        };
+        CustomerHistoryEntry: {
+            /** @enum {string} */
+            type: "customer.registered";
+            /** Format: date-time */
+            at: string;
+            data: {
+                username: string;
+                firstName?: string;
+                lastName?: string;
+                /** @description absent if it can no longer be read */
+                email?: string;
+                phone?: string | null;
+                favouriteCheese: {
+                    /** Format: int64 */
+                    id?: number;
+                    name: string;
+                } | null;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.updated";
+            /** Format: date-time */
+            at: string;
+            data: {
+                username: string;
+                firstName?: string;
+                lastName?: string;
+                /** @description absent if it can no longer be read */
+                email?: string;
+                phone?: string | null;
+                favouriteCheese: {
+                    /** Format: int64 */
+                    id?: number;
+                    name: string;
+                } | null;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.order_counted";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                orderId: number;
+                total: number;
+                deliveredTotal: number;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.status_changed";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /**
+                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
+                 * @enum {string}
+                 */
+                from: "bronze" | "silver" | "gold" | "platinum";
+                /**
+                 * @description tier based on purchase volume; one of: bronze, silver, gold, platinum
+                 * @enum {string}
+                 */
+                to: "bronze" | "silver" | "gold" | "platinum";
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.issued";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+                prefix: string;
+                /** Format: date-time */
+                expiresAt: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "customer.password_changed";
+            /** Format: date-time */
+            at: string;
+            data: {
+                revokedApiKeys: number[];
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.revoked";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+            };
+        } | {
+            /** @enum {string} */
+            type: "api_key.expiring";
+            /** Format: date-time */
+            at: string;
+            data: {
+                /** Format: int64 */
+                keyId: number;
+                prefix: string;
+                /** Format: date-time */
+                expiresAt: string;
+            };
+        };
+        /** @description Everything the system holds about a customer, in one JSON document (data portability, GDPR Art. 20). */
+        CustomerExport: {
+            /**
+             * Format: date-time
+             * @description when the export was made
+             */
+            exportedAt: string;
+            customer: components["schemas"]["Customer"];
+            /** @description the shipping addresses the customer's orders hold, as they read now, each once, newest first (an account keeps no address of its own) */
+            addresses: components["schemas"]["Address"][];
+            /** @description every order the customer placed, newest first */
+            orders: components["schemas"]["Order"][];
+            /** @description every personal API key the account was issued, revoked ones too; never the key itself */
+            apiKeys: components["schemas"]["ExportedApiKey"][];
+            /** @description the live grants the customer gave OAuth clients */
+            oauthGrants: components["schemas"]["OAuthGrant"][];
+            /** @description every change to the account, oldest first, as GET /customer/{username}/history pages it */
+            history: components["schemas"]["CustomerHistoryEntry"][];
+        };
+        ExportedApiKey: components["schemas"]["ApiKeySummary"] & {
+            /** @description revoked keys stay listed: the account's events name them */
+            revoked: boolean;
         };
         OAuthError: components["schemas"]["Error"] & {
             /** @description RFC 6749 error code, e.g. invalid_grant */
@@ -7062,259 +7062,6 @@ export interface operations {
             };
         };
     };
-    exportCustomerData: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                username: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the export */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "exportedAt": "2026-03-06T08:00:00.000Z",
-                     *       "customer": {
-                     *         "id": 12,
-                     *         "username": "alice",
-                     *         "firstName": "Alice",
-                     *         "lastName": "Martin",
-                     *         "email": "alice@example.com",
-                     *         "phone": "+44 20 7946 0000",
-                     *         "customerStatus": "silver",
-                     *         "favouriteCheese": {
-                     *           "id": 42,
-                     *           "name": "Comté 18 mois",
-                     *           "category": {
-                     *             "id": 3,
-                     *             "name": "Hard"
-                     *           },
-                     *           "photoUrls": [
-                     *             "https://cheese.example.com/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.jpg"
-                     *           ],
-                     *           "tags": [
-                     *             {
-                     *               "id": 5,
-                     *               "name": "cow"
-                     *             },
-                     *             {
-                     *               "id": 9,
-                     *               "name": "raw milk"
-                     *             }
-                     *           ],
-                     *           "status": "available",
-                     *           "origin": "France",
-                     *           "pricePerKg": 34.5,
-                     *           "ageMonths": 18,
-                     *           "organic": true,
-                     *           "createdAt": "2026-03-01T09:30:00.000Z",
-                     *           "updatedAt": "2026-03-02T14:05:00.000Z"
-                     *         },
-                     *         "createdAt": "2026-03-01T08:00:00.000Z"
-                     *       },
-                     *       "addresses": [
-                     *         {
-                     *           "street": "221B Baker Street",
-                     *           "city": "London",
-                     *           "zipCode": "NW1 6XE",
-                     *           "country": "GB",
-                     *           "state": null
-                     *         }
-                     *       ],
-                     *       "orders": [
-                     *         {
-                     *           "id": 1007,
-                     *           "items": [
-                     *             {
-                     *               "cheeseId": 42,
-                     *               "cheeseName": "Comté 18 mois",
-                     *               "quantity": 2,
-                     *               "pricePerKg": 34.5
-                     *             }
-                     *           ],
-                     *           "shippingAddress": {
-                     *             "street": "221B Baker Street",
-                     *             "city": "London",
-                     *             "zipCode": "NW1 6XE",
-                     *             "country": "GB",
-                     *             "state": null
-                     *           },
-                     *           "status": "placed",
-                     *           "notes": "Leave with the concierge",
-                     *           "total": 69,
-                     *           "shipDate": null,
-                     *           "createdAt": "2026-03-03T11:00:00.000Z",
-                     *           "updatedAt": "2026-03-03T11:00:00.000Z"
-                     *         }
-                     *       ],
-                     *       "apiKeys": [
-                     *         {
-                     *           "id": 7,
-                     *           "prefix": "chs_Xq3v9LmP",
-                     *           "plan": "pro",
-                     *           "createdAt": "2026-03-01T08:00:00.000Z",
-                     *           "expiresAt": "2026-05-30T08:00:00.000Z",
-                     *           "revoked": false
-                     *         }
-                     *       ],
-                     *       "oauthGrants": [
-                     *         {
-                     *           "id": "Jm0r3c5XbT2vQ8kN1pL6sA",
-                     *           "clientId": "cheese-board-app",
-                     *           "scopes": [
-                     *             "read:cheeses",
-                     *             "read:orders"
-                     *           ],
-                     *           "createdAt": "2026-03-02T18:00:00.000Z",
-                     *           "lastUsedAt": "2026-03-05T07:12:00.000Z",
-                     *           "expiresAt": "2026-04-04T07:12:00.000Z"
-                     *         }
-                     *       ],
-                     *       "history": [
-                     *         {
-                     *           "type": "customer.registered",
-                     *           "at": "2026-03-01T08:00:00.000Z",
-                     *           "data": {
-                     *             "username": "alice",
-                     *             "firstName": "Alice",
-                     *             "lastName": "Martin",
-                     *             "email": "alice@example.com",
-                     *             "phone": "+44 20 7946 0000",
-                     *             "favouriteCheese": {
-                     *               "id": 42,
-                     *               "name": "Comté 18 mois"
-                     *             }
-                     *           }
-                     *         },
-                     *         {
-                     *           "type": "api_key.issued",
-                     *           "at": "2026-03-01T08:00:00.000Z",
-                     *           "data": {
-                     *             "keyId": 7,
-                     *             "prefix": "chs_Xq3v9LmP",
-                     *             "expiresAt": "2026-05-30T08:00:00.000Z"
-                     *           }
-                     *         },
-                     *         {
-                     *           "type": "customer.status_changed",
-                     *           "at": "2026-03-05T16:45:00.000Z",
-                     *           "data": {
-                     *             "from": "bronze",
-                     *             "to": "silver"
-                     *           }
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["CustomerExport"];
-                };
-            };
-            /** @description malformed path or query parameter */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 400,
-                     *       "type": "bad_request",
-                     *       "message": "malformed path or query parameter"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description missing or invalid credentials; see WWW-Authenticate */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 401,
-                     *       "type": "unauthorized",
-                     *       "message": "missing or invalid credentials; see WWW-Authenticate"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description another customer's account, or credentials of the wrong kind */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 403,
-                     *       "type": "forbidden",
-                     *       "message": "another customer's account, or credentials of the wrong kind"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description customer not found, or erased */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 404,
-                     *       "type": "not_found",
-                     *       "message": "customer not found, or erased"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description rate limit exceeded; see Retry-After */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 429,
-                     *       "type": "rate_limited",
-                     *       "message": "rate limit exceeded; see Retry-After"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description a service did not answer in time; see Retry-After */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 503,
-                     *       "type": "service_unavailable",
-                     *       "message": "a service did not answer in time; see Retry-After"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     listWebhooks: {
         parameters: {
             query?: {
@@ -9661,6 +9408,259 @@ export interface operations {
                      *       "code": 404,
                      *       "type": "not_found",
                      *       "message": "customer not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportCustomerData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "exportedAt": "2026-03-06T08:00:00.000Z",
+                     *       "customer": {
+                     *         "id": 12,
+                     *         "username": "alice",
+                     *         "firstName": "Alice",
+                     *         "lastName": "Martin",
+                     *         "email": "alice@example.com",
+                     *         "phone": "+44 20 7946 0000",
+                     *         "customerStatus": "silver",
+                     *         "favouriteCheese": {
+                     *           "id": 42,
+                     *           "name": "Comté 18 mois",
+                     *           "category": {
+                     *             "id": 3,
+                     *             "name": "Hard"
+                     *           },
+                     *           "photoUrls": [
+                     *             "https://cheese.example.com/v2/images/5f0c6b1e-8d2a-4c1b-9e3f-2a7d4b6c8e01.jpg"
+                     *           ],
+                     *           "tags": [
+                     *             {
+                     *               "id": 5,
+                     *               "name": "cow"
+                     *             },
+                     *             {
+                     *               "id": 9,
+                     *               "name": "raw milk"
+                     *             }
+                     *           ],
+                     *           "status": "available",
+                     *           "origin": "France",
+                     *           "pricePerKg": 34.5,
+                     *           "ageMonths": 18,
+                     *           "organic": true,
+                     *           "createdAt": "2026-03-01T09:30:00.000Z",
+                     *           "updatedAt": "2026-03-02T14:05:00.000Z"
+                     *         },
+                     *         "createdAt": "2026-03-01T08:00:00.000Z"
+                     *       },
+                     *       "addresses": [
+                     *         {
+                     *           "street": "221B Baker Street",
+                     *           "city": "London",
+                     *           "zipCode": "NW1 6XE",
+                     *           "country": "GB",
+                     *           "state": null
+                     *         }
+                     *       ],
+                     *       "orders": [
+                     *         {
+                     *           "id": 1007,
+                     *           "items": [
+                     *             {
+                     *               "cheeseId": 42,
+                     *               "cheeseName": "Comté 18 mois",
+                     *               "quantity": 2,
+                     *               "pricePerKg": 34.5
+                     *             }
+                     *           ],
+                     *           "shippingAddress": {
+                     *             "street": "221B Baker Street",
+                     *             "city": "London",
+                     *             "zipCode": "NW1 6XE",
+                     *             "country": "GB",
+                     *             "state": null
+                     *           },
+                     *           "status": "placed",
+                     *           "notes": "Leave with the concierge",
+                     *           "total": 69,
+                     *           "shipDate": null,
+                     *           "createdAt": "2026-03-03T11:00:00.000Z",
+                     *           "updatedAt": "2026-03-03T11:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "apiKeys": [
+                     *         {
+                     *           "id": 7,
+                     *           "prefix": "chs_Xq3v9LmP",
+                     *           "plan": "pro",
+                     *           "createdAt": "2026-03-01T08:00:00.000Z",
+                     *           "expiresAt": "2026-05-30T08:00:00.000Z",
+                     *           "revoked": false
+                     *         }
+                     *       ],
+                     *       "oauthGrants": [
+                     *         {
+                     *           "id": "Jm0r3c5XbT2vQ8kN1pL6sA",
+                     *           "clientId": "cheese-board-app",
+                     *           "scopes": [
+                     *             "read:cheeses",
+                     *             "read:orders"
+                     *           ],
+                     *           "createdAt": "2026-03-02T18:00:00.000Z",
+                     *           "lastUsedAt": "2026-03-05T07:12:00.000Z",
+                     *           "expiresAt": "2026-04-04T07:12:00.000Z"
+                     *         }
+                     *       ],
+                     *       "history": [
+                     *         {
+                     *           "type": "customer.registered",
+                     *           "at": "2026-03-01T08:00:00.000Z",
+                     *           "data": {
+                     *             "username": "alice",
+                     *             "firstName": "Alice",
+                     *             "lastName": "Martin",
+                     *             "email": "alice@example.com",
+                     *             "phone": "+44 20 7946 0000",
+                     *             "favouriteCheese": {
+                     *               "id": 42,
+                     *               "name": "Comté 18 mois"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "api_key.issued",
+                     *           "at": "2026-03-01T08:00:00.000Z",
+                     *           "data": {
+                     *             "keyId": 7,
+                     *             "prefix": "chs_Xq3v9LmP",
+                     *             "expiresAt": "2026-05-30T08:00:00.000Z"
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "customer.status_changed",
+                     *           "at": "2026-03-05T16:45:00.000Z",
+                     *           "data": {
+                     *             "from": "bronze",
+                     *             "to": "silver"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerExport"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid credentials; see WWW-Authenticate */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid credentials; see WWW-Authenticate"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description another customer's account, or credentials of the wrong kind */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "another customer's account, or credentials of the wrong kind"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description customer not found, or erased */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "customer not found, or erased"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
