@@ -1,6 +1,6 @@
 import { containerImageUnavailableReason } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operatorHeaders } from "../support/credentials.ts";
+import { operatorHeaders, registerAndLogin } from "../support/credentials.ts";
 import { type ProductionStack, productionStores, startProductionStack } from "../support/production-stack.ts";
 import { json, type RunningSystem, startSystem } from "../support/system.ts";
 
@@ -53,6 +53,54 @@ describe.skipIf(reason !== undefined)(
       const again = () => fetch(`${system.baseUrl}/cheeses/${cheese.id}`, { headers: auth.apiKey });
       await expect.poll(async () => (await again()).status, { timeout: 60_000, interval: 250 }).toBe(200);
       expect(await json(await again())).toEqual(cheese);
+    });
+
+    it("reads a cheese as of a moment before its rename, folded from KurrentDB", async () => {
+      const auth = await operatorHeaders(system);
+      const created = await fetch(`${system.baseUrl}/cheeses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...auth.bearer },
+        body: JSON.stringify({ name: "Beaufort", category: { name: "Hard" }, pricePerKg: 38 }),
+      });
+      const cheese = await json(created);
+      const history = async () =>
+        (await json(await fetch(`${system.baseUrl}/cheeses/${cheese.id}/history`, { headers: auth.apiKey })))
+          .items as { at: string }[];
+      const [added] = await history();
+      await expect.poll(() => Date.now()).toBeGreaterThan(Date.parse(added!.at));
+      const renamed = await fetch(`${system.baseUrl}/cheeses/${cheese.id}?name=Beaufort%20d%27alpage`, {
+        method: "POST",
+        headers: auth.bearer,
+      });
+      expect(renamed.status).toBe(200);
+      const [, rename] = await history();
+      const asOf = new Date(Date.parse(rename!.at) - 1).toISOString();
+      const then = await fetch(`${system.baseUrl}/cheeses/${cheese.id}?asOf=${encodeURIComponent(asOf)}`, {
+        headers: auth.apiKey,
+      });
+      expect(then.status).toBe(200);
+      expect((await json(then)).name).toBe("Beaufort");
+      expect(then.headers.get("x-cheese-as-of")).toBe(added!.at);
+    });
+
+    it("exports a customer's account and orders from KurrentDB and MongoDB, and 404 once erased", async () => {
+      const auth = await operatorHeaders(system);
+      const alice = await registerAndLogin(system);
+      const exported = await fetch(`${system.baseUrl}/customer/${alice.username}/export`, {
+        headers: alice.bearer,
+      });
+      expect(exported.status).toBe(200);
+      expect(await json(exported)).toMatchObject({ customer: { id: alice.id }, orders: [] });
+      const erased = await fetch(`${system.baseUrl}/customer/${alice.username}`, {
+        method: "DELETE",
+        headers: { "content-type": "application/json", ...alice.bearer },
+        body: JSON.stringify({ currentPassword: alice.password }),
+      });
+      expect(erased.status).toBe(204);
+      const gone = await fetch(`${system.baseUrl}/customer/${alice.username}/export`, {
+        headers: auth.apiKey,
+      });
+      expect(gone.status).toBe(404);
     });
   },
 );
