@@ -110,6 +110,7 @@ describe("reads as of a moment, and a customer's data export", () => {
     let orderId: number;
     let keyPrefix: string;
     let key: string;
+    let appToken: string;
 
     beforeAll(async () => {
       alice = await registerAndLogin(system, { firstName: "Alice", phone: "+44 1234 567890" });
@@ -125,7 +126,7 @@ describe("reads as of a moment, and a customer's data export", () => {
       const issued = await http(system).post(`/customer/${alice.username}/apiKeys`, {}, alice.bearer);
       expect(issued.status).toBe(201);
       ({ prefix: keyPrefix, key } = await json(issued));
-      await authorizationCodeTokens(system.rootUrl, APP, alice, "read:orders");
+      appToken = (await authorizationCodeTokens(system.rootUrl, APP, alice, "read:orders")).access_token;
     });
 
     it("answers an order as of a moment to whoever may read it now", async () => {
@@ -179,6 +180,10 @@ describe("reads as of a moment, and a customer's data export", () => {
       const byOperator = await get(`/customer/${alice.username}/export`, auth.apiKey);
       expect(byOperator.status).toBe(200);
       expect((await json(byOperator)).orders.map((order: { id: number }) => order.id)).toEqual([orderId]);
+      // The customer's own API key exports too; a token the customer gave an OAuth client does not.
+      expect((await get(`/customer/${alice.username}/export`, { "x-api-key": key })).status).toBe(200);
+      const byApp = await get(`/customer/${alice.username}/export`, { authorization: `Bearer ${appToken}` });
+      expect(byApp.status).toBe(403);
       const byBob = await get(`/customer/${alice.username}/export`, bob.bearer);
       expect(byBob.status).toBe(403);
       expect(await json(byBob)).toMatchObject({ code: 403, type: "forbidden" });
