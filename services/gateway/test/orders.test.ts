@@ -138,6 +138,38 @@ describe("order routes", () => {
     });
   });
 
+  describe("as of a moment", () => {
+    it("answers the order as it was then, to whoever may read it now, redacted once its customer is erased", async () => {
+      const dave = await customer(1010);
+      const order = (await (await place(dave)).json()) as { id: number };
+      const history = await request("GET", `/store/order/${order.id}/history`, dave);
+      const [placed] = ((await history.json()) as { items: { at: string }[] }).items;
+      // The cancellation is recorded after the placement, not in the same millisecond.
+      await expect.poll(() => Date.now()).toBeGreaterThan(Date.parse(placed!.at));
+      expect((await request("DELETE", `/store/order/${order.id}`, dave)).status).toBe(204);
+      const asOf = (at: string, headers: Record<string, string>) =>
+        request("GET", `/store/order/${order.id}?asOf=${encodeURIComponent(at)}`, headers);
+
+      const then = await asOf(placed!.at, dave);
+      expect(then.status).toBe(200);
+      expect(then.headers.get("x-cheese-as-of")).toBe(placed!.at);
+      expect(then.headers.get("cache-control")).toContain("no-store");
+      expect(await then.json()).toMatchObject({ id: order.id, status: "placed", shippingAddress: address });
+      const now = (await (await asOf(new Date().toISOString(), dave)).json()) as { status: string };
+      expect(now.status).toBe("cancelled");
+      expect((await asOf(new Date(Date.parse(placed!.at) - 1).toISOString(), dave)).status).toBe(404);
+      expect((await asOf(placed!.at, await customer(1011))).status).toBe(404);
+      expect((await asOf(placed!.at, operator)).status).toBe(200);
+
+      vault.erase(1010);
+      expect(await (await asOf(placed!.at, operator)).json()).toMatchObject({
+        status: "placed",
+        notes: null,
+        shippingAddress: { street: "[erased]", city: "[erased]", country: address.country },
+      });
+    });
+  });
+
   describe("Idempotency-Key", () => {
     const withKey = (headers: Record<string, string>, key: string) => ({
       ...headers,
