@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
 import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
+import { exportCustomer } from "../src/handlers/history.ts";
 import { getCustomer, login } from "../src/handlers/queries.ts";
 import {
   BATCH_REPLY_MARGIN_MS,
@@ -367,6 +368,56 @@ describe("API keys", () => {
       createApiKey(deps, { username: erin.username, asCustomer: dave }, context),
     ).rejects.toMatchObject({
       body: { status: 403 },
+    });
+  });
+});
+
+describe("the account's part of a data export", () => {
+  it("holds the account, every key issued (revoked ones marked, never a key or hash) and the whole history; 403 to another customer, 404 once erased", async () => {
+    const fay = fields({ firstName: "Fay", phone: "+44 20 7946 0001" });
+    const { id } = await registerCustomer(deps, fay, context);
+    const own = { username: fay.username, asCustomer: id };
+    const kept = await createApiKey(deps, own, context);
+    const revoked = await createApiKey(deps, own, context);
+    await revokeApiKey(deps, { ...own, keyId: revoked.id }, context);
+
+    const exported = await exportCustomer(deps, own, context);
+    expect(exported.customer).toMatchObject({
+      id,
+      username: fay.username,
+      firstName: "Fay",
+      email: fay.email,
+    });
+    expect(exported.apiKeys).toEqual([
+      expect.objectContaining({
+        id: kept.id,
+        prefix: kept.prefix,
+        expiresAt: kept.expiresAt,
+        revoked: false,
+      }),
+      expect.objectContaining({ id: revoked.id, prefix: revoked.prefix, revoked: true }),
+    ]);
+    const text = JSON.stringify(exported);
+    for (const secret of [kept.key, revoked.key, hashApiKey(kept.key), hashApiKey(revoked.key)]) {
+      expect(text).not.toContain(secret);
+    }
+    expect(exported.history.map((entry) => entry.type)).toEqual([
+      "customer.registered",
+      "api_key.issued",
+      "api_key.issued",
+      "api_key.revoked",
+    ]);
+    expect(exported.history[0]).toMatchObject({ data: { email: fay.email, phone: "+44 20 7946 0001" } });
+    // An operator exports anyone's.
+    expect((await exportCustomer(deps, { ...own, asCustomer: null }, context)).customer.id).toBe(id);
+
+    const { id: other } = await registerCustomer(deps, fields(), context);
+    await expect(exportCustomer(deps, { ...own, asCustomer: other }, context)).rejects.toMatchObject({
+      body: { status: 403 },
+    });
+    await deleteCustomer(deps, { ...own, currentPassword: fay.password }, context);
+    await expect(exportCustomer(deps, { ...own, asCustomer: null }, context)).rejects.toMatchObject({
+      body: { status: 404 },
     });
   });
 });

@@ -1,5 +1,9 @@
-import type { CustomerHistoryEntry, ExportedApiKey } from "@cheese/contracts";
-import { type Customer, planForStatus } from "@cheese/contracts";
+import {
+  type Customer,
+  type CustomerHistoryEntry,
+  type ExportedApiKey,
+  planForStatus,
+} from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import { type HistoryPage, type RequestContext, readHistory } from "@cheese/service-kit";
 import { type CustomerEvent, customerStream } from "../domain/customer.ts";

@@ -35,9 +35,9 @@ export async function getOrder(
 
 /**
  * GET /store/order/{id}?asOf=: the order as it was at `asOf`, its stream folded with the decider's
- * own `evolve` up to the last event recorded then. Who may read it is decided on the order as it
- * is now (its customer never changes); its address and notes are opened with the customer's key
- * today, so an erased customer's order answers redacted whatever the moment asked for.
+ * own `evolve` up to the last event recorded then. Whoever may read the order now may read it
+ * (its customer, which no event changes, or an operator); its address and notes are opened with
+ * the customer's key today, so an erased customer's order answers redacted whatever the moment.
  */
 export async function getOrderAsOf(
   deps: OrderingDeps,
