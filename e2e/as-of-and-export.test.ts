@@ -111,6 +111,8 @@ describe("reads as of a moment, and a customer's data export", () => {
     let keyPrefix: string;
     let key: string;
     let appToken: string;
+    const laterOrders: number[] = [];
+    const elsewhere = { street: "3 Whey Road", city: "Bath", country: "GB" };
 
     beforeAll(async () => {
       alice = await registerAndLogin(system, { firstName: "Alice", phone: "+44 1234 567890" });
@@ -123,6 +125,16 @@ describe("reads as of a moment, and a customer's data export", () => {
       );
       expect(placed.status).toBe(201);
       orderId = (await json(placed)).id;
+      // Two more: one to another address, then one to the first again.
+      for (const shippingAddress of [elsewhere, address]) {
+        const more = await http(system).post(
+          "/store/order",
+          orderBody([{ cheeseId: cheese.id, quantity: 1 }], { shippingAddress }),
+          alice.bearer,
+        );
+        expect(more.status).toBe(201);
+        laterOrders.unshift((await json(more)).id);
+      }
       const issued = await http(system).post(`/customer/${alice.username}/apiKeys`, {}, alice.bearer);
       expect(issued.status).toBe(201);
       ({ prefix: keyPrefix, key } = await json(issued));
@@ -157,8 +169,13 @@ describe("reads as of a moment, and a customer's data export", () => {
         email: alice.email,
         phone: "+44 1234 567890",
       });
-      expect(exported.addresses).toEqual([expect.objectContaining(address)]);
-      expect(exported.orders).toEqual([
+      // Each address once, newest first.
+      expect(exported.addresses).toEqual([
+        expect.objectContaining(address),
+        expect.objectContaining(elsewhere),
+      ]);
+      expect(exported.orders.map((order: { id: number }) => order.id)).toEqual([...laterOrders, orderId]);
+      expect(exported.orders.slice(-1)).toEqual([
         expect.objectContaining({
           id: orderId,
           shippingAddress: expect.objectContaining(address),
@@ -179,7 +196,10 @@ describe("reads as of a moment, and a customer's data export", () => {
 
       const byOperator = await get(`/customer/${alice.username}/export`, auth.apiKey);
       expect(byOperator.status).toBe(200);
-      expect((await json(byOperator)).orders.map((order: { id: number }) => order.id)).toEqual([orderId]);
+      expect((await json(byOperator)).orders.map((order: { id: number }) => order.id)).toEqual([
+        ...laterOrders,
+        orderId,
+      ]);
       // The customer's own API key exports too; a token the customer gave an OAuth client does not.
       expect((await get(`/customer/${alice.username}/export`, { "x-api-key": key })).status).toBe(200);
       const byApp = await get(`/customer/${alice.username}/export`, { authorization: `Bearer ${appToken}` });
