@@ -1,14 +1,19 @@
 import type { EventMetadata, EventStore } from "@cheese/event-store";
+import { RemoteError, type RemoteErrorBody } from "@cheese/messaging";
 import { type Clock, isoNow } from "./clock.ts";
 import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
-import { conflict } from "./errors.ts";
+import { conflict, DomainError } from "./errors.ts";
 
 /**
  * Idempotency claims: "do this once per Idempotency-Key", across retries, replicas and crashes.
+ * The one idempotency mechanism of the system: the gateway only reads the header and passes the
+ * scoped key down (docs/architecture.md "Idempotency claims").
  *
  * The first request of a key appends `Claimed` (the id it will create, the request's
  * fingerprint, the time) to `<category>-<key>` with an expected revision, so of racing requests
  * exactly one claims. Rules, the same for every service:
+ *  - a repeat answers what the first request made (`earlier`), or the refusal it met
+ *    (`ClaimRefused`, recorded for a 4xx: a 422 stays a 422 for that key);
  *  - the same key with another fingerprint is 409 while the claim counts;
  *  - takeover: a repeat waits for the first request's result until `claimedAt` + 3 s, then does
  *    the work itself under the claimed id (so there is still only one);
@@ -34,9 +39,13 @@ export interface ClaimRecord {
   claimedAt?: string;
 }
 
-export type ClaimEvent = DomainEvent<"Claimed", ClaimRecord>;
-export type ClaimCommand = { type: "Claim"; id: number; fingerprint: string; at: string };
-export type ClaimState = { claim?: ClaimRecord };
+export type ClaimEvent =
+  | DomainEvent<"Claimed", ClaimRecord>
+  | DomainEvent<"ClaimRefused", { id: number; refusal: RemoteErrorBody }>;
+export type ClaimCommand =
+  | { type: "Claim"; id: number; fingerprint: string; at: string }
+  | { type: "RecordRefusal"; id: number; refusal: RemoteErrorBody };
+export type ClaimState = { claim?: ClaimRecord; refusal?: RemoteErrorBody };
 
 /**
  * Events recorded before this mechanism was shared: the catalogue's `CheeseRequestClaimed`
@@ -60,8 +69,17 @@ export function liveClaim(state: ClaimState, at: string): ClaimRecord | undefine
 
 export const claimDecider: Decider<ClaimState, ClaimCommand, ClaimEvent> = {
   initialState: () => ({}),
-  evolve: (_state, event) => ({ claim: upcast(event.data as unknown as Record<string, unknown>) }),
+  evolve: (state, event) =>
+    event.type === "ClaimRefused"
+      ? state.claim?.id === event.data.id
+        ? { ...state, refusal: event.data.refusal }
+        : state
+      : { claim: upcast(event.data as unknown as Record<string, unknown>) },
   decide(command, state) {
+    if (command.type === "RecordRefusal") {
+      if (state.claim?.id !== command.id || state.refusal) return [];
+      return [{ type: "ClaimRefused", data: { id: command.id, refusal: command.refusal } }];
+    }
     const claim = liveClaim(state, command.at);
     if (!claim) {
       const { id, fingerprint, at } = command;
@@ -79,7 +97,8 @@ export interface Claim<T> {
   earlier?: T;
   /**
    * After the work under `id` failed: what a racing request of the same key made meanwhile
-   * (it took over, or was taken over from), or the error again.
+   * (it took over, or was taken over from), or the error again; a refusal (4xx) is recorded
+   * first, so that repeats of the key answer it too.
    */
   recover(error: unknown): Promise<T>;
 }
@@ -90,7 +109,10 @@ export interface ClaimOptions<T> {
   /** Without a key there is nothing to claim: the work gets a fresh id. */
   idempotency: IdempotencyKey | undefined;
   newId: () => Promise<number>;
-  /** What the work under `id` made, as it was first answered; undefined while nothing is. */
+  /**
+   * What the work under `id` made, as a repeat answers it (the first answer, marked replayed);
+   * undefined while nothing is.
+   */
   made: (id: number) => Promise<T | undefined>;
   metadata?: EventMetadata;
 }
@@ -107,22 +129,35 @@ export async function claimOnce<T>(
   if (!idempotency) {
     return { id: await options.newId(), recover: (error) => Promise.reject(error) };
   }
+  const stream = `${options.category}-${idempotency.key}`;
   const recover = (id: number) => async (error: unknown) => {
     const earlier = await made(id);
     if (earlier) return earlier;
+    if (error instanceof RemoteError && error.body.status >= 400 && error.body.status < 500) {
+      await handleCommand(
+        deps.store,
+        stream,
+        claimDecider,
+        { type: "RecordRefusal", id, refusal: error.body },
+        { metadata: options.metadata ?? {} },
+      );
+    }
     throw error;
   };
-  const stream = `${options.category}-${idempotency.key}`;
   for (;;) {
-    const claim = liveClaim(
-      foldEvents(claimDecider, await deps.store.readStream(stream)),
-      isoNow(deps.clock),
-    );
+    const state = foldEvents(claimDecider, await deps.store.readStream(stream));
+    const claim = liveClaim(state, isoNow(deps.clock));
     if (claim) {
+      // A repeat: it answers what the first request made or met, waiting for it until the takeover.
       if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
+      if (state.refusal) throw refusalOf(state.refusal);
+      const earlier = await made(claim.id);
       const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
-      const earlier = await waitFor(() => made(claim.id), deps.clock, takeoverAt);
-      return { id: claim.id, ...(earlier ? { earlier } : {}), recover: recover(claim.id) };
+      if (earlier || deps.clock.now().getTime() >= takeoverAt) {
+        return { id: claim.id, ...(earlier ? { earlier } : {}), recover: recover(claim.id) };
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      continue;
     }
     const id = await options.newId();
     const { newEvents } = await handleCommand(
@@ -137,11 +172,7 @@ export async function claimOnce<T>(
   }
 }
 
-/** `find()`'s answer, polled until it has one or the clock reaches `until`. */
-async function waitFor<T>(find: () => Promise<T | undefined>, clock: Clock, until: number) {
-  for (;;) {
-    const found = await find();
-    if (found || clock.now().getTime() >= until) return found;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
+/** The refusal the first request of a key met, again. */
+function refusalOf({ status, type, message, errors }: RemoteErrorBody): DomainError {
+  return new DomainError(status, type, message, errors);
 }

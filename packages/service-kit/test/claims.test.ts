@@ -8,7 +8,7 @@ import {
   claimOnce,
   KEY_REUSED,
 } from "../src/claims.ts";
-import { conflict } from "../src/errors.ts";
+import { conflict, unavailable } from "../src/errors.ts";
 import { ManualClock, specFor } from "../src/testing.ts";
 
 describe("the claim decider", () => {
@@ -56,6 +56,14 @@ describe("the claim decider", () => {
     given([claimed, renewed])
       .when({ type: "Claim", id: 10, fingerprint: "a", at: "2026-11-23T10:00:01.000Z" })
       .thenRefuses({ body: { status: 409 } });
+  });
+
+  it("records the refusal the claimed work met once, for the claim it met it under", () => {
+    const refusal = { status: 422, type: "validation_error", message: "no such cheese", errors: [] };
+    const refused: ClaimEvent = { type: "ClaimRefused", data: { id: 5, refusal } };
+    given([claimed]).when({ type: "RecordRefusal", id: 5, refusal }).thenEmits([refused]);
+    given([claimed, refused]).when({ type: "RecordRefusal", id: 5, refusal }).thenEmits([]);
+    given([claimed]).when({ type: "RecordRefusal", id: 6, refusal }).thenEmits([]);
   });
 
   it("reads the claims the catalogue and ordering recorded before they shared this one", () => {
@@ -165,9 +173,31 @@ describe("claimOnce on a real event store", () => {
 
   it("recovers what a racing request of the key made, or fails with the work's own error", async () => {
     const claim = await claimOnce({ store, clock }, options("recover"));
-    const failure = conflict("already exists");
+    const failure = unavailable("the catalogue is down");
     await expect(claim.recover(failure)).rejects.toBe(failure);
     made.set(claim.id, "made by the other");
     expect(await claim.recover(failure)).toBe("made by the other");
+  });
+
+  it("answers a repeat with the refusal the first request met, at once, even when things changed since", async () => {
+    const claim = await claimOnce({ store, clock }, options("refused"));
+    const failure = conflict("already exists");
+    await expect(claim.recover(failure)).rejects.toBe(failure);
+    made.set(claim.id, "would be made now");
+    await expect(claimOnce({ store, clock }, options("refused"))).rejects.toMatchObject({
+      body: { status: 409, type: "conflict", message: "already exists" },
+    });
+    await expect(claimOnce({ store, clock }, options("refused", "other body"))).rejects.toMatchObject({
+      body: { status: 409, message: KEY_REUSED },
+    });
+  });
+
+  it("records no refusal for a failure the client should retry (5xx): the repeat does the work", async () => {
+    const claim = await claimOnce({ store, clock }, options("retry"));
+    await expect(claim.recover(unavailable("down"))).rejects.toMatchObject({ body: { status: 503 } });
+    await clock.advance(CLAIM_TAKEOVER_AFTER_MS);
+    const repeat = await claimOnce({ store, clock }, options("retry"));
+    expect(repeat.id).toBe(claim.id);
+    expect(repeat.earlier).toBeUndefined();
   });
 });

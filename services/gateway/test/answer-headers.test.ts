@@ -115,11 +115,27 @@ describe("the gateway's answer headers through the node server", () => {
       cheese: brie,
       revision: 3,
     }));
+    // The catalogue keeps the Idempotency-Key's record: a repeat of a key is answered as replayed.
     let created = 100;
-    serveRpc(catalogue, catalogueRpc.createCheese, { queue: "catalogue" }, async ({ fields }) => ({
-      cheese: { id: ++created, name: fields.name, status: fields.status, organic: false },
-      revision: 1,
-    }));
+    const byKey = new Map<
+      string,
+      { cheese: { id: number; name: string; status: "available"; organic: boolean }; revision: number }
+    >();
+    serveRpc(
+      catalogue,
+      catalogueRpc.createCheese,
+      { queue: "catalogue" },
+      async ({ fields, idempotency }) => {
+        const earlier = idempotency && byKey.get(idempotency.key);
+        if (earlier) return { ...earlier, replayed: true as const };
+        const reply = {
+          cheese: { id: ++created, name: fields.name, status: "available" as const, organic: false },
+          revision: 1,
+        };
+        if (idempotency) byKey.set(idempotency.key, reply);
+        return reply;
+      },
+    );
     // A clock that stands still: no bucket refills between two requests.
     const clock = new ManualClock("2026-11-24T12:00:00.000Z");
     gateway = await testGateway(broker.connect("gateway"), 1000, { rateLimits: specPlanLimits, clock });

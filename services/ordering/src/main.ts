@@ -118,9 +118,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
       }),
     );
 
-    ctx.serve(orderingRpc.placeOrder, async (request, context) => ({
-      order: await placeOrder(deps, request, context),
-    }));
+    ctx.serve(orderingRpc.placeOrder, (request, context) => placeOrder(deps, request, context));
     ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }, context) => ({
       order: await getOrder(deps, orderId, actor, context),
     }));

@@ -28,8 +28,8 @@ export const catalogueRpc = {
    * POST /cheeses. With `idempotency` (the gateway's sha256 of caller id and Idempotency-Key, and
    * the request's fingerprint) the catalogue claims the cheese id for the key before creating:
    * a repeat, even after the gateway gave up on the first reply, answers with the cheese as first
-   * created instead of creating another (or a 409 for its own name); a repeat whose
-   * `fingerprint` differs is 409.
+   * created instead of creating another (or a 409 for its own name), marked `replayed`, or the
+   * refusal the first request met; a repeat whose `fingerprint` differs is 409.
    */
   createCheese: defineRpc({
     subject: "catalogue.cheese.create",
@@ -39,7 +39,7 @@ export const catalogueRpc = {
         .object({ key: z.string().regex(/^[0-9a-f]{64}$/), fingerprint: z.string().min(1) })
         .optional(),
     }),
-    response: CheeseReply,
+    response: CheeseReply.extend({ replayed: z.literal(true).optional() }),
   }),
   /** The gateway answers the cheese's JSON as the catalogue encoded it (`passThrough`). */
   getCheese: defineRpc({

@@ -39,8 +39,8 @@ export const orderingRpc = {
   /**
    * Checks every line against the catalogue, fixes prices, appends OrderPlaced. With an
    * `idempotencyKey` (already scoped to the caller) a repeat returns the order as first placed
-   * instead of placing another, even when the gateway lost the first reply; a repeat whose
-   * `fingerprint` differs is 409.
+   * instead of placing another, even when the gateway lost the first reply (marked `replayed`),
+   * or the refusal the first request met; a repeat whose `fingerprint` differs is 409.
    */
   placeOrder: defineRpc({
     subject: "ordering.order.place",
@@ -51,7 +51,7 @@ export const orderingRpc = {
         .object({ key: z.string().regex(/^[0-9a-f]{64}$/), fingerprint: z.string().min(1) })
         .optional(),
     }),
-    response: OrderReply,
+    response: OrderReply.extend({ replayed: z.literal(true).optional() }),
   }),
   /** The gateway answers the order's JSON as the ordering service encoded it (`passThrough`). */
   getOrder: defineRpc({

@@ -14,14 +14,15 @@ import { reserveName, resolveDetails } from "./names.ts";
 
 /**
  * POST /cheeses: resolve the category and tag ids, claim the cheese id (for an Idempotency-Key:
- * a repeat answers with the cheese as first created, 201 with the same body and ETag), reserve
- * the name within the category (409 when taken), add the cheese, answer it.
+ * a repeat answers with the cheese as first created, 201 with the same body and ETag, or with the
+ * refusal the first request met), reserve the name within the category (409 when taken), add the
+ * cheese, answer it.
  */
 export async function addCheese(
   deps: CatalogueDeps,
   request: { fields: CheeseFields; idempotency?: IdempotencyKey | undefined },
   context: HandlerContext,
-): Promise<CheeseReply> {
+): Promise<CheeseReply & { replayed?: true }> {
   const metadata = contextMetadata(context);
   const details = await resolveDetails(deps, request.fields);
   const claim = await claimOnce(deps, {
@@ -32,9 +33,9 @@ export async function addCheese(
     metadata,
   });
   if (claim.earlier) return claim.earlier;
-  await reserveName(deps, claim.id, details, metadata);
-  const at = isoNow(deps.clock);
   try {
+    await reserveName(deps, claim.id, details, metadata);
+    const at = isoNow(deps.clock);
     const { state } = await handleCommand(
       deps.store,
       cheeseStream(claim.id),
@@ -48,10 +49,13 @@ export async function addCheese(
   }
 }
 
-/** The cheese as it was created (the first response's body and ETag), or undefined. */
-async function addedReply(store: EventStore, cheeseId: number): Promise<CheeseReply | undefined> {
+/** The cheese as it was created (the first response's body and ETag), as a replay; or undefined. */
+async function addedReply(
+  store: EventStore,
+  cheeseId: number,
+): Promise<(CheeseReply & { replayed: true }) | undefined> {
   const [first] = await store.readStream(cheeseStream(cheeseId), { maxCount: 1 });
   if (first?.type !== "CheeseAdded") return undefined;
   const { cheese } = first.data as Extract<CheeseEvent, { type: "CheeseAdded" }>["data"];
-  return { cheese, revision: first.revision };
+  return { cheese, revision: first.revision, replayed: true };
 }

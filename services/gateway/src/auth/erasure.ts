@@ -1,7 +1,6 @@
 import { customerEvents } from "@cheese/contracts";
 import { type Closable, consumeEvents, type MessageBus } from "@cheese/messaging";
 import type { Logger } from "@cheese/service-kit";
-import { forgetCustomerRequests } from "../middleware/idempotency.ts";
 import type { CustomerDirectory } from "./customer-directory.ts";
 import type { OAuthGrants } from "./oauth-grants.ts";
 import type { Revocations } from "./revocations.ts";
@@ -10,8 +9,7 @@ import type { Revocations } from "./revocations.ts";
  * A deleted customer's sessions, OAuth tokens and API keys stop working: on customer.deleted
  * (durable, shared by the gateway replicas, so each deletion is handled once however many there
  * are, and after a crash too) every credential of the customer is revoked in the shared
- * revocations bucket, which every replica watches, and the idempotency records of the customer's
- * requests are deleted. DELETE /customer answers once it is.
+ * revocations bucket, which every replica watches. DELETE /customer answers once it is.
  */
 export function revokeDeletedCustomers(
   bus: MessageBus,
@@ -23,9 +21,6 @@ export function revokeDeletedCustomers(
     events: [customerEvents.customerDeleted],
     async handler(event) {
       const { customerId } = event.payload;
-      // Stored responses to the customer's requests (an order's address among them) go first:
-      // DELETE /customer answers once the revocation below is in force.
-      await forgetCustomerRequests(bus, String(customerId));
       await identity.revocations.revokeCustomer(customerId);
       identity.customers.forget(customerId);
       await identity.grants.forgetCustomer(customerId);

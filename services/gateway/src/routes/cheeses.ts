@@ -14,7 +14,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
-import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
+import { idempotency, idempotencyOf, markReplayed } from "../middleware/idempotency.ts";
 import { readThrough } from "../read-cache.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
@@ -74,7 +74,7 @@ const addCheese = (deps: GatewayDeps) =>
         422: validationErrorResponse,
       },
     }),
-    idempotency(deps),
+    idempotency(),
   );
 
 /** What PUT /cheeses and POST /cheeses/{cheeseId} answer: both change an existing cheese. */
@@ -197,12 +197,13 @@ const deleteCheese = (deps: GatewayDeps) =>
 export function cheeseRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(addCheese(deps), async (c) => {
     const input = c.req.valid("json");
-    // Behind a 503 the cheese may still have been created: the catalogue recognises the retry.
-    const idempotencyScope = idempotencyOf(c);
-    const { cheese, revision } = await callService(deps, c, catalogueRpc.createCheese, {
+    // The catalogue keeps the key's record: a repeat is answered as the first request was.
+    const reply = await callService(deps, c, catalogueRpc.createCheese, {
       fields: toCheeseFields(input),
-      ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
+      ...idempotencyOf(c),
     });
+    const { cheese, revision } = reply;
+    markReplayed(c, reply);
     c.header("Location", `${deps.publicUrl}/v2/cheeses/${cheese.id}`);
     c.header("ETag", etagOf(revision));
     return c.json(cheese, 201);

@@ -15,7 +15,7 @@ import { HTTPException } from "hono/http-exception";
 import { type AccessRule, secured } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
-import { idempotency, idempotencyOf } from "../middleware/idempotency.ts";
+import { idempotency, idempotencyOf, markReplayed } from "../middleware/idempotency.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { answerPassed, callService, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
@@ -70,8 +70,8 @@ const placeOrder = (deps: GatewayDeps) =>
       },
     }),
     noStore,
-    // After the access rule: idempotency records are scoped to the authenticated caller.
-    idempotency(deps),
+    // After the access rule: the key is scoped to the authenticated caller.
+    idempotency(),
   );
 
 const getOrder = (deps: GatewayDeps) =>
@@ -223,12 +223,14 @@ const deliverOrder = (deps: GatewayDeps) =>
 export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(placeOrder(deps), async (c) => {
     const caller = c.get("caller");
-    const idempotencyScope = idempotencyOf(c);
-    const { order } = await callService(deps, c, orderingRpc.placeOrder, {
+    // The ordering service keeps the key's record: a repeat is answered as the first request was.
+    const reply = await callService(deps, c, orderingRpc.placeOrder, {
       fields: toOrderFields(c.req.valid("json")),
       owner: { customerId: actorOf(caller).customerId, ownerId: caller.id },
-      ...(idempotencyScope ? { idempotency: idempotencyScope } : {}),
+      ...idempotencyOf(c),
     });
+    const { order } = reply;
+    markReplayed(c, reply);
     c.header("Location", `${deps.publicUrl}/v2/store/order/${order.id}`);
     return c.json(order, 201);
   });

@@ -16,7 +16,8 @@ import { revealOrder, type StoredOrder } from "./personal-data.ts";
 
 /**
  * POST /store/order: claim the order id (for an Idempotency-Key: a repeat answers with the order
- * as first placed, whatever the catalogue says now), look every line up in the catalogue, price
+ * as first placed, whatever the catalogue says now, or with the refusal the first request met),
+ * look every line up in the catalogue, price
  * the order (422 naming each line that cannot be ordered), seal a customer's address and notes
  * under the customer's key, place it, answer it.
  */
@@ -24,7 +25,7 @@ export async function placeOrder(
   deps: OrderingDeps,
   request: { fields: OrderFields; owner: OrderOwner; idempotency?: IdempotencyKey | undefined },
   context: HandlerContext,
-): Promise<Order> {
+): Promise<{ order: Order; replayed?: true }> {
   const { fields, owner } = request;
   const metadata = contextMetadata(context);
   const claim = await claimOnce(deps, {
@@ -33,25 +34,24 @@ export async function placeOrder(
     newId: () => deps.orderIds.nextId(),
     made: async (orderId) => {
       const placed = await placedOrder(deps.store, orderId);
-      return placed && revealOrder(deps.vault, placed, context);
+      return placed && { order: await revealOrder(deps.vault, placed, context), replayed: true as const };
     },
     metadata,
   });
   if (claim.earlier) return claim.earlier;
-  checkDistinctLines(fields); // before asking the catalogue anything
-
-  const cheeses = await Promise.all(
-    fields.items.map((line) => deps.catalogue.findCheese(line.cheeseId, context)),
-  );
-  const order = { ...priceOrder(fields, cheeses, isoNow(deps.clock)), id: claim.id };
-  const sealed =
-    owner.customerId === null
-      ? { order }
-      : {
-          order: redacted(order),
-          personal: await deps.vault.seal(owner.customerId, personalPart(order), context),
-        };
   try {
+    checkDistinctLines(fields); // before asking the catalogue anything
+    const cheeses = await Promise.all(
+      fields.items.map((line) => deps.catalogue.findCheese(line.cheeseId, context)),
+    );
+    const order = { ...priceOrder(fields, cheeses, isoNow(deps.clock)), id: claim.id };
+    const sealed =
+      owner.customerId === null
+        ? { order }
+        : {
+            order: redacted(order),
+            personal: await deps.vault.seal(owner.customerId, personalPart(order), context),
+          };
     await handleCommand(
       deps.store,
       orderStream(claim.id),
@@ -59,7 +59,7 @@ export async function placeOrder(
       { type: "PlaceOrder", ...sealed, ...owner },
       { metadata, newStream: true },
     );
-    return order;
+    return { order };
   } catch (error) {
     return claim.recover(error);
   }
