@@ -11,6 +11,14 @@ export {
   type InProcessBroker,
   type InProcessBrokerOptions,
 } from "./in-process.ts";
+export {
+  type Change,
+  type Codec,
+  jsonCodec,
+  KV_UPDATE_ATTEMPTS,
+  type KvRecord,
+  KvRecords,
+} from "./kv-records.ts";
 export { type BusLogger, consoleLogger, silentLogger } from "./log.ts";
 export {
   BusAuthorizationError,

@@ -13,7 +13,9 @@ import {
   type DeliveredEvent,
   defineEvent,
   defineRpc,
+  jsonCodec,
   KvConflictError,
+  KvRecords,
   type MessageBus,
   NoRespondersError,
   publishEvent,
@@ -754,6 +756,135 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         await waitFor(() => witnessed.includes("user.2"), "user.2 at the second watch");
         await witness.close();
         expect(seen().filter((c) => c.key !== "user.probe2")).toHaveLength(2);
+      });
+
+      describe("KvRecords (the one way services use a bucket)", () => {
+        type Tally = { count: number; by: string[] };
+        const tallyCodec = jsonCodec<Tally>((parsed) =>
+          parsed && typeof (parsed as Tally).count === "number" ? (parsed as Tally) : undefined,
+        );
+
+        it("round-trips values through the codec, and reads bytes it cannot decode as undefined", async () => {
+          const bucket = `b-${uid()}`;
+          const records = new KvRecords(await client("a"), bucket, tallyCodec);
+          const revision = await records.put("t", { count: 2, by: ["a", "b"] });
+          expect(await records.get("t")).toEqual({ key: "t", value: { count: 2, by: ["a", "b"] }, revision });
+          expect(await records.get("absent")).toBeUndefined();
+          // Another replica's records of the same bucket read what this one wrote.
+          const other = new KvRecords(await client("b"), bucket, tallyCodec);
+          expect((await other.get("t"))?.value).toEqual({ count: 2, by: ["a", "b"] });
+          await (await (await client("c")).kv(bucket)).put("garbage", bytes("{not json"));
+          expect(await other.get("garbage")).toMatchObject({ key: "garbage", value: undefined });
+          await records.delete("t");
+          expect(await other.get("t")).toBeUndefined();
+        });
+
+        it("creates a record once: of racing creates exactly one wins, the others learn they lost", async () => {
+          const bucket = `b-${uid()}`;
+          const replicas = await Promise.all(
+            ["a", "b", "c", "d"].map(async (name) => new KvRecords(await client(name), bucket, tallyCodec)),
+          );
+          const results = await Promise.all(
+            replicas.map((records, i) => records.create("once", { count: i, by: [String(i)] })),
+          );
+          const won = results.filter((revision) => revision !== undefined);
+          expect(won).toHaveLength(1);
+          const winner = results.findIndex((revision) => revision !== undefined);
+          expect((await replicas[0]!.get("once"))?.value).toEqual({ count: winner, by: [String(winner)] });
+          expect(await replicas[winner]!.create("once", { count: 9, by: [] })).toBeUndefined();
+        });
+
+        it("update reads again after losing a compare-and-set, so no concurrent change is lost", async () => {
+          const bucket = `b-${uid()}`;
+          const [a, b] = [
+            new KvRecords(await client("a"), bucket, tallyCodec),
+            new KvRecords(await client("b"), bucket, tallyCodec),
+          ];
+          const increment = (records: KvRecords<Tally>, who: string) =>
+            records.update("tally", (current) => {
+              const value = current?.value ?? { count: 0, by: [] };
+              return { count: value.count + 1, by: [...value.by, who] };
+            });
+          await Promise.all(
+            Array.from({ length: 10 }, (_, i) =>
+              increment(i % 2 === 0 ? a : b, `${i % 2 === 0 ? "a" : "b"}${i}`),
+            ),
+          );
+          const tally = (await b.get("tally"))?.value;
+          expect(tally?.count).toBe(10);
+          expect(new Set(tally?.by).size).toBe(10);
+          // Deterministically: a change made from a record another writer has changed since is made again.
+          const stale = await a.get("tally");
+          await increment(b, "b-late");
+          const counts: (number | undefined)[] = [];
+          await a.update(
+            "tally",
+            (current) => {
+              counts.push(current?.value?.count);
+              return { count: (current?.value?.count ?? 0) + 1, by: [] };
+            },
+            stale,
+          );
+          expect(counts).toEqual([10, 11]);
+          expect((await b.get("tally"))?.value?.count).toBe(12);
+          // A change that leaves the record as it is writes nothing.
+          const before = await a.get("tally");
+          expect(await a.update("tally", () => undefined)).toBeUndefined();
+          expect((await a.get("tally"))?.revision).toBe(before?.revision);
+          // A stale revision given to compareAndSet loses, and says so.
+          expect(await a.compareAndSet("tally", { count: 0, by: [] }, before!.revision - 1)).toBeUndefined();
+        });
+
+        it("keeps a forward-only value forward: a lagging writer never moves it back", async () => {
+          const bucket = `b-${uid()}`;
+          const position = jsonCodec<number>((parsed) => (typeof parsed === "number" ? parsed : undefined));
+          const raise = (records: KvRecords<number>, to: number) =>
+            records.update("checkpoint", (current) =>
+              current?.value !== undefined && current.value >= to ? undefined : to,
+            );
+          const [ahead, behind] = [
+            new KvRecords(await client("ahead"), bucket, position),
+            new KvRecords(await client("behind"), bucket, position),
+          ];
+          await Promise.all([
+            (async () => {
+              for (const to of [100, 300, 500, 700]) await raise(ahead, to);
+            })(),
+            (async () => {
+              for (const to of [0, 200, 400, 600, 50]) await raise(behind, to);
+            })(),
+          ]);
+          expect((await behind.get("checkpoint"))?.value).toBe(700);
+          expect(await raise(behind, 650)).toBeUndefined();
+          expect((await ahead.get("checkpoint"))?.value).toBe(700);
+        });
+
+        it("watch hands over decoded values and deletions", async () => {
+          const bucket = `b-${uid()}`;
+          const [watcher, writer] = [
+            new KvRecords(await client("watcher"), bucket, tallyCodec),
+            new KvRecords(await client("writer"), bucket, tallyCodec),
+          ];
+          const seen: unknown[] = [];
+          const watch = await watcher.watch("t.*", (change) => seen.push(change));
+          await expect
+            .poll(
+              async () => {
+                await writer.put("t.probe", { count: 0, by: [] });
+                return seen.length > 0;
+              },
+              { interval: 20 },
+            )
+            .toBe(true);
+          await writer.put("t.1", { count: 1, by: ["w"] });
+          await writer.delete("t.1");
+          await waitFor(() => seen.some((c) => (c as { deleted?: true }).deleted), "the deletion");
+          expect(seen.filter((c) => (c as { key: string }).key === "t.1")).toEqual([
+            { key: "t.1", value: { count: 1, by: ["w"] } },
+            { key: "t.1", deleted: true },
+          ]);
+          await watch.close();
+        });
       });
 
       it("forgets entries older than ttlMs", async () => {

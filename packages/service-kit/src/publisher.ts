@@ -1,5 +1,5 @@
 import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
-import { type IntegrationEvent, type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
+import { type IntegrationEvent, jsonCodec, KvRecords, type MessageBus } from "@cheese/messaging";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
 import { endSpan, extractTrace, injectTrace, SpanKind, startSpan, tracerFor } from "./tracing.ts";
@@ -27,25 +27,28 @@ const CHECKPOINT_BUCKET = "publisher_checkpoints";
 /** Publishes awaiting JetStream's ack at once; the relay reads on while they are under way. */
 export const PUBLISH_WINDOW = 64;
 
+/** The relays' checkpoints, a key per service: the last position relayed. */
+export function checkpointRecords(bus: MessageBus): KvRecords<number> {
+  return new KvRecords(
+    bus,
+    CHECKPOINT_BUCKET,
+    jsonCodec((parsed) => (typeof parsed === "number" && Number.isFinite(parsed) ? parsed : undefined)),
+  );
+}
+
 /**
  * Raises the relay's checkpoint under `key` to `position` by compare-and-set, never lowering it:
  * of two replicas relaying the same events, the one behind leaves the other's checkpoint as it is
  * (a plain put would move it back, and the next start would publish again what followed).
  */
-export async function raiseCheckpoint(kv: KeyValue, key: string, position: number): Promise<void> {
-  for (;;) {
-    const entry = await kv.get(key);
-    if (entry && Number(new TextDecoder().decode(entry.value)) >= position) return;
-    const value = new TextEncoder().encode(String(position));
-    try {
-      if (entry) await kv.update(key, value, entry.revision);
-      else await kv.create(key, value);
-      return;
-    } catch (error) {
-      // Another replica wrote in between: read again, and raise over its value if still lower.
-      if (!(error instanceof KvConflictError)) throw error;
-    }
-  }
+export async function raiseCheckpoint(
+  records: KvRecords<number>,
+  key: string,
+  position: number,
+): Promise<void> {
+  await records.update(key, (current) =>
+    current?.value !== undefined && current.value >= position ? undefined : position,
+  );
 }
 
 /** One run of the relay's subscription, from the checkpoint; a failed publish ends it. */
@@ -72,17 +75,17 @@ interface Run {
  */
 export async function startPublisher(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
-  const kv = await bus.kv(CHECKPOINT_BUCKET);
-  const stored = await kv.get(service);
-  let checkpoint = stored ? Number(new TextDecoder().decode(stored.value)) : -1;
+  const checkpoints = checkpointRecords(bus);
+  let checkpoint = (await checkpoints.get(service))?.value ?? -1;
   let saved = checkpoint;
   let closed = false;
   const runs = new Set<Run>();
 
   const save = async () => {
     if (checkpoint > saved) {
-      saved = checkpoint;
-      await raiseCheckpoint(kv, service, checkpoint);
+      const position = checkpoint;
+      await raiseCheckpoint(checkpoints, service, position);
+      saved = Math.max(saved, position);
     }
   };
   const timer = setInterval(() => void save().catch(() => {}), 1000);

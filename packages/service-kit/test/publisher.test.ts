@@ -9,7 +9,7 @@ import {
 import { startNatsServer, tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../src/logger.ts";
-import { PUBLISH_WINDOW, raiseCheckpoint, startPublisher } from "../src/publisher.ts";
+import { checkpointRecords, PUBLISH_WINDOW, raiseCheckpoint, startPublisher } from "../src/publisher.ts";
 
 /**
  * A bus whose publishes the test holds and settles by hand (the JetStream ack), or fails: what
@@ -217,12 +217,12 @@ describe.each([
   it("raiseCheckpoint: two writers racing leave the highest position, whatever the order", async () => {
     const { bus, stop } = await open();
     try {
-      const kv = await bus.kv("publisher_checkpoints");
       const writer = async (positions: number[]) => {
-        for (const position of positions) await raiseCheckpoint(kv, "raced", position);
+        const records = checkpointRecords(bus); // a replica of its own
+        for (const position of positions) await raiseCheckpoint(records, "raced", position);
       };
       await Promise.all([writer([100, 300, 500, 700]), writer([0, 200, 400, 600, 50])]);
-      expect(new TextDecoder().decode((await kv.get("raced"))!.value)).toBe("700");
+      expect((await checkpointRecords(bus).get("raced"))?.value).toBe(700);
     } finally {
       await bus.close();
       await stop();

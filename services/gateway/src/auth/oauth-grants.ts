@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
+import { jsonCodec, type KvRecord, KvRecords, type MessageBus } from "@cheese/messaging";
 import { type Clock, systemClock } from "@cheese/service-kit";
 import type { Scope } from "../env.ts";
 import type { Revocations } from "./revocations.ts";
@@ -81,7 +81,6 @@ export type RedeemedCode =
 /** Upper bound of a code's life (RFC 6749 recommends at most 10 minutes; we keep 60 s, docs/identity.md). */
 const CODE_BUCKET_TTL_MS = 60_000;
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
-const MAX_CAS_ATTEMPTS = 25;
 
 /**
  * Authorization codes, refresh tokens and grants, kept in NATS key-value buckets so any gateway
@@ -91,19 +90,30 @@ const MAX_CAS_ATTEMPTS = 25;
  * customer sees and the refresh path checks: a grant gone from it is over.
  */
 export class OAuthGrants {
-  private readonly buckets = new Map<string, Promise<KeyValue>>();
+  private readonly codes: KvRecords<CodeGrant | SpentCode>;
+  private readonly refreshTokens: KvRecords<RefreshEntry>;
+  private readonly grants: KvRecords<Grant[]>;
 
   constructor(
-    private readonly bus: MessageBus,
+    bus: MessageBus,
     private readonly codeTtlMs: number,
     private readonly revocations: Revocations,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.codes = new KvRecords(bus, "oauth_codes", jsonCodec(), { ttlMs: CODE_BUCKET_TTL_MS });
+    this.refreshTokens = new KvRecords(bus, "oauth_refresh_tokens", jsonCodec(), {
+      ttlMs: REFRESH_TOKEN_TTL_MS,
+    });
+    this.grants = new KvRecords(bus, "oauth_grants", jsonCodec(), { ttlMs: REFRESH_TOKEN_TTL_MS });
+  }
 
   async issueCode(grant: Omit<CodeGrant, "expiresAt">): Promise<string> {
     const code = randomBytes(32).toString("base64url");
-    const kv = await this.bucket("oauth_codes", CODE_BUCKET_TTL_MS);
-    await kv.create(digest(code), encode({ ...grant, expiresAt: this.now() + this.codeTtlMs }));
+    const created = await this.codes.create(digest(code), {
+      ...grant,
+      expiresAt: this.now() + this.codeTtlMs,
+    });
+    if (created === undefined) throw new Error("an authorization code was issued twice");
     return code;
   }
 
@@ -114,50 +124,36 @@ export class OAuthGrants {
    * started (`started` answers false).
    */
   async redeemCode(code: string): Promise<RedeemedCode> {
-    const kv = await this.bucket("oauth_codes", CODE_BUCKET_TTL_MS);
     const key = digest(code);
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const entry = await kv.get(key);
-      const stored = entry && decode<CodeGrant | SpentCode>(entry.value);
-      if (!entry || !stored) return { ok: false, reused: false };
-      try {
-        if ("spent" in stored) {
-          if (stored.grantId) await this.revokeGrant(stored.customerId, stored.grantId);
-          else if (!stored.replayed)
-            await kv.update(key, encode({ ...stored, replayed: true }), entry.revision);
-          return { ok: false, reused: true };
-        }
-        const spent: SpentCode = { spent: true, customerId: stored.customerId };
-        const revision = await kv.update(key, encode(spent), entry.revision);
-        if (stored.expiresAt <= this.now()) return { ok: false, reused: false };
-        return {
-          ok: true,
-          code: stored,
-          started: (grantId) => this.codeStarted(kv, key, revision, spent, grantId),
-        };
-      } catch (error) {
-        if (!(error instanceof KvConflictError)) throw error; // else: changed meanwhile, read again
-      }
+    let found: KvRecord<CodeGrant | SpentCode> | undefined;
+    const written = await this.codes.update(key, (current) => {
+      found = current;
+      const stored = current?.value;
+      if (!stored) return undefined;
+      if ("spent" in stored)
+        return stored.grantId || stored.replayed ? undefined : { ...stored, replayed: true };
+      return { spent: true, customerId: stored.customerId };
+    });
+    const stored = found?.value;
+    if (!stored) return { ok: false, reused: false };
+    if ("spent" in stored) {
+      if (stored.grantId) await this.revokeGrant(stored.customerId, stored.grantId);
+      return { ok: false, reused: true };
     }
-    throw new Error("an authorization code kept changing concurrently");
+    if (stored.expiresAt <= this.now() || !written) return { ok: false, reused: false };
+    const spent = written as KvRecord<SpentCode> & { value: SpentCode };
+    return { ok: true, code: stored, started: (grantId) => this.codeStarted(spent, grantId) };
   }
 
   private async codeStarted(
-    kv: KeyValue,
-    key: string,
-    revision: number,
-    spent: SpentCode,
+    spent: KvRecord<SpentCode> & { value: SpentCode },
     grantId: string,
   ): Promise<boolean> {
-    try {
-      await kv.update(key, encode({ ...spent, grantId }), revision);
-      return true;
-    } catch (error) {
-      if (!(error instanceof KvConflictError)) throw error;
-      // Only a replay changes a spent code: end what this exchange started.
-      await this.revokeGrant(spent.customerId, grantId);
-      return false;
-    }
+    const recorded = await this.codes.compareAndSet(spent.key, { ...spent.value, grantId }, spent.revision);
+    if (recorded !== undefined) return true;
+    // Only a replay changes a spent code: end what this exchange started.
+    await this.revokeGrant(spent.value.customerId, grantId);
+    return false;
   }
 
   /** Records a new grant of the customer's, living `lifetimeMs` unless refreshed. */
@@ -188,10 +184,9 @@ export class OAuthGrants {
       scopes,
       expiresAt: now + REFRESH_TOKEN_TTL_MS,
     };
-    await (await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS)).create(
-      digest(token),
-      encode(entry),
-    );
+    if ((await this.refreshTokens.create(digest(token), entry)) === undefined) {
+      throw new Error("a refresh token was issued twice");
+    }
     await this.changeGrants(grant.customerId, (grants) =>
       grants.map((g) => (g.id === grant.id ? { ...g, lastUsedAt: now, expiresAt: entry.expiresAt } : g)),
     );
@@ -210,9 +205,8 @@ export class OAuthGrants {
     check: (entry: { customerId: number; scopes: Scope[] }) => Promise<Scope[] | undefined>,
   ): Promise<Redeemed> {
     const refused = { ok: false, reused: false } as const;
-    const kv = await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS);
-    const stored = await kv.get(digest(token));
-    const entry = stored && decode<RefreshEntry>(stored.value);
+    const stored = await this.refreshTokens.get(digest(token));
+    const entry = stored?.value;
     if (!stored || !entry || entry.clientId !== clientId) return refused;
     if (entry.spent) return this.reused(entry);
     if (entry.expiresAt <= this.now()) return refused;
@@ -226,10 +220,10 @@ export class OAuthGrants {
     if (revoked) return refused;
     const scopes = await check(entry);
     if (!scopes) return refused;
-    try {
-      await kv.update(stored.key, encode({ ...entry, spent: true }), stored.revision);
-    } catch (error) {
-      if (!(error instanceof KvConflictError)) throw error;
+    if (
+      (await this.refreshTokens.compareAndSet(stored.key, { ...entry, spent: true }, stored.revision)) ===
+      undefined
+    ) {
       return this.reused(entry); // spent by a racing request with the same token
     }
     return { ok: true, grant, scopes };
@@ -237,18 +231,16 @@ export class OAuthGrants {
 
   /** RFC 7009: a refresh token of `clientId` ends its grant; anything else changes nothing. */
   async revokeByRefreshToken(token: string, clientId: string): Promise<void> {
-    const kv = await this.bucket("oauth_refresh_tokens", REFRESH_TOKEN_TTL_MS);
-    const stored = await kv.get(digest(token));
-    const entry = stored && decode<RefreshEntry>(stored.value);
+    const entry = (await this.refreshTokens.get(digest(token)))?.value;
     if (!entry || entry.clientId !== clientId) return;
     await this.revokeGrant(entry.customerId, entry.grantId);
   }
 
   /** The customer's live grants, oldest first. */
   async grantsOf(customerId: number): Promise<Grant[]> {
-    const entry = await (await this.grantBucket()).get(grantsKey(customerId));
+    const entry = await this.grants.get(grantsKey(customerId));
     const now = this.now();
-    return ((entry && decode<Grant[]>(entry.value)) ?? []).filter((grant) => grant.expiresAt > now);
+    return (entry?.value ?? []).filter((grant) => grant.expiresAt > now);
   }
 
   /** Ends a grant and every token of it, on every replica; false when the customer has no such grant. */
@@ -274,7 +266,7 @@ export class OAuthGrants {
 
   /** An erased customer's grants are forgotten (its tokens are revoked with the customer). */
   async forgetCustomer(customerId: number): Promise<void> {
-    await (await this.grantBucket()).delete(grantsKey(customerId));
+    await this.grants.delete(grantsKey(customerId));
   }
 
   private async reused(entry: RefreshEntry): Promise<Redeemed> {
@@ -284,37 +276,10 @@ export class OAuthGrants {
 
   /** Compare-and-set on the customer's grants; expired ones are dropped on the way. */
   private async changeGrants(customerId: number, change: (grants: Grant[]) => Grant[]): Promise<void> {
-    const kv = await this.grantBucket();
-    const key = grantsKey(customerId);
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const entry = await kv.get(key);
+    await this.grants.update(grantsKey(customerId), (current) => {
       const now = this.now();
-      const live = ((entry && decode<Grant[]>(entry.value)) ?? []).filter((grant) => grant.expiresAt > now);
-      const value = encode(change(live));
-      try {
-        if (entry) await kv.update(key, value, entry.revision);
-        else await kv.create(key, value);
-        return;
-      } catch (error) {
-        if (!(error instanceof KvConflictError)) throw error;
-      }
-    }
-    throw new Error(`the grants of customer ${customerId} kept changing concurrently`);
-  }
-
-  private grantBucket(): Promise<KeyValue> {
-    return this.bucket("oauth_grants", REFRESH_TOKEN_TTL_MS);
-  }
-
-  /** Opened once; a failure (NATS away) is retried on the next request instead of remembered. */
-  private bucket(name: string, ttlMs: number): Promise<KeyValue> {
-    let opening = this.buckets.get(name);
-    if (!opening) {
-      opening = this.bus.kv(name, { ttlMs });
-      opening.catch(() => this.buckets.delete(name));
-      this.buckets.set(name, opening);
-    }
-    return opening;
+      return change((current?.value ?? []).filter((grant) => grant.expiresAt > now));
+    });
   }
 
   private now(): number {
@@ -326,17 +291,4 @@ const grantsKey = (customerId: number) => `cust.${customerId}`;
 
 function digest(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
-}
-
-function encode(value: unknown): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(value));
-}
-
-/** The JSON stored, or undefined for garbage. */
-function decode<T>(value: Uint8Array): T | undefined {
-  try {
-    return JSON.parse(new TextDecoder().decode(value)) as T;
-  } catch {
-    return undefined;
-  }
 }

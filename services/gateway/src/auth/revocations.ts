@@ -1,4 +1,4 @@
-import { type KeyValue, type MessageBus, RemoteError } from "@cheese/messaging";
+import { type Closable, type Codec, KvRecords, type MessageBus, RemoteError } from "@cheese/messaging";
 import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 
 /** Longer than any token lives (sessions: 24 h), so a revocation outlasts what it revokes. */
@@ -50,7 +50,8 @@ interface Entry {
  * revocation knows it too.
  */
 export class Revocations {
-  private bucket: Promise<KeyValue> | undefined;
+  private readonly records: KvRecords<Entry>;
+  private watching: Promise<Closable> | undefined;
   private readonly revoked = new Map<string, Entry>();
   /** Keys the bucket said were not revoked, and when it said so. */
   private readonly confirmed = new Map<string, number>();
@@ -58,10 +59,11 @@ export class Revocations {
   private readonly waiting = new Map<string, Set<() => void>>();
 
   constructor(
-    private readonly bus: MessageBus,
+    bus: MessageBus,
     private readonly logger: Logger,
     private readonly clock: Clock = systemClock,
   ) {
+    this.records = new KvRecords(bus, "revocations", entryCodec, { ttlMs: BUCKET_TTL_MS });
     clock.setInterval(() => this.prune(), 60_000);
   }
 
@@ -111,8 +113,9 @@ export class Revocations {
    */
   async revokeOlderCredentials(customerId: number, belowVersion: number, keep: string | null): Promise<void> {
     const key = keys.customer(customerId);
-    const stored = await (await this.open()).get(key);
-    const current = stored && parseEntry(new TextDecoder().decode(stored.value), 0);
+    await this.open();
+    const stored = await this.records.get(key);
+    const current = stored && (stored.value ?? { until: 0 });
     const live = current && current.until > this.now();
     if (live && (current.belowVersion === undefined || current.belowVersion >= belowVersion)) return;
     const entry: Entry = { until: this.now() + BUCKET_TTL_MS, belowVersion };
@@ -155,11 +158,11 @@ export class Revocations {
     if (credential.grantId !== undefined) candidates.push(keys.grant(credential.grantId));
     if (credential.customerId !== undefined) candidates.push(keys.customer(credential.customerId));
     if (candidates.some((key) => this.covers(credential, this.revoked.get(key)))) return true;
-    const kv = await this.open();
+    await this.open();
     for (const key of candidates) {
       const checked = this.confirmed.get(key);
       if (checked !== undefined && this.now() - checked < CONFIRMED_FOR_MS) continue;
-      const stored = await kv.get(key);
+      const stored = await this.records.get(key);
       if (stored) {
         this.remember(key, stored.value);
         if (this.covers(credential, this.revoked.get(key))) return true;
@@ -180,31 +183,29 @@ export class Revocations {
   }
 
   private async put(key: string, entry: Entry): Promise<void> {
-    const value = new TextEncoder().encode(JSON.stringify(entry));
-    this.remember(key, value);
-    await (await this.open()).put(key, value);
+    this.remember(key, entry);
+    await this.open();
+    await this.records.put(key, entry);
   }
 
   /** Opens the bucket and starts the watch once; a failure is retried on the next call. */
-  private open(): Promise<KeyValue> {
-    if (!this.bucket) {
-      const opening = this.bus.kv("revocations", { ttlMs: BUCKET_TTL_MS }).then((kv) => {
-        kv.watch(">", (change) => {
-          if (!("deleted" in change)) this.remember(change.key, change.value);
-        });
-        return kv;
+  private open(): Promise<Closable> {
+    if (!this.watching) {
+      const watching = this.records.watch(">", (change) => {
+        if (!("deleted" in change)) this.remember(change.key, change.value);
       });
-      opening.catch((error) => {
+      watching.catch((error) => {
         this.logger.error({ err: error }, "revocation bucket unavailable");
-        this.bucket = undefined;
+        this.watching = undefined;
       });
-      this.bucket = opening;
+      this.watching = watching;
     }
-    return this.bucket;
+    return this.watching;
   }
 
-  private remember(key: string, value: Uint8Array): void {
-    this.revoked.set(key, parseEntry(new TextDecoder().decode(value), this.now() + BUCKET_TTL_MS));
+  /** An unreadable entry is taken as a revocation of everything under its key, to be safe. */
+  private remember(key: string, entry: Entry | undefined): void {
+    this.revoked.set(key, entry ?? { until: this.now() + BUCKET_TTL_MS });
     this.confirmed.delete(key);
     for (const listener of this.waiting.get(key) ?? []) listener();
   }
@@ -220,19 +221,23 @@ export class Revocations {
   }
 }
 
-function parseEntry(text: string, fallbackUntil: number): Entry {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
-    if (parsed && typeof parsed === "object" && typeof (parsed as Entry).until === "number") {
-      const { until, belowVersion, keep } = parsed as Entry;
-      const entry: Entry = { until };
-      if (typeof belowVersion === "number") entry.belowVersion = belowVersion;
-      if (typeof keep === "string") entry.keep = keep;
-      return entry;
+/** Entries as stored; older gateways stored plain numbers (`until`). Undefined: unreadable. */
+const entryCodec: Codec<Entry> = {
+  encode: (entry) => new TextEncoder().encode(JSON.stringify(entry)),
+  decode(bytes) {
+    try {
+      const parsed: unknown = JSON.parse(new TextDecoder().decode(bytes));
+      if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
+      if (parsed && typeof parsed === "object" && typeof (parsed as Entry).until === "number") {
+        const { until, belowVersion, keep } = parsed as Entry;
+        const entry: Entry = { until };
+        if (typeof belowVersion === "number") entry.belowVersion = belowVersion;
+        if (typeof keep === "string") entry.keep = keep;
+        return entry;
+      }
+    } catch {
+      // unreadable
     }
-  } catch {
-    // unreadable: treated as a revocation of everything under the key, to be safe
-  }
-  return { until: fallbackUntil };
-}
+    return undefined;
+  },
+};

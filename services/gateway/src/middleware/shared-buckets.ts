@@ -1,4 +1,4 @@
-import { type KeyValue, KvConflictError, type MessageBus } from "@cheese/messaging";
+import { jsonCodec, KvRecords, type MessageBus } from "@cheese/messaging";
 import { type Clock, type Logger, systemClock, type Timer } from "@cheese/service-kit";
 import { type Admission, type BucketState, type PlanLimits, take, tokensAt } from "./token-bucket.ts";
 
@@ -6,7 +6,6 @@ import { type Admission, type BucketState, type PlanLimits, take, tokensAt } fro
 const BUCKET_TTL_MS = 24 * 3_600_000;
 /** Past this the limiter lets the request through rather than hold it up (NATS trouble). */
 const DEADLINE_MS = 1000;
-const MAX_CAS_ATTEMPTS = 25;
 const MAX_REMEMBERED = 10_000;
 /** A replica's spending decided on its own reaches the shared key within this (docs/identity.md). */
 export const RECONCILE_MS = 50;
@@ -49,14 +48,16 @@ interface Local {
  * (the shared bucket goes into debt), so the hourly rate holds (docs/identity.md "Rate limits").
  */
 export class SharedBuckets {
-  private bucket: Promise<KeyValue> | undefined;
+  private readonly records: KvRecords<BucketState>;
   private readonly keys = new Map<string, Local>();
 
   constructor(
-    private readonly bus: MessageBus,
+    bus: MessageBus,
     private readonly logger: Logger,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.records = new KvRecords(bus, "rate_limits", bucketStateCodec, { ttlMs: BUCKET_TTL_MS });
+  }
 
   admit(callerId: string, limits: PlanLimits): Promise<Admission> {
     const key = Buffer.from(callerId).toString("base64url");
@@ -146,62 +147,52 @@ export class SharedBuckets {
    * the `count` requests admitted from what is left. Refusals spend nothing.
    */
   private async settle(key: string, local: Local, limits: PlanLimits, count: number): Promise<Admission[]> {
-    const kv = await this.open();
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      let seen = attempt === 0 ? local.view : undefined;
-      if (!seen) {
-        const entry = await kv.get(key);
-        seen = entry
-          ? { state: decode(entry.value), revision: entry.revision, at: this.clock.now().getTime() }
-          : { state: undefined, revision: 0, at: this.clock.now().getTime() };
-      }
-      const now = this.clock.now().getTime();
-      const spent = local.pending;
-      const before: BucketState = { tokens: tokensAt(seen.state, limits, now) - spent, at: now };
-      const { admissions, state } = take(before, limits, now, count);
-      if (spent === 0 && !admissions.some((a) => a.allowed)) {
+    // The view this replica holds, when it has one, saves the first read.
+    const cached = local.view;
+    const from =
+      cached === undefined
+        ? undefined
+        : cached.revision > 0
+          ? { key, value: cached.state, revision: cached.revision }
+          : null;
+    let seen: NonNullable<Local["view"]> | undefined;
+    let admissions: Admission[] = [];
+    let spent = 0;
+    try {
+      const written = await this.records.update(
+        key,
+        (current) => {
+          const now = this.clock.now().getTime();
+          seen =
+            seen === undefined && cached
+              ? cached
+              : { state: current?.value, revision: current?.revision ?? 0, at: now };
+          spent = local.pending;
+          const before: BucketState = { tokens: tokensAt(seen.state, limits, now) - spent, at: now };
+          const taken = take(before, limits, now, count);
+          admissions = taken.admissions;
+          return spent === 0 && !admissions.some((a) => a.allowed) ? undefined : taken.state;
+        },
+        from,
+      );
+      if (!written) {
         local.view = seen;
         return admissions;
       }
-      try {
-        const value = encode(state);
-        const revision =
-          seen.revision > 0 ? await kv.update(key, value, seen.revision) : await kv.create(key, value);
-        local.pending -= spent;
-        local.view = { state, revision, at: this.clock.now().getTime() };
-        return admissions;
-      } catch (error) {
-        if (!(error instanceof KvConflictError)) throw error;
-        local.view = undefined;
-      }
+      local.pending -= spent;
+      local.view = { state: written.value, revision: written.revision, at: this.clock.now().getTime() };
+      return admissions;
+    } catch (error) {
+      local.view = undefined;
+      throw error;
     }
-    throw new Error(`rate limit state of ${key} kept changing concurrently`);
-  }
-
-  private open(): Promise<KeyValue> {
-    if (!this.bucket) {
-      const opening = this.bus.kv("rate_limits", { ttlMs: BUCKET_TTL_MS });
-      opening.catch(() => {
-        this.bucket = undefined;
-      });
-      this.bucket = opening;
-    }
-    return this.bucket;
   }
 }
 
-function encode(state: BucketState): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(state));
-}
-
-function decode(value: Uint8Array): BucketState | undefined {
-  try {
-    const parsed = JSON.parse(new TextDecoder().decode(value)) as BucketState;
-    return typeof parsed.tokens === "number" && typeof parsed.at === "number" ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const bucketStateCodec = jsonCodec<BucketState>((parsed) => {
+  const state = parsed as BucketState | null;
+  return state && typeof state.tokens === "number" && typeof state.at === "number" ? state : undefined;
+});
 
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
