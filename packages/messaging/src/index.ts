@@ -15,7 +15,6 @@ export {
   type Change,
   type Codec,
   jsonCodec,
-  KV_UPDATE_ATTEMPTS,
   type KvRecord,
   KvRecords,
 } from "./kv-records.ts";

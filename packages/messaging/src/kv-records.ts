@@ -31,7 +31,7 @@ export interface KvRecord<T> {
 export type Change<T> = (current: KvRecord<T> | undefined) => T | undefined;
 
 /** How often {@link KvRecords.update} reads again after losing a compare-and-set, by default. */
-export const KV_UPDATE_ATTEMPTS = 25;
+const KV_UPDATE_ATTEMPTS = 25;
 
 /**
  * Typed records in one key-value bucket: the one way every service uses the bus's key-value
