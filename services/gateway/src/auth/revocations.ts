@@ -1,4 +1,4 @@
-import { type Closable, type Codec, KvRecords, type MessageBus, RemoteError } from "@cheese/messaging";
+import { type Closable, jsonCodec, KvRecords, type MessageBus, RemoteError } from "@cheese/messaging";
 import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 
 /** Longer than any token lives (sessions: 24 h), so a revocation outlasts what it revokes. */
@@ -222,22 +222,12 @@ export class Revocations {
 }
 
 /** Entries as stored; older gateways stored plain numbers (`until`). Undefined: unreadable. */
-const entryCodec: Codec<Entry> = {
-  encode: (entry) => new TextEncoder().encode(JSON.stringify(entry)),
-  decode(bytes) {
-    try {
-      const parsed: unknown = JSON.parse(new TextDecoder().decode(bytes));
-      if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
-      if (parsed && typeof parsed === "object" && typeof (parsed as Entry).until === "number") {
-        const { until, belowVersion, keep } = parsed as Entry;
-        const entry: Entry = { until };
-        if (typeof belowVersion === "number") entry.belowVersion = belowVersion;
-        if (typeof keep === "string") entry.keep = keep;
-        return entry;
-      }
-    } catch {
-      // unreadable
-    }
-    return undefined;
-  },
-};
+const entryCodec = jsonCodec<Entry>((parsed) => {
+  if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
+  if (!parsed || typeof parsed !== "object" || typeof (parsed as Entry).until !== "number") return undefined;
+  const { until, belowVersion, keep } = parsed as Entry;
+  const entry: Entry = { until };
+  if (typeof belowVersion === "number") entry.belowVersion = belowVersion;
+  if (typeof keep === "string") entry.keep = keep;
+  return entry;
+});
