@@ -13,7 +13,7 @@ export interface GatewayDeps {
   /** Image bytes go straight between HTTP and the blob store; they never travel over NATS. */
   blobs: BlobStore;
   logger: Logger;
-  /** The time tokens, codes, revocations, idempotency records and rate limits read. */
+  /** The time tokens, codes, revocations and rate limits read. */
   clock: Clock;
   rpcTimeoutMs: number;
   /** The origin every URL the API stores or returns is built from (`PUBLIC_URL`), never the Host header. */
