@@ -153,8 +153,9 @@ describe.skipIf(reason)("pnpm cluster", () => {
       headers: { ...bearer, "content-type": "application/json" },
       body: JSON.stringify({ name: `Routed ${Date.now()}`, pricePerKg: 10 }),
     });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: number };
+    const body = await created.text();
+    expect(created.status, body).toBe(201);
+    const { id } = JSON.parse(body) as { id: number };
     // Lost packets on the routes between the NATS nodes (port 6222 either way): a change notice
     // crossing a route is then retransmitted a few hundred ms late, while the write's reply may
     // take another route, or none, and reach its gateway at once.

@@ -56,7 +56,8 @@ const alive = (pid: number) => {
 
 /**
  * Starts the cluster in the background (the launcher with `LAUNCH_HOSTS=netns`, its output in
- * DATA_DIR/run/cluster.log) and resolves once `/readyz` is 200, with where everything runs.
+ * DATA_DIR/run/cluster.log) and resolves once `/readyz` is 200 through the balancer and on every
+ * gateway replica, with where everything runs.
  * Refuses (ConfigError, exit 78) without root or `ip netns`, or while a cluster runs on DATA_DIR.
  */
 export async function up(callerEnv: Record<string, string | undefined>): Promise<ClusterInfo> {
@@ -89,7 +90,7 @@ export async function up(callerEnv: Record<string, string | undefined>): Promise
       const error = new Error(`the cluster's launcher exited (${code}):\n${tail(logFile)}`);
       throw code === 78 ? new ConfigError(error.message) : error;
     }
-    if (await ready(url)) break;
+    if ((await ready(url)) && (await everyGatewayReady(dataDir))) break;
     if (Date.now() > deadline) {
       await down(dataDir);
       throw new Error(`the cluster was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${tail(logFile)}`);
@@ -162,6 +163,23 @@ function readState(dataDir: string): { url: string } | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Every gateway replica answers `/readyz` 200 on its own address. Each asks the services over the
+ * NATS node it is connected to, which learns of their subscriptions over the routes a moment after
+ * the node the balancer's gateway uses: until then a request there finds no responder (a 503).
+ */
+async function everyGatewayReady(dataDir: string): Promise<boolean> {
+  let gateways: string[];
+  try {
+    gateways = info(dataDir)
+      .services.filter(({ name }) => name === "gateway")
+      .map(({ address }) => `http://${address}:8080`);
+  } catch {
+    return false;
+  }
+  return gateways.length > 0 && (await Promise.all(gateways.map(ready))).every(Boolean);
 }
 
 async function ready(url: string): Promise<boolean> {
