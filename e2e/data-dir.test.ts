@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processAlive, tempDir } from "@cheese/testing";
@@ -34,10 +34,20 @@ function newDataDir(): string {
   return data.path;
 }
 
-/** Runs the built launcher as `pnpm start` does, on DATA_DIR, in a process group of its own. */
-async function launch(dataDir: string, options: { uid?: number } = {}): Promise<Launch> {
+/**
+ * Runs the built launcher as `pnpm start` does, on DATA_DIR, in a process group of its own;
+ * `underShell`: as the child of a shell that waits for it (its parent, which a test may kill).
+ */
+async function launch(
+  dataDir: string,
+  options: { uid?: number; underShell?: boolean } = {},
+): Promise<Launch> {
   const port = await testListenPort();
-  const child = spawn(process.execPath, [cli], {
+  // `; exit $?` keeps the shell from exec'ing node: it stays the launcher's parent.
+  const command = options.underShell
+    ? ["sh", ["-c", `"${process.execPath}" "${cli}"; exit $?`]]
+    : [process.execPath, [cli]];
+  const child = spawn(command[0] as string, command[1] as string[], {
     cwd: repoRoot,
     env: { ...process.env, NATS_URL: "", LOG_LEVEL: "warn", GATEWAY_PORT: String(port), DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
@@ -129,6 +139,19 @@ describe.skipIf(launcherOnly("one system per DATA_DIR"))("one system per DATA_DI
     expect(left.filter(processAlive)).toEqual([]);
     second.kill("SIGTERM");
     expect(await second.exited).toBe(0);
+  });
+
+  it("a launcher whose parent is killed stops everything and releases DATA_DIR", async () => {
+    const dataDir = newDataDir();
+    const shell = await launch(dataDir, { underShell: true });
+    await ready(shell.port);
+    const launcher = JSON.parse(readFileSync(join(dataDir, "lock.json"), "utf8")).pid as number;
+    expect(launcher).not.toBe(shell.child.pid);
+    const processes = started(dataDir);
+    shell.child.kill("SIGKILL"); // the shell alone: nothing is passed on to the launcher
+    await expect.poll(() => processAlive(launcher), { timeout: 15_000 }).toBe(false);
+    for (const pid of processes) await expect.poll(() => processAlive(pid), { timeout: 15_000 }).toBe(false);
+    expect(existsSync(join(dataDir, "lock.json"))).toBe(false);
   });
 
   it("a DATA_DIR that cannot be written exits 78 within 2 s naming it", async () => {
