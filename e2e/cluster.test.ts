@@ -124,6 +124,13 @@ describe.skipIf(reason)("pnpm cluster", () => {
     ).toBe(true);
   });
 
+  it("refuses an up on the DATA_DIR it runs on, naming DATA_DIR and its launcher (exit 78)", async () => {
+    const again = await cluster(["up", "--json"], env);
+    expect(again.code).toBe(78);
+    const { launcher } = JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8"));
+    expect(again.stderr).toContain(`DATA_DIR ${data.path} is in use by process ${launcher} (pnpm cluster up`);
+  });
+
   it("refuses a second cluster while one runs (exit 78)", async () => {
     const second = await cluster(["up", "--json"], { ...env, DATA_DIR: join(data.path, "second") });
     expect(second.code).toBe(78);

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { assertDataDirFree } from "@cheese/launcher/data-dir";
 import { assertHostsPossible, existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
 import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
 
@@ -58,13 +59,16 @@ const alive = (pid: number) => {
  * Starts the cluster in the background (the launcher with `LAUNCH_HOSTS=netns`, its output in
  * DATA_DIR/run/cluster.log) and resolves once `/readyz` is 200 through the balancer and on every
  * gateway replica, with where everything runs.
- * Refuses (ConfigError, exit 78) without root or `ip netns`, or while a cluster runs on DATA_DIR.
+ * Refuses (ConfigError, exit 78) without root or `ip netns`, while anything holds DATA_DIR (a
+ * cluster or a `pnpm start`: the launcher's DATA_DIR lock, data-dir.ts), or while a cluster on
+ * another DATA_DIR holds the test hosts.
  */
 export async function up(callerEnv: Record<string, string | undefined>): Promise<ClusterInfo> {
   // The launcher would refuse too, but only after `up` had spawned it: say so before anything starts.
   assertHostsPossible();
   const env = clusterEnv(callerEnv);
   const dataDir = env.DATA_DIR as string;
+  assertDataDirFree(dataDir);
   const owner = hostsOwner();
   if (owner)
     throw new ConfigError(

@@ -9,6 +9,7 @@ import {
   runAsProcess,
 } from "@cheese/service-kit/launch";
 import { backendProcesses, checkConfiguration, layoutMessage, serviceNames } from "./config.ts";
+import { previousProcessesGone, takeDataDir } from "./data-dir.ts";
 import {
   credentialsEnv,
   developmentCredentials,
@@ -35,6 +36,12 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   const config = checkConfiguration();
   const dataDir = resolve(config.DATA_DIR);
   const onHosts = config.LAUNCH_HOSTS === "netns";
+  // One system per DATA_DIR: made, writable and this launcher's (released at exit), or exit 78.
+  const lock = takeDataDir(dataDir, onHosts ? "pnpm cluster up" : "pnpm start");
+  if (lock.previous) {
+    log.info(`took over DATA_DIR ${dataDir} from launcher ${lock.previous.pid}, which is gone`);
+    await previousProcessesGone(lock, dataDir);
+  }
   if (onHosts) assertHostsPossible();
   // Taken already: say so now, before anything starts, rather than after announcing the URL.
   if (config.REPLICAS === 1 || onHosts) await ensurePortFree(config.GATEWAY_PORT, config.GATEWAY_HOST);

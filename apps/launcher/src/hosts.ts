@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
-import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
+import { ConfigError } from "@cheese/service-kit/launch";
+import { type Lock, lockHolder, takeLock } from "./data-dir.ts";
 
 /**
  * Hosts on one machine, for `LAUNCH_HOSTS=netns` (`pnpm cluster`): each NATS node and each service
@@ -32,12 +32,13 @@ export interface Host {
 export const bridgeAddress = `${PREFIX}.1`;
 
 /**
- * The machine has one test range, so one set of hosts at a time: the launcher that made them is
- * written here (its pid and DATA_DIR), and no other run makes or removes them while it lives.
- * Removing them under a live launcher would send its balancer's traffic for the range to the
- * default route, off the machine.
+ * The machine has one test range, so one set of hosts at a time: the launcher that made them
+ * holds this lock (data-dir.ts, the same mechanism as DATA_DIR's; it names its DATA_DIR), and no
+ * other run makes or removes them while it lives. Removing them under a live launcher would send
+ * its balancer's traffic for the range to the default route, off the machine.
  */
-const OWNER_FILE = "/run/cheese-hosts.json";
+const OWNER_FILE = "/run/cheese-hosts.lock";
+let ownLock: Lock | undefined;
 
 export interface HostsOwner {
   pid: number;
@@ -46,13 +47,8 @@ export interface HostsOwner {
 
 /** The live launcher whose hosts exist now, if any. */
 export function hostsOwner(): HostsOwner | undefined {
-  try {
-    const owner = JSON.parse(readFileSync(OWNER_FILE, "utf8")) as HostsOwner;
-    process.kill(owner.pid, 0);
-    return owner;
-  } catch {
-    return undefined;
-  }
+  const holder = lockHolder(OWNER_FILE);
+  return holder ? { pid: holder.pid, dataDir: String(holder.dataDir) } : undefined;
 }
 
 function run(command: string, args: string[], { tolerate = false } = {}): string {
@@ -95,14 +91,18 @@ export function existingNamespaces(): string[] {
  * loopback up and a route to the bridge. Whatever an earlier run left is removed first.
  */
 export function makeHosts(names: readonly string[], dataDir: string): Map<string, Host> {
-  const owner = hostsOwner();
-  if (owner && owner.pid !== process.pid) {
-    throw new ConfigError(
-      `the test hosts belong to a cluster running on DATA_DIR ${owner.dataDir} (launcher ${owner.pid}): one cluster at a time (pnpm cluster down)`,
-    );
+  if (!ownLock) {
+    try {
+      ownLock = takeLock(OWNER_FILE, "pnpm cluster up", { dataDir });
+    } catch (error) {
+      const holder = (error as { holder?: HostsOwner }).holder;
+      if (!holder) throw error;
+      throw new ConfigError(
+        `the test hosts belong to a cluster running on DATA_DIR ${holder.dataDir} (launcher ${holder.pid}): one cluster at a time (pnpm cluster down)`,
+      );
+    }
   }
-  removeHosts();
-  replaceFile(OWNER_FILE, JSON.stringify({ pid: process.pid, dataDir }));
+  clearHosts();
   run("ip", ["link", "add", BRIDGE, "type", "bridge"]);
   run("ip", ["addr", "add", `${bridgeAddress}/24`, "dev", BRIDGE]);
   run("ip", ["link", "set", BRIDGE, "up"]);
@@ -141,7 +141,13 @@ export function removeHosts(): void {
       `the test hosts belong to a cluster running on DATA_DIR ${owner.dataDir} (launcher ${owner.pid}): stop that one`,
     );
   }
-  rmSync(OWNER_FILE, { force: true });
+  clearHosts();
+  ownLock?.release();
+  ownLock = undefined;
+}
+
+/** Deletes the namespaces, the bridge and the bridge's packet filter rule, whoever made them. */
+function clearHosts(): void {
   for (const netns of existingNamespaces()) run("ip", ["netns", "delete", netns], { tolerate: true });
   run("ip", ["link", "delete", BRIDGE], { tolerate: true });
   // Every copy of the rule, however many runs added it.
