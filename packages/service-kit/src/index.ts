@@ -7,6 +7,7 @@ export * from "./decider.ts";
 export * from "./duration.ts";
 export * from "./errors.ts";
 export * from "./files.ts";
+export * from "./follow.ts";
 export * from "./health.ts";
 export * from "./history.ts";
 export * from "./ids.ts";

@@ -1,10 +1,11 @@
-import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
+import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import type {
   CollectionDefinition,
   ProjectionDefinition,
   ReadModelSnapshots,
   ReadModelStore,
 } from "@cheese/read-models";
+import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { projectedSeries, projectionLag } from "./metrics.ts";
 
@@ -52,8 +53,9 @@ export interface Projection {
 
 /**
  * Keeps read models current from the event store: catches up from the stored checkpoint, then
- * follows live appends. A failing handler is logged and the subscription restarts after a pause
- * from the last checkpoint, so one bad event does not silently stop the projection.
+ * follows live appends, through the kit's one store-following loop (`followStore`): a failing
+ * handler is logged and the subscription restarts after a pause from the last checkpoint, so one
+ * bad event does not silently stop the projection.
  *
  * What a query waits for (docs/architecture.md, "Catch-up"): the head of the store is read, and
  * when it lies past what the projection has confirmed — events applied, or a checkpoint of its
@@ -78,7 +80,6 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   let appliedSinceSave = 0;
   let idleTimer: NodeJS.Timeout | undefined;
   let saving: Promise<void> = Promise.resolve();
-  let subscription: Subscription | undefined;
   let closed = false;
   let markReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => {
@@ -152,51 +153,38 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     }
   };
 
-  const subscribe = async () => {
-    // Everything of our categories up to this head is applied once the subscription is caught up.
-    const headAtStart = await eventStore.headPosition();
-    if (closed) return;
-    subscription = eventStore.subscribe({
-      categories,
-      after: confirmed === -1 ? undefined : confirmed,
-      handler: async (event) => {
-        applying = true;
-        try {
-          await apply(event, readModels);
-        } finally {
-          applying = false;
-        }
-        projected.inc();
-        applied += 1;
-        appliedSinceSave += 1;
-        progressed(event.position);
-        if (snapshotDue) takeSnapshot();
-      },
-      onCheckpoint: progressed,
-      onCaughtUp: () => {
-        progressed(headAtStart);
-        markReady();
-        void saveCheckpoint().catch(() => {});
-        if (applied - appliedAtSnapshot >= SNAPSHOT_AFTER_CATCH_UP) takeSnapshot();
-      },
-      onError: (error) => {
-        logger.error({ err: error, projection: name }, "projection stopped; restarting in 1s");
-        restart();
-      },
-    });
-  };
-  /** Subscribes again after a pause; a store still unreachable then is logged and tried again. */
-  const restart = () => {
-    if (closed) return;
-    setTimeout(() => {
-      if (closed) return;
-      subscribe().catch((error: unknown) => {
-        logger.error({ err: error, projection: name }, "projection could not restart; trying again in 1s");
-        restart();
-      });
-    }, 1000).unref();
-  };
-  await subscribe();
+  // Everything of our categories up to this head is applied once a run of the follower is caught up.
+  let headAtStart = -1;
+  const follower = await followStore({
+    name: `projection ${name}`,
+    eventStore,
+    categories,
+    logger,
+    after: () => (confirmed === -1 ? undefined : confirmed),
+    beforeSubscribe: async () => {
+      headAtStart = await eventStore.headPosition();
+    },
+    handle: async (event) => {
+      applying = true;
+      try {
+        await apply(event, readModels);
+      } finally {
+        applying = false;
+      }
+      projected.inc();
+      applied += 1;
+      appliedSinceSave += 1;
+      progressed(event.position);
+      if (snapshotDue) takeSnapshot();
+    },
+    onCheckpoint: progressed,
+    onCaughtUp: () => {
+      progressed(headAtStart);
+      markReady();
+      void saveCheckpoint().catch(() => {});
+      if (applied - appliedAtSnapshot >= SNAPSHOT_AFTER_CATCH_UP) takeSnapshot();
+    },
+  });
 
   // Lag, when scraped: how long ago the oldest event of ours not applied yet was recorded.
   const stopObserving = projectionLag.observe({ projection: name }, async () => {
@@ -250,7 +238,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       stopObserving();
       clearTimeout(idleTimer);
       clearInterval(snapshotTimer);
-      await subscription?.close();
+      await follower.close();
       await saveCheckpoint().catch(() => {});
       // No event is being applied any more: what is applied is exactly the events up to confirmed.
       await snapshotting;

@@ -1,5 +1,6 @@
-import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
+import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import { type IntegrationEvent, jsonCodec, KvRecords, type MessageBus } from "@cheese/messaging";
+import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
 import { endSpan, extractTrace, injectTrace, SpanKind, startSpan, tracerFor } from "./tracing.ts";
@@ -57,7 +58,6 @@ interface Run {
   queue: { position: number; done: boolean }[];
   inFlight: Set<Promise<void>>;
   failed: boolean;
-  subscription?: Subscription;
 }
 
 /**
@@ -69,16 +69,16 @@ interface Run {
  * Publishes go out in event-store order, up to {@link PUBLISH_WINDOW} awaiting their ack at once
  * (one at a time, the ack round trip bounded a service's events per second). The checkpoint
  * advances only over events whose publish and every earlier one's is acked. A failed publish
- * stops the run: the relay starts again a second later from the checkpoint, republishing what
- * followed it (stored once). Then, and only then, an event may be stored after some of the
- * (at most window − 1) events that followed it; consumers that care use `publishedAt`.
+ * stops the run: the relay starts again after the store-following loop's pause (`followStore`,
+ * a second at first) from the checkpoint, republishing what followed it (stored once). Then, and
+ * only then, an event may be stored after some of the (at most window − 1) events that followed
+ * it; consumers that care use `publishedAt`.
  */
 export async function startPublisher(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
   const checkpoints = checkpointRecords(bus);
   let checkpoint = (await checkpoints.get(service))?.value ?? -1;
   let saved = checkpoint;
-  let closed = false;
   const runs = new Set<Run>();
 
   const save = async () => {
@@ -93,10 +93,6 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
 
   const advance = (run: Run) => {
     while (run.queue[0]?.done) checkpoint = Math.max(checkpoint, run.queue.shift()!.position);
-  };
-
-  const restartLater = () => {
-    if (!closed) setTimeout(() => !closed && subscribe(), 1000).unref();
   };
 
   const publish = (event: RecordedEvent, integration: Omit<IntegrationEvent, "id" | "headers">) => {
@@ -125,52 +121,57 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     );
   };
 
-  const subscribe = () => {
-    const run: Run = { queue: [], inFlight: new Set(), failed: false };
-    runs.add(run);
-    const fail = (error: unknown) => {
-      if (run.failed) return;
-      run.failed = true;
-      logger.error({ err: error }, "event publisher stopped; restarting in 1s");
-      // Stop reading, let the publishes under way settle, then start again from the checkpoint.
-      void (async () => {
-        await run.subscription?.close();
-        await Promise.allSettled([...run.inFlight]);
-        runs.delete(run);
-        restartLater();
-      })();
-    };
-    run.subscription = eventStore.subscribe({
-      categories,
-      after: checkpoint === -1 ? undefined : checkpoint,
-      handler: async (event) => {
-        if (run.failed) return; // the run is ending; the checkpoint stays before the failed event
-        const entry = { position: event.position, done: false };
-        const integration = await toIntegrationEvent(event);
-        run.queue.push(entry);
-        if (!integration) {
+  /** The current run: created before each subscription, ended by a failed publish. */
+  let run: Run = { queue: [], inFlight: new Set(), failed: false };
+  const follower = await followStore({
+    name: "event publisher",
+    eventStore,
+    categories,
+    logger,
+    after: () => (checkpoint === -1 ? undefined : checkpoint),
+    beforeSubscribe: async () => {
+      run = { queue: [], inFlight: new Set(), failed: false };
+      runs.add(run);
+    },
+    handle: async (event) => {
+      const current = run;
+      if (current.failed) return; // the run is ending; the checkpoint stays before the failed event
+      const entry = { position: event.position, done: false };
+      const integration = await toIntegrationEvent(event);
+      current.queue.push(entry);
+      if (!integration) {
+        entry.done = true;
+        advance(current);
+        return;
+      }
+      while (current.inFlight.size >= PUBLISH_WINDOW) await Promise.race(current.inFlight);
+      const sent: Promise<void> = publish(event, integration).then(
+        () => {
           entry.done = true;
-          advance(run);
-          return;
-        }
-        while (run.inFlight.size >= PUBLISH_WINDOW) await Promise.race(run.inFlight);
-        const sent: Promise<void> = publish(event, integration).then(() => {
-          entry.done = true;
-          advance(run);
-        }, fail);
-        const tracked = sent.finally(() => run.inFlight.delete(tracked));
-        run.inFlight.add(tracked);
-      },
-      onError: (error) => fail(error),
-    });
-  };
-  subscribe();
+          advance(current);
+        },
+        (error: unknown) => {
+          // Stop reading; the loop lets the publishes under way settle, then starts again.
+          if (current.failed) return;
+          current.failed = true;
+          follower.fail(error);
+        },
+      );
+      const tracked = sent.finally(() => current.inFlight.delete(tracked));
+      current.inFlight.add(tracked);
+    },
+    afterFailure: async () => {
+      const ended = run;
+      ended.failed = true;
+      await Promise.allSettled([...ended.inFlight]);
+      runs.delete(ended);
+    },
+  });
 
   return {
     async close() {
-      closed = true;
       clearInterval(timer);
-      await Promise.allSettled([...runs].map((run) => run.subscription?.close()));
+      await follower.close();
       await Promise.allSettled([...runs].flatMap((run) => [...run.inFlight]));
       await save().catch(() => {});
     },

@@ -254,7 +254,8 @@ describe("projection restarts", () => {
     });
     try {
       await store.append("thing-1", [{ type: "Made", data: {} }], { expectedRevision: "no_stream" });
-      await expect.poll(() => seen, { timeout: 10_000 }).toEqual([0]);
+      // Four failed runs in a row: pauses of 1, 2, 4 and 8 s (followStore's back-off).
+      await expect.poll(() => seen, { timeout: 25_000 }).toEqual([0]);
       expect(failuresLeft).toBe(0);
     } finally {
       await projection.close();

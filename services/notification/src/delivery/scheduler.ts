@@ -1,10 +1,12 @@
-import type { EventStore, RecordedEvent, Subscription } from "@cheese/event-store";
+import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import {
   type Clock,
   DomainError,
   endSpan,
   extractTrace,
+  type Follower,
   foldEvents,
+  followStore,
   handleCommand,
   type Logger,
   SpanKind,
@@ -19,6 +21,7 @@ import {
   type DeliveryState,
   deliveryDecider,
   deliveryStream,
+  isFinished,
   type RetryDelays,
 } from "../domain/delivery.ts";
 import {
@@ -116,7 +119,7 @@ export class DeliveryScheduler {
   private inFlight = 0;
   private position: number | undefined;
   private savedPosition: number | undefined;
-  private subscription: Subscription | undefined;
+  private following: Promise<Follower> | undefined;
   private timer: Timer | undefined;
   private snapshotTimer: Timer | undefined;
   private tickQueued = false;
@@ -148,7 +151,7 @@ export class DeliveryScheduler {
   start(): void {
     void this.restore().then(() => {
       if (this.closed) return;
-      this.subscribe();
+      this.following = this.follow();
       const every = this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS;
       if (this.options.snapshots) {
         this.snapshotTimer = this.clock.setInterval(() => void this.saveSnapshot(), every);
@@ -183,7 +186,7 @@ export class DeliveryScheduler {
     this.closed = true;
     this.timer?.cancel();
     this.snapshotTimer?.cancel();
-    await this.subscription?.close();
+    await (await this.following)?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
     await this.saveSnapshot();
@@ -256,11 +259,15 @@ export class DeliveryScheduler {
     );
   }
 
-  private subscribe(): void {
-    this.subscription = this.options.store.subscribe({
+  /** Follows the delivery and registration events from the schedule's position (`followStore`). */
+  private follow(): Promise<Follower> {
+    return followStore({
+      name: "delivery scheduler",
+      eventStore: this.options.store,
       categories: ["delivery", "webhook"],
-      ...(this.position !== undefined ? { after: this.position } : {}),
-      handler: async (event) => {
+      logger: this.options.logger,
+      after: () => this.position,
+      handle: async (event) => {
         if (event.streamName.startsWith("webhook-")) await this.applyWebhookEvent(event);
         else await this.applyDeliveryEvent(event);
         this.position = event.position;
@@ -269,10 +276,6 @@ export class DeliveryScheduler {
       onCaughtUp: () => {
         this.markReady();
         this.wake();
-      },
-      onError: (error) => {
-        this.options.logger.error({ err: error }, "delivery scheduler stopped; restarting in 1s");
-        if (!this.closed) setTimeout(() => !this.closed && this.subscribe(), 1000).unref();
       },
     });
   }
@@ -338,10 +341,9 @@ export class DeliveryScheduler {
     }
     let next: DeliveryState;
     let revision = event.revision;
-    if (tracked) {
-      next = deliveryDecider.evolve(tracked, domainEvent);
-    } else if (event.type === "DeliveryCreated") {
-      next = deliveryDecider.evolve(deliveryDecider.initialState(), domainEvent);
+    if (tracked || event.type === "DeliveryCreated") {
+      // The one fold of a delivery: the decider's evolve, as the deliveries projection folds it.
+      next = deliveryDecider.evolve(tracked ?? deliveryDecider.initialState(), domainEvent);
     } else {
       // A delivery we stopped tracking (finished) has moved again, e.g. a replay: read it whole.
       const events = await this.options.store.readStream(event.streamName);
@@ -379,7 +381,7 @@ export class DeliveryScheduler {
     if (current && current.revision >= revision) return;
     if (revision <= (this.finished.get(deliveryId)?.revision ?? -1)) return;
     if (state.status === "absent") return;
-    if (state.status === "delivered" || state.status === "cancelled" || state.status === "dead_lettered") {
+    if (isFinished(state)) {
       this.index.delete(deliveryId);
       this.traces.delete(deliveryId);
       this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
