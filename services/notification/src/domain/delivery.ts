@@ -101,6 +101,10 @@ export type DeliveryState =
 
 export const deliveryStream = (id: number) => `delivery-${id}`;
 
+/** A delivery that waits for nothing more: delivered, cancelled, or in the dead letter queue until a replay. */
+export const isFinished = (state: DeliveryState): boolean =>
+  state.status === "delivered" || state.status === "cancelled" || state.status === "dead_lettered";
+
 const at = (iso: string, plusMs: number) => new Date(Date.parse(iso) + plusMs).toISOString();
 
 export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEvent> = {

@@ -1,7 +1,7 @@
 import type { DeliveryAttempt, DeliveryStatus, WebhookEventKind } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
-import type { DeliveryEvent } from "../domain/delivery.ts";
+import { type DeliveryEvent, type DeliveryState, deliveryDecider } from "../domain/delivery.ts";
 
 /**
  * The `deliveries` read model behind GET /webhooks/{id}/deliveries. Attempts are kept in an
@@ -16,6 +16,9 @@ export interface DeliveryDocument extends Document {
   status: DeliveryStatus;
   /** The current round: 0, then n after the nth replay (a replay names the round it found). */
   round: number;
+  /** Attempts made in the current round, and when the one in flight (if any) started. */
+  attempt: number;
+  startedAt: string | null;
   deadLettered: boolean;
   attempts: Record<string, DeliveryAttempt>;
   nextAttemptAt: string | null;
@@ -26,7 +29,7 @@ export interface DeliveryDocument extends Document {
 export const DELIVERIES = "deliveries";
 
 /** Raise when projectDelivery writes something else: the read model is rebuilt (architecture.md). */
-export const DELIVERIES_VERSION = 2;
+export const DELIVERIES_VERSION = 3;
 
 /** The `deliveries` collection's indexes and every query run on it (handlers/). */
 export const deliveriesCollection: CollectionDefinition = {
@@ -69,73 +72,93 @@ export const deliveriesCollection: CollectionDefinition = {
   ],
 };
 
-const attemptKey = (round: number, attempt: number) => `attempts.r${round}a${attempt}`;
-
-export async function projectDelivery(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
-  const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
-  const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
-  const update = updateFor(domainEvent);
-  if (!update) return;
-  const deliveries = readModels.collection<DeliveryDocument>(DELIVERIES);
-  await deliveries.upsert(deliveryId, event.revision, await wholeAttempts(deliveries, deliveryId, update));
-}
+const attemptKey = (round: number, attempt: number) => `r${round}a${attempt}`;
 
 /**
- * The same update with the changes to `attempts.<key>[.<field>]` applied to the stored attempts
- * and set as one top-level field: the embedded read models apply top-level `$set`s directly, but
- * run dotted paths through their query engine, which was a tenth of this service's CPU per
+ * The delivery's state is folded by the decider's `evolve`, the one fold of a delivery (the
+ * scheduler uses it too), from the state the document holds; the projection adds only what the
+ * state does not keep: the log of attempts and when the delivery last changed. The attempts are
+ * set whole as one top-level field: the embedded read models apply top-level `$set`s directly,
+ * but run dotted paths through their query engine, which was a tenth of this service's CPU per
  * delivery. The projection applies a delivery's events one after the other, and an update at an
  * older revision than the stored one is refused, so reading first changes nothing.
  */
-async function wholeAttempts(
-  deliveries: ReturnType<ReadModelStore["collection"]>,
-  deliveryId: number,
-  update: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
-  const set = { ...((update.$set as Record<string, unknown> | undefined) ?? {}) };
-  const unset = { ...((update.$unset as Record<string, unknown> | undefined) ?? {}) };
-  const touched = [...Object.keys(set), ...Object.keys(unset)].filter((k) => k.startsWith("attempts."));
-  if (touched.length === 0) return update;
-  const stored = (await deliveries.findOne({ _id: deliveryId })) as DeliveryDocument | null;
-  const attempts: Record<string, Record<string, unknown>> = structuredClone(stored?.attempts ?? {}) as never;
-  for (const [path, value] of Object.entries(set)) {
-    if (!path.startsWith("attempts.")) continue;
-    delete set[path];
-    const [, key, field] = path.split(".") as [string, string, string | undefined];
-    if (field === undefined) attempts[key] = structuredClone(value) as Record<string, unknown>;
-    else attempts[key] = { ...(attempts[key] ?? {}), [field]: value };
-  }
-  for (const path of Object.keys(unset)) {
-    if (!path.startsWith("attempts.")) continue;
-    delete unset[path];
-    delete attempts[path.split(".")[1]!];
-  }
+export async function projectDelivery(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
+  const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
+  const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
+  const changedAt = changeTime(domainEvent);
+  if (changedAt === undefined) return;
+  const deliveries = readModels.collection<DeliveryDocument>(DELIVERIES);
+  const stored =
+    domainEvent.type === "DeliveryCreated" ? null : await deliveries.findOne({ _id: deliveryId });
+  const state = deliveryDecider.evolve(stateOf(stored), domainEvent);
+  if (state.status === "absent") return;
+  const { webhookId, eventId, eventType, createdAt, status, round, attempt, dueAt, startedAt } = state;
+  await deliveries.upsert(deliveryId, event.revision, {
+    $set: {
+      id: deliveryId,
+      webhookId,
+      eventId,
+      eventType,
+      createdAt,
+      status,
+      round,
+      attempt,
+      startedAt,
+      deadLettered: status === "dead_lettered",
+      nextAttemptAt: dueAt,
+      attempts: attemptsAfter(stored?.attempts ?? {}, domainEvent),
+      updatedAt: changedAt,
+    },
+  });
+}
+
+/** The delivery's state as the document holds it (all of it but the body, which it does not need). */
+function stateOf(document: DeliveryDocument | null): DeliveryState {
+  if (!document) return deliveryDecider.initialState();
+  const { _id, webhookId, eventId, eventType, createdAt, status, round, attempt, nextAttemptAt, startedAt } =
+    document;
   return {
-    $set: { ...set, attempts },
-    ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}),
+    deliveryId: _id,
+    webhookId,
+    eventId,
+    eventType,
+    body: "",
+    createdAt,
+    status,
+    round,
+    attempt,
+    dueAt: nextAttemptAt,
+    startedAt,
   };
 }
 
-function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
+/** When the event changed the delivery; undefined for an event the projection does not know. */
+function changeTime(event: DeliveryEvent): string | undefined {
   switch (event.type) {
-    case "DeliveryCreated": {
-      const { deliveryId, webhookId, eventId, eventType, createdAt, dueAt } = event.data;
-      return {
-        $set: {
-          webhookId,
-          eventId,
-          eventType,
-          status: "pending",
-          round: 0,
-          deadLettered: false,
-          attempts: {},
-          nextAttemptAt: dueAt,
-          createdAt,
-          updatedAt: createdAt,
-          id: deliveryId,
-        },
-      };
-    }
+    case "DeliveryCreated":
+      return event.data.createdAt;
+    case "AttemptStarted":
+      return event.data.startedAt;
+    case "AttemptSucceeded":
+    case "AttemptFailed":
+      return event.data.finishedAt;
+    case "AttemptWithdrawn":
+    case "DeliveryDeadLettered":
+    case "DeliveryReplayed":
+    case "DeliveryCancelled":
+      return event.data.at;
+    default:
+      return undefined;
+  }
+}
+
+/** The log of attempts after the event: each attempt's entry, from its start to its result. */
+function attemptsAfter(
+  stored: Record<string, DeliveryAttempt>,
+  event: DeliveryEvent,
+): Record<string, DeliveryAttempt> {
+  switch (event.type) {
     case "AttemptStarted": {
       const { round, attempt, startedAt } = event.data;
       const entry: DeliveryAttempt = {
@@ -147,72 +170,24 @@ function updateFor(event: DeliveryEvent): Record<string, unknown> | undefined {
         error: null,
         durationMs: null,
       };
-      return {
-        $set: {
-          status: "attempting",
-          nextAttemptAt: null,
-          updatedAt: startedAt,
-          [attemptKey(round, attempt)]: entry,
-        },
-      };
+      return { ...stored, [attemptKey(round, attempt)]: entry };
     }
     case "AttemptSucceeded": {
-      const { round, attempt, statusCode, durationMs, finishedAt } = event.data;
+      const { round, attempt, statusCode, durationMs } = event.data;
       const key = attemptKey(round, attempt);
-      return {
-        $set: {
-          status: "delivered",
-          updatedAt: finishedAt,
-          [`${key}.outcome`]: "succeeded",
-          [`${key}.statusCode`]: statusCode,
-          [`${key}.durationMs`]: durationMs,
-        },
-      };
+      return { ...stored, [key]: { ...stored[key]!, outcome: "succeeded", statusCode, durationMs } };
     }
     case "AttemptFailed": {
-      const { round, attempt, outcome, statusCode, error, durationMs, finishedAt, nextAttemptAt } =
-        event.data;
+      const { round, attempt, outcome, statusCode, error, durationMs } = event.data;
       const key = attemptKey(round, attempt);
-      return {
-        $set: {
-          status: nextAttemptAt ? "retry_scheduled" : "dead_lettered",
-          deadLettered: nextAttemptAt === null,
-          nextAttemptAt,
-          updatedAt: finishedAt,
-          [`${key}.outcome`]: outcome,
-          [`${key}.statusCode`]: statusCode,
-          [`${key}.error`]: error,
-          [`${key}.durationMs`]: durationMs,
-        },
-      };
+      return { ...stored, [key]: { ...stored[key]!, outcome, statusCode, error, durationMs } };
     }
     case "AttemptWithdrawn": {
-      const { round, attempt, at } = event.data;
-      return {
-        $set: { status: attempt > 1 ? "retry_scheduled" : "pending", nextAttemptAt: at, updatedAt: at },
-        $unset: { [attemptKey(round, attempt)]: "" },
-      };
+      const { [attemptKey(event.data.round, event.data.attempt)]: _withdrawn, ...rest } = stored;
+      return rest;
     }
-    case "DeliveryDeadLettered":
-      return {
-        $set: { status: "dead_lettered", deadLettered: true, nextAttemptAt: null, updatedAt: event.data.at },
-      };
-    case "DeliveryReplayed":
-      return {
-        $set: {
-          status: "pending",
-          round: event.data.round,
-          deadLettered: false,
-          nextAttemptAt: event.data.dueAt,
-          updatedAt: event.data.at,
-        },
-      };
-    case "DeliveryCancelled":
-      return {
-        $set: { status: "cancelled", deadLettered: false, nextAttemptAt: null, updatedAt: event.data.at },
-      };
     default:
-      return undefined;
+      return stored;
   }
 }
 
