@@ -22,6 +22,21 @@ describe("followStore", () => {
     dir.remove();
   });
 
+  /** The store, whose subscriptions fail at once while `failing()` says so; counts subscriptions. */
+  const flakyStore = (failing: () => boolean) => {
+    const counted = { subscriptions: 0 };
+    const flaky: EventStore = {
+      ...store,
+      subscribe: (options) => {
+        counted.subscriptions += 1;
+        if (!failing()) return store.subscribe(options);
+        queueMicrotask(() => options.onError?.(new Error("connection lost")));
+        return { close: async () => {} };
+      },
+    };
+    return { flaky, counted };
+  };
+
   const append = (n: number) =>
     store.append(`thing-${n}`, [{ type: "Made", data: { n } }], { expectedRevision: "no_stream" });
 
@@ -68,17 +83,7 @@ describe("followStore", () => {
     const clock = new ManualClock();
     let fail = true;
     let caughtUp = 0;
-    const subscribe = store.subscribe.bind(store);
-    const flaky: EventStore = {
-      ...store,
-      subscribe: (options) => {
-        if (fail) {
-          queueMicrotask(() => options.onError?.(new Error("connection lost")));
-          return { close: async () => {} };
-        }
-        return subscribe(options);
-      },
-    };
+    const { flaky } = flakyStore(() => fail);
     follower = await followStore({
       name: "test follower",
       eventStore: flaky,
@@ -114,15 +119,7 @@ describe("followStore", () => {
 
   it("a close during the pause cancels the restart", async () => {
     const clock = new ManualClock();
-    let subscriptions = 0;
-    const flaky: EventStore = {
-      ...store,
-      subscribe: (options) => {
-        subscriptions += 1;
-        queueMicrotask(() => options.onError?.(new Error("connection lost")));
-        return { close: async () => {} };
-      },
-    };
+    const { flaky, counted } = flakyStore(() => true);
     const stopped = await followStore({
       name: "test follower",
       eventStore: flaky,
@@ -135,6 +132,6 @@ describe("followStore", () => {
     await expect.poll(() => stopped.failures).toBe(1);
     await stopped.close();
     await clock.advance(60_000);
-    expect(subscriptions).toBe(1);
+    expect(counted.subscriptions).toBe(1);
   });
 });
