@@ -37,6 +37,19 @@ describe("followStore", () => {
     return { flaky, counted };
   };
 
+  /** A follower of `thing` events from the start that does nothing with them. */
+  const idleFollower = (eventStore: EventStore, clock: ManualClock, onCaughtUp?: () => void) =>
+    followStore({
+      name: "test follower",
+      eventStore,
+      categories: ["thing"],
+      logger,
+      clock,
+      after: () => undefined,
+      handle: async () => {},
+      ...(onCaughtUp ? { onCaughtUp } : {}),
+    });
+
   const append = (n: number) =>
     store.append(`thing-${n}`, [{ type: "Made", data: { n } }], { expectedRevision: "no_stream" });
 
@@ -84,17 +97,8 @@ describe("followStore", () => {
     let fail = true;
     let caughtUp = 0;
     const { flaky } = flakyStore(() => fail);
-    follower = await followStore({
-      name: "test follower",
-      eventStore: flaky,
-      categories: ["thing"],
-      logger,
-      clock,
-      after: () => undefined,
-      handle: async () => {},
-      onCaughtUp: () => {
-        caughtUp += 1;
-      },
+    follower = await idleFollower(flaky, clock, () => {
+      caughtUp += 1;
     });
     await expect.poll(() => follower?.failures).toBe(1);
     let pause = 1_000;
@@ -120,15 +124,7 @@ describe("followStore", () => {
   it("a close during the pause cancels the restart", async () => {
     const clock = new ManualClock();
     const { flaky, counted } = flakyStore(() => true);
-    const stopped = await followStore({
-      name: "test follower",
-      eventStore: flaky,
-      categories: ["thing"],
-      logger,
-      clock,
-      after: () => undefined,
-      handle: async () => {},
-    });
+    const stopped = await idleFollower(flaky, clock);
     await expect.poll(() => stopped.failures).toBe(1);
     await stopped.close();
     await clock.advance(60_000);
