@@ -4,8 +4,11 @@ import type { Logger } from "./logger.ts";
 
 /** The first pause before a failed follower subscribes again; each failure in a row doubles it. */
 export const FOLLOW_RESTART_MS = 1_000;
-/** The longest pause between two attempts to follow the store again. */
-export const FOLLOW_RESTART_MAX_MS = 30_000;
+/**
+ * The longest pause between two attempts to follow the store again: short enough that a service
+ * is back within a few seconds of its dependency (the relay's events, a projection's reads).
+ */
+export const FOLLOW_RESTART_MAX_MS = 4_000;
 
 export interface FollowOptions {
   /** Who follows, in logs: "projection cheeses", "event publisher", "delivery scheduler". */
