@@ -130,23 +130,31 @@ export type SignedHeaders = {
  * Signs a body as Cheese Store does a delivery: both signatures, for the envelope `id`. For
  * testing a receiver: send `body` with these headers and it must be accepted, and refused once
  * anything changes.
+ *
+ * `secret` may be a list, current first, as during a secret rotation's overlap: then
+ * `webhook-signature` carries one `v1,` signature per secret, space-separated (Standard
+ * Webhooks), and `X-Cheese-Signature`, which has room for one, the current secret's.
  */
 export function signWebhook(
-  secret: string,
+  secret: string | readonly string[],
   body: RawBody,
   options: { id: string; timestampSeconds?: number },
 ): SignedHeaders {
+  const secrets = typeof secret === "string" ? [secret] : secret;
+  const [current] = secrets;
+  if (current === undefined) throw new TypeError("signing needs a secret");
   const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
   const bytes = toBytes(body);
-  const cheese = createHmac("sha256", Buffer.from(secret, "utf8")).update(bytes).digest("hex");
-  const standard = createHmac("sha256", standardSigningKey(secret))
-    .update(Buffer.concat([Buffer.from(`${options.id}.${timestamp}.`, "utf8"), bytes]))
-    .digest("base64");
+  const cheese = createHmac("sha256", Buffer.from(current, "utf8")).update(bytes).digest("hex");
+  const signed = Buffer.concat([Buffer.from(`${options.id}.${timestamp}.`, "utf8"), bytes]);
+  const standard = secrets.map(
+    (each) => `v1,${createHmac("sha256", standardSigningKey(each)).update(signed).digest("base64")}`,
+  );
   return {
     "X-Cheese-Signature": `sha256=${cheese}`,
     "webhook-id": options.id,
     "webhook-timestamp": timestamp,
-    "webhook-signature": `v1,${standard}`,
+    "webhook-signature": standard.join(" "),
   };
 }
 
