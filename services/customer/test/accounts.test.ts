@@ -2,9 +2,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { apiKeyHash, type CustomerFields } from "@cheese/contracts";
-import { createSqliteEventStore } from "@cheese/event-store";
-import { createMemoryReadModels } from "@cheese/read-models";
-import { createLogger, IdAllocator, startProjection } from "@cheese/service-kit";
+import { createInProcessBroker } from "@cheese/messaging";
+import { createLogger, type RunningService, startService } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticateApiKey, createApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
@@ -19,13 +18,14 @@ import {
   registerCustomer,
 } from "../src/handlers/register-customer.ts";
 import { replaceCustomer } from "../src/handlers/replace-customer.ts";
-import { PasswordChecker } from "../src/passwords.ts";
-import { createFileKeyStore } from "../src/personal-data/key-store.ts";
-import { PersonalDataVault } from "../src/personal-data/vault.ts";
-import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "../src/projections/api-keys.ts";
+import { customerService } from "../src/main.ts";
+import type { PersonalDataVault } from "../src/personal-data/vault.ts";
 
 const context = { requestId: "test", correlationId: "test" };
+let root: string;
+/** The service's own folder under DATA_DIR: its event store and personal-data keys. */
 let dir: string;
+let service: RunningService<CustomerDeps>;
 let deps: CustomerDeps;
 let counter = 0;
 const clock = new ManualClock();
@@ -41,38 +41,22 @@ const fields = (overrides: Partial<CustomerFields> = {}): CustomerFields => {
   };
 };
 
+/** The service as `main.ts` wires it, over a temporary DATA_DIR; its handlers called directly. */
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "customer-accounts-"));
-  const store = createSqliteEventStore({ file: join(dir, "events.sqlite") });
-  const readModels = createMemoryReadModels();
-  const vault = new PersonalDataVault(createFileKeyStore(join(dir, "keys")));
-  const apiKeys = await startProjection({
-    name: "api_keys",
-    version: API_KEYS_VERSION,
-    collections: [apiKeysCollection],
-    eventStore: store,
-    readModels,
-    categories: ["customer"],
-    apply: projectApiKeys((id) => vault.erase(id)),
-    logger: createLogger("test", "silent"),
-  });
-  deps = {
-    store,
+  root = mkdtempSync(join(tmpdir(), "customer-accounts-"));
+  dir = join(root, "customer");
+  service = await startService(customerService, {
+    env: { DATA_DIR: root, LOG_LEVEL: "silent" },
+    bus: createInProcessBroker().connect("customer"),
+    logger: createLogger("customer", "silent"),
     clock,
-    customerIds: new IdAllocator(store, "customer"),
-    apiKeyIds: new IdAllocator(store, "apikey"),
-    vault,
-    passwords: new PasswordChecker(),
-    cheeses: async () => undefined,
-    readModels,
-    apiKeys,
-    apiKeyLifetimeMs: 90 * 24 * 3_600_000,
-  };
+  });
+  // No catalogue here: a favourite cheese is never found.
+  deps = { ...service.wired, cheeses: async () => undefined };
 });
 afterAll(async () => {
-  await deps.apiKeys.close();
-  await deps.store.close();
-  rmSync(dir, { recursive: true, force: true });
+  await service.stop();
+  rmSync(root, { recursive: true, force: true });
 });
 
 describe("registration on the write side", () => {
