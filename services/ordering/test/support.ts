@@ -9,6 +9,7 @@ import {
 } from "@cheese/messaging";
 import { type Clock, createLogger, type RunningService } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import type { OrderingDeps } from "../src/handlers/deps.ts";
 import { start } from "../src/main.ts";
 
 /**
@@ -82,7 +83,7 @@ export async function orderingOn(
   env: Record<string, string> = {},
   dataDir = tempDir("ordering"),
   clock?: Clock,
-): Promise<{ service: RunningService; dataDir: { path: string; remove: () => void } }> {
+): Promise<{ service: RunningService<OrderingDeps>; dataDir: { path: string; remove: () => void } }> {
   const service = await start({
     env: { DATA_DIR: dataDir.path, LOG_LEVEL: "silent", ORDER_AUTO_APPROVE_DELAY: "0s", ...env },
     bus: broker.connect("ordering"),
