@@ -1,6 +1,6 @@
 import type { MessageBus } from "@cheese/messaging";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayAndNotification } from "./support/gateway-and-notification.ts";
+import { gatewayAndNotification } from "./support/gateway-in-process.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON

@@ -1,6 +1,6 @@
 import { Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayAndNotification, PUBLIC_URL } from "./support/gateway-and-notification.ts";
+import { gatewayAndNotification, PUBLIC_URL } from "./support/gateway-in-process.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
 
 const allKinds = [
