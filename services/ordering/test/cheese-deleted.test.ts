@@ -2,11 +2,12 @@ import type { EventStore } from "@cheese/event-store";
 import type { FindOptions, ReadModelStore } from "@cheese/read-models";
 import { contextFromHeaders } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
+import { address } from "@cheese/testing/stand-ins";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "../src/handlers/cheese-deleted.ts";
 import type { OrderingDeps } from "../src/handlers/deps.ts";
-import { address, newBroker, orderingOn } from "./support.ts";
+import { newBroker, orderingOn } from "./support.ts";
 
 const at = "2026-11-22T10:00:00.000Z";
 const placed = (orderId: number, cheeseId: number): OrderEvent => ({
