@@ -15,7 +15,7 @@ RUN mkdir -p /all /prod \
  && cp --parents package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc scripts/build-argon2.mjs \
       */*/package.json /all/ \
  && cp -a /all/. /prod/ \
- && rm -rf /prod/packages/testing /prod/packages/webhook-signature /prod/packages/client /prod/apps/cluster
+ && rm -rf /prod/packages/testing /prod/packages/client /prod/apps/cluster
 
 FROM node:${NODE_MAJOR}-bookworm-slim AS deps
 # argon2 and better-sqlite3 are compiled from source (see scripts/build-argon2.mjs).

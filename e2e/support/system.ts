@@ -14,7 +14,7 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** Credentials every system started by the tests knows (see `credentials.ts`). */
 export const OPERATOR_KEY = "e2e-operator-key";
 export const OPERATOR_CLIENT = { id: "e2e-operator", secret: "e2e-operator-secret" };
-const defaultCredentials = {
+export const defaultCredentials = {
   API_KEYS: `${OPERATOR_KEY}:enterprise`,
   OAUTH_CLIENTS: JSON.stringify([
     {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "@hono/zod-openapi";
 import { Cheese } from "./cheese.ts";
 
@@ -198,6 +199,16 @@ export type CustomerBatchResult = z.infer<typeof CustomerBatchResult>;
 
 /** Customer API keys start with this, so the gateway asks the customer service only about likely keys. */
 export const CUSTOMER_API_KEY_PREFIX = "chs_";
+
+/**
+ * What an API key is known by once issued: the hex SHA-256 of the key as presented. The customer
+ * service stores a key only as this and the gateway asks for its owner by it
+ * (`customer.api_key.authenticate`), so both sides must compute it here; the gateway keeps its
+ * operator keys (`API_KEYS`) the same way.
+ */
+export function apiKeyHash(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
 
 /** A customer's personal API key, as listed (the key itself is shown only on creation). */
 export const ApiKeySummary = z

@@ -52,11 +52,17 @@ export interface ServiceContext<C extends BaseConfig> {
   addCheck(name: string, check: ReadinessCheck): void;
 }
 
-export interface ServiceDefinition<C extends BaseConfig> {
+/**
+ * A service: its configuration, the adapters it needs, and `start`, the one function that wires
+ * it (projections, consumers, handlers' dependencies, RPCs) over a context. `startService` calls
+ * it in production and in tests alike; what it returns (the service's `deps`) is handed back as
+ * `RunningService.wired`, so a test calls the handlers with exactly what production wired.
+ */
+export interface ServiceDefinition<C extends BaseConfig, W = void> {
   name: string;
   configSchema: z.ZodType<C>;
   needs: { eventStore?: boolean; readModels?: boolean; blobs?: boolean };
-  start(context: ServiceContext<C>): Promise<void>;
+  start(context: ServiceContext<C>): Promise<W>;
 }
 
 export interface StartOptions {
@@ -70,9 +76,11 @@ export interface StartOptions {
   spanExporter?: SpanExporter;
 }
 
-export interface RunningService {
+export interface RunningService<W = unknown> {
   name: string;
   healthPort: number;
+  /** What the definition's `start` returned: the service's wired dependencies. */
+  wired: W;
   stop(): Promise<void>;
 }
 
@@ -93,10 +101,10 @@ const unavailable = <T>(what: string): T =>
   }) as T;
 
 /** Opens the adapters the service needs, wires it, and serves its health endpoints and RPC. */
-export async function startService<C extends BaseConfig>(
-  definition: ServiceDefinition<C>,
+export async function startService<C extends BaseConfig, W = void>(
+  definition: ServiceDefinition<C, W>,
   options: StartOptions = {},
-): Promise<RunningService> {
+): Promise<RunningService<W>> {
   const name = definition.name;
   const config = loadConfig(definition.configSchema as unknown as z.ZodObject, options.env) as C;
   const logger = options.logger ?? createLogger(name, config.LOG_LEVEL);
@@ -180,7 +188,7 @@ export async function startService<C extends BaseConfig>(
     },
   };
 
-  await definition.start(context);
+  const wired = await definition.start(context);
   servers.push(bus.serve(`${name}.health`, { queue: name }, async () => runChecks(checks)));
   const health = await startHealthServer(config.HEALTH_PORT, checks, config.HEALTH_HOST);
   const busKind = ownsBus ? "nats" : "in-process";
@@ -191,6 +199,7 @@ export async function startService<C extends BaseConfig>(
   return {
     name,
     healthPort: health.port,
+    wired,
     stop() {
       stopping ??= (async () => {
         // Stop taking work, let in-flight work finish, then close connections.

@@ -124,7 +124,7 @@ export interface ServiceSpecOptions {
  * ```
  */
 export async function serviceSpec<C extends BaseConfig>(
-  definition: ServiceDefinition<C>,
+  definition: ServiceDefinition<C, unknown>,
   options: ServiceSpecOptions = {},
 ): Promise<ServiceSpec> {
   const dir = mkdtempSync(join(tmpdir(), `${definition.name}-spec-`));

@@ -58,7 +58,7 @@ export function verifyCheeseSignature(
   if (!header) throw new WebhookVerificationError("missing X-Cheese-Signature");
   const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim());
   if (!match) throw new WebhookVerificationError("X-Cheese-Signature is not sha256=<64 hex digits>");
-  const expected = createHmac("sha256", Buffer.from(secret, "utf8")).update(toBytes(body)).digest();
+  const expected = cheeseMac(secret, toBytes(body));
   if (!timingSafeEqual(expected, Buffer.from(match[1]!, "hex"))) {
     throw new WebhookVerificationError("X-Cheese-Signature does not match the body");
   }
@@ -82,8 +82,7 @@ export function verifyStandardSignature(
   if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? 300)) {
     throw new WebhookVerificationError("webhook-timestamp is too far from now (a replayed request?)");
   }
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, "utf8"), toBytes(body)]);
-  const expected = createHmac("sha256", standardSigningKey(secret)).update(signed).digest();
+  const expected = standardMac(secret, id, timestamp, toBytes(body));
   // Several space-separated signatures may be sent (key rotation); any v1 match is enough.
   for (const candidate of signatures.split(" ")) {
     const [version, value] = candidate.split(",", 2);
@@ -130,24 +129,41 @@ export type SignedHeaders = {
  * Signs a body as Cheese Store does a delivery: both signatures, for the envelope `id`. For
  * testing a receiver: send `body` with these headers and it must be accepted, and refused once
  * anything changes.
+ *
+ * `secret` may be a list, current first, as during a secret rotation's overlap: then
+ * `webhook-signature` carries one `v1,` signature per secret, space-separated (Standard
+ * Webhooks), and `X-Cheese-Signature`, which has room for one, the current secret's.
  */
 export function signWebhook(
-  secret: string,
+  secret: string | readonly string[],
   body: RawBody,
   options: { id: string; timestampSeconds?: number },
 ): SignedHeaders {
+  const secrets = typeof secret === "string" ? [secret] : secret;
+  const [current] = secrets;
+  if (current === undefined) throw new TypeError("signing needs a secret");
   const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
   const bytes = toBytes(body);
-  const cheese = createHmac("sha256", Buffer.from(secret, "utf8")).update(bytes).digest("hex");
-  const standard = createHmac("sha256", standardSigningKey(secret))
-    .update(Buffer.concat([Buffer.from(`${options.id}.${timestamp}.`, "utf8"), bytes]))
-    .digest("base64");
+  const standard = secrets.map(
+    (each) => `v1,${standardMac(each, options.id, timestamp, bytes).toString("base64")}`,
+  );
   return {
-    "X-Cheese-Signature": `sha256=${cheese}`,
+    "X-Cheese-Signature": `sha256=${cheeseMac(current, bytes).toString("hex")}`,
     "webhook-id": options.id,
     "webhook-timestamp": timestamp,
-    "webhook-signature": `v1,${standard}`,
+    "webhook-signature": standard.join(" "),
   };
+}
+
+/** X-Cheese-Signature's HMAC: of the body, keyed with the secret string as shown. */
+function cheeseMac(secret: string, body: Uint8Array): Buffer {
+  return createHmac("sha256", Buffer.from(secret, "utf8")).update(body).digest();
+}
+
+/** The Standard Webhooks HMAC: of `{id}.{timestamp}.{body}`, keyed with the secret's bytes. */
+function standardMac(secret: string, id: string, timestamp: string, body: Uint8Array): Buffer {
+  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, "utf8"), body]);
+  return createHmac("sha256", standardSigningKey(secret)).update(signed).digest();
 }
 
 function toBytes(body: RawBody): Uint8Array {

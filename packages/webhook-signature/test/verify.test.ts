@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  signWebhook,
   standardSigningKey,
   verifyCheeseSignature,
   verifyStandardSignature,
@@ -114,5 +115,45 @@ describe("verifyWebhook", () => {
         now,
       ),
     ).toThrow(/differs/);
+  });
+});
+
+describe("signWebhook", () => {
+  it("reproduces the published Standard Webhooks vector", () => {
+    const signed = signWebhook(vector.secret, vector.body, {
+      id: vector.id,
+      timestampSeconds: Number(vector.timestamp),
+    });
+    expect(signed).toMatchObject({
+      "webhook-id": vector.id,
+      "webhook-timestamp": vector.timestamp,
+      "webhook-signature": vector.signature,
+    });
+    expect(() =>
+      verifyCheeseSignature(vector.secret, vector.body, signed["X-Cheese-Signature"]),
+    ).not.toThrow();
+  });
+
+  it("during a rotation signs webhook-signature with every secret, X-Cheese-Signature with the current one", () => {
+    const previous = "whsec_3q2+7w8kVw1cKp0o2Ck9xq9VfEo0Q3B6v7yYlEoNnXc=";
+    const body = JSON.stringify({
+      id: "evt_2",
+      type: "webhook.test",
+      created_at: "2026-01-01T00:00:00Z",
+      data: {},
+    });
+    const signed = signWebhook([vector.secret, previous], body, { id: "evt_2" });
+    expect(signed["webhook-signature"].split(" ")).toHaveLength(2);
+    expect(signed["webhook-signature"].split(" ")[0]).toBe(
+      signWebhook(vector.secret, body, {
+        id: "evt_2",
+        timestampSeconds: Number(signed["webhook-timestamp"]),
+      })["webhook-signature"],
+    );
+    expect(verifyWebhook(vector.secret, body, signed)).toMatchObject({ id: "evt_2" });
+    expect(() => verifyStandardSignature(previous, body, signed)).not.toThrow();
+    expect(() => verifyCheeseSignature(previous, body, signed["X-Cheese-Signature"])).toThrow(
+      /does not match/,
+    );
   });
 });

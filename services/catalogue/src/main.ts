@@ -27,10 +27,12 @@ import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
 import { CHEESES_VERSION, cheesesCollection, projectCheese } from "./projections/cheeses.ts";
 
-export const catalogueService: ServiceDefinition<CatalogueConfig> = {
+export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps> = {
   name: "catalogue",
   configSchema: catalogueConfigSchema,
   needs: { eventStore: true, readModels: true, blobs: true },
+  // The wiring of the service, production's and the tests' alike (startService runs it; what
+  // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {
     const { eventStore: store, readModels, logger } = ctx;
     const projection = await startProjection({
@@ -88,6 +90,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig> = {
     // the connection (notices sent meanwhile may be lost): anything may have changed.
     noticeEverythingChanged(ctx.bus);
     ctx.onStop(ctx.bus.onConnectionChange((connected) => connected && noticeEverythingChanged(ctx.bus)));
+    return deps;
   },
 };
 

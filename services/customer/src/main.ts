@@ -27,10 +27,12 @@ import { createFileKeyStore, type KeyStore } from "./personal-data/key-store.ts"
 import { PersonalDataVault } from "./personal-data/vault.ts";
 import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "./projections/api-keys.ts";
 
-export const customerService: ServiceDefinition<CustomerConfig> = {
+export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = {
   name: "customer",
   configSchema: customerConfigSchema,
   needs: { eventStore: true, readModels: true },
+  // The wiring of the service, production's and the tests' alike (startService runs it; what
+  // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {
     const { eventStore: store, readModels, logger, config, bus } = ctx;
     // Keys shared by every replica on every host: MongoDB in production, files on one host.
@@ -116,6 +118,7 @@ export const customerService: ServiceDefinition<CustomerConfig> = {
     ctx.serve(customerRpc.openPersonalData, (request) => openPersonalData(deps, request));
     ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
     ctx.serve(customerRpc.export, (request, context) => exportCustomer(deps, request, context));
+    return deps;
   },
 };
 

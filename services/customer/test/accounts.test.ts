@@ -1,13 +1,12 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { CustomerFields } from "@cheese/contracts";
-import { createSqliteEventStore } from "@cheese/event-store";
-import { createMemoryReadModels } from "@cheese/read-models";
-import { createLogger, IdAllocator, startProjection } from "@cheese/service-kit";
+import { apiKeyHash, type CustomerFields } from "@cheese/contracts";
+import { createInProcessBroker } from "@cheese/messaging";
+import { createLogger, type RunningService, startService } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticateApiKey, createApiKey, hashApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
+import { authenticateApiKey, createApiKey, revokeApiKey } from "../src/handlers/api-keys.ts";
 import { deleteCustomer } from "../src/handlers/delete-customer.ts";
 import type { CustomerDeps } from "../src/handlers/deps.ts";
 import { exportCustomer } from "../src/handlers/history.ts";
@@ -19,13 +18,14 @@ import {
   registerCustomer,
 } from "../src/handlers/register-customer.ts";
 import { replaceCustomer } from "../src/handlers/replace-customer.ts";
-import { PasswordChecker } from "../src/passwords.ts";
-import { createFileKeyStore } from "../src/personal-data/key-store.ts";
-import { PersonalDataVault } from "../src/personal-data/vault.ts";
-import { API_KEYS_VERSION, apiKeysCollection, projectApiKeys } from "../src/projections/api-keys.ts";
+import { customerService } from "../src/main.ts";
+import type { PersonalDataVault } from "../src/personal-data/vault.ts";
 
 const context = { requestId: "test", correlationId: "test" };
+let root: string;
+/** The service's own folder under DATA_DIR: its event store and personal-data keys. */
 let dir: string;
+let service: RunningService<CustomerDeps>;
 let deps: CustomerDeps;
 let counter = 0;
 const clock = new ManualClock();
@@ -41,38 +41,22 @@ const fields = (overrides: Partial<CustomerFields> = {}): CustomerFields => {
   };
 };
 
+/** The service as `main.ts` wires it, over a temporary DATA_DIR; its handlers called directly. */
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "customer-accounts-"));
-  const store = createSqliteEventStore({ file: join(dir, "events.sqlite") });
-  const readModels = createMemoryReadModels();
-  const vault = new PersonalDataVault(createFileKeyStore(join(dir, "keys")));
-  const apiKeys = await startProjection({
-    name: "api_keys",
-    version: API_KEYS_VERSION,
-    collections: [apiKeysCollection],
-    eventStore: store,
-    readModels,
-    categories: ["customer"],
-    apply: projectApiKeys((id) => vault.erase(id)),
-    logger: createLogger("test", "silent"),
-  });
-  deps = {
-    store,
+  root = mkdtempSync(join(tmpdir(), "customer-accounts-"));
+  dir = join(root, "customer");
+  service = await startService(customerService, {
+    env: { DATA_DIR: root, LOG_LEVEL: "silent" },
+    bus: createInProcessBroker().connect("customer"),
+    logger: createLogger("customer", "silent"),
     clock,
-    customerIds: new IdAllocator(store, "customer"),
-    apiKeyIds: new IdAllocator(store, "apikey"),
-    vault,
-    passwords: new PasswordChecker(),
-    cheeses: async () => undefined,
-    readModels,
-    apiKeys,
-    apiKeyLifetimeMs: 90 * 24 * 3_600_000,
-  };
+  });
+  // No catalogue here: a favourite cheese is never found.
+  deps = { ...service.wired, cheeses: async () => undefined };
 });
 afterAll(async () => {
-  await deps.apiKeys.close();
-  await deps.store.close();
-  rmSync(dir, { recursive: true, force: true });
+  await service.stop();
+  rmSync(root, { recursive: true, force: true });
 });
 
 describe("registration on the write side", () => {
@@ -208,7 +192,7 @@ describe("changing the password or the email", () => {
     await expect(
       getCustomer(deps, { username: frank.username, asCustomer: id }, context),
     ).resolves.toMatchObject({ email: frank.email });
-    await expect(authenticateApiKey(deps, hashApiKey(keyBefore.key))).resolves.toMatchObject({
+    await expect(authenticateApiKey(deps, apiKeyHash(keyBefore.key))).resolves.toMatchObject({
       customerId: id,
     });
 
@@ -240,7 +224,7 @@ describe("changing the password or the email", () => {
     await expect(
       login(deps, { username: frank.username, password: newPassword.password }),
     ).resolves.toMatchObject({ passwordVersion: 1 });
-    await expect(authenticateApiKey(deps, hashApiKey(keyBefore.key))).rejects.toMatchObject({
+    await expect(authenticateApiKey(deps, apiKeyHash(keyBefore.key))).rejects.toMatchObject({
       body: { status: 401 },
     });
     const events = await deps.store.readStream(`customer-${id}`);
@@ -336,26 +320,26 @@ describe("erasure", () => {
 });
 
 describe("API keys", () => {
-  it("finds a key's customer by its hash, and refuses it once revoked or expired", async () => {
+  it("finds a key's customer by apiKeyHash of the key as presented (what the gateway asks with), and refuses it once revoked or expired", async () => {
     const carol = fields();
     const { id } = await registerCustomer(deps, carol, context);
     const issued = await createApiKey(deps, { username: carol.username, asCustomer: id }, context);
-    await expect(authenticateApiKey(deps, hashApiKey(issued.key))).resolves.toMatchObject({
+    await expect(authenticateApiKey(deps, apiKeyHash(issued.key))).resolves.toMatchObject({
       customerId: id,
       username: carol.username,
       keyId: issued.id,
       plan: "free",
     });
     await revokeApiKey(deps, { username: carol.username, asCustomer: id, keyId: issued.id }, context);
-    await expect(authenticateApiKey(deps, hashApiKey(issued.key))).rejects.toMatchObject({
+    await expect(authenticateApiKey(deps, apiKeyHash(issued.key))).rejects.toMatchObject({
       body: { status: 401 },
     });
 
     const shortLived = { ...deps, apiKeyLifetimeMs: 50 };
     const brief = await createApiKey(shortLived, { username: carol.username, asCustomer: id }, context);
-    await expect(authenticateApiKey(deps, hashApiKey(brief.key))).resolves.toMatchObject({ keyId: brief.id });
+    await expect(authenticateApiKey(deps, apiKeyHash(brief.key))).resolves.toMatchObject({ keyId: brief.id });
     await clock.advance(50);
-    await expect(authenticateApiKey(deps, hashApiKey(brief.key))).rejects.toMatchObject({
+    await expect(authenticateApiKey(deps, apiKeyHash(brief.key))).rejects.toMatchObject({
       body: { status: 401, message: "API key expired" },
     });
   });
@@ -398,7 +382,7 @@ describe("the account's part of a data export", () => {
       expect.objectContaining({ id: revoked.id, prefix: revoked.prefix, revoked: true }),
     ]);
     const text = JSON.stringify(exported);
-    for (const secret of [kept.key, revoked.key, hashApiKey(kept.key), hashApiKey(revoked.key)]) {
+    for (const secret of [kept.key, revoked.key, apiKeyHash(kept.key), apiKeyHash(revoked.key)]) {
       expect(text).not.toContain(secret);
     }
     expect(exported.history.map((entry) => entry.type)).toEqual([

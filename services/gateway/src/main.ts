@@ -16,10 +16,18 @@ import { defaultPublicUrl } from "./public-url.ts";
 import { ReadCache } from "./read-cache.ts";
 import { createGatewayServer } from "./server.ts";
 
-export const gatewayService: ServiceDefinition<GatewayConfig> = {
+/** What the gateway's wiring gives back: its app (requests can be made of it in-process) and token service. */
+export interface GatewayWiring {
+  app: ReturnType<typeof createApp>;
+  tokens: TokenService;
+}
+
+export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
   name: "gateway",
   configSchema: gatewayConfigSchema,
   needs: { blobs: true },
+  // The wiring of the service, production's and the tests' alike (startService runs it; what
+  // it returns is `RunningService.wired`).
   async start(ctx) {
     const { config } = ctx;
     const key = await loadSigningKey(
@@ -47,6 +55,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
       });
       ctx.onStop(readCache.follow());
     }
+    const tokens = new TokenService(key, issuer, ctx.clock);
     app = createApp(
       {
         bus: ctx.bus,
@@ -58,7 +67,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
         authorize: createAuthorizer(),
         readCache,
         auth: {
-          tokens: new TokenService(key, issuer, ctx.clock),
+          tokens,
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,
           anonymousPlan: config.ANON_PLAN,
@@ -77,6 +86,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
           if ("closeIdleConnections" in server) server.closeIdleConnections();
         }),
     });
+    return { app, tokens };
   },
 };
 

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { catalogueRpc, customerRpc } from "@cheese/contracts";
+import { apiKeyHash, catalogueRpc, customerRpc } from "@cheese/contracts";
 import { createInProcessBroker, RemoteError, serveRpc } from "@cheese/messaging";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specPlanLimits } from "../src/middleware/plan-limits.ts";
@@ -11,7 +10,6 @@ const PARTNER = { id: "partner", secret: "partner-secret", redirectUri: "https:/
 
 /** Two keys of customer 7; customers 7, 8 and 9 are free (bronze). */
 const keys: Record<string, number> = { chs_first_key_of_seven: 71, chs_second_key_of_seven: 72 };
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /**
  * Whose bucket a request spends, with the spec's plans (free: bursts of 10): a customer's keys
@@ -34,8 +32,10 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
     serveRpc(services, customerRpc.principal, { queue: "customer" }, async ({ customerId }) =>
       principal(customerId),
     );
+    // Knows a key by its apiKeyHash, as the customer service stores it: a gateway that asked by
+    // anything else would find no key and answer 401.
     serveRpc(services, customerRpc.authenticateApiKey, { queue: "customer" }, async ({ keyHash }) => {
-      const entry = Object.entries(keys).find(([key]) => sha256(key) === keyHash);
+      const entry = Object.entries(keys).find(([key]) => apiKeyHash(key) === keyHash);
       if (!entry) throw new RemoteError({ status: 401, type: "unauthorized", message: "unknown API key" });
       return {
         ...principal(7),

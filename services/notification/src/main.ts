@@ -28,7 +28,7 @@ import {
 } from "./handlers/webhook-commands.ts";
 import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
 import { deliveriesProjection } from "./projections/deliveries.ts";
-import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "./projections/webhooks.ts";
+import { startWebhooksProjection } from "./projections/webhooks.ts";
 import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
 
 /** How long past the receiver time-out an attempt may stay unrecorded before it counts as abandoned. */
@@ -38,10 +38,12 @@ const LEASE_GRACE_MS = 5000;
  * The notification service: webhook registrations, the fan-out of integration events into
  * webhook events, and their signed, retried delivery (docs/webhooks.md).
  */
-export const notificationService: ServiceDefinition<NotificationConfig> = {
+export const notificationService: ServiceDefinition<NotificationConfig, NotificationDeps> = {
   name: "notification",
   configSchema: notificationConfigSchema,
   needs: { eventStore: true, readModels: true, blobs: true },
+  // The wiring of the service, production's and the tests' alike (startService runs it; what
+  // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {
     const { eventStore: store, readModels, logger, config } = ctx;
     const { clock } = ctx;
@@ -49,19 +51,9 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       config.WEBHOOK_SECRETS_KEY ??
         loadSecretsKey(join(serviceDataDir(config, "notification"), "webhook-secrets.key")),
     );
-    let webhookChanges = 0;
-    const webhooks = await startProjection({
-      name: "webhooks",
-      version: WEBHOOKS_VERSION,
-      collections: [webhooksCollection],
+    const { projection: webhooks, changes: webhookChanges } = await startWebhooksProjection({
       eventStore: store,
       readModels,
-      categories: ["webhook"],
-      apply: async (event, models) => {
-        webhookChanges++; // before and after: a lookup overlapping the change is not kept
-        await projectWebhook(event, models);
-        webhookChanges++;
-      },
       logger,
     });
     ctx.onStop(webhooks);
@@ -81,7 +73,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
       store,
       readModels,
       webhooks,
-      webhookChanges: () => webhookChanges,
+      webhookChanges,
       deliveries,
       webhookIds: new IdAllocator(store, "webhook"),
       deliveryIds: new IdAllocator(store, "delivery"),
@@ -139,6 +131,7 @@ export const notificationService: ServiceDefinition<NotificationConfig> = {
     ctx.serve(notificationRpc.listDeadLetters, (request) => listDeadLetters(letters, request));
     ctx.serve(notificationRpc.replayDeadLetter, ({ id }) => replayDeadLetter(letters, id));
     ctx.serve(notificationRpc.deleteDeadLetter, ({ id }) => deleteDeadLetter(letters, id));
+    return deps;
   },
 };
 

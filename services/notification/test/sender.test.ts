@@ -5,8 +5,7 @@ import { metricValue } from "@cheese/testing";
 import { Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendAttempt } from "../src/delivery/sender.ts";
-import { deliveryHeaders } from "../src/delivery/signing.ts";
+import { deliveryHeaders, sendAttempt } from "../src/delivery/sender.ts";
 import { generateWebhookSecret } from "../src/security/secrets.ts";
 
 describe("one delivery attempt over HTTP", () => {

@@ -16,7 +16,7 @@ import { afterEach } from "vitest";
 import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { deliveriesProjection } from "../src/projections/deliveries.ts";
-import { projectWebhook, WEBHOOKS_VERSION, webhooksCollection } from "../src/projections/webhooks.ts";
+import { startWebhooksProjection } from "../src/projections/webhooks.ts";
 import { SecretBox } from "../src/security/secrets.ts";
 
 export const t0 = "2026-03-01T10:00:00.000Z";
@@ -35,6 +35,9 @@ export function notificationStores(name: string) {
   const readModels = createMemoryReadModels();
   const secrets = new SecretBox(randomBytes(32));
   const projections: Projection[] = [];
+  /** The started webhooks projection's count of changes, or (none started) one that always moved. */
+  let moved = 0;
+  let webhookChanges = () => moved++;
   afterEach(async () => {
     for (const projection of projections) await projection.close();
     await store.close();
@@ -49,20 +52,18 @@ export function notificationStores(name: string) {
     store,
     readModels,
     secrets,
-    /** The registered webhooks, projected as `main.ts` projects them. */
-    startWebhooks: () =>
-      started(
-        startProjection({
-          name: "webhooks",
-          version: WEBHOOKS_VERSION,
-          collections: [webhooksCollection],
-          eventStore: store,
-          readModels,
-          categories: ["webhook"],
-          apply: projectWebhook,
-          logger: silentLogger,
-        }),
-      ),
+    /** The registered webhooks, projected by the function `main.ts` starts them with, counter included. */
+    startWebhooks: async () => {
+      const { projection, changes } = await startWebhooksProjection({
+        eventStore: store,
+        readModels,
+        logger: silentLogger,
+      });
+      webhookChanges = changes;
+      return started(Promise.resolve(projection));
+    },
+    /** `NotificationDeps.webhookChanges` of these stores. */
+    webhookChanges: () => webhookChanges(),
     /** The history of every delivery, projected as `main.ts` projects it. */
     startDeliveries: () =>
       started(
@@ -82,14 +83,20 @@ export function notificationStores(name: string) {
  * what it is about.
  */
 export function notificationDeps(
-  stores: { store: EventStore; readModels: NotificationDeps["readModels"]; secrets: SecretBox },
+  stores: {
+    store: EventStore;
+    readModels: NotificationDeps["readModels"];
+    secrets: SecretBox;
+    webhookChanges: () => number;
+  },
   given: Pick<NotificationDeps, "webhooks" | "deliveries"> & Partial<NotificationDeps>,
 ): NotificationDeps {
-  const { store, readModels, secrets } = stores;
+  const { store, readModels, secrets, webhookChanges } = stores;
   return {
     store,
     readModels,
     secrets,
+    webhookChanges,
     clock: new ManualClock(t0),
     webhookIds: new IdAllocator(store, "webhook"),
     deliveryIds: new IdAllocator(store, "delivery"),

@@ -34,10 +34,12 @@ import {
   projectOrder,
 } from "./projections/orders.ts";
 
-export const orderingService: ServiceDefinition<OrderingConfig> = {
+export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = {
   name: "ordering",
   configSchema: orderingConfigSchema,
   needs: { eventStore: true, readModels: true },
+  // The wiring of the service, production's and the tests' alike (startService runs it; what
+  // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {
     const { eventStore: store, readModels, logger, bus, config, clock } = ctx;
     const catalogue = catalogueOverBus(bus, config.RPC_TIMEOUT);
@@ -140,6 +142,7 @@ export const orderingService: ServiceDefinition<OrderingConfig> = {
     ctx.serve(orderingRpc.activeOrdersForCheese, async ({ cheeseId }) => ({
       activeOrders: await activeOrdersForCheese(deps, cheeseId),
     }));
+    return deps;
   },
 };
 

@@ -1,19 +1,13 @@
-import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
-import { createMemoryReadModels, type FindOptions, type ReadModelStore } from "@cheese/read-models";
-import {
-  contextFromHeaders,
-  createLogger,
-  type Projection,
-  startProjection,
-  systemClock,
-} from "@cheese/service-kit";
-import { tempDir } from "@cheese/testing";
+import type { EventStore } from "@cheese/event-store";
+import type { FindOptions, ReadModelStore } from "@cheese/read-models";
+import { contextFromHeaders } from "@cheese/service-kit";
+import { ManualClock } from "@cheese/service-kit/testing";
+import { address } from "@cheese/testing/stand-ins";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "../src/handlers/cheese-deleted.ts";
 import type { OrderingDeps } from "../src/handlers/deps.ts";
-import { ORDERS_VERSION, ordersCollection, projectOrder } from "../src/projections/orders.ts";
-import { address } from "./support.ts";
+import { newBroker, orderingOn } from "./support.ts";
 
 const at = "2026-11-22T10:00:00.000Z";
 const placed = (orderId: number, cheeseId: number): OrderEvent => ({
@@ -36,39 +30,31 @@ const placed = (orderId: number, cheeseId: number): OrderEvent => ({
 });
 
 describe("cancelling the orders of a deleted cheese", () => {
-  let dir: ReturnType<typeof tempDir>;
+  let ordering: Awaited<ReturnType<typeof orderingOn>>;
   let store: EventStore;
   let readModels: ReadModelStore;
-  let projection: Projection;
   /** The options of every find on the orders collection. */
   const finds: (FindOptions | undefined)[] = [];
   /** The order whose cancellation fails, once: a dependency failing part-way through. */
   let failOnce: string | undefined;
 
   beforeEach(async () => {
-    dir = tempDir("cheese-deleted");
-    store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
-    readModels = createMemoryReadModels();
-    projection = await startProjection({
-      name: "orders",
-      version: ORDERS_VERSION,
-      collections: [ordersCollection],
-      eventStore: store,
-      readModels,
-      categories: ["order"],
-      apply: projectOrder,
-      logger: createLogger("orders", "silent"),
-    });
-    await projection.ready;
+    // The service as main.ts wires it; no review falls due (a manual clock, an hour away).
+    ordering = await orderingOn(
+      newBroker(),
+      { ORDER_AUTO_APPROVE_DELAY: "1h" },
+      undefined,
+      new ManualClock(at),
+    );
+    ({ store, readModels } = ordering.service.wired);
     // Orders 1 to 7 of cheese 5, but order 4, of cheese 6.
     for (let id = 1; id <= 7; id++) {
       await store.append(`order-${id}`, [placed(id, id === 4 ? 6 : 5)], { expectedRevision: "no_stream" });
     }
   });
   afterEach(async () => {
-    await projection.close();
-    await store.close();
-    dir.remove();
+    await ordering.service.stop();
+    ordering.dataDir.remove();
   });
 
   const deps = (): OrderingDeps => {
@@ -92,7 +78,7 @@ describe("cancelling the orders of a deleted cheese", () => {
       }
       return spy;
     }) as ReadModelStore["collection"];
-    return { store: failing, readModels: watched, projection, clock: systemClock } as unknown as OrderingDeps;
+    return { ...ordering.service.wired, store: failing, readModels: watched };
   };
   const cancellations = async (orderId: number) =>
     (await store.readStream(`order-${orderId}`)).filter((e) => e.type === "OrderCancelled").length;

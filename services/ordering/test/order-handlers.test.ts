@@ -1,11 +1,12 @@
 import { Order, orderingRpc } from "@cheese/contracts";
 import { createLogger } from "@cheese/service-kit";
 import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { createReviewScheduler } from "../src/handlers/order-review.ts";
 import { orderingService } from "../src/main.ts";
-import { address, fakeCatalogue, fakeCustomerVault, newBroker } from "./support.ts";
+import { newBroker } from "./support.ts";
 
 const HOUR = 3_600_000;
 const erasedAddress = { street: "[erased]", city: "[erased]", country: address.country };

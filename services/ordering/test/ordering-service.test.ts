@@ -8,8 +8,9 @@ import {
   type RpcDefinition,
 } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { address, fakeCatalogue, fakeCustomerVault, newBroker, orderingOn } from "./support.ts";
+import { newBroker, orderingOn } from "./support.ts";
 
 const operator = { customerId: null, ownerId: "client:ops" };
 const everyone = { kind: "operator" as const, customerId: null };

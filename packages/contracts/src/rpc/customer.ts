@@ -140,7 +140,7 @@ export const customerRpc = {
     }),
     response: z.object({ items: z.array(z.record(z.string(), z.unknown()).nullable()) }),
   }),
-  /** Looks a presented key up by its SHA-256 hash; 401 when unknown, revoked or expired. */
+  /** Looks a presented key up by its `apiKeyHash`; 401 when unknown, revoked or expired. */
   authenticateApiKey: defineRpc({
     subject: "customer.api_key.authenticate",
     request: z.object({ keyHash: z.string().regex(/^[0-9a-f]{64}$/) }),

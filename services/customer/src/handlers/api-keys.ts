@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   type ApiKeySummary,
+  apiKeyHash,
   CUSTOMER_API_KEY_PREFIX,
   type IssuedApiKey,
   planForStatus,
@@ -21,9 +22,7 @@ import { principalOf } from "./queries.ts";
 /** Characters of the key shown in listings, enough to tell keys apart, useless to an attacker. */
 const SHOWN_CHARACTERS = 12;
 
-export const hashApiKey = (key: string) => createHash("sha256").update(key).digest("hex");
-
-/** Issues a key: 256 random bits, returned once, stored only as its SHA-256 hash. */
+/** Issues a key: 256 random bits, returned once, stored only as its `apiKeyHash`. */
 export async function createApiKey(
   deps: CustomerDeps,
   request: { username: string; asCustomer: number },
@@ -35,7 +34,7 @@ export async function createApiKey(
   const now = deps.clock.now().getTime();
   const record = {
     keyId,
-    keyHash: hashApiKey(key),
+    keyHash: apiKeyHash(key),
     prefix: key.slice(0, SHOWN_CHARACTERS),
     createdAt: new Date(now).toISOString(),
     expiresAt: new Date(now + deps.apiKeyLifetimeMs).toISOString(),

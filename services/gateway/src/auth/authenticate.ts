@@ -1,5 +1,5 @@
 import type { BlockList } from "node:net";
-import { CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
+import { apiKeyHash, CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -8,7 +8,6 @@ import { clientAddress } from "./client-address.ts";
 import {
   allScopes,
   anonymousCaller,
-  hashKey,
   lowerPlan,
   type OAuthClient,
   type OperatorKey,
@@ -108,7 +107,7 @@ async function identifyApiKey(
   identity: CustomerIdentity,
   anonymous: Caller,
 ): Promise<Identified> {
-  const operator = deps.operatorKeys.get(hashKey(apiKey));
+  const operator = deps.operatorKeys.get(apiKeyHash(apiKey));
   if (operator) {
     return {
       caller: { kind: "operator", id: operator.id, plan: operator.plan, scopes: new Set(), via: "api_key" },

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import { isIP } from "node:net";
+import { apiKeyHash } from "@cheese/contracts";
 import { z } from "zod";
 import type { Caller, Scope } from "../env.ts";
 
@@ -38,7 +38,7 @@ export const apiKeysSchema = z
         });
         return z.NEVER;
       }
-      const hash = hashKey(key);
+      const hash = apiKeyHash(key);
       keys.set(hash, { id: `op:${hash.slice(0, 12)}`, plan: plan as Plan });
     }
     return keys;
@@ -76,10 +76,6 @@ export const oauthClientsSchema = z
     }
     return new Map(result.data.map((client) => [client.id, client]));
   });
-
-export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
-}
 
 export function anonymousCaller(ip: string, plan: Plan): Caller {
   return { kind: "anonymous", id: `ip:${rateLimitedNetwork(ip)}`, plan, scopes: new Set(), via: "none" };

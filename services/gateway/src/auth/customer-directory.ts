@@ -1,8 +1,7 @@
-import { type CustomerPrincipal, customerRpc } from "@cheese/contracts";
+import { apiKeyHash, type CustomerPrincipal, customerRpc } from "@cheese/contracts";
 import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
 import { contextHeaders, type Logger, type RequestContext } from "@cheese/service-kit";
 import type { Plan } from "./credentials.ts";
-import { hashKey } from "./credentials.ts";
 
 /** How long a looked-up plan or key owner is reused; revocations do not wait for it (see Revocations). */
 const CACHE_FOR_MS = 30_000;
@@ -56,7 +55,7 @@ export class CustomerDirectory {
 
   /** The owner of a customer API key, or null when the key is unknown, revoked or expired. */
   async keyOwner(key: string, context: RequestContext): Promise<KeyOwner | null> {
-    const keyHash = hashKey(key);
+    const keyHash = apiKeyHash(key);
     const cached = this.keys.get(keyHash);
     if (cached !== undefined) return cached && Date.parse(cached.expiresAt) > Date.now() ? cached : null;
     try {

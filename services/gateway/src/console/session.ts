@@ -1,9 +1,10 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { apiKeyHash } from "@cheese/contracts";
 import type { Clock } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
-import { hashKey, type OperatorKey } from "../auth/credentials.ts";
+import type { OperatorKey } from "../auth/credentials.ts";
 import type { Revocations } from "../auth/revocations.ts";
 import type { GatewayEnv } from "../env.ts";
 
@@ -62,7 +63,7 @@ export function signIn(
   deps: SessionDeps,
   typedKey: string,
 ): ConsoleSession | undefined {
-  const hash = hashKey(typedKey);
+  const hash = apiKeyHash(typedKey);
   const operator = deps.operatorKeys.get(hash);
   if (!operator) return undefined;
   const sessionId = randomUUID();

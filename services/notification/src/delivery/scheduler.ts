@@ -37,8 +37,7 @@ import {
 } from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
-import { sendAttempt } from "./sender.ts";
-import { deliveryHeaders } from "./signing.ts";
+import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 
 export interface SchedulerOptions {

@@ -2,6 +2,7 @@ import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from "
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
+import { signWebhook } from "@cheese/webhook-signature";
 import type { AttemptResult } from "../domain/delivery.ts";
 import {
   CREDENTIALS_PROBLEM,
@@ -9,6 +10,36 @@ import {
   guardedLookup,
   type Resolver,
 } from "../security/address-policy.ts";
+
+/**
+ * The headers of a delivery: what it is (`x-cheese-event`, `x-cheese-delivery`) and both
+ * signatures, made by `@cheese/webhook-signature`, the package receivers verify them with.
+ * `secrets` holds the current secret first, then, during a rotation's overlap, the one it
+ * replaced (`signWebhook` says which header carries which).
+ */
+export function deliveryHeaders(input: {
+  secrets: readonly string[];
+  body: string;
+  eventId: string;
+  eventType: string;
+  deliveryId: number;
+  timestampSeconds: number;
+}): Record<string, string> {
+  const signed = signWebhook(input.secrets, input.body, {
+    id: input.eventId,
+    timestampSeconds: input.timestampSeconds,
+  });
+  return {
+    "content-type": "application/json",
+    "user-agent": "CheeseStore-Webhooks/2.0",
+    "x-cheese-signature": signed["X-Cheese-Signature"],
+    "x-cheese-event": input.eventType,
+    "x-cheese-delivery": String(input.deliveryId),
+    "webhook-id": signed["webhook-id"],
+    "webhook-timestamp": signed["webhook-timestamp"],
+    "webhook-signature": signed["webhook-signature"],
+  };
+}
 
 export interface SendOptions {
   url: string;

@@ -15,9 +15,9 @@ export interface NotificationDeps {
   /**
    * How many webhook events the `webhooks` projection has applied in this process: while it
    * stays the same, the subscribers of a kind found before are still the subscribers, and a
-   * fan-out need not look them up again. Without it every fan-out looks them up.
+   * fan-out need not look them up again (`startWebhooksProjection` counts them).
    */
-  webhookChanges?: () => number;
+  webhookChanges: () => number;
   /**
    * Keeps `deliveries` (the history of every delivery) current. With in-memory read models it is
    * rebuilt in the background after start; queries of it wait for it (see `deliveryHistory`).

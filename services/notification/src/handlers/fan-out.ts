@@ -137,15 +137,15 @@ const known = new WeakMap<NotificationDeps, { changes: number; byKind: Map<Webho
 async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
   // If the projection has applied nothing since the last lookup, its answer stands (the lookup
   // was a tenth of this service's CPU per event, most events having no subscriber).
-  const changes = deps.webhookChanges?.();
+  const changes = deps.webhookChanges();
   const cached = known.get(deps);
-  const hit = changes !== undefined && cached?.changes === changes ? cached.byKind.get(kind) : undefined;
+  const hit = cached?.changes === changes ? cached.byKind.get(kind) : undefined;
   if (hit) return hit;
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
   const ids = found.map((document) => document._id);
-  if (changes !== undefined && deps.webhookChanges?.() === changes) {
+  if (deps.webhookChanges() === changes) {
     const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, number[]>();
     byKind.set(kind, ids);
     known.set(deps, { changes, byKind });

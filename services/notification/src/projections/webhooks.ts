@@ -1,6 +1,7 @@
 import type { Webhook, WebhookEventKind } from "@cheese/contracts";
-import type { RecordedEvent } from "@cheese/event-store";
+import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
+import { type Logger, type Projection, startProjection } from "@cheese/service-kit";
 import type { WebhookEvent } from "../domain/webhook.ts";
 
 /** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
@@ -36,6 +37,32 @@ export const webhooksCollection: CollectionDefinition = {
     },
   ],
 };
+
+/**
+ * Starts the `webhooks` projection, as the service runs it and its tests start it, with `changes`:
+ * how many webhook events it has applied in this process, counted before and after each (so a
+ * lookup overlapping a change is not kept); `NotificationDeps.webhookChanges`.
+ */
+export async function startWebhooksProjection(options: {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  logger: Logger;
+}): Promise<{ projection: Projection; changes: () => number }> {
+  let changes = 0;
+  const projection = await startProjection({
+    name: "webhooks",
+    version: WEBHOOKS_VERSION,
+    collections: [webhooksCollection],
+    ...options,
+    categories: ["webhook"],
+    apply: async (event, models) => {
+      changes++;
+      await projectWebhook(event, models);
+      changes++;
+    },
+  });
+  return { projection, changes: () => changes };
+}
 
 export async function projectWebhook(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const webhooks = readModels.collection<WebhookDocument>(WEBHOOKS);

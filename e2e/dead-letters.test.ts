@@ -1,9 +1,7 @@
-import { createInProcessBroker, type MessageBus, silentLogger } from "@cheese/messaging";
-import { createLogger, type RunningService } from "@cheese/service-kit";
-import { tempDir } from "@cheese/testing";
+import type { MessageBus } from "@cheese/messaging";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { start as startNotification } from "../../notification/src/main.ts";
-import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
+import { gatewayAndNotification } from "./support/gateway-in-process.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
 const read = (response: Response): Promise<any> => response.json();
@@ -14,12 +12,9 @@ const read = (response: Response): Promise<any> => response.json();
  * event up to the dead letters after 300 ms of failures.
  */
 describe("dead letters over HTTP", () => {
-  const broker = createInProcessBroker({ logger: silentLogger });
-  const data = tempDir("dead-letters-gateway");
   const consumer = `tiers-${Date.now()}`;
   const subject = "events.customer.customer.registered";
-  let notification: RunningService;
-  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  let system: Awaited<ReturnType<typeof gatewayAndNotification>>;
   let service: MessageBus;
   let broken = true;
   const handled: string[] = [];
@@ -28,17 +23,12 @@ describe("dead letters over HTTP", () => {
     method: string,
     path: string,
     headers: Record<string, string> = { "x-api-key": OPERATOR_KEY },
-  ) => gateway.app.request(`/v2${path}`, { method, headers });
+  ) => system.gateway.app.request(`/v2${path}`, { method, headers });
   const letters = async () => (await read(await call("GET", `/dead-letters?consumer=${consumer}`))).items;
 
   beforeAll(async () => {
-    notification = await startNotification({
-      env: { DATA_DIR: data.path, LOG_LEVEL: "silent" },
-      bus: broker.connect("notification"),
-      logger: createLogger("notification", "silent"),
-    });
-    gateway = await testGateway(broker.connect("gateway"), 3000);
-    service = broker.connect("customer");
+    system = await gatewayAndNotification();
+    service = system.broker.connect("customer");
     service.consume({
       durable: consumer,
       subjects: [subject],
@@ -52,9 +42,7 @@ describe("dead letters over HTTP", () => {
   });
   afterAll(async () => {
     await service?.close();
-    await notification?.stop();
-    gateway?.cleanup();
-    data.remove();
+    await system?.stop();
   });
 
   it("lets only operator API keys in: 401 without or with an unknown key, 403 for tokens", async () => {
@@ -67,11 +55,11 @@ describe("dead letters over HTTP", () => {
       expect(none.status, `${method} ${path}`).toBe(401);
       expect(await read(none)).toMatchObject({ code: 401, type: "unauthorized" });
       expect((await call(method, path, { "x-api-key": "guess" })).status).toBe(401);
-      const client = await gateway.tokens.issue(
+      const client = await system.gateway.tokens.issue(
         { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["read:orders", "write:orders"] },
         60,
       );
-      const customer = await gateway.tokens.issue(
+      const customer = await system.gateway.tokens.issue(
         { kind: "session", sub: "7", username: "alice", scopes: ["read:cheeses", "read:orders"] },
         60,
       );

@@ -1,9 +1,8 @@
-import { createLogger, type RunningService } from "@cheese/service-kit";
-import { tempDir } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { start as startNotification } from "../../notification/src/main.ts";
-import { address, fakeCatalogue, newBroker, orderingOn } from "../../ordering/test/support.ts";
-import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
+import { gatewayWith, PUBLIC_URL } from "./support/gateway-in-process.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
+
+const address = { street: "1 Rue du Lait", city: "Meaux", country: "FR" };
 
 /** A browser's cookie jar, enough for one origin and the console's paths. */
 class Browser {
@@ -56,12 +55,10 @@ class Browser {
 }
 
 describe("operator console", () => {
-  const broker = newBroker();
-  const catalogue = fakeCatalogue(broker);
-  const data = tempDir("console-gateway");
-  let notification: RunningService;
-  let ordering: Awaited<ReturnType<typeof orderingOn>>;
-  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  let system: Awaited<ReturnType<typeof gatewayWith>>;
+  let gateway: typeof system.gateway;
+  /** A cheese on sale, for the orders the tests place. */
+  let cheeseId: number;
 
   const api = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>
     gateway.app.request(`/v2${path}`, {
@@ -87,22 +84,29 @@ describe("operator console", () => {
   }
 
   beforeAll(async () => {
-    notification = await startNotification({
-      env: { DATA_DIR: data.path, LOG_LEVEL: "silent", WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
-      bus: broker.connect("notification"),
-      logger: createLogger("notification", "silent"),
+    system = await gatewayWith(
+      {
+        catalogue: {},
+        ordering: { ORDER_AUTO_APPROVE_DELAY: "0s" },
+        notification: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      },
+      "5s",
+    );
+    gateway = system.gateway;
+    const { token } = await gateway.tokens.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
+      600,
+    );
+    const added = await gateway.app.request("/v2/cheeses", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Console Comté", pricePerKg: 12 }),
     });
-    ordering = await orderingOn(broker);
-    gateway = await testGateway(broker.connect("gateway"), 5000);
-    catalogue.add(1, { pricePerKg: 12 });
+    expect(added.status).toBe(201);
+    cheeseId = ((await added.json()) as { id: number }).id;
   });
   afterAll(async () => {
-    await notification.stop();
-    await ordering.service.stop();
-    await catalogue.close();
-    ordering.dataDir.remove();
-    gateway.cleanup();
-    data.remove();
+    await system?.stop();
   });
 
   it("sends a visitor without a session to the sign-in form, on pages and on actions", async () => {
@@ -111,18 +115,18 @@ describe("operator console", () => {
       const response = await browser.open(path);
       expect(response.status).toBe(303);
       expect(response.headers.get("location")).toMatch(
-        /^http:\/\/127\.0\.0\.1:8080\/console\/(sign-in|webhooks)$/,
+        new RegExp(`^${PUBLIC_URL}/console/(sign-in|webhooks)$`),
       );
     }
     const action = await browser.open("/console/webhooks/1/pause", { form: { _csrf: "x" } });
     expect(action.status).toBe(303);
-    expect(action.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
+    expect(action.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
   });
 
   it("redirects to the public URL whatever Host the request names", async () => {
     const response = await gateway.app.request("/console", { headers: { host: "evil.example" } });
     expect(response.status).toBe(303);
-    expect(response.headers.get("location")).toBe("http://127.0.0.1:8080/console/webhooks");
+    expect(response.headers.get("location")).toBe(`${PUBLIC_URL}/console/webhooks`);
   });
 
   it("serves pages that load nothing from elsewhere, cannot be framed and are not cached", async () => {
@@ -258,7 +262,7 @@ describe("operator console", () => {
     const placed = await gateway.app.request("/v2/store/order", {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ items: [{ cheeseId: 1, quantity: 2 }], shippingAddress: address }),
+      body: JSON.stringify({ items: [{ cheeseId, quantity: 2 }], shippingAddress: address }),
     });
     expect(placed.status).toBe(201);
     const order = (await placed.json()) as { id: number };
@@ -297,7 +301,7 @@ describe("operator console", () => {
   });
 
   it("lists the events a consumer kept failing, replays one to that consumer, and discards another, with the session's CSRF token", async () => {
-    const service = broker.connect("customer");
+    const service = system.broker.connect("customer");
     const durable = `console-${Date.now()}`;
     const subject = "events.customer.customer.registered";
     let broken = true;
@@ -369,11 +373,11 @@ describe("operator console", () => {
     const { browser, csrf } = await signedIn();
     const session = browser.cookie("console_session")!;
     const out = await browser.open("/console/sign-out", { form: { _csrf: csrf } });
-    expect(out.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
+    expect(out.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
     const replayed = await gateway.app.request("/console/webhooks", {
       headers: { cookie: `console_session=${session}` },
     });
     expect(replayed.status).toBe(303);
-    expect(replayed.headers.get("location")).toBe("http://127.0.0.1:8080/console/sign-in");
+    expect(replayed.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
   });
 });

@@ -1,25 +1,20 @@
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gatewayWith } from "./support/gateway-in-process.ts";
+import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
+
 // The real ordering service behind the gateway, on one in-process bus, with a stand-in catalogue.
-import {
-  address,
-  fakeCatalogue,
-  fakeCustomerVault,
-  newBroker,
-  orderingOn,
-} from "../../ordering/test/support.ts";
-import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 
 /**
  * The order routes and the Idempotency-Key middleware: who sees which order, who may ship, and
  * what a repeated request gets.
  */
 describe("order routes", () => {
-  const broker = newBroker();
-  const catalogue = fakeCatalogue(broker);
+  let system: Awaited<ReturnType<typeof gatewayWith>>;
+  let gateway: typeof system.gateway;
+  let catalogue: ReturnType<typeof fakeCatalogue>;
   // Customers' addresses are sealed by the customer service; this stands in for it.
-  const vault = fakeCustomerVault(broker);
-  let ordering: Awaited<ReturnType<typeof orderingOn>>;
-  let gateway: Awaited<ReturnType<typeof testGateway>>;
+  let vault: ReturnType<typeof fakeCustomerVault>;
   let operator: Record<string, string>;
   const customer = async (id: number) => {
     const { token } = await gateway.tokens.issue(
@@ -35,8 +30,10 @@ describe("order routes", () => {
   };
 
   beforeAll(async () => {
-    ordering = await orderingOn(broker, { ORDER_AUTO_APPROVE_DELAY: "1h" });
-    gateway = await testGateway(broker.connect("gateway"), 5000);
+    system = await gatewayWith({ ordering: { ORDER_AUTO_APPROVE_DELAY: "1h" } }, "5s");
+    gateway = system.gateway;
+    catalogue = fakeCatalogue(system.broker);
+    vault = fakeCustomerVault(system.broker);
     const response = await gateway.app.request("/oauth/token", {
       method: "POST",
       headers: {
@@ -51,11 +48,9 @@ describe("order routes", () => {
     for (const id of [1, 2, 3]) catalogue.add(id, { pricePerKg: 10 });
   });
   afterAll(async () => {
-    await ordering.service.stop();
-    await catalogue.close();
-    await vault.close();
-    ordering.dataDir.remove();
-    gateway.cleanup();
+    await catalogue?.close();
+    await vault?.close();
+    await system?.stop();
   });
 
   const request = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>

@@ -1,0 +1,74 @@
+import type { Cheese } from "@cheese/contracts";
+import { catalogueRpc, customerRpc } from "@cheese/contracts";
+import { type Closable, type InProcessBroker, RemoteError, serveRpc } from "@cheese/messaging";
+
+// Stand-ins of the catalogue and customer services over the in-process bus, for the ordering
+// service's tests and the end-to-end suites that run ordering behind the gateway in one process.
+
+/** A shipping address an order may carry. */
+export const address = { street: "1 Rue du Lait", city: "Meaux", country: "FR" };
+
+/**
+ * A catalogue stand-in over the in-process bus: cheeses live in a map the test edits; `down`
+ * makes it answer 503 as a catalogue that does not respond would.
+ */
+export function fakeCatalogue(broker: InProcessBroker) {
+  const cheeses = new Map<number, Cheese>();
+  let down = false;
+  let asked = 0;
+  const bus = broker.connect("catalogue");
+  const served: Closable = serveRpc(
+    bus,
+    catalogueRpc.getCheese,
+    { queue: "catalogue" },
+    async ({ cheeseId }) => {
+      asked++;
+      if (down)
+        throw new RemoteError({ status: 503, type: "service_unavailable", message: "catalogue down" });
+      const cheese = cheeses.get(cheeseId);
+      if (!cheese) throw new RemoteError({ status: 404, type: "not_found", message: "no such cheese" });
+      return { cheese, revision: 0 };
+    },
+  );
+  return {
+    add(id: number, fields: Partial<Cheese> = {}): Cheese {
+      const cheese: Cheese = { id, name: `Cheese ${id}`, status: "available", pricePerKg: 10, ...fields };
+      cheeses.set(id, cheese);
+      return cheese;
+    },
+    set(id: number, fields: Partial<Cheese>) {
+      cheeses.set(id, { ...cheeses.get(id)!, ...fields });
+    },
+    setDown(value: boolean) {
+      down = value;
+    },
+    /** How many lookups it has answered (or refused, while down). */
+    asked: () => asked,
+    close: () => served.close(),
+  };
+}
+
+/**
+ * The customer service's sealing of personal data, stood in for: a blob names its customer and
+ * carries the data (base64, not encrypted: this is about what ordering stores and answers), and
+ * opens to null once the customer is `erase`d.
+ */
+export function fakeCustomerVault(broker: InProcessBroker) {
+  const erased = new Set<number>();
+  const bus = broker.connect("customer");
+  const sealing = serveRpc(bus, customerRpc.sealPersonalData, { queue: "customer" }, async (request) => {
+    if (erased.has(request.customerId))
+      throw new RemoteError({ status: 404, type: "not_found", message: "customer not found" });
+    return { sealed: `fake:${Buffer.from(JSON.stringify(request)).toString("base64")}` };
+  });
+  const opening = serveRpc(bus, customerRpc.openPersonalData, { queue: "customer" }, async ({ items }) => ({
+    items: items.map(({ customerId, sealed }) => {
+      const request = JSON.parse(Buffer.from(sealed.slice(5), "base64").toString());
+      return request.customerId === customerId && !erased.has(customerId) ? request.data : null;
+    }),
+  }));
+  return {
+    erase: (customerId: number) => erased.add(customerId),
+    close: () => Promise.all([sealing.close(), opening.close()]),
+  };
+}
