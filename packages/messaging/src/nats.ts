@@ -3,7 +3,7 @@ import {
   ConsumerEvents,
   connect,
   createInbox,
-  credsAuthenticator,
+  
   DeliverPolicy,
   Events,
   type JetStreamClient,
@@ -14,6 +14,7 @@ import {
   type MsgHdrs,
   type NatsConnection,
   NatsError,
+  nkeyAuthenticator,
   nanos,
   headers as natsHeaders,
   StorageType,
@@ -80,8 +81,8 @@ export interface NatsBusOptions {
   eventsMaxAgeMs?: number;
   /** `EVENTS` holds this many bytes at most, dropping its oldest events past it. */
   eventsMaxBytes?: number;
-  /** The contents of a NATS `.creds` file (a user's JWT and nkey seed); unset: no credentials. */
-  credentials?: Uint8Array;
+  /** The nkey seed of the identity it connects as (`SU…`, `permissions.ts`); unset: none. */
+  nkeySeed?: Uint8Array;
   /** A consumer's default `deadLetterAfterMs` (24 h). */
   deadLetterAfterMs?: number;
   onDeadLetter?: DeadLetterListener;
@@ -214,7 +215,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     // A cluster's nodes: the client picks one at random and fails over to the others.
     servers: options.url,
     name: options.name,
-    ...(options.credentials ? { authenticator: credsAuthenticator(options.credentials) } : {}),
+    ...(options.nkeySeed ? { authenticator: nkeyAuthenticator(options.nkeySeed) } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
