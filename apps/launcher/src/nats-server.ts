@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { freeListenPort } from "@cheese/service-kit/launch";
 
@@ -226,5 +226,7 @@ function spawnNatsServer(
   const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
   child.stderr?.resume();
+  // TEMP-DEBUG
+  child.stderr?.on("data", (c: Buffer) => { if (/Violation/.test(c.toString())) appendFileSync("/tmp/nats-violations.log", c); });
   return child;
 }

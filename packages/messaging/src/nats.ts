@@ -5,6 +5,7 @@ import {
   createInbox,
   
   DeliverPolicy,
+  ErrorCode,
   Events,
   type JetStreamClient,
   type JetStreamManager,
@@ -442,6 +443,10 @@ class NatsBus implements MessageBus {
           this.down = signal();
           this.up.resolve();
           this.tellWatchers(true);
+        } else if (status.type === Events.Error && status.data === ErrorCode.PermissionsViolation) {
+          // This connection's identity may not use a subject it tried (permissions.ts): a
+          // request so refused gets no answer. The server's log names the subject.
+          this.log.error({ err: new Error(String(status.data)) }, "NATS refused a subject this service's identity is not allowed");
         }
       }
     })();

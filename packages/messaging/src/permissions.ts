@@ -25,8 +25,8 @@ export function publicKeyVariable(identity: NatsIdentity): string {
 }
 
 interface Needs {
-  /** RPC subjects it serves: `<service>.>` for every service (its RPCs and `<service>.health`). */
-  calls: readonly NatsService[];
+  /** The RPC subjects it asks (it serves `<service>.>`: its RPCs and `<service>.health`). */
+  calls: readonly string[];
   /** It publishes `events.<service>.>` through its outbox relay. */
   publishesEvents?: boolean;
   /** Key-value buckets it opens. */
@@ -44,26 +44,26 @@ interface Needs {
 /** What each service does on the bus (docs/architecture.md, "Rooms"). */
 const needs: Record<NatsService, Needs> = {
   gateway: {
-    calls: ["catalogue", "ordering", "customer", "notification"],
+    calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
     buckets: ["rate_limits", "idempotency", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
     notices: ["catalogue_cheese_changed"],
     broadcasts: ["broadcast.customer.plan_changed"],
     consumes: true,
   },
   catalogue: {
-    calls: ["ordering"],
+    calls: ["ordering.cheese.active_orders"],
     publishesEvents: true,
     buckets: ["publisher_checkpoints"],
     notices: ["catalogue_cheese_changed"],
   },
   ordering: {
-    calls: ["customer"],
+    calls: ["catalogue.cheese.get", "customer.personal_data.seal", "customer.personal_data.open"],
     publishesEvents: true,
     buckets: ["publisher_checkpoints"],
     consumes: true,
   },
   customer: {
-    calls: [],
+    calls: ["catalogue.cheese.get"],
     publishesEvents: true,
     buckets: ["publisher_checkpoints"],
     consumes: true,
@@ -115,7 +115,7 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
     };
   }
   const need = needs[identity];
-  const publish = ["_INBOX.>", "$JS.API.INFO", ...need.calls.map((service) => `${service}.>`)];
+  const publish = ["_INBOX.>", "$JS.API.INFO", ...need.calls];
   const subscribe = [`${identity}.>`, "_INBOX.>"];
   publish.push(...streamApi("EVENTS"));
   if (need.publishesEvents) publish.push(`events.${identity}.>`);
