@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
+  MONITOR_IDENTITY,
   type NatsIdentity,
   natsIdentities,
   publicKeyVariable,
@@ -40,6 +41,11 @@ export function ensureIdentities(dir: string): Record<NatsIdentity, string> {
 export function dataDirIdentities(dataDir: string): { dir: string; keys: Record<NatsIdentity, string> } {
   const dir = resolve(join(dataDir, NATS_IDENTITIES_DIR));
   return { dir, keys: ensureIdentities(dir) };
+}
+
+/** The seed file of the operators' identity (`monitor`) in DATA_DIR. */
+export function monitorSeedFile(dataDir: string): string {
+  return resolve(join(dataDir, NATS_IDENTITIES_DIR, seedFileName(MONITOR_IDENTITY)));
 }
 
 function publicKeyOf(file: string): string {
