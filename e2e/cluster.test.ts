@@ -5,8 +5,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClusterInfo } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
-import { connect, nkeyAuthenticator } from "nats";
 import { tempDir } from "@cheese/testing";
+import { connect, nkeyAuthenticator } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testListenPort } from "./support/ports.ts";
 

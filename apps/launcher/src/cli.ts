@@ -1,5 +1,6 @@
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { authorizationConfig } from "@cheese/messaging/permissions";
 import {
   CONFIG_EXIT_CODE,
   ConfigError,
@@ -18,7 +19,6 @@ import {
 } from "./first-run.ts";
 import { assertHostsPossible, type Host, makeHosts, removeHosts } from "./hosts.ts";
 import { type Backend, onLoopback, startLoadBalancer } from "./load-balancer.ts";
-import { authorizationConfig } from "@cheese/messaging/permissions";
 import { dataDirIdentities } from "./nats-identities.ts";
 import { findNatsServer, type RunningNats, startNatsCluster, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";

@@ -60,7 +60,8 @@ export function checkConfiguration(env: Record<string, string | undefined> = pro
       for (const line of error.message.split("\n").slice(1)) lines.add(line);
     }
   }
-  if (launcher) for (const line of natsCredentialsProblems(launcher)) lines.add(`  NATS_CREDENTIALS: ${line}`);
+  if (launcher)
+    for (const line of natsCredentialsProblems(launcher)) lines.add(`  NATS_CREDENTIALS: ${line}`);
   if (lines.size > 0 || !launcher) throw new ConfigError(`invalid configuration:\n${[...lines].join("\n")}`);
   return launcher;
 }

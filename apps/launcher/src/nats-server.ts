@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { freeListenPort } from "@cheese/service-kit/launch";
 
@@ -71,7 +71,12 @@ export async function startNatsServer(
   const port = await freeListenPort("127.0.0.1", { avoid });
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
-  const options = { host: "127.0.0.1", port, storeDir, configFile: writeConfig(dataDir, "nats-server.conf", authorization) };
+  const options = {
+    host: "127.0.0.1",
+    port,
+    storeDir,
+    configFile: writeConfig(dataDir, "nats-server.conf", authorization),
+  };
   const child = await runNatsServer(binary, options);
   return {
     name: "nats-server",
@@ -226,7 +231,5 @@ function spawnNatsServer(
   const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
   child.stderr?.resume();
-  // TEMP-DEBUG
-  child.stderr?.on("data", (c: Buffer) => { if (/Violation/.test(c.toString())) appendFileSync("/tmp/nats-violations.log", c); });
   return child;
 }

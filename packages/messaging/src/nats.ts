@@ -3,7 +3,6 @@ import {
   ConsumerEvents,
   connect,
   createInbox,
-  
   DeliverPolicy,
   ErrorCode,
   Events,
@@ -15,9 +14,9 @@ import {
   type MsgHdrs,
   type NatsConnection,
   NatsError,
-  nkeyAuthenticator,
   nanos,
   headers as natsHeaders,
+  nkeyAuthenticator,
   StorageType,
   type StreamConfig,
 } from "nats";
@@ -446,7 +445,10 @@ class NatsBus implements MessageBus {
         } else if (status.type === Events.Error && status.data === ErrorCode.PermissionsViolation) {
           // This connection's identity may not use a subject it tried (permissions.ts): a
           // request so refused gets no answer. The server's log names the subject.
-          this.log.error({ err: new Error(String(status.data)) }, "NATS refused a subject this service's identity is not allowed");
+          this.log.error(
+            { err: new Error(String(status.data)) },
+            "NATS refused a subject this service's identity is not allowed",
+          );
         }
       }
     })();

@@ -45,7 +45,14 @@ interface Needs {
 const needs: Record<NatsService, Needs> = {
   gateway: {
     calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
-    buckets: ["rate_limits", "idempotency", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
+    buckets: [
+      "rate_limits",
+      "idempotency",
+      "revocations",
+      "oauth_codes",
+      "oauth_refresh_tokens",
+      "oauth_grants",
+    ],
     notices: ["catalogue_cheese_changed"],
     broadcasts: ["broadcast.customer.plan_changed"],
     consumes: true,
@@ -121,7 +128,8 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   if (need.publishesEvents) publish.push(`events.${identity}.>`);
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
-  for (const channel of need.notices ?? []) publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
+  for (const channel of need.notices ?? [])
+    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
   for (const subject of need.broadcasts ?? []) {
     publish.push(subject);
     subscribe.push(subject);
@@ -135,7 +143,8 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
  * with its permissions. A client without one of these keys is refused.
  */
 export function authorizationConfig(keys: Record<NatsIdentity, string>): string {
-  const list = (subjects: string[]) => subjects.map((subject) => JSON.stringify(subject)).join(", ");
+  const list = (subjects: string[]) =>
+    subjects.map((subject) => `          ${JSON.stringify(subject)}`).join(",\n");
   const users = natsIdentities.map((identity) => {
     const { publish, subscribe } = permissionsOf(identity);
     return [
@@ -143,8 +152,12 @@ export function authorizationConfig(keys: Record<NatsIdentity, string>): string 
       "    {",
       `      nkey: ${keys[identity]}`,
       "      permissions: {",
-      `        publish: { allow: [${list(publish)}] }`,
-      `        subscribe: { allow: [${list(subscribe)}] }`,
+      "        publish: { allow: [",
+      list(publish),
+      "        ] }",
+      "        subscribe: { allow: [",
+      list(subscribe),
+      "        ] }",
       "      }",
       "    }",
     ].join("\n");

@@ -1,7 +1,8 @@
 // The scheme check alone: the package's main entry loads SQLite, which the launcher does not need.
-import { clientConnectionString, EVENT_STORE_SCHEMES } from "@cheese/event-store/connection-string";
+
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { clientConnectionString, EVENT_STORE_SCHEMES } from "@cheese/event-store/connection-string";
 // The identities' table alone: the package's main entry loads the NATS client.
 import { seedFileName } from "@cheese/messaging/permissions";
 import { z } from "zod";

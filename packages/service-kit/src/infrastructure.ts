@@ -9,8 +9,8 @@ import {
   type MessageBus,
   ReplicasRefusedError,
 } from "@cheese/messaging";
-import type { ReadModelStore } from "@cheese/read-models";
 import { seedFileName } from "@cheese/messaging/permissions";
+import type { ReadModelStore } from "@cheese/read-models";
 import { type BaseConfig, ConfigError, natsSeedProblem } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { countDeadLetter } from "./metrics.ts";

@@ -86,7 +86,9 @@ it("connects as the identity NATS_CREDENTIALS holds for it, and without it exits
 
     const missing = await busOnlyRun({ NATS_URL: server.url, NATS_CREDENTIALS: `${dir}.gone` });
     expect(missing.code).toBe(78);
-    expect(missing.output).toMatch(/NATS_CREDENTIALS: cannot read .*credentials\.gone\/bus-only\.nk \(ENOENT\)/);
+    expect(missing.output).toMatch(
+      /NATS_CREDENTIALS: cannot read .*credentials\.gone\/bus-only\.nk \(ENOENT\)/,
+    );
     for (const run of [withCredentials, without, missing]) expect(run.output).not.toContain(seed);
   } finally {
     await server.stop();

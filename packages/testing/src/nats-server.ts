@@ -48,7 +48,9 @@ function writeCredentials(root: string, identity: string): { dir: string; config
   const user = nkeys.createUser();
   const dir = join(root, "credentials");
   mkdirSync(dir, { mode: 0o700 });
-  writeFileSync(join(dir, `${identity}.nk`), `${new TextDecoder().decode(user.getSeed())}\n`, { mode: 0o600 });
+  writeFileSync(join(dir, `${identity}.nk`), `${new TextDecoder().decode(user.getSeed())}\n`, {
+    mode: 0o600,
+  });
   const config = join(root, "auth.conf");
   writeFileSync(config, `authorization { users = [ { nkey: ${user.getPublicKey()} } ] }\n`);
   return { dir, config };
