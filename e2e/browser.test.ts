@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { type BaseConfig, connectBus, createLogger } from "@cheese/service-kit";
+import { connectBus, createLogger } from "@cheese/service-kit";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
