@@ -45,14 +45,7 @@ interface Needs {
 const needs: Record<NatsService, Needs> = {
   gateway: {
     calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
-    buckets: [
-      "rate_limits",
-      "idempotency",
-      "revocations",
-      "oauth_codes",
-      "oauth_refresh_tokens",
-      "oauth_grants",
-    ],
+    buckets: ["rate_limits", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
     notices: ["catalogue_cheese_changed"],
     broadcasts: ["broadcast.customer.plan_changed"],
     consumes: true,
