@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join, posix, resolve } from "node:path";
 import { parse } from "yaml";
+import { publicKeyOfSeed } from "../../apps/launcher/src/nats-identities.ts";
 import {
   authorizationConfigFromEnvironment,
   natsIdentities,
@@ -128,6 +129,8 @@ export function kubernetesNatsAuthProblems(
   const problems: string[] = [];
   const named = (kind: string, name: unknown) =>
     objects.find((o) => o.kind === kind && o.metadata?.name === name);
+  /** The public key of each service's seed in its rendered Secret (dev), to compare with NATS's. */
+  const seedKeys = new Map<string, string>();
   for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     const podSpec = deployment.spec?.template?.spec ?? {};
     const container = podSpec.containers?.[0] ?? {};
@@ -157,6 +160,7 @@ export function kubernetesNatsAuthProblems(
       const keys = Object.keys(data);
       if (keys.length !== 1 || !USER_SEED.test(data[seedFileName(service)] ?? ""))
         problems.push(`${where}: Secret ${secretName} does not hold ${seedFileName(service)} (a seed) alone`);
+      else seedKeys.set(service, publicKeyOfSeed(data[seedFileName(service)] as string));
     }
   }
   if (overlay === "dev") {
@@ -183,7 +187,15 @@ export function kubernetesNatsAuthProblems(
         problems.push(`${where}: its ${posix.basename(config)} is not permissions.ts's authorization`);
       problems.push(...authorizationFileProblems(join(overlayDir, posix.basename(config)), where));
     }
-    problems.push(...keyProblems(where, effectiveEnv(container, objects)));
+    const variables = effectiveEnv(container, objects);
+    problems.push(...keyProblems(where, variables));
+    for (const [service, key] of seedKeys) {
+      const variable = publicKeyVariable(service as (typeof natsServices)[number]);
+      if (variables[variable] && variables[variable] !== key)
+        problems.push(
+          `${where}: ${variable} is not the public key of ${service}'s seed: it would be refused`,
+        );
+    }
   }
   return problems;
 }

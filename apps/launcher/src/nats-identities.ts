@@ -48,9 +48,14 @@ export function monitorSeedFile(dataDir: string): string {
   return resolve(join(dataDir, NATS_IDENTITIES_DIR, seedFileName(MONITOR_IDENTITY)));
 }
 
+/** The public key of a user nkey seed (`SU…`); throws on anything else. */
+export function publicKeyOfSeed(seed: string): string {
+  return fromSeed(new TextEncoder().encode(seed.trim())).getPublicKey();
+}
+
 function publicKeyOf(file: string): string {
   try {
-    return fromSeed(new TextEncoder().encode(readFileSync(file, "utf8").trim())).getPublicKey();
+    return publicKeyOfSeed(readFileSync(file, "utf8"));
   } catch {
     throw new ConfigError(`${file} holds no nkey seed: delete it to make a new one`);
   }
