@@ -7,9 +7,11 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeDeploymentIdentities } from "../apps/launcher/src/nats-identities.ts";
 import { composeCurrentProblems } from "./checks/current-deployment.ts";
 import { checkDockerfile } from "./checks/dockerfile.ts";
 import { checkOverlay } from "./checks/kubernetes.ts";
+import { composeNatsAuthProblems } from "./checks/nats-auth.ts";
 import { composeNatsProblems } from "./checks/nats-cluster.ts";
 import { composeNodeOptionsProblems, nodeOptionsRefused } from "./checks/node-options.ts";
 
@@ -20,6 +22,10 @@ const problems: string[] = [];
 const envFile = join(deployDir, ".env");
 const madeEnv = !existsSync(envFile);
 if (madeEnv) copyFileSync(join(deployDir, ".env.example"), envFile);
+// …and the NATS identities its secrets and nats-servers name (`pnpm nats:identities`).
+const identitiesDir = join(deployDir, "nats-identities");
+const madeIdentities = !existsSync(identitiesDir);
+if (madeIdentities) writeDeploymentIdentities(identitiesDir);
 try {
   execFileSync("docker-compose", ["-f", join(deployDir, "docker-compose.yml"), "config", "-q"], {
     stdio: "pipe",
@@ -28,11 +34,13 @@ try {
   problems.push(...composeNodeOptionsProblems(join(deployDir, "docker-compose.yml")));
   problems.push(...composeNatsProblems(join(deployDir, "docker-compose.yml")));
   problems.push(...composeCurrentProblems(join(deployDir, "docker-compose.yml")));
+  problems.push(...composeNatsAuthProblems(join(deployDir, "docker-compose.yml")));
 } catch (error) {
   const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
   problems.push(`docker-compose config: ${stderr.trim()}`);
 } finally {
   if (madeEnv) rmSync(envFile);
+  if (madeIdentities) rmSync(identitiesDir, { recursive: true });
 }
 
 const refused = nodeOptionsRefused();

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { type BaseConfig, connectBus } from "@cheese/service-kit";
+import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
+import { busConfig } from "./support/nats-identity.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
@@ -32,7 +33,7 @@ describe("customer API keys", () => {
     });
     second = await startExtraGateway(system);
     operator = await operatorHeaders(system);
-    bus = await connectBus({ NATS_URL: system.natsUrl() } as BaseConfig, "e2e-api-keys");
+    bus = await connectBus(busConfig(system), "notification");
     bus.consume({
       durable: `e2e-api-keys-${randomUUID().slice(0, 8)}`,
       subjects: ["events.customer.api_key.expiring"],

@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClusterInfo } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
 import { tempDir } from "@cheese/testing";
+import { connect, nkeyAuthenticator } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testListenPort } from "./support/ports.ts";
 
@@ -84,7 +85,25 @@ describe.skipIf(reason)("pnpm cluster", () => {
   it("up --json says where every node and process runs, once /readyz is 200", async () => {
     expect(running.url).toBe(`http://127.0.0.1:${env.GATEWAY_PORT}`);
     expect(running.dataDir).toBe(data.path);
-    expect(running.natsCredentials).toBeNull();
+    // NATS lets in only the identities the launcher made; the operators' may read JetStream's
+    // state, and nothing that a service does.
+    expect(running.natsCredentials).toBe(join(data.path, "nats-identities", "monitor.nk"));
+    expect(statSync(running.natsCredentials).mode & 0o777).toBe(0o600);
+    const servers = running.nats.map(({ url }) => url);
+    const anonymous = await connect({ servers, reconnect: false }).then(
+      (nc) => nc.close().then(() => "connected"),
+      (error: { code?: string }) => error.code,
+    );
+    expect(anonymous).toBe("AUTHORIZATION_VIOLATION");
+    const seed = readFileSync(running.natsCredentials).subarray(0, 58);
+    const operator = await connect({ servers, authenticator: nkeyAuthenticator(seed) });
+    try {
+      const jsm = await operator.jetstreamManager();
+      expect((await jsm.streams.info("EVENTS")).config.num_replicas).toBe(3);
+      await expect(operator.request("customer.customer.get", "{}", { timeout: 2_000 })).rejects.toThrow();
+    } finally {
+      await operator.close();
+    }
     expect(running.nats.map(({ name }) => name)).toEqual(["nats-1", "nats-2", "nats-3"]);
     for (const node of running.nats) {
       expect(node).toMatchObject({

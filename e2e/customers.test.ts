@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { type BaseConfig, connectBus } from "@cheese/service-kit";
+import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, uniqueUsername } from "./support/credentials.ts";
+import { busConfig } from "./support/nats-identity.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
 type MessageBus = Awaited<ReturnType<typeof connectBus>>;
@@ -19,7 +20,7 @@ describe("customers", () => {
     // which the default test configuration lets through.
     system = await startSystem({ env: { RATE_LIMIT_PLANS: "" } });
     operator = await operatorHeaders(system);
-    bus = await connectBus({ NATS_URL: system.natsUrl() } as BaseConfig, "e2e-customers");
+    bus = await connectBus(busConfig(system), "ordering");
     bus.consume({
       durable: `e2e-customers-${randomUUID().slice(0, 8)}`,
       subjects: ["events.customer.>"],

@@ -6,6 +6,7 @@ import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
+import { natsOptions } from "./support/nats-identity.ts";
 import { createCheese, http } from "./support/orders.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
@@ -175,13 +176,19 @@ describe("erasure", () => {
   });
 
   it("keeps the erased customer's address (its keyed order's) in no key-value bucket and no file", async () => {
-    const nats = await connect({ servers: system.natsUrl() });
+    // The operators' identity lists the buckets; each is read as the service that owns it.
+    const monitor = await connect(natsOptions(system, "monitor"));
+    const owners = {
+      gateway: await connect(natsOptions(system, "gateway")),
+      catalogue: await connect(natsOptions(system, "catalogue")),
+    };
     try {
       const held: string[] = [];
-      for await (const stream of (await nats.jetstreamManager()).streams.list()) {
+      for await (const stream of (await monitor.jetstreamManager()).streams.list()) {
         if (!stream.config.name.startsWith("KV_")) continue;
         const bucket = stream.config.name.slice("KV_".length);
-        const kv = await nats.jetstream().views.kv(bucket);
+        const owner = bucket === "publisher_checkpoints" ? owners.catalogue : owners.gateway;
+        const kv = await owner.jetstream().views.kv(bucket);
         for await (const key of await kv.keys()) {
           const entry = await kv.get(key);
           if (entry?.operation === "PUT" && entry.string().includes(address.street))
@@ -191,7 +198,7 @@ describe("erasure", () => {
       expect(held).toEqual([]);
       expect(filesContaining(system.dataDir, address.street)).toEqual([]);
     } finally {
-      await nats.close();
+      await Promise.all([monitor, ...Object.values(owners)].map((nc) => nc.close()));
     }
   });
 

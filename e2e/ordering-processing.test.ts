@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type BaseConfig, connectBus } from "@cheese/service-kit";
+import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
+import { busConfig } from "./support/nats-identity.ts";
 import { createCheese, type Headers, http, orderBody, waitForStatus } from "./support/orders.ts";
 import { json, type RunningSystem, startSystem, waitUntilReady } from "./support/system.ts";
 
@@ -50,7 +51,7 @@ describe("order processing with two replicas", () => {
     });
     operator = await operatorHeaders(system);
     api = http(system);
-    bus = await connectBus({ NATS_URL: system.natsUrl() } as BaseConfig, "e2e-ordering-processing");
+    bus = await connectBus(busConfig(system), "notification");
     bus.consume({
       durable: `e2e-ordering-${randomUUID().slice(0, 8)}`,
       subjects: ["events.ordering.order.>"],

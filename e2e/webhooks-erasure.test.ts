@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
+import { natsOptions } from "./support/nats-identity.ts";
 import { createCheese, http } from "./support/orders.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
@@ -66,7 +67,7 @@ describe("an erased customer's order, in integration events and webhook deliveri
     // The customer who placed it sees its address and notes.
     expect(order).toMatchObject({ shippingAddress: address, notes });
     orderId = order.id;
-    nats = await connect({ servers: system.natsUrl() });
+    nats = await connect(natsOptions(system, "notification"));
   });
   afterAll(async () => {
     await nats?.close();

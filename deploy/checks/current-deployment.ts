@@ -11,8 +11,8 @@ type Manifest = any;
 /**
  * What is deployed is current (docs/operations.md, "A real cluster" and "Kubernetes"): KurrentDB,
  * pinned, the image the contract suites run, its data on its volume, no projections; and in
- * prod, one CA bundle, NATS credentials from a Secret, Prometheus let in, probes that wait for
- * /readyz.
+ * prod, one CA bundle, Prometheus let in, probes that wait for /readyz (NATS identities:
+ * nats-auth.ts).
  */
 
 /** KurrentDB 25.x or 26.x from Kurrent's registry, a pinned version (never `latest`). */
@@ -129,11 +129,6 @@ export function kubernetesCurrentProblems(overlay: "dev" | "prod", objects: Mani
       if (/tlsCAFile=/.test(env[key] ?? ""))
         problems.push(`${where}: ${key} names a tlsCAFile; the one bundle is NODE_EXTRA_CA_CERTS`);
     }
-    const credentials = env.NATS_CREDENTIALS;
-    if (!credentials)
-      problems.push(`${where}: NATS_CREDENTIALS is unset: it connects to NATS without credentials`);
-    else if (!mountedFrom(container, podSpec, credentials, ["secret"]))
-      problems.push(`${where}: NATS_CREDENTIALS ${credentials} is not in a mounted Secret`);
   }
   return problems;
 }

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { kubernetesCurrentProblems } from "./current-deployment.ts";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
+import { kubernetesNatsAuthProblems } from "./nats-auth.ts";
 import { kubernetesNatsProblems } from "./nats-cluster.ts";
 import { kubernetesNodeOptionsProblems } from "./node-options.ts";
 
@@ -50,6 +51,7 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   problems.push(...overlayRuleProblems(overlay, objects, join(dir, "..", "..", "..", "docker-compose.yml")));
   problems.push(...kubernetesNodeOptionsProblems(overlay, objects));
   problems.push(...kubernetesNatsProblems(overlay, objects));
+  problems.push(...kubernetesNatsAuthProblems(overlay, objects, dir));
   problems.push(...kubernetesCurrentProblems(overlay, objects));
   return { objects: objects.length, problems };
 }

@@ -131,6 +131,7 @@ export async function startContainerSystem(
       return pids;
     },
     natsUrl: () => `nats://127.0.0.1:${natsPort}`,
+    natsCredentials: () => undefined,
     stop,
   };
 }

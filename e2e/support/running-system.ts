@@ -11,6 +11,11 @@ export interface RunningSystem {
   pids(): Record<string, number[]>;
   /** The NATS server the launcher started (multi-process mode), to attach extra processes. */
   natsUrl(): string;
+  /**
+   * The NATS_CREDENTIALS directory of the system's identities (`<identity>.nk`), which its NATS
+   * asks of every client; undefined where its NATS lets anyone in (the container stack).
+   */
+  natsCredentials(): string | undefined;
   stop(): Promise<void>;
 }
 

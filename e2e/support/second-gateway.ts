@@ -38,6 +38,7 @@ export async function startExtraGateway(system: RunningSystem): Promise<ExtraGat
       env: {
         ...env,
         NATS_URL: system.natsUrl(),
+        ...(system.natsCredentials() ? { NATS_CREDENTIALS: system.natsCredentials() } : {}),
         DATA_DIR: system.dataDir,
         GATEWAY_PORT: String(port),
         HEALTH_PORT: "0",

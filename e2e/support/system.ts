@@ -94,6 +94,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<RunningS
     output: () => output,
     pids: () => JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8")).processes,
     natsUrl: () => JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8")).natsUrl,
+    natsCredentials: () => join(data.path, "nats-identities"),
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once("exit", resolve));

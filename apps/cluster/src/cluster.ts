@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertDataDirFree } from "@cheese/launcher/data-dir";
 import { assertHostsPossible, existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
+import { monitorSeedFile } from "@cheese/launcher/nats-identities";
 import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
 
 /** What `pnpm cluster up --json` prints (and `faults` works from). */
@@ -14,8 +15,11 @@ export interface ClusterInfo {
   /** `address`: the host's address on the bridge (a gateway listens on :8080 there). */
   services: { name: string; replica: number; netns: string; address: string; pid: number | null }[];
   dataDir: string;
-  /** A credentials file that may read JetStream's stream and consumer info; null: NATS has no authentication. */
-  natsCredentials: string | null;
+  /**
+   * The nkey seed file of the operators' NATS identity (`monitor`): it may read JetStream's stream
+   * and consumer info and ask each service's health, nothing else (`nats --nkey <file>`).
+   */
+  natsCredentials: string;
 }
 
 /** The launcher `pnpm start` runs, built. */
@@ -123,7 +127,7 @@ export function info(dataDir: string): ClusterInfo {
       pid,
     })),
     dataDir,
-    natsCredentials: null,
+    natsCredentials: monitorSeedFile(dataDir),
   };
 }
 

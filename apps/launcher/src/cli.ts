@@ -1,5 +1,6 @@
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { authorizationConfig } from "@cheese/messaging/permissions";
 import {
   CONFIG_EXIT_CODE,
   ConfigError,
@@ -18,6 +19,7 @@ import {
 } from "./first-run.ts";
 import { assertHostsPossible, type Host, makeHosts, removeHosts } from "./hosts.ts";
 import { type Backend, onLoopback, startLoadBalancer } from "./load-balancer.ts";
+import { dataDirIdentities } from "./nats-identities.ts";
 import { findNatsServer, type RunningNats, startNatsCluster, startNatsServer } from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
 import { Supervisor } from "./supervisor.ts";
@@ -90,6 +92,10 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   }
 
   const backends = backendProcesses(config.LAUNCH_MODE);
+  // The launcher's own nats-servers let in only the identities it keeps under DATA_DIR, each
+  // service with its own (nats-identities.ts); a NATS_URL of the operator's comes with theirs.
+  const identities = config.NATS_URL ? undefined : dataDirIdentities(dataDir);
+  const authorization = identities ? authorizationConfig(identities.keys) : "";
   // One host per NATS node and per process (`LAUNCH_HOSTS=netns`), made before anything starts.
   const hosts = onHosts ? makeHosts(hostNames(backends, config.REPLICAS), dataDir) : undefined;
   const hostOf = (name: string): Host | undefined => hosts?.get(name);
@@ -99,12 +105,13 @@ async function main(): Promise<{ stop(): Promise<void> }> {
       nats = await startNatsCluster(
         natsBinary,
         dataDir,
+        authorization,
         NATS_NODES.map((name) => ({ name, ...(hostOf(name) as Host) })),
       );
       log.info(`started a NATS cluster of ${nats.length} (${nats.map((node) => node.url).join(", ")})`);
     } else if (!config.NATS_URL && natsBinary) {
       // Never on the gateway's port, which nothing holds until the gateway starts.
-      nats = [await startNatsServer(natsBinary, dataDir, [config.GATEWAY_PORT])];
+      nats = [await startNatsServer(natsBinary, dataDir, authorization, [config.GATEWAY_PORT])];
       log.info(`started ${natsBinary} at ${nats[0]?.url} (JetStream data in ${dataDir}/nats)`);
     }
   } catch (error) {
@@ -118,7 +125,7 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   let balancer: Awaited<ReturnType<typeof startLoadBalancer>> | undefined;
   let stopping = false;
   const supervisor = new Supervisor({
-    env: { ...env, NATS_URL: natsUrl },
+    env: { ...env, NATS_URL: natsUrl, ...(identities ? { NATS_CREDENTIALS: identities.dir } : {}) },
     dataDir,
     nats,
     write,

@@ -3,7 +3,7 @@ import { customerConfigSchema } from "@cheese/customer/config";
 import { gatewayConfigSchema } from "@cheese/gateway/config";
 import { notificationConfigSchema } from "@cheese/notification/config";
 import { orderingConfigSchema } from "@cheese/ordering/config";
-import { baseConfigShape, ConfigError, loadConfig } from "@cheese/service-kit/launch";
+import { baseConfigShape, ConfigError, loadConfig, natsSeedProblem } from "@cheese/service-kit/launch";
 import { z } from "zod";
 
 export const serviceNames = ["catalogue", "ordering", "customer", "notification", "gateway"] as const;
@@ -60,8 +60,23 @@ export function checkConfiguration(env: Record<string, string | undefined> = pro
       for (const line of error.message.split("\n").slice(1)) lines.add(line);
     }
   }
+  if (launcher)
+    for (const line of natsCredentialsProblems(launcher)) lines.add(`  NATS_CREDENTIALS: ${line}`);
   if (lines.size > 0 || !launcher) throw new ConfigError(`invalid configuration:\n${[...lines].join("\n")}`);
   return launcher;
+}
+
+/**
+ * NATS_CREDENTIALS goes with a NATS_URL of the operator's, and holds every service's identity
+ * then; the launcher's own nats-servers use the identities it keeps under DATA_DIR.
+ */
+function natsCredentialsProblems(config: LauncherConfig): string[] {
+  if (!config.NATS_CREDENTIALS) return [];
+  if (!config.NATS_URL)
+    return [
+      "set without NATS_URL: the nats-server pnpm start runs lets in the identities it keeps in DATA_DIR/nats-identities",
+    ];
+  return serviceNames.flatMap((service) => natsSeedProblem(config.NATS_CREDENTIALS as string, service) ?? []);
 }
 
 /**

@@ -65,12 +65,18 @@ export interface RunningNats {
 export async function startNatsServer(
   binary: string,
   dataDir: string,
+  authorization: string,
   avoid: readonly number[] = [],
 ): Promise<RunningNats> {
   const port = await freeListenPort("127.0.0.1", { avoid });
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
-  const options = { host: "127.0.0.1", port, storeDir, configFile: writeConfig(dataDir) };
+  const options = {
+    host: "127.0.0.1",
+    port,
+    storeDir,
+    configFile: writeConfig(dataDir, "nats-server.conf", authorization),
+  };
   const child = await runNatsServer(binary, options);
   return {
     name: "nats-server",
@@ -96,10 +102,11 @@ const CLUSTER_READY_TIMEOUT_MS = 30_000;
 export async function startNatsCluster(
   binary: string,
   dataDir: string,
+  authorization: string,
   nodes: { name: string; address: string; netns: string; exec: string[] }[],
 ): Promise<RunningNats[]> {
   const routes = nodes.map(({ address }) => `nats://${address}:${ROUTE_PORT}`);
-  const configFile = writeConfig(dataDir, "nats-cluster.conf", CLUSTER_PINGS);
+  const configFile = writeConfig(dataDir, "nats-cluster.conf", CLUSTER_PINGS + authorization);
   const started = await Promise.all(
     nodes.map(async ({ name, address, netns, exec }) => {
       const storeDir = resolve(join(dataDir, "nats", name));
@@ -154,8 +161,13 @@ async function healthy(url: string): Promise<boolean> {
  */
 const CLUSTER_PINGS = 'ping_interval: "2s"\nping_max: 3\n';
 
-/** The configuration file a nats-server the launcher starts reads (see `LAME_DUCK`). */
-function writeConfig(dataDir: string, name = "nats-server.conf", extra = ""): string {
+/**
+ * The configuration file a nats-server the launcher starts reads (see `LAME_DUCK`), with `extra`:
+ * the `authorization` block of the identities (public keys only: no secret in this file), which
+ * covers clients; the routes between the nodes of a cluster are not authenticated (each node
+ * listens for routes on its own host's address on the launcher's private bridge).
+ */
+function writeConfig(dataDir: string, name: string, extra: string): string {
   const configFile = resolve(join(dataDir, "run", name));
   mkdirSync(dirname(configFile), { recursive: true });
   writeFileSync(configFile, LAME_DUCK + extra);

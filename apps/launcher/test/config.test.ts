@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ConfigError } from "@cheese/service-kit/launch";
+import { createUser } from "nkeys.js";
 import { describe, expect, it } from "vitest";
 import { backendProcesses, checkConfiguration, layoutMessage } from "../src/config.ts";
 
@@ -27,6 +31,24 @@ describe("the launcher's check of every process's variables, before anything sta
     const message = refusal({ LOG_LEVEL: "loud", WEBHOOK_TIMEOUT: "10x", REPLICAS: "0" });
     for (const variable of ["LOG_LEVEL", "WEBHOOK_TIMEOUT", "REPLICAS"]) {
       expect(message.match(new RegExp(`^ {2}${variable}:`, "gm")), variable).toHaveLength(1);
+    }
+  });
+
+  it("checks every service's NATS identity in NATS_CREDENTIALS, never printing a seed, and refuses it without NATS_URL", () => {
+    const dir = mkdtempSync(join(tmpdir(), "nats-identities-"));
+    try {
+      const seed = new TextDecoder().decode(createUser().getSeed());
+      writeFileSync(join(dir, "gateway.nk"), `${seed}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, "catalogue.nk"), "not a seed\n", { mode: 0o600 });
+      const message = refusal({ NATS_URL: "nats://127.0.0.1:4222", NATS_CREDENTIALS: dir });
+      expect(message).toContain(`NATS_CREDENTIALS: ${join(dir, "catalogue.nk")} holds no user nkey seed`);
+      for (const service of ["ordering", "customer", "notification"])
+        expect(message).toContain(`NATS_CREDENTIALS: cannot read ${join(dir, `${service}.nk`)} (ENOENT)`);
+      expect(message).not.toContain("gateway.nk");
+      expect(message).not.toContain(seed);
+      expect(refusal({ NATS_CREDENTIALS: dir })).toContain("NATS_CREDENTIALS: set without NATS_URL");
+    } finally {
+      rmSync(dir, { recursive: true });
     }
   });
 

@@ -3,8 +3,8 @@ import {
   ConsumerEvents,
   connect,
   createInbox,
-  credsAuthenticator,
   DeliverPolicy,
+  ErrorCode,
   Events,
   type JetStreamClient,
   type JetStreamManager,
@@ -16,6 +16,7 @@ import {
   NatsError,
   nanos,
   headers as natsHeaders,
+  nkeyAuthenticator,
   StorageType,
   type StreamConfig,
 } from "nats";
@@ -80,8 +81,8 @@ export interface NatsBusOptions {
   eventsMaxAgeMs?: number;
   /** `EVENTS` holds this many bytes at most, dropping its oldest events past it. */
   eventsMaxBytes?: number;
-  /** The contents of a NATS `.creds` file (a user's JWT and nkey seed); unset: no credentials. */
-  credentials?: Uint8Array;
+  /** The nkey seed of the identity it connects as (`SU…`, `permissions.ts`); unset: none. */
+  nkeySeed?: Uint8Array;
   /** A consumer's default `deadLetterAfterMs` (24 h). */
   deadLetterAfterMs?: number;
   onDeadLetter?: DeadLetterListener;
@@ -214,7 +215,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     // A cluster's nodes: the client picks one at random and fails over to the others.
     servers: options.url,
     name: options.name,
-    ...(options.credentials ? { authenticator: credsAuthenticator(options.credentials) } : {}),
+    ...(options.nkeySeed ? { authenticator: nkeyAuthenticator(options.nkeySeed) } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     reconnectJitter: 500,
@@ -441,6 +442,13 @@ class NatsBus implements MessageBus {
           this.down = signal();
           this.up.resolve();
           this.tellWatchers(true);
+        } else if (status.type === Events.Error && status.data === ErrorCode.PermissionsViolation) {
+          // This connection's identity may not use a subject it tried (permissions.ts): a
+          // request so refused gets no answer. The server's log names the subject.
+          this.log.error(
+            { err: new Error(String(status.data)) },
+            "NATS refused a subject this service's identity is not allowed",
+          );
         }
       }
     })();

@@ -1,5 +1,10 @@
 // The scheme check alone: the package's main entry loads SQLite, which the launcher does not need.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { clientConnectionString, EVENT_STORE_SCHEMES } from "@cheese/event-store/connection-string";
+// The identities' table alone: the package's main entry loads the NATS client.
+import { seedFileName } from "@cheese/messaging/permissions";
 import { z } from "zod";
 import { duration } from "./duration.ts";
 
@@ -34,7 +39,10 @@ export const baseConfigShape = {
   DATA_DIR: z.string().min(1).default("./.data"),
   /** A NATS server, or every server of a NATS cluster, comma-separated. */
   NATS_URL: optionalUrls,
-  /** Path of the `.creds` file (JWT and nkey seed) the services connect to NATS with; unset: none. */
+  /**
+   * The directory of the services' NATS identities: `<service>.nk` holds the nkey seed a service
+   * connects as (each reads only its own); unset: no credentials (a NATS without authorization).
+   */
   NATS_CREDENTIALS: optionalText,
   /** Copies of EVENTS and of every key-value bucket JetStream keeps (more than 1 needs a cluster). */
   NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
@@ -98,4 +106,20 @@ export function loadConfig<S extends z.ZodObject>(
     );
   }
   return config;
+}
+
+/**
+ * What is wrong with `service`'s NATS identity in the NATS_CREDENTIALS directory `dir`, if
+ * anything: a missing or unreadable file, or one that holds no user nkey seed (`SU…`).
+ */
+export function natsSeedProblem(dir: string, service: string): string | undefined {
+  const file = join(dir, seedFileName(service));
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    return `cannot read ${file} (${(error as NodeJS.ErrnoException).code})`;
+  }
+  // Never the file's contents in the message: it is a secret.
+  return /^SU[A-Z2-7]{56}\s*$/.test(text) ? undefined : `${file} holds no user nkey seed (SU…)`;
 }

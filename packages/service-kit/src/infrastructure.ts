@@ -9,8 +9,9 @@ import {
   type MessageBus,
   ReplicasRefusedError,
 } from "@cheese/messaging";
+import { seedFileName } from "@cheese/messaging/permissions";
 import type { ReadModelStore } from "@cheese/read-models";
-import { type BaseConfig, ConfigError } from "./config.ts";
+import { type BaseConfig, ConfigError, natsSeedProblem } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { countDeadLetter } from "./metrics.ts";
 
@@ -97,11 +98,11 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
       "NATS_URL is not set: a service started as its own process needs NATS (pnpm start sets it up)",
     );
   }
-  const credentials = config.NATS_CREDENTIALS ? readCredentials(config.NATS_CREDENTIALS) : undefined;
+  const nkeySeed = config.NATS_CREDENTIALS ? readNatsSeed(config.NATS_CREDENTIALS, service) : undefined;
   try {
     return await connectNatsBus({
       url: config.NATS_URL.split(",").map((url) => url.trim()),
-      ...(credentials ? { credentials } : {}),
+      ...(nkeySeed ? { nkeySeed } : {}),
       name: service,
       ...busOptions(config),
       replicas: config.NATS_REPLICAS,
@@ -124,13 +125,14 @@ export async function connectBus(config: BaseConfig, service: string, logger?: L
   }
 }
 
-/** The `.creds` file's bytes; one that cannot be read is a configuration error naming the variable. */
-function readCredentials(file: string): Uint8Array {
-  try {
-    return readFileSync(file);
-  } catch (error) {
-    throw new ConfigError(`NATS_CREDENTIALS: cannot read ${file} (${(error as NodeJS.ErrnoException).code})`);
-  }
+/**
+ * The nkey seed of `service`'s NATS identity: `<service>.nk` in the NATS_CREDENTIALS directory
+ * (`natsSeedProblem` says what is wrong with it, before anything starts).
+ */
+function readNatsSeed(dir: string, service: string): Uint8Array {
+  const problem = natsSeedProblem(dir, service);
+  if (problem) throw new ConfigError(`invalid configuration:\n  NATS_CREDENTIALS: ${problem}`);
+  return readFileSync(join(dir, seedFileName(service))).subarray(0, 58);
 }
 
 /** What every bus of a process is made with, NATS or in-process: dead letters, timed and counted. */

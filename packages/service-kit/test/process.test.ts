@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startNatsServer } from "@cheese/testing";
 import { expect, it } from "vitest";
@@ -71,26 +72,23 @@ it("exits 78 naming NATS_REPLICAS when it asks three replicas of a NATS server o
   }
 }, 30_000);
 
-it("connects with the credentials NATS_CREDENTIALS names, and without them exits 78 naming it", async () => {
-  const server = await startNatsServer({ credentials: true });
-  const seed = /SU[A-Z0-9]{56}/.exec(readFileSync(server.credentialsFile!, "utf8"))![0];
+it("connects as the identity NATS_CREDENTIALS holds for it, and without it exits 78 naming it", async () => {
+  const server = await startNatsServer({ identity: "bus-only" });
+  const dir = server.credentialsDir!;
+  const seed = readFileSync(join(dir, "bus-only.nk"), "utf8").trim();
   try {
-    const withCredentials = await busOnlyRun({
-      NATS_URL: server.url,
-      NATS_CREDENTIALS: server.credentialsFile!,
-    });
+    const withCredentials = await busOnlyRun({ NATS_URL: server.url, NATS_CREDENTIALS: dir });
     expect(withCredentials).toMatchObject({ code: null, output: expect.stringContaining("connected") });
 
     const without = await busOnlyRun({ NATS_URL: server.url });
     expect(without.code).toBe(78);
     expect(without.output).toMatch(/NATS refused the connection's credentials.*NATS_CREDENTIALS is unset/);
 
-    const missing = await busOnlyRun({
-      NATS_URL: server.url,
-      NATS_CREDENTIALS: `${server.credentialsFile}.gone`,
-    });
+    const missing = await busOnlyRun({ NATS_URL: server.url, NATS_CREDENTIALS: `${dir}.gone` });
     expect(missing.code).toBe(78);
-    expect(missing.output).toMatch(/NATS_CREDENTIALS: cannot read .*user\.creds\.gone \(ENOENT\)/);
+    expect(missing.output).toMatch(
+      /NATS_CREDENTIALS: cannot read .*credentials\.gone\/bus-only\.nk \(ENOENT\)/,
+    );
     for (const run of [withCredentials, without, missing]) expect(run.output).not.toContain(seed);
   } finally {
     await server.stop();

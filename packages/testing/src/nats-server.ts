@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { nkeys } from "nats";
@@ -9,21 +9,24 @@ import { tempDir } from "./temp-dir.ts";
 export interface NatsServerHandle {
   url: string;
   port: number;
-  /** With `{ credentials: true }`: the `.creds` file of the one user the server lets in. */
-  credentialsFile?: string;
+  /**
+   * With `{ identity }`: the directory (what NATS_CREDENTIALS names) holding `<identity>.nk`, the
+   * nkey seed of the one user the server lets in.
+   */
+  credentialsDir?: string;
   stop(): Promise<void>;
 }
 
 /**
  * Starts a real `nats-server` from PATH with JetStream on a free loopback port and a
  * throw-away store directory. Throws with a clear message when nats-server is not installed.
- * With `credentials`, the server lets in only one user (an nkey), whose `.creds` file is
- * `credentialsFile`; nothing else may connect.
+ * With `identity`, the server lets in only one user (an nkey), whose seed is `<identity>.nk` in
+ * `credentialsDir`; nothing else may connect.
  */
-export async function startNatsServer(options: { credentials?: boolean } = {}): Promise<NatsServerHandle> {
+export async function startNatsServer(options: { identity?: string } = {}): Promise<NatsServerHandle> {
   const port = await freePort();
   const store = tempDir("nats");
-  const auth = options.credentials ? writeCredentials(store.path) : undefined;
+  const auth = options.identity ? writeCredentials(store.path, options.identity) : undefined;
   const child = await spawnNatsServer([
     ...(auth ? ["-c", auth.config] : []),
     ...["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store.path],
@@ -32,7 +35,7 @@ export async function startNatsServer(options: { credentials?: boolean } = {}): 
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
-    ...(auth ? { credentialsFile: auth.credentials } : {}),
+    ...(auth ? { credentialsDir: auth.dir } : {}),
     async stop() {
       await child.stop();
       store.remove();
@@ -40,24 +43,17 @@ export async function startNatsServer(options: { credentials?: boolean } = {}): 
   };
 }
 
-/**
- * A new nkey user: its `.creds` file, and a server configuration that lets only it in. Outside
- * operator mode nats-server checks the nkey's signature and not the JWT, so a placeholder does.
- */
-function writeCredentials(dir: string): { credentials: string; config: string } {
+/** A new nkey user: its seed in `<dir>/credentials/<identity>.nk`, and a configuration letting only it in. */
+function writeCredentials(root: string, identity: string): { dir: string; config: string } {
   const user = nkeys.createUser();
-  const seed = new TextDecoder().decode(user.getSeed());
-  const jwt = "eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.cGxhY2Vob2xkZXI";
-  const credentials = join(dir, "user.creds");
-  writeFileSync(
-    credentials,
-    `-----BEGIN NATS USER JWT-----\n${jwt}\n------END NATS USER JWT------\n\n` +
-      `-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`,
-    { mode: 0o600 },
-  );
-  const config = join(dir, "auth.conf");
+  const dir = join(root, "credentials");
+  mkdirSync(dir, { mode: 0o700 });
+  writeFileSync(join(dir, `${identity}.nk`), `${new TextDecoder().decode(user.getSeed())}\n`, {
+    mode: 0o600,
+  });
+  const config = join(root, "auth.conf");
   writeFileSync(config, `authorization { users = [ { nkey: ${user.getPublicKey()} } ] }\n`);
-  return { credentials, config };
+  return { dir, config };
 }
 
 export interface NatsClusterNode {

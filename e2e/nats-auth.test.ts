@@ -1,0 +1,76 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { customerRpc } from "@cheese/contracts";
+import { callRpc } from "@cheese/messaging";
+import { connectBus, createLogger } from "@cheese/service-kit";
+import { connect } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
+import { busConfig } from "./support/nats-identity.ts";
+import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
+
+/**
+ * The nats-server `pnpm start` runs lets in only the identities the launcher made for this
+ * DATA_DIR (docs/security.md, M2), each allowed what its service does: a local process without
+ * one cannot reach the internal RPCs, and a service cannot ask what only the gateway asks.
+ */
+describe.skipIf(launcherOnly("the launcher's own nats-server and identities"))("NATS authorization", () => {
+  let system: RunningSystem;
+  let customer: TestCustomer;
+
+  beforeAll(async () => {
+    system = await startSystem();
+    customer = await registerAndLogin(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  /** customer.customer.get for the registered customer, asked as the service `identity`. */
+  async function getCustomerAs(identity: string) {
+    const bus = await connectBus(busConfig(system), identity, createLogger("e2e-nats-auth", "silent"));
+    try {
+      return await callRpc(
+        bus,
+        customerRpc.get,
+        { username: customer.username, asCustomer: null },
+        { timeoutMs: 2_000 },
+      );
+    } finally {
+      await bus.close();
+    }
+  }
+
+  it("refuses a connection without credentials", async () => {
+    const refused = await connect({ servers: system.natsUrl(), reconnect: false }).then(
+      async (nc) => {
+        await nc.close();
+        return "connected";
+      },
+      (error: { code?: string }) => error.code,
+    );
+    expect(refused).toBe("AUTHORIZATION_VIOLATION");
+  });
+
+  it("answers the gateway's customer.customer.get, and not the catalogue's", async () => {
+    const asGateway = await getCustomerAs("gateway");
+    expect(asGateway.customer).toMatchObject({ id: customer.id, username: customer.username });
+    // The server refuses the catalogue's publish: nobody hears the request, no answer comes.
+    await expect(getCustomerAs("catalogue")).rejects.toThrow();
+  });
+
+  it("keeps each identity's seed in a file only its owner may read, and never prints one", () => {
+    const dir = system.natsCredentials() as string;
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual(
+      ["catalogue", "customer", "gateway", "monitor", "notification", "ordering"].map((id) => `${id}.nk`),
+    );
+    for (const file of files) {
+      expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
+      const seed = readFileSync(join(dir, file), "utf8").trim();
+      expect(seed).toMatch(/^SU[A-Z2-7]{56}$/);
+      expect(system.output()).not.toContain(seed);
+    }
+  });
+});

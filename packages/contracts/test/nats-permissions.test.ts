@@ -1,0 +1,42 @@
+import { natsServices, permissionsOf } from "@cheese/messaging/permissions";
+import { describe, expect, it } from "vitest";
+import * as contracts from "../src/index.ts";
+
+/** Every RPC subject the contracts define, by the service that serves it (its first token). */
+const rpcSubjects = Object.values(contracts)
+  .flatMap((value) => (value && typeof value === "object" ? Object.values(value) : []))
+  .flatMap((definition) =>
+    definition &&
+    typeof definition === "object" &&
+    typeof (definition as { subject?: unknown }).subject === "string"
+      ? [(definition as { subject: string }).subject]
+      : [],
+  );
+
+/** Subjects of the bus's own machinery, not RPCs. */
+const machinery = /^(\$JS\.|\$KV\.|_INBOX\.|events\.|deadletters\.|notices\.|broadcast\.)/;
+
+describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
+  it("found the contracts' RPC definitions", () => {
+    expect(rpcSubjects).toContain("customer.customer.get");
+  });
+
+  it.each(natsServices)("lets %s ask only RPCs the contracts define, none of its own", (service) => {
+    const calls = permissionsOf(service).publish.filter((subject) => !machinery.test(subject));
+    for (const subject of calls) {
+      const owner = subject.split(".")[0];
+      expect(owner, subject).not.toBe(service);
+      const defined = subject.endsWith(".>")
+        ? rpcSubjects.some((rpc) => rpc.startsWith(subject.slice(0, -1)))
+        : rpcSubjects.includes(subject);
+      expect(defined, `${service} may ask ${subject}, which no contract defines`).toBe(true);
+    }
+  });
+
+  it("lets each service serve its own subjects and no other's", () => {
+    for (const service of natsServices) {
+      const served = permissionsOf(service).subscribe.filter((subject) => !machinery.test(subject));
+      expect(served).toEqual([`${service}.>`]);
+    }
+  });
+});

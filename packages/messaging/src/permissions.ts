@@ -1,0 +1,169 @@
+/**
+ * Who may do what on NATS: one identity (an nkey) per service, and one for operators and
+ * monitoring, each allowed the subjects its work needs and nothing else (docs/security.md, M2).
+ * The launcher's nats-servers, `deploy/nats/authorization.conf` and the dev overlay's NATS are
+ * configured from {@link authorizationConfig} (`pnpm check:deploy` compares them), so this table
+ * is the one place a new RPC call, bucket or consumer is allowed. Pure data: the launcher loads it
+ * without the NATS client.
+ */
+
+export const natsServices = ["gateway", "catalogue", "ordering", "customer", "notification"] as const;
+export type NatsService = (typeof natsServices)[number];
+/** Operators and monitoring: JetStream's stream and consumer info, and each service's health. */
+export const MONITOR_IDENTITY = "monitor";
+export const natsIdentities = [...natsServices, MONITOR_IDENTITY] as const;
+export type NatsIdentity = (typeof natsIdentities)[number];
+
+/** The file, in the `NATS_CREDENTIALS` directory, holding an identity's nkey seed. */
+export function seedFileName(identity: string): string {
+  return `${identity}.nk`;
+}
+
+/** The environment variable the server configuration reads an identity's public key from. */
+export function publicKeyVariable(identity: NatsIdentity): string {
+  return `NATS_NKEY_${identity.toUpperCase()}`;
+}
+
+interface Needs {
+  /** The RPC subjects it asks (it serves `<service>.>`: its RPCs and `<service>.health`). */
+  calls: readonly string[];
+  /** It publishes `events.<service>.>` through its outbox relay. */
+  publishesEvents?: boolean;
+  /** Key-value buckets it opens. */
+  buckets?: readonly string[];
+  /** Notice channels it announces on or follows. */
+  notices?: readonly string[];
+  /** Broadcast subjects it sends and receives. */
+  broadcasts?: readonly string[];
+  /** It consumes integration events (durables on EVENTS, dead letters parked and replayed). */
+  consumes?: boolean;
+  /** It serves the operator API over the dead letters (lists, replays and deletes them). */
+  managesDeadLetters?: boolean;
+}
+
+/** What each service does on the bus (docs/architecture.md, "Rooms"). */
+const needs: Record<NatsService, Needs> = {
+  gateway: {
+    calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
+    buckets: ["rate_limits", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
+    notices: ["catalogue_cheese_changed"],
+    broadcasts: ["broadcast.customer.plan_changed"],
+    consumes: true,
+  },
+  catalogue: {
+    calls: ["ordering.cheese.active_orders"],
+    publishesEvents: true,
+    buckets: ["publisher_checkpoints"],
+    notices: ["catalogue_cheese_changed"],
+  },
+  ordering: {
+    calls: ["catalogue.cheese.get", "customer.personal_data.seal", "customer.personal_data.open"],
+    publishesEvents: true,
+    buckets: ["publisher_checkpoints"],
+    consumes: true,
+  },
+  customer: {
+    calls: ["catalogue.cheese.get"],
+    publishesEvents: true,
+    buckets: ["publisher_checkpoints"],
+    consumes: true,
+  },
+  notification: { calls: [], consumes: true, managesDeadLetters: true },
+};
+
+/** Every JetStream API subject that works on the stream `stream` and its consumers. */
+function streamApi(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.*.${stream}`,
+    `$JS.API.STREAM.MSG.*.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$JS.API.CONSUMER.*.${stream}`,
+    `$JS.API.CONSUMER.*.${stream}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.ACK.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+export interface Permissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+/**
+ * The subjects `identity` may publish and subscribe to. Every service serves `<service>.>` (a
+ * queue group of its replicas), asks the services it calls, replies to any `_INBOX` (requests
+ * come with one) and hears replies on `_INBOX.>`, makes sure `EVENTS` exists (each one may be the
+ * first to start), and reaches the JetStream API only for its own streams and buckets.
+ */
+export function permissionsOf(identity: NatsIdentity): Permissions {
+  if (identity === MONITOR_IDENTITY) {
+    return {
+      publish: [
+        "$JS.API.INFO",
+        "$JS.API.STREAM.NAMES",
+        "$JS.API.STREAM.LIST",
+        "$JS.API.STREAM.INFO.*",
+        "$JS.API.CONSUMER.NAMES.*",
+        "$JS.API.CONSUMER.LIST.*",
+        "$JS.API.CONSUMER.INFO.*.*",
+        ...natsServices.map((service) => `${service}.health`),
+      ],
+      subscribe: ["_INBOX.>"],
+    };
+  }
+  const need = needs[identity];
+  const publish = ["_INBOX.>", "$JS.API.INFO", ...need.calls];
+  const subscribe = [`${identity}.>`, "_INBOX.>"];
+  publish.push(...streamApi("EVENTS"));
+  if (need.publishesEvents) publish.push(`events.${identity}.>`);
+  if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
+  for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
+  for (const channel of need.notices ?? [])
+    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
+  for (const subject of need.broadcasts ?? []) {
+    publish.push(subject);
+    subscribe.push(subject);
+  }
+  return { publish, subscribe };
+}
+
+/**
+ * The `authorization` block of a nats-server configuration: one user per identity, known by its
+ * nkey (`keys`: the public key itself, or a `$VARIABLE` the server reads from its environment),
+ * with its permissions. A client without one of these keys is refused.
+ */
+export function authorizationConfig(keys: Record<NatsIdentity, string>): string {
+  const list = (subjects: string[]) =>
+    subjects.map((subject) => `          ${JSON.stringify(subject)}`).join(",\n");
+  const users = natsIdentities.map((identity) => {
+    const { publish, subscribe } = permissionsOf(identity);
+    return [
+      `    # ${identity}`,
+      "    {",
+      `      nkey: ${keys[identity]}`,
+      "      permissions: {",
+      "        publish: { allow: [",
+      list(publish),
+      "        ] }",
+      "        subscribe: { allow: [",
+      list(subscribe),
+      "        ] }",
+      "      }",
+      "    }",
+    ].join("\n");
+  });
+  return `authorization {\n  users = [\n${users.join("\n")}\n  ]\n}\n`;
+}
+
+/** {@link authorizationConfig} with each key read from its {@link publicKeyVariable}. */
+export function authorizationConfigFromEnvironment(): string {
+  return authorizationConfig(
+    Object.fromEntries(natsIdentities.map((id) => [id, `$${publicKeyVariable(id)}`])) as Record<
+      NatsIdentity,
+      string
+    >,
+  );
+}
