@@ -228,8 +228,8 @@ describe.skipIf(reason)("pnpm cluster", () => {
           method: "POST",
           headers: bearer,
         });
-        expect(written.status, `update ${round}`).toBe(200);
         const updated = await written.text();
+        expect(written.status, `update ${round}: ${updated}`).toBe(200);
         const after = await readAt(reader);
         if (after.body !== updated) stale.push(`round ${round}: read ${after.body.slice(0, 120)}`);
       }

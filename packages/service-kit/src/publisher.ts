@@ -1,5 +1,11 @@
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
-import { type IntegrationEvent, jsonCodec, KvRecords, type MessageBus } from "@cheese/messaging";
+import {
+  BusUnavailableError,
+  type IntegrationEvent,
+  jsonCodec,
+  KvRecords,
+  type MessageBus,
+} from "@cheese/messaging";
 import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
@@ -77,7 +83,7 @@ interface Run {
 export async function startPublisher(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
   const checkpoints = checkpointRecords(bus);
-  let checkpoint = (await checkpoints.get(service))?.value ?? -1;
+  let checkpoint = await storedCheckpoint(checkpoints, service, logger);
   let saved = checkpoint;
   const runs = new Set<Run>();
 
@@ -176,4 +182,29 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
       await save().catch(() => {});
     },
   };
+}
+
+/** How long a starting relay asks again for its checkpoint while the bus cannot answer yet. */
+const CHECKPOINT_READ_PATIENCE_MS = 30_000;
+
+/**
+ * The relay's stored checkpoint (-1: none). While the bus cannot answer (a bucket just made on
+ * a busy cluster can time out its first read) it is asked again for a while, rather than failing
+ * the service's start (the process would exit and be started again).
+ */
+async function storedCheckpoint(
+  checkpoints: KvRecords<number>,
+  service: string,
+  logger: Logger,
+): Promise<number> {
+  const deadline = Date.now() + CHECKPOINT_READ_PATIENCE_MS;
+  for (;;) {
+    try {
+      return (await checkpoints.get(service))?.value ?? -1;
+    } catch (error) {
+      if (!(error instanceof BusUnavailableError) || Date.now() >= deadline) throw error;
+      logger.warn({ err: error }, "event publisher: its checkpoint cannot be read yet; asking again");
+      await new Promise((next) => setTimeout(next, 500));
+    }
+  }
 }

@@ -1,5 +1,6 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import {
+  BusUnavailableError,
   connectNatsBus,
   createInProcessBus,
   type IntegrationEvent,
@@ -113,6 +114,29 @@ describe("the outbox relay's window", () => {
     expect(sent).toEqual(ids);
     expect(got).toEqual(ids);
     expect(most()).toBe(PUBLISH_WINDOW);
+  });
+
+  it("starts while its checkpoint cannot be read yet (the bus unavailable), and publishes once it can", async () => {
+    // A bucket just made on a busy cluster: its first reads time out. The relay's start must not
+    // fail on that (the service's process would exit): it asks again.
+    let refusals = 2;
+    const bus: MessageBus = {
+      ...inner,
+      publish: (event) => inner.publish(event),
+      kv: async (bucket, options) => {
+        const kv = await inner.kv(bucket, options);
+        const get = kv.get.bind(kv);
+        return Object.assign(Object.create(kv), {
+          get: (key: string) =>
+            refusals-- > 0 ? Promise.reject(new BusUnavailableError(`kv get ${key}`)) : get(key),
+        });
+      },
+    };
+    const ids = await appendWidgets(3);
+    const got = received();
+    await relay(bus);
+    expect(refusals).toBeLessThan(0);
+    await expect.poll(() => got).toEqual(ids);
   });
 
   it("after a failed publish starts again from the last event acked with all before it: nothing lost", async () => {
