@@ -36,6 +36,13 @@ export interface GatewayVariables {
   caller: Caller;
   /** Why the credentials sent were refused, if they were; routes with an access rule answer 401. */
   authProblem?: string;
+  /**
+   * Set by `rateLimit` where limits apply: a request that counts as several (a batch of
+   * registrations counts each element) takes `more` requests from the caller's bucket besides
+   * its own; throws the refusal (429 with Retry-After, or 422 for more than the plan's burst at
+   * once) when it cannot.
+   */
+  spend?: (more: number, what: string) => Promise<void>;
 }
 
 export interface GatewayEnv {

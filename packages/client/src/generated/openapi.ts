@@ -313,7 +313,7 @@ export interface paths {
         put?: never;
         /**
          * Register up to 100 accounts
-         * @description Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public.
+         * @description Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.
          */
         post: operations["createCustomersWithArray"];
         delete?: never;

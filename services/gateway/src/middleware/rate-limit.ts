@@ -1,3 +1,4 @@
+import { RemoteError } from "@cheese/messaging";
 import { counter, seriesOf } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -70,17 +71,50 @@ export function rateLimit(options: {
       for (const [name, value] of Object.entries(headers)) c.header(name, value);
       refusalsOf(pageVisitor ? "pages" : caller.plan).inc();
       c.header("Retry-After", String(admission.retryAfterSeconds));
-      const allowance = `bursts of ${limits.burst} and ${hourlyRate(limits)} requests an hour`;
+      const allowance = allowanceOf(limits);
       const message = pageVisitor
         ? `too many requests from your address: pages allow ${allowance}; retry in ${admission.retryAfterSeconds} s`
         : `rate limit exceeded: the ${caller.plan} plan allows ${allowance}; retry in ${admission.retryAfterSeconds} s`;
       return page ? tooManyRequestsPage(c, message) : errorResponse(c, 429, message);
+    }
+    if (!page) {
+      c.set("spend", async (more, what) => {
+        if (more <= 0) return;
+        const counted = `${what} counts as ${more + 1} requests`;
+        if (more + 1 > limits.burst) {
+          const message = `${counted}; the ${caller.plan} plan allows bursts of ${limits.burst}: send at most ${limits.burst} at once`;
+          throw new RemoteError({
+            status: 422,
+            type: "validation_error",
+            message,
+            errors: [{ field: "(body)", message }],
+          });
+        }
+        const taken = await Promise.all(
+          Array.from({ length: more }, () => options.buckets.admit(caller.id, limits)),
+        );
+        const refused = taken.find(({ allowed }) => !allowed);
+        for (const [name, value] of Object.entries(limitHeaders(limits, refused ?? taken.at(-1)!)))
+          c.header(name, value);
+        if (!refused) return;
+        refusalsOf(caller.plan).inc();
+        c.header("Retry-After", String(refused.retryAfterSeconds));
+        throw new RemoteError({
+          status: 429,
+          type: "rate_limited",
+          message: `rate limit exceeded: ${counted}, the ${caller.plan} plan allows ${allowanceOf(limits)}; retry in ${refused.retryAfterSeconds} s`,
+        });
+      });
     }
     await next();
     // Set on the answer once it is made, whoever made it (set before it too, they cost five
     // header writes more per request for the same answer); a route's own value is kept.
     for (const [name, value] of Object.entries(headers)) setAnswerHeader(c, name, value, { ifAbsent: true });
   });
+}
+
+function allowanceOf(limits: PlanLimits): string {
+  return `bursts of ${limits.burst} and ${hourlyRate(limits)} requests an hour`;
 }
 
 /** A 429 a browser shows as a page (no script, no style, nothing from elsewhere); `message` is ours. */

@@ -73,7 +73,7 @@ const registerMany = (deps: GatewayDeps) =>
       tags: ["Customers"],
       summary: "Register up to 100 accounts",
       description:
-        "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public.",
+        "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
       request: { body: { required: true, content: { "application/json": { schema: CustomerBatchInput } } } },
       responses: {
         ...commonResponses,
@@ -240,6 +240,8 @@ export function customersRoutes(
 
   api.openapi(registerMany(deps), async (c) => {
     const elements = c.req.valid("json");
+    // Each element is a registration: it counts against the caller's rate limit as one would.
+    await c.get("spend")?.(elements.length - 1, `a batch of ${elements.length} registrations`);
     return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
   });
 
