@@ -10,11 +10,12 @@ import { busConfig } from "./support/nats-identity.ts";
 import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
- * The nats-server `pnpm start` runs lets in only the identities the launcher made for this
- * DATA_DIR (docs/security.md, M2), each allowed what its service does: a local process without
- * one cannot reach the internal RPCs, and a service cannot ask what only the gateway asks.
+ * NATS lets in only the services' identities (docs/security.md, M2), each allowed what its
+ * service does: a local process without one cannot reach the internal RPCs, and a service cannot
+ * ask what only the gateway asks. The nats-server `pnpm start` runs, and the image's stack (NATS
+ * in a container given the same authorization, as compose and the overlays give it).
  */
-describe.skipIf(launcherOnly("the launcher's own nats-server and identities"))("NATS authorization", () => {
+describe("NATS authorization", () => {
   let system: RunningSystem;
   let customer: TestCustomer;
 
@@ -59,18 +60,21 @@ describe.skipIf(launcherOnly("the launcher's own nats-server and identities"))("
     await expect(getCustomerAs("catalogue")).rejects.toThrow();
   });
 
-  it("keeps each identity's seed in a file only its owner may read, and never prints one", () => {
-    const dir = system.natsCredentials() as string;
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
-    const files = readdirSync(dir).sort();
-    expect(files).toEqual(
-      ["catalogue", "customer", "gateway", "monitor", "notification", "ordering"].map((id) => `${id}.nk`),
-    );
-    for (const file of files) {
-      expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
-      const seed = readFileSync(join(dir, file), "utf8").trim();
-      expect(seed).toMatch(/^SU[A-Z2-7]{56}$/);
-      expect(system.output()).not.toContain(seed);
-    }
-  });
+  it.skipIf(launcherOnly("the identities the launcher keeps in DATA_DIR"))(
+    "keeps each identity's seed in a file only its owner may read, and never prints one",
+    () => {
+      const dir = system.natsCredentials() as string;
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      const files = readdirSync(dir).sort();
+      expect(files).toEqual(
+        ["catalogue", "customer", "gateway", "monitor", "notification", "ordering"].map((id) => `${id}.nk`),
+      );
+      for (const file of files) {
+        expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
+        const seed = readFileSync(join(dir, file), "utf8").trim();
+        expect(seed).toMatch(/^SU[A-Z2-7]{56}$/);
+        expect(system.output()).not.toContain(seed);
+      }
+    },
+  );
 });

@@ -1,8 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, readFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:net";
+import { join } from "node:path";
 import { onLoopback, startLoadBalancer } from "@cheese/launcher/load-balancer";
+import { dataDirIdentities } from "@cheese/launcher/nats-identities";
 import { serviceNodeOptions } from "@cheese/launcher/node-options";
+import { authorizationConfig } from "@cheese/messaging/permissions";
 import { freePort, tempDir } from "@cheese/testing";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import type { RunningSystem, SystemOptions } from "./running-system.ts";
@@ -53,9 +56,25 @@ export async function startContainerSystem(
     if (!options.dataDir) data.remove();
   };
   try {
+    // NATS lets in only the services' identities, each with its subjects, as the deployments do:
+    // the seeds stay in the data directory (NATS_CREDENTIALS), the server reads public keys only.
+    const identities = dataDirIdentities(data.path);
+    writeFileSync(join(data.path, "nats-authorization.conf"), authorizationConfig(identities.keys));
     const nats = await new GenericContainer(stack.natsImage)
       .withNetworkMode("host")
-      .withCommand(["nats-server", "-js", "-a", "127.0.0.1", "-p", String(natsPort), "-sd", "/tmp/nats"])
+      .withBindMounts([{ source: data.path, target: "/data", mode: "ro" }])
+      .withCommand([
+        "nats-server",
+        "-c",
+        "/data/nats-authorization.conf",
+        "-js",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        String(natsPort),
+        "-sd",
+        "/tmp/nats",
+      ])
       .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
       .start();
     started.push({ service: "nats", container: nats });
@@ -77,6 +96,7 @@ export async function startContainerSystem(
           SERVICE_INSTANCE: instance,
           DATA_DIR: "/data",
           NATS_URL: `nats://127.0.0.1:${natsPort}`,
+          NATS_CREDENTIALS: "/data/nats-identities",
           HEALTH_HOST: "127.0.0.1",
           HEALTH_PORT: String(await freePort()),
           GATEWAY_HOST: "127.0.0.1",
@@ -131,7 +151,7 @@ export async function startContainerSystem(
       return pids;
     },
     natsUrl: () => `nats://127.0.0.1:${natsPort}`,
-    natsCredentials: () => undefined,
+    natsCredentials: () => join(data.path, "nats-identities"),
     stop,
   };
 }
