@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { testListenPort } from "./support/ports.ts";
-import { launcherOnly } from "./support/system.ts";
+import { launcherOnly, waitUntilReady } from "./support/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(repoRoot, "apps", "launcher", "dist", "cli.js");
@@ -73,19 +73,9 @@ async function launch(
   return { child, port, output: () => output, exited, kill };
 }
 
-async function ready(port: number): Promise<void> {
-  await expect
-    .poll(
-      async () => {
-        try {
-          return (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
-        } catch {
-          return 0;
-        }
-      },
-      { timeout: 60_000, interval: 200 },
-    )
-    .toBe(200);
+/** Until the gateway on `port` answers /readyz 200 (a minute at most). */
+function ready(port: number): Promise<void> {
+  return waitUntilReady(`http://127.0.0.1:${port}`, 60_000);
 }
 
 /** Every process the launcher on DATA_DIR started (DATA_DIR/run/processes.json). */

@@ -7,7 +7,7 @@ import { listenPortRanges } from "@cheese/service-kit";
 import { freePort, processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { testListenPort } from "./support/ports.ts";
-import { launcherOnly } from "./support/system.ts";
+import { launcherOnly, waitUntilReady } from "./support/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(repoRoot, "apps", "launcher", "dist", "cli.js");
@@ -81,19 +81,9 @@ function started(dataDir: string): { pids: number[]; natsPort?: number; natsPid?
   };
 }
 
-async function ready(port: number): Promise<void> {
-  await expect
-    .poll(
-      async () => {
-        try {
-          return (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
-        } catch {
-          return 0;
-        }
-      },
-      { timeout: 60_000, interval: 200 },
-    )
-    .toBe(200);
+/** Until the gateway on `port` answers /readyz 200 (a minute at most). */
+function ready(port: number): Promise<void> {
+  return waitUntilReady(`http://127.0.0.1:${port}`, 60_000);
 }
 
 /** Nothing the launcher started is left: no process, no port held. */
