@@ -27,12 +27,13 @@ import { DATA_DIR_LOCK, takeDataDir } from "./data-dir.ts";
  * copy; what a producer's copy holds beyond that is republished after a restore and handled then.
  */
 const EVENT_STORES = ["notification", "customer", "ordering", "catalogue"] as const;
-/** Key files under DATA_DIR, copied after the event stores. */
-const KEY_FILES = [
-  "gateway/jwt-signing-key.json",
-  "notification/webhook-secrets.key",
-  "dev-credentials.json",
-];
+/**
+ * Key files under DATA_DIR, copied after the event stores. Not the gateway's token-signing key
+ * (`gateway/jwt-signing-key.json`): the token revocations live in NATS, which is not copied, so
+ * the restored system signs with a key of its own and every token issued before the restore
+ * stops working; nothing signed out before the backup can come back.
+ */
+const KEY_FILES = ["notification/webhook-secrets.key", "dev-credentials.json"];
 /** The customers' personal-data keys, one file each. */
 const CUSTOMER_KEYS = "customer/keys";
 /** The blob store's records and data (blobs/blobs/<h:2>/<h>.json and `<h>.<file>`, the data it names). */
