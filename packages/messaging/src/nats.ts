@@ -19,6 +19,7 @@ import {
   nkeyAuthenticator,
   StorageType,
   type StreamConfig,
+  type StreamInfo,
 } from "nats";
 import { pastDeadline, withDeadline } from "./deadline.ts";
 import {
@@ -331,9 +332,9 @@ class StreamSettings {
    */
   async ensure(name: string, wanted: WantedStream): Promise<void> {
     const config = { ...wanted, num_replicas: this.replicas };
-    let current: StreamConfig;
+    let info: StreamInfo;
     try {
-      current = (await this.jsm.streams.info(name)).config;
+      info = await this.jsm.streams.info(name);
     } catch (error) {
       if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
       this.assertClustered();
@@ -343,6 +344,7 @@ class StreamSettings {
         .catch((e) => this.rethrowRefused(e));
       return this.led(name);
     }
+    const current = info.config;
     const changes = Object.entries(config).flatMap(([key, value]) => {
       const was = current[key as keyof StreamConfig];
       return String(was) === String(value) ? [] : [`${key} ${shown(key, was)} → ${shown(key, value)}`];
@@ -351,7 +353,10 @@ class StreamSettings {
       if (current.num_replicas !== config.num_replicas) this.assertClustered();
       await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
       this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
+      return this.led(name);
     }
+    // Unchanged and led already (the usual start): the info just read says so, no second ask.
+    if (info.cluster?.leader || !this.nc.info?.cluster) return;
     return this.led(name);
   }
 
