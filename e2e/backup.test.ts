@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { tempDir } from "@cheese/testing";
+import { outputOf, tempDir } from "@cheese/testing";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { afterAll, describe, expect, it } from "vitest";
 import { login, operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
@@ -34,14 +34,8 @@ function run(
     env: { ...process.env, DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, output })));
+  const output = outputOf(child);
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, output: output() })));
 }
 
 async function post(

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { processAlive, tempDir } from "@cheese/testing";
+import { outputOf, processAlive, tempDir } from "@cheese/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import { testListenPort } from "./support/ports.ts";
 import { launcherOnly, waitUntilReady } from "./support/system.ts";
@@ -54,13 +54,7 @@ async function launch(
     detached: true,
     ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
   });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = outputOf(child);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const kill = (signal: NodeJS.Signals) => {
     try {
@@ -70,7 +64,7 @@ async function launch(
     }
   };
   cleanups.push(() => child.exitCode === null && kill("SIGKILL"));
-  return { child, port, output: () => output, exited, kill };
+  return { child, port, output, exited, kill };
 }
 
 /** Until the gateway on `port` answers /readyz 200 (a minute at most). */

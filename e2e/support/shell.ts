@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { outputOf } from "@cheese/testing";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -19,13 +20,7 @@ export function shell(
     detached: true,
     stdio: [stdin, "pipe", "pipe"],
   });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = outputOf(child);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return { output: () => output, exited, child };
+  return { output, exited, child };
 }

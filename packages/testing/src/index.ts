@@ -10,6 +10,6 @@ export {
   startNatsServer,
 } from "./nats-server.ts";
 export { acceptsConnections, freePort } from "./ports.ts";
-export { processAlive } from "./processes.ts";
+export { outputOf, processAlive } from "./processes.ts";
 export { S3_SLOW_DOWN, startTcpRelay, type TcpRelay } from "./relay.ts";
 export { tempDir } from "./temp-dir.ts";

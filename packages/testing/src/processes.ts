@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 /**
@@ -21,4 +22,15 @@ export function processAlive(pid: number): boolean {
     // No /proc (not Linux), or it exited between the two checks.
     return process.platform !== "linux";
   }
+}
+
+/** What `child` wrote to stdout and stderr, as it comes: the function answers what came so far. */
+export function outputOf(child: ChildProcess): () => string {
+  let output = "";
+  const add = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  child.stdout?.on("data", add);
+  child.stderr?.on("data", add);
+  return () => output;
 }
