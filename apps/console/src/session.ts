@@ -1,20 +1,15 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { apiKeyHash } from "@cheese/contracts";
-import type { Clock } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { createMiddleware } from "hono/factory";
-import type { OperatorKey } from "../auth/credentials.ts";
-import type { Revocations } from "../auth/revocations.ts";
-import type { GatewayEnv } from "../env.ts";
 
 /**
- * The console's sign-in: an operator types an operator key (`API_KEYS`) once; the gateway answers
+ * The console's sign-in: an operator types an operator key (`API_KEYS`) once; the console answers
  * with a session cookie (HttpOnly, SameSite=Strict, Path=/console, Secure over https) that holds
  * not the key but `v1.<key id>.<session id>.<expiry>.<MAC>`, the MAC keyed with the key's SHA-256
- * (which only the gateways hold). So the cookie works on every gateway replica, lasts
- * `SESSION_TTL_S`, ends when the key leaves `API_KEYS`, and sign-out revokes its session id on
- * every replica (the revocation bucket logout uses).
+ * (which only the console and the gateways hold). So the cookie works on every console replica,
+ * lasts `SESSION_TTL_S`, ends when the key leaves `API_KEYS`, and sign-out revokes its session id
+ * through `SessionRevocations`.
  */
 export const SESSION_COOKIE = "console_session";
 /** Before sign-in: the double-submitted token of the sign-in form. */
@@ -32,12 +27,52 @@ export interface ConsoleSession {
   csrf: string;
 }
 
+/** An operator key the console is configured with; the key itself is what it calls the API with. */
+export interface OperatorKey {
+  /** `op:<hash prefix>`, as the gateway names the key in its logs and rate limits. */
+  id: string;
+  key: string;
+}
+
+/** Session ids signed out before they expire. */
+export interface SessionRevocations {
+  revoke(sessionId: string, untilMs: number): Promise<void>;
+  isRevoked(sessionId: string): Promise<boolean>;
+}
+
 export interface SessionDeps {
+  /** By the key's SHA-256 (hex). */
   operatorKeys: Map<string, OperatorKey>;
-  revocations: Revocations;
-  clock: Clock;
+  revocations: SessionRevocations;
+  now: () => Date;
   /** https: the cookies are Secure. */
-  secure: (c: Context<GatewayEnv>) => boolean;
+  secure: (c: Context) => boolean;
+}
+
+/** `API_KEYS` (`key:plan,key:plan`, as the gateway reads it): the operator keys by hash. */
+export function operatorKeysOf(apiKeys: string): Map<string, OperatorKey> {
+  const keys = new Map<string, OperatorKey>();
+  for (const entry of apiKeys.split(",").map((e) => e.trim())) {
+    const key = entry.slice(0, Math.max(entry.lastIndexOf(":"), 0));
+    if (!key) continue;
+    const hash = apiKeyHash(key);
+    keys.set(hash, { id: `op:${hash.slice(0, 12)}`, key });
+  }
+  return keys;
+}
+
+/** Revocations kept in this process until the sessions they end would have expired anyway. */
+export function memoryRevocations(now: () => Date): SessionRevocations {
+  const revoked = new Map<string, number>();
+  return {
+    async revoke(sessionId, untilMs) {
+      for (const [id, until] of revoked) if (until <= now().getTime()) revoked.delete(id);
+      revoked.set(sessionId, untilMs);
+    },
+    async isRevoked(sessionId) {
+      return (revoked.get(sessionId) ?? 0) > now().getTime();
+    },
+  };
 }
 
 const mac = (keyHash: string, text: string) => createHmac("sha256", keyHash).update(text).digest("base64url");
@@ -54,20 +89,16 @@ function keyById(keys: Map<string, OperatorKey>, id: string): { hash: string; ke
   return undefined;
 }
 
-const cookieOptions = (c: Context<GatewayEnv>, deps: SessionDeps) =>
+const cookieOptions = (c: Context, deps: SessionDeps) =>
   ({ path: COOKIE_PATH, httpOnly: true, sameSite: "Strict", secure: deps.secure(c) }) as const;
 
 /** Starts a session for the operator key typed in; undefined when it is not one. */
-export function signIn(
-  c: Context<GatewayEnv>,
-  deps: SessionDeps,
-  typedKey: string,
-): ConsoleSession | undefined {
+export function signIn(c: Context, deps: SessionDeps, typedKey: string): ConsoleSession | undefined {
   const hash = apiKeyHash(typedKey);
   const operator = deps.operatorKeys.get(hash);
   if (!operator) return undefined;
   const sessionId = randomUUID();
-  const expiresAt = Math.floor(deps.clock.now().getTime() / 1000) + SESSION_TTL_S;
+  const expiresAt = Math.floor(deps.now().getTime() / 1000) + SESSION_TTL_S;
   const body = `v1.${operator.id}.${sessionId}.${expiresAt}`;
   setCookie(c, SESSION_COOKIE, `${body}.${mac(hash, body)}`, {
     ...cookieOptions(c, deps),
@@ -78,53 +109,29 @@ export function signIn(
 }
 
 /** The session the request's cookie proves, if any (not revoked, not expired, key still configured). */
-export async function currentSession(
-  c: Context<GatewayEnv>,
-  deps: SessionDeps,
-): Promise<ConsoleSession | undefined> {
+export async function currentSession(c: Context, deps: SessionDeps): Promise<ConsoleSession | undefined> {
   const parts = getCookie(c, SESSION_COOKIE)?.split(".");
   if (parts?.length !== 5 || parts[0] !== "v1") return undefined;
   const [, operatorId, sessionId, expiry, given] = parts as [string, string, string, string, string];
   const found = keyById(deps.operatorKeys, operatorId);
   if (!found || !sameText(given, mac(found.hash, parts.slice(0, 4).join(".")))) return undefined;
   const expiresAt = Number(expiry);
-  if (!(expiresAt * 1000 > deps.clock.now().getTime())) return undefined;
-  if (await deps.revocations.isRevoked({ jti: sessionId })) return undefined;
+  if (!(expiresAt * 1000 > deps.now().getTime())) return undefined;
+  if (await deps.revocations.isRevoked(sessionId)) return undefined;
   return { operator: found.key, sessionId, expiresAt, csrf: mac(found.hash, `csrf.${sessionId}`) };
 }
 
 /** Ends the session on every replica and clears the cookie. */
-export async function signOut(c: Context<GatewayEnv>, deps: SessionDeps, session: ConsoleSession) {
-  await deps.revocations.revokeToken(session.sessionId, session.expiresAt * 1000);
+export async function signOut(c: Context, deps: SessionDeps, session: ConsoleSession) {
+  await deps.revocations.revoke(session.sessionId, session.expiresAt * 1000);
   deleteCookie(c, SESSION_COOKIE, { path: COOKIE_PATH });
-}
-
-/**
- * Sets the caller of a console request from its session: the operator, on the operator key's
- * rate-limit bucket and plan, as an `X-API-Key` request with that key would be. Runs after
- * `authenticate` and before the rate limit.
- */
-export function consoleCaller(deps: SessionDeps) {
-  return createMiddleware<GatewayEnv>(async (c, next) => {
-    const session = await currentSession(c, deps);
-    if (session) {
-      c.set("caller", {
-        kind: "operator",
-        id: session.operator.id,
-        plan: session.operator.plan,
-        scopes: new Set(),
-        via: "api_key",
-      });
-    }
-    await next();
-  });
 }
 
 /**
  * The sign-in form's CSRF token: random, double-submitted (a cookie only this origin can set, and
  * a hidden field). Reused while the cookie lasts.
  */
-export function signInToken(c: Context<GatewayEnv>, deps: SessionDeps): string {
+export function signInToken(c: Context, deps: SessionDeps): string {
   const existing = getCookie(c, SIGN_IN_COOKIE);
   if (existing && /^[\w-]{43}$/.test(existing)) return existing;
   const token = randomBytes(32).toString("base64url");
@@ -132,7 +139,7 @@ export function signInToken(c: Context<GatewayEnv>, deps: SessionDeps): string {
   return token;
 }
 
-export function signInTokenMatches(c: Context<GatewayEnv>, submitted: unknown): boolean {
+export function signInTokenMatches(c: Context, submitted: unknown): boolean {
   const cookie = getCookie(c, SIGN_IN_COOKIE);
   return typeof submitted === "string" && cookie !== undefined && sameText(cookie, submitted);
 }

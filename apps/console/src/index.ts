@@ -1,0 +1,1 @@
+export { type ConsoleOptions, createConsoleApp } from "./app.tsx";
