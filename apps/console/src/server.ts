@@ -20,12 +20,16 @@ function urlOf(host: string, port: number | string): string {
  * of its own and calls the API at the gateway's listen address (`GATEWAY_HOST`, `GATEWAY_PORT`)
  * with the operator keys of `API_KEYS`; its pages redirect to `PUBLIC_URL`, as the gateway's do.
  */
-export async function startConsole(env: Record<string, string | undefined>): Promise<RunningConsole> {
+export async function startConsole(
+  env: Record<string, string | undefined>,
+  log?: { warn(message: string): void },
+): Promise<RunningConsole> {
   const apiUrl = urlOf(env.GATEWAY_HOST || "127.0.0.1", env.GATEWAY_PORT || "8080");
   const app = createConsoleApp({
     apiUrl,
     apiKeys: env.API_KEYS ?? "",
     publicUrl: env.PUBLIC_URL || apiUrl,
+    ...(log ? { log } : {}),
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const started = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(started));

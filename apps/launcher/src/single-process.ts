@@ -23,7 +23,8 @@ async function withConsole(startGateway: Starter): Promise<Starter> {
   const { startConsole } = await import("@cheese/console");
   return async (options = {}) => {
     const env = options.env ?? process.env;
-    const consoleApp = await startConsole(env);
+    const log = options.logger?.child({ app: "console" });
+    const consoleApp = await startConsole(env, log && { warn: (message) => log.warn(message) });
     try {
       const gateway = await startGateway({ ...options, env: { ...env, CONSOLE_URL: consoleApp.url } });
       return {
