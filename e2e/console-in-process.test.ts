@@ -75,8 +75,8 @@ describe("operator console", () => {
     });
 
   /** A browser signed in with the operator key, and the CSRF token of its session. */
-  async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
-    const browser = new Browser(consoleApp);
+  async function signedIn(app = consoleApp): Promise<{ browser: Browser; csrf: string }> {
+    const browser = new Browser(app);
     const form = await (await browser.open("/console/sign-in")).text();
     const signed = await browser.open("/console/sign-in", {
       form: { _csrf: Browser.csrfOf(form), key: OPERATOR_KEY },
@@ -389,5 +389,26 @@ describe("operator console", () => {
     });
     expect(replayed.status).toBe(303);
     expect(replayed.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
+  });
+
+  it("ends the session on every replica: a cookie signed out on one console is refused by another, behind another gateway", async () => {
+    const otherGateway = await system.anotherGateway();
+    const otherConsole = createConsoleApp({
+      apiUrl: PUBLIC_URL,
+      apiKeys: `${OPERATOR_KEY}:pro`,
+      publicUrl: PUBLIC_URL,
+      fetch: async (request) => otherGateway.app.fetch(request),
+      log: { warn: () => {} },
+    });
+    const { browser, csrf } = await signedIn();
+    const cookie = `console_session=${browser.cookie("console_session")}`;
+    const onOther = () => otherConsole.request("/console/webhooks", { headers: { cookie } });
+    // One session for both: the other replica shows its pages.
+    expect((await onOther()).status).toBe(200);
+
+    await browser.open("/console/sign-out", { form: { _csrf: csrf } });
+    await expect
+      .poll(async () => (await onOther()).headers.get("location"), { timeout: 5_000 })
+      .toBe(`${PUBLIC_URL}/console/sign-in`);
   });
 });

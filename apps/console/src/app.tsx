@@ -18,10 +18,8 @@ import {
   type ConsoleSession,
   csrfMatches,
   currentSession,
-  memoryRevocations,
   operatorKeysOf,
   type SessionDeps,
-  type SessionRevocations,
   signIn,
   signInToken,
   signInTokenMatches,
@@ -62,8 +60,6 @@ export interface ConsoleOptions {
   /** The address browsers reach the console at (its pages redirect there), without `/console`. */
   publicUrl: string;
   now?: () => Date;
-  /** Where sign-outs are kept (default: this process). */
-  revocations?: SessionRevocations;
   /** The fetch the API client uses (default: the global one). */
   fetch?: (request: Request) => Promise<Response>;
   log?: { warn(message: string): void };
@@ -81,7 +77,11 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   const log = options.log ?? { warn: (message: string) => console.warn(message) };
   const sessions: SessionDeps = {
     operatorKeys,
-    revocations: options.revocations ?? memoryRevocations(now),
+    api: createCheeseClient({
+      baseUrl: options.apiUrl,
+      retries: 0,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    }),
     now,
     secure: (c) => new URL(c.req.url).protocol === "https:" || publicUrl.startsWith("https:"),
   };
@@ -189,13 +189,15 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   const page =
     (section: Section, handler: Handler) =>
     async (c: Context): Promise<Response> => {
-      const session = await currentSession(c, sessions);
-      if (!session) return seeOther(c, "/console/sign-in");
+      let session: ConsoleSession | undefined;
       try {
+        session = await currentSession(c, sessions);
+        if (!session) return seeOther(c, "/console/sign-in");
         return await handler(c, session);
       } catch (error) {
         if (!(error instanceof CheeseApiError)) throw error;
         const { status, message } = error;
+        if (!session) return unavailable(c, error);
         const back =
           section === "orders"
             ? { href: "/console/orders", label: "← Orders" }
@@ -223,7 +225,13 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   const action =
     (handler: FormHandler, back: (c: Context) => string) =>
     async (c: Context): Promise<Response> => {
-      const session = await currentSession(c, sessions);
+      let session: ConsoleSession | undefined;
+      try {
+        session = await currentSession(c, sessions);
+      } catch (error) {
+        if (!(error instanceof CheeseApiError)) throw error;
+        return unavailable(c, error);
+      }
       if (!session) return seeOther(c, "/console/sign-in");
       const form = await c.req.parseBody({ all: true });
       if (crossSite(c) || !csrfMatches(session, form._csrf)) return refusedForm(c, log);
@@ -239,7 +247,12 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   app.get("/", (c) => seeOther(c, "/console/webhooks"));
 
   app.get("/sign-in", async (c) => {
-    if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
+    try {
+      if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
+    } catch (error) {
+      if (!(error instanceof CheeseApiError)) throw error;
+      return unavailable(c, error);
+    }
     return c.html(<SignInPage token={signInToken(c, sessions)} notice={await takeNotice(c)} />);
   });
 
@@ -250,7 +263,15 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 403);
     }
     const key = typeof form.key === "string" ? form.key.trim() : "";
-    if (!signIn(c, sessions, key)) {
+    let signedIn: ConsoleSession | undefined;
+    try {
+      signedIn = await signIn(c, sessions, key);
+    } catch (error) {
+      if (!(error instanceof CheeseApiError)) throw error;
+      const notice: Notice = { kind: "problem", text: `Cannot sign in now: ${error.message}` };
+      return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 503);
+    }
+    if (!signedIn) {
       log.warn("console sign-in refused: not an operator key");
       const notice: Notice = { kind: "problem", text: "That is not an operator API key." };
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 401);
@@ -600,6 +621,18 @@ const crossSite = (c: Context) => {
 function refusedForm(c: Context, log: { warn(message: string): void }): Response {
   log.warn("console form refused: missing or wrong CSRF token");
   return c.text("This form expired or was not sent from the console: go back, reload and try again.", 403);
+}
+
+/** The API could not say whether the session is in force: a problem page, never a pass. */
+function unavailable(c: Context, error: CheeseApiError): Response | Promise<Response> {
+  return c.html(
+    <ProblemPage
+      title="Try again shortly"
+      message={error.message}
+      back={{ href: "/console/sign-in", label: "← Sign in" }}
+    />,
+    error.status as ContentfulStatusCode,
+  );
 }
 
 /** Positive integer ids, as the API takes them; anything else is no such thing. */

@@ -1,28 +1,27 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { CheeseApiError, type CheeseClient, unwrap } from "@cheese/client";
 import { apiKeyHash } from "@cheese/contracts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 
 /**
- * The console's sign-in: an operator types an operator key (`API_KEYS`) once; the console answers
- * with a session cookie (HttpOnly, SameSite=Strict, Path=/console, Secure over https) that holds
- * not the key but `v1.<key id>.<session id>.<expiry>.<MAC>`, the MAC keyed with the key's SHA-256
- * (which only the console and the gateways hold). So the cookie works on every console replica,
- * lasts `SESSION_TTL_S`, ends when the key leaves `API_KEYS`, and sign-out revokes its session id
- * through `SessionRevocations`.
+ * The console's sign-in (docs/security.md "Operator console"): an operator types an operator key
+ * (`API_KEYS`) once; the console opens an operator session with it at the API
+ * (`POST /v2/operator/sessions`) and keeps the session's token, not the key, in its cookie
+ * (HttpOnly, SameSite=Strict, Path=/console, Secure over https). Every page checks the token at
+ * the API (`GET /v2/operator/session`) and sign-out ends it there (`DELETE`), so a signed-out
+ * cookie is refused by every console replica: the gateways share their revocation list. The
+ * session lasts what the API gives it (8 hours) and ends when its key leaves `API_KEYS`.
  */
 export const SESSION_COOKIE = "console_session";
 /** Before sign-in: the double-submitted token of the sign-in form. */
 const SIGN_IN_COOKIE = "console_sign_in";
-const SESSION_TTL_S = 8 * 3600;
 const COOKIE_PATH = "/console";
 
 export interface ConsoleSession {
   operator: OperatorKey;
-  /** Revoked at sign-out. */
-  sessionId: string;
-  /** Epoch seconds. */
-  expiresAt: number;
+  /** The operator session's token, as the cookie holds it. */
+  token: string;
   /** The token every form of this session carries (`_csrf`). */
   csrf: string;
 }
@@ -34,16 +33,11 @@ export interface OperatorKey {
   key: string;
 }
 
-/** Session ids signed out before they expire. */
-export interface SessionRevocations {
-  revoke(sessionId: string, untilMs: number): Promise<void>;
-  isRevoked(sessionId: string): Promise<boolean>;
-}
-
 export interface SessionDeps {
   /** By the key's SHA-256 (hex). */
   operatorKeys: Map<string, OperatorKey>;
-  revocations: SessionRevocations;
+  /** Calls the API without credentials of its own: each call sends the ones it needs. */
+  api: CheeseClient;
   now: () => Date;
   /** https: the cookies are Secure. */
   secure: (c: Context) => boolean;
@@ -61,69 +55,69 @@ export function operatorKeysOf(apiKeys: string): Map<string, OperatorKey> {
   return keys;
 }
 
-/** Revocations kept in this process until the sessions they end would have expired anyway. */
-export function memoryRevocations(now: () => Date): SessionRevocations {
-  const revoked = new Map<string, number>();
-  return {
-    async revoke(sessionId, untilMs) {
-      for (const [id, until] of revoked) if (until <= now().getTime()) revoked.delete(id);
-      revoked.set(sessionId, untilMs);
-    },
-    async isRevoked(sessionId) {
-      return (revoked.get(sessionId) ?? 0) > now().getTime();
-    },
-  };
-}
-
-const mac = (keyHash: string, text: string) => createHmac("sha256", keyHash).update(text).digest("base64url");
-
 function sameText(a: string, b: string): boolean {
   const left = Buffer.from(a);
   const right = Buffer.from(b);
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-/** The operator keys by id (`op:<hash prefix>`), with the hash the session MAC is keyed with. */
-function keyById(keys: Map<string, OperatorKey>, id: string): { hash: string; key: OperatorKey } | undefined {
-  for (const [hash, key] of keys) if (key.id === id) return { hash, key };
-  return undefined;
-}
-
 const cookieOptions = (c: Context, deps: SessionDeps) =>
   ({ path: COOKIE_PATH, httpOnly: true, sameSite: "Strict", secure: deps.secure(c) }) as const;
 
-/** Starts a session for the operator key typed in; undefined when it is not one. */
-export function signIn(c: Context, deps: SessionDeps, typedKey: string): ConsoleSession | undefined {
-  const hash = apiKeyHash(typedKey);
-  const operator = deps.operatorKeys.get(hash);
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** Only whoever holds the session's token (its HttpOnly cookie) can compute its forms' token. */
+const csrfOf = (token: string) => createHmac("sha256", token).update("console csrf").digest("base64url");
+
+/**
+ * Opens a session for the operator key typed in; undefined when it is not one the console is
+ * configured with (such keys never reach the API). The API's refusals are thrown.
+ */
+export async function signIn(
+  c: Context,
+  deps: SessionDeps,
+  typedKey: string,
+): Promise<ConsoleSession | undefined> {
+  const operator = deps.operatorKeys.get(apiKeyHash(typedKey));
   if (!operator) return undefined;
-  const sessionId = randomUUID();
-  const expiresAt = Math.floor(deps.now().getTime() / 1000) + SESSION_TTL_S;
-  const body = `v1.${operator.id}.${sessionId}.${expiresAt}`;
-  setCookie(c, SESSION_COOKIE, `${body}.${mac(hash, body)}`, {
-    ...cookieOptions(c, deps),
-    maxAge: SESSION_TTL_S,
-  });
+  const opened = await unwrap(
+    deps.api.POST("/operator/sessions", { headers: { "X-API-Key": operator.key } }),
+  );
+  const lifetime = Math.floor((Date.parse(opened.expiresAt) - deps.now().getTime()) / 1000);
+  setCookie(c, SESSION_COOKIE, opened.token, { ...cookieOptions(c, deps), maxAge: Math.max(lifetime, 0) });
   deleteCookie(c, SIGN_IN_COOKIE, { path: COOKIE_PATH });
-  return { operator, sessionId, expiresAt, csrf: mac(hash, `csrf.${sessionId}`) };
+  return { operator, token: opened.token, csrf: csrfOf(opened.token) };
 }
 
-/** The session the request's cookie proves, if any (not revoked, not expired, key still configured). */
+/**
+ * The session the request's cookie holds, if the API says it is in force (not ended on any
+ * replica, not expired, its key still configured). A cookie the API refuses is cleared; an API
+ * that cannot answer is thrown (CheeseApiError), never taken as signed in.
+ */
 export async function currentSession(c: Context, deps: SessionDeps): Promise<ConsoleSession | undefined> {
-  const parts = getCookie(c, SESSION_COOKIE)?.split(".");
-  if (parts?.length !== 5 || parts[0] !== "v1") return undefined;
-  const [, operatorId, sessionId, expiry, given] = parts as [string, string, string, string, string];
-  const found = keyById(deps.operatorKeys, operatorId);
-  if (!found || !sameText(given, mac(found.hash, parts.slice(0, 4).join(".")))) return undefined;
-  const expiresAt = Number(expiry);
-  if (!(expiresAt * 1000 > deps.now().getTime())) return undefined;
-  if (await deps.revocations.isRevoked(sessionId)) return undefined;
-  return { operator: found.key, sessionId, expiresAt, csrf: mac(found.hash, `csrf.${sessionId}`) };
+  const token = getCookie(c, SESSION_COOKIE);
+  if (!token) return undefined;
+  let operatorId: string;
+  try {
+    ({ operatorId } = await unwrap(deps.api.GET("/operator/session", { headers: bearer(token) })));
+  } catch (error) {
+    if (!(error instanceof CheeseApiError && error.status === 401)) throw error;
+    deleteCookie(c, SESSION_COOKIE, { path: COOKIE_PATH });
+    return undefined;
+  }
+  const operator = [...deps.operatorKeys.values()].find((key) => key.id === operatorId);
+  if (!operator) return undefined;
+  return { operator, token, csrf: csrfOf(token) };
 }
 
-/** Ends the session on every replica and clears the cookie. */
+/** Ends the session at the API (so on every replica) and clears the cookie. */
 export async function signOut(c: Context, deps: SessionDeps, session: ConsoleSession) {
-  await deps.revocations.revoke(session.sessionId, session.expiresAt * 1000);
+  try {
+    await unwrap(deps.api.DELETE("/operator/session", { headers: bearer(session.token) }));
+  } catch (error) {
+    // Ended meanwhile (another tab signed out): what sign-out wants.
+    if (!(error instanceof CheeseApiError && error.status === 401)) throw error;
+  }
   deleteCookie(c, SESSION_COOKIE, { path: COOKIE_PATH });
 }
 

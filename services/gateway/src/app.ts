@@ -30,6 +30,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
 import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
+import { operatorSessionRoutes } from "./routes/operator-sessions.ts";
 import { ordersRoutes } from "./routes/orders.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
@@ -92,6 +93,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   grantsRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
+  operatorSessionRoutes(api, deps, identity.revocations);
   historyRoutes(api, deps);
   exportRoutes(api, deps, grants);
 
