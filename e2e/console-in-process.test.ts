@@ -411,4 +411,33 @@ describe("operator console", () => {
       .poll(async () => (await onOther()).headers.get("location"), { timeout: 5_000 })
       .toBe(`${PUBLIC_URL}/console/sign-in`);
   });
+
+  it("counts its API calls, the session checks included, on the operator key's bucket, never the anonymous plan's", async () => {
+    // The operator key on pro (bursts of 100), callers without credentials on free (10): the
+    // limit each answer reports names the bucket it was counted on.
+    const limited = await system.anotherGateway({
+      API_KEYS: `${OPERATOR_KEY}:pro`,
+      ANON_PLAN: "free",
+      RATE_LIMIT_PLANS: "",
+    });
+    const limits: string[] = [];
+    const counted = createConsoleApp({
+      apiUrl: PUBLIC_URL,
+      apiKeys: `${OPERATOR_KEY}:pro`,
+      publicUrl: PUBLIC_URL,
+      fetch: async (request) => {
+        const response = await limited.app.fetch(request);
+        limits.push(`${new URL(request.url).pathname} ${response.headers.get("ratelimit-limit")}`);
+        return response;
+      },
+      log: { warn: () => {} },
+    });
+    const { browser } = await signedIn(counted);
+    for (const page of ["/console/orders", "/console/dead-letters", "/console/webhooks"]) {
+      expect((await browser.open(page)).status).toBe(200);
+    }
+    expect(limits.length).toBeGreaterThan(8);
+    expect(limits.filter((line) => !line.endsWith(" 100"))).toEqual([]);
+    expect(limits.filter((line) => line.includes("/v2/operator/session")).length).toBeGreaterThan(3);
+  });
 });

@@ -28,7 +28,7 @@ const EXEMPT = new Set(["/healthz", "/readyz"]);
  * favicon. They are not API traffic: an anonymous visitor's requests there spend a bucket of
  * their own per address, {@link browserPageLimits}, never the anonymous API plan's; what the
  * console asks of `/v2` for a signed-in operator spends that operator key's bucket, as any call
- * with the key does.
+ * with the key (or the key's operator session token) does.
  */
 export function isBrowserPage(path: string): boolean {
   return (
