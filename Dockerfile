@@ -10,12 +10,13 @@ FROM node:${NODE_MAJOR}-bookworm-slim AS manifests
 WORKDIR /src
 COPY . .
 # /prod leaves out the projects only tests, integrators and the cluster harness use (their
-# dependencies, testcontainers among them, stay out of the image).
+# dependencies, testcontainers among them, stay out of the image); @cheese/client stays, the
+# console (apps/console, beside each gateway) calls the API through it.
 RUN mkdir -p /all /prod \
  && cp --parents package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc scripts/build-argon2.mjs \
       */*/package.json /all/ \
  && cp -a /all/. /prod/ \
- && rm -rf /prod/packages/testing /prod/packages/client /prod/apps/cluster
+ && rm -rf /prod/packages/testing /prod/apps/cluster
 
 FROM node:${NODE_MAJOR}-bookworm-slim AS deps
 # argon2 and better-sqlite3 are compiled from source (see scripts/build-argon2.mjs).

@@ -1,13 +1,15 @@
 /**
  * `pnpm check:deploy`: what can be checked of the deployment without a Docker engine or a
  * cluster. docker-compose validates the compose file, kustomize renders each overlay and every
- * object is validated against the Kubernetes schemas, and the Dockerfile is linted.
+ * object is validated against the Kubernetes schemas, the Dockerfile is linted, and the operator
+ * console is deployed beside every gateway (checks/console.ts).
  */
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeDeploymentIdentities } from "../apps/launcher/src/nats-identities.ts";
+import { composeConsoleProblems, dockerfileConsoleProblems } from "./checks/console.ts";
 import { composeCurrentProblems } from "./checks/current-deployment.ts";
 import { checkDockerfile } from "./checks/dockerfile.ts";
 import { checkOverlay } from "./checks/kubernetes.ts";
@@ -35,6 +37,9 @@ try {
   problems.push(...composeNatsProblems(join(deployDir, "docker-compose.yml")));
   problems.push(...composeCurrentProblems(join(deployDir, "docker-compose.yml")));
   problems.push(...composeNatsAuthProblems(join(deployDir, "docker-compose.yml")));
+  const consoleProblems = composeConsoleProblems(join(deployDir, "docker-compose.yml"));
+  if (consoleProblems.length === 0) console.log("docker-compose: the console runs beside the gateway");
+  problems.push(...consoleProblems);
 } catch (error) {
   const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? (error as Error).message;
   problems.push(`docker-compose config: ${stderr.trim()}`);
@@ -56,6 +61,7 @@ for (const overlay of ["dev", "prod"]) {
 const dockerfileProblems = checkDockerfile(join(deployDir, "..", "Dockerfile"));
 console.log(`Dockerfile: ${dockerfileProblems.length === 0 ? "passes the lint rules" : "has problems"}`);
 problems.push(...dockerfileProblems.map((p) => `Dockerfile: ${p}`));
+problems.push(...dockerfileConsoleProblems(join(deployDir, "..", "Dockerfile")));
 
 if (problems.length > 0) {
   console.error(`\n${problems.length} deployment problem(s):\n${problems.map((p) => `  - ${p}`).join("\n")}`);

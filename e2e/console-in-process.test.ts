@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConsoleApp } from "../apps/console/src/app.tsx";
 import { gatewayWith, PUBLIC_URL } from "./support/gateway-in-process.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
 
@@ -57,6 +58,8 @@ class Browser {
 describe("operator console", () => {
   let system: Awaited<ReturnType<typeof gatewayWith>>;
   let gateway: typeof system.gateway;
+  /** The console, calling the gateway's API (in this process) with the signed-in operator's key. */
+  let consoleApp: ReturnType<typeof createConsoleApp>;
   /** A cheese on sale, for the orders the tests place. */
   let cheeseId: number;
 
@@ -72,8 +75,8 @@ describe("operator console", () => {
     });
 
   /** A browser signed in with the operator key, and the CSRF token of its session. */
-  async function signedIn(): Promise<{ browser: Browser; csrf: string }> {
-    const browser = new Browser(gateway.app);
+  async function signedIn(app = consoleApp): Promise<{ browser: Browser; csrf: string }> {
+    const browser = new Browser(app);
     const form = await (await browser.open("/console/sign-in")).text();
     const signed = await browser.open("/console/sign-in", {
       form: { _csrf: Browser.csrfOf(form), key: OPERATOR_KEY },
@@ -93,6 +96,13 @@ describe("operator console", () => {
       "5s",
     );
     gateway = system.gateway;
+    consoleApp = createConsoleApp({
+      apiUrl: PUBLIC_URL,
+      apiKeys: `${OPERATOR_KEY}:pro`,
+      publicUrl: PUBLIC_URL,
+      fetch: async (request) => gateway.app.fetch(request),
+      log: { warn: () => {} },
+    });
     const { token } = await gateway.tokens.issue(
       { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
       600,
@@ -110,7 +120,7 @@ describe("operator console", () => {
   });
 
   it("sends a visitor without a session to the sign-in form, on pages and on actions", async () => {
-    const browser = new Browser(gateway.app);
+    const browser = new Browser(consoleApp);
     for (const path of ["/console", "/console/webhooks", "/console/orders", "/console/webhooks/1"]) {
       const response = await browser.open(path);
       expect(response.status).toBe(303);
@@ -124,13 +134,13 @@ describe("operator console", () => {
   });
 
   it("redirects to the public URL whatever Host the request names", async () => {
-    const response = await gateway.app.request("/console", { headers: { host: "evil.example" } });
+    const response = await consoleApp.request("/console", { headers: { host: "evil.example" } });
     expect(response.status).toBe(303);
     expect(response.headers.get("location")).toBe(`${PUBLIC_URL}/console/webhooks`);
   });
 
   it("serves pages that load nothing from elsewhere, cannot be framed and are not cached", async () => {
-    const response = await new Browser(gateway.app).open("/console/sign-in");
+    const response = await new Browser(consoleApp).open("/console/sign-in");
     expect(response.status).toBe(200);
     const csp = response.headers.get("content-security-policy") ?? "";
     expect(csp).toContain("default-src 'none'");
@@ -141,12 +151,12 @@ describe("operator console", () => {
     const html = await response.text();
     // Every src or href on the page is the gateway's own.
     for (const [, url] of html.matchAll(/(?:src|href)="([^"]*)"/g)) expect(url).toMatch(/^\//);
-    const css = await new Browser(gateway.app).open("/console/console.css");
+    const css = await new Browser(consoleApp).open("/console/console.css");
     expect(css.headers.get("content-type")).toContain("text/css");
   });
 
   it("signs an operator in with an operator key: a session cookie, HttpOnly and SameSite=Strict, without the key", async () => {
-    const browser = new Browser(gateway.app);
+    const browser = new Browser(consoleApp);
     const form = await (await browser.open("/console/sign-in")).text();
     const csrf = Browser.csrfOf(form);
 
@@ -171,7 +181,7 @@ describe("operator console", () => {
   });
 
   it("refuses a customer's API key at sign-in", async () => {
-    const browser = new Browser(gateway.app);
+    const browser = new Browser(consoleApp);
     const csrf = Browser.csrfOf(await (await browser.open("/console/sign-in")).text());
     const refused = await browser.open("/console/sign-in", {
       form: { _csrf: csrf, key: "cust_0123456789abcdef" },
@@ -355,7 +365,7 @@ describe("operator console", () => {
     const planted = (notice: object) => Buffer.from(JSON.stringify(notice)).toString("base64url");
     const lure = { kind: "problem", text: "Your key leaked: call +1 555 0100 at once" };
     const page = (cookie: string) =>
-      gateway.app.request("/console/sign-in", { headers: { cookie: `console_notice=${cookie}` } });
+      consoleApp.request("/console/sign-in", { headers: { cookie: `console_notice=${cookie}` } });
     expect(await (await page(planted(lure))).text()).not.toContain("call +1 555 0100");
     // A notice the console signed is shown once; the same signature on other text is not.
     const { browser, csrf } = await signedIn();
@@ -374,10 +384,60 @@ describe("operator console", () => {
     const session = browser.cookie("console_session")!;
     const out = await browser.open("/console/sign-out", { form: { _csrf: csrf } });
     expect(out.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
-    const replayed = await gateway.app.request("/console/webhooks", {
+    const replayed = await consoleApp.request("/console/webhooks", {
       headers: { cookie: `console_session=${session}` },
     });
     expect(replayed.status).toBe(303);
     expect(replayed.headers.get("location")).toBe(`${PUBLIC_URL}/console/sign-in`);
+  });
+
+  it("ends the session on every replica: a cookie signed out on one console is refused by another, behind another gateway", async () => {
+    const otherGateway = await system.anotherGateway();
+    const otherConsole = createConsoleApp({
+      apiUrl: PUBLIC_URL,
+      apiKeys: `${OPERATOR_KEY}:pro`,
+      publicUrl: PUBLIC_URL,
+      fetch: async (request) => otherGateway.app.fetch(request),
+      log: { warn: () => {} },
+    });
+    const { browser, csrf } = await signedIn();
+    const cookie = `console_session=${browser.cookie("console_session")}`;
+    const onOther = () => otherConsole.request("/console/webhooks", { headers: { cookie } });
+    // One session for both: the other replica shows its pages.
+    expect((await onOther()).status).toBe(200);
+
+    await browser.open("/console/sign-out", { form: { _csrf: csrf } });
+    await expect
+      .poll(async () => (await onOther()).headers.get("location"), { timeout: 5_000 })
+      .toBe(`${PUBLIC_URL}/console/sign-in`);
+  });
+
+  it("counts its API calls, the session checks included, on the operator key's bucket, never the anonymous plan's", async () => {
+    // The operator key on pro (bursts of 100), callers without credentials on free (10): the
+    // limit each answer reports names the bucket it was counted on.
+    const limited = await system.anotherGateway({
+      API_KEYS: `${OPERATOR_KEY}:pro`,
+      ANON_PLAN: "free",
+      RATE_LIMIT_PLANS: "",
+    });
+    const limits: string[] = [];
+    const counted = createConsoleApp({
+      apiUrl: PUBLIC_URL,
+      apiKeys: `${OPERATOR_KEY}:pro`,
+      publicUrl: PUBLIC_URL,
+      fetch: async (request) => {
+        const response = await limited.app.fetch(request);
+        limits.push(`${new URL(request.url).pathname} ${response.headers.get("ratelimit-limit")}`);
+        return response;
+      },
+      log: { warn: () => {} },
+    });
+    const { browser } = await signedIn(counted);
+    for (const page of ["/console/orders", "/console/dead-letters", "/console/webhooks"]) {
+      expect((await browser.open(page)).status).toBe(200);
+    }
+    expect(limits.length).toBeGreaterThan(8);
+    expect(limits.filter((line) => !line.endsWith(" 100"))).toEqual([]);
+    expect(limits.filter((line) => line.includes("/v2/operator/session")).length).toBeGreaterThan(3);
   });
 });

@@ -36,9 +36,13 @@ describe.skipIf(!executablePath)("a first visit on the default anonymous plan", 
 
   it("opens /docs, then the console, signs in and walks every console page without a 429", async () => {
     const { page, outside } = await localPage(browser, [system.rootUrl]);
-    const answers: { url: string; status: number }[] = [];
+    const answers: { url: string; status: number; limit: string | undefined }[] = [];
     page.on("response", (response: Response) =>
-      answers.push({ url: response.url(), status: response.status() }),
+      answers.push({
+        url: response.url(),
+        status: response.status(),
+        limit: response.headers()["ratelimit-limit"],
+      }),
     );
     const refused = () => answers.filter((a) => a.status === 429).map((a) => a.url);
 
@@ -69,6 +73,14 @@ describe.skipIf(!executablePath)("a first visit on the default anonymous plan", 
 
     expect(answers.length).toBeGreaterThan(15);
     expect(refused()).toEqual([]);
+    // Every console page, signed in or not, counted on the address's page bucket (bursts of 300);
+    // the console's own API calls are not the browser's, and the anonymous API plan is untouched.
+    const consolePages = answers.filter((a) => new URL(a.url).pathname.startsWith("/console"));
+    expect(consolePages.length).toBeGreaterThan(5);
+    expect(consolePages.filter((a) => a.limit !== "300")).toEqual([]);
+    const api = await fetch(`${system.baseUrl}/cheeses/findByStatus?status=available`);
+    expect(api.headers.get("ratelimit-limit")).toBe("10");
+    expect(api.headers.get("ratelimit-remaining")).toBe("9");
     expect(outside).toEqual([]);
   });
 });

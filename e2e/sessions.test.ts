@@ -12,11 +12,11 @@ import { tempDir } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
-import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { json, OPERATOR_KEY, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
  * Sessions and access over HTTP: login tokens (EdDSA JWTs with a key that survives restarts),
- * logout on every replica, and 401/403 for every kind of bad or insufficient credential.
+ * logout on every replica, operator sessions (the console's) ended on every replica, and 401/403 for every kind of bad or insufficient credential.
  */
 describe("sessions and access", () => {
   const data = tempDir("sessions");
@@ -161,6 +161,98 @@ describe("sessions and access", () => {
       const anonymous = await get(system.baseUrl, "/customer/logout");
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get("www-authenticate")).toContain("Bearer");
+    });
+  });
+
+  describe("operator sessions", () => {
+    const open = async () => {
+      const opened = await fetch(`${system.baseUrl}/operator/sessions`, {
+        method: "POST",
+        headers: operator.apiKey,
+      });
+      expect(opened.status).toBe(201);
+      return (await json(opened)) as { token: string; operatorId: string; expiresAt: string };
+    };
+    const session = (baseUrl: string, token: string, method = "GET") =>
+      fetch(`${baseUrl}/operator/session`, { method, headers: { authorization: `Bearer ${token}` } });
+
+    it("opens one with an operator key only, for 8 hours, with a token good for nothing but that session", async () => {
+      const { token, operatorId, expiresAt } = await open();
+      expect(operatorId).toMatch(/^op:[0-9a-f]{12}$/);
+      expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(8 * 3600_000 - 60_000);
+      const read = await session(second.baseUrl, token);
+      expect(read.status).toBe(200);
+      expect(await json(read)).toEqual({ operatorId, expiresAt });
+      // Not the operator's key: the API's other operations refuse it.
+      const bearer = { authorization: `Bearer ${token}` };
+      expect((await get(system.baseUrl, "/webhooks", bearer)).status).toBe(403);
+      expect((await get(system.baseUrl, "/dead-letters", bearer)).status).toBe(403);
+      // Nor does any other credential open or read one.
+      const alice = await registerAndLogin(system);
+      expect((await get(system.baseUrl, "/operator/session", alice.bearer)).status).toBe(403);
+      expect((await get(system.baseUrl, "/operator/session", operator.apiKey)).status).toBe(403);
+      const byCustomer = await fetch(`${system.baseUrl}/operator/sessions`, {
+        method: "POST",
+        headers: alice.bearer,
+      });
+      expect(byCustomer.status).toBe(403);
+    });
+
+    it("ends on every gateway replica within a second", async () => {
+      const { token } = await open();
+      expect((await session(second.baseUrl, token)).status).toBe(200);
+      expect((await session(system.baseUrl, token, "DELETE")).status).toBe(204);
+      const endedAt = Date.now();
+      await expect
+        .poll(async () => (await session(second.baseUrl, token)).status, { timeout: 3000, interval: 20 })
+        .toBe(401);
+      expect(Date.now() - endedAt).toBeLessThan(1000);
+      expect((await session(system.baseUrl, token, "DELETE")).status).toBe(401);
+    });
+
+    it("signs the console out on every replica: the cookie signed out beside one gateway is refused beside the other", async () => {
+      const jar = new Map<string, string>();
+      const visit = async (rootUrl: string, path: string, form?: Record<string, string>) => {
+        const response = await fetch(`${rootUrl}${path}`, {
+          method: form ? "POST" : "GET",
+          redirect: "manual",
+          headers: {
+            cookie: [...jar].map(([name, value]) => `${name}=${value}`).join("; "),
+            ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+          },
+          ...(form ? { body: new URLSearchParams(form).toString() } : {}),
+        });
+        for (const line of response.headers.getSetCookie()) {
+          const [name = "", value = ""] = (line.split(";")[0] ?? "").split("=");
+          if (value && !/max-age=0/i.test(line)) jar.set(name, value);
+          else jar.delete(name);
+        }
+        return response;
+      };
+      const csrfOf = async (response: Response) =>
+        /name="_csrf" value="([^"]+)"/.exec(await response.text())?.[1] ?? "";
+
+      const form = await visit(system.rootUrl, "/console/sign-in");
+      const signed = await visit(system.rootUrl, "/console/sign-in", {
+        _csrf: await csrfOf(form),
+        key: OPERATOR_KEY,
+      });
+      expect(signed.status).toBe(303);
+      const cookie = jar.get("console_session")!;
+      const page = await visit(system.rootUrl, "/console/webhooks");
+      expect(page.status).toBe(200);
+      const onSecond = () =>
+        fetch(`${second.rootUrl}/console/webhooks`, {
+          redirect: "manual",
+          headers: { cookie: `console_session=${cookie}` },
+        });
+      expect((await onSecond()).status).toBe(200);
+
+      const out = await visit(system.rootUrl, "/console/sign-out", { _csrf: await csrfOf(page) });
+      expect(out.headers.get("location")).toMatch(/\/console\/sign-in$/);
+      await expect
+        .poll(async () => (await onSecond()).headers.get("location") ?? "", { timeout: 3000, interval: 20 })
+        .toMatch(/\/console\/sign-in$/);
     });
   });
 

@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { kubernetesConsoleProblems } from "./console.ts";
 import { kubernetesCurrentProblems } from "./current-deployment.ts";
 import { overlayRuleProblems } from "./kubernetes-rules.ts";
 import { kubernetesNatsAuthProblems } from "./nats-auth.ts";
@@ -53,6 +54,7 @@ export async function checkOverlay(dir: string): Promise<{ objects: number; prob
   problems.push(...kubernetesNatsProblems(overlay, objects));
   problems.push(...kubernetesNatsAuthProblems(overlay, objects, dir));
   problems.push(...kubernetesCurrentProblems(overlay, objects));
+  problems.push(...kubernetesConsoleProblems(overlay, objects));
   return { objects: objects.length, problems };
 }
 

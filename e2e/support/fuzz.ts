@@ -23,7 +23,7 @@ interface Operation {
   body?: { type: string; schema: Schema; required: boolean };
   responses: Record<string, { content?: Record<string, { schema?: Schema }> }>;
   /** How the operation is meant to be called: the first of its security schemes. */
-  auth: "api_key" | "bearer_auth" | "cheesy_oauth" | "none";
+  auth: "api_key" | "bearer_auth" | "cheesy_oauth" | "operator_session" | "none";
   /** Every security scheme the operation accepts. */
   schemes: string[];
 }
@@ -38,6 +38,8 @@ export interface Fixtures {
   /** Who the operations that can end their customer act on instead (see ENDS_ITS_CUSTOMER). */
   standIns: { owner: FixtureCustomer; other: FixtureCustomer };
   operatorBearer: string;
+  /** An operator session's token (operator_session); a generated DELETE may end it meanwhile. */
+  operatorSession: string;
   cheeseId: number;
   orderId: number;
   webhookId: number;
@@ -191,6 +193,7 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
   };
   const [owner, other] = [await customer(), await customer()];
   const standIns = { owner: await fixtureCustomer(system), other: await fixtureCustomer(system) };
+  const session = await post("/operator/sessions", operator);
   const webhook = await post("/webhooks", operator, {
     url: "http://127.0.0.1:9/fuzz",
     events: ["order.placed"],
@@ -200,6 +203,7 @@ export async function makeFixtures(system: RunningSystem): Promise<Fixtures> {
     other,
     standIns,
     operatorBearer,
+    operatorSession: session.token as string,
     cheeseId,
     orderId: owner.orderId,
     webhookId: webhook.id as number,
@@ -227,6 +231,7 @@ function requests(schemas: Schemas, operations: Operation[]): fc.Arbitrary<Gener
 const authModes = [
   "operator-key",
   "operator-bearer",
+  "operator-session",
   "owner-session",
   "owner-key",
   "other-session",
@@ -244,6 +249,7 @@ function requestFor(schemas: Schemas, op: Operation): fc.Arbitrary<Generated> {
     api_key: ["operator-key", "owner-key"],
     bearer_auth: ["owner-session"],
     cheesy_oauth: ["operator-bearer"],
+    operator_session: ["operator-session"],
     none: ["none"],
   }[op.auth];
   const auth = fc.oneof(
@@ -378,6 +384,9 @@ function materialise(
       break;
     case "operator-bearer":
       headers.authorization = `Bearer ${fixtures.operatorBearer}`;
+      break;
+    case "operator-session":
+      headers.authorization = `Bearer ${fixtures.operatorSession}`;
       break;
     case "owner-session":
       headers.authorization = `Bearer ${jwt}`;

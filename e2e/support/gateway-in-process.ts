@@ -17,7 +17,7 @@ type Behind = keyof typeof starters;
  * The gateway and the services named (each with its own variables), every one started as its
  * `main.ts` starts it, over one in-process bus and a fresh DATA_DIR, with the suites' operator
  * credentials: for what the gateway answers together with them (webhooks, dead letters, the
- * console) without the launcher's processes. `gateway.app` takes requests in-process and
+ * console) without the launcher's processes; `anotherGateway` starts one more replica. `gateway.app` takes requests in-process and
  * `gateway.tokens` issues tokens, as the gateway's own wiring made them; `broker` connects
  * stand-ins of other services.
  */
@@ -37,13 +37,28 @@ export async function gatewayWith(
   for (const [name, env] of Object.entries(behind) as [Behind, Record<string, string>][]) {
     started.push(await starters[name](options(name, env)));
   }
-  const gateway = await startGateway(
-    options("gateway", { ...defaultCredentials, GATEWAY_PORT: "0", PUBLIC_URL, RPC_TIMEOUT: rpcTimeout }),
-  );
-  started.push(gateway);
+  const startOneGateway = async (env: Record<string, string> = {}) => {
+    const gateway = await startGateway(
+      options("gateway", {
+        ...defaultCredentials,
+        GATEWAY_PORT: "0",
+        PUBLIC_URL,
+        RPC_TIMEOUT: rpcTimeout,
+        ...env,
+      }),
+    );
+    started.push(gateway);
+    return gateway.wired;
+  };
+  const gateway = await startOneGateway();
   return {
     broker,
-    gateway: gateway.wired,
+    gateway,
+    /**
+     * Another gateway replica: same bus, same DATA_DIR (so the same signing key), with `env`
+     * over the suites' variables.
+     */
+    anotherGateway: startOneGateway,
     async stop() {
       for (const service of started.reverse()) await service.stop();
       data.remove();

@@ -11,8 +11,35 @@ export const starters: Record<ServiceName, () => Promise<Starter>> = {
   ordering: async () => (await import("@cheese/ordering")).start,
   customer: async () => (await import("@cheese/customer")).start,
   notification: async () => (await import("@cheese/notification")).start,
-  gateway: async () => (await import("@cheese/gateway")).start,
+  gateway: async () => withConsole((await import("@cheese/gateway")).start),
 };
+
+/**
+ * A gateway with the operator console beside it (apps/console): the console listens on a
+ * loopback port of the gateway's process and calls the gateway's API over HTTP; the gateway
+ * forwards `/console` to it (`CONSOLE_URL`). They start and stop together.
+ */
+async function withConsole(startGateway: Starter): Promise<Starter> {
+  const { startConsole } = await import("@cheese/console");
+  return async (options = {}) => {
+    const env = options.env ?? process.env;
+    const log = options.logger?.child({ app: "console" });
+    const consoleApp = await startConsole(env, log && { warn: (message) => log.warn(message) });
+    try {
+      const gateway = await startGateway({ ...options, env: { ...env, CONSOLE_URL: consoleApp.url } });
+      return {
+        ...gateway,
+        async stop() {
+          await gateway.stop();
+          await consoleApp.stop();
+        },
+      };
+    } catch (error) {
+      await consoleApp.stop();
+      throw error;
+    }
+  };
+}
 
 /**
  * The fallback when no NATS is available: every service in this process over one in-process

@@ -8,8 +8,7 @@ import { OAuthGrants } from "./auth/oauth-grants.ts";
 import { revokeOnPasswordChange } from "./auth/password-changes.ts";
 import { followPlanChanges } from "./auth/plan-changes.ts";
 import { Revocations } from "./auth/revocations.ts";
-import { consoleRoutes, sessionDeps } from "./console/routes.tsx";
-import { consoleCaller } from "./console/session.ts";
+import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
 import { errorResponse, handleError, validationFailure } from "./errors.ts";
@@ -31,6 +30,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { historyRoutes } from "./routes/history.ts";
 import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
+import { operatorSessionRoutes } from "./routes/operator-sessions.ts";
 import { ordersRoutes } from "./routes/orders.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
@@ -67,8 +67,6 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use(noSniff);
   app.use(bodySize());
   app.use(authenticate(deps.auth, identity));
-  // A console page counts on its operator's bucket, as that operator's API calls do.
-  app.use("/console/*", consoleCaller(sessionDeps(deps, identity.revocations)));
   if (options.rateLimits) {
     app.use(
       rateLimit({
@@ -95,13 +93,14 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   grantsRoutes(api, deps, grants);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
+  operatorSessionRoutes(api, deps, identity.revocations);
   historyRoutes(api, deps);
   exportRoutes(api, deps, grants);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps, { grants, revocations: identity.revocations });
   documentationRoutes(app, api);
-  app.route("/console", consoleRoutes(deps, identity.revocations));
+  if (deps.consoleUrl) consoleProxy(app, deps.consoleUrl);
   app.route("/v2", api);
   return app;
 }

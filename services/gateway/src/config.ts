@@ -19,6 +19,11 @@ export const gatewayConfigSchema = z
     TRUSTED_PROXIES: trustedProxiesSchema,
     /** The origin clients reach the API at; unset: http://127.0.0.1:GATEWAY_PORT (public-url.ts). */
     PUBLIC_URL: publicUrlSchema,
+    /** The operator console's address (apps/console), `/console` is forwarded to; unset: none. */
+    CONSOLE_URL: z
+      .url()
+      .optional()
+      .or(z.literal("").transform(() => undefined)),
     /** `iss` of every token; unset: PUBLIC_URL. */
     JWT_ISSUER: z
       .string()

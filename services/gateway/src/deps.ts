@@ -18,6 +18,8 @@ export interface GatewayDeps {
   rpcTimeoutMs: number;
   /** The origin every URL the API stores or returns is built from (`PUBLIC_URL`), never the Host header. */
   publicUrl: string;
+  /** Where `/console` is forwarded (`CONSOLE_URL`); unset: no console behind this gateway. */
+  consoleUrl?: string | undefined;
   /** Middleware enforcing a route's access rule (see auth/access.ts `secured`). */
   authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
   auth: AuthenticationDeps & { issuer: string };

@@ -21,8 +21,11 @@ export interface Caller {
   scopes: ReadonlySet<Scope>;
   /** Set when the caller acts as a customer (bearer, customer API key, or user OAuth token). */
   customer?: { id: string; username: string };
-  /** How the caller proved who it is. */
-  via: "none" | "api_key" | "bearer" | "oauth";
+  /**
+   * How the caller proved who it is; `operator_session`: an operator's console session token,
+   * which only the operator session routes take.
+   */
+  via: "none" | "api_key" | "bearer" | "oauth" | "operator_session";
   /** The token presented, for logout (revokes its `jti` until `exp`, epoch seconds). */
   token?: { jti: string; exp: number };
 }

@@ -64,6 +64,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
         clock: ctx.clock,
         rpcTimeoutMs: config.RPC_TIMEOUT,
         publicUrl,
+        consoleUrl: config.CONSOLE_URL,
         authorize: createAuthorizer(),
         readCache,
         auth: {

@@ -475,6 +475,17 @@ export const operationExamples: Record<string, OperationExamples> = {
   },
   replayDeadLetter: { responses: { 202: { id: "17", consumer: "ordering-cheese-deleted" } } },
 
+  // Operator sessions
+  openOperatorSession: {
+    responses: {
+      201: { token: accessToken, operatorId: "op:3f9a1c2b7d4e", expiresAt: at("06", "17:30:00") },
+    },
+  },
+  getOperatorSession: {
+    responses: { 200: { operatorId: "op:3f9a1c2b7d4e", expiresAt: at("06", "17:30:00") } },
+  },
+  endOperatorSession: {},
+
   // OAuth 2.0
   jwks: {
     responses: {

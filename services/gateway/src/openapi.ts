@@ -26,6 +26,13 @@ export function registerSecuritySchemes(api: OpenAPIHono<GatewayEnv>): void {
     bearerFormat: "JWT",
     description: "A session token from POST /customer/login, valid 24 hours.",
   });
+  registry.registerComponent("securitySchemes", "operator_session", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "An operator's session token from POST /operator/sessions, valid 8 hours; only GET and DELETE /operator/session take it.",
+  });
   const scopes = {
     "read:cheeses": "read cheese data",
     "write:cheeses": "create and update cheeses",
@@ -80,6 +87,11 @@ const documentConfig = {
       name: "Dead letters",
       description:
         "Integration events a service kept failing to handle: listed, replayed to their consumer, or discarded by operators.",
+    },
+    {
+      name: "Operator sessions",
+      description:
+        "An operator key opens a session whose token the operator console keeps; ended, it is refused by every gateway.",
     },
     {
       name: "Webhook events",

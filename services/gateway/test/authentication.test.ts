@@ -63,6 +63,24 @@ describe("authentication and access at the gateway", () => {
     expect(unknown.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 
+  it("takes an operator session token only for its session, and refuses it once its key is no longer configured", async () => {
+    const opened = await gateway.app.request("/v2/operator/sessions", {
+      method: "POST",
+      headers: { "x-api-key": OPERATOR_KEY },
+    });
+    expect(opened.status).toBe(201);
+    const { token, operatorId } = (await opened.json()) as { token: string; operatorId: string };
+    const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+    const session = (t: string) => gateway.app.request("/v2/operator/session", { headers: bearer(t) });
+    expect(await (await session(token)).json()).toMatchObject({ operatorId });
+    expect((await getCheese(bearer(token))).status).toBe(403);
+    // A key removed from API_KEYS: its sessions end with it.
+    const orphan = await gateway.tokens.issue({ kind: "operator", sub: "op:000000000000", scopes: [] }, 600);
+    const refused = await session(orphan.token);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { message: string }).message).toMatch(/no longer configured/);
+  });
+
   it("refuses an API key with 403 where only cheesy_oauth with write:cheeses is allowed", async () => {
     expect((await postCheese({ "x-api-key": OPERATOR_KEY })).status).toBe(403);
   });

@@ -20,7 +20,13 @@ export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
   rpcTimeoutMs = 1000,
-  options: AppOptions & { clients?: object[]; clock?: Clock; publicUrl?: string; readCache?: ReadCache } = {},
+  options: AppOptions & {
+    clients?: object[];
+    clock?: Clock;
+    publicUrl?: string;
+    readCache?: ReadCache;
+    consoleUrl?: string;
+  } = {},
 ) {
   const dir = tempDir("gateway-key");
   const key = await loadSigningKey(`${dir.path}/key.json`);
@@ -37,6 +43,7 @@ export async function testGateway(
       publicUrl: options.publicUrl ?? "http://127.0.0.1:8080",
       authorize: createAuthorizer(),
       readCache: options.readCache,
+      consoleUrl: options.consoleUrl,
       auth: {
         tokens,
         operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),

@@ -9,12 +9,14 @@ import type { Caller, GatewayEnv, Scope } from "../env.ts";
  *  - `bearer`: a customer's login JWT (`bearer_auth`)
  *  - `oauth`: a cheesy_oauth access token carrying all of these scopes; a customer's login JWT
  *    counts when its scopes include them (docs/identity.md "Access at the gateway")
+ *  - `operatorSession`: an operator's console session token (`operator_session`), which no
+ *    other rule admits
  * `callers` narrows any of them to these kinds of caller (fulfilment: client-credentials
  * clients only); others get 403.
  */
 export type AccessRule =
   | { public: true }
-  | { apiKey?: true; bearer?: true; oauth?: Scope[]; callers?: Caller["kind"][] };
+  | { apiKey?: true; bearer?: true; oauth?: Scope[]; operatorSession?: true; callers?: Caller["kind"][] };
 
 /** OpenAPI security requirements for a rule. */
 export function securityOf(rule: AccessRule): RouteConfig["security"] {
@@ -23,6 +25,7 @@ export function securityOf(rule: AccessRule): RouteConfig["security"] {
   if (rule.apiKey) requirements.push({ api_key: [] });
   if (rule.bearer) requirements.push({ bearer_auth: [] });
   if (rule.oauth) requirements.push({ cheesy_oauth: [...rule.oauth] });
+  if (rule.operatorSession) requirements.push({ operator_session: [] });
   return requirements;
 }
 

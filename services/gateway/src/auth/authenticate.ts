@@ -68,7 +68,7 @@ async function identify(
   }
   const revoked = await identity.revocations.isRevoked({
     jti: claims.jti,
-    ...(claims.kind !== "client" ? { customerId: claims.sub } : {}),
+    ...(claims.kind === "session" || claims.kind === "user" ? { customerId: claims.sub } : {}),
     ...(claims.passwordVersion !== undefined ? { passwordVersion: claims.passwordVersion } : {}),
     ...(claims.grantId !== undefined ? { grantId: claims.grantId } : {}),
   });
@@ -136,7 +136,8 @@ async function identifyApiKey(
 const customerBucket = (customerId: number | string) => `cust:${customerId}`;
 
 /**
- * Client tokens act for the client, on its bucket and plan; session tokens for the customer
+ * Operator session tokens act for the operator key they were issued for, on its bucket and plan;
+ * client tokens act for the client, on its bucket and plan; session tokens for the customer
  * (bearer_auth) on the customer's; user tokens (authorization code, implicit) for the customer
  * through a client, on a bucket of that pair and the lower of the two plans, so a customer
  * neither borrows a client's larger plan nor spends what other customers of the client have.
@@ -150,6 +151,21 @@ async function identifyToken(
 ): Promise<Identified> {
   const scopes = new Set(claims.scopes.filter((s) => allScopes.includes(s)));
   const token = { jti: claims.jti, exp: claims.exp };
+  if (claims.kind === "operator") {
+    // An operator's console session: the operator's key and plan while the key is configured.
+    const operator = [...deps.operatorKeys.values()].find((key) => key.id === claims.sub);
+    if (!operator) return { caller: anonymous, problem: "token of an operator key no longer configured" };
+    return {
+      caller: {
+        kind: "operator",
+        id: operator.id,
+        plan: operator.plan,
+        scopes: new Set(),
+        via: "operator_session",
+        token,
+      },
+    };
+  }
   if (claims.kind === "client") {
     const client = deps.oauthClients.get(claims.sub);
     if (!client) return { caller: anonymous, problem: "token of an unknown client" };

@@ -30,6 +30,7 @@ export function allows(rule: Exclude<AccessRule, { public: true }>, caller: Call
   if (rule.callers && !rule.callers.includes(caller.kind)) return false;
   if (rule.apiKey && caller.via === "api_key") return true;
   if (rule.bearer && caller.via === "bearer") return true;
+  if (rule.operatorSession && caller.via === "operator_session") return true;
   if (rule.oauth && (caller.via === "oauth" || caller.via === "bearer")) {
     return rule.oauth.every((scope) => caller.scopes.has(scope));
   }

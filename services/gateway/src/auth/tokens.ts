@@ -9,12 +9,14 @@ import { SIGNING_ALG, type SigningKey } from "./signing-key.ts";
  *  - `session`: a customer's login (bearer_auth), 24 h
  *  - `user`: an OAuth token a customer granted to a client (authorization code / implicit)
  *  - `client`: an OAuth client acting for itself (client_credentials)
+ *  - `operator`: an operator's console session (POST /v2/operator/sessions), good only to check
+ *    and end itself (routes/operator-sessions.ts)
  */
-export type TokenKind = "session" | "user" | "client";
+export type TokenKind = "session" | "user" | "client" | "operator";
 
 export interface TokenClaims {
   kind: TokenKind;
-  /** Customer id for session/user tokens, client id for client tokens. */
+  /** Customer id for session/user tokens, client id for client tokens, operator id (`op:…`) for operator tokens. */
   sub: string;
   scopes: Scope[];
   jti: string;
@@ -100,7 +102,9 @@ export class TokenService {
       currentDate: this.clock.now(),
     });
     const kind = payload.kind;
-    if (kind !== "session" && kind !== "user" && kind !== "client") throw new Error("unknown token kind");
+    if (kind !== "session" && kind !== "user" && kind !== "client" && kind !== "operator") {
+      throw new Error("unknown token kind");
+    }
     if (!payload.sub || !payload.jti || !payload.exp) throw new Error("token lacks sub, jti or exp");
     return {
       kind,
@@ -113,7 +117,7 @@ export class TokenService {
         .filter(Boolean) as Scope[],
       ...(typeof payload.username === "string" ? { username: payload.username } : {}),
       ...(typeof payload.client_id === "string" ? { clientId: payload.client_id } : {}),
-      ...(kind !== "client"
+      ...(kind === "session" || kind === "user"
         ? { passwordVersion: Number.isInteger(payload.pwv) ? (payload.pwv as number) : 0 }
         : {}),
       ...(typeof payload.gid === "string" ? { grantId: payload.gid } : {}),

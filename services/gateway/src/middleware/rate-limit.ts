@@ -26,8 +26,9 @@ const EXEMPT = new Set(["/healthz", "/readyz"]);
  * The pages a person opens in a browser, and what they load: the API reference (`/docs`, its
  * assets and the document it renders), the operator console (pages, stylesheet, sign-in) and the
  * favicon. They are not API traffic: an anonymous visitor's requests there spend a bucket of
- * their own per address, {@link browserPageLimits}, never the anonymous API plan's; a signed-in
- * console operator's spend the operator's bucket, as its API calls do.
+ * their own per address, {@link browserPageLimits}, never the anonymous API plan's; what the
+ * console asks of `/v2` for a signed-in operator spends that operator key's bucket, as any call
+ * with the key (or the key's operator session token) does.
  */
 export function isBrowserPage(path: string): boolean {
   return (

@@ -1,6 +1,10 @@
 /** @jsxImportSource hono/jsx */
-import { type Delivery, type Webhook, webhookEventKinds } from "@cheese/contracts";
+import type { Schemas } from "@cheese/client";
+import { webhookEventKinds } from "@cheese/contracts";
 import { ActionButton, Badge, Csrf, Layout, type Notice, Time } from "./layout.tsx";
+
+type Delivery = Schemas["Delivery"];
+type Webhook = Schemas["Webhook"];
 
 interface Session {
   csrf: string;

@@ -1,5 +1,8 @@
 /** @jsxImportSource hono/jsx */
-import type { DeadLetter } from "@cheese/contracts";
+import type { Schemas } from "@cheese/client";
+
+type DeadLetter = Schemas["DeadLetter"];
+
 import { ActionButton, Layout, type Notice, Time } from "./layout.tsx";
 
 interface Session {

@@ -1,7 +1,9 @@
 /** @jsxImportSource hono/jsx */
-import type { Order } from "@cheese/contracts";
+import type { Schemas } from "@cheese/client";
 import type { Child } from "hono/jsx";
 import { ActionButton, Csrf, Layout, type Notice, Time } from "./layout.tsx";
+
+type Order = Schemas["Order"];
 
 interface Session {
   csrf: string;

@@ -1,30 +1,24 @@
 /** @jsxImportSource hono/jsx */
 
 import { createHash } from "node:crypto";
+import { CheeseApiError, type CheeseClient, createCheeseClient, unwrap } from "@cheese/client";
 import {
   DeadLetterIdParam,
   DeliveryListQuery,
   type DeliveryStatus,
   fieldErrors,
-  notificationRpc,
-  orderingRpc,
   ReplayInput,
   ShipmentInput,
   WebhookInput,
 } from "@cheese/contracts";
-import { RemoteError } from "@cheese/messaging";
 import { type Context, Hono } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { Revocations } from "../auth/revocations.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { GatewayEnv } from "../env.ts";
-import { actorOf } from "../routes/orders.ts";
-import { callService } from "../rpc.ts";
 import {
   type ConsoleSession,
   csrfMatches,
   currentSession,
+  operatorKeysOf,
   type SessionDeps,
   signIn,
   signInToken,
@@ -55,28 +49,60 @@ const NOTICE_COOKIE = "console_notice";
 const PAGE_SIZE = 25;
 
 type Form = Record<string, string | File | (string | File)[]>;
-type Handler = (c: Context<GatewayEnv>, session: ConsoleSession) => Promise<Response>;
-type FormHandler = (c: Context<GatewayEnv>, session: ConsoleSession, form: Form) => Promise<Response>;
+type Handler = (c: Context, session: ConsoleSession) => Promise<Response>;
+type FormHandler = (c: Context, session: ConsoleSession, form: Form) => Promise<Response>;
 
-export function sessionDeps(deps: GatewayDeps, revocations: Revocations): SessionDeps {
-  return {
-    operatorKeys: deps.auth.operatorKeys,
-    revocations,
-    clock: deps.clock,
-    secure: (c) => new URL(c.req.url).protocol === "https:" || deps.publicUrl.startsWith("https:"),
-  };
+export interface ConsoleOptions {
+  /** The gateway's address, without `/v2`, the console calls the API at (`http://gateway:8080`). */
+  apiUrl: string;
+  /** `API_KEYS` as the gateway is configured: who may sign in, and the key each calls the API with. */
+  apiKeys: string;
+  /** The address browsers reach the console at (its pages redirect there), without `/console`. */
+  publicUrl: string;
+  now?: () => Date;
+  /** The fetch the API client uses (default: the global one). */
+  fetch?: (request: Request) => Promise<Response>;
+  log?: { warn(message: string): void };
 }
 
 /**
- * `/console`: the operator console (docs/operations.md "Operator console"). It reads and acts
- * through the same RPCs as the `/v2` routes, with the signed-in operator as the caller: what an
- * operator key may do at the API, and nothing more.
+ * `/console`: the operator console (docs/operations.md "Operator console"), an application of the
+ * public API: it reads and acts through `@cheese/client` with the signed-in operator's key, so
+ * it can do what an operator key may do at the API, and nothing more.
  */
-export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono<GatewayEnv> {
-  const sessions = sessionDeps(deps, revocations);
-  const app = new Hono<GatewayEnv>();
+export function createConsoleApp(options: ConsoleOptions): Hono {
+  const now = options.now ?? (() => new Date());
+  const operatorKeys = operatorKeysOf(options.apiKeys);
+  const publicUrl = options.publicUrl.replace(/\/+$/, "");
+  const log = options.log ?? { warn: (message: string) => console.warn(message) };
+  const sessions: SessionDeps = {
+    operatorKeys,
+    api: createCheeseClient({
+      baseUrl: options.apiUrl,
+      retries: 0,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    }),
+    now,
+    secure: (c) => new URL(c.req.url).protocol === "https:" || publicUrl.startsWith("https:"),
+  };
+  /** One client per operator key, each calling with that key. */
+  const clients = new Map<string, CheeseClient>();
+  const api = (session: ConsoleSession): CheeseClient => {
+    let client = clients.get(session.operator.id);
+    if (!client) {
+      client = createCheeseClient({
+        baseUrl: options.apiUrl,
+        auth: { apiKey: session.operator.key },
+        retries: 0,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+      });
+      clients.set(session.operator.id, client);
+    }
+    return client;
+  };
+  const app = new Hono();
   /** After a form or to another page: 303 to the console path at the public URL, never the Host's. */
-  const seeOther = (c: Context<GatewayEnv>, path: string) => c.redirect(`${deps.publicUrl}${path}`, 303);
+  const seeOther = (c: Context, path: string) => c.redirect(`${publicUrl}${path}`, 303);
 
   /**
    * The notice cookie is signed (HMAC-SHA256, Hono's signed cookies) with a secret every gateway
@@ -85,10 +111,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
    */
   const noticeSecret = createHash("sha256")
     .update("console notices\0")
-    .update([...deps.auth.operatorKeys.keys()].sort().join("\0"))
+    .update([...operatorKeys.keys()].sort().join("\0"))
     .digest("base64url");
   /** A notice for the next page this browser opens (after the redirect that follows a form). */
-  const flash = (c: Context<GatewayEnv>, notice: Notice) =>
+  const flash = (c: Context, notice: Notice) =>
     setSignedCookie(
       c,
       NOTICE_COOKIE,
@@ -97,19 +123,19 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       { path: "/console", httpOnly: true, sameSite: "Strict", secure: sessions.secure(c), maxAge: 60 },
     );
   /** The notice the previous page left (its cookie then deleted), if it is one the console signed. */
-  const takeNotice = async (c: Context<GatewayEnv>): Promise<Notice | undefined> => {
+  const takeNotice = async (c: Context): Promise<Notice | undefined> => {
     const value = await getSignedCookie(c, noticeSecret, NOTICE_COOKIE);
     if (value === undefined) return undefined;
     deleteCookie(c, NOTICE_COOKIE, { path: "/console" });
     return value === false ? undefined : readNotice(value);
   };
-  const notFoundPage = async (c: Context<GatewayEnv>, back: string, text: string) => {
+  const notFoundPage = async (c: Context, back: string, text: string) => {
     await flash(c, { kind: "problem", text });
     return seeOther(c, back);
   };
   /** A registration's page: the registration and a page of its deliveries, read together. */
   const webhookView = async (
-    c: Context<GatewayEnv>,
+    c: Context,
     session: ConsoleSession,
     webhookId: number,
     shown: {
@@ -120,13 +146,19 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     },
   ) => {
     const [webhook, deliveries] = await Promise.all([
-      callService(deps, c, notificationRpc.getWebhook, { webhookId }),
-      callService(deps, c, notificationRpc.listDeliveries, {
-        webhookId,
-        limit: PAGE_SIZE,
-        ...(shown.cursor ? { cursor: shown.cursor } : {}),
-        ...(shown.status ? { status: shown.status } : {}),
-      }),
+      unwrap(api(session).GET("/webhooks/{id}", { params: { path: { id: webhookId } } })),
+      unwrap(
+        api(session).GET("/webhooks/{id}/deliveries", {
+          params: {
+            path: { id: webhookId },
+            query: {
+              limit: PAGE_SIZE,
+              ...(shown.cursor ? { cursor: shown.cursor } : {}),
+              ...(shown.status ? { status: shown.status } : {}),
+            },
+          },
+        }),
+      ),
     ]);
     return c.html(
       <WebhookPage
@@ -156,14 +188,16 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   /** A page for a signed-in operator; anyone else goes to the sign-in form. */
   const page =
     (section: Section, handler: Handler) =>
-    async (c: Context<GatewayEnv>): Promise<Response> => {
-      const session = await currentSession(c, sessions);
-      if (!session) return seeOther(c, "/console/sign-in");
+    async (c: Context): Promise<Response> => {
+      let session: ConsoleSession | undefined;
       try {
+        session = await currentSession(c, sessions);
+        if (!session) return seeOther(c, "/console/sign-in");
         return await handler(c, session);
       } catch (error) {
-        if (!(error instanceof RemoteError)) throw error;
-        const { status, message } = error.body;
+        if (!(error instanceof CheeseApiError)) throw error;
+        const { status, message } = error;
+        if (!session) return unavailable(c, error);
         const back =
           section === "orders"
             ? { href: "/console/orders", label: "← Orders" }
@@ -189,16 +223,22 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
    * A service's refusal comes back as a notice on the page the form was on.
    */
   const action =
-    (handler: FormHandler, back: (c: Context<GatewayEnv>) => string) =>
-    async (c: Context<GatewayEnv>): Promise<Response> => {
-      const session = await currentSession(c, sessions);
+    (handler: FormHandler, back: (c: Context) => string) =>
+    async (c: Context): Promise<Response> => {
+      let session: ConsoleSession | undefined;
+      try {
+        session = await currentSession(c, sessions);
+      } catch (error) {
+        if (!(error instanceof CheeseApiError)) throw error;
+        return unavailable(c, error);
+      }
       if (!session) return seeOther(c, "/console/sign-in");
       const form = await c.req.parseBody({ all: true });
-      if (crossSite(c) || !csrfMatches(session, form._csrf)) return refusedForm(c);
+      if (crossSite(c) || !csrfMatches(session, form._csrf)) return refusedForm(c, log);
       try {
         return await handler(c, session, form);
       } catch (error) {
-        if (!(error instanceof RemoteError)) throw error;
+        if (!(error instanceof CheeseApiError)) throw error;
         await flash(c, problemOf(error));
         return seeOther(c, back(c));
       }
@@ -207,7 +247,12 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   app.get("/", (c) => seeOther(c, "/console/webhooks"));
 
   app.get("/sign-in", async (c) => {
-    if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
+    try {
+      if (await currentSession(c, sessions)) return seeOther(c, "/console/webhooks");
+    } catch (error) {
+      if (!(error instanceof CheeseApiError)) throw error;
+      return unavailable(c, error);
+    }
     return c.html(<SignInPage token={signInToken(c, sessions)} notice={await takeNotice(c)} />);
   });
 
@@ -218,8 +263,16 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 403);
     }
     const key = typeof form.key === "string" ? form.key.trim() : "";
-    if (!signIn(c, sessions, key)) {
-      c.var.log().warn("console sign-in refused: not an operator key");
+    let signedIn: ConsoleSession | undefined;
+    try {
+      signedIn = await signIn(c, sessions, key);
+    } catch (error) {
+      if (!(error instanceof CheeseApiError)) throw error;
+      const notice: Notice = { kind: "problem", text: `Cannot sign in now: ${error.message}` };
+      return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 503);
+    }
+    if (!signedIn) {
+      log.warn("console sign-in refused: not an operator key");
       const notice: Notice = { kind: "problem", text: "That is not an operator API key." };
       return c.html(<SignInPage token={signInToken(c, sessions)} notice={notice} />, 401);
     }
@@ -238,16 +291,17 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     ),
   );
 
-  // ---- Webhooks: the same RPCs as /v2/webhooks ----
+  // ---- Webhooks: /v2/webhooks ----
 
   app.get(
     "/webhooks",
     page("webhooks", async (c, session) => {
       const cursor = c.req.query("cursor");
-      const list = await callService(deps, c, notificationRpc.listWebhooks, {
-        limit: PAGE_SIZE,
-        ...(cursor ? { cursor } : {}),
-      });
+      const list = await unwrap(
+        api(session).GET("/webhooks", {
+          params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
+        }),
+      );
       return c.html(
         <WebhooksPage
           session={view(session)}
@@ -274,7 +328,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           description: draft.description || null,
         });
         const refused = (notice: Notice) => {
-          const list = callService(deps, c, notificationRpc.listWebhooks, { limit: PAGE_SIZE });
+          const list = unwrap(api(session).GET("/webhooks", { params: { query: { limit: PAGE_SIZE } } }));
           return list.then((page) =>
             c.html(
               <WebhooksPage
@@ -290,11 +344,15 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         };
         if (!input.success) return refused(invalid(input.error.issues));
         try {
-          const created = await callService(deps, c, notificationRpc.createWebhook, {
-            url: input.data.url,
-            events: input.data.events,
-            description: input.data.description ?? null,
-          });
+          const created = await unwrap(
+            api(session).POST("/webhooks", {
+              body: {
+                url: input.data.url,
+                events: input.data.events,
+                description: input.data.description ?? null,
+              },
+            }),
+          );
           return c.html(
             <WebhookPage
               session={view(session)}
@@ -308,7 +366,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
             201,
           );
         } catch (error) {
-          if (error instanceof RemoteError && error.body.status === 422) return refused(problemOf(error));
+          if (error instanceof CheeseApiError && error.status === 422) return refused(problemOf(error));
           throw error;
         }
       },
@@ -332,43 +390,43 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     }),
   );
 
-  const webhookPage = (c: Context<GatewayEnv>) => `/console/webhooks/${idOf(c) ?? ""}`;
+  const webhookPage = (c: Context) => `/console/webhooks/${idOf(c) ?? ""}`;
   /** An action on one registration: the RPC with its id, then back to its page with a notice. */
-  const onWebhook = (run: (c: Context<GatewayEnv>, webhookId: number, form: Form) => Promise<Notice>) =>
-    action(async (c, _session, form) => {
+  const onWebhook = (run: (client: CheeseClient, id: number, form: Form) => Promise<Notice>) =>
+    action(async (c, session, form) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
-      await flash(c, await run(c, webhookId, form));
+      await flash(c, await run(api(session), webhookId, form));
       return seeOther(c, webhookPage(c));
     }, webhookPage);
 
   app.post(
     "/webhooks/:id/pause",
-    onWebhook(async (c, webhookId) => {
-      await callService(deps, c, notificationRpc.pauseWebhook, { webhookId });
+    onWebhook(async (client, id) => {
+      await unwrap(client.POST("/webhooks/{id}/pause", { params: { path: { id } } }));
       return { kind: "ok", text: "Paused: deliveries wait until it is resumed." };
     }),
   );
 
   app.post(
     "/webhooks/:id/resume",
-    onWebhook(async (c, webhookId) => {
-      await callService(deps, c, notificationRpc.resumeWebhook, { webhookId });
+    onWebhook(async (client, id) => {
+      await unwrap(client.POST("/webhooks/{id}/resume", { params: { path: { id } } }));
       return { kind: "ok", text: "Active again: what waited goes out, oldest first." };
     }),
   );
 
   app.post(
     "/webhooks/:id/test",
-    onWebhook(async (c, webhookId) => {
-      const { deliveryId } = await callService(deps, c, notificationRpc.sendTestEvent, { webhookId });
+    onWebhook(async (client, id) => {
+      const { deliveryId } = await unwrap(client.POST("/webhooks/{id}/test", { params: { path: { id } } }));
       return { kind: "ok", text: `Test event sent (delivery #${deliveryId}).` };
     }),
   );
 
   app.post(
     "/webhooks/:id/replay",
-    onWebhook(async (c, webhookId, form) => {
+    onWebhook(async (client, id, form) => {
       const since = localTime(form.since);
       const until = localTime(form.until);
       const statuses = texts(form.status);
@@ -378,12 +436,16 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
         ...(statuses.length > 0 ? { status: statuses } : {}),
       });
       if (!input.success) return invalid(input.error.issues);
-      const { replayed } = await callService(deps, c, notificationRpc.replayDeliveries, {
-        webhookId,
-        ...(input.data.since ? { since: input.data.since } : {}),
-        ...(input.data.until ? { until: input.data.until } : {}),
-        ...(input.data.status ? { statuses: input.data.status } : {}),
-      });
+      const { replayed } = await unwrap(
+        client.POST("/webhooks/{id}/replay", {
+          params: { path: { id } },
+          body: {
+            ...(input.data.since ? { since: input.data.since } : {}),
+            ...(input.data.until ? { until: input.data.until } : {}),
+            ...(input.data.status ? { status: input.data.status } : {}),
+          },
+        }),
+      );
       return { kind: "ok", text: `${replayed} ${replayed === 1 ? "delivery" : "deliveries"} started again.` };
     }),
   );
@@ -393,7 +455,9 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     action(async (c, session) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
-      const rotated = await callService(deps, c, notificationRpc.rotateSecret, { webhookId });
+      const rotated = await unwrap(
+        api(session).POST("/webhooks/{id}/rotate-secret", { params: { path: { id: webhookId } } }),
+      );
       return webhookView(c, session, webhookId, {
         notice: { kind: "ok", text: "Secret rotated." },
         secret: { value: rotated.secret, previousExpiresAt: rotated.previousSecretExpiresAt },
@@ -403,10 +467,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
 
   app.post(
     "/webhooks/:id/delete",
-    action(async (c) => {
+    action(async (c, session) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
-      await callService(deps, c, notificationRpc.deleteWebhook, { webhookId });
+      await unwrap(api(session).DELETE("/webhooks/{id}", { params: { path: { id: webhookId } } }));
       await flash(c, {
         kind: "ok",
         text: `Webhook #${webhookId} deleted; its waiting deliveries are cancelled.`,
@@ -415,19 +479,17 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     }, webhookPage),
   );
 
-  // ---- Orders: the same RPCs as /v2/store/order, the operator as the actor ----
+  // ---- Orders: /v2/store/orders and /v2/store/order, the operator as the caller ----
 
   app.get(
     "/orders",
     page("orders", async (c, session) => {
-      const actor = actorOf(c.get("caller"));
       const queue = async (status: "approved" | "shipped", cursor: string | undefined) => {
-        const list = await callService(deps, c, orderingRpc.listOrders, {
-          actor,
-          limit: PAGE_SIZE,
-          statuses: [status],
-          ...(cursor ? { cursor } : {}),
-        });
+        const list = await unwrap(
+          api(session).GET("/store/orders", {
+            params: { query: { limit: PAGE_SIZE, status, ...(cursor ? { cursor } : {}) } },
+          }),
+        );
         return { orders: list.items, total: list.total, nextCursor: list.nextCursor };
       };
       const [toShip, toDeliver] = await Promise.all([
@@ -448,7 +510,7 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   app.post(
     "/orders/:id/ship",
     action(
-      async (c, _session, form) => {
+      async (c, session, form) => {
         const orderId = idOf(c);
         if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
         const input = ShipmentInput.safeParse({
@@ -460,11 +522,12 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
           await flash(c, invalid(input.error.issues));
           return seeOther(c, "/console/orders");
         }
-        await callService(deps, c, orderingRpc.shipOrder, {
-          orderId,
-          actor: actorOf(c.get("caller")),
-          ...input.data,
-        });
+        await unwrap(
+          api(session).POST("/store/order/{orderId}/ship", {
+            params: { path: { orderId } },
+            body: input.data,
+          }),
+        );
         await flash(c, { kind: "ok", text: `Order #${orderId} shipped with ${input.data.carrier}.` });
         return seeOther(c, "/console/orders");
       },
@@ -475,10 +538,10 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   app.post(
     "/orders/:id/deliver",
     action(
-      async (c) => {
+      async (c, session) => {
         const orderId = idOf(c);
         if (!orderId) return notFoundPage(c, "/console/orders", "No such order.");
-        await callService(deps, c, orderingRpc.deliverOrder, { orderId, actor: actorOf(c.get("caller")) });
+        await unwrap(api(session).POST("/store/order/{orderId}/deliver", { params: { path: { orderId } } }));
         await flash(c, { kind: "ok", text: `Order #${orderId} delivered.` });
         return seeOther(c, "/console/orders");
       },
@@ -486,16 +549,22 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
     ),
   );
 
-  // ---- Dead letters: the same RPCs as /v2/dead-letters ----
+  // ---- Dead letters: /v2/dead-letters ----
 
   app.get(
     "/dead-letters",
     page("dead-letters", async (c, session) => {
       const cursor = c.req.query("cursor");
-      const list = await callService(deps, c, notificationRpc.listDeadLetters, {
-        limit: PAGE_SIZE,
-        ...(cursor && DeadLetterIdParam.safeParse({ id: cursor }).success ? { cursor } : {}),
-      });
+      const list = await unwrap(
+        api(session).GET("/dead-letters", {
+          params: {
+            query: {
+              limit: PAGE_SIZE,
+              ...(cursor && DeadLetterIdParam.safeParse({ id: cursor }).success ? { cursor } : {}),
+            },
+          },
+        }),
+      );
       return c.html(
         <DeadLettersPage
           session={view(session)}
@@ -508,12 +577,12 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
   );
 
   /** An action on one dead letter: the RPC with its id, then back to the list with a notice. */
-  const onDeadLetter = (run: (c: Context<GatewayEnv>, id: string) => Promise<Notice>) =>
+  const onDeadLetter = (run: (client: CheeseClient, id: string) => Promise<Notice>) =>
     action(
-      async (c) => {
+      async (c, session) => {
         const id = DeadLetterIdParam.safeParse({ id: c.req.param("id") });
         if (!id.success) return notFoundPage(c, "/console/dead-letters", "No such dead letter.");
-        await flash(c, await run(c, id.data.id));
+        await flash(c, await run(api(session), id.data.id));
         return seeOther(c, "/console/dead-letters");
       },
       () => "/console/dead-letters",
@@ -521,39 +590,53 @@ export function consoleRoutes(deps: GatewayDeps, revocations: Revocations): Hono
 
   app.post(
     "/dead-letters/:id/replay",
-    onDeadLetter(async (c, id) => {
-      const { consumer } = await callService(deps, c, notificationRpc.replayDeadLetter, { id });
+    onDeadLetter(async (client, id) => {
+      const { consumer } = await unwrap(
+        client.POST("/dead-letters/{id}/replay", { params: { path: { id } } }),
+      );
       return { kind: "ok", text: `Dead letter #${id} replayed to ${consumer}.` };
     }),
   );
 
   app.post(
     "/dead-letters/:id/delete",
-    onDeadLetter(async (c, id) => {
-      await callService(deps, c, notificationRpc.deleteDeadLetter, { id });
+    onDeadLetter(async (client, id) => {
+      await unwrap(client.DELETE("/dead-letters/{id}", { params: { path: { id } } }));
       return { kind: "ok", text: `Dead letter #${id} discarded.` };
     }),
   );
 
   app.notFound((c) => notFoundPage(c, "/console/webhooks", "No such page."));
-  return app;
+  return new Hono().route("/console", app);
 }
 
 const view = (session: ConsoleSession) => ({ csrf: session.csrf, operatorId: session.operator.id });
 
 /** A request a browser marks as coming from another site (Fetch Metadata). */
-const crossSite = (c: Context<GatewayEnv>) => {
+const crossSite = (c: Context) => {
   const site = c.req.header("sec-fetch-site");
   return site !== undefined && site !== "same-origin" && site !== "none";
 };
 
-function refusedForm(c: Context<GatewayEnv>): Response {
-  c.var.log().warn("console form refused: missing or wrong CSRF token");
+function refusedForm(c: Context, log: { warn(message: string): void }): Response {
+  log.warn("console form refused: missing or wrong CSRF token");
   return c.text("This form expired or was not sent from the console: go back, reload and try again.", 403);
 }
 
+/** The API could not say whether the session is in force: a problem page, never a pass. */
+function unavailable(c: Context, error: CheeseApiError): Response | Promise<Response> {
+  return c.html(
+    <ProblemPage
+      title="Try again shortly"
+      message={error.message}
+      back={{ href: "/console/sign-in", label: "← Sign in" }}
+    />,
+    error.status as ContentfulStatusCode,
+  );
+}
+
 /** Positive integer ids, as the API takes them; anything else is no such thing. */
-function idOf(c: Context<GatewayEnv>): number | undefined {
+function idOf(c: Context): number | undefined {
   const id = Number(c.req.param("id"));
   return Number.isSafeInteger(id) && id > 0 && /^\d+$/.test(c.req.param("id") ?? "") ? id : undefined;
 }
@@ -579,9 +662,9 @@ function invalid(issues: Parameters<typeof fieldErrors>[0]): Notice {
   };
 }
 
-function problemOf(error: RemoteError): Notice {
-  const details = (error.body.errors ?? []).map((e) => `${e.field}: ${e.message}`);
-  return { kind: "problem", text: error.body.message, ...(details.length > 0 ? { details } : {}) };
+function problemOf(error: CheeseApiError): Notice {
+  const details = error.fieldErrors.map((e) => `${e.field}: ${e.message}`);
+  return { kind: "problem", text: error.message, ...(details.length > 0 ? { details } : {}) };
 }
 
 function readNotice(value: string): Notice | undefined {
