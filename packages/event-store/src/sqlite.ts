@@ -461,7 +461,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
  */
 function addVersionColumn(db: Database.Database): void {
   const hasVersion = () =>
-    db.pragma("table_info(events)").some((column) => (column as { name: string }).name === "version");
+    (db.pragma("table_info(events)") as Array<{ name: string }>).some((column) => column.name === "version");
   if (hasVersion()) return;
   try {
     db.exec("ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1");
