@@ -69,6 +69,11 @@ const LARGEST_PAGE = 4_096;
  * (ours or not): the server's search window times the checkpoint interval multiplier (1).
  */
 export const CHECKPOINT_EVERY = 32;
+/**
+ * The metadata field that holds an event's schema version (`EventToAppend.version`): EventStoreDB
+ * events have no place of their own for it. Taken out of the metadata when read.
+ */
+const VERSION_KEY = "schemaVersion";
 /** soft delete sets truncate-before to long.MaxValue, which JSON turns into ~9.2e18. */
 const DELETED = Number.MAX_SAFE_INTEGER;
 
@@ -199,7 +204,7 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
           id: event.id ?? randomUUID(),
           type: event.type,
           data: (event.data ?? null) as JSONType,
-          metadata: event.metadata ?? {},
+          metadata: { ...event.metadata, [VERSION_KEY]: event.version ?? 1 },
         }),
       );
       try {
@@ -682,13 +687,20 @@ function isSystemEvent(event: DbRecordedEvent): boolean {
 }
 
 function toRecorded(event: DbRecordedEvent): RecordedEvent {
-  const metadata = event.metadata;
+  let metadata: EventMetadata = isPlainObject(event.metadata) ? (event.metadata as EventMetadata) : {};
+  let version = 1;
+  if (VERSION_KEY in metadata) {
+    const { [VERSION_KEY]: stored, ...rest } = metadata;
+    if (typeof stored === "number" && Number.isInteger(stored) && stored > 0) version = stored;
+    metadata = rest;
+  }
   return {
     id: event.id,
     streamName: event.streamId,
     type: event.type,
     data: event.isJson ? event.data : Buffer.from(event.data as Uint8Array).toString("base64"),
-    metadata: isPlainObject(metadata) ? (metadata as EventMetadata) : {},
+    metadata,
+    version,
     revision: Number(event.revision),
     position: positionOf(event),
     createdAt: event.created.toISOString(),

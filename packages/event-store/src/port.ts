@@ -23,6 +23,11 @@ export interface EventToAppend {
   type: string;
   data: unknown;
   metadata?: EventMetadata;
+  /**
+   * The version of `data`'s shape for this `type` (1, 2, ...): stored with the event and read
+   * back as it was written. Default 1.
+   */
+  version?: number;
 }
 
 /** Metadata carried alongside an event; correlation ids travel here. */
@@ -39,6 +44,8 @@ export interface RecordedEvent {
   type: string;
   data: unknown;
   metadata: EventMetadata;
+  /** The version of `data`'s shape, as appended; 1 for an event stored without one. */
+  version: number;
   /** 0-based position of the event within its stream. */
   revision: number;
   /** Position in the store's global order ($all); strictly increasing, not necessarily dense. */

@@ -12,7 +12,7 @@ import Database from "better-sqlite3";
 
 /**
  * @typedef {"no_stream" | "any" | "stream_exists" | number} ExpectedRevision
- * @typedef {[id: string, type: string, data: string, metadata: string]} SerialisedEvent
+ * @typedef {[id: string, type: string, data: string, metadata: string, version: number]} SerialisedEvent
  * @typedef {{ kind: "append", stream: string, category: string, expected: ExpectedRevision, createdAt: string, events: SerialisedEvent[] }
  *   | { kind: "delete", stream: string, expected: ExpectedRevision }} Write
  * @typedef {{ wrongRevision?: { expected: ExpectedRevision, actual: number | "no_stream" }, name: string, message: string, code?: string }} WriteError
@@ -33,8 +33,8 @@ db.pragma("busy_timeout = 5000");
 /** @type {import("better-sqlite3").Statement<[string], { revision: number, deleted: number }>} */
 const selectStream = db.prepare("SELECT revision, deleted FROM streams WHERE name = ?");
 const insertEvent = db.prepare(
-  `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  `INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at, version)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 );
 const upsertStream = db.prepare(
   `INSERT INTO streams (name, revision, deleted) VALUES (?, ?, 0)
@@ -90,7 +90,7 @@ function run(write) {
   }
   let revision = last;
   let position = -1;
-  for (const [id, type, data, metadata] of write.events) {
+  for (const [id, type, data, metadata, version] of write.events) {
     revision += 1;
     const result = insertEvent.run(
       write.stream,
@@ -101,6 +101,7 @@ function run(write) {
       data,
       metadata,
       write.createdAt,
+      version,
     );
     position = Number(result.lastInsertRowid);
   }

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS events (
   data       TEXT    NOT NULL,
   metadata   TEXT    NOT NULL,
   created_at TEXT    NOT NULL,
+  version    INTEGER NOT NULL DEFAULT 1,
   UNIQUE (stream, revision)
 );
 CREATE INDEX IF NOT EXISTS events_by_category ON events (category, position);
@@ -52,7 +53,7 @@ CREATE TABLE IF NOT EXISTS streams (
  * An event as the reads select it: the columns as an array (better-sqlite3's raw mode, which
  * skips building an object with named keys per row: a third of a replay's reading time).
  */
-const EVENT_COLUMNS = "position, stream, revision, id, type, data, metadata, created_at";
+const EVENT_COLUMNS = "position, stream, revision, id, type, data, metadata, created_at, version";
 type EventRow = [
   position: number,
   stream: string,
@@ -62,10 +63,11 @@ type EventRow = [
   data: string,
   metadata: string,
   createdAt: string,
+  version: number,
 ];
 
 /** What the writer thread (sqlite-writer.js) is sent: one write, its events serialised. */
-type SerialisedEvent = [id: string, type: string, data: string, metadata: string];
+type SerialisedEvent = [id: string, type: string, data: string, metadata: string, version: number];
 type Write =
   | {
       kind: "append";
@@ -110,6 +112,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // Appends and deletes go through the writer thread (below) and its own connection.
   db.pragma("busy_timeout = 5000");
   db.exec(SCHEMA);
+  addVersionColumn(db);
 
   const selectStreamEvents = db
     .prepare<[string, number, number], EventRow>(
@@ -367,6 +370,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           event.type,
           JSON.stringify(event.data ?? null),
           JSON.stringify(event.metadata ?? {}),
+          event.version ?? 1,
         ]);
       } catch (error) {
         return Promise.reject(error);
@@ -451,6 +455,21 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   };
 }
 
+/**
+ * A file made before events carried their schema version gets the column, its events version 1.
+ * Processes opening the file at once may both try: the one that finds the column added goes on.
+ */
+function addVersionColumn(db: Database.Database): void {
+  const hasVersion = () =>
+    (db.pragma("table_info(events)") as Array<{ name: string }>).some((column) => column.name === "version");
+  if (hasVersion()) return;
+  try {
+    db.exec("ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1");
+  } catch (error) {
+    if (!hasVersion()) throw error;
+  }
+}
+
 function toRecorded([
   position,
   stream,
@@ -460,6 +479,7 @@ function toRecorded([
   data,
   metadata,
   createdAt,
+  version,
 ]: EventRow): RecordedEvent {
   return {
     id,
@@ -468,6 +488,7 @@ function toRecorded([
     data: JSON.parse(data),
     // Most events carry no metadata: skip the parse for the empty object.
     metadata: metadata === "{}" ? {} : JSON.parse(metadata),
+    version,
     revision,
     position,
     createdAt,

@@ -102,6 +102,41 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       expect(await store.headPosition()).toBe(second.position);
     });
 
+    it("keeps each event's schema version as appended, 1 when none was given, on every read", async () => {
+      const category = `versioned${randomUUID().replaceAll("-", "")}`;
+      const stream = `${category}-1`;
+      const metadata = { requestId: "r-2", correlationId: "c-2" };
+      await store.append(
+        stream,
+        [
+          { type: "CheeseAdded", data: { name: "Brie" }, version: 3, metadata },
+          { type: "CheeseRenamed", data: { name: "Comté" } },
+          { type: "CheeseRenamed", data: { title: "Gouda" }, version: 2 },
+        ],
+        { expectedRevision: "no_stream" },
+      );
+      const shapes = (events: RecordedEvent[]) =>
+        events.map(({ type, version, metadata }) => ({ type, version, metadata }));
+      const expected = [
+        { type: "CheeseAdded", version: 3, metadata },
+        { type: "CheeseRenamed", version: 1, metadata: {} },
+        { type: "CheeseRenamed", version: 2, metadata: {} },
+      ];
+      expect(shapes(await store.readStream(stream))).toEqual(expected);
+      const all: RecordedEvent[] = [];
+      for await (const event of store.readAll({ categories: [category] })) all.push(event);
+      expect(shapes(all)).toEqual(expected);
+      const received: RecordedEvent[] = [];
+      subscribe({
+        categories: [category],
+        handler: async (event) => {
+          received.push(event);
+        },
+      });
+      await waitFor(() => received.length === 3);
+      expect(shapes(received)).toEqual(expected);
+    });
+
     it("reads a stream from a revision with a max count, and an unknown stream as empty", async () => {
       const stream = newStream();
       await store.append(stream, numbered(5), { expectedRevision: "no_stream" });

@@ -1,4 +1,4 @@
-import { EventStoreDBClient } from "@eventstore/db-client";
+import { EventStoreDBClient, jsonEvent } from "@eventstore/db-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clientConnectionString } from "../src/connection-string.ts";
 import { createEventStoreDbStore } from "../src/eventstoredb.ts";
@@ -85,6 +85,40 @@ describe("EventStoreDB adapter, what the server sees", () => {
     expect(server.eventsSent() - before).toBe(1);
     await subscription.close();
     await expect.poll(() => server.openCalls().subscriptions).toBe(0);
+  });
+});
+
+describe("EventStoreDB adapter, schema versions", () => {
+  it("keeps an event's version in its metadata; an event written without one reads as version 1", async () => {
+    const server = await startEventStoreDbStandIn();
+    const store = createEventStoreDbStore({ connectionString: server.connectionString });
+    const client = EventStoreDBClient.connectionString(clientConnectionString(server.connectionString)!);
+    try {
+      await store.append(
+        "cheese-v",
+        [{ type: "CheeseAdded", data: {}, version: 2, metadata: { requestId: "r" } }],
+        {
+          expectedRevision: "no_stream",
+        },
+      );
+      // As an event stored before versions existed, or by another client: no schemaVersion.
+      await client.appendToStream(
+        "cheese-v",
+        jsonEvent({ type: "CheeseRenamed", data: {}, metadata: { requestId: "s" } }),
+      );
+      const raw: unknown[] = [];
+      for await (const resolved of client.readStream("cheese-v")) raw.push(resolved.event?.metadata);
+      expect(raw).toEqual([{ requestId: "r", schemaVersion: 2 }, { requestId: "s" }]);
+      const read = await store.readStream("cheese-v");
+      expect(read.map(({ version, metadata }) => ({ version, metadata }))).toEqual([
+        { version: 2, metadata: { requestId: "r" } },
+        { version: 1, metadata: { requestId: "s" } },
+      ]);
+    } finally {
+      await client.dispose();
+      await store.close();
+      await server.close();
+    }
   });
 });
 

@@ -81,6 +81,42 @@ describe("SQLite adapter in one process", () => {
   });
 });
 
+describe("SQLite adapter, schema versions", () => {
+  it("opens a file made before events had versions: its events read as version 1, new ones keep theirs", async () => {
+    const dir = tempDir("event-store");
+    const file = join(dir.path, "events.db");
+    // The tables as they were before the version column.
+    const old = new Database(file);
+    old.exec(`
+      CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL,
+        category TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL,
+        data TEXT NOT NULL, metadata TEXT NOT NULL, created_at TEXT NOT NULL, UNIQUE (stream, revision));
+      CREATE TABLE streams (name TEXT PRIMARY KEY, revision INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+      INSERT INTO events (stream, category, revision, id, type, data, metadata, created_at)
+        VALUES ('cheese-1', 'cheese', 0, 'e-1', 'CheeseAdded', '{"name":"Brie"}', '{}', '2026-01-01T00:00:00.000Z');
+      INSERT INTO streams (name, revision) VALUES ('cheese-1', 0);
+    `);
+    old.close();
+    // Two stores opening it at once both find the column there afterwards.
+    const store = createSqliteEventStore({ file });
+    const other = createSqliteEventStore({ file });
+    try {
+      await store.append("cheese-1", [{ type: "CheeseRenamed", data: { name: "Comté" }, version: 2 }], {
+        expectedRevision: 0,
+      });
+      const read = await other.readStream("cheese-1");
+      expect(read.map(({ type, version, data }) => ({ type, version, data }))).toEqual([
+        { type: "CheeseAdded", version: 1, data: { name: "Brie" } },
+        { type: "CheeseRenamed", version: 2, data: { name: "Comté" } },
+      ]);
+    } finally {
+      await store.close();
+      await other.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter group commit (writes of one tick in one transaction)", () => {
   const withStore = async (test: (store: EventStore, file: string) => Promise<void>) => {
     const dir = tempDir("event-store");

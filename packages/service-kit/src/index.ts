@@ -6,6 +6,7 @@ export * from "./cursor.ts";
 export * from "./decider.ts";
 export * from "./duration.ts";
 export * from "./errors.ts";
+export * from "./event-versions.ts";
 export * from "./files.ts";
 export * from "./follow.ts";
 export * from "./health.ts";

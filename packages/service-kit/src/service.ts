@@ -13,6 +13,7 @@ import type { z } from "zod";
 import { type Clock, systemClock } from "./clock.ts";
 import { type BaseConfig, loadConfig } from "./config.ts";
 import { unavailable as serviceUnavailable } from "./errors.ts";
+import { defineEventVersions, type EventVersions, upcasting } from "./event-versions.ts";
 import { type ReadinessCheck, runChecks, startHealthServer } from "./health.ts";
 import {
   connectBus,
@@ -62,6 +63,11 @@ export interface ServiceDefinition<C extends BaseConfig, W = void> {
   name: string;
   configSchema: z.ZodType<C>;
   needs: { eventStore?: boolean; readModels?: boolean; blobs?: boolean };
+  /**
+   * The versions of the service's event types (`defineEventVersions`): the event store in its
+   * context reads every event in the latest shape of its type. None: every type at version 1.
+   */
+  eventVersions?: EventVersions;
   start(context: ServiceContext<C>): Promise<W>;
 }
 
@@ -93,6 +99,8 @@ function isDependencyUnavailable(error: unknown): error is Error & { dependency:
   return error instanceof Error && typeof (error as { dependency?: unknown }).dependency === "string";
 }
 
+const noVersions = defineEventVersions([]);
+
 const unavailable = <T>(what: string): T =>
   new Proxy({} as object, {
     get() {
@@ -116,7 +124,7 @@ export async function startService<C extends BaseConfig, W = void>(
   const ownsBus = !options.bus;
   const bus = options.bus ?? (await connectBus(config, name, logger));
   const eventStore = definition.needs.eventStore
-    ? countingAppends(await openEventStore(config, name))
+    ? upcasting(countingAppends(await openEventStore(config, name)), definition.eventVersions ?? noVersions)
     : unavailable<EventStore>("eventStore");
   const readModels = definition.needs.readModels
     ? await openReadModels(config, name)

@@ -14,6 +14,7 @@ import type { z } from "zod";
 import type { Clock, Timer } from "./clock.ts";
 import type { BaseConfig } from "./config.ts";
 import type { Decider, DomainEvent } from "./decider.ts";
+import { defineEventVersions, upcasting } from "./event-versions.ts";
 import { createLogger } from "./logger.ts";
 import { type RunningService, type ServiceDefinition, startService } from "./service.ts";
 
@@ -136,7 +137,11 @@ export async function serviceSpec<C extends BaseConfig>(
     logger: createLogger(definition.name, "silent"),
     clock,
   });
-  const store = createSqliteEventStore({ file: join(dir, definition.name, "events.sqlite") });
+  // Read and written as the service does: given events are in today's shapes, and stamped so.
+  const store = upcasting(
+    createSqliteEventStore({ file: join(dir, definition.name, "events.sqlite") }),
+    definition.eventVersions ?? defineEventVersions([]),
+  );
   return new ServiceSpec(service, store, broker.connect("spec"), clock, () =>
     rmSync(dir, { recursive: true, force: true }),
   );

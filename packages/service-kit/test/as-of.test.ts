@@ -64,6 +64,7 @@ describe("a stream folded as of a moment, on the embedded event store", () => {
       type: "Added",
       data: { by: 10 ** revision },
       metadata: {},
+      version: 1,
       revision,
       position: revision,
       createdAt,

@@ -16,6 +16,7 @@ const recorded = (revision: number, type: string, data: unknown): RecordedEvent 
   type,
   data,
   metadata: {},
+  version: 1,
   revision,
   position: 100 + revision,
   createdAt: "2026-01-01T00:00:00.000Z",
