@@ -2,7 +2,7 @@ import type { Webhook, WebhookEventKind } from "@cheese/contracts";
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import { type Logger, type Projection, startProjection } from "@cheese/service-kit";
-import type { WebhookEvent } from "../domain/webhook.ts";
+import { signatureAlgorithmsOf, type WebhookEvent } from "../domain/webhook.ts";
 
 /** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
 export interface WebhookDocument extends Document {
@@ -16,7 +16,7 @@ export interface WebhookDocument extends Document {
 export const WEBHOOKS = "webhooks";
 
 /** Raise when projectWebhook writes something else: the read model is rebuilt (architecture.md). */
-export const WEBHOOKS_VERSION = 1;
+export const WEBHOOKS_VERSION = 2;
 
 /** The `webhooks` collection's indexes and every query run on it (handlers/). */
 export const webhooksCollection: CollectionDefinition = {
@@ -80,6 +80,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
         url,
         events,
         description,
+        signatureAlgorithms: signatureAlgorithmsOf(event.data),
         status: "active",
         statusReason: null,
         statusSince: createdAt,
@@ -91,12 +92,13 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
       return { $set: { webhook, events, deleted: false } };
     }
     case "WebhookUpdated": {
-      const { url, events, description, updatedAt } = event.data;
+      const { url, events, description, signatureAlgorithms, updatedAt } = event.data;
       return {
         $set: {
           ...(url !== undefined ? { "webhook.url": url } : {}),
           ...(events !== undefined ? { "webhook.events": events, events } : {}),
           ...(description !== undefined ? { "webhook.description": description } : {}),
+          ...(signatureAlgorithms !== undefined ? { "webhook.signatureAlgorithms": signatureAlgorithms } : {}),
           "webhook.updatedAt": updatedAt,
         },
       };
