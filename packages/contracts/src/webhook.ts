@@ -606,7 +606,9 @@ export const WebhookEventType = z
   .openapi("WebhookEventType");
 
 export const WebhookEventTypeList = z
-  .object({ items: z.array(WebhookEventType).openapi({ description: "every kind a registration may ask for" }) })
+  .object({
+    items: z.array(WebhookEventType).openapi({ description: "every kind a registration may ask for" }),
+  })
   .openapi("WebhookEventTypeList");
 
 /** A public key of the system's webhook signing key, as a JWK (RFC 8037). */
@@ -624,23 +626,11 @@ export const WebhookSigningJwk = z
 export const WebhookSigningKeySet = z
   .object({
     keys: z.array(WebhookSigningJwk).openapi({
-      description: "the keys whose v1a signatures deliveries carry now: one, or two during a rotation's overlap",
+      description:
+        "the keys whose v1a signatures deliveries carry now: one, or two during a rotation's overlap",
     }),
   })
-  .openapi("WebhookSigningKeySet", {
-    example: {
-      keys: [
-        {
-          kty: "OKP",
-          crv: "Ed25519",
-          x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
-          kid: "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
-          alg: "EdDSA",
-          use: "sig",
-        },
-      ],
-    },
-  });
+  .openapi("WebhookSigningKeySet");
 export type WebhookSigningKeySet = z.infer<typeof WebhookSigningKeySet>;
 
 export const RotateSigningKeyInput = z

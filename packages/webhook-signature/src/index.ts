@@ -232,7 +232,9 @@ function cheeseMac(secret: string, body: Uint8Array): Buffer {
 
 /** The Standard Webhooks HMAC: of `{id}.{timestamp}.{body}`, keyed with the secret's bytes. */
 function standardMac(secret: string, id: string, timestamp: string, body: Uint8Array): Buffer {
-  return createHmac("sha256", standardSigningKey(secret)).update(signedContent(id, timestamp, body)).digest();
+  return createHmac("sha256", standardSigningKey(secret))
+    .update(signedContent(id, timestamp, body))
+    .digest();
 }
 
 /** What every Standard Webhooks signature covers: `{id}.{timestamp}.{body}`. */

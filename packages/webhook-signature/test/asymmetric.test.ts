@@ -43,7 +43,9 @@ describe("v1a: Ed25519 signatures verified against a JWK set", () => {
       hmac: false,
       ed25519Keys: [current.privateKey],
     });
-    const expected = sign(null, Buffer.from(`${id}.1767225600.${body}`), current.privateKey).toString("base64");
+    const expected = sign(null, Buffer.from(`${id}.1767225600.${body}`), current.privateKey).toString(
+      "base64",
+    );
     expect(headers["webhook-signature"]).toBe(`v1a,${expected}`);
   });
 

@@ -1,9 +1,9 @@
+import type { KeyObject } from "node:crypto";
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
-import type { KeyObject } from "node:crypto";
 import type { WebhookSignatureAlgorithm } from "@cheese/contracts";
+import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
 import { signWebhook } from "@cheese/webhook-signature";
 import type { AttemptResult } from "../domain/delivery.ts";
 import {

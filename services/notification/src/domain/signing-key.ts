@@ -44,7 +44,10 @@ export const signingKeyDecider: Decider<SigningKeyState, SigningKeyCommand, Sign
         return { current: event.data, previous: null };
       case "SigningKeyRotated":
         return state.current
-          ? { current: event.data.key, previous: { key: state.current, expiresAt: event.data.previousExpiresAt } }
+          ? {
+              current: event.data.key,
+              previous: { key: state.current, expiresAt: event.data.previousExpiresAt },
+            }
           : { current: event.data.key, previous: null };
       default:
         return state;

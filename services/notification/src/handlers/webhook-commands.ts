@@ -18,6 +18,7 @@ import {
 } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream, type ReplayableStatus } from "../domain/delivery.ts";
 import { checkReplayBound, replayWindow } from "../domain/replay.ts";
+import { DEFAULT_KEY_OVERLAP_MS } from "../domain/signing-key.ts";
 import {
   DEFAULT_ROTATION_OVERLAP_MS,
   type LiveWebhook,
@@ -28,7 +29,6 @@ import {
   webhookStream,
 } from "../domain/webhook.ts";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
-import { DEFAULT_KEY_OVERLAP_MS } from "../domain/signing-key.ts";
 import { webhookUrlProblem } from "../security/address-policy.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
 import { deliveryHistory } from "./delivery-history.ts";
@@ -75,7 +75,9 @@ export async function createWebhook(
     events: [...new Set(request.events)],
     description: request.description,
     secret: deps.secrets.seal(secret),
-    signatureAlgorithms: [...new Set<WebhookSignatureAlgorithm>(request.signatureAlgorithms ?? ["hmac-sha256"])],
+    signatureAlgorithms: [
+      ...new Set<WebhookSignatureAlgorithm>(request.signatureAlgorithms ?? ["hmac-sha256"]),
+    ],
     createdAt: iso(deps),
   };
   await handleCommand(

@@ -98,7 +98,9 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
           ...(url !== undefined ? { "webhook.url": url } : {}),
           ...(events !== undefined ? { "webhook.events": events, events } : {}),
           ...(description !== undefined ? { "webhook.description": description } : {}),
-          ...(signatureAlgorithms !== undefined ? { "webhook.signatureAlgorithms": signatureAlgorithms } : {}),
+          ...(signatureAlgorithms !== undefined
+            ? { "webhook.signatureAlgorithms": signatureAlgorithms }
+            : {}),
           "webhook.updatedAt": updatedAt,
         },
       };

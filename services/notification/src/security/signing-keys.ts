@@ -59,7 +59,11 @@ export class WebhookSigningKeys {
     );
     const previous = state.previous;
     if (!state.current || !previous) throw new Error("a rotation left no previous key");
-    return { kid: state.current.kid, previousKid: previous.key.kid, previousKeyExpiresAt: previous.expiresAt };
+    return {
+      kid: state.current.kid,
+      previousKid: previous.key.kid,
+      previousKeyExpiresAt: previous.expiresAt,
+    };
   }
 
   /** The public keys that sign now, as a JWK set. */
