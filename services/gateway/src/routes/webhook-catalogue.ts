@@ -220,7 +220,7 @@ function inlined(schema: Json, components: Record<string, Json>): Json {
  * The event catalogue and the AsyncAPI document, read off the OpenAPI document's `webhooks`
  * section: the same envelopes, data schemas, headers and examples, so the three cannot disagree.
  */
-export function makeCatalogue(document: Json): { eventTypes: string; asyncApi: string } {
+function makeCatalogue(document: Json): { eventTypes: string; asyncApi: string } {
   const components: Record<string, Json> = document.components?.schemas ?? {};
   const kinds = webhookEventKinds.map((kind) => {
     const post = document.webhooks[kind].post;
