@@ -1,6 +1,6 @@
 /**
- * Receiver-side verification of Cheese Store webhook deliveries. Two independent signatures
- * arrive with every delivery; checking either one is enough, checking both costs nothing:
+ * Receiver-side verification of Cheese Store webhook deliveries. By default two independent
+ * signatures arrive with every delivery; checking either one is enough, checking both costs nothing:
  *
  *  - `X-Cheese-Signature: sha256=<hex>`: HMAC-SHA256 of the raw body, keyed with the secret
  *    string exactly as shown at registration (`whsec_...`, as UTF-8 bytes).
@@ -9,10 +9,12 @@
  *    `${id}.${timestamp}.${body}` keyed with the base64-decoded part of the secret after
  *    `whsec_`. The timestamp lets receivers refuse replayed requests.
  *
- * A registration that asks for `ed25519` also gets `v1a,<base64 Ed25519 signature>` of the same
+ * A registration that asks for `ed25519` (its `signatureAlgorithms`) gets `v1a,<base64 Ed25519 signature>` of the same
  * `${id}.${timestamp}.${body}` in `webhook-signature` (Standard Webhooks' asymmetric scheme),
  * made with the system's signing key, whose public half is published as a JWK set
  * (`/.well-known/webhook-keys.json`): a receiver verifies it with the JWK set alone, no secret.
+ * Without `hmac-sha256` among them, `webhook-signature` carries only `v1a`; `X-Cheese-Signature`
+ * is always sent.
  *
  * Always verify the raw bytes you received, before parsing them: a re-serialised body differs.
  * Deduplicate by the envelope's `id` (equal to `webhook-id`): a retry carries the same one.

@@ -39,13 +39,10 @@ export class WebhookSigningKeys {
 
   /** Makes the first key unless one exists. */
   async ensure(): Promise<void> {
-    await handleCommand(
-      this.store,
-      signingKeyStream,
-      signingKeyDecider,
-      { type: "Create", key: generateSigningKey(this.box, this.clock.now().toISOString()) },
-      { newStream: true },
-    );
+    await handleCommand(this.store, signingKeyStream, signingKeyDecider, {
+      type: "Create",
+      key: generateSigningKey(this.box, this.clock.now().toISOString()),
+    });
   }
 
   async rotate(overlapMs: number, metadata?: EventMetadata) {
