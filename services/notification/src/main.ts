@@ -11,6 +11,7 @@ import {
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
@@ -44,6 +45,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
   name: "notification",
   configSchema: notificationConfigSchema,
   needs: { eventStore: true, readModels: true, blobs: true },
+  eventVersions: notificationEventVersions,
   // The wiring of the service, production's and the tests' alike (startService runs it; what
   // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {

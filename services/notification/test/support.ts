@@ -124,9 +124,14 @@ export async function registerWebhook(
     signatureAlgorithms?: WebhookSignatureAlgorithm[];
   },
 ): Promise<void> {
-  const { url = "https://hooks.example.com/", secret = "whsec_x", ...rest } = registration;
+  const {
+    url = "https://hooks.example.com/",
+    secret = "whsec_x",
+    signatureAlgorithms = ["hmac-sha256"],
+    ...rest
+  } = registration;
   await handleCommand(store, webhookStream(registration.webhookId), webhookDecider, {
     type: "Register",
-    registration: { ...rest, url, description: null, secret: secrets.seal(secret) },
+    registration: { ...rest, url, description: null, secret: secrets.seal(secret), signatureAlgorithms },
   });
 }

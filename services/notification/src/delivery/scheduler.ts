@@ -28,7 +28,6 @@ import {
   evolveHealth,
   failedLongEnough,
   type LiveWebhook,
-  signatureAlgorithmsOf,
   signingSecrets,
   type WebhookEvent,
   type WebhookState,
@@ -538,7 +537,7 @@ export class DeliveryScheduler {
       return;
     }
 
-    const signatureAlgorithms = signatureAlgorithmsOf(current.registration);
+    const { signatureAlgorithms } = current.registration;
     const headers = deliveryHeaders({
       secrets: this.secretsOf(current),
       signatureAlgorithms,

@@ -9,8 +9,8 @@ export interface Registration {
   events: WebhookEventKind[];
   description: string | null;
   secret: SealedSecret;
-  /** Which signatures `webhook-signature` carries; absent in registrations older than the field: HMAC only. */
-  signatureAlgorithms?: WebhookSignatureAlgorithm[];
+  /** Which signatures `webhook-signature` carries: `v1` (hmac-sha256) and `v1a` (ed25519). */
+  signatureAlgorithms: WebhookSignatureAlgorithm[];
   createdAt: string;
 }
 
@@ -255,7 +255,7 @@ function changed(registration: Registration, wanted: RegistrationChanges): Regis
     changes.description = wanted.description;
   if (
     wanted.signatureAlgorithms !== undefined &&
-    !sameKinds(wanted.signatureAlgorithms, signatureAlgorithmsOf(registration))
+    !sameKinds(wanted.signatureAlgorithms, registration.signatureAlgorithms)
   )
     changes.signatureAlgorithms = wanted.signatureAlgorithms;
   return changes;
@@ -267,9 +267,4 @@ export function signingSecrets(state: LiveWebhook, now: string): SealedSecret[] 
   return previous && Date.parse(previous.expiresAt) > Date.parse(now)
     ? [state.registration.secret, previous.secret]
     : [state.registration.secret];
-}
-
-/** The signatures a registration's deliveries carry in `webhook-signature`. */
-export function signatureAlgorithmsOf(registration: Registration): WebhookSignatureAlgorithm[] {
-  return registration.signatureAlgorithms ?? ["hmac-sha256"];
 }

@@ -2,7 +2,7 @@ import type { Webhook, WebhookEventKind } from "@cheese/contracts";
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import { type Logger, type Projection, startProjection } from "@cheese/service-kit";
-import { signatureAlgorithmsOf, type WebhookEvent } from "../domain/webhook.ts";
+import type { WebhookEvent } from "../domain/webhook.ts";
 
 /** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
 export interface WebhookDocument extends Document {
@@ -74,13 +74,13 @@ export async function projectWebhook(event: RecordedEvent, readModels: ReadModel
 function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
   switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, createdAt } = event.data;
+      const { webhookId, url, events, description, signatureAlgorithms, createdAt } = event.data;
       const webhook: Webhook = {
         id: webhookId,
         url,
         events,
         description,
-        signatureAlgorithms: signatureAlgorithmsOf(event.data),
+        signatureAlgorithms,
         status: "active",
         statusReason: null,
         statusSince: createdAt,
