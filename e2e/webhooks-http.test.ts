@@ -91,6 +91,7 @@ describe("webhook registrations over HTTP", () => {
       "id",
       "previousSecretExpiresAt",
       "secret",
+      "signatureAlgorithms",
       "status",
       "statusReason",
       "statusSince",

@@ -32,6 +32,7 @@ import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { operatorSessionRoutes } from "./routes/operator-sessions.ts";
 import { ordersRoutes } from "./routes/orders.ts";
+import { webhookCatalogueRoutes } from "./routes/webhook-catalogue.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
 export interface AppOptions {
@@ -91,6 +92,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   customersRoutes(api, deps, { identity, plans });
   apiKeysRoutes(api, deps, { identity, plans });
   grantsRoutes(api, deps, grants);
+  webhookCatalogueRoutes(app, api, deps);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
   operatorSessionRoutes(api, deps, identity.revocations);

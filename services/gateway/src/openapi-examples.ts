@@ -1,8 +1,8 @@
-import { errorTypeFor, type WebhookEventKind } from "@cheese/contracts";
+import { errorTypeFor, webhookEventExample } from "@cheese/contracts";
 
 /**
  * The examples of the OpenAPI document: one request body and one response body per operation and
- * status, and one payload per webhook event kind. The document is built from this module
+ * status (the webhook events' come with their schemas, `webhookEventData` in the contracts). The document is built from this module
  * (`openapi.ts` puts each example on its media type), and a test validates every example
  * against the schema it illustrates, and fails when a body has none: an example cannot rot.
  * Error responses without an example of their own get one made from their status and
@@ -112,6 +112,7 @@ const webhook = {
   url: "https://example.com/hooks/cheese",
   events: ["order.placed", "order.shipped"],
   description: "fulfilment",
+  signatureAlgorithms: ["hmac-sha256"],
   status: "active",
   statusReason: null,
   statusSince: at("01", "12:00:00"),
@@ -121,6 +122,19 @@ const webhook = {
   updatedAt: at("01", "12:00:00"),
 };
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwGkY0aEbSL/c=";
+
+const signingKeySet = {
+  keys: [
+    {
+      kty: "OKP",
+      crv: "Ed25519",
+      x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+      kid: "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+      alg: "EdDSA",
+      use: "sig",
+    },
+  ],
+};
 
 const apiKey = {
   id: 7,
@@ -441,6 +455,56 @@ export const operationExamples: Record<string, OperationExamples> = {
     },
     invalidField: { field: "overlapSeconds", message: "Too big: expected number to be <=604800" },
   },
+  listWebhookEventTypes: {
+    responses: {
+      200: {
+        items: [
+          {
+            type: "webhook.test",
+            description: "sent when POST /webhooks/{id}/test is called",
+            dataSchema: {
+              $schema: "https://json-schema.org/draft/2020-12/schema",
+              type: "object",
+              properties: {
+                webhook_id: { type: "string", description: "an id, as a string" },
+                message: { type: "string" },
+              },
+              required: ["webhook_id", "message"],
+            },
+            example: webhookEventExample("webhook.test"),
+          },
+        ],
+      },
+    },
+  },
+  asyncApiDocument: {
+    responses: {
+      200: {
+        asyncapi: "3.1.0",
+        info: { title: "Cheese Store webhooks", version: "2.0.0" },
+        defaultContentType: "application/json",
+        channels: {
+          webhook_test: {
+            address: null,
+            messages: { webhook_test: { $ref: "#/components/messages/webhook_test" } },
+          },
+        },
+      },
+    },
+  },
+  webhookSigningKeys: { responses: { 200: signingKeySet } },
+  wellKnownWebhookSigningKeys: { responses: { 200: signingKeySet } },
+  rotateWebhookSigningKey: {
+    request: { overlapSeconds: 3600 },
+    responses: {
+      200: {
+        kid: "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+        previousKid: "Yq3v9LmPx0c2WfT8nR4sB1uK7hD5jA6eG0iZ3oN9tQs",
+        previousKeyExpiresAt: at("06", "10:30:00"),
+      },
+    },
+    invalidField: { field: "overlapSeconds", message: "Too big: expected number to be <=604800" },
+  },
   replayWebhook: {
     request: { since: "2026-03-01T04:00:00Z", until: "2026-03-01T10:00:00Z", status: ["dead_lettered"] },
     responses: { 202: { replayed: 12 } },
@@ -586,114 +650,6 @@ export const operationExamples: Record<string, OperationExamples> = {
       401: invalidClient,
     },
   },
-};
-
-const orderData = {
-  order_id: "1007",
-  customer_id: "12",
-  status: "placed",
-  total: 69,
-  items: [{ cheese_id: "42", cheese_name: "Comté 18 mois", quantity: 2, price_per_kg: 34.5 }],
-  updated_at: order.createdAt,
-};
-
-const event = (id: string, type: WebhookEventKind, createdAt: string, data: unknown) => ({
-  id: `evt_${id}`,
-  type,
-  created_at: createdAt,
-  data,
-});
-
-/** One delivery body per event kind, as a receiver gets it. */
-export const webhookExamples: Record<WebhookEventKind, unknown> = {
-  "order.placed": event("6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c", "order.placed", order.createdAt, orderData),
-  "order.confirmed": event("0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b", "order.confirmed", at("03", "11:00:02"), {
-    ...orderData,
-    status: "approved",
-    updated_at: at("03", "11:00:02"),
-  }),
-  "order.shipped": event("1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f", "order.shipped", at("04", "08:15:00"), {
-    order_id: "1007",
-    tracking_number: "RM123456785GB",
-    carrier: "Royal Mail",
-    estimated_delivery: at("06", "17:00:00"),
-  }),
-  "order.delivered": event("2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a", "order.delivered", at("06", "10:42:00"), {
-    ...orderData,
-    status: "delivered",
-    updated_at: at("06", "10:42:00"),
-  }),
-  "order.cancelled": event("3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b", "order.cancelled", at("03", "12:00:00"), {
-    ...orderData,
-    status: "cancelled",
-    updated_at: at("03", "12:00:00"),
-    reason: "cancelled by the customer",
-  }),
-  "cheese.new_arrival": event("4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c", "cheese.new_arrival", comte.createdAt, {
-    cheese_id: "42",
-    name: "Comté 18 mois",
-    status: "available",
-    category: "Hard",
-    tags: ["cow", "raw milk"],
-    origin: "France",
-    price_per_kg: 34.5,
-    organic: true,
-  }),
-  "cheese.low_stock": event("5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d", "cheese.low_stock", at("04"), {
-    cheese_id: "42",
-    name: "Comté 18 mois",
-    previous_status: "available",
-    status: "pending",
-  }),
-  "cheese.out_of_stock": event("6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", "cheese.out_of_stock", at("05"), {
-    cheese_id: "42",
-    name: "Comté 18 mois",
-    previous_status: "pending",
-    status: "sold",
-  }),
-  "cheese.back_in_stock": event("7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f", "cheese.back_in_stock", at("06"), {
-    cheese_id: "42",
-    name: "Comté 18 mois",
-    previous_status: "sold",
-    status: "available",
-  }),
-  "customer.created": event("8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a", "customer.created", alice.createdAt, {
-    customer_id: "12",
-    username: "alice",
-  }),
-  "customer.updated": event("9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b", "customer.updated", at("05"), {
-    customer_id: "12",
-    username: "alice",
-  }),
-  "customer.subscription_changed": event(
-    "0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c",
-    "customer.subscription_changed",
-    at("05", "16:45:00"),
-    { customer_id: "12", username: "alice", previous_customer_status: "bronze", customer_status: "silver" },
-  ),
-  "api_key.expiring": event(
-    "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d",
-    "api_key.expiring",
-    "2026-05-23T08:00:00.000Z",
-    {
-      customer_id: "12",
-      username: "alice",
-      key_id: "7",
-      key_prefix: apiKey.prefix,
-      expires_at: apiKey.expiresAt,
-    },
-  ),
-  "webhook.test": event("2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e", "webhook.test", at("05", "10:00:00"), {
-    webhook_id: "3",
-    message: "a test event from Cheese Store",
-  }),
-  "webhook.disabled": event("3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f", "webhook.disabled", at("06", "10:00:04"), {
-    webhook_id: "3",
-    description: "fulfilment",
-    reason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
-    failing_since: at("01", "10:00:00"),
-    disabled_at: at("06", "10:00:04"),
-  }),
 };
 
 /** The example of an error response: its status, that status's type, and what it is about. */

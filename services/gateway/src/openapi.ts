@@ -1,3 +1,4 @@
+import { type WebhookEventKind, webhookEventExample } from "@cheese/contracts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
 import { docsPageRoutes } from "./docs-page.ts";
@@ -7,7 +8,6 @@ import {
   oauthErrorExample,
   operationExamples,
   validationErrorExample,
-  webhookExamples,
 } from "./openapi-examples.ts";
 
 /** Registers the security schemes of the spec's Authentication part. */
@@ -151,9 +151,9 @@ function addExamples(document: Json): void {
     }
   }
   for (const [kind, item] of Object.entries(document.webhooks ?? {}) as [string, Json][]) {
-    const example = webhookExamples[kind as keyof typeof webhookExamples];
+    const example = webhookEventExample(kind as WebhookEventKind);
     for (const media of Object.values(item.post?.requestBody?.content ?? {}) as Json[]) {
-      if (example !== undefined) media.example = example;
+      media.example = example;
     }
   }
 }

@@ -11,6 +11,7 @@ import {
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
@@ -23,6 +24,7 @@ import {
   replayDeliveries,
   resumeWebhook,
   rotateSecret,
+  rotateSigningKey,
   sendTestEvent,
   updateWebhook,
 } from "./handlers/webhook-commands.ts";
@@ -30,6 +32,7 @@ import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-que
 import { deliveriesProjection } from "./projections/deliveries.ts";
 import { startWebhooksProjection } from "./projections/webhooks.ts";
 import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
+import { WebhookSigningKeys } from "./security/signing-keys.ts";
 
 /** How long past the receiver time-out an attempt may stay unrecorded before it counts as abandoned. */
 const LEASE_GRACE_MS = 5000;
@@ -42,6 +45,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
   name: "notification",
   configSchema: notificationConfigSchema,
   needs: { eventStore: true, readModels: true, blobs: true },
+  eventVersions: notificationEventVersions,
   // The wiring of the service, production's and the tests' alike (startService runs it; what
   // it returns is `RunningService.wired`): projections, consumers, handlers' deps, RPCs.
   async start(ctx) {
@@ -51,6 +55,8 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       config.WEBHOOK_SECRETS_KEY ??
         loadSecretsKey(join(serviceDataDir(config, "notification"), "webhook-secrets.key")),
     );
+    const signingKeys = new WebhookSigningKeys(store, secrets, clock);
+    await signingKeys.ensure();
     const { projection: webhooks, changes: webhookChanges } = await startWebhooksProjection({
       eventStore: store,
       readModels,
@@ -78,6 +84,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       webhookIds: new IdAllocator(store, "webhook"),
       deliveryIds: new IdAllocator(store, "delivery"),
       secrets,
+      signingKeys,
       delays: config.WEBHOOK_RETRY_DELAYS,
       allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       replayMax: config.WEBHOOK_REPLAY_MAX,
@@ -87,6 +94,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
     const scheduler = new DeliveryScheduler({
       store,
       secrets,
+      signingKeys,
       delays: config.WEBHOOK_RETRY_DELAYS,
       timeoutMs: config.WEBHOOK_TIMEOUT,
       leaseMs: config.WEBHOOK_TIMEOUT + LEASE_GRACE_MS,
@@ -126,6 +134,10 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
     );
     ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
       replayDeliveries(deps, request, context),
+    );
+    ctx.serve(notificationRpc.signingKeys, () => signingKeys.keySet());
+    ctx.serve(notificationRpc.rotateSigningKey, (request, context) =>
+      rotateSigningKey(deps, request, context),
     );
     const letters = ctx.bus.deadLetters();
     ctx.serve(notificationRpc.listDeadLetters, (request) => listDeadLetters(letters, request));

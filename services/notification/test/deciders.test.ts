@@ -241,6 +241,7 @@ describe("webhook decider", () => {
     events: ["order.placed" as const],
     description: null,
     secret: { alg: "A256GCM" as const, iv: "aXY=", tag: "dGFn", data: "ZGF0YQ==" },
+    signatureAlgorithms: ["hmac-sha256" as const],
     createdAt: t0,
   };
 

@@ -6,7 +6,12 @@ import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { verifyStandardSignature, verifyWebhook } from "@cheese/webhook-signature";
+import {
+  verifyAsymmetricSignature,
+  verifyStandardSignature,
+  verifyWebhook,
+  verifyWebhookWithKeys,
+} from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
@@ -14,6 +19,7 @@ import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/doma
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import { generateWebhookSecret, SecretBox } from "../src/security/secrets.ts";
+import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
 import { registerWebhook } from "./support.ts";
 
 const DAY = 24 * 3_600_000;
@@ -48,6 +54,7 @@ describe("delivery scheduler with an injected clock", () => {
     const scheduler = new DeliveryScheduler({
       store,
       secrets,
+      signingKeys: new WebhookSigningKeys(store, secrets, clock),
       delays: [0, DAY, DAY, DAY, DAY, DAY, DAY, DAY],
       timeoutMs: 1000,
       leaseMs: 6000,
@@ -267,6 +274,50 @@ describe("delivery scheduler with an injected clock", () => {
     expect(String(after!.headers["webhook-signature"]).split(" ")).toHaveLength(1);
     expect(verifyWebhook(fresh, after!.rawBody, after!.headers, options).type).toBe("webhook.test");
     expect(() => verifyStandardSignature(old, after!.rawBody, after!.headers, options)).toThrow();
+  });
+
+  it("signs v1a with the system key, and with both keys during the key rotation's overlap", async () => {
+    const keys = new WebhookSigningKeys(store, secrets, clock);
+    await keys.ensure();
+    const scheduler = await startScheduler({ signingKeys: keys });
+    await registerWebhook(store, secrets, {
+      webhookId: 1,
+      url: receiver.url("/signed"),
+      events: ["webhook.test"],
+      signatureAlgorithms: ["ed25519"],
+      createdAt: isoNow(clock),
+    });
+    const options = { now: () => clock.now().getTime() };
+    const before = await keys.keySet();
+    expect(before.keys).toHaveLength(1);
+    await deliver(1);
+    const [first] = await receiver.waitFor("/signed", 1);
+    // Only v1a was asked for: no v1 HMAC in webhook-signature (X-Cheese-Signature stays).
+    expect(String(first!.headers["webhook-signature"])).toMatch(/^v1a,[A-Za-z0-9+/=]+$/);
+    expect(first!.headers["x-cheese-signature"]).toMatch(/^sha256=/);
+    expect(verifyWebhookWithKeys(before, first!.rawBody, first!.headers, options).type).toBe("webhook.test");
+
+    const rotated = await keys.rotate(DAY);
+    expect(rotated.previousKid).toBe(before.keys[0]!.kid);
+    const during = await keys.keySet();
+    expect(during.keys.map((key) => key.kid)).toEqual([rotated.kid, rotated.previousKid]);
+    await deliver(1);
+    await advance(scheduler, 0);
+    const [, second] = await receiver.waitFor("/signed", 2);
+    expect(String(second!.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    // A receiver holding the set from before the rotation, or only the new key, accepts it.
+    expect(() => verifyAsymmetricSignature(before, second!.rawBody, second!.headers, options)).not.toThrow();
+    const newOnly = { keys: during.keys.filter((key) => key.kid === rotated.kid) };
+    expect(() => verifyAsymmetricSignature(newOnly, second!.rawBody, second!.headers, options)).not.toThrow();
+
+    await advance(scheduler, DAY);
+    expect((await keys.keySet()).keys.map((key) => key.kid)).toEqual([rotated.kid]);
+    await deliver(1);
+    await advance(scheduler, 0);
+    const [, , third] = await receiver.waitFor("/signed", 3);
+    expect(String(third!.headers["webhook-signature"]).split(" ")).toHaveLength(1);
+    expect(() => verifyAsymmetricSignature(newOnly, third!.rawBody, third!.headers, options)).not.toThrow();
+    expect(() => verifyAsymmetricSignature(before, third!.rawBody, third!.headers, options)).toThrow();
   });
 
   it("restores its schedule from a snapshot and reads only the events after it", async () => {

@@ -24,6 +24,8 @@ describe("one delivery attempt over HTTP", () => {
   });
   const headers = deliveryHeaders({
     secrets: [secret],
+    signatureAlgorithms: ["hmac-sha256"],
+    signingKeys: [],
     body,
     eventId: "evt_1",
     eventType: "webhook.test",

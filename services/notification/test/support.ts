@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import type { WebhookEventKind } from "@cheese/contracts";
+import type { WebhookEventKind, WebhookSignatureAlgorithm } from "@cheese/contracts";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import {
@@ -18,6 +18,7 @@ import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { deliveriesProjection } from "../src/projections/deliveries.ts";
 import { startWebhooksProjection } from "../src/projections/webhooks.ts";
 import { SecretBox } from "../src/security/secrets.ts";
+import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
 
 export const t0 = "2026-03-01T10:00:00.000Z";
 export const silentLogger = createLogger("notification", "silent");
@@ -92,12 +93,14 @@ export function notificationDeps(
   given: Pick<NotificationDeps, "webhooks" | "deliveries"> & Partial<NotificationDeps>,
 ): NotificationDeps {
   const { store, readModels, secrets, webhookChanges } = stores;
+  const clock = given.clock ?? new ManualClock(t0);
   return {
     store,
     readModels,
     secrets,
+    signingKeys: new WebhookSigningKeys(store, secrets, clock),
     webhookChanges,
-    clock: new ManualClock(t0),
+    clock,
     webhookIds: new IdAllocator(store, "webhook"),
     deliveryIds: new IdAllocator(store, "delivery"),
     delays: [0],
@@ -118,11 +121,17 @@ export async function registerWebhook(
     createdAt: string;
     url?: string;
     secret?: string;
+    signatureAlgorithms?: WebhookSignatureAlgorithm[];
   },
 ): Promise<void> {
-  const { url = "https://hooks.example.com/", secret = "whsec_x", ...rest } = registration;
+  const {
+    url = "https://hooks.example.com/",
+    secret = "whsec_x",
+    signatureAlgorithms = ["hmac-sha256"],
+    ...rest
+  } = registration;
   await handleCommand(store, webhookStream(registration.webhookId), webhookDecider, {
     type: "Register",
-    registration: { ...rest, url, description: null, secret: secrets.seal(secret) },
+    registration: { ...rest, url, description: null, secret: secrets.seal(secret), signatureAlgorithms },
   });
 }

@@ -474,6 +474,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event catalogue: every kind, when it is sent, its data schema and an example
+         * @description Every kind a registration may ask for, with when it is sent, the JSON Schema of the envelope's `data` and an example delivery body. The same as the OpenAPI document's `webhooks` section and /v2/asyncapi.json.
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/asyncapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The AsyncAPI 3 document of the webhook events and their headers
+         * @description One channel per event kind (its address is the registration's URL), with the delivery headers and the envelope.
+         */
+        get: operations["asyncApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys of the v1a webhook signatures (a JWK set)
+         * @description The JWK set (OKP, Ed25519) of the system's webhook signing key: the v1a signatures in webhook-signature verify with it alone. During a key rotation's overlap it holds both keys, the new one first.
+         */
+        get: operations["webhookSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/webhook-keys.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys of the v1a webhook signatures (a JWK set), at the gateway root
+         * @description The JWK set (OKP, Ed25519) of the system's webhook signing key: the v1a signatures in webhook-signature verify with it alone. During a key rotation's overlap it holds both keys, the new one first. The same set as GET /v2/webhooks/keys.
+         */
+        get: operations["wellKnownWebhookSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the system's webhook signing key without a gap
+         * @description A new Ed25519 key signs every v1a signature from now on and is published at once. During the overlap (24 h unless overlapSeconds says otherwise, at most 7 days) the previous key also signs and stays published, so receivers holding either key set verify every delivery.
+         */
+        post: operations["rotateWebhookSigningKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -1951,12 +2051,67 @@ export interface components {
              */
             expiresAt: string;
         };
+        WebhookEventTypeList: {
+            /** @description every kind a registration may ask for */
+            items: components["schemas"]["WebhookEventType"][];
+        };
+        WebhookEventType: {
+            type: components["schemas"]["WebhookEventKind"];
+            /** @description when it is sent */
+            description: string;
+            /** @description the JSON Schema (2020-12) of the envelope's `data` */
+            dataSchema: {
+                [key: string]: unknown;
+            };
+            /** @description a delivery body of this kind */
+            example: {
+                [key: string]: unknown;
+            };
+        };
+        /** @enum {string} */
+        WebhookEventKind: "order.placed" | "order.confirmed" | "order.shipped" | "order.delivered" | "order.cancelled" | "cheese.new_arrival" | "cheese.low_stock" | "cheese.out_of_stock" | "cheese.back_in_stock" | "customer.created" | "customer.updated" | "customer.subscription_changed" | "api_key.expiring" | "webhook.test" | "webhook.disabled";
+        WebhookSigningKeySet: {
+            /** @description the keys whose v1a signatures deliveries carry now: one, or two during a rotation's overlap */
+            keys: components["schemas"]["WebhookSigningJwk"][];
+        };
+        WebhookSigningJwk: {
+            /** @enum {string} */
+            kty: "OKP";
+            /** @enum {string} */
+            crv: "Ed25519";
+            /** @description the public key, base64url */
+            x: string;
+            /** @description the key's RFC 7638 thumbprint */
+            kid: string;
+            /** @enum {string} */
+            alg: "EdDSA";
+            /** @enum {string} */
+            use: "sig";
+        };
+        SigningKeyRotated: {
+            /** @description the new key, which signs from now on */
+            kid: string;
+            /** @description the key it replaces */
+            previousKid: string;
+            /**
+             * Format: date-time
+             * @description until when the previous key also signs and is published
+             */
+            previousKeyExpiresAt: string;
+        };
+        /**
+         * @example {
+         *       "overlapSeconds": 3600
+         *     }
+         */
+        RotateSigningKeyInput: {
+            /** @description how long the previous key keeps signing and stays published; 86400 (24 h) when absent */
+            overlapSeconds?: number;
+        };
         WebhookCreated: components["schemas"]["Webhook"] & {
             /** @description the signing secret; shown only in this response */
             secret: string;
         };
-        /** @enum {string} */
-        WebhookEventKind: "order.placed" | "order.confirmed" | "order.shipped" | "order.delivered" | "order.cancelled" | "cheese.new_arrival" | "cheese.low_stock" | "cheese.out_of_stock" | "cheese.back_in_stock" | "customer.created" | "customer.updated" | "customer.subscription_changed" | "api_key.expiring" | "webhook.test" | "webhook.disabled";
         /**
          * @example {
          *       "id": 3,
@@ -1966,6 +2121,10 @@ export interface components {
          *         "order.shipped"
          *       ],
          *       "description": "fulfilment",
+         *       "signatureAlgorithms": [
+         *         "hmac-sha256",
+         *         "ed25519"
+         *       ],
          *       "status": "disabled",
          *       "statusReason": "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
          *       "statusSince": "2026-03-06T10:00:04.000Z",
@@ -1982,6 +2141,8 @@ export interface components {
             url: string;
             events: components["schemas"]["WebhookEventKind"][];
             description: string | null;
+            /** @description which signatures webhook-signature carries (hmac-sha256: v1, ed25519: v1a) */
+            signatureAlgorithms: ("hmac-sha256" | "ed25519")[];
             /**
              * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), deliveries wait. POST /webhooks/{id}/resume makes it active again.
              * @enum {string}
@@ -2021,6 +2182,14 @@ export interface components {
             /** @description signing secret; generated (whsec_ + 32 random bytes, base64) when absent */
             secret?: string;
             description?: string | null;
+            /**
+             * @description which signatures webhook-signature carries: hmac-sha256 (v1, keyed with the secret), ed25519 (v1a, by the system's key published at /.well-known/webhook-keys.json); ["hmac-sha256"] when absent. X-Cheese-Signature is the HMAC whatever is chosen.
+             * @example [
+             *       "hmac-sha256",
+             *       "ed25519"
+             *     ]
+             */
+            signatureAlgorithms?: ("hmac-sha256" | "ed25519")[];
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -2100,6 +2269,14 @@ export interface components {
             /** @description the kinds wanted from now on (replaces the list) */
             events?: components["schemas"]["WebhookEventKind"][];
             description?: string | null;
+            /**
+             * @description the signatures webhook-signature carries from the next attempt on
+             * @example [
+             *       "hmac-sha256",
+             *       "ed25519"
+             *     ]
+             */
+            signatureAlgorithms?: ("hmac-sha256" | "ed25519")[];
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -7119,6 +7296,504 @@ export interface operations {
             };
         };
     };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every event kind */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "type": "webhook.test",
+                     *           "description": "sent when POST /webhooks/{id}/test is called",
+                     *           "dataSchema": {
+                     *             "$schema": "https://json-schema.org/draft/2020-12/schema",
+                     *             "type": "object",
+                     *             "properties": {
+                     *               "webhook_id": {
+                     *                 "type": "string",
+                     *                 "description": "an id, as a string"
+                     *               },
+                     *               "message": {
+                     *                 "type": "string"
+                     *               }
+                     *             },
+                     *             "required": [
+                     *               "webhook_id",
+                     *               "message"
+                     *             ]
+                     *           },
+                     *           "example": {
+                     *             "id": "evt_2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e",
+                     *             "type": "webhook.test",
+                     *             "created_at": "2026-03-05T10:00:00.000Z",
+                     *             "data": {
+                     *               "webhook_id": "3",
+                     *               "message": "a test event from Cheese Store"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    asyncApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description an AsyncAPI 3.1 document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "asyncapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Cheese Store webhooks",
+                     *         "version": "2.0.0"
+                     *       },
+                     *       "defaultContentType": "application/json",
+                     *       "channels": {
+                     *         "webhook_test": {
+                     *           "address": null,
+                     *           "messages": {
+                     *             "webhook_test": {
+                     *               "$ref": "#/components/messages/webhook_test"
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        asyncapi: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a JWK set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSigningKeySet"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    wellKnownWebhookSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a JWK set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSigningKeySet"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSigningKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "overlapSeconds": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["RotateSigningKeyInput"];
+            };
+        };
+        responses: {
+            /** @description the new key and until when the previous one signs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *       "previousKid": "Yq3v9LmPx0c2WfT8nR4sB1uK7hD5jA6eG0iZ3oN9tQs",
+                     *       "previousKeyExpiresAt": "2026-03-06T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SigningKeyRotated"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request body failed validation */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 422,
+                     *       "type": "validation_error",
+                     *       "message": "request body failed validation",
+                     *       "errors": [
+                     *         {
+                     *           "field": "overlapSeconds",
+                     *           "message": "Too big: expected number to be <=604800"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: {
@@ -7149,6 +7824,9 @@ export interface operations {
                      *             "order.shipped"
                      *           ],
                      *           "description": "fulfilment",
+                     *           "signatureAlgorithms": [
+                     *             "hmac-sha256"
+                     *           ],
                      *           "status": "active",
                      *           "statusReason": null,
                      *           "statusSince": "2026-03-01T12:00:00.000Z",
@@ -7285,6 +7963,9 @@ export interface operations {
                      *         "order.shipped"
                      *       ],
                      *       "description": "fulfilment",
+                     *       "signatureAlgorithms": [
+                     *         "hmac-sha256"
+                     *       ],
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -7428,6 +8109,9 @@ export interface operations {
                      *         "order.shipped"
                      *       ],
                      *       "description": "fulfilment",
+                     *       "signatureAlgorithms": [
+                     *         "hmac-sha256"
+                     *       ],
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -7691,6 +8375,9 @@ export interface operations {
                      *         "order.placed"
                      *       ],
                      *       "description": "fulfilment",
+                     *       "signatureAlgorithms": [
+                     *         "hmac-sha256"
+                     *       ],
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8129,6 +8816,9 @@ export interface operations {
                      *         "order.shipped"
                      *       ],
                      *       "description": "fulfilment",
+                     *       "signatureAlgorithms": [
+                     *         "hmac-sha256"
+                     *       ],
                      *       "status": "paused",
                      *       "statusReason": "paused by an operator",
                      *       "statusSince": "2026-03-05T09:30:00.000Z",
@@ -8265,6 +8955,9 @@ export interface operations {
                      *         "order.shipped"
                      *       ],
                      *       "description": "fulfilment",
+                     *       "signatureAlgorithms": [
+                     *         "hmac-sha256"
+                     *       ],
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-05T10:00:00.000Z",
@@ -10580,7 +11273,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10637,7 +11330,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10694,7 +11387,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10742,7 +11435,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10799,7 +11492,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10857,7 +11550,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10869,7 +11562,7 @@ export interface operations {
                  * @example {
                  *       "id": "evt_4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
                  *       "type": "cheese.new_arrival",
-                 *       "created_at": "2026-03-01T09:30:00.000Z",
+                 *       "created_at": "2026-03-01T08:00:00.000Z",
                  *       "data": {
                  *         "cheese_id": "42",
                  *         "name": "Comté 18 mois",
@@ -10912,7 +11605,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -10960,7 +11653,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11008,7 +11701,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11056,7 +11749,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11102,7 +11795,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11148,7 +11841,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11196,7 +11889,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11245,7 +11938,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;
@@ -11291,7 +11984,7 @@ export interface operations {
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's */
+                /** @description Standard Webhooks, space-separated signatures of '{webhook-id}.{webhook-timestamp}.{body}': with hmac-sha256 among the registration's signatureAlgorithms, v1,<base64 HMAC-SHA256> keyed with the base64-decoded part of the secret after whsec_ (during a secret rotation's overlap two, the new secret's first); with ed25519, v1a,<base64 Ed25519 signature> by the system's signing key, verifiable with the JWK set at /.well-known/webhook-keys.json (during a signing key rotation's overlap two, the new key's first) */
                 "webhook-signature": string;
             };
             path?: never;

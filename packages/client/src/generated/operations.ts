@@ -5,6 +5,7 @@ export const defaultServer = "/v2";
 
 /** Paths whose operations are on another server than `defaultServer`. */
 export const pathServers: Readonly<Record<string, string>> = {
+  "/.well-known/webhook-keys.json": "/",
   "/.well-known/jwks.json": "/",
   "/.well-known/oauth-authorization-server": "/",
   "/oauth/authorize": "/",

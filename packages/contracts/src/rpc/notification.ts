@@ -6,9 +6,12 @@ import {
   DeliveryStatus,
   replayStatuses,
   SecretRotated,
+  SigningKeyRotated,
   Webhook,
   WebhookCreated,
   WebhookEventKind,
+  WebhookSignatureAlgorithm,
+  WebhookSigningKeySet,
 } from "../webhook.ts";
 
 const webhookId = z.number().int().positive();
@@ -27,6 +30,7 @@ export const notificationRpc = {
       events: z.array(WebhookEventKind).min(1),
       secret: z.string().optional(),
       description: z.string().nullable(),
+      signatureAlgorithms: z.array(WebhookSignatureAlgorithm).min(1).optional(),
     }),
     response: WebhookCreated,
   }),
@@ -63,6 +67,7 @@ export const notificationRpc = {
       url: z.string().optional(),
       events: z.array(WebhookEventKind).min(1).optional(),
       description: z.string().nullable().optional(),
+      signatureAlgorithms: z.array(WebhookSignatureAlgorithm).min(1).optional(),
     }),
     response: Webhook,
   }),
@@ -85,6 +90,18 @@ export const notificationRpc = {
       overlapMs: z.number().int().min(0).optional(),
     }),
     response: SecretRotated,
+  }),
+  /** The public halves of the webhook signing keys that sign now (a JWK set). */
+  signingKeys: defineRpc({
+    subject: "notification.signing_key.list",
+    request: z.object({}),
+    response: WebhookSigningKeySet,
+  }),
+  /** A new signing key signs from now on; the previous one also signs, and is published, until the overlap ends. */
+  rotateSigningKey: defineRpc({
+    subject: "notification.signing_key.rotate",
+    request: z.object({ overlapMs: z.number().int().min(0).optional() }),
+    response: SigningKeyRotated,
   }),
   /**
    * Starts the registration's finished deliveries in `statuses` (dead-lettered ones by default)

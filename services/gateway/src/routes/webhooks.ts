@@ -13,9 +13,6 @@ import {
   WebhookList,
   WebhookListQuery,
   WebhookPatch,
-  webhookEnvelope,
-  webhookEventData,
-  webhookEventKinds,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
@@ -274,12 +271,13 @@ const replayWebhook = (deps: GatewayDeps) =>
 
 export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(createWebhook(deps), async (c) => {
-    const { url, events, secret, description } = c.req.valid("json");
+    const { url, events, secret, description, signatureAlgorithms } = c.req.valid("json");
     const created = await callService(deps, c, notificationRpc.createWebhook, {
       url,
       events,
       ...(secret !== undefined ? { secret } : {}),
       description: description ?? null,
+      ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
     });
     c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
     c.header("Cache-Control", "no-store");
@@ -321,12 +319,13 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
 
   api.openapi(updateWebhook(deps), async (c) => {
     const { id } = c.req.valid("param");
-    const { url, events, description } = c.req.valid("json");
+    const { url, events, description, signatureAlgorithms } = c.req.valid("json");
     const webhook = await callService(deps, c, notificationRpc.updateWebhook, {
       webhookId: id,
       ...(url !== undefined ? { url } : {}),
       ...(events !== undefined ? { events } : {}),
       ...(description !== undefined ? { description } : {}),
+      ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
     });
     return c.json(webhook, 200);
   });
@@ -364,53 +363,4 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
     });
     return c.json(result, 202);
   });
-
-  registerWebhookEvents(api);
-}
-
-const deliveryHeaders = z.object({
-  "X-Cheese-Signature": z.string().openapi({
-    description:
-      "sha256=<hex of HMAC-SHA256(secret, raw body)>, keyed with the secret string as shown at registration (after a rotation: the new secret, also during the overlap)",
-  }),
-  "X-Cheese-Event": z.string().openapi({ description: "the event kind, as in `type`" }),
-  "X-Cheese-Delivery": z.string().openapi({ description: "the delivery id (GET /webhooks/{id}/deliveries)" }),
-  "webhook-id": z
-    .string()
-    .openapi({ description: "Standard Webhooks: the event id, as in the envelope's `id`" }),
-  "webhook-timestamp": z
-    .string()
-    .openapi({ description: "Standard Webhooks: Unix seconds when this attempt was signed" }),
-  "webhook-signature": z.string().openapi({
-    description:
-      "Standard Webhooks: v1,<base64 HMAC-SHA256 of '{webhook-id}.{webhook-timestamp}.{body}'> keyed with the base64-decoded part of the secret after whsec_. During a secret rotation's overlap, two such signatures separated by a space: the new secret's first, then the previous one's",
-  }),
-});
-
-/** The OpenAPI 3.1 `webhooks` section: one entry per event kind, with its envelope and data. */
-function registerWebhookEvents(api: OpenAPIHono<GatewayEnv>): void {
-  for (const kind of webhookEventKinds) {
-    api.openAPIRegistry.registerWebhook({
-      method: "post",
-      path: kind,
-      operationId: `webhook_${kind.replace(".", "_")}`,
-      tags: ["Webhook events"],
-      // We call the receiver: no credential of the API's; the signature headers prove the sender.
-      security: [],
-      summary: `${kind}: sent when ${webhookEventData[kind].when}`,
-      description:
-        "Answer with a 2xx within WEBHOOK_TIMEOUT (10 s by default). Anything else, a time-out or a redirect is a " +
-        "failure, retried after 1 min, 5 min, 30 min, 2 h and 12 h; after the 6th failure the delivery goes to the dead " +
-        "letter queue (POST /webhooks/{id}/replay). A registration whose attempts all fail for 5 days is disabled and " +
-        "the registrations asking for webhook.disabled are told. Deduplicate by `id`; order by `created_at`.",
-      request: {
-        headers: deliveryHeaders,
-        body: {
-          required: true,
-          content: json(webhookEnvelope(kind).openapi(`WebhookEvent_${kind.replace(".", "_")}`)),
-        },
-      },
-      responses: { "2XX": { description: "received" } },
-    });
-  }
 }

@@ -37,12 +37,15 @@ import {
 } from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
+import type { WebhookSigningKeys } from "../security/signing-keys.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 
 export interface SchedulerOptions {
   store: EventStore;
   secrets: SecretBox;
+  /** The system's Ed25519 keys, for the registrations that ask for v1a signatures. */
+  signingKeys: Pick<WebhookSigningKeys, "signing">;
   delays: RetryDelays;
   timeoutMs: number;
   /** An attempt in flight longer than this is taken to have died with its process. */
@@ -534,8 +537,11 @@ export class DeliveryScheduler {
       return;
     }
 
+    const { signatureAlgorithms } = current.registration;
     const headers = deliveryHeaders({
       secrets: this.secretsOf(current),
+      signatureAlgorithms,
+      signingKeys: signatureAlgorithms.includes("ed25519") ? await this.options.signingKeys.signing() : [],
       body: delivery.body,
       eventId: delivery.eventId,
       eventType: delivery.eventType,

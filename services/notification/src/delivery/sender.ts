@@ -1,6 +1,8 @@
+import type { KeyObject } from "node:crypto";
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
+import type { WebhookSignatureAlgorithm } from "@cheese/contracts";
 import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
 import { signWebhook } from "@cheese/webhook-signature";
 import type { AttemptResult } from "../domain/delivery.ts";
@@ -15,10 +17,14 @@ import {
  * The headers of a delivery: what it is (`x-cheese-event`, `x-cheese-delivery`) and both
  * signatures, made by `@cheese/webhook-signature`, the package receivers verify them with.
  * `secrets` holds the current secret first, then, during a rotation's overlap, the one it
- * replaced (`signWebhook` says which header carries which).
+ * replaced (`signWebhook` says which header carries which); `signatureAlgorithms` says whether
+ * `webhook-signature` carries the HMAC (`v1`) and the system's Ed25519 signatures (`v1a`, one per
+ * key in `signingKeys`, the current key first).
  */
 export function deliveryHeaders(input: {
   secrets: readonly string[];
+  signatureAlgorithms: readonly WebhookSignatureAlgorithm[];
+  signingKeys: readonly KeyObject[];
   body: string;
   eventId: string;
   eventType: string;
@@ -28,6 +34,8 @@ export function deliveryHeaders(input: {
   const signed = signWebhook(input.secrets, input.body, {
     id: input.eventId,
     timestampSeconds: input.timestampSeconds,
+    hmac: input.signatureAlgorithms.includes("hmac-sha256"),
+    ed25519Keys: input.signatureAlgorithms.includes("ed25519") ? input.signingKeys : [],
   });
   return {
     "content-type": "application/json",

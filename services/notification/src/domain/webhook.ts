@@ -1,4 +1,4 @@
-import type { WebhookEventKind } from "@cheese/contracts";
+import type { WebhookEventKind, WebhookSignatureAlgorithm } from "@cheese/contracts";
 import { conflict, type Decider, type DomainEvent, notFound, validationFailed } from "@cheese/service-kit";
 import type { SealedSecret } from "../security/secrets.ts";
 
@@ -9,6 +9,8 @@ export interface Registration {
   events: WebhookEventKind[];
   description: string | null;
   secret: SealedSecret;
+  /** Which signatures `webhook-signature` carries: `v1` (hmac-sha256) and `v1a` (ed25519). */
+  signatureAlgorithms: WebhookSignatureAlgorithm[];
   createdAt: string;
 }
 
@@ -17,6 +19,7 @@ export interface RegistrationChanges {
   url?: string;
   events?: WebhookEventKind[];
   description?: string | null;
+  signatureAlgorithms?: WebhookSignatureAlgorithm[];
 }
 
 /**
@@ -250,6 +253,11 @@ function changed(registration: Registration, wanted: RegistrationChanges): Regis
   }
   if (wanted.description !== undefined && wanted.description !== registration.description)
     changes.description = wanted.description;
+  if (
+    wanted.signatureAlgorithms !== undefined &&
+    !sameKinds(wanted.signatureAlgorithms, registration.signatureAlgorithms)
+  )
+    changes.signatureAlgorithms = wanted.signatureAlgorithms;
   return changes;
 }
 

@@ -4,6 +4,7 @@ import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
 import type { RetryDelays } from "../domain/delivery.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import type { SecretBox } from "../security/secrets.ts";
+import type { WebhookSigningKeys } from "../security/signing-keys.ts";
 
 /** What the notification handlers work with, built once in `main.ts`. */
 export interface NotificationDeps {
@@ -26,6 +27,8 @@ export interface NotificationDeps {
   webhookIds: IdAllocator;
   deliveryIds: IdAllocator;
   secrets: SecretBox;
+  /** The system's Ed25519 keys for v1a signatures (created at start when absent). */
+  signingKeys: WebhookSigningKeys;
   delays: RetryDelays;
   allowPrivateUrls: boolean;
   /** Most deliveries one replay call may start again. */

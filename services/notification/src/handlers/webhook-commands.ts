@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import type { SecretRotated, Webhook, WebhookCreated, WebhookEventKind } from "@cheese/contracts";
+import type {
+  SecretRotated,
+  SigningKeyRotated,
+  Webhook,
+  WebhookCreated,
+  WebhookEventKind,
+  WebhookSignatureAlgorithm,
+} from "@cheese/contracts";
 import {
   contextMetadata,
   foldEvents,
@@ -11,6 +18,7 @@ import {
 } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream, type ReplayableStatus } from "../domain/delivery.ts";
 import { checkReplayBound, replayWindow } from "../domain/replay.ts";
+import { DEFAULT_KEY_OVERLAP_MS } from "../domain/signing-key.ts";
 import {
   DEFAULT_ROTATION_OVERLAP_MS,
   type LiveWebhook,
@@ -33,6 +41,7 @@ export interface WebhookRequest {
   events: WebhookEventKind[];
   secret?: string | undefined;
   description: string | null;
+  signatureAlgorithms?: WebhookSignatureAlgorithm[] | undefined;
 }
 
 const iso = (deps: NotificationDeps) => isoNow(deps.clock);
@@ -66,6 +75,9 @@ export async function createWebhook(
     events: [...new Set(request.events)],
     description: request.description,
     secret: deps.secrets.seal(secret),
+    signatureAlgorithms: [
+      ...new Set<WebhookSignatureAlgorithm>(request.signatureAlgorithms ?? ["hmac-sha256"]),
+    ],
     createdAt: iso(deps),
   };
   await handleCommand(
@@ -113,6 +125,15 @@ export async function resumeWebhook(deps: NotificationDeps, webhookId: number, c
   const webhook = await changeWebhook(deps, { type: "Resume", webhookId, now: iso(deps) }, context);
   deps.wakeScheduler();
   return webhook;
+}
+
+/** A new system signing key signs from now on; the previous one signs beside it until the overlap ends. */
+export function rotateSigningKey(
+  deps: NotificationDeps,
+  request: { overlapMs?: number | undefined },
+  context: HandlerContext,
+): Promise<SigningKeyRotated> {
+  return deps.signingKeys.rotate(request.overlapMs ?? DEFAULT_KEY_OVERLAP_MS, contextMetadata(context));
 }
 
 /** A new secret signs from now on; the previous one signs beside it until the overlap ends. */

@@ -16,7 +16,7 @@ export interface WebhookDocument extends Document {
 export const WEBHOOKS = "webhooks";
 
 /** Raise when projectWebhook writes something else: the read model is rebuilt (architecture.md). */
-export const WEBHOOKS_VERSION = 1;
+export const WEBHOOKS_VERSION = 2;
 
 /** The `webhooks` collection's indexes and every query run on it (handlers/). */
 export const webhooksCollection: CollectionDefinition = {
@@ -74,12 +74,13 @@ export async function projectWebhook(event: RecordedEvent, readModels: ReadModel
 function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
   switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, createdAt } = event.data;
+      const { webhookId, url, events, description, signatureAlgorithms, createdAt } = event.data;
       const webhook: Webhook = {
         id: webhookId,
         url,
         events,
         description,
+        signatureAlgorithms,
         status: "active",
         statusReason: null,
         statusSince: createdAt,
@@ -91,12 +92,15 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
       return { $set: { webhook, events, deleted: false } };
     }
     case "WebhookUpdated": {
-      const { url, events, description, updatedAt } = event.data;
+      const { url, events, description, signatureAlgorithms, updatedAt } = event.data;
       return {
         $set: {
           ...(url !== undefined ? { "webhook.url": url } : {}),
           ...(events !== undefined ? { "webhook.events": events, events } : {}),
           ...(description !== undefined ? { "webhook.description": description } : {}),
+          ...(signatureAlgorithms !== undefined
+            ? { "webhook.signatureAlgorithms": signatureAlgorithms }
+            : {}),
           "webhook.updatedAt": updatedAt,
         },
       };

@@ -1,0 +1,40 @@
+import { createPublicKey, randomBytes, sign, verify } from "node:crypto";
+import { join } from "node:path";
+import { createSqliteEventStore } from "@cheese/event-store";
+import { ManualClock } from "@cheese/service-kit/testing";
+import { tempDir } from "@cheese/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { signingKeyStream } from "../src/domain/signing-key.ts";
+import { SecretBox } from "../src/security/secrets.ts";
+import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
+
+describe("the system's webhook signing key", () => {
+  const data = tempDir("signing-keys");
+  const store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
+  afterEach(async () => {
+    await store.close();
+    data.remove();
+  });
+
+  it("is created once by replicas starting together, stored only sealed, and signs for its published key", async () => {
+    const box = new SecretBox(randomBytes(32));
+    const clock = new ManualClock(new Date("2026-03-01T10:00:00.000Z"));
+    const [a, b] = [new WebhookSigningKeys(store, box, clock), new WebhookSigningKeys(store, box, clock)];
+    await Promise.all([a.ensure(), b.ensure(), a.ensure()]);
+    const events = await store.readStream(signingKeyStream);
+    expect(events.map((event) => event.type)).toEqual(["SigningKeyCreated"]);
+
+    const [published] = (await b.keySet()).keys;
+    expect((await a.keySet()).keys).toEqual([published]);
+    const [privateKey] = await a.signing();
+    const d = privateKey!.export({ format: "jwk" }).d!;
+    expect(JSON.stringify(events)).not.toContain(d);
+    const signature = sign(null, Buffer.from("payload"), privateKey!);
+    const publicKey = createPublicKey({ key: published!, format: "jwk" });
+    expect(verify(null, Buffer.from("payload"), publicKey, signature)).toBe(true);
+
+    // Another secrets key cannot open it.
+    const stranger = new WebhookSigningKeys(store, new SecretBox(randomBytes(32)), clock);
+    await expect(stranger.signing()).rejects.toThrow();
+  });
+});
