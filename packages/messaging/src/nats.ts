@@ -133,6 +133,9 @@ const EVENT_ID_HEADER = "x-event-id";
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+/** `add` refused while another's `add` of the same stream is under way. */
+const STREAM_NAME_IN_USE = 10058;
+const SUBJECTS_OVERLAP = 10065;
 /**
  * What JetStream answers a replica count it cannot give: "replicas > 1 not supported in
  * non-clustered mode", "insufficient resources" and "no suitable peers for placement" (fewer
@@ -330,7 +333,7 @@ class StreamSettings {
    * of it then waits for its whole time-out (a service starting on a fresh cluster failed its
    * first key-value read so, and exited).
    */
-  async ensure(name: string, wanted: WantedStream): Promise<void> {
+  async ensure(name: string, wanted: WantedStream, raced = false): Promise<void> {
     const config = { ...wanted, num_replicas: this.replicas };
     let info: StreamInfo;
     try {
@@ -338,10 +341,17 @@ class StreamSettings {
     } catch (error) {
       if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
       this.assertClustered();
-      // Several services may race to create it; an identical config makes `add` idempotent.
-      await this.jsm.streams
-        .add({ name, storage: StorageType.File, ...config })
-        .catch((e) => this.rethrowRefused(e));
+      // Several services may race to create it. An identical config makes `add` idempotent once
+      // the stream exists, but while another's `add` is still under way the server may refuse
+      // this one (subjects overlap): the stream is then read again, as if it had been there.
+      try {
+        await this.jsm.streams.add({ name, storage: StorageType.File, ...config });
+      } catch (refused) {
+        const code = refused instanceof NatsError ? refused.api_error?.err_code : undefined;
+        if (!raced && (code === SUBJECTS_OVERLAP || code === STREAM_NAME_IN_USE))
+          return this.ensure(name, wanted, true);
+        this.rethrowRefused(refused);
+      }
       return this.led(name);
     }
     const current = info.config;
