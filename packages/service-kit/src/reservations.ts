@@ -1,6 +1,6 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { type Clock, isoNow } from "./clock.ts";
-import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
+import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
 import { conflict, isRefusal } from "./errors.ts";
 
 /**
@@ -90,14 +90,24 @@ function decideReservations(whenTaken: string): ReservationDecider {
   };
 }
 
-export interface UniqueValue {
+/**
+ * The aggregate that holds unique values (a cheese, a customer): its stream, its decider, and
+ * the value streams a state of it has. A stale reservation's holder is folded with it to see
+ * whether it still has the value.
+ */
+export interface Holders<S, E extends DomainEvent = DomainEvent> {
+  stream: (holder: number) => string;
+  decider: Pick<Decider<S, unknown, E>, "initialState" | "evolve">;
+  values: (state: S) => readonly string[];
+}
+
+export interface UniqueValue<S = unknown, E extends DomainEvent = DomainEvent> {
   /** The value's stream, `<category>-<normalised value>`. */
   stream: string;
   holder: number;
   /** The 409 message when another holder has it. */
   whenTaken: string;
-  /** Whether `holder` has the value now (false when it does not exist, or has another value). */
-  holds: (holder: number) => Promise<boolean>;
+  heldBy: Holders<S, E>;
 }
 
 /**
@@ -105,9 +115,9 @@ export interface UniqueValue {
  * value is seldom held already, so its stream is not read first: the append's expected revision
  * (`no_stream`) finds out when it is (see `newStream` in decider.ts).
  */
-export async function reserveUnique(
+export async function reserveUnique<S, E extends DomainEvent>(
   deps: { store: EventStore; clock: Clock },
-  value: UniqueValue,
+  value: UniqueValue<S, E>,
   metadata: EventMetadata = {},
 ): Promise<void> {
   const decider = reservationDecider(value.whenTaken);
@@ -124,7 +134,7 @@ export async function reserveUnique(
   } catch (error) {
     if (!isRefusal(error, 409)) throw error;
     const current = readReservation(await deps.store.readStream(value.stream), decider);
-    if (current.holder === undefined || !(await isStale(current, value, deps.clock))) throw error;
+    if (current.holder === undefined || !(await isStale(deps, current, value))) throw error;
     await reserve(current.holder);
   }
 }
@@ -154,8 +164,15 @@ function readReservation(events: readonly RecordedEvent[], decider: ReturnType<t
   }, decider.initialState());
 }
 
-async function isStale(current: ReservationState, value: UniqueValue, clock: Clock): Promise<boolean> {
+/** Stale: older than a minute, and its holder does not have the value (any more, or yet). */
+async function isStale<S, E extends DomainEvent>(
+  deps: { store: EventStore; clock: Clock },
+  current: ReservationState,
+  value: UniqueValue<S, E>,
+): Promise<boolean> {
   const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
-  if (clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
-  return !(await value.holds(current.holder!));
+  if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
+  const { heldBy } = value;
+  const holder = foldEvents(heldBy.decider, await deps.store.readStream(heldBy.stream(current.holder!)));
+  return !heldBy.values(holder).includes(value.stream);
 }

@@ -13,6 +13,7 @@ import {
   type DomainEvent,
   notFound,
   preconditionFailed,
+  type UniqueValue,
 } from "@cheese/service-kit";
 import type { z } from "zod";
 
@@ -280,4 +281,21 @@ export function cheeseOf(id: number, details: CheeseDetails, createdAt: string, 
 function comparable(details: CheeseDetails): string {
   const { id: _id, createdAt: _c, updatedAt: _u, ...rest } = cheeseOf(0, details, "", "");
   return JSON.stringify(rest);
+}
+
+/** A cheese's (category, name) as a unique value it holds (the service kit's `reserveUnique`). */
+export function cheeseName(
+  cheeseId: number,
+  cheese: { name: string; category?: { id: number } | undefined },
+): UniqueValue<CheeseState, CheeseEvent> {
+  return {
+    stream: cheeseNameStream(cheese),
+    holder: cheeseId,
+    whenTaken: NAME_TAKEN,
+    heldBy: {
+      stream: cheeseStream,
+      decider: cheeseDecider,
+      values: (state) => (state.phase === "present" ? [cheeseNameStream(state.cheese)] : []),
+    },
+  };
 }
