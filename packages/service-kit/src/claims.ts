@@ -1,7 +1,7 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { RemoteError, type RemoteErrorBody } from "@cheese/messaging";
 import { type Clock, isoNow } from "./clock.ts";
-import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
+import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
 import { conflict, DomainError } from "./errors.ts";
 
 /**
@@ -134,33 +134,22 @@ export async function claimOnce(
     return { id: await options.newId(), failed: (error) => Promise.reject(error) };
   }
   const stream = `${options.category}-${idempotency.key}`;
-  const made = async (id: number) =>
-    (await deps.store.readStream(`${options.creates}-${id}`, { maxCount: 1 }))[0];
-  const failed = (id: number) => async (error: unknown) => {
-    const earlier = await made(id);
-    if (earlier) return earlier;
-    if (error instanceof RemoteError && error.body.status >= 400 && error.body.status < 500) {
-      await handleCommand(
-        deps.store,
-        stream,
-        claimDecider,
-        { type: "RecordRefusal", id, refusal: error.body },
-        { metadata: options.metadata ?? {} },
-      );
-    }
-    throw error;
-  };
   for (;;) {
-    const state = foldEvents(claimDecider, await deps.store.readStream(stream));
-    const claim = liveClaim(state, isoNow(deps.clock));
+    const state = (await deps.store.readStream(stream)).reduce(
+      (folded, event) => claimDecider.evolve(folded, event as unknown as ClaimEvent),
+      claimDecider.initialState(),
+    );
+    const now = isoNow(deps.clock);
+    const claim = liveClaim(state, now);
     if (claim) {
       // A repeat: it answers what the first request made or met, waiting for it until the takeover.
       if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
       if (state.refusal) throw refusalOf(state.refusal);
-      const earlier = await made(claim.id);
+      const earlier = await firstEvent(deps.store, options.creates, claim.id);
       const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
-      if (earlier || deps.clock.now().getTime() >= takeoverAt) {
-        return { id: claim.id, ...(earlier ? { earlier } : {}), failed: failed(claim.id) };
+      if (earlier || Date.parse(now) >= takeoverAt) {
+        const { id } = claim;
+        return { id, ...(earlier ? { earlier } : {}), failed: (error) => failed(deps, options, id, error) };
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       continue;
@@ -174,8 +163,35 @@ export async function claimOnce(
       { metadata: options.metadata ?? {}, newStream: true }, // read empty just above
     );
     // Otherwise a concurrent request of the key claimed first: its claim is read next.
-    if (newEvents.length > 0) return { id, failed: failed(id) };
+    if (newEvents.length > 0) return { id, failed: (error) => failed(deps, options, id, error) };
   }
+}
+
+/** The first event of the stream the work under `id` creates, once it is done. */
+async function firstEvent(store: EventStore, creates: string, id: number) {
+  const [first] = await store.readStream(`${creates}-${id}`, { maxCount: 1 });
+  return first;
+}
+
+/** `Claim.failed`: what a racing request made meanwhile, or the error again (a 4xx recorded). */
+async function failed(
+  deps: { store: EventStore },
+  options: ClaimOptions,
+  id: number,
+  error: unknown,
+): Promise<RecordedEvent> {
+  const earlier = await firstEvent(deps.store, options.creates, id);
+  if (earlier) return earlier;
+  if (error instanceof RemoteError && error.body.status >= 400 && error.body.status < 500) {
+    await handleCommand(
+      deps.store,
+      `${options.category}-${options.idempotency!.key}`,
+      claimDecider,
+      { type: "RecordRefusal", id, refusal: error.body },
+      { metadata: options.metadata ?? {} },
+    );
+  }
+  throw error;
 }
 
 /** The refusal the first request of a key met, again. */

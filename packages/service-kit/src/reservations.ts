@@ -1,6 +1,6 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { type Clock, isoNow } from "./clock.ts";
-import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
+import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
 import { conflict, isRefusal } from "./errors.ts";
 
 /**
@@ -133,8 +133,20 @@ export async function reserveUnique<S, E extends DomainEvent>(
     await reserve();
   } catch (error) {
     if (!isRefusal(error, 409)) throw error;
-    const current = readReservation(await deps.store.readStream(value.stream), decider);
-    if (current.holder === undefined || !(await isStale(deps, current, value))) throw error;
+    // Taken: taken over only when stale, older than a minute and not had by its holder.
+    const current = (await deps.store.readStream(value.stream)).reduce(
+      datedEvolve(decider),
+      decider.initialState(),
+    );
+    if (current.holder === undefined) throw error;
+    const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
+    if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) throw error;
+    const { heldBy } = value;
+    const holder = (await deps.store.readStream(heldBy.stream(current.holder))).reduce(
+      (state, event) => heldBy.decider.evolve(state, { type: event.type, data: event.data } as E),
+      heldBy.decider.initialState(),
+    );
+    if (heldBy.values(holder).includes(value.stream)) throw error;
     await reserve(current.holder);
   }
 }
@@ -154,25 +166,12 @@ export async function releaseUnique(
   );
 }
 
-/** The reservation, with the recorded time standing in for reservations that kept none. */
-function readReservation(events: readonly RecordedEvent[], decider: ReturnType<typeof reservationDecider>) {
-  return events.reduce<ReservationState>((state, event) => {
+/** Folds a reservation, with the recorded time standing in for reservations that kept none. */
+function datedEvolve(decider: ReservationDecider) {
+  return (state: ReservationState, event: RecordedEvent): ReservationState => {
     const next = decider.evolve(state, event as unknown as ReservationEvent);
     return next.holder !== undefined && next.reservedAt === undefined && next !== state
       ? { ...next, reservedAt: event.createdAt }
       : next;
-  }, decider.initialState());
-}
-
-/** Stale: older than a minute, and its holder does not have the value (any more, or yet). */
-async function isStale<S, E extends DomainEvent>(
-  deps: { store: EventStore; clock: Clock },
-  current: ReservationState,
-  value: UniqueValue<S, E>,
-): Promise<boolean> {
-  const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
-  if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
-  const { heldBy } = value;
-  const holder = foldEvents(heldBy.decider, await deps.store.readStream(heldBy.stream(current.holder!)));
-  return !heldBy.values(holder).includes(value.stream);
+  };
 }

@@ -164,6 +164,15 @@ export function replyOf(state: CheeseState): CheeseReply {
   return { cheese: requirePresent(state).cheese, revision: state.revision };
 }
 
+/**
+ * The answer to a repeat of a create (the same Idempotency-Key): the cheese as its `CheeseAdded`
+ * recorded it, with that event's revision (the first answer's body and ETag), marked replayed.
+ */
+export function replayOf(added: { data: unknown; revision: number }): CheeseReply & { replayed: true } {
+  const { cheese } = added.data as Extract<CheeseEvent, { type: "CheeseAdded" }>["data"];
+  return { cheese, revision: added.revision, replayed: true };
+}
+
 /** If-Match: 412 unless the cheese is still at one of the revisions the client saw. */
 function checkPrecondition(state: Present, ifMatch: Precondition | undefined): void {
   if (ifMatch === undefined || ifMatch === "*") return;

@@ -1,5 +1,4 @@
 import type { CheeseFields, CheeseReply } from "@cheese/contracts";
-import type { RecordedEvent } from "@cheese/event-store";
 import {
   claimOnce,
   contextMetadata,
@@ -9,14 +8,7 @@ import {
   isoNow,
   reserveUnique,
 } from "@cheese/service-kit";
-import {
-  type CheeseEvent,
-  cheeseDecider,
-  cheeseName,
-  cheeseOf,
-  cheeseStream,
-  replyOf,
-} from "../domain/cheese.ts";
+import { cheeseDecider, cheeseName, cheeseOf, cheeseStream, replayOf, replyOf } from "../domain/cheese.ts";
 import type { CatalogueDeps } from "./deps.ts";
 import { resolveDetails } from "./names.ts";
 
@@ -40,7 +32,7 @@ export async function addCheese(
     creates: "cheese",
     metadata,
   });
-  if (claim.earlier) return replayed(claim.earlier);
+  if (claim.earlier) return replayOf(claim.earlier);
   try {
     await reserveUnique(deps, cheeseName(claim.id, details), metadata);
     const at = isoNow(deps.clock);
@@ -53,12 +45,6 @@ export async function addCheese(
     );
     return replyOf(state);
   } catch (error) {
-    return replayed(await claim.failed(error));
+    return replayOf(await claim.failed(error));
   }
-}
-
-/** The cheese as it was created (the first answer's body and ETag), as a replay. */
-function replayed(added: RecordedEvent): CheeseReply & { replayed: true } {
-  const { cheese } = added.data as Extract<CheeseEvent, { type: "CheeseAdded" }>["data"];
-  return { cheese, revision: added.revision, replayed: true };
 }
