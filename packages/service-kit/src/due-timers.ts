@@ -56,9 +56,7 @@ interface Entry<K, V> {
 
 const FIRST_RETRY_MS = 1000;
 
-export function dueTimers<K extends DueKey, V = undefined>(
-  options: DueTimersOptions<K, V>,
-): DueTimers<K, V> {
+export function dueTimers<K extends DueKey, V = undefined>(options: DueTimersOptions<K, V>): DueTimers<K, V> {
   const { clock, logger, run } = options;
   const concurrency = options.concurrency ?? 8;
   const retryMaxMs = options.retryMaxMs ?? 30_000;

@@ -14,7 +14,10 @@ describe("due timers", () => {
   let clock: ManualClock;
   let ran: string[];
   let timers: DueTimers<string>;
-  const given = (run: (key: string) => Promise<void> = async (key) => void ran.push(key), concurrency = 8) => {
+  const given = (
+    run: (key: string) => Promise<void> = async (key) => void ran.push(key),
+    concurrency = 8,
+  ) => {
     timers = dueTimers<string>({ name: "test work", clock, logger, run, concurrency });
     return timers;
   };
