@@ -67,8 +67,7 @@ export async function reserveNewIdentity(
   if (after.status !== "active") return;
   for (const value of uniqueValues(after.customer)) {
     const had =
-      before.status === "active" &&
-      uniqueValues(before.customer).some((old) => old.stream === value.stream);
+      before.status === "active" && uniqueValues(before.customer).some((old) => old.stream === value.stream);
     if (!had) await reserveUnique(deps, value, metadata);
   }
 }
@@ -81,8 +80,7 @@ export async function releaseOldIdentity(
 ): Promise<void> {
   const { before, after } = change;
   if (before.status !== "active") return;
-  const kept =
-    after.status === "active" ? uniqueValues(after.customer).map((value) => value.stream) : [];
+  const kept = after.status === "active" ? uniqueValues(after.customer).map((value) => value.stream) : [];
   for (const value of uniqueValues(before.customer)) {
     if (!kept.includes(value.stream)) await releaseUnique(deps, value, metadata);
   }
