@@ -438,7 +438,8 @@ export class DeliveryScheduler {
 
   /** Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first. */
   private tick(): void {
-    if (this.closed) return;
+    // Nothing starts before the schedule follows the store (a restored snapshot may be behind).
+    if (this.closed || !this.following) return;
     const due: [number, Tracked][] = [];
     for (const deliveryId of this.due) {
       const tracked = this.index.get(deliveryId);
