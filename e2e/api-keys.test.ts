@@ -29,7 +29,7 @@ describe("customer API keys", () => {
 
   beforeAll(async () => {
     system = await startSystem({
-      env: { API_KEY_EXPIRY_WARNING: "2200h", API_KEY_EXPIRY_CHECK_INTERVAL: "200ms" },
+      env: { API_KEY_EXPIRY_WARNING: "2200h" },
     });
     second = await startExtraGateway(system);
     operator = await operatorHeaders(system);
@@ -168,8 +168,8 @@ describe("customer API keys", () => {
     await expect
       .poll(about(id))
       .toEqual([{ customerId: bob.id, username: bob.username, keyId: String(id), prefix, expiresAt }]);
-    // A later key's warning comes from a later check, which looked at the first key again; the
-    // events arrive in the order they were written, so a second warning would be here by now.
+    // A later key's warning is written after the first key's; the events arrive in the order
+    // they were written, so a second warning of the first key would be here by now.
     const later = await issue(bob);
     await expect.poll(about(later.id)).toHaveLength(1);
     expect(about(id)()).toHaveLength(1);

@@ -1,7 +1,7 @@
-import type { EventMetadata, EventStore } from "@cheese/event-store";
+import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { RemoteError, type RemoteErrorBody } from "@cheese/messaging";
 import { type Clock, isoNow } from "./clock.ts";
-import { type Decider, type DomainEvent, foldEvents, handleCommand } from "./decider.ts";
+import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
 import { conflict, DomainError } from "./errors.ts";
 
 /**
@@ -12,7 +12,8 @@ import { conflict, DomainError } from "./errors.ts";
  * The first request of a key appends `Claimed` (the id it will create, the request's
  * fingerprint, the time) to `<category>-<key>` with an expected revision, so of racing requests
  * exactly one claims. Rules, the same for every service:
- *  - a repeat answers what the first request made (`earlier`), or the refusal it met
+ *  - a repeat answers what the first request made (`earlier`: the first event of the stream the
+ *    work created, which the use case answers from), or the refusal it met
  *    (`ClaimRefused`, recorded for a 4xx: a 422 stays a 422 for that key);
  *  - the same key with another fingerprint is 409 while the claim counts;
  *  - takeover: a repeat waits for the first request's result until `claimedAt` + 3 s, then does
@@ -90,30 +91,33 @@ export const claimDecider: Decider<ClaimState, ClaimCommand, ClaimEvent> = {
   },
 };
 
-export interface Claim<T> {
+export interface Claim {
   /** The id to do the work under. */
   id: number;
-  /** Set when an earlier request of the key did the work: answer with it, do nothing. */
-  earlier?: T;
   /**
-   * After the work under `id` failed: what a racing request of the same key made meanwhile
-   * (it took over, or was taken over from), or the error again; a refusal (4xx) is recorded
-   * first, so that repeats of the key answer it too.
+   * Set when an earlier request of the key did the work: the first event of the stream it
+   * created. Answer with it (the first answer, marked replayed), do nothing.
    */
-  recover(error: unknown): Promise<T>;
+  earlier?: RecordedEvent;
+  /**
+   * After the work under `id` failed: the first event of what a racing request of the same key
+   * made meanwhile (it took over, or was taken over from), or the error again; a refusal (4xx)
+   * is recorded first, so that repeats of the key answer it too.
+   */
+  failed(error: unknown): Promise<RecordedEvent>;
 }
 
-export interface ClaimOptions<T> {
+export interface ClaimOptions {
   /** Stream category of the claims, e.g. `cheeserequest`. */
   category: string;
   /** Without a key there is nothing to claim: the work gets a fresh id. */
   idempotency: IdempotencyKey | undefined;
   newId: () => Promise<number>;
   /**
-   * What the work under `id` made, as a repeat answers it (the first answer, marked replayed);
-   * undefined while nothing is.
+   * Category of the stream the work creates under the id (`cheese`: `cheese-<id>`): the work is
+   * done once that stream has its first event.
    */
-  made: (id: number) => Promise<T | undefined>;
+  creates: string;
   metadata?: EventMetadata;
 }
 
@@ -121,40 +125,31 @@ export interface ClaimOptions<T> {
 const POLL_MS = 50;
 
 /** Claims the work of a request for its Idempotency-Key; see the rules above. */
-export async function claimOnce<T>(
+export async function claimOnce(
   deps: { store: EventStore; clock: Clock },
-  options: ClaimOptions<T>,
-): Promise<Claim<T>> {
-  const { idempotency, made } = options;
+  options: ClaimOptions,
+): Promise<Claim> {
+  const { idempotency } = options;
   if (!idempotency) {
-    return { id: await options.newId(), recover: (error) => Promise.reject(error) };
+    return { id: await options.newId(), failed: (error) => Promise.reject(error) };
   }
   const stream = `${options.category}-${idempotency.key}`;
-  const recover = (id: number) => async (error: unknown) => {
-    const earlier = await made(id);
-    if (earlier) return earlier;
-    if (error instanceof RemoteError && error.body.status >= 400 && error.body.status < 500) {
-      await handleCommand(
-        deps.store,
-        stream,
-        claimDecider,
-        { type: "RecordRefusal", id, refusal: error.body },
-        { metadata: options.metadata ?? {} },
-      );
-    }
-    throw error;
-  };
   for (;;) {
-    const state = foldEvents(claimDecider, await deps.store.readStream(stream));
-    const claim = liveClaim(state, isoNow(deps.clock));
+    const state = (await deps.store.readStream(stream)).reduce(
+      (folded, event) => claimDecider.evolve(folded, event as unknown as ClaimEvent),
+      claimDecider.initialState(),
+    );
+    const now = isoNow(deps.clock);
+    const claim = liveClaim(state, now);
     if (claim) {
       // A repeat: it answers what the first request made or met, waiting for it until the takeover.
       if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
       if (state.refusal) throw refusalOf(state.refusal);
-      const earlier = await made(claim.id);
+      const earlier = await firstEvent(deps.store, options.creates, claim.id);
       const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
-      if (earlier || deps.clock.now().getTime() >= takeoverAt) {
-        return { id: claim.id, ...(earlier ? { earlier } : {}), recover: recover(claim.id) };
+      if (earlier || Date.parse(now) >= takeoverAt) {
+        const { id } = claim;
+        return { id, ...(earlier ? { earlier } : {}), failed: (error) => failed(deps, options, id, error) };
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       continue;
@@ -168,8 +163,35 @@ export async function claimOnce<T>(
       { metadata: options.metadata ?? {}, newStream: true }, // read empty just above
     );
     // Otherwise a concurrent request of the key claimed first: its claim is read next.
-    if (newEvents.length > 0) return { id, recover: recover(id) };
+    if (newEvents.length > 0) return { id, failed: (error) => failed(deps, options, id, error) };
   }
+}
+
+/** The first event of the stream the work under `id` creates, once it is done. */
+async function firstEvent(store: EventStore, creates: string, id: number) {
+  const [first] = await store.readStream(`${creates}-${id}`, { maxCount: 1 });
+  return first;
+}
+
+/** `Claim.failed`: what a racing request made meanwhile, or the error again (a 4xx recorded). */
+async function failed(
+  deps: { store: EventStore },
+  options: ClaimOptions,
+  id: number,
+  error: unknown,
+): Promise<RecordedEvent> {
+  const earlier = await firstEvent(deps.store, options.creates, id);
+  if (earlier) return earlier;
+  if (error instanceof RemoteError && error.body.status >= 400 && error.body.status < 500) {
+    await handleCommand(
+      deps.store,
+      `${options.category}-${options.idempotency!.key}`,
+      claimDecider,
+      { type: "RecordRefusal", id, refusal: error.body },
+      { metadata: options.metadata ?? {} },
+    );
+  }
+  throw error;
 }
 
 /** The refusal the first request of a key met, again. */

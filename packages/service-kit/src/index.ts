@@ -4,6 +4,7 @@ export * from "./clock.ts";
 export * from "./config.ts";
 export * from "./cursor.ts";
 export * from "./decider.ts";
+export * from "./due-timers.ts";
 export * from "./duration.ts";
 export * from "./errors.ts";
 export * from "./event-versions.ts";

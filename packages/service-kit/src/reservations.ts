@@ -90,14 +90,24 @@ function decideReservations(whenTaken: string): ReservationDecider {
   };
 }
 
-export interface UniqueValue {
+/**
+ * The aggregate that holds unique values (a cheese, a customer): its stream, its decider, and
+ * the value streams a state of it has. A stale reservation's holder is folded with it to see
+ * whether it still has the value.
+ */
+export interface Holders<S, E extends DomainEvent = DomainEvent> {
+  stream: (holder: number) => string;
+  decider: Pick<Decider<S, unknown, E>, "initialState" | "evolve">;
+  values: (state: S) => readonly string[];
+}
+
+export interface UniqueValue<S = unknown, E extends DomainEvent = DomainEvent> {
   /** The value's stream, `<category>-<normalised value>`. */
   stream: string;
   holder: number;
   /** The 409 message when another holder has it. */
   whenTaken: string;
-  /** Whether `holder` has the value now (false when it does not exist, or has another value). */
-  holds: (holder: number) => Promise<boolean>;
+  heldBy: Holders<S, E>;
 }
 
 /**
@@ -105,9 +115,9 @@ export interface UniqueValue {
  * value is seldom held already, so its stream is not read first: the append's expected revision
  * (`no_stream`) finds out when it is (see `newStream` in decider.ts).
  */
-export async function reserveUnique(
+export async function reserveUnique<S, E extends DomainEvent>(
   deps: { store: EventStore; clock: Clock },
-  value: UniqueValue,
+  value: UniqueValue<S, E>,
   metadata: EventMetadata = {},
 ): Promise<void> {
   const decider = reservationDecider(value.whenTaken);
@@ -123,8 +133,20 @@ export async function reserveUnique(
     await reserve();
   } catch (error) {
     if (!isRefusal(error, 409)) throw error;
-    const current = readReservation(await deps.store.readStream(value.stream), decider);
-    if (current.holder === undefined || !(await isStale(current, value, deps.clock))) throw error;
+    // Taken: taken over only when stale, older than a minute and not had by its holder.
+    const current = (await deps.store.readStream(value.stream)).reduce(
+      datedEvolve(decider),
+      decider.initialState(),
+    );
+    if (current.holder === undefined) throw error;
+    const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
+    if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) throw error;
+    const { heldBy } = value;
+    const holder = (await deps.store.readStream(heldBy.stream(current.holder))).reduce(
+      (state, event) => heldBy.decider.evolve(state, { type: event.type, data: event.data } as E),
+      heldBy.decider.initialState(),
+    );
+    if (heldBy.values(holder).includes(value.stream)) throw error;
     await reserve(current.holder);
   }
 }
@@ -144,18 +166,12 @@ export async function releaseUnique(
   );
 }
 
-/** The reservation, with the recorded time standing in for reservations that kept none. */
-function readReservation(events: readonly RecordedEvent[], decider: ReturnType<typeof reservationDecider>) {
-  return events.reduce<ReservationState>((state, event) => {
+/** Folds a reservation, with the recorded time standing in for reservations that kept none. */
+function datedEvolve(decider: ReservationDecider) {
+  return (state: ReservationState, event: RecordedEvent): ReservationState => {
     const next = decider.evolve(state, event as unknown as ReservationEvent);
     return next.holder !== undefined && next.reservedAt === undefined && next !== state
       ? { ...next, reservedAt: event.createdAt }
       : next;
-  }, decider.initialState());
-}
-
-async function isStale(current: ReservationState, value: UniqueValue, clock: Clock): Promise<boolean> {
-  const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
-  if (clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
-  return !(await value.holds(current.holder!));
+  };
 }

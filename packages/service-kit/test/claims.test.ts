@@ -1,4 +1,4 @@
-import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -88,20 +88,22 @@ describe("claimOnce on a real event store", () => {
   let store: EventStore;
   let clock: ManualClock;
   let nextId: number;
-  const made = new Map<number, string>();
   const options = (key: string | undefined, fingerprint = "f") => ({
     category: "thingrequest",
     idempotency: key === undefined ? undefined : { key, fingerprint },
     newId: async () => nextId++,
-    made: async (id: number) => made.get(id),
+    creates: "thing",
   });
+  /** The work under `id` is done: its stream has its first event. */
+  const make = (id: number, what: string) =>
+    store.append(`thing-${id}`, [{ type: "ThingMade", data: { what } }], { expectedRevision: "any" });
+  const what = (event: RecordedEvent | undefined) => (event?.data as { what: string } | undefined)?.what;
 
   beforeEach(() => {
     dir = tempDir("claims");
     store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
     clock = new ManualClock("2026-11-22T10:00:00.000Z");
     nextId = 1;
-    made.clear();
   });
   afterEach(async () => {
     await store.close();
@@ -117,9 +119,10 @@ describe("claimOnce on a real event store", () => {
     const first = await claimOnce({ store, clock }, options("k"));
     expect(first).toMatchObject({ id: 1 });
     expect(first.earlier).toBeUndefined();
-    made.set(first.id, "thing one");
+    await make(first.id, "thing one");
     const repeat = await claimOnce({ store, clock }, options("k"));
-    expect(repeat).toMatchObject({ id: 1, earlier: "thing one" });
+    expect(repeat.id).toBe(1);
+    expect(what(repeat.earlier)).toBe("thing one");
     await expect(claimOnce({ store, clock }, options("k", "other body"))).rejects.toMatchObject({
       body: { status: 409, message: KEY_REUSED },
     });
@@ -129,16 +132,14 @@ describe("claimOnce on a real event store", () => {
     const first = await claimOnce({ store, clock }, options("slow"));
     let settled = false;
     let looks = 0;
-    const repeat = claimOnce(
-      { store, clock },
-      {
-        ...options("slow"),
-        made: async (id: number) => {
-          looks++;
-          return made.get(id);
-        },
+    const looking: EventStore = {
+      ...store,
+      readStream: (stream, readOptions) => {
+        if (stream === `thing-${first.id}`) looks++;
+        return store.readStream(stream, readOptions);
       },
-    ).finally(() => {
+    };
+    const repeat = claimOnce({ store: looking, clock }, options("slow")).finally(() => {
       settled = true;
     });
     await clock.advance(CLAIM_TAKEOVER_AFTER_MS - 1);
@@ -155,15 +156,17 @@ describe("claimOnce on a real event store", () => {
   it("lets a repeat that waits pick up the first request's result as soon as it exists", async () => {
     const first = await claimOnce({ store, clock }, options("quick"));
     const repeat = claimOnce({ store, clock }, options("quick"));
-    made.set(first.id, "made meanwhile");
-    expect(await repeat).toMatchObject({ id: first.id, earlier: "made meanwhile" });
+    await make(first.id, "made meanwhile");
+    const answered = await repeat;
+    expect(answered.id).toBe(first.id);
+    expect(what(answered.earlier)).toBe("made meanwhile");
   });
 
   it("makes concurrent first requests of one key agree on one id", async () => {
     const claims = await Promise.all(
       Array.from({ length: 8 }, () =>
         claimOnce({ store, clock }, options("race")).then(async (claim) => {
-          if (!made.has(claim.id)) made.set(claim.id, `made ${claim.id}`);
+          if (!claim.earlier) await make(claim.id, `made ${claim.id}`);
           return claim.id;
         }),
       ),
@@ -174,16 +177,16 @@ describe("claimOnce on a real event store", () => {
   it("recovers what a racing request of the key made, or fails with the work's own error", async () => {
     const claim = await claimOnce({ store, clock }, options("recover"));
     const failure = unavailable("the catalogue is down");
-    await expect(claim.recover(failure)).rejects.toBe(failure);
-    made.set(claim.id, "made by the other");
-    expect(await claim.recover(failure)).toBe("made by the other");
+    await expect(claim.failed(failure)).rejects.toBe(failure);
+    await make(claim.id, "made by the other");
+    expect(what(await claim.failed(failure))).toBe("made by the other");
   });
 
   it("answers a repeat with the refusal the first request met, at once, even when things changed since", async () => {
     const claim = await claimOnce({ store, clock }, options("refused"));
     const failure = conflict("already exists");
-    await expect(claim.recover(failure)).rejects.toBe(failure);
-    made.set(claim.id, "would be made now");
+    await expect(claim.failed(failure)).rejects.toBe(failure);
+    await make(claim.id, "would be made now");
     await expect(claimOnce({ store, clock }, options("refused"))).rejects.toMatchObject({
       body: { status: 409, type: "conflict", message: "already exists" },
     });
@@ -194,7 +197,7 @@ describe("claimOnce on a real event store", () => {
 
   it("records no refusal for a failure the client should retry (5xx): the repeat does the work", async () => {
     const claim = await claimOnce({ store, clock }, options("retry"));
-    await expect(claim.recover(unavailable("down"))).rejects.toMatchObject({ body: { status: 503 } });
+    await expect(claim.failed(unavailable("down"))).rejects.toMatchObject({ body: { status: 503 } });
     await clock.advance(CLAIM_TAKEOVER_AFTER_MS);
     const repeat = await claimOnce({ store, clock }, options("retry"));
     expect(repeat.id).toBe(claim.id);

@@ -72,20 +72,31 @@ describe("reserveUnique on a real event store", () => {
   let dir: ReturnType<typeof tempDir>;
   let store: EventStore;
   let clock: ManualClock;
-  /** Which value each holder has now, as its own stream would say. */
-  const has = new Map<number, string>();
+  /** A thing holds the name its last `Named` event gave it. */
+  const things = {
+    stream: (holder: number) => `thing-${holder}`,
+    decider: {
+      initialState: () => ({ name: undefined as string | undefined }),
+      evolve: (_: { name: string | undefined }, event: { type: string; data: unknown }) => ({
+        name: (event.data as { name: string }).name,
+      }),
+    },
+    values: (state: { name: string | undefined }) => (state.name ? [`thingname-${state.name}`] : []),
+  };
   const value = (holder: number, name = "brie") => ({
     stream: `thingname-${name}`,
     holder,
     whenTaken: "a thing with this name already exists",
-    holds: async (h: number) => has.get(h) === name,
+    heldBy: things,
   });
+  /** The holder's own stream says it has the name now. */
+  const named = (on: EventStore, holder: number, name: string) =>
+    on.append(`thing-${holder}`, [{ type: "Named", data: { name } }], { expectedRevision: "any" });
 
   beforeEach(() => {
     dir = tempDir("reservations");
     store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
     clock = new ManualClock("2026-11-22T10:00:00.000Z");
-    has.clear();
   });
   afterEach(async () => {
     await store.close();
@@ -106,7 +117,7 @@ describe("reserveUnique on a real event store", () => {
 
   it("keeps a value for a holder that has it, however old the reservation", async () => {
     await reserveUnique({ store, clock }, value(1));
-    has.set(1, "brie");
+    await named(store, 1, "brie");
     await clock.advance(10 * RESERVATION_STALE_AFTER_MS);
     await expect(reserveUnique({ store, clock }, value(2))).rejects.toMatchObject({ body: { status: 409 } });
   });
@@ -122,7 +133,7 @@ describe("reserveUnique on a real event store", () => {
 
   it("frees a released value at once", async () => {
     await reserveUnique({ store, clock }, value(1));
-    has.set(1, "comté"); // renamed: without the release, the name would wait out its minute
+    await named(store, 1, "comté"); // renamed: without the release, the name would wait out its minute
     await releaseUnique({ store }, value(1));
     await reserveUnique({ store, clock }, value(2));
   });
@@ -135,7 +146,7 @@ describe("reserveUnique on a real event store", () => {
         body: { status: 409 },
       });
       await reserveUnique({ store: replica, clock }, value(3, "comté"));
-      has.set(3, "gouda");
+      await named(replica, 3, "gouda");
       await releaseUnique({ store: replica }, value(3, "comté"));
       await reserveUnique({ store, clock }, value(4, "comté"));
       await expect(reserveUnique({ store: replica, clock }, value(5, "comté"))).rejects.toMatchObject({

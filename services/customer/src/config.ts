@@ -7,7 +7,5 @@ export const customerConfigSchema = z.object({
   API_KEY_LIFETIME: duration("2160h"),
   /** How long before expiry api_key.expiring goes out (7 days). */
   API_KEY_EXPIRY_WARNING: duration("168h"),
-  /** How often the customer service looks for keys entering the warning window. */
-  API_KEY_EXPIRY_CHECK_INTERVAL: duration("1m"),
 });
 export type CustomerConfig = z.infer<typeof customerConfigSchema>;

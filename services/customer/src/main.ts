@@ -10,7 +10,7 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { type CustomerConfig, customerConfigSchema } from "./config.ts";
-import { startExpiryWarnings } from "./handlers/api-key-expiry.ts";
+import { expiryWarnings } from "./handlers/api-key-expiry.ts";
 import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from "./handlers/api-keys.ts";
 import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts";
 import type { CustomerDeps } from "./handlers/deps.ts";
@@ -48,6 +48,16 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
       keyStore = createFileKeyStore(join(serviceDataDir(config, "customer"), "keys"));
     }
     const vault = new PersonalDataVault(keyStore);
+    const warnings = expiryWarnings({
+      store,
+      clock: ctx.clock,
+      warnBeforeMs: config.API_KEY_EXPIRY_WARNING,
+      logger,
+    });
+    ctx.onStop(warnings);
+    // Completes every deletion it sees, so one cut short by a crash is finished on restart.
+    const projectKeys = projectApiKeys((customerId) => completeDeletion({ store, vault }, customerId));
+    let live = false;
     const apiKeys = await startProjection({
       name: "api_keys",
       version: API_KEYS_VERSION,
@@ -55,12 +65,16 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
       eventStore: store,
       readModels,
       categories: ["customer"],
-      // Completes every deletion it sees, so one cut short by a crash is finished on restart.
-      apply: projectApiKeys((customerId) => completeDeletion({ store, vault }, customerId)),
+      async apply(event, models) {
+        await projectKeys(event, models);
+        if (live) warnings.apply(event);
+      },
       logger,
     });
     ctx.onStop(apiKeys);
     await apiKeys.ready;
+    live = true;
+    await warnings.load(readModels);
     ctx.onStop(
       await startPublisher({
         service: "customer",
@@ -72,17 +86,6 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
       }),
     );
     ctx.onStop(countDeliveredOrders(bus, store, logger));
-    ctx.onStop(
-      startExpiryWarnings({
-        store,
-        readModels,
-        apiKeys,
-        clock: ctx.clock,
-        warnBeforeMs: config.API_KEY_EXPIRY_WARNING,
-        intervalMs: config.API_KEY_EXPIRY_CHECK_INTERVAL,
-        logger,
-      }),
-    );
 
     const passwords = new PasswordChecker();
     await passwords.warmUp();

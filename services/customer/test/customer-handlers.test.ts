@@ -79,3 +79,34 @@ describe("the customer service's handlers", () => {
       });
   });
 });
+
+describe("API-key expiry warnings, on the service's clock", () => {
+  let spec: ServiceSpec;
+  beforeEach(async () => {
+    spec = await serviceSpec(customerService, {
+      start: at,
+      env: { API_KEY_LIFETIME: "2h", API_KEY_EXPIRY_WARNING: "1h" },
+    });
+  });
+  afterEach(async () => {
+    await spec.stop();
+  });
+
+  const warnings = async () =>
+    (await spec.store.readStream("customer-1")).filter((event) => event.type === "ApiKeyExpiring");
+
+  it("warns of a key once, when the clock reaches its warning window, and never of a revoked one", async () => {
+    await spec.given().when(customerRpc.register, { fields: alice }).thenReturns({});
+    const kept = await spec.call(customerRpc.createApiKey, { username: "alice", asCustomer: 1 });
+    const revoked = await spec.call(customerRpc.createApiKey, { username: "alice", asCustomer: 1 });
+    await spec.call(customerRpc.revokeApiKey, { username: "alice", keyId: revoked.id, asCustomer: 1 });
+    await spec.clock.advance(3_600_000 - 1);
+    expect(await warnings()).toEqual([]);
+    await spec.clock.advance(1);
+    await expect
+      .poll(async () => (await warnings()).map((event) => event.data))
+      .toEqual([expect.objectContaining({ keyId: kept.id })]);
+    await spec.clock.advance(3_600_000);
+    expect(await warnings()).toHaveLength(1);
+  });
+});

@@ -3,6 +3,7 @@ import { consumeEvents } from "@cheese/messaging";
 import {
   contextFromHeaders,
   contextLogger,
+  dueTimers,
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
@@ -22,7 +23,7 @@ import {
   getOrderAsOf,
   listOrders,
 } from "./handlers/order-queries.ts";
-import { createReviewScheduler, reviewOrder } from "./handlers/order-review.ts";
+import { reviewOrder } from "./handlers/order-review.ts";
 import { customerVaultOverBus } from "./handlers/personal-data.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
@@ -46,13 +47,18 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
     const vault = customerVaultOverBus(bus, config.RPC_TIMEOUT);
 
     // The process manager: every placed order gets a review ORDER_AUTO_APPROVE_DELAY after
-    // placement. Its schedule is the set of placed orders, so it follows the projection.
-    const reviews = createReviewScheduler({
-      delayMs: config.ORDER_AUTO_APPROVE_DELAY,
-      review: (orderId) => reviewOrder({ store, clock, catalogue }, orderId),
+    // placement (the kit's due timers). Its schedule is the set of placed orders, so it follows
+    // the projection.
+    const reviews = dueTimers<number>({
+      name: "order review",
       clock,
       logger,
+      run: (orderId) => reviewOrder({ store, clock, catalogue }, orderId),
     });
+    const review = (order: Order) => {
+      if (reviews.dueAt(order.id) !== undefined) return;
+      reviews.set(order.id, Date.parse(order.createdAt) + config.ORDER_AUTO_APPROVE_DELAY);
+    };
     ctx.onStop(reviews);
     let live = false;
     const projection = await startProjection({
@@ -67,15 +73,15 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
         await projectOrder(event, models);
         if (!live) return;
         const { order } = event.data as { order: Order };
-        if (order.status === "placed") reviews.schedule(order.id, order.createdAt);
-        else reviews.forget(order.id);
+        if (order.status === "placed") review(order);
+        else reviews.delete(order.id);
       },
     });
     ctx.onStop(projection);
     await projection.ready;
     live = true;
     for (const { order } of await readModels.collection<OrderDocument>(ORDERS).find({ status: "placed" })) {
-      reviews.schedule(order.id, order.createdAt);
+      review(order);
     }
 
     ctx.onStop(

@@ -1,10 +1,8 @@
 import { Order, orderingRpc } from "@cheese/contracts";
-import { createLogger } from "@cheese/service-kit";
-import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
+import { type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
-import { createReviewScheduler } from "../src/handlers/order-review.ts";
 import { orderingService } from "../src/main.ts";
 import { newBroker } from "./support.ts";
 
@@ -153,30 +151,5 @@ describe("ordering's handlers", () => {
     expect(await status()).toBe("placed");
     await spec.clock.advance(1);
     await expect.poll(status).toBe("approved");
-  });
-});
-
-describe("the review schedule", () => {
-  it("reviews an order exactly when its delay has passed, not a millisecond before", async () => {
-    const clock = new ManualClock(placedAt);
-    const reviewed: number[] = [];
-    const reviews = createReviewScheduler({
-      delayMs: HOUR,
-      review: async (orderId) => {
-        reviewed.push(orderId);
-      },
-      clock,
-      logger: createLogger("test", "silent"),
-    });
-    reviews.schedule(7, placedAt);
-    reviews.schedule(8, new Date(Date.parse(placedAt) + 10).toISOString());
-    await clock.advance(HOUR - 1);
-    expect(reviewed).toEqual([]);
-    await clock.advance(1);
-    expect(reviewed).toEqual([7]);
-    reviews.forget(8);
-    await clock.advance(HOUR);
-    expect(reviewed).toEqual([7]);
-    await reviews.close();
   });
 });

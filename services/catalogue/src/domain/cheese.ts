@@ -13,6 +13,7 @@ import {
   type DomainEvent,
   notFound,
   preconditionFailed,
+  type UniqueValue,
 } from "@cheese/service-kit";
 import type { z } from "zod";
 
@@ -163,6 +164,15 @@ export function replyOf(state: CheeseState): CheeseReply {
   return { cheese: requirePresent(state).cheese, revision: state.revision };
 }
 
+/**
+ * The answer to a repeat of a create (the same Idempotency-Key): the cheese as its `CheeseAdded`
+ * recorded it, with that event's revision (the first answer's body and ETag), marked replayed.
+ */
+export function replayOf(added: { data: unknown; revision: number }): CheeseReply & { replayed: true } {
+  const { cheese } = added.data as Extract<CheeseEvent, { type: "CheeseAdded" }>["data"];
+  return { cheese, revision: added.revision, replayed: true };
+}
+
 /** If-Match: 412 unless the cheese is still at one of the revisions the client saw. */
 function checkPrecondition(state: Present, ifMatch: Precondition | undefined): void {
   if (ifMatch === undefined || ifMatch === "*") return;
@@ -280,4 +290,21 @@ export function cheeseOf(id: number, details: CheeseDetails, createdAt: string, 
 function comparable(details: CheeseDetails): string {
   const { id: _id, createdAt: _c, updatedAt: _u, ...rest } = cheeseOf(0, details, "", "");
   return JSON.stringify(rest);
+}
+
+/** A cheese's (category, name) as a unique value it holds (the service kit's `reserveUnique`). */
+export function cheeseName(
+  cheeseId: number,
+  cheese: { name: string; category?: { id: number } | undefined },
+): UniqueValue<CheeseState, CheeseEvent> {
+  return {
+    stream: cheeseNameStream(cheese),
+    holder: cheeseId,
+    whenTaken: NAME_TAKEN,
+    heldBy: {
+      stream: cheeseStream,
+      decider: cheeseDecider,
+      values: (state) => (state.phase === "present" ? [cheeseNameStream(state.cheese)] : []),
+    },
+  };
 }

@@ -1,5 +1,4 @@
 import type { CheeseFields, CheeseReply } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
 import {
   claimOnce,
   contextMetadata,
@@ -7,16 +6,17 @@ import {
   handleCommand,
   type IdempotencyKey,
   isoNow,
+  reserveUnique,
 } from "@cheese/service-kit";
-import { type CheeseEvent, cheeseDecider, cheeseOf, cheeseStream, replyOf } from "../domain/cheese.ts";
+import { cheeseDecider, cheeseName, cheeseOf, cheeseStream, replayOf, replyOf } from "../domain/cheese.ts";
 import type { CatalogueDeps } from "./deps.ts";
-import { reserveName, resolveDetails } from "./names.ts";
+import { resolveDetails } from "./names.ts";
 
 /**
- * POST /cheeses: resolve the category and tag ids, claim the cheese id (for an Idempotency-Key:
- * a repeat answers with the cheese as first created, 201 with the same body and ETag, or with the
- * refusal the first request met), reserve the name within the category (409 when taken), add the
- * cheese, answer it.
+ * POST /cheeses, top to bottom: build the cheese (category and tag ids), claim its id once per
+ * Idempotency-Key (a repeat answers with the cheese as first created, 201 with the same body and
+ * ETag, or with the refusal the first request met), reserve the name within the category (409
+ * when taken), handle `AddCheese` on the cheese's stream, answer it.
  */
 export async function addCheese(
   deps: CatalogueDeps,
@@ -29,12 +29,12 @@ export async function addCheese(
     category: "cheeserequest",
     idempotency: request.idempotency,
     newId: () => deps.cheeseIds.nextId(),
-    made: (cheeseId) => addedReply(deps.store, cheeseId),
+    creates: "cheese",
     metadata,
   });
-  if (claim.earlier) return claim.earlier;
+  if (claim.earlier) return replayOf(claim.earlier);
   try {
-    await reserveName(deps, claim.id, details, metadata);
+    await reserveUnique(deps, cheeseName(claim.id, details), metadata);
     const at = isoNow(deps.clock);
     const { state } = await handleCommand(
       deps.store,
@@ -45,17 +45,6 @@ export async function addCheese(
     );
     return replyOf(state);
   } catch (error) {
-    return claim.recover(error);
+    return replayOf(await claim.failed(error));
   }
-}
-
-/** The cheese as it was created (the first response's body and ETag), as a replay; or undefined. */
-async function addedReply(
-  store: EventStore,
-  cheeseId: number,
-): Promise<(CheeseReply & { replayed: true }) | undefined> {
-  const [first] = await store.readStream(cheeseStream(cheeseId), { maxCount: 1 });
-  if (first?.type !== "CheeseAdded") return undefined;
-  const { cheese } = first.data as Extract<CheeseEvent, { type: "CheeseAdded" }>["data"];
-  return { cheese, revision: first.revision, replayed: true };
 }

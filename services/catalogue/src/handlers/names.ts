@@ -1,13 +1,12 @@
 import type { CheeseChanges, CheeseFields } from "@cheese/contracts";
 import { type EventMetadata, WrongExpectedRevisionError } from "@cheese/event-store";
-import { foldEvents, type Logger, releaseUnique, reserveUnique } from "@cheese/service-kit";
+import { type Logger, releaseUnique, reserveUnique } from "@cheese/service-kit";
 import {
   type CheeseChangeSet,
   type CheeseDetails,
   type CheeseState,
-  cheeseDecider,
+  cheeseName,
   cheeseNameStream,
-  cheeseStream,
   NAME_TAKEN,
   normaliseName,
 } from "../domain/cheese.ts";
@@ -92,21 +91,6 @@ function remember(deps: CatalogueDeps, stream: string, id: number): number {
   return id;
 }
 
-/** Reserves the cheese's (category, name) for it: 409 when another cheese has it. */
-export function reserveName(
-  deps: CatalogueDeps,
-  cheeseId: number,
-  cheese: { name: string; category?: { id: number } | undefined },
-  metadata: EventMetadata,
-): Promise<void> {
-  const stream = cheeseNameStream(cheese);
-  const holds = async (holder: number) => {
-    const state = foldEvents(cheeseDecider, await deps.store.readStream(cheeseStream(holder)));
-    return state.phase === "present" && cheeseNameStream(state.cheese) === stream;
-  };
-  return reserveUnique(deps, { stream, holder: cheeseId, whenTaken: NAME_TAKEN, holds }, metadata);
-}
-
 /** `beforeAppend` of a change: a cheese given a new (category, name) reserves it first. */
 export async function reserveNewName(
   deps: CatalogueDeps,
@@ -117,7 +101,7 @@ export async function reserveNewName(
   if (after.phase !== "present") return;
   if (before.phase === "present" && cheeseNameStream(before.cheese) === cheeseNameStream(after.cheese))
     return;
-  await reserveName(deps, after.cheese.id, after.cheese, metadata);
+  await reserveUnique(deps, cheeseName(after.cheese.id, after.cheese), metadata);
 }
 
 /**

@@ -1,8 +1,15 @@
 import type { EventMetadata } from "@cheese/event-store";
-import { releaseUnique, reserveUnique, type UniqueValue } from "@cheese/service-kit";
-import { type CustomerState, emailStream, IDENTITY_TAKEN, usernameStream } from "../domain/customer.ts";
+import { type Holders, releaseUnique, reserveUnique, type UniqueValue } from "@cheese/service-kit";
+import {
+  type CustomerEvent,
+  type CustomerState,
+  customerDecider,
+  customerStream,
+  emailStream,
+  IDENTITY_TAKEN,
+  usernameStream,
+} from "../domain/customer.ts";
 import type { CustomerDeps } from "./deps.ts";
-import { loadCustomer } from "./lookup.ts";
 
 /** What a customer holds as unique: its username and (the keyed hash of) its email. */
 interface Identity {
@@ -12,25 +19,25 @@ interface Identity {
 }
 
 /** The customer's username and email as unique values, in the order they are reserved. */
-function uniqueValues(deps: Pick<CustomerDeps, "store">, identity: Identity): UniqueValue[] {
-  const holds = (stream: string) => async (holder: number) => {
-    const loaded = await loadCustomer(deps.store, holder);
-    if (!loaded) return false;
-    const { username, emailKey } = loaded.customer;
-    return usernameStream(username) === stream || emailStream(emailKey) === stream;
-  };
-  const username = usernameStream(identity.username);
-  const email = emailStream(identity.emailKey);
-  return [
-    {
-      stream: username,
-      holder: identity.customerId,
-      whenTaken: IDENTITY_TAKEN,
-      holds: holds(username),
-    },
-    { stream: email, holder: identity.customerId, whenTaken: IDENTITY_TAKEN, holds: holds(email) },
-  ];
+function uniqueValues(identity: Identity): UniqueValue<CustomerState, CustomerEvent>[] {
+  const holder = identity.customerId;
+  return [usernameStream(identity.username), emailStream(identity.emailKey)].map((stream) => ({
+    stream,
+    holder,
+    whenTaken: IDENTITY_TAKEN,
+    heldBy: customers,
+  }));
 }
+
+/** A customer, as the holder of its username and email. */
+const customers: Holders<CustomerState, CustomerEvent> = {
+  stream: customerStream,
+  decider: customerDecider,
+  values: (state) =>
+    state.status === "active"
+      ? [usernameStream(state.customer.username), emailStream(state.customer.emailKey)]
+      : [],
+};
 
 /** Reserves the username, then the email (409 when either is someone else's). */
 export async function reserveIdentity(
@@ -38,7 +45,7 @@ export async function reserveIdentity(
   identity: Identity,
   metadata: EventMetadata,
 ): Promise<void> {
-  for (const value of uniqueValues(deps, identity)) await reserveUnique(deps, value, metadata);
+  for (const value of uniqueValues(identity)) await reserveUnique(deps, value, metadata);
 }
 
 /** Gives back whichever of the customer's username and email it holds. */
@@ -47,7 +54,7 @@ export async function releaseIdentity(
   identity: Identity,
   metadata: EventMetadata,
 ): Promise<void> {
-  for (const value of uniqueValues(deps, identity)) await releaseUnique(deps, value, metadata);
+  for (const value of uniqueValues(identity)) await releaseUnique(deps, value, metadata);
 }
 
 /** `beforeAppend` of a profile change: a new username or email is reserved first. */
@@ -58,10 +65,9 @@ export async function reserveNewIdentity(
 ): Promise<void> {
   const { before, after } = change;
   if (after.status !== "active") return;
-  for (const value of uniqueValues(deps, after.customer)) {
+  for (const value of uniqueValues(after.customer)) {
     const had =
-      before.status === "active" &&
-      uniqueValues(deps, before.customer).some((old) => old.stream === value.stream);
+      before.status === "active" && uniqueValues(before.customer).some((old) => old.stream === value.stream);
     if (!had) await reserveUnique(deps, value, metadata);
   }
 }
@@ -74,9 +80,8 @@ export async function releaseOldIdentity(
 ): Promise<void> {
   const { before, after } = change;
   if (before.status !== "active") return;
-  const kept =
-    after.status === "active" ? uniqueValues(deps, after.customer).map((value) => value.stream) : [];
-  for (const value of uniqueValues(deps, before.customer)) {
+  const kept = after.status === "active" ? uniqueValues(after.customer).map((value) => value.stream) : [];
+  for (const value of uniqueValues(before.customer)) {
     if (!kept.includes(value.stream)) await releaseUnique(deps, value, metadata);
   }
 }

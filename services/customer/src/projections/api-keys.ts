@@ -37,7 +37,7 @@ export const apiKeysCollection: CollectionDefinition = {
     { name: "every API-key request: the key by its hash (handlers/api-keys.ts)", filter: { keyHash: "h" } },
     { name: "CustomerDeleted: the customer's keys go (this projection)", filter: { customerId: 7 } },
     {
-      name: "expiry warnings: keys expiring soonest (handlers/api-key-expiry.ts)",
+      name: "expiry warnings: every key neither revoked nor warned, at start (handlers/api-key-expiry.ts)",
       filter: { revoked: false, warned: false, expiresAtMs: { $lte: 0 } },
       sort: { expiresAtMs: 1, _id: 1 },
     },

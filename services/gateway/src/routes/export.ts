@@ -43,34 +43,62 @@ const CustomerExport = z
       "Everything the system holds about a customer, in one JSON document (data portability, GDPR Art. 20).",
   });
 
-const exportCustomer = (deps: GatewayDeps) =>
-  secured(
-    { apiKey: true, bearer: true },
-    deps.authorize,
-    createRoute({
-      method: "get",
-      path: "/customer/{username}/export",
-      operationId: "exportCustomerData",
-      tags: ["Customers"],
-      summary:
-        "Everything the system holds about a customer, as one JSON document (the customer, or an operator key)",
-      description:
-        "The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. " +
-        "A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.",
-      request: { params: UsernameParam },
-      responses: {
-        ...commonResponses,
-        200: {
-          description: "the export",
-          content: { "application/json": { schema: CustomerExport } },
+function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
+  api.openapi(
+    secured(
+      { apiKey: true, bearer: true },
+      deps.authorize,
+      createRoute({
+        method: "get",
+        path: "/customer/{username}/export",
+        operationId: "exportCustomerData",
+        tags: ["Customers"],
+        summary:
+          "Everything the system holds about a customer, as one JSON document (the customer, or an operator key)",
+        description:
+          "The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. " +
+          "A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.",
+        request: { params: UsernameParam },
+        responses: {
+          ...commonResponses,
+          200: {
+            description: "the export",
+            content: { "application/json": { schema: CustomerExport } },
+          },
+          401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+          403: errorResponse("another customer's account, or credentials of the wrong kind"),
+          404: errorResponse("customer not found, or erased"),
         },
-        401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-        403: errorResponse("another customer's account, or credentials of the wrong kind"),
-        404: errorResponse("customer not found, or erased"),
-      },
-    }),
-    noStore,
+      }),
+      noStore,
+    ),
+    async (c) => {
+      const { username } = c.req.valid("param");
+      const exportedAt = deps.clock.now().toISOString();
+      const account = await callService(deps, c, customerRpc.export, {
+        username,
+        asCustomer: actingCustomer(c.get("caller"), true),
+      });
+      const customerId = account.customer.id;
+      const [{ orders, addresses }, live] = await Promise.all([
+        callService(deps, c, orderingRpc.customerOrders, { customerId }),
+        grants.grantsOf(customerId),
+      ]);
+      return c.json(
+        {
+          exportedAt,
+          customer: account.customer,
+          addresses,
+          orders,
+          apiKeys: account.apiKeys,
+          oauthGrants: live.map(grantView),
+          history: account.history,
+        },
+        200,
+      );
+    },
   );
+}
 
 /**
  * GET /customer/{username}/export (docs/identity.md "Data portability"): the customer service
@@ -78,29 +106,5 @@ const exportCustomer = (deps: GatewayDeps) =>
  * gateway's own, as the authorization server.
  */
 export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
-  api.openapi(exportCustomer(deps), async (c) => {
-    const { username } = c.req.valid("param");
-    const exportedAt = deps.clock.now().toISOString();
-    const account = await callService(deps, c, customerRpc.export, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), true),
-    });
-    const customerId = account.customer.id;
-    const [{ orders, addresses }, live] = await Promise.all([
-      callService(deps, c, orderingRpc.customerOrders, { customerId }),
-      grants.grantsOf(customerId),
-    ]);
-    return c.json(
-      {
-        exportedAt,
-        customer: account.customer,
-        addresses,
-        orders,
-        apiKeys: account.apiKeys,
-        oauthGrants: live.map(grantView),
-        history: account.history,
-      },
-      200,
-    );
-  });
+  exportCustomer(api, deps, grants);
 }

@@ -36,108 +36,149 @@ const publicRoute = <R extends Parameters<typeof secured>[2]>(deps: GatewayDeps,
 const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
 const channelId = (kind: string) => kind.replace(".", "_");
 
-const eventTypes = (deps: GatewayDeps) =>
-  publicRoute(
-    deps,
-    createRoute({
-      method: "get",
-      path: "/webhooks/event-types",
-      operationId: "listWebhookEventTypes",
-      tags: ["Webhook events"],
-      summary: "The event catalogue: every kind, when it is sent, its data schema and an example",
-      description:
-        "Every kind a registration may ask for, with when it is sent, the JSON Schema of the envelope's `data` and an " +
-        "example delivery body. The same as the OpenAPI document's `webhooks` section and /v2/asyncapi.json.",
-      responses: {
-        ...commonResponses,
-        200: { description: "every event kind", content: json(WebhookEventTypeList) },
-      },
-    }),
-  );
+// The bodies are serialised once; the schemas below describe them.
+const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
+const catalogues = new WeakMap<OpenAPIHono<GatewayEnv>, { eventTypes: string; asyncApi: string }>();
 
-const asyncApi = (deps: GatewayDeps) =>
-  publicRoute(
-    deps,
-    createRoute({
-      method: "get",
-      path: "/asyncapi.json",
-      operationId: "asyncApiDocument",
-      tags: ["Webhook events"],
-      summary: "The AsyncAPI 3 document of the webhook events and their headers",
-      description:
-        "One channel per event kind (its address is the registration's URL), with the delivery headers and the envelope.",
-      responses: {
-        ...commonResponses,
-        200: {
-          description: "an AsyncAPI 3.1 document",
-          content: json(z.object({ asyncapi: z.string() }).passthrough()),
+/** Made on first use, when every route is registered; the same bytes ever after. */
+function catalogueOf(api: OpenAPIHono<GatewayEnv>): { eventTypes: string; asyncApi: string } {
+  let catalogue = catalogues.get(api);
+  if (!catalogue) {
+    catalogue = makeCatalogue(openApiDocument(api));
+    catalogues.set(api, catalogue);
+  }
+  return catalogue;
+}
+
+function eventTypes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    publicRoute(
+      deps,
+      createRoute({
+        method: "get",
+        path: "/webhooks/event-types",
+        operationId: "listWebhookEventTypes",
+        tags: ["Webhook events"],
+        summary: "The event catalogue: every kind, when it is sent, its data schema and an example",
+        description:
+          "Every kind a registration may ask for, with when it is sent, the JSON Schema of the envelope's `data` and an " +
+          "example delivery body. The same as the OpenAPI document's `webhooks` section and /v2/asyncapi.json.",
+        responses: {
+          ...commonResponses,
+          200: { description: "every event kind", content: json(WebhookEventTypeList) },
         },
-      },
-    }),
+      }),
+    ),
+    (c) => c.body(catalogueOf(api).eventTypes, 200, jsonHeaders) as never,
   );
+}
+
+function asyncApi(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    publicRoute(
+      deps,
+      createRoute({
+        method: "get",
+        path: "/asyncapi.json",
+        operationId: "asyncApiDocument",
+        tags: ["Webhook events"],
+        summary: "The AsyncAPI 3 document of the webhook events and their headers",
+        description:
+          "One channel per event kind (its address is the registration's URL), with the delivery headers and the envelope.",
+        responses: {
+          ...commonResponses,
+          200: {
+            description: "an AsyncAPI 3.1 document",
+            content: json(z.object({ asyncapi: z.string() }).passthrough()),
+          },
+        },
+      }),
+    ),
+    (c) => c.body(catalogueOf(api).asyncApi, 200, jsonHeaders) as never,
+  );
+}
 
 const keysDescription =
   "The JWK set (OKP, Ed25519) of the system's webhook signing key: the v1a signatures in webhook-signature verify " +
   "with it alone. During a key rotation's overlap it holds both keys, the new one first.";
 
-const signingKeys = (deps: GatewayDeps) =>
-  publicRoute(
-    deps,
-    createRoute({
-      method: "get",
-      path: "/webhooks/keys",
-      operationId: "webhookSigningKeys",
-      tags: ["Webhook events"],
-      summary: "The public keys of the v1a webhook signatures (a JWK set)",
-      description: keysDescription,
-      responses: {
-        ...commonResponses,
-        200: { description: "a JWK set", content: json(WebhookSigningKeySet) },
-      },
-    }),
-  );
-
-const wellKnownKeys = createRoute({
-  method: "get",
-  path: "/.well-known/webhook-keys.json",
-  operationId: "wellKnownWebhookSigningKeys",
-  tags: ["Webhook events"],
-  summary: "The public keys of the v1a webhook signatures (a JWK set), at the gateway root",
-  description: `${keysDescription} The same set as GET /v2/webhooks/keys.`,
-  servers: atRoot,
-  security: [],
-  responses: {
-    ...commonResponses,
-    200: { description: "a JWK set", content: json(WebhookSigningKeySet) },
-  },
-});
-
-const rotateSigningKey = (deps: GatewayDeps) =>
-  operatorRoute(
-    deps,
-    createRoute({
-      method: "post",
-      path: "/webhooks/keys/rotate",
-      operationId: "rotateWebhookSigningKey",
-      tags: ["Webhooks"],
-      summary: "Rotate the system's webhook signing key without a gap",
-      description:
-        "A new Ed25519 key signs every v1a signature from now on and is published at once. During the overlap (24 h " +
-        "unless overlapSeconds says otherwise, at most 7 days) the previous key also signs and stays published, so " +
-        "receivers holding either key set verify every delivery.",
-      request: { body: { required: false, content: json(RotateSigningKeyInput) } },
-      responses: {
-        ...operatorResponses,
-        200: {
-          description: "the new key and until when the previous one signs",
-          content: json(SigningKeyRotated),
+function signingKeys(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    publicRoute(
+      deps,
+      createRoute({
+        method: "get",
+        path: "/webhooks/keys",
+        operationId: "webhookSigningKeys",
+        tags: ["Webhook events"],
+        summary: "The public keys of the v1a webhook signatures (a JWK set)",
+        description: keysDescription,
+        responses: {
+          ...commonResponses,
+          200: { description: "a JWK set", content: json(WebhookSigningKeySet) },
         },
-        422: validationErrorResponse,
-      },
-    }),
-    "only operator API keys may rotate the webhook signing key",
-    emptyBodyIsNoBody,
+      }),
+    ),
+    async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {}), 200),
   );
+}
+
+/** The same key set at the gateway root, outside /v2 (a plain route, described in the document). */
+function wellKnownKeys(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  const route = createRoute({
+    method: "get",
+    path: "/.well-known/webhook-keys.json",
+    operationId: "wellKnownWebhookSigningKeys",
+    tags: ["Webhook events"],
+    summary: "The public keys of the v1a webhook signatures (a JWK set), at the gateway root",
+    description: `${keysDescription} The same set as GET /v2/webhooks/keys.`,
+    servers: atRoot,
+    security: [],
+    responses: {
+      ...commonResponses,
+      200: { description: "a JWK set", content: json(WebhookSigningKeySet) },
+    },
+  });
+  api.openAPIRegistry.registerPath(route);
+  app.get(route.path, async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {})));
+}
+
+function rotateSigningKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    operatorRoute(
+      deps,
+      createRoute({
+        method: "post",
+        path: "/webhooks/keys/rotate",
+        operationId: "rotateWebhookSigningKey",
+        tags: ["Webhooks"],
+        summary: "Rotate the system's webhook signing key without a gap",
+        description:
+          "A new Ed25519 key signs every v1a signature from now on and is published at once. During the overlap (24 h " +
+          "unless overlapSeconds says otherwise, at most 7 days) the previous key also signs and stays published, so " +
+          "receivers holding either key set verify every delivery.",
+        request: { body: { required: false, content: json(RotateSigningKeyInput) } },
+        responses: {
+          ...operatorResponses,
+          200: {
+            description: "the new key and until when the previous one signs",
+            content: json(SigningKeyRotated),
+          },
+          422: validationErrorResponse,
+        },
+      }),
+      "only operator API keys may rotate the webhook signing key",
+      emptyBodyIsNoBody,
+    ),
+    async (c) => {
+      const { overlapSeconds } = c.req.valid("json");
+      const rotated = await callService(deps, c, notificationRpc.rotateSigningKey, {
+        ...(overlapSeconds !== undefined ? { overlapMs: overlapSeconds * 1000 } : {}),
+      });
+      return c.json(rotated, 200);
+    },
+  );
+}
 
 /**
  * Registers the catalogue's routes. Before the registration routes: `/webhooks/keys` and
@@ -148,30 +189,11 @@ export function webhookCatalogueRoutes(
   api: OpenAPIHono<GatewayEnv>,
   deps: GatewayDeps,
 ): void {
-  // Made on first use, when every route is registered; the same bytes ever after.
-  let catalogue: { eventTypes: string; asyncApi: string } | undefined;
-  const made = () => {
-    catalogue ??= makeCatalogue(openApiDocument(api));
-    return catalogue;
-  };
-  const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
-  // The bodies are serialised once; the schemas above describe them.
-  api.openapi(eventTypes(deps), (c) => c.body(made().eventTypes, 200, jsonHeaders) as never);
-  api.openapi(asyncApi(deps), (c) => c.body(made().asyncApi, 200, jsonHeaders) as never);
-  api.openapi(signingKeys(deps), async (c) =>
-    c.json(await callService(deps, c, notificationRpc.signingKeys, {}), 200),
-  );
-  api.openAPIRegistry.registerPath(wellKnownKeys);
-  app.get(wellKnownKeys.path, async (c) =>
-    c.json(await callService(deps, c, notificationRpc.signingKeys, {})),
-  );
-  api.openapi(rotateSigningKey(deps), async (c) => {
-    const { overlapSeconds } = c.req.valid("json");
-    const rotated = await callService(deps, c, notificationRpc.rotateSigningKey, {
-      ...(overlapSeconds !== undefined ? { overlapMs: overlapSeconds * 1000 } : {}),
-    });
-    return c.json(rotated, 200);
-  });
+  eventTypes(api, deps);
+  asyncApi(api, deps);
+  signingKeys(api, deps);
+  wellKnownKeys(app, api, deps);
+  rotateSigningKey(api, deps);
   registerWebhookEvents(api);
 }
 

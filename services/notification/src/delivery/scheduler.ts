@@ -2,6 +2,8 @@ import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import {
   type Clock,
   DomainError,
+  type DueTimers,
+  dueTimers,
   endSpan,
   extractTrace,
   type Follower,
@@ -78,8 +80,6 @@ interface WebhookView {
   disableAskedFor?: string;
 }
 
-/** Longest sleep between scans: a safety net; appends and timers normally wake it first. */
-const MAX_SLEEP_MS = 1000;
 const FINISHED_MEMORY = 10_000;
 const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
 
@@ -97,6 +97,11 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * on: at most that one attempt may have reached the receiver without us knowing, and the
  * receiver deduplicates it by webhook-id.
  *
+ * When each delivery is due (its attempt's due time, or its lease's end for one in flight) is a
+ * due timer of the kit (`dueTimers`, keyed by delivery id), set from the delivery's state as it
+ * is folded: a due delivery joins the due set, from which each scan starts what it may, oldest
+ * event first.
+ *
  * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
  * time; once it is resumed they go out oldest first.
  *
@@ -109,6 +114,9 @@ export class DeliveryScheduler {
   /** Revisions at which recent deliveries finished, so late events about them cost no read. */
   private readonly finished = new Map<number, { revision: number; webhookId: number }>();
   private readonly busy = new Set<number>();
+  /** Deliveries whose time has come (their timers ran), until their state moves on. */
+  private readonly due = new Set<number>();
+  private readonly timers: DueTimers<number>;
   private readonly inFlightPerWebhook = new Map<number, number>();
   private readonly work = new Set<Promise<void>>();
   private readonly openedSecrets = new Map<string, string>();
@@ -122,7 +130,6 @@ export class DeliveryScheduler {
   private position: number | undefined;
   private savedPosition: number | undefined;
   private following: Promise<Follower> | undefined;
-  private timer: Timer | undefined;
   private snapshotTimer: Timer | undefined;
   private tickQueued = false;
   private closed = false;
@@ -140,6 +147,17 @@ export class DeliveryScheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.clock = options.clock ?? systemClock;
+    this.timers = dueTimers<number>({
+      name: "delivery schedule",
+      clock: this.clock,
+      logger: options.logger,
+      // Its work only marks the delivery due: the scan decides what starts (slots, pauses, order).
+      run: async (deliveryId) => {
+        this.due.add(deliveryId);
+        this.wake();
+      },
+      concurrency: Number.MAX_SAFE_INTEGER,
+    });
   }
 
   private now(): number {
@@ -186,7 +204,7 @@ export class DeliveryScheduler {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.timer?.cancel();
+    await this.timers.close();
     this.snapshotTimer?.cancel();
     await (await this.following)?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
@@ -247,7 +265,9 @@ export class DeliveryScheduler {
     }
     if (!snapshot) return;
     for (const { deliveryId, trace, ...entry } of snapshot.deliveries) {
-      this.index.set(deliveryId, { deliveryId, ...entry, body: "" } as Tracked);
+      const tracked = { deliveryId, ...entry, body: "" } as Tracked;
+      this.index.set(deliveryId, tracked);
+      this.schedule(deliveryId, tracked);
       if (trace) this.traces.set(deliveryId, trace);
     }
     for (const { webhookId, status, failingSince } of snapshot.webhooks) {
@@ -385,13 +405,29 @@ export class DeliveryScheduler {
     if (state.status === "absent") return;
     if (isFinished(state)) {
       this.index.delete(deliveryId);
+      this.due.delete(deliveryId);
+      this.timers.delete(deliveryId);
       this.traces.delete(deliveryId);
       this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
       if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.keys().next().value!);
       return;
     }
     this.finished.delete(deliveryId);
-    this.index.set(deliveryId, { ...state, body: "", revision });
+    const tracked = { ...state, body: "", revision };
+    this.index.set(deliveryId, tracked);
+    this.schedule(deliveryId, tracked);
+  }
+
+  /** When the delivery is due next: its attempt's due time, or the end of its attempt's lease. */
+  private schedule(deliveryId: number, tracked: Tracked): void {
+    this.due.delete(deliveryId);
+    if (tracked.status === "pending" || tracked.status === "retry_scheduled") {
+      this.timers.set(deliveryId, tracked.dueAt ? Date.parse(tracked.dueAt) : this.now());
+    } else if (tracked.status === "attempting" && tracked.startedAt) {
+      this.timers.set(deliveryId, Date.parse(tracked.startedAt) + this.options.leaseMs);
+    } else {
+      this.timers.delete(deliveryId);
+    }
   }
 
   /** Deliveries of a paused or disabled registration wait for it to be resumed. */
@@ -400,24 +436,20 @@ export class DeliveryScheduler {
     return status === "paused" || status === "disabled";
   }
 
+  /** Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first. */
   private tick(): void {
-    if (this.closed) return;
-    this.timer?.cancel();
-    const now = this.now();
-    let nextWake = now + MAX_SLEEP_MS;
+    // Nothing starts before the schedule follows the store (a restored snapshot may be behind).
+    if (this.closed || !this.following) return;
     const due: [number, Tracked][] = [];
-    for (const [deliveryId, tracked] of this.index) {
-      if (this.busy.has(deliveryId)) continue;
-      if (tracked.status === "pending" || tracked.status === "retry_scheduled") {
-        if (this.waits(tracked.webhookId)) continue;
-        const dueAt = tracked.dueAt ? Date.parse(tracked.dueAt) : now;
-        if (dueAt > now) nextWake = Math.min(nextWake, dueAt);
-        else due.push([deliveryId, tracked]);
-      } else if (tracked.status === "attempting" && tracked.startedAt) {
-        const expiry = Date.parse(tracked.startedAt) + this.options.leaseMs;
-        if (expiry > now) nextWake = Math.min(nextWake, expiry);
-        else this.run(deliveryId, undefined, () => this.abandon(deliveryId));
+    for (const deliveryId of this.due) {
+      const tracked = this.index.get(deliveryId);
+      if (!tracked) {
+        this.due.delete(deliveryId);
+        continue;
       }
+      if (this.busy.has(deliveryId)) continue;
+      if (tracked.status === "attempting") this.run(deliveryId, undefined, () => this.abandon(deliveryId));
+      else if (!this.waits(tracked.webhookId)) due.push([deliveryId, tracked]);
     }
     // Oldest event first, so what waited (a resumed registration's backlog) goes out in order.
     due.sort(([a, x], [b, y]) => x.createdAt.localeCompare(y.createdAt) || a - b);
@@ -425,7 +457,6 @@ export class DeliveryScheduler {
       if (this.hasCapacity(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
     }
-    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(0, nextWake - this.now()));
   }
 
   private hasCapacity(webhookId: number): boolean {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Clock, foldEvents, handleCommand, isoNow, type Logger, type Timer } from "@cheese/service-kit";
+import { foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { orderDecider, orderStream } from "../domain/order.ts";
 import { unorderable } from "../domain/pricing.ts";
 import type { OrderingDeps } from "./deps.ts";
@@ -36,81 +36,4 @@ export async function reviewOrder(
     { type: "ReviewOrder", verdict, at: isoNow(deps.clock) },
     { metadata: { ...context, causationId: placed.id } },
   );
-}
-
-export interface ReviewScheduler {
-  /** Reviews the order `delayMs` after it was placed (at once when that time has passed). */
-  schedule(orderId: number, placedAt: string): void;
-  /** The order is no longer placed: drop its timer. */
-  forget(orderId: number): void;
-  close(): Promise<void>;
-}
-
-const MAX_RETRY_MS = 30_000;
-const CONCURRENT_REVIEWS = 8;
-
-/**
- * Timers for the reviews this replica knows are due. The schedule lives in the event store
- * (placed orders and when they were placed), so a restarted replica rebuilds it from there; one
- * timer per order, reviews limited to a few at a time, failures retried with backoff.
- */
-export function createReviewScheduler(options: {
-  delayMs: number;
-  review: (orderId: number) => Promise<void>;
-  clock: Clock;
-  logger: Logger;
-}): ReviewScheduler {
-  const { delayMs, review, clock, logger } = options;
-  const timers = new Map<number, Timer>();
-  const queue: { orderId: number; attempt: number }[] = [];
-  const running = new Set<Promise<void>>();
-  let closed = false;
-
-  const later = (orderId: number, waitMs: number, attempt: number) => {
-    timers.get(orderId)?.cancel();
-    const timer = clock.setTimeout(() => {
-      queue.push({ orderId, attempt });
-      pump();
-    }, waitMs);
-    timers.set(orderId, timer);
-  };
-
-  const pump = () => {
-    while (!closed && running.size < CONCURRENT_REVIEWS && queue.length > 0) {
-      const { orderId, attempt } = queue.shift()!;
-      if (!timers.has(orderId)) continue; // forgotten while queued
-      const work = review(orderId).then(
-        () => {
-          timers.delete(orderId);
-        },
-        (error: unknown) => {
-          const retryMs = Math.min(1000 * 2 ** attempt, MAX_RETRY_MS);
-          logger.warn({ err: error, orderId, retryMs }, "order review failed; retrying");
-          if (!closed && timers.has(orderId)) later(orderId, retryMs, attempt + 1);
-        },
-      );
-      const tracked = work.finally(() => {
-        running.delete(tracked);
-        pump();
-      });
-      running.add(tracked);
-    }
-  };
-
-  return {
-    schedule(orderId, placedAt) {
-      if (closed || timers.has(orderId)) return;
-      later(orderId, Date.parse(placedAt) + delayMs - clock.now().getTime(), 0);
-    },
-    forget(orderId) {
-      timers.get(orderId)?.cancel();
-      timers.delete(orderId);
-    },
-    async close() {
-      closed = true;
-      for (const timer of timers.values()) timer.cancel();
-      timers.clear();
-      await Promise.allSettled([...running]);
-    },
-  };
 }

@@ -1,5 +1,5 @@
 import type { Order, OrderFields, OrderOwner } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
+import type { RecordedEvent } from "@cheese/event-store";
 import {
   claimOnce,
   contextMetadata,
@@ -15,7 +15,7 @@ import type { OrderingDeps } from "./deps.ts";
 import { revealOrder, type StoredOrder } from "./personal-data.ts";
 
 /**
- * POST /store/order: claim the order id (for an Idempotency-Key: a repeat answers with the order
+ * POST /store/order, top to bottom: claim the order id (for an Idempotency-Key: a repeat answers with the order
  * as first placed, whatever the catalogue says now, or with the refusal the first request met),
  * look every line up in the catalogue, price
  * the order (422 naming each line that cannot be ordered), seal a customer's address and notes
@@ -32,13 +32,10 @@ export async function placeOrder(
     category: "orderrequest",
     idempotency: request.idempotency,
     newId: () => deps.orderIds.nextId(),
-    made: async (orderId) => {
-      const placed = await placedOrder(deps.store, orderId);
-      return placed && { order: await revealOrder(deps.vault, placed, context), replayed: true as const };
-    },
+    creates: "order",
     metadata,
   });
-  if (claim.earlier) return claim.earlier;
+  if (claim.earlier) return replayed(deps, claim.earlier, context);
   try {
     checkDistinctLines(fields); // before asking the catalogue anything
     const cheeses = await Promise.all(
@@ -61,12 +58,15 @@ export async function placeOrder(
     );
     return { order };
   } catch (error) {
-    return claim.recover(error);
+    return replayed(deps, await claim.failed(error), context);
   }
 }
 
-/** The order as it was placed (the first response's body), or undefined when not placed yet. */
-async function placedOrder(store: EventStore, orderId: number): Promise<StoredOrder | undefined> {
-  const [placed] = await store.readStream(orderStream(orderId), { maxCount: 1 });
-  return placed ? (placed.data as StoredOrder) : undefined;
+/** The order as it was placed (the first answer's body), as a replay. */
+async function replayed(
+  deps: OrderingDeps,
+  placed: RecordedEvent,
+  context: HandlerContext,
+): Promise<{ order: Order; replayed: true }> {
+  return { order: await revealOrder(deps.vault, placed.data as StoredOrder, context), replayed: true };
 }
