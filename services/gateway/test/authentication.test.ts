@@ -1,12 +1,12 @@
 import { generateKeyPairSync } from "node:crypto";
-import { catalogueRpc } from "@cheese/contracts";
+import { catalogueRpc, identityRpc } from "@cheese/contracts";
+import { loadSigningKey, TokenIssuer } from "@cheese/customer/identity";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadSigningKey } from "../src/auth/signing-key.ts";
-import { TokenService } from "../src/auth/tokens.ts";
+import { TokenVerifier } from "../src/auth/tokens.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
@@ -106,10 +106,11 @@ describe("authentication and access at the gateway", () => {
 
   it("refuses tokens with a foreign signature, alg none, or past expiry", async () => {
     const dir = tempDir("foreign-key");
-    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
     const forged = await foreign.issue(
       { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
       60,
+      "http://127.0.0.1:8080",
     );
     expect((await postCheese({ authorization: `Bearer ${forged.token}` })).status).toBe(401);
     dir.remove();
@@ -141,9 +142,9 @@ describe("authentication and access at the gateway", () => {
 
   it("says in a fixed sentence of its own why a token is refused, never the JWT library's message", async () => {
     const dir = tempDir("foreign-key");
-    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
     const claims = { kind: "client" as const, sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses" as const] };
-    const forged = (await foreign.issue(claims, 60)).token;
+    const forged = (await foreign.issue(claims, 60, "http://127.0.0.1:8080")).token;
     dir.remove();
     const unsigned = new UnsecuredJWT({ kind: "client", scope: "write:cheeses" })
       .setSubject(OPERATOR_CLIENT.id)
@@ -215,12 +216,15 @@ describe("verified tokens are remembered, never past their expiry", () => {
   it("accepts a token again without its signature checked anew, and refuses it once expired", async () => {
     const dir = tempDir("tokens");
     const clock = new ManualClock("2026-01-01T00:00:00.000Z");
-    const tokens = new TokenService(
-      await loadSigningKey(`${dir.path}/k.json`),
+    const issuer = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`), clock);
+    const bus = createInProcessBroker().connect("gateway");
+    serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => issuer.jwks());
+    const tokens = new TokenVerifier(bus, "http://127.0.0.1:8080", 1000, clock);
+    const { token } = await issuer.issue(
+      { kind: "client", sub: "c1", scopes: ["read:cheeses"] },
+      60,
       "http://127.0.0.1:8080",
-      clock,
     );
-    const { token } = await tokens.issue({ kind: "client", sub: "c1", scopes: ["read:cheeses"] }, 60);
     const first = await tokens.verify(token);
     // A caller changing its copy changes nothing for the next request.
     first.scopes.push("write:cheeses");

@@ -107,7 +107,6 @@ export function apiKeysRoutes(
       asCustomer: actingCustomer(c.get("caller"), false)!,
       keyId: id,
     });
-    await more.identity.revocations.revokeApiKey(id);
     return c.body(null, 204);
   });
 }

@@ -6,6 +6,7 @@ import {
   CustomerInput,
   CustomerUpdateInput,
   customerRpc,
+  identityRpc,
   LoginInput,
   LoginResult,
   toCustomerFields,
@@ -18,15 +19,12 @@ import { secured } from "../auth/access.ts";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import type { GatewayDeps } from "../deps.ts";
-import type { Caller, GatewayEnv, Scope } from "../env.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-/** What a login session may do (docs/identity.md "Sessions"). */
-export const SESSION_SCOPES: Scope[] = ["read:cheeses", "read:orders", "write:orders"];
-export const SESSION_TTL_SECONDS = 24 * 3600;
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
@@ -246,21 +244,15 @@ export function customersRoutes(
   });
 
   api.openapi(login(deps), async (c) => {
-    const principal = await callService(deps, c, customerRpc.login, c.req.valid("json"));
-    const { token, expiresAt } = await deps.auth.tokens.issue(
-      {
-        kind: "session",
-        sub: String(principal.customerId),
-        username: principal.username,
-        scopes: SESSION_SCOPES,
-        passwordVersion: principal.passwordVersion,
-      },
-      SESSION_TTL_SECONDS,
-    );
+    // The customer service checks the password and signs the session token.
+    const { token, expiresAt, plan } = await callService(deps, c, identityRpc.startSession, {
+      ...c.req.valid("json"),
+      issuer: deps.auth.issuer,
+    });
     c.header("Cache-Control", "no-store");
-    c.header("X-Rate-Limit", String(hourlyRate(more.plans[principal.plan])));
-    c.header("X-Expires-After", expiresAt.toISOString());
-    return c.json({ token, expiresAt: expiresAt.toISOString() }, 200);
+    c.header("X-Rate-Limit", String(hourlyRate(more.plans[plan])));
+    c.header("X-Expires-After", expiresAt);
+    return c.json({ token, expiresAt }, 200);
   });
 
   api.openapi(logout(deps), async (c) => {
@@ -290,8 +282,9 @@ export function customersRoutes(
       currentPassword,
       session: caller.token?.jti ?? null,
     });
-    // A new password: the older credentials end on every replica (auth/password-changes.ts) once
-    // customer.password_changed is through; the answer waits for that.
+    // A new password: the older credentials end on every replica once customer.password_changed
+    // is through (the customer service's handlers/identity/password-changes.ts); the answer
+    // waits for that.
     if (passwordVersion !== null) {
       const known = await revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion);
       if (!known) {
@@ -314,7 +307,8 @@ export function customersRoutes(
       currentPassword: c.req.valid("json").currentPassword,
     });
     // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
-    // once customer.deleted is through (auth/erasure.ts): the answer waits for that.
+    // once customer.deleted is through (the customer service's handlers/identity/erasure.ts): the
+    // answer waits for that.
     if (!(await revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs))) {
       throw new RemoteError({
         status: 503,
@@ -323,6 +317,7 @@ export function customersRoutes(
           "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly",
       });
     }
+    more.identity.customers.forget(customerId);
     return c.body(null, 204);
   });
 }

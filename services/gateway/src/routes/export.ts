@@ -4,19 +4,18 @@ import {
   CustomerHistoryEntry,
   customerRpc,
   ExportedApiKey,
+  OAuthGrant,
   Order,
   orderingRpc,
   UsernameParam,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import type { OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { grantView, OAuthGrant } from "./grants.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const CustomerExport = z
@@ -74,10 +73,9 @@ const exportCustomer = (deps: GatewayDeps) =>
 
 /**
  * GET /customer/{username}/export (docs/identity.md "Data portability"): the customer service
- * decides who may export and answers the account's part; ordering the orders; the grants are the
- * gateway's own, as the authorization server.
+ * decides who may export and answers the account's part with its OAuth grants; ordering the orders.
  */
-export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
+export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(exportCustomer(deps), async (c) => {
     const { username } = c.req.valid("param");
     const exportedAt = deps.clock.now().toISOString();
@@ -86,10 +84,7 @@ export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, gr
       asCustomer: actingCustomer(c.get("caller"), true),
     });
     const customerId = account.customer.id;
-    const [{ orders, addresses }, live] = await Promise.all([
-      callService(deps, c, orderingRpc.customerOrders, { customerId }),
-      grants.grantsOf(customerId),
-    ]);
+    const { orders, addresses } = await callService(deps, c, orderingRpc.customerOrders, { customerId });
     return c.json(
       {
         exportedAt,
@@ -97,7 +92,7 @@ export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, gr
         addresses,
         orders,
         apiKeys: account.apiKeys,
-        oauthGrants: live.map(grantView),
+        oauthGrants: account.oauthGrants,
         history: account.history,
       },
       200,

@@ -4,8 +4,8 @@ import {
   parseAuthorizationRequest,
   redirectWith,
   verifierMatches,
-} from "../src/auth/authorization-request.ts";
-import { oauthClientsSchema } from "../src/auth/credentials.ts";
+} from "../src/domain/oauth/authorization-request.ts";
+import { oauthClientsSchema } from "@cheese/contracts";
 
 const clients = oauthClientsSchema.parse(
   JSON.stringify([
