@@ -14,6 +14,8 @@ import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
+import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
 // The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
 import {
   createRoute,
@@ -26,8 +28,6 @@ import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
 import { oauthClientsSchema } from "../../services/gateway/src/auth/credentials.ts";
 import { CustomerDirectory } from "../../services/gateway/src/auth/customer-directory.ts";
 import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
-import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
-import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
 import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";

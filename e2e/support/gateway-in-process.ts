@@ -48,10 +48,18 @@ export async function gatewayWith(
       codeTtlMs: 60_000,
       accounts: {
         login: async () => {
-          throw new RemoteError({ status: 401, type: "unauthorized", message: "invalid username or password" });
+          throw new RemoteError({
+            status: 401,
+            type: "unauthorized",
+            message: "invalid username or password",
+          });
         },
         principal: async (customerId) => {
-          throw new RemoteError({ status: 404, type: "not_found", message: `customer ${customerId} not found` });
+          throw new RemoteError({
+            status: 404,
+            type: "not_found",
+            message: `customer ${customerId} not found`,
+          });
         },
       },
     },

@@ -42,7 +42,9 @@ export interface TokenClaims {
 }
 
 /** The JWT payload of a token's claims (besides iss, sub, jti, iat, exp, set by the signer). */
-export function tokenPayload(claims: Omit<TokenClaims, "jti" | "iat" | "exp" | "sub">): Record<string, unknown> {
+export function tokenPayload(
+  claims: Omit<TokenClaims, "jti" | "iat" | "exp" | "sub">,
+): Record<string, unknown> {
   const payload: Record<string, unknown> = { kind: claims.kind, scope: claims.scopes.join(" ") };
   if (claims.username) payload.username = claims.username;
   if (claims.clientId) payload.client_id = claims.clientId;
@@ -72,7 +74,9 @@ export function tokenClaims(payload: Record<string, unknown>): TokenClaims {
       .filter(Boolean) as TokenScope[],
     ...(typeof payload.username === "string" ? { username: payload.username } : {}),
     ...(typeof payload.client_id === "string" ? { clientId: payload.client_id } : {}),
-    ...(kind === "session" || kind === "user" ? { passwordVersion: Number.isInteger(payload.pwv) ? (payload.pwv as number) : 0 } : {}),
+    ...(kind === "session" || kind === "user"
+      ? { passwordVersion: Number.isInteger(payload.pwv) ? (payload.pwv as number) : 0 }
+      : {}),
     ...(typeof payload.gid === "string" ? { grantId: payload.gid } : {}),
   };
 }
@@ -130,7 +134,11 @@ export interface RevocationEntry {
 }
 
 /** Whether a stored revocation applies to the credential at `now` (epoch ms). */
-export function revocationCovers(credential: Credential, entry: RevocationEntry | undefined, now: number): boolean {
+export function revocationCovers(
+  credential: Credential,
+  entry: RevocationEntry | undefined,
+  now: number,
+): boolean {
   if (entry === undefined || entry.until <= now) return false;
   if (entry.belowVersion === undefined) return true;
   // A password change ends tokens of older versions; API keys are revoked one by one.
@@ -141,7 +149,8 @@ export function revocationCovers(credential: Credential, entry: RevocationEntry 
 /** Entries as stored; older versions stored plain numbers (`until`). Undefined: unreadable. */
 export const revocationCodec = jsonCodec<RevocationEntry>((parsed) => {
   if (typeof parsed === "number" && Number.isFinite(parsed)) return { until: parsed };
-  if (!parsed || typeof parsed !== "object" || typeof (parsed as RevocationEntry).until !== "number") return undefined;
+  if (!parsed || typeof parsed !== "object" || typeof (parsed as RevocationEntry).until !== "number")
+    return undefined;
   const { until, belowVersion, keep } = parsed as RevocationEntry;
   const entry: RevocationEntry = { until };
   if (typeof belowVersion === "number") entry.belowVersion = belowVersion;

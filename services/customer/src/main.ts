@@ -16,9 +16,9 @@ import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts"
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
 import { customerHistory, exportCustomer } from "./handlers/history.ts";
-import { openPersonalData, sealPersonalData } from "./handlers/personal-data.ts";
 import { startIdentity } from "./handlers/identity/identity.ts";
 import { loadSigningKey } from "./handlers/identity/signing-key.ts";
+import { openPersonalData, sealPersonalData } from "./handlers/personal-data.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
 import { replaceCustomer } from "./handlers/replace-customer.ts";

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
+import { oauthClientsSchema } from "@cheese/contracts";
 import { describe, expect, it } from "vitest";
 import {
   parseAuthorizationRequest,
   redirectWith,
   verifierMatches,
 } from "../src/domain/oauth/authorization-request.ts";
-import { oauthClientsSchema } from "@cheese/contracts";
 
 const clients = oauthClientsSchema.parse(
   JSON.stringify([

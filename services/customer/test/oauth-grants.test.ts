@@ -1,9 +1,9 @@
+import type { TokenScope as Scope } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { describe, expect, it } from "vitest";
 import { OAuthGrants, REFRESH_TOKEN_TTL_MS } from "../src/handlers/identity/oauth-grants.ts";
 import { Revocations } from "../src/handlers/identity/revocations.ts";
-import type { TokenScope as Scope } from "@cheese/contracts";
 
 const code = {
   clientId: "spa",

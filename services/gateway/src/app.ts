@@ -77,7 +77,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   inventoryRoutes(api, deps);
   ordersRoutes(api, deps);
   customersRoutes(api, deps, { identity, plans });
-  apiKeysRoutes(api, deps, { identity, plans });
+  apiKeysRoutes(api, deps);
   grantsRoutes(api, deps);
   webhookCatalogueRoutes(app, api, deps);
   webhooksRoutes(api, deps);

@@ -1,12 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import {
-  portInUse,
-  type ServiceDefinition,
-  type StartOptions,
-  serviceDataDir,
-  startService,
-} from "@cheese/service-kit";
+import { portInUse, type ServiceDefinition, type StartOptions, startService } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
 import { TokenVerifier } from "./auth/tokens.ts";

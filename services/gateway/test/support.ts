@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { createFileBlobStore } from "@cheese/blob-store";
-import { type CustomerPrincipal, type TokenClaims } from "@cheese/contracts";
+import type { CustomerPrincipal, TokenClaims } from "@cheese/contracts";
 import { loadSigningKey, startIdentity } from "@cheese/customer/identity";
 import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
 import { type Clock, createLogger, systemClock } from "@cheese/service-kit";
@@ -58,7 +58,11 @@ export async function testGateway(
       codeTtlMs: 60_000,
       accounts: {
         login: async () => {
-          throw new RemoteError({ status: 401, type: "unauthorized", message: "invalid username or password" });
+          throw new RemoteError({
+            status: 401,
+            type: "unauthorized",
+            message: "invalid username or password",
+          });
         },
         principal: async (customerId): Promise<CustomerPrincipal> => ({
           customerId,

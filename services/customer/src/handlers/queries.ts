@@ -32,7 +32,10 @@ export async function login(
   return principalOf(found.customer);
 }
 
-export async function principal(deps: Pick<CustomerDeps, "store">, customerId: number): Promise<CustomerPrincipal> {
+export async function principal(
+  deps: Pick<CustomerDeps, "store">,
+  customerId: number,
+): Promise<CustomerPrincipal> {
   const loaded = await loadCustomer(deps.store, customerId);
   if (!loaded) throw notFound(`customer ${customerId} not found`);
   return principalOf(loaded.customer);

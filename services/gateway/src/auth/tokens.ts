@@ -42,7 +42,8 @@ export class TokenVerifier {
    */
   async verify(token: string): Promise<TokenClaims> {
     const known = this.verified.get(token);
-    if (known && known.exp > this.clock.now().getTime() / 1000) return { ...known, scopes: [...known.scopes] };
+    if (known && known.exp > this.clock.now().getTime() / 1000)
+      return { ...known, scopes: [...known.scopes] };
     const { payload } = await jwtVerify(token, (header, input) => this.key(header, input), {
       issuer: this.issuer,
       algorithms: [SIGNING_ALG],

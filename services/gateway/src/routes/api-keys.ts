@@ -5,7 +5,7 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
-import { actingCustomer, type IdentityRouteDeps } from "./customers.ts";
+import { actingCustomer } from "./customers.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const credentialResponses = {
@@ -77,11 +77,7 @@ const revokeKey = (deps: GatewayDeps) =>
     noStore,
   );
 
-export function apiKeysRoutes(
-  api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
-  more: IdentityRouteDeps,
-): void {
+export function apiKeysRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(createKey(deps), async (c) => {
     const { username } = c.req.valid("param");
     const key = await callService(deps, c, customerRpc.createApiKey, {

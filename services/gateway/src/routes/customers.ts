@@ -25,7 +25,6 @@ import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
 
-
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
   plans: Record<Plan, PlanLimits>;

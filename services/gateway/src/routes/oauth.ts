@@ -1,4 +1,4 @@
-import { ErrorBody, identityRpc, scopes as allScopes } from "@cheese/contracts";
+import { scopes as allScopes, ErrorBody, identityRpc } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Handler, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -267,7 +267,14 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
     });
     return c.body(answer.body, answer.status as ContentfulStatusCode, answer.headers);
   };
-  for (const definition of [jwksRoute, metadataRoute, authorizePageRoute, signInRoute, tokenRoute, revokeRoute]) {
+  for (const definition of [
+    jwksRoute,
+    metadataRoute,
+    authorizePageRoute,
+    signInRoute,
+    tokenRoute,
+    revokeRoute,
+  ]) {
     api.openAPIRegistry.registerPath(definition);
     app.on(definition.method.toUpperCase(), definition.path, forward);
   }

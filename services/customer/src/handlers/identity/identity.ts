@@ -60,7 +60,13 @@ export async function startIdentity(options: IdentityOptions, serve: Serve): Pro
   // Made before any gateway reads it: gateways open it read only.
   await revocations.open();
   const grants = new OAuthGrants(bus, options.codeTtlMs, revocations, clock);
-  const server = oauthServer({ tokens, grants, revocations, clients: options.clients, accounts: options.accounts });
+  const server = oauthServer({
+    tokens,
+    grants,
+    revocations,
+    clients: options.clients,
+    accounts: options.accounts,
+  });
   const consumers = [
     revokeDeletedCustomers(bus, { revocations, grants }, logger),
     revokeOnPasswordChange(bus, { revocations, grants }, logger),
@@ -73,7 +79,11 @@ export async function startIdentity(options: IdentityOptions, serve: Serve): Pro
       new Request(new URL(target, publicUrl), { method, headers, ...(hasBody ? { body } : {}) }),
       { publicUrl, issuer },
     );
-    return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
+    return {
+      status: response.status,
+      headers: Object.fromEntries(response.headers),
+      body: await response.text(),
+    };
   });
   serve(identityRpc.startSession, async ({ username, password, issuer }) => {
     const principal = await options.accounts.login(username, password);

@@ -1,5 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
-import { type CustomerPrincipal, type OAuthClient, scopes as allScopes, type TokenScope as Scope } from "@cheese/contracts";
+import {
+  scopes as allScopes,
+  type CustomerPrincipal,
+  type OAuthClient,
+  type TokenScope as Scope,
+} from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -394,12 +399,7 @@ function redirectError(
 }
 
 /** An HTML page; a sign-in form's may send the browser on to `redirectUri` (see its CSP). */
-function page(
-  c: OAuthContext,
-  html: string,
-  status: ContentfulStatusCode,
-  redirectUri?: string,
-): Response {
+function page(c: OAuthContext, html: string, status: ContentfulStatusCode, redirectUri?: string): Response {
   for (const [name, value] of Object.entries(pageSecurityHeaders(redirectUri))) c.header(name, value);
   return c.html(html, status);
 }
@@ -455,12 +455,7 @@ function safeEqual(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-export function oauthError(
-  c: OAuthContext,
-  status: 400 | 401,
-  error: string,
-  description: string,
-): Response {
+export function oauthError(c: OAuthContext, status: 400 | 401, error: string, description: string): Response {
   const type = status === 401 ? "unauthorized" : "bad_request";
   return c.json(
     { code: status, type, message: description, error, error_description: description },

@@ -35,7 +35,10 @@ export class Revocations {
     for (const key of revocationKeysOf(credential)) {
       const stored = await this.records.get(key);
       // An unreadable entry is taken as a revocation of everything under its key, to be safe.
-      if (stored && revocationCovers(credential, stored.value ?? { until: Number.POSITIVE_INFINITY }, this.now()))
+      if (
+        stored &&
+        revocationCovers(credential, stored.value ?? { until: Number.POSITIVE_INFINITY }, this.now())
+      )
         return true;
     }
     return false;
@@ -70,7 +73,8 @@ export class Revocations {
     await this.records.update(revocationKeys.customer(customerId), (current) => {
       const stored = current && (current.value ?? { until: 0 });
       const live = stored && stored.until > this.now();
-      if (live && (stored.belowVersion === undefined || stored.belowVersion >= belowVersion)) return undefined;
+      if (live && (stored.belowVersion === undefined || stored.belowVersion >= belowVersion))
+        return undefined;
       const entry: RevocationEntry = { until: this.now() + REVOCATION_TTL_MS, belowVersion };
       if (keep) entry.keep = keep;
       return entry;
