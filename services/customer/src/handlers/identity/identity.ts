@@ -1,7 +1,10 @@
 import {
   type CustomerPrincipal,
   identityRpc,
-  OPERATOR_SESSION_TTL_SECONDS, type OAuthClient, type OAuthGrant } from "@cheese/contracts";
+  type OAuthClient,
+  type OAuthGrant,
+  OPERATOR_SESSION_TTL_SECONDS,
+} from "@cheese/contracts";
 import { type MessageBus, RemoteError, type RpcDefinition, type ServedResult } from "@cheese/messaging";
 import type { Clock, Logger } from "@cheese/service-kit";
 import type { z } from "zod";
