@@ -234,3 +234,52 @@ describe("verified tokens are remembered, never past their expiry", () => {
     dir.remove();
   });
 });
+
+describe("the keys tokens are verified against, as the customer service publishes them", () => {
+  const ISSUER = "http://127.0.0.1:8080";
+  const claims = { kind: "client" as const, sub: "c1", scopes: ["read:cheeses" as const] };
+
+  it("fetches the keys again for a token of a key it does not know (a new signing key), at most every 10 s", async () => {
+    const dir = tempDir("rotation");
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const first = new TokenIssuer(await loadSigningKey(`${dir.path}/first.json`), clock);
+    const second = new TokenIssuer(await loadSigningKey(`${dir.path}/second.json`), clock);
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/foreign.json`), clock);
+    let published = first;
+    let fetches = 0;
+    const bus = createInProcessBroker().connect("gateway");
+    serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => {
+      fetches++;
+      return published.jwks();
+    });
+    const tokens = new TokenVerifier(bus, ISSUER, 1000, clock);
+
+    await tokens.verify((await first.issue(claims, 600, ISSUER)).token);
+    expect(fetches).toBe(1);
+    // The customer service signs with a new key: its tokens are refused until the keys may be
+    // fetched again, then accepted.
+    published = second;
+    const rotated = (await second.issue(claims, 600, ISSUER)).token;
+    await expect(tokens.verify(rotated)).rejects.toMatchObject({ code: "ERR_JWKS_NO_MATCHING_KEY" });
+    expect(fetches).toBe(1);
+    await clock.advance(10_000);
+    expect((await tokens.verify(rotated)).sub).toBe("c1");
+    expect(fetches).toBe(2);
+    // A token of a key nobody publishes makes no fetch within the 10 s.
+    await expect(tokens.verify((await foreign.issue(claims, 600, ISSUER)).token)).rejects.toMatchObject({
+      code: "ERR_JWKS_NO_MATCHING_KEY",
+    });
+    expect(fetches).toBe(2);
+    dir.remove();
+  });
+
+  it("answers 503, not 401, for a token when the keys cannot be fetched", async () => {
+    const dir = tempDir("no-keys");
+    const issuer = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
+    const tokens = new TokenVerifier(createInProcessBroker().connect("gateway"), ISSUER, 200);
+    await expect(tokens.verify((await issuer.issue(claims, 600, ISSUER)).token)).rejects.toMatchObject({
+      body: { status: 503, type: "service_unavailable" },
+    });
+    dir.remove();
+  });
+});
