@@ -1,7 +1,8 @@
+import { oauthClientsSchema } from "@cheese/contracts";
 import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
-import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
+import { apiKeysSchema, plans } from "./auth/credentials.ts";
 import { ratePlansSchema } from "./middleware/plan-limits.ts";
 import { publicUrlSchema } from "./public-url.ts";
 

@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
+import { oauthClientsSchema } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
-import { apiKeysSchema, oauthClientsSchema } from "./auth/credentials.ts";
+import { apiKeysSchema } from "./auth/credentials.ts";
 import { TokenVerifier } from "./auth/tokens.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { createFileBlobStore } from "@cheese/blob-store";
-import type { CustomerPrincipal, TokenClaims } from "@cheese/contracts";
+import { type CustomerPrincipal, oauthClientsSchema, type TokenClaims } from "@cheese/contracts";
 import { loadSigningKey, startIdentity } from "@cheese/customer/identity";
 import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
 import { type Clock, createLogger, systemClock } from "@cheese/service-kit";
@@ -8,7 +8,7 @@ import { tempDir } from "@cheese/testing";
 import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
 import { createAuthorizer } from "../src/auth/authorize.ts";
-import { apiKeysSchema, oauthClientsSchema } from "../src/auth/credentials.ts";
+import { apiKeysSchema } from "../src/auth/credentials.ts";
 import { TokenVerifier } from "../src/auth/tokens.ts";
 import type { ReadCache } from "../src/read-cache.ts";
 

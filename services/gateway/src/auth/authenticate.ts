@@ -1,19 +1,12 @@
 import type { BlockList } from "node:net";
-import { apiKeyHash, CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
+import { apiKeyHash, CUSTOMER_API_KEY_PREFIX, type OAuthClient } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
-import {
-  allScopes,
-  anonymousCaller,
-  lowerPlan,
-  type OAuthClient,
-  type OperatorKey,
-  type Plan,
-} from "./credentials.ts";
+import { allScopes, anonymousCaller, lowerPlan, type OperatorKey, type Plan } from "./credentials.ts";
 import type { CustomerDirectory } from "./customer-directory.ts";
 import type { Revocations } from "./revocations.ts";
 import type { TokenClaims, TokenVerifier } from "./tokens.ts";

@@ -44,8 +44,6 @@ export const apiKeysSchema = z
     return keys;
   });
 
-export { OAuthClient, oauthClientsSchema } from "@cheese/contracts";
-
 export function anonymousCaller(ip: string, plan: Plan): Caller {
   return { kind: "anonymous", id: `ip:${rateLimitedNetwork(ip)}`, plan, scopes: new Set(), via: "none" };
 }
