@@ -9,7 +9,13 @@ import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheeseIdParam, catalogueRpc, identityRpc, oauthClientsSchema } from "@cheese/contracts";
+import {
+  CheeseIdParam,
+  catalogueRpc,
+  identityRpc,
+  oauthClientsSchema,
+  REVOCATIONS_BUCKET,
+} from "@cheese/contracts";
 import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@cheese/messaging";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
@@ -78,6 +84,8 @@ function answeringBus(): MessageBus {
   return bus;
 }
 const bus = answeringBus();
+// The revocations bucket, as the customer service makes it (the gateway opens it read only).
+await bus.kv(REVOCATIONS_BUCKET);
 // The customer service's published keys, which the gateway verifies tokens against.
 serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => signer.jwks());
 const auth = {
