@@ -15,7 +15,7 @@ const notSource = new Set(["node_modules", "dist", ".data", ".git"]);
 const madeAtRunTime = new Set([
   "deploy/.env", // `cp deploy/.env.example deploy/.env`
   "notification/schedule-snapshot.json", // a key in the blob store
-  "gateway/jwt-signing-key.json", // under DATA_DIR
+  "customer/jwt-signing-key.json", // under DATA_DIR
 ]);
 
 /** The documents whose paths are checked: the README and every page under docs/. */

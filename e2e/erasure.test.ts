@@ -181,13 +181,19 @@ describe("erasure", () => {
     const owners = {
       gateway: await connect(natsOptions(system, "gateway")),
       catalogue: await connect(natsOptions(system, "catalogue")),
+      customer: await connect(natsOptions(system, "customer")),
     };
     try {
       const held: string[] = [];
       for await (const stream of (await monitor.jetstreamManager()).streams.list()) {
         if (!stream.config.name.startsWith("KV_")) continue;
         const bucket = stream.config.name.slice("KV_".length);
-        const owner = bucket === "publisher_checkpoints" ? owners.catalogue : owners.gateway;
+        const owner =
+          bucket === "publisher_checkpoints"
+            ? owners.catalogue
+            : bucket === "rate_limits"
+              ? owners.gateway
+              : owners.customer;
         const kv = await owner.jetstream().views.kv(bucket);
         for await (const key of await kv.keys()) {
           const entry = await kv.get(key);

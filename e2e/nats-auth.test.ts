@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { customerRpc } from "@cheese/contracts";
-import { callRpc } from "@cheese/messaging";
+import { customerRpc, REVOCATIONS_BUCKET, revocationCodec } from "@cheese/contracts";
+import { callRpc, KvRecords } from "@cheese/messaging";
 import { connectBus, createLogger } from "@cheese/service-kit";
 import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -58,6 +58,25 @@ describe("NATS authorization", () => {
     expect(asGateway.customer).toMatchObject({ id: customer.id, username: customer.username });
     // The server refuses the catalogue's publish: nobody hears the request, no answer comes.
     await expect(getCustomerAs("catalogue")).rejects.toThrow();
+  });
+
+  it("lets the gateway watch the revocations the customer service writes, and not write them", async () => {
+    const bus = await connectBus(busConfig(system), "gateway", createLogger("e2e-nats-auth", "silent"));
+    try {
+      const revocations = new KvRecords(bus, REVOCATIONS_BUCKET, revocationCodec, { readOnly: true });
+      const seen: string[] = [];
+      const watching = await revocations.watch(">", (change) => seen.push(change.key));
+      // A logout: the customer service writes the token's revocation.
+      const session = await registerAndLogin(system);
+      const loggedOut = await fetch(`${system.baseUrl}/customer/logout`, { headers: session.bearer });
+      expect(loggedOut.status).toBe(204);
+      await expect.poll(() => seen.some((key) => key.startsWith("jti."))).toBe(true);
+      await watching.close();
+      await expect(revocations.put("jti.forged", { until: Date.now() + 60_000 })).rejects.toThrow();
+      expect(await revocations.get("jti.forged")).toBeUndefined();
+    } finally {
+      await bus.close();
+    }
   });
 
   it.skipIf(launcherOnly("the identities the launcher keeps in DATA_DIR"))(

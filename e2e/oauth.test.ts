@@ -34,7 +34,7 @@ const clients = [
 /**
  * The authorization server over HTTP, as a browser and a client would use it: the sign-in and
  * consent page, the form post, the redirect, and the token endpoint's grants. That a code
- * expires after OAUTH_CODE_TTL is shown on a manual clock in services/gateway/test/oauth-grants.test.ts.
+ * expires after OAUTH_CODE_TTL is shown on a manual clock in services/customer/test/oauth-grants.test.ts.
  */
 describe("OAuth 2.0 authorization server", () => {
   let system: RunningSystem;

@@ -263,7 +263,7 @@ describe("sessions and access", () => {
     beforeAll(async () => {
       carol = await registerAndLogin(system);
       kid = decode(carol.token).header.kid;
-      const jwk = JSON.parse(readFileSync(join(system.dataDir, "gateway", "jwt-signing-key.json"), "utf8"));
+      const jwk = JSON.parse(readFileSync(join(system.dataDir, "customer", "jwt-signing-key.json"), "utf8"));
       realKey = createPrivateKey({ key: jwk, format: "jwk" });
     });
     const claims = () => {

@@ -9,11 +9,19 @@ import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheeseIdParam, catalogueRpc } from "@cheese/contracts";
-import { createInProcessBroker, type MessageBus, PassedReply } from "@cheese/messaging";
+import {
+  CheeseIdParam,
+  catalogueRpc,
+  identityRpc,
+  oauthClientsSchema,
+  REVOCATIONS_BUCKET,
+} from "@cheese/contracts";
+import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@cheese/messaging";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
+import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
 // The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
 import {
   createRoute,
@@ -23,11 +31,9 @@ import { createApp } from "../../services/gateway/src/app.ts";
 import { secured } from "../../services/gateway/src/auth/access.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
-import { oauthClientsSchema } from "../../services/gateway/src/auth/credentials.ts";
 import { CustomerDirectory } from "../../services/gateway/src/auth/customer-directory.ts";
 import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
-import { loadSigningKey } from "../../services/gateway/src/auth/signing-key.ts";
-import { TokenService } from "../../services/gateway/src/auth/tokens.ts";
+import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
 import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";
 import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
@@ -57,11 +63,11 @@ const step = Number(process.env.STEP ?? 0);
 const logger = createLogger("gateway", "info");
 const key = await loadSigningKey(join(mkdtempSync(join(tmpdir(), "gateway-steps-")), "key.json"));
 const issuer = "http://127.0.0.1";
-const tokens = new TokenService(key, issuer, systemClock);
+const signer = new TokenIssuer(key, systemClock);
 const oauthClients = oauthClientsSchema.parse(
   JSON.stringify([{ id: "ops", secret: "ops-secret", scopes: ["read:cheeses"], plan: "enterprise" }]),
 );
-const { token } = await tokens.issue({ kind: "client", sub: "ops", scopes: ["read:cheeses"] }, 3600);
+const { token } = await signer.issue({ kind: "client", sub: "ops", scopes: ["read:cheeses"] }, 3600, issuer);
 const plans = {
   free: { burst: 10, perHour: 100 },
   pro: { burst: 100, perHour: 10_000 },
@@ -78,8 +84,12 @@ function answeringBus(): MessageBus {
   return bus;
 }
 const bus = answeringBus();
+// The revocations bucket, as the customer service makes it (the gateway opens it read only).
+await bus.kv(REVOCATIONS_BUCKET);
+// The customer service's published keys, which the gateway verifies tokens against.
+serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => signer.jwks());
 const auth = {
-  tokens,
+  tokens: new TokenVerifier(bus, issuer, 1000, systemClock),
   operatorKeys: new Map(),
   oauthClients,
   anonymousPlan: "free" as const,
@@ -96,7 +106,7 @@ const layers: [string, MiddlewareHandler<GatewayEnv> | undefined][] = [
   [
     "authenticate (client-credentials token)",
     authenticate(auth, {
-      revocations: new Revocations(bus, logger, systemClock),
+      revocations: new Revocations(bus, logger, 1000, systemClock),
       customers: new CustomerDirectory(bus, 1000, logger),
     }),
   ],

@@ -28,8 +28,8 @@ import { DATA_DIR_LOCK, takeDataDir } from "./data-dir.ts";
  */
 const EVENT_STORES = ["notification", "customer", "ordering", "catalogue"] as const;
 /**
- * Key files under DATA_DIR, copied after the event stores. Not the gateway's token-signing key
- * (`gateway/jwt-signing-key.json`): the token revocations live in NATS, which is not copied, so
+ * Key files under DATA_DIR, copied after the event stores. Not the customer service's token-signing key
+ * (`customer/jwt-signing-key.json`): the token revocations live in NATS, which is not copied, so
  * the restored system signs with a key of its own and every token issued before the restore
  * stops working; nothing signed out before the backup can come back.
  */

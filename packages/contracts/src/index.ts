@@ -4,6 +4,7 @@ export * from "./dead-letter.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./history.ts";
+export * from "./identity.ts";
 export * from "./operator-session.ts";
 export * from "./order.ts";
 export * from "./paging.ts";

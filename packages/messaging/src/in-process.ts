@@ -368,6 +368,10 @@ class Broker {
     delete: async (id) => this.letters.delete(Number(id)),
   };
 
+  hasBucket(name: string): boolean {
+    return this.buckets.has(name);
+  }
+
   bucket(name: string, ttlMs: number | undefined): Bucket {
     let bucket = this.buckets.get(name);
     if (!bucket) {
@@ -552,6 +556,10 @@ class InProcessBus implements MessageBus {
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     this.assertOpen();
     assertKvBucket(bucket);
+    // As on NATS, a bucket opened read only is another service's: bound, never made.
+    if (options?.readOnly && !this.broker.hasBucket(bucket)) {
+      throw new Error(`key-value bucket ${bucket} does not exist (yet)`);
+    }
     const store = this.broker.bucket(bucket, options?.ttlMs);
     return {
       get: async (key) => store.get(key),

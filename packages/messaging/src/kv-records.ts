@@ -53,8 +53,11 @@ export class KvRecords<T> {
   /** The bucket, opened once. */
   open(): Promise<KeyValue> {
     if (!this.opening) {
-      const { ttlMs } = this.options;
-      const opening = this.bus.kv(this.bucket, ttlMs === undefined ? {} : { ttlMs });
+      const { ttlMs, readOnly } = this.options;
+      const opening = this.bus.kv(this.bucket, {
+        ...(ttlMs === undefined ? {} : { ttlMs }),
+        ...(readOnly ? { readOnly } : {}),
+      });
       opening.catch(() => {
         if (this.opening === opening) this.opening = undefined;
       });

@@ -724,10 +724,17 @@ class NatsBus implements MessageBus {
         history: 1,
         replicas: this.streams.replicas,
         ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
+        ...(options?.readOnly ? { bindOnly: true } : {}),
       })
       .catch((error) => this.streams.rethrowRefused(error));
-    // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
-    await this.streams.ensure(`KV_${bucket}`, {});
+    if (options?.readOnly) {
+      // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
+      // again later), not a watch that never starts.
+      await this.jsm.streams.info(`KV_${bucket}`).catch((error) => this.streams.rethrowRefused(error));
+    } else {
+      // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
+      await this.streams.ensure(`KV_${bucket}`, {});
+    }
     // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
     const eraseRevision = (revision: number) =>
       this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);

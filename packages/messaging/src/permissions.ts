@@ -29,8 +29,10 @@ interface Needs {
   calls: readonly string[];
   /** It publishes `events.<service>.>` through its outbox relay. */
   publishesEvents?: boolean;
-  /** Key-value buckets it opens. */
+  /** Key-value buckets it opens (its own: it makes and writes them). */
   buckets?: readonly string[];
+  /** Another service's key-value buckets it reads and watches, never makes or writes. */
+  readsBuckets?: readonly string[];
   /** Notice channels it announces on or follows. */
   notices?: readonly string[];
   /** Broadcast subjects it sends and receives. */
@@ -45,10 +47,10 @@ interface Needs {
 const needs: Record<NatsService, Needs> = {
   gateway: {
     calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
-    buckets: ["rate_limits", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
+    buckets: ["rate_limits"],
+    readsBuckets: ["revocations"],
     notices: ["catalogue_cheese_changed"],
     broadcasts: ["broadcast.customer.plan_changed"],
-    consumes: true,
   },
   catalogue: {
     calls: ["ordering.cheese.active_orders"],
@@ -65,7 +67,8 @@ const needs: Record<NatsService, Needs> = {
   customer: {
     calls: ["catalogue.cheese.get"],
     publishesEvents: true,
-    buckets: ["publisher_checkpoints"],
+    buckets: ["publisher_checkpoints", "revocations", "oauth_codes", "oauth_refresh_tokens", "oauth_grants"],
+    broadcasts: ["broadcast.customer.plan_changed"],
     consumes: true,
   },
   notification: { calls: [], consumes: true, managesDeadLetters: true },
@@ -83,6 +86,24 @@ function streamApi(stream: string): string[] {
     `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
     `$JS.ACK.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+/**
+ * The JetStream API subjects that read the stream `stream` and watch it (an ordered consumer),
+ * and nothing that makes, changes or writes it.
+ */
+function readApi(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$JS.API.CONSUMER.CREATE.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
     `$JS.FC.${stream}.>`,
   ];
 }
@@ -121,6 +142,7 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   if (need.publishesEvents) publish.push(`events.${identity}.>`);
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
+  for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));
   for (const channel of need.notices ?? [])
     publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
   for (const subject of need.broadcasts ?? []) {

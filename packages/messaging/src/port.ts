@@ -140,6 +140,11 @@ export interface Follower extends Closable {
 export interface KvOptions {
   /** Entries older than this vanish (the bucket's max age). */
   ttlMs?: number;
+  /**
+   * The bucket is another service's, only read here: it is opened as it is, never made or
+   * changed (its owner makes it; the NATS permissions allow this service no more).
+   */
+  readOnly?: boolean;
 }
 
 /**

@@ -671,6 +671,14 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(text((await kv.get("k1"))?.value)).toBe("reborn");
       });
 
+      it("opens another service's bucket read only once it exists, and never makes it", async () => {
+        const bucket = `b-${uid()}`;
+        await expect((await client("reader")).kv(bucket, { readOnly: true })).rejects.toThrow();
+        await (await (await client("owner")).kv(bucket)).put("k", bytes("v"));
+        const read = await (await client("reader")).kv(bucket, { readOnly: true });
+        expect(text((await read.get("k"))?.value)).toBe("v");
+      });
+
       it("deleteMatching deletes the keys under a prefix, and only those", async () => {
         const bucket = `b-${uid()}`;
         const [kv, other] = [await (await client("a")).kv(bucket), await (await client("b")).kv(bucket)];

@@ -16,6 +16,8 @@ import { completeDeletion, deleteCustomer } from "./handlers/delete-customer.ts"
 import type { CustomerDeps } from "./handlers/deps.ts";
 import { catalogueLookup } from "./handlers/favourite-cheese.ts";
 import { customerHistory, exportCustomer } from "./handlers/history.ts";
+import { startIdentity } from "./handlers/identity/identity.ts";
+import { loadSigningKey } from "./handlers/identity/signing-key.ts";
 import { openPersonalData, sealPersonalData } from "./handlers/personal-data.ts";
 import { getCustomer, login, principal } from "./handlers/queries.ts";
 import { registerBatch, registerCustomer } from "./handlers/register-customer.ts";
@@ -89,6 +91,27 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
 
     const passwords = new PasswordChecker();
     await passwords.warmUp();
+    const accounts = { store, vault, passwords };
+    // The OAuth 2.0 authorization server and issuer of session tokens (docs/identity.md).
+    const identity = await startIdentity(
+      {
+        bus,
+        logger,
+        clock: ctx.clock,
+        signingKey: await loadSigningKey(
+          join(serviceDataDir(config, "customer"), "jwt-signing-key.json"),
+          config.JWT_PRIVATE_KEY,
+        ),
+        clients: config.OAUTH_CLIENTS,
+        codeTtlMs: config.OAUTH_CODE_TTL,
+        accounts: {
+          login: (username, password) => login(accounts, { username, password }),
+          principal: (customerId) => principal(accounts, customerId),
+        },
+      },
+      (definition, handler) => ctx.serve(definition, (request) => handler(request)),
+    );
+    ctx.onStop(identity);
     const deps: CustomerDeps = {
       store,
       clock: ctx.clock,
@@ -101,6 +124,7 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
       readModels,
       apiKeys,
       apiKeyLifetimeMs: config.API_KEY_LIFETIME,
+      revocations: identity.revocations,
     };
     ctx.serve(customerRpc.register, async ({ fields }, context) => ({
       customer: await registerCustomer(deps, fields, context),
@@ -111,7 +135,6 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
     }));
     ctx.serve(customerRpc.replace, (request, context) => replaceCustomer(deps, request, context));
     ctx.serve(customerRpc.delete, (request, context) => deleteCustomer(deps, request, context));
-    ctx.serve(customerRpc.login, (request) => login(deps, request));
     ctx.serve(customerRpc.principal, ({ customerId }) => principal(deps, customerId));
     ctx.serve(customerRpc.createApiKey, (request, context) => createApiKey(deps, request, context));
     ctx.serve(customerRpc.listApiKeys, (request) => listApiKeys(deps, request));
@@ -120,7 +143,10 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
     ctx.serve(customerRpc.sealPersonalData, (request) => sealPersonalData(deps, request));
     ctx.serve(customerRpc.openPersonalData, (request) => openPersonalData(deps, request));
     ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
-    ctx.serve(customerRpc.export, (request, context) => exportCustomer(deps, request, context));
+    ctx.serve(customerRpc.export, async (request, context) => {
+      const account = await exportCustomer(deps, request, context);
+      return { ...account, oauthGrants: await identity.grantsOf(account.customer.id) };
+    });
     return deps;
   },
 };

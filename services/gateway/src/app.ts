@@ -3,9 +3,6 @@ import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
 import type { Plan } from "./auth/credentials.ts";
 import { CustomerDirectory } from "./auth/customer-directory.ts";
-import { revokeDeletedCustomers } from "./auth/erasure.ts";
-import { OAuthGrants } from "./auth/oauth-grants.ts";
-import { revokeOnPasswordChange } from "./auth/password-changes.ts";
 import { followPlanChanges } from "./auth/plan-changes.ts";
 import { Revocations } from "./auth/revocations.ts";
 import { consoleProxy } from "./console-proxy.ts";
@@ -40,27 +37,17 @@ export interface AppOptions {
   rateLimits?: Record<Plan, PlanLimits>;
   /** Per-address limits of the browser pages (default `browserPageLimits`). */
   pageLimits?: PlanLimits;
-  /** Lifetime of OAuth authorization codes (default 60 s). */
-  oauthCodeTtlMs?: number;
 }
 
 /** The gateway's HTTP surface: `/v2/...` API routes, health, OAuth, and documentation. */
 export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<GatewayEnv> {
   // State shared with the other gateway replicas lives in NATS; these are this replica's views.
   const identity: CustomerIdentity = {
-    revocations: new Revocations(deps.bus, deps.logger, deps.clock),
+    revocations: new Revocations(deps.bus, deps.logger, deps.rpcTimeoutMs, deps.clock),
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
-  const grants = new OAuthGrants(
-    deps.bus,
-    options.oauthCodeTtlMs ?? 60_000,
-    identity.revocations,
-    deps.clock,
-  );
-  revokeDeletedCustomers(deps.bus, { ...identity, grants }, deps.logger);
-  revokeOnPasswordChange(deps.bus, { ...identity, grants }, deps.logger);
-  followPlanChanges(deps.bus, identity.customers, deps.logger);
+  followPlanChanges(deps.bus, identity.customers);
   const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>({ router: new MatchCache() });
@@ -90,17 +77,17 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   inventoryRoutes(api, deps);
   ordersRoutes(api, deps);
   customersRoutes(api, deps, { identity, plans });
-  apiKeysRoutes(api, deps, { identity, plans });
-  grantsRoutes(api, deps, grants);
+  apiKeysRoutes(api, deps);
+  grantsRoutes(api, deps);
   webhookCatalogueRoutes(app, api, deps);
   webhooksRoutes(api, deps);
   deadLettersRoutes(api, deps);
   operatorSessionRoutes(api, deps, identity.revocations);
   historyRoutes(api, deps);
-  exportRoutes(api, deps, grants);
+  exportRoutes(api, deps);
 
   healthRoutes(app, deps);
-  oauthRoutes(app, api, deps, { grants, revocations: identity.revocations });
+  oauthRoutes(app, api, deps);
   documentationRoutes(app, api);
   if (deps.consoleUrl) consoleProxy(app, deps.consoleUrl);
   app.route("/v2", api);

@@ -1,8 +1,8 @@
-import { createPrivateKey } from "node:crypto";
+import { oauthClientsSchema } from "@cheese/contracts";
 import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
-import { apiKeysSchema, oauthClientsSchema, plans } from "./auth/credentials.ts";
+import { apiKeysSchema, plans } from "./auth/credentials.ts";
 import { ratePlansSchema } from "./middleware/plan-limits.ts";
 import { publicUrlSchema } from "./public-url.ts";
 
@@ -30,12 +30,6 @@ export const gatewayConfigSchema = z
       .optional()
       .transform((v) => (v === "" ? undefined : v))
       .pipe(z.url().optional()),
-    /** A private Ed25519 JWK; unset: one is created under DATA_DIR/gateway and kept. */
-    JWT_PRIVATE_KEY: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .refine((v) => v === undefined || isEd25519PrivateJwk(v), "must be the JSON of an Ed25519 private JWK"),
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
     RATE_LIMIT_PLANS: ratePlansSchema,
     /**
@@ -50,8 +44,6 @@ export const gatewayConfigSchema = z
      * bound on a change whose notice was lost with a killed catalogue (read-cache.ts).
      */
     READ_CACHE_MAX_AGE: duration("5s").pipe(z.number().min(1).max(3_600_000)),
-    /** Lifetime of an OAuth authorization code, at most 60 s (docs/identity.md). */
-    OAUTH_CODE_TTL: duration("60s").pipe(z.number().min(1).max(60_000)),
   })
   .superRefine((config, ctx) => {
     if (config.NODE_ENV === "production" && config.API_KEYS.size === 0 && config.OAUTH_CLIENTS.size === 0) {
@@ -68,11 +60,3 @@ export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 
 /** The services behind the gateway; /readyz asks each one. */
 export const backendServices = ["catalogue", "ordering", "customer", "notification"] as const;
-
-function isEd25519PrivateJwk(text: string): boolean {
-  try {
-    return createPrivateKey({ key: JSON.parse(text), format: "jwk" }).asymmetricKeyType === "ed25519";
-  } catch {
-    return false;
-  }
-}

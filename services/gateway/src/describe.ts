@@ -1,15 +1,14 @@
-import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
+import { oauthClientsSchema } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
-import { apiKeysSchema, oauthClientsSchema } from "./auth/credentials.ts";
-import { loadSigningKey } from "./auth/signing-key.ts";
-import { TokenService } from "./auth/tokens.ts";
+import { apiKeysSchema } from "./auth/credentials.ts";
+import { TokenVerifier } from "./auth/tokens.ts";
 
 /**
  * The OpenAPI document the gateway serves at `/v2/openapi.json`, without a running system: the
@@ -20,8 +19,6 @@ export async function describeApi(): Promise<object> {
   const dir = mkdtempSync(join(tmpdir(), "cheese-describe-"));
   const bus = createInProcessBroker().connect("gateway");
   try {
-    const jwk = JSON.stringify(generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }));
-    const key = await loadSigningKey(join(dir, "unused.json"), jwk);
     const issuer = "http://127.0.0.1:8080";
     const app = createApp({
       bus,
@@ -32,7 +29,7 @@ export async function describeApi(): Promise<object> {
       publicUrl: issuer,
       authorize: createAuthorizer(),
       auth: {
-        tokens: new TokenService(key, issuer),
+        tokens: new TokenVerifier(bus, issuer, 1000),
         operatorKeys: apiKeysSchema.parse(""),
         oauthClients: oauthClientsSchema.parse("[]"),
         anonymousPlan: "free",

@@ -1,25 +1,16 @@
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import {
-  portInUse,
-  type ServiceDefinition,
-  type StartOptions,
-  serviceDataDir,
-  startService,
-} from "@cheese/service-kit";
+import { portInUse, type ServiceDefinition, type StartOptions, startService } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
-import { loadSigningKey } from "./auth/signing-key.ts";
-import { TokenService } from "./auth/tokens.ts";
+import { TokenVerifier } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 import { defaultPublicUrl } from "./public-url.ts";
 import { ReadCache } from "./read-cache.ts";
 import { createGatewayServer } from "./server.ts";
 
-/** What the gateway's wiring gives back: its app (requests can be made of it in-process) and token service. */
+/** What the gateway's wiring gives back: its app (requests can be made of it in-process). */
 export interface GatewayWiring {
   app: ReturnType<typeof createApp>;
-  tokens: TokenService;
 }
 
 export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
@@ -30,10 +21,6 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
   // it returns is `RunningService.wired`).
   async start(ctx) {
     const { config } = ctx;
-    const key = await loadSigningKey(
-      join(serviceDataDir(config, "gateway"), "jwt-signing-key.json"),
-      config.JWT_PRIVATE_KEY,
-    );
     // The app is made as soon as the port is known (PUBLIC_URL, and so the issuer, default to
     // it), before any request can have been read.
     let app: ReturnType<typeof createApp> | undefined;
@@ -55,7 +42,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
       });
       ctx.onStop(readCache.follow());
     }
-    const tokens = new TokenService(key, issuer, ctx.clock);
+    const tokens = new TokenVerifier(ctx.bus, issuer, config.RPC_TIMEOUT, ctx.clock);
     app = createApp(
       {
         bus: ctx.bus,
@@ -76,7 +63,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
           issuer,
         },
       },
-      { rateLimits: config.RATE_LIMIT_PLANS, oauthCodeTtlMs: config.OAUTH_CODE_TTL },
+      { rateLimits: config.RATE_LIMIT_PLANS },
     );
     ctx.logger.info({ url: `http://${config.GATEWAY_HOST}:${port}`, publicUrl }, "gateway listening");
     ctx.onStop({
@@ -87,7 +74,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
           if ("closeIdleConnections" in server) server.closeIdleConnections();
         }),
     });
-    return { app, tokens };
+    return { app };
   },
 };
 

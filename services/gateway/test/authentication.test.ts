@@ -1,12 +1,12 @@
 import { generateKeyPairSync } from "node:crypto";
-import { catalogueRpc } from "@cheese/contracts";
+import { catalogueRpc, identityRpc } from "@cheese/contracts";
+import { loadSigningKey, TokenIssuer } from "@cheese/customer/identity";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadSigningKey } from "../src/auth/signing-key.ts";
-import { TokenService } from "../src/auth/tokens.ts";
+import { TokenVerifier } from "../src/auth/tokens.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
@@ -106,10 +106,11 @@ describe("authentication and access at the gateway", () => {
 
   it("refuses tokens with a foreign signature, alg none, or past expiry", async () => {
     const dir = tempDir("foreign-key");
-    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
     const forged = await foreign.issue(
       { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
       60,
+      "http://127.0.0.1:8080",
     );
     expect((await postCheese({ authorization: `Bearer ${forged.token}` })).status).toBe(401);
     dir.remove();
@@ -141,9 +142,9 @@ describe("authentication and access at the gateway", () => {
 
   it("says in a fixed sentence of its own why a token is refused, never the JWT library's message", async () => {
     const dir = tempDir("foreign-key");
-    const foreign = new TokenService(await loadSigningKey(`${dir.path}/k.json`), "http://127.0.0.1:8080");
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
     const claims = { kind: "client" as const, sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses" as const] };
-    const forged = (await foreign.issue(claims, 60)).token;
+    const forged = (await foreign.issue(claims, 60, "http://127.0.0.1:8080")).token;
     dir.remove();
     const unsigned = new UnsecuredJWT({ kind: "client", scope: "write:cheeses" })
       .setSubject(OPERATOR_CLIENT.id)
@@ -215,18 +216,70 @@ describe("verified tokens are remembered, never past their expiry", () => {
   it("accepts a token again without its signature checked anew, and refuses it once expired", async () => {
     const dir = tempDir("tokens");
     const clock = new ManualClock("2026-01-01T00:00:00.000Z");
-    const tokens = new TokenService(
-      await loadSigningKey(`${dir.path}/k.json`),
+    const issuer = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`), clock);
+    const bus = createInProcessBroker().connect("gateway");
+    serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => issuer.jwks());
+    const tokens = new TokenVerifier(bus, "http://127.0.0.1:8080", 1000, clock);
+    const { token } = await issuer.issue(
+      { kind: "client", sub: "c1", scopes: ["read:cheeses"] },
+      60,
       "http://127.0.0.1:8080",
-      clock,
     );
-    const { token } = await tokens.issue({ kind: "client", sub: "c1", scopes: ["read:cheeses"] }, 60);
     const first = await tokens.verify(token);
     // A caller changing its copy changes nothing for the next request.
     first.scopes.push("write:cheeses");
     expect((await tokens.verify(token)).scopes).toEqual(["read:cheeses"]);
     await clock.advance(60_000);
     await expect(tokens.verify(token)).rejects.toThrow(/exp/);
+    dir.remove();
+  });
+});
+
+describe("the keys tokens are verified against, as the customer service publishes them", () => {
+  const ISSUER = "http://127.0.0.1:8080";
+  const claims = { kind: "client" as const, sub: "c1", scopes: ["read:cheeses" as const] };
+
+  it("fetches the keys again for a token of a key it does not know (a new signing key), at most every 10 s", async () => {
+    const dir = tempDir("rotation");
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const first = new TokenIssuer(await loadSigningKey(`${dir.path}/first.json`), clock);
+    const second = new TokenIssuer(await loadSigningKey(`${dir.path}/second.json`), clock);
+    const foreign = new TokenIssuer(await loadSigningKey(`${dir.path}/foreign.json`), clock);
+    let published = first;
+    let fetches = 0;
+    const bus = createInProcessBroker().connect("gateway");
+    serveRpc(bus, identityRpc.jwks, { queue: "customer" }, async () => {
+      fetches++;
+      return published.jwks();
+    });
+    const tokens = new TokenVerifier(bus, ISSUER, 1000, clock);
+
+    await tokens.verify((await first.issue(claims, 600, ISSUER)).token);
+    expect(fetches).toBe(1);
+    // The customer service signs with a new key: its tokens are refused until the keys may be
+    // fetched again, then accepted.
+    published = second;
+    const rotated = (await second.issue(claims, 600, ISSUER)).token;
+    await expect(tokens.verify(rotated)).rejects.toMatchObject({ code: "ERR_JWKS_NO_MATCHING_KEY" });
+    expect(fetches).toBe(1);
+    await clock.advance(10_000);
+    expect((await tokens.verify(rotated)).sub).toBe("c1");
+    expect(fetches).toBe(2);
+    // A token of a key nobody publishes makes no fetch within the 10 s.
+    await expect(tokens.verify((await foreign.issue(claims, 600, ISSUER)).token)).rejects.toMatchObject({
+      code: "ERR_JWKS_NO_MATCHING_KEY",
+    });
+    expect(fetches).toBe(2);
+    dir.remove();
+  });
+
+  it("answers 503, not 401, for a token when the keys cannot be fetched", async () => {
+    const dir = tempDir("no-keys");
+    const issuer = new TokenIssuer(await loadSigningKey(`${dir.path}/k.json`));
+    const tokens = new TokenVerifier(createInProcessBroker().connect("gateway"), ISSUER, 200);
+    await expect(tokens.verify((await issuer.issue(claims, 600, ISSUER)).token)).rejects.toMatchObject({
+      body: { status: 503, type: "service_unavailable" },
+    });
     dir.remove();
   });
 });

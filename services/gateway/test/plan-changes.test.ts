@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import {
   type CustomerStatus,
   catalogueRpc,
-  customerEvents,
   customerRpc,
+  PLAN_CHANGED,
   planForStatus,
 } from "@cheese/contracts";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
@@ -14,8 +13,8 @@ import { testGateway } from "./support.ts";
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
 
 /**
- * A tier change reaches every replica's plan cache within 2 s, driven by
- * customer.status_changed, not by the cache running out (30 s).
+ * A tier change reaches every replica's plan cache within 2 s, driven by the customer service's
+ * broadcast, not by the cache running out (30 s).
  */
 describe("plan changes", () => {
   const broker = createInProcessBroker();
@@ -61,11 +60,8 @@ describe("plan changes", () => {
     expect(await limits()).toEqual(["100", "100"]);
 
     status = "gold";
-    await broker.connect("customer").publish({
-      id: randomUUID(),
-      subject: customerEvents.customerStatusChanged.subject,
-      payload: { customerId: 42, username: "goldie", from: "silver", to: "gold" },
-    });
+    // As the customer service broadcasts a status change (handlers/tiers.ts).
+    await broker.connect("customer").broadcast(PLAN_CHANGED, { customerId: 42 });
     await expect.poll(limits, { timeout: 2000, interval: 50 }).toEqual(["10000", "10000"]);
   });
 });

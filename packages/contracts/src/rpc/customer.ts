@@ -12,6 +12,7 @@ import {
   ratePlans,
 } from "../customer.ts";
 import { CustomerHistoryEntry } from "../history.ts";
+import { OAuthGrant } from "../identity.ts";
 
 const customerId = z.number().int().positive();
 
@@ -84,6 +85,7 @@ export const customerRpc = {
     response: z.object({
       customer: Customer,
       apiKeys: z.array(ExportedApiKey),
+      oauthGrants: z.array(OAuthGrant),
       history: z.array(CustomerHistoryEntry),
     }),
   }),
@@ -92,12 +94,6 @@ export const customerRpc = {
     subject: "customer.customer.delete",
     request: z.object({ username: z.string(), asCustomer: customerId, currentPassword: z.string() }),
     response: z.object({ customerId }),
-  }),
-  /** Checks a password; 401 for an unknown user or a wrong password alike, in the same time. */
-  login: defineRpc({
-    subject: "customer.session.login",
-    request: z.object({ username: z.string(), password: z.string() }),
-    response: CustomerPrincipal,
   }),
   /** The current username, status and plan of a customer; 404 once deleted. */
   principal: defineRpc({

@@ -70,6 +70,8 @@ export async function revokeApiKey(
     { type: "RevokeApiKey", keyId: request.keyId, at: isoNow(deps.clock) },
     { metadata: contextMetadata(context) },
   );
+  // Refused on every gateway within milliseconds, not when their caches of the key run out.
+  await deps.revocations.revokeApiKey(request.keyId);
   return { keyId: request.keyId };
 }
 

@@ -4,6 +4,7 @@ import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
 import type { PasswordChecker } from "../passwords.ts";
 import type { PersonalDataVault } from "../personal-data/vault.ts";
 import type { CheeseLookup } from "./favourite-cheese.ts";
+import type { Revocations } from "./identity/revocations.ts";
 
 /** What the customer service's handlers work with. */
 export interface CustomerDeps {
@@ -18,4 +19,6 @@ export interface CustomerDeps {
   /** The api_keys read model, for lookups by hash and the expiry scheduler. */
   apiKeys: Projection;
   apiKeyLifetimeMs: number;
+  /** The revocations every gateway checks (an API key revoked, docs/identity.md). */
+  revocations: Revocations;
 }

@@ -20,7 +20,7 @@ export async function getCustomer(
  * dummy hash), so the answer takes the same time and does not reveal which usernames exist.
  */
 export async function login(
-  deps: CustomerDeps,
+  deps: Pick<CustomerDeps, "store" | "vault" | "passwords">,
   request: { username: string; password: string },
 ): Promise<CustomerPrincipal> {
   const found = await findByUsername(deps.store, request.username);
@@ -32,7 +32,10 @@ export async function login(
   return principalOf(found.customer);
 }
 
-export async function principal(deps: CustomerDeps, customerId: number): Promise<CustomerPrincipal> {
+export async function principal(
+  deps: Pick<CustomerDeps, "store">,
+  customerId: number,
+): Promise<CustomerPrincipal> {
   const loaded = await loadCustomer(deps.store, customerId);
   if (!loaded) throw notFound(`customer ${customerId} not found`);
   return principalOf(loaded.customer);

@@ -1,24 +1,18 @@
 import type { BlockList } from "node:net";
-import { apiKeyHash, CUSTOMER_API_KEY_PREFIX } from "@cheese/contracts";
+import { apiKeyHash, CUSTOMER_API_KEY_PREFIX, type OAuthClient } from "@cheese/contracts";
+import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
-import {
-  allScopes,
-  anonymousCaller,
-  lowerPlan,
-  type OAuthClient,
-  type OperatorKey,
-  type Plan,
-} from "./credentials.ts";
+import { allScopes, anonymousCaller, lowerPlan, type OperatorKey, type Plan } from "./credentials.ts";
 import type { CustomerDirectory } from "./customer-directory.ts";
 import type { Revocations } from "./revocations.ts";
-import type { TokenClaims, TokenService } from "./tokens.ts";
+import type { TokenClaims, TokenVerifier } from "./tokens.ts";
 
 export interface AuthenticationDeps {
-  tokens: TokenService;
+  tokens: TokenVerifier;
   operatorKeys: Map<string, OperatorKey>;
   oauthClients: Map<string, OAuthClient>;
   anonymousPlan: Plan;
@@ -64,6 +58,7 @@ async function identify(
   try {
     claims = await deps.tokens.verify(match[1]!);
   } catch (error) {
+    if (error instanceof RemoteError) throw error; // the keys cannot be fetched: 503
     return { caller: anonymous, problem: tokenProblem(error) };
   }
   const revoked = await identity.revocations.isRevoked({

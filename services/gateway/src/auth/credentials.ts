@@ -1,11 +1,11 @@
 import { isIP } from "node:net";
-import { apiKeyHash } from "@cheese/contracts";
+import { apiKeyHash, scopes } from "@cheese/contracts";
 import { z } from "zod";
 import type { Caller, Scope } from "../env.ts";
 
 export const plans = ["free", "pro", "enterprise"] as const;
 export type Plan = (typeof plans)[number];
-export const allScopes: Scope[] = ["read:cheeses", "write:cheeses", "read:orders", "write:orders"];
+export const allScopes: Scope[] = [...scopes];
 
 /** The smaller of two plans (plans are listed smallest first). */
 export function lowerPlan(a: Plan, b: Plan): Plan {
@@ -42,39 +42,6 @@ export const apiKeysSchema = z
       keys.set(hash, { id: `op:${hash.slice(0, 12)}`, plan: plan as Plan });
     }
     return keys;
-  });
-
-export const OAuthClient = z.object({
-  id: z.string().min(1),
-  /** Omitted: a public client, which must use PKCE. */
-  secret: z.string().min(1).optional(),
-  scopes: z.array(z.enum(allScopes as [Scope, ...Scope[]])).default([]),
-  redirectUris: z.array(z.url()).default([]),
-  plan: z.enum(plans).default("free"),
-});
-export type OAuthClient = z.infer<typeof OAuthClient>;
-
-/** `OAUTH_CLIENTS`: a JSON array of clients. */
-export const oauthClientsSchema = z
-  .string()
-  .default("[]")
-  .transform((text, ctx) => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text || "[]");
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be a JSON array of clients" });
-      return z.NEVER;
-    }
-    const result = z.array(OAuthClient).safeParse(parsed);
-    if (!result.success) {
-      ctx.addIssue({
-        code: "custom",
-        message: result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "),
-      });
-      return z.NEVER;
-    }
-    return new Map(result.data.map((client) => [client.id, client]));
   });
 
 export function anonymousCaller(ip: string, plan: Plan): Caller {

@@ -5,7 +5,7 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
-import { actingCustomer, type IdentityRouteDeps } from "./customers.ts";
+import { actingCustomer } from "./customers.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const credentialResponses = {
@@ -84,7 +84,7 @@ function listKeys(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   );
 }
 
-function revokeKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRouteDeps): void {
+function revokeKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(
     secured(
       { bearer: true },
@@ -109,18 +109,13 @@ function revokeKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: Identi
         asCustomer: actingCustomer(c.get("caller"), false)!,
         keyId: id,
       });
-      await more.identity.revocations.revokeApiKey(id);
       return c.body(null, 204);
     },
   );
 }
 
-export function apiKeysRoutes(
-  api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
-  more: IdentityRouteDeps,
-): void {
+export function apiKeysRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   createKey(api, deps);
   listKeys(api, deps);
-  revokeKey(api, deps, more);
+  revokeKey(api, deps);
 }

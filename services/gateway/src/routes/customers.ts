@@ -6,6 +6,7 @@ import {
   CustomerInput,
   CustomerUpdateInput,
   customerRpc,
+  identityRpc,
   LoginInput,
   LoginResult,
   toCustomerFields,
@@ -18,15 +19,11 @@ import { secured } from "../auth/access.ts";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import type { GatewayDeps } from "../deps.ts";
-import type { Caller, GatewayEnv, Scope } from "../env.ts";
+import type { Caller, GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
-
-/** What a login session may do (docs/identity.md "Sessions"). */
-export const SESSION_SCOPES: Scope[] = ["read:cheeses", "read:orders", "write:orders"];
-export const SESSION_TTL_SECONDS = 24 * 3600;
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
@@ -144,21 +141,15 @@ function login(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRo
       noStore,
     ),
     async (c) => {
-      const principal = await callService(deps, c, customerRpc.login, c.req.valid("json"));
-      const { token, expiresAt } = await deps.auth.tokens.issue(
-        {
-          kind: "session",
-          sub: String(principal.customerId),
-          username: principal.username,
-          scopes: SESSION_SCOPES,
-          passwordVersion: principal.passwordVersion,
-        },
-        SESSION_TTL_SECONDS,
-      );
+      // The customer service checks the password and signs the session token.
+      const { token, expiresAt, plan } = await callService(deps, c, identityRpc.startSession, {
+        ...c.req.valid("json"),
+        issuer: deps.auth.issuer,
+      });
       c.header("Cache-Control", "no-store");
-      c.header("X-Rate-Limit", String(hourlyRate(more.plans[principal.plan])));
-      c.header("X-Expires-After", expiresAt.toISOString());
-      return c.json({ token, expiresAt: expiresAt.toISOString() }, 200);
+      c.header("X-Rate-Limit", String(hourlyRate(more.plans[plan])));
+      c.header("X-Expires-After", expiresAt);
+      return c.json({ token, expiresAt }, 200);
     },
   );
 }
@@ -265,8 +256,9 @@ function replaceCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: 
         currentPassword,
         session: caller.token?.jti ?? null,
       });
-      // A new password: the older credentials end on every replica (auth/password-changes.ts) once
-      // customer.password_changed is through; the answer waits for that.
+      // A new password: the older credentials end on every replica once customer.password_changed
+      // is through (the customer service's handlers/identity/password-changes.ts); the answer
+      // waits for that.
       if (passwordVersion !== null) {
         const known = await more.identity.revocations.whenCustomerRevoked(
           customerId,
@@ -325,7 +317,8 @@ function deleteCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: I
         currentPassword: c.req.valid("json").currentPassword,
       });
       // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
-      // once customer.deleted is through (auth/erasure.ts): the answer waits for that.
+      // once customer.deleted is through (the customer service's handlers/identity/erasure.ts): the
+      // answer waits for that.
       if (!(await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs))) {
         throw new RemoteError({
           status: 503,
@@ -334,6 +327,7 @@ function deleteCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: I
             "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly",
         });
       }
+      more.identity.customers.forget(customerId);
       return c.body(null, 204);
     },
   );

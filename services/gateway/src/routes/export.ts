@@ -4,19 +4,18 @@ import {
   CustomerHistoryEntry,
   customerRpc,
   ExportedApiKey,
+  OAuthGrant,
   Order,
   orderingRpc,
   UsernameParam,
 } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
-import type { OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { grantView, OAuthGrant } from "./grants.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
 const CustomerExport = z
@@ -43,7 +42,7 @@ const CustomerExport = z
       "Everything the system holds about a customer, in one JSON document (data portability, GDPR Art. 20).",
   });
 
-function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
+function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(
     secured(
       { apiKey: true, bearer: true },
@@ -80,10 +79,7 @@ function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants:
         asCustomer: actingCustomer(c.get("caller"), true),
       });
       const customerId = account.customer.id;
-      const [{ orders, addresses }, live] = await Promise.all([
-        callService(deps, c, orderingRpc.customerOrders, { customerId }),
-        grants.grantsOf(customerId),
-      ]);
+      const { orders, addresses } = await callService(deps, c, orderingRpc.customerOrders, { customerId });
       return c.json(
         {
           exportedAt,
@@ -91,7 +87,7 @@ function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants:
           addresses,
           orders,
           apiKeys: account.apiKeys,
-          oauthGrants: live.map(grantView),
+          oauthGrants: account.oauthGrants,
           history: account.history,
         },
         200,
@@ -102,9 +98,8 @@ function exportCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants:
 
 /**
  * GET /customer/{username}/export (docs/identity.md "Data portability"): the customer service
- * decides who may export and answers the account's part; ordering the orders; the grants are the
- * gateway's own, as the authorization server.
+ * decides who may export and answers the account's part with its OAuth grants; ordering the orders.
  */
-export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
-  exportCustomer(api, deps, grants);
+export function exportRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  exportCustomer(api, deps);
 }

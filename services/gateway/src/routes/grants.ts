@@ -1,29 +1,12 @@
-import { UsernameParam } from "@cheese/contracts";
+import { identityRpc, OAuthGrant, UsernameParam } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { secured } from "../auth/access.ts";
-import { allScopes } from "../auth/credentials.ts";
-import type { Grant, OAuthGrants } from "../auth/oauth-grants.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
+import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
-
-const dateTime = z.string().openapi({ format: "date-time" });
-
-export const OAuthGrant = z
-  .object({
-    id: z.string().openapi({ description: "the grant's id, for revoking it" }),
-    clientId: z.string().openapi({ description: "the OAuth client it was given to" }),
-    scopes: z.array(z.enum(allScopes as [string, ...string[]])),
-    createdAt: dateTime.openapi({ description: "when the customer signed in and allowed it" }),
-    lastUsedAt: dateTime.openapi({ description: "when a token of it was last issued" }),
-    expiresAt: dateTime.openapi({ description: "when it ends unless the client refreshes it first" }),
-  })
-  .openapi("OAuthGrant", {
-    description:
-      "What a customer allowed an OAuth client: every access and refresh token issued from one sign-in.",
-  });
 
 const GrantIdParam = UsernameParam.extend({
   id: z
@@ -87,35 +70,22 @@ const revokeGrant = (deps: GatewayDeps) =>
 
 /**
  * A customer's OAuth grants (docs/identity.md "OAuth grants"): list them, revoke one. Grants live
- * at the gateway, with the authorization server; a customer reaches only its own (403 for any
- * other username, existing or not, as everywhere under /customer).
+ * in the customer service, with the authorization server; a customer reaches only its own (403
+ * for any other username, existing or not, as everywhere under /customer).
  */
-export function grantsRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, grants: OAuthGrants): void {
+export function grantsRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(listGrants(deps), async (c) => {
     const customerId = ownCustomer(c.get("caller"), c.req.valid("param").username);
-    return c.json((await grants.grantsOf(customerId)).map(grantView), 200);
+    const { grants } = await callService(deps, c, identityRpc.listGrants, { customerId });
+    return c.json(grants, 200);
   });
 
   api.openapi(revokeGrant(deps), async (c) => {
     const { username, id } = c.req.valid("param");
     const customerId = ownCustomer(c.get("caller"), username);
-    if (!(await grants.revokeGrant(customerId, id))) {
-      throw new HTTPException(404, { message: `grant ${id} not found` });
-    }
+    await callService(deps, c, identityRpc.revokeGrant, { customerId, grantId: id });
     return c.body(null, 204);
   });
-}
-
-/** A live grant as a customer sees it (the list, the data export). */
-export function grantView(grant: Grant) {
-  return {
-    id: grant.id,
-    clientId: grant.clientId,
-    scopes: grant.scopes,
-    createdAt: new Date(grant.createdAt).toISOString(),
-    lastUsedAt: new Date(grant.lastUsedAt).toISOString(),
-    expiresAt: new Date(grant.expiresAt).toISOString(),
-  };
 }
 
 /** The caller's customer id when `username` is the caller's own (the principal's current name). */

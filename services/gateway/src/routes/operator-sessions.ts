@@ -1,10 +1,11 @@
-import { OPERATOR_SESSION_TTL_SECONDS, OperatorSession, OperatorSessionOpened } from "@cheese/contracts";
+import { identityRpc, OperatorSession, OperatorSessionOpened } from "@cheese/contracts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { secured } from "../auth/access.ts";
 import type { Revocations } from "../auth/revocations.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
+import { callService } from "../rpc.ts";
 import { operatorResponses, operatorRoute } from "./operator.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
@@ -39,11 +40,12 @@ function openSession(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
     ),
     async (c) => {
       const operatorId = c.get("caller").id;
-      const { token, expiresAt } = await deps.auth.tokens.issue(
-        { kind: "operator", sub: operatorId, scopes: [] },
-        OPERATOR_SESSION_TTL_SECONDS,
-      );
-      return c.json({ token, operatorId, expiresAt: expiresAt.toISOString() }, 201);
+      // The customer service, the issuer of every token, signs it.
+      const { token, expiresAt } = await callService(deps, c, identityRpc.startOperatorSession, {
+        operatorId,
+        issuer: deps.auth.issuer,
+      });
+      return c.json({ token, operatorId, expiresAt }, 201);
     },
   );
 }

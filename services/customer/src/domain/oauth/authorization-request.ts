@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Scope } from "../env.ts";
-import type { OAuthClient } from "./credentials.ts";
+import type { OAuthClient, TokenScope as Scope } from "@cheese/contracts";
 
 /** A customer can grant at most these; write:cheeses is for operator clients only (docs/identity.md). */
 export const customerGrantableScopes: Scope[] = ["read:cheeses", "read:orders", "write:orders"];

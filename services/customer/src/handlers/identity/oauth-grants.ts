@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { TokenScope as Scope } from "@cheese/contracts";
 import { jsonCodec, type KvRecord, KvRecords, type MessageBus } from "@cheese/messaging";
 import { type Clock, systemClock } from "@cheese/service-kit";
-import type { Scope } from "../env.ts";
 import type { Revocations } from "./revocations.ts";
 
 /** What an authorization code stands for until it is exchanged. */

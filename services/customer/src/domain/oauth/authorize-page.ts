@@ -1,4 +1,4 @@
-import type { Scope } from "../env.ts";
+import type { TokenScope as Scope } from "@cheese/contracts";
 import type { AuthorizationRequest } from "./authorization-request.ts";
 
 const scopeText: Record<Scope, string> = {

@@ -1,10 +1,9 @@
+import type { TokenScope as Scope } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
-import { createLogger } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { describe, expect, it } from "vitest";
-import { OAuthGrants, REFRESH_TOKEN_TTL_MS } from "../src/auth/oauth-grants.ts";
-import { Revocations } from "../src/auth/revocations.ts";
-import type { Scope } from "../src/env.ts";
+import { OAuthGrants, REFRESH_TOKEN_TTL_MS } from "../src/handlers/identity/oauth-grants.ts";
+import { Revocations } from "../src/handlers/identity/revocations.ts";
 
 const code = {
   clientId: "spa",
@@ -20,13 +19,8 @@ const code = {
 /** Expiry of codes and refresh tokens, on a manual clock. */
 describe("authorization codes and refresh tokens", () => {
   const clock = new ManualClock("2026-11-22T10:00:00.000Z");
-  const bus = createInProcessBroker().connect("gateway");
-  const grants = new OAuthGrants(
-    bus,
-    60_000,
-    new Revocations(bus, createLogger("test", "silent"), clock),
-    clock,
-  );
+  const bus = createInProcessBroker().connect("customer");
+  const grants = new OAuthGrants(bus, 60_000, new Revocations(bus, clock), clock);
 
   it("redeems a code once, until its lifetime (OAUTH_CODE_TTL) is over and not after", async () => {
     const once = await grants.issueCode(code);

@@ -5,11 +5,12 @@ import type { OAuthGrants } from "./oauth-grants.ts";
 import type { Revocations } from "./revocations.ts";
 
 /**
- * After a password change everything issued under the old password ends, on every replica: on
+ * After a password change everything issued under the old password ends, on every gateway: on
  * customer.password_changed (durable, shared by the replicas, so handled once and after a crash
  * too) the customer's sessions of older password versions but the one that made the change, its
  * OAuth grants of older versions (their access and refresh tokens), and the API keys the event
- * names are revoked in the shared revocations bucket. PUT /customer answers once that is in force.
+ * names are revoked in the revocations bucket every gateway watches. PUT /customer answers once
+ * that is in force.
  */
 export function revokeOnPasswordChange(
   bus: MessageBus,
@@ -17,7 +18,7 @@ export function revokeOnPasswordChange(
   logger: Logger,
 ): Closable {
   return consumeEvents(bus, {
-    durable: "gateway-password-changes",
+    durable: "customer-credentials-password",
     events: [customerEvents.customerPasswordChanged],
     async handler(event) {
       const { customerId, passwordVersion, keptSession, apiKeyIds } = event.payload;

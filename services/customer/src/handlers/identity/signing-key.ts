@@ -12,7 +12,7 @@ export interface SigningKey {
 
 /**
  * The token signing key (Ed25519). Given as a private JWK in JWT_PRIVATE_KEY, or created once
- * under DATA_DIR and reused across restarts. Gateway replicas on one host race to create it;
+ * under DATA_DIR and reused across restarts. Replicas on one host race to create it;
  * the file is published with link(2), which fails for all but the first, so all share one key.
  */
 export async function loadSigningKey(file: string, privateJwkJson?: string): Promise<SigningKey> {

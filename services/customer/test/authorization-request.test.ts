@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
+import { oauthClientsSchema } from "@cheese/contracts";
 import { describe, expect, it } from "vitest";
 import {
   parseAuthorizationRequest,
   redirectWith,
   verifierMatches,
-} from "../src/auth/authorization-request.ts";
-import { oauthClientsSchema } from "../src/auth/credentials.ts";
+} from "../src/domain/oauth/authorization-request.ts";
 
 const clients = oauthClientsSchema.parse(
   JSON.stringify([
