@@ -302,7 +302,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   if (snapshots) await restoreSnapshot(snapshots, definition, eventStore, logger);
   const live = await readModels.liveGeneration(definition, version);
   let previous: { generation: Generation; position: number } | undefined;
-  if (!live && version > 1) {
+  if (!live && version > 0) {
     const before = { ...definition, version: version - 1 };
     if (snapshots) await restoreSnapshot(snapshots, before, eventStore, logger);
     const generation = await readModels.liveGeneration(definition, version - 1);
