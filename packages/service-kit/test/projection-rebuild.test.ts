@@ -127,6 +127,48 @@ describe("a projection rebuilt beside its live read models", () => {
     await projection.close();
   });
 
+  it("replicas sharing durable read models: one rebuilds, the others move to the new generation, the old goes after a grace", async () => {
+    for (let id = 1; id <= 20; id++)
+      await store.append(`thing-${id}`, [{ type: "Set", data: { value: id } }], {
+        expectedRevision: "no_stream",
+      });
+    // MongoDB's sharing, in memory: one store for both replicas, and said to be durable.
+    const shared: ReadModelStore = { ...createMemoryReadModels(), durable: true };
+    const replica = () =>
+      startProjection({
+        name: "things",
+        version: 1,
+        collections: [things],
+        eventStore: store,
+        readModels: shared,
+        categories: ["thing"],
+        logger: createLogger("test", "silent"),
+        generationCheckMs: 20,
+        dropAfterMs: 300,
+        apply: async (event, models) => {
+          const id = Number(event.streamName.split("-")[1]);
+          await models
+            .collection("things")
+            .upsert(id, event.revision, { $set: { value: (event.data as { value: number }).value } });
+        },
+      });
+    const [a, b] = [await replica(), await replica()];
+    await Promise.all([a.ready, b.ready]);
+    const definition = { name: "things", version: 1, collections: [things] };
+    const before = await shared.liveGeneration(definition, 1);
+
+    expect(await a.rebuild()).toMatchObject({ generation: 1 });
+    // Kept a while for the replicas that have not looked yet, then dropped.
+    expect(await before!.collection("things").count()).toBe(20);
+    await expect.poll(() => before!.collection("things").count()).toBe(0);
+    await a.close();
+    // Only b is left: what it applies now lands in the generation reads reach.
+    await store.append("thing-21", [{ type: "Set", data: { value: 21 } }], { expectedRevision: "no_stream" });
+    expect(await b.catchUp(5_000)).toBe(true);
+    expect(await shared.collection("things").findOne({ _id: 21 })).toMatchObject({ value: 21 });
+    await b.close();
+  });
+
   it("a version change: the previous version answers at once, the new one takes over once built", async () => {
     for (let id = 1; id <= 30; id++)
       await store.append(`thing-${id}`, [{ type: "Set", data: { value: id } }], {
