@@ -62,6 +62,11 @@ export interface ApplyContext {
   readonly rebuilding: boolean;
 }
 
+/** A rebuild ended before its switch: the projection closed, or another replica switched first. */
+class RebuildStopped extends Error {
+  override readonly name = "RebuildStopped";
+}
+
 /** A catch-up that applied at least this many events is followed by a snapshot at once. */
 const SNAPSHOT_AFTER_CATCH_UP = 10_000;
 
@@ -108,8 +113,10 @@ interface Run {
   readonly caughtUp: Promise<void>;
   /** Resolves when it is closed. */
   readonly stopped: Promise<void>;
-  /** Reads reach it from now on: `apply` is no longer told it rebuilds; snapshots are taken. */
+  /** Reads reach it from now on: `apply` is no longer told it rebuilds. */
   serving(): void;
+  /** Snapshots from now on (of a generation reads reach, of the current version). */
+  takeSnapshots(): void;
   close(options?: { snapshot?: boolean }): Promise<void>;
 }
 
@@ -145,6 +152,19 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   const wakeWaiters = () => {
     for (const wake of waiters) wake();
   };
+  /** A head position up to which every event of our categories is known to be applied. */
+  let verifiedHead = -1;
+  const progress = (deadline: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        waiters.delete(wake);
+        clearTimeout(timer);
+        resolve();
+      };
+      waiters.add(wake);
+      const timer = setTimeout(wake, Math.max(0, Math.min(25, deadline - Date.now())));
+      timer.unref();
+    });
 
   /** Follows `generation` from `from` (undefined: the first event). */
   const follow = async (
@@ -272,6 +292,8 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       stopped: stoppedPromise,
       serving() {
         context.rebuilding = false;
+      },
+      takeSnapshots() {
         if (!snapshots || snapshotsOn) return;
         snapshotsOn = true;
         snapshotTimer = setInterval(() => {
@@ -340,17 +362,23 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     dropping.add(entry);
   };
 
-  /** Reads reach `run` from now on; the run read before stops, and its generation goes. */
-  const switchTo = async (run: Run) => {
+  /**
+   * Reads reach `run` from now on; the run read before stops, and its generation goes (unless
+   * another replica switched, which drops it).
+   */
+  const switchTo = async (run: Run, { drop = true } = {}) => {
     const old = served;
     await readModels.serve(definition, run.generation);
     served = run;
+    // Work beyond the read models moves with the reads: done twice for an event both apply while
+    // the old run stops, rather than by neither.
+    run.serving();
     wakeWaiters();
     options.onSwitch?.();
     await old.close({ snapshot: false });
-    run.serving();
+    run.takeSnapshots();
     // The previous version's collections stay, where replicas share them, for replicas still on it.
-    if (old.generation.version === version || !readModels.durable) dropLater(old.generation);
+    if (drop && (old.generation.version === version || !readModels.durable)) dropLater(old.generation);
   };
 
   const startRebuild = async (
@@ -370,8 +398,8 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     );
     const run = await follow(target, from, ` (rebuild of generation ${target.generation})`, true);
     entry.run = run;
-    const progress = () => (head <= 0 ? 1 : Math.min(1, Math.max(0, run.confirmed()) / head));
-    const stopObserving = rebuildProgress.observe({ projection: name }, progress);
+    const done = () => (head <= 0 ? 1 : Math.min(1, Math.max(0, run.confirmed()) / head));
+    const stopObserving = rebuildProgress.observe({ projection: name }, done);
     const logTimer = setInterval(() => {
       logger.info(
         {
@@ -379,7 +407,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
           events: run.applied(),
           position: run.confirmed(),
           head,
-          percent: Math.floor(progress() * 100),
+          percent: Math.floor(done() * 100),
         },
         "projection rebuild progress",
       );
@@ -390,9 +418,12 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       clearInterval(logTimer);
       stopObserving();
     }
+    // Not behind what reads reach now: a write read back before the switch is read back after it.
+    while (!closed && rebuilding === entry && run.confirmed() < served.confirmed())
+      await progress(Date.now() + 1_000);
     if (closed || rebuilding !== entry) {
       await run.close({ snapshot: false });
-      throw new Error(`the rebuild of ${name} was stopped`);
+      throw new RebuildStopped(`the rebuild of ${name} was stopped (closed, or another replica switched)`);
     }
     await switchTo(run);
     const outcome = {
@@ -420,7 +451,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
 
   if (live) {
     served = await follow(live, await readModels.getCheckpoint(live.key), "");
-    served.serving();
+    served.takeSnapshots();
   } else if (previous) {
     logger.info(
       { projection: name, version, previousVersion: previous.generation.version },
@@ -433,7 +464,8 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       ` (version ${previous.generation.version})`,
     );
     void rebuild(readModels.newGeneration(definition), "version changed").catch((error: unknown) => {
-      if (!closed) logger.error({ err: error, projection: name }, "projection rebuild failed");
+      if (error instanceof RebuildStopped) logger.info({ projection: name }, error.message);
+      else logger.error({ err: error, projection: name }, "projection rebuild failed");
     });
   } else {
     const target = await readModels.newGeneration(definition);
@@ -441,39 +473,36 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       logger.info({ projection: name, version }, "projection has no checkpoint at this version: rebuilding");
     await readModels.serve(definition, target);
     served = await follow(target, await readModels.getCheckpoint(target.key), "");
-    served.serving();
+    served.takeSnapshots();
   }
   const ready = served.caughtUp;
 
   // Replicas sharing durable read models: one of them switched reads to another generation.
+  let checking = false;
+  const checkGeneration = async () => {
+    const current = await readModels.liveGeneration(definition, version);
+    if (closed || !current || current.key === served.generation.key) return;
+    if (rebuilding?.target?.key === current.key) return;
+    logger.info(
+      { projection: name, version, generation: current.generation },
+      "projection generation switched by another replica: following it",
+    );
+    const superseded = rebuilding;
+    rebuilding = undefined;
+    await superseded?.run?.close({ snapshot: false });
+    await switchTo(await follow(current, await readModels.getCheckpoint(current.key), ""), { drop: false });
+  };
   const generationCheck = readModels.durable
     ? setInterval(() => {
-        void readModels
-          .liveGeneration(definition, version)
-          .then(async (current) => {
-            if (closed || !current || current.key === served.generation.key) return;
-            if (rebuilding?.target?.key === current.key) return;
-            logger.info(
-              { projection: name, version, generation: current.generation },
-              "projection generation switched by another replica: following it",
-            );
-            const run = await follow(current, await readModels.getCheckpoint(current.key), "");
-            run.serving();
-            const old = served;
-            await readModels.serve(definition, current);
-            served = run;
-            wakeWaiters();
-            options.onSwitch?.();
-            await old.close({ snapshot: false });
-            if (rebuilding) {
-              const stopped = rebuilding.run;
-              rebuilding = undefined;
-              await stopped?.close({ snapshot: false });
-            }
-          })
+        if (checking) return;
+        checking = true;
+        void checkGeneration()
           .catch((error: unknown) =>
             logger.warn({ err: error, projection: name }, "projection generation not checked"),
-          );
+          )
+          .finally(() => {
+            checking = false;
+          });
       }, options.generationCheckMs ?? 5_000).unref()
     : undefined;
 
@@ -486,20 +515,6 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       return Math.max(0, (Date.now() - Date.parse(event.createdAt)) / 1000);
     return 0;
   });
-
-  /** A head position up to which every event of our categories is known to be applied. */
-  let verifiedHead = -1;
-  const progress = (deadline: number) =>
-    new Promise<void>((resolve) => {
-      const wake = () => {
-        waiters.delete(wake);
-        clearTimeout(timer);
-        resolve();
-      };
-      waiters.add(wake);
-      const timer = setTimeout(wake, Math.max(0, Math.min(25, deadline - Date.now())));
-      timer.unref();
-    });
 
   return {
     ready,
