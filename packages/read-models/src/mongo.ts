@@ -180,8 +180,11 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
         const live = await liveOf(projection, projection.version);
         // A first build of this version: recorded as not live yet, so that a restart finding its
         // checkpoint half way does not take it for a finished one.
+        // Two replicas starting it at once may both insert it (E11000): it is there either way.
         if (live === undefined)
-          await generations.updateOne({ _id: key }, { $setOnInsert: { live: null } }, { upsert: true });
+          await generations
+            .updateOne({ _id: key }, { $setOnInsert: { live: null } }, { upsert: true })
+            .catch((error: unknown) => (isDuplicateKey(error) ? undefined : Promise.reject(error)));
         const generation = generationOf(projection, projection.version, live === undefined ? 0 : live + 1);
         if (fresh) await dropGeneration(projection, generation);
         for (const definition of projection.collections)
@@ -193,11 +196,14 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
       }),
     serve: (projection, generation) =>
       guarded(async () => {
-        await generations.updateOne(
-          { _id: versionedName(projection.name, generation.version) },
-          { $set: { live: generation.generation } },
-          { upsert: true },
-        );
+        const record = () =>
+          generations.updateOne(
+            { _id: versionedName(projection.name, generation.version) },
+            { $set: { live: generation.generation } },
+            { upsert: true },
+          );
+        // As setCheckpoint: two first writes may both insert it; the loser's second try sets it.
+        await record().catch((error: unknown) => (isDuplicateKey(error) ? record() : Promise.reject(error)));
         for (const { name } of projection.collections)
           physical.set(name, generationName(name, generation.version, generation.generation));
       }),
