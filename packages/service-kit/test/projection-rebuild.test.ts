@@ -57,6 +57,8 @@ describe("a projection rebuilt beside its live read models", () => {
       openGate = resolve;
     });
     const seenByRebuild: RecordedEvent[] = [];
+    /** What `apply` was told of each event: side effects belong to the run reads reach. */
+    const told: { stream: string; rebuilding: boolean }[] = [];
     const projection = await startProjection({
       name: "things",
       version: 1,
@@ -67,6 +69,7 @@ describe("a projection rebuilt beside its live read models", () => {
       logger,
       rebuildLogEveryMs: 20,
       apply: async (event, models, { rebuilding }: ApplyContext) => {
+        told.push({ stream: event.streamName, rebuilding });
         if (rebuilding) {
           seenByRebuild.push(event);
           // The rebuild stops after its first events until the test lets it go on.
@@ -124,6 +127,17 @@ describe("a projection rebuilt beside its live read models", () => {
     await store.append("thing-52", [{ type: "Set", data: { value: 52 } }], { expectedRevision: "no_stream" });
     expect(await projection.catchUp(5_000)).toBe(true);
     expect((await things$(readModels)).find((thing) => thing._id === 52)).toMatchObject({ by: "rebuild" });
+    // The event written during the rebuild was applied by both runs, told apart; the one after the
+    // switch by the new run only, as the served one.
+    expect(told.filter((entry) => entry.stream === "thing-51")).toEqual(
+      expect.arrayContaining([
+        { stream: "thing-51", rebuilding: false },
+        { stream: "thing-51", rebuilding: true },
+      ]),
+    );
+    expect(told.filter((entry) => entry.stream === "thing-52")).toEqual([
+      { stream: "thing-52", rebuilding: false },
+    ]);
     await projection.close();
   });
 
