@@ -27,6 +27,7 @@ export {
   type NatsBusOptions,
   ReplicasRefusedError,
 } from "./nats.ts";
+export { type OperatorRequestOptions, operatorRequest } from "./operator-request.ts";
 export * from "./port.ts";
 export {
   type CallOptions,

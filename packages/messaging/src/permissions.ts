@@ -9,7 +9,10 @@
 
 export const natsServices = ["gateway", "catalogue", "ordering", "customer", "notification"] as const;
 export type NatsService = (typeof natsServices)[number];
-/** Operators and monitoring: JetStream's stream and consumer info, and each service's health. */
+/**
+ * Operators and monitoring: JetStream's stream and consumer info, each service's health, and
+ * rebuilds of a service's projections on request (`pnpm rebuild`).
+ */
 export const MONITOR_IDENTITY = "monitor";
 export const natsIdentities = [...natsServices, MONITOR_IDENTITY] as const;
 export type NatsIdentity = (typeof natsIdentities)[number];
@@ -131,6 +134,7 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
         "$JS.API.CONSUMER.LIST.*",
         "$JS.API.CONSUMER.INFO.*.*",
         ...natsServices.map((service) => `${service}.health`),
+        ...natsServices.map((service) => `${service}.rebuild`),
       ],
       subscribe: ["_INBOX.>"],
     };

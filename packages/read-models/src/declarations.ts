@@ -127,8 +127,15 @@ export function declarationProblems(definition: CollectionDefinition): string[] 
 /** The physical name of a collection at a projection version, and of its checkpoint. */
 export const versionedName = (name: string, version: number) => `${name}_v${version}`;
 
-/** Versions of `name` that `defineProjection` at `version` drops: all before the previous one. */
+/** The physical name of a collection at a projection version's generation, and of its checkpoint. */
+export const generationName = (name: string, version: number, generation: number) =>
+  generation === 0 ? versionedName(name, version) : `${versionedName(name, version)}_g${generation}`;
+
+/**
+ * Versions of `name` (any generation) that `defineProjection` at `version` drops: all before the
+ * previous one.
+ */
 export function droppedVersion(physical: string, name: string, version: number): boolean {
-  const match = /^(.*)_v(\d+)$/.exec(physical);
+  const match = /^(.*)_v(\d+)(?:_g\d+)?$/.exec(physical);
   return match !== null && match[1] === name && Number(match[2]) < version - 1;
 }

@@ -16,6 +16,7 @@ export type {
   Document,
   Filter,
   FindOptions,
+  Generation,
   IndexDefinition,
   ProjectionDefinition,
   QueryDefinition,

@@ -3,6 +3,7 @@ import {
   byIdOnly,
   droppedVersion,
   filterFields,
+  generationName,
   isDeclared,
   type QueryShape,
   UndeclaredQueryError,
@@ -15,6 +16,8 @@ import type {
   Document,
   Filter,
   FindOptions,
+  Generation,
+  ProjectionDefinition,
   ReadModelSnapshots,
   ReadModelStore,
   Update,
@@ -62,27 +65,45 @@ interface MemoryCollection extends Collection {
 export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): ReadModelStore {
   const checkQueries = options.checkQueries ?? process.env.NODE_ENV === "test";
   const freeze = options.freezeDocuments ?? process.env.NODE_ENV === "test";
+  /** Physical name (a collection at a version and generation) -> its documents. */
   const collections = new Map<string, MemoryCollection>();
   const checkpoints = new Map<string, number>();
-  /** Logical name -> the physical name of its current version, and its definition. */
-  const defined = new Map<string, { physical: string; definition: CollectionDefinition }>();
-  const physicalCollection = (name: string): MemoryCollection => {
-    const current = defined.get(name);
-    const physical = current?.physical ?? name;
+  /** Logical name -> its definition, and the physical name reads reach (the served generation). */
+  const defined = new Map<string, { served: string; definition: CollectionDefinition }>();
+  /** `<projection>_v<version>` -> that version's live generation (the last served); null while its first build is under way. */
+  const liveGenerations = new Map<string, number | null>();
+  /** The collection under `physical`, made with the indexes and query checks of `name`'s definition. */
+  const physicalCollection = (name: string, physical: string): MemoryCollection => {
     let collection = collections.get(physical);
     if (!collection) {
+      const definition = defined.get(name)?.definition;
       const check =
-        checkQueries && current
+        checkQueries && definition
           ? (shape: QueryShape) => {
-              if (byIdOnly(shape) || current.definition.queries.some((query) => isDeclared(query, shape)))
-                return;
+              if (byIdOnly(shape) || definition.queries.some((query) => isDeclared(query, shape))) return;
               throw new UndeclaredQueryError(name, shape);
             }
           : undefined;
-      collection = memoryCollection(current?.definition.indexes ?? [], { check, freeze });
+      collection = memoryCollection(definition?.indexes ?? [], { check, freeze });
       collections.set(physical, collection);
     }
     return collection;
+  };
+  const generationOf = (
+    projection: ProjectionDefinition,
+    version: number,
+    generation: number,
+  ): Generation => ({
+    version,
+    generation,
+    key: generationName(projection.name, version, generation),
+    collection: <T extends Document = Document>(name: string) =>
+      physicalCollection(name, generationName(name, version, generation)) as unknown as Collection<T>,
+  });
+  const liveOf = (projection: ProjectionDefinition, version: number): number | undefined => {
+    const recorded = liveGenerations.get(versionedName(projection.name, version));
+    if (recorded !== undefined) return recorded ?? undefined;
+    return checkpoints.has(versionedName(projection.name, version)) ? 0 : undefined;
   };
   const { snapshotDir } = options;
   const snapshots: ReadModelSnapshots | undefined = snapshotDir
@@ -98,42 +119,83 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
           const names = projection.collections.map((definition) => definition.name);
           const missing = names.find((name) => !saved.has(name));
           if (missing !== undefined) return { ignored: `no collection ${missing}` };
-          for (const name of names) physicalCollection(name).replaceAll(saved.get(name)!);
+          for (const name of names)
+            physicalCollection(name, generationName(name, projection.version, 0)).replaceAll(
+              saved.get(name)!,
+            );
           checkpoints.set(key, position);
+          liveGenerations.set(key, 0);
           return { position };
         },
-        async save(projection, position) {
+        async save(projection, generation, position) {
           // Captured now: the documents are replaced on every write, never changed in place.
           const captured = projection.collections.map(({ name }) => ({
             name,
-            documents: physicalCollection(name).stored(),
+            documents: physicalCollection(
+              name,
+              generationName(name, generation.version, generation.generation),
+            ).stored(),
           }));
           await writeSnapshot(
             snapshotDir,
-            versionedName(projection.name, projection.version),
+            versionedName(projection.name, generation.version),
             position,
             captured,
           );
         },
       }
     : undefined;
+  const dropGeneration = (projection: ProjectionDefinition, generation: Generation) => {
+    for (const { name } of projection.collections)
+      collections.delete(generationName(name, generation.version, generation.generation));
+    checkpoints.delete(generation.key);
+  };
   return {
     durable: false,
     snapshots,
     collection<T extends Document = Document>(name: string): Collection<T> {
-      return physicalCollection(name) as unknown as Collection<T>;
+      return physicalCollection(name, defined.get(name)?.served ?? name) as unknown as Collection<T>;
     },
-    async defineProjection({ name, version, collections: definitions }) {
+    async defineProjection(projection) {
+      const { name, version, collections: definitions } = projection;
+      const generation = liveGenerations.get(versionedName(name, version)) ?? 0;
       for (const definition of definitions) {
-        defined.set(definition.name, { physical: versionedName(definition.name, version), definition });
+        defined.set(definition.name, {
+          served: generationName(definition.name, version, generation),
+          definition,
+        });
         for (const physical of [...collections.keys()]) {
           if (droppedVersion(physical, definition.name, version)) collections.delete(physical);
         }
       }
-      for (const key of [...checkpoints.keys()]) {
-        if (droppedVersion(key, name, version)) checkpoints.delete(key);
+      for (const map of [checkpoints, liveGenerations]) {
+        for (const key of [...map.keys()]) if (droppedVersion(key, name, version)) map.delete(key);
       }
-      return versionedName(name, version);
+      return generationName(name, version, generation);
+    },
+    async liveGeneration(projection, version) {
+      const generation = liveOf(projection, version);
+      return generation === undefined ? undefined : generationOf(projection, version, generation);
+    },
+    async newGeneration(projection, { fresh = false } = {}) {
+      const live = liveOf(projection, projection.version);
+      if (live === undefined) liveGenerations.set(versionedName(projection.name, projection.version), null);
+      const generation = generationOf(projection, projection.version, live === undefined ? 0 : live + 1);
+      if (fresh) dropGeneration(projection, generation);
+      return generation;
+    },
+    async serve(projection, generation) {
+      for (const { name } of projection.collections) {
+        const definition = defined.get(name)?.definition ?? { name, indexes: [], queries: [] };
+        defined.set(name, {
+          served: generationName(name, generation.version, generation.generation),
+          definition,
+        });
+      }
+      liveGenerations.set(versionedName(projection.name, generation.version), generation.generation);
+    },
+    async dropGeneration(projection, generation) {
+      dropGeneration(projection, generation);
     },
     async getCheckpoint(projection) {
       return checkpoints.get(projection);

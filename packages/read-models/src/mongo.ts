@@ -10,12 +10,15 @@ import {
   MongoServerError,
   MongoServerSelectionError,
 } from "mongodb";
-import { droppedVersion, versionedName } from "./declarations.ts";
+import { droppedVersion, generationName, versionedName } from "./declarations.ts";
 import {
   type Collection,
+  type CollectionDefinition,
   type Document,
   type Filter,
   type FindOptions,
+  type Generation,
+  type ProjectionDefinition,
   type ReadModelStore,
   ReadModelsUnavailableError,
 } from "./port.ts";
@@ -34,6 +37,8 @@ export interface MongoReadModelsOptions {
 }
 
 const CHECKPOINTS = "_checkpoints";
+/** Which generation of each projection version reads reach (port.ts, Generation). */
+const GENERATIONS = "_generations";
 const PING_TIMEOUT_MS = 2_000;
 
 /**
@@ -92,43 +97,117 @@ export async function createMongoReadModels(options: MongoReadModelsOptions): Pr
   const client = await guarded(() => new MongoClient(options.url, deadline).connect());
   const db = client.db(options.database);
   const checkpoints = db.collection<{ _id: string; position: number }>(CHECKPOINTS);
-  /** Logical name -> physical name of the version this process runs. */
+  /** `<projection>_v<version>` -> its live generation; null while its first build is under way. */
+  const generations = db.collection<{ _id: string; live: number | null }>(GENERATIONS);
+  /** Logical name -> physical name of the generation this process reads. */
   const physical = new Map<string, string>();
+  const generationOf = (
+    projection: ProjectionDefinition,
+    version: number,
+    generation: number,
+  ): Generation => ({
+    version,
+    generation,
+    key: generationName(projection.name, version, generation),
+    collection: <T extends Document = Document>(name: string) =>
+      mongoCollection(
+        db.collection<Document>(generationName(name, version, generation)),
+      ) as unknown as Collection<T>,
+  });
+  /** The recorded live generation (null: none yet), else (before generations were recorded) 0 if it has a checkpoint. */
+  const liveOf = async (projection: ProjectionDefinition, version: number): Promise<number | undefined> => {
+    const key = versionedName(projection.name, version);
+    const record = await generations.findOne({ _id: key });
+    if (record) return record.live ?? undefined;
+    return (await checkpoints.findOne({ _id: key })) ? 0 : undefined;
+  };
+  const createIndexes = async (definition: CollectionDefinition, target: string) => {
+    // createIndexes is idempotent: an index that exists with the same keys and options is kept.
+    if (definition.indexes.length === 0) return;
+    await db.collection(target).createIndexes(
+      definition.indexes.map((index) => ({
+        key: index.keys,
+        name: indexName(index.keys),
+        ...(index.unique ? { unique: true } : {}),
+      })),
+      // Building an index on a large collection takes what it takes: not a request's
+      // deadline, which would abort the build and fail every start.
+      { timeoutMS: 0 },
+    );
+  };
+  const dropGeneration = async (projection: ProjectionDefinition, generation: Generation) => {
+    for (const { name } of projection.collections)
+      await db
+        .dropCollection(generationName(name, generation.version, generation.generation))
+        .catch(() => false);
+    await checkpoints.deleteOne({ _id: generation.key });
+  };
   return {
     durable: true,
     collection<T extends Document = Document>(name: string): Collection<T> {
       return mongoCollection(db.collection<Document>(physical.get(name) ?? name)) as unknown as Collection<T>;
     },
-    defineProjection: ({ name, version, collections }) =>
+    defineProjection: (projection) =>
       guarded(async () => {
+        const { name, version, collections } = projection;
         const existing = await db.listCollections({}, { nameOnly: true }).toArray();
+        const generation = (await generations.findOne({ _id: versionedName(name, version) }))?.live ?? 0;
         for (const definition of collections) {
-          const target = versionedName(definition.name, version);
+          const target = generationName(definition.name, version, generation);
           physical.set(definition.name, target);
-          // createIndexes is idempotent: an index that exists with the same keys and options is kept.
-          if (definition.indexes.length > 0) {
-            await db.collection(target).createIndexes(
-              definition.indexes.map((index) => ({
-                key: index.keys,
-                name: indexName(index.keys),
-                ...(index.unique ? { unique: true } : {}),
-              })),
-              // Building an index on a large collection takes what it takes: not a request's
-              // deadline, which would abort the build and fail every start.
-              { timeoutMS: 0 },
-            );
-          }
+          await createIndexes(definition, target);
           for (const { name: other } of existing) {
             if (droppedVersion(other, definition.name, version))
               await db.dropCollection(other).catch(() => false);
           }
         }
-        const stale = (await checkpoints.find({}, { projection: { _id: 1 } }).toArray())
-          .map((checkpoint) => checkpoint._id)
-          .filter((id) => droppedVersion(id, name, version));
-        if (stale.length > 0) await checkpoints.deleteMany({ _id: { $in: stale } });
-        return versionedName(name, version);
+        for (const records of [CHECKPOINTS, GENERATIONS].map((n) => db.collection<{ _id: string }>(n))) {
+          const stale = (await records.find({}, { projection: { _id: 1 } }).toArray())
+            .map((record) => record._id)
+            .filter((id) => droppedVersion(id, name, version));
+          if (stale.length > 0) await records.deleteMany({ _id: { $in: stale } });
+        }
+        return generationName(name, version, generation);
       }),
+    liveGeneration: (projection, version) =>
+      guarded(async () => {
+        const generation = await liveOf(projection, version);
+        return generation === undefined ? undefined : generationOf(projection, version, generation);
+      }),
+    newGeneration: (projection, { fresh = false } = {}) =>
+      guarded(async () => {
+        const key = versionedName(projection.name, projection.version);
+        const live = await liveOf(projection, projection.version);
+        // A first build of this version: recorded as not live yet, so that a restart finding its
+        // checkpoint half way does not take it for a finished one.
+        // Two replicas starting it at once may both insert it (E11000): it is there either way.
+        if (live === undefined)
+          await generations
+            .updateOne({ _id: key }, { $setOnInsert: { live: null } }, { upsert: true })
+            .catch((error: unknown) => (isDuplicateKey(error) ? undefined : Promise.reject(error)));
+        const generation = generationOf(projection, projection.version, live === undefined ? 0 : live + 1);
+        if (fresh) await dropGeneration(projection, generation);
+        for (const definition of projection.collections)
+          await createIndexes(
+            definition,
+            generationName(definition.name, generation.version, generation.generation),
+          );
+        return generation;
+      }),
+    serve: (projection, generation) =>
+      guarded(async () => {
+        const record = () =>
+          generations.updateOne(
+            { _id: versionedName(projection.name, generation.version) },
+            { $set: { live: generation.generation } },
+            { upsert: true },
+          );
+        // As setCheckpoint: two first writes may both insert it; the loser's second try sets it.
+        await record().catch((error: unknown) => (isDuplicateKey(error) ? record() : Promise.reject(error)));
+        for (const { name } of projection.collections)
+          physical.set(name, generationName(name, generation.version, generation.generation));
+      }),
+    dropGeneration: (projection, generation) => guarded(() => dropGeneration(projection, generation)),
     getCheckpoint: (projection) =>
       guarded(async () => (await checkpoints.findOne({ _id: projection }))?.position),
     async setCheckpoint(projection, position) {

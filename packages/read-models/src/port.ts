@@ -118,19 +118,57 @@ export class ReadModelsUnavailableError extends Error {
   }
 }
 
+/**
+ * One build of a projection's collections (docs/architecture.md, "Rebuilds without downtime"): a
+ * version, and a generation of that version (0, then one more for each rebuild on request), each
+ * under names of its own (`<collection>_v<version>`, `<collection>_v<version>_g<generation>`) with
+ * a checkpoint of its own (`key`), so a rebuild writes beside the generation reads reach.
+ */
+export interface Generation {
+  readonly version: number;
+  readonly generation: number;
+  /** Its checkpoint key: `<projection>_v<version>`, or `<projection>_v<version>_g<generation>`. */
+  readonly key: string;
+  /** This generation's collection `name` (one the projection defines), whichever one reads reach. */
+  collection<T extends Document = Document>(name: string): Collection<T>;
+}
+
 export interface ReadModelStore {
   /**
-   * Reaches a collection. Collections that a projection defines are those of its current version,
-   * and the queries on them are checked against their declarations where the adapter checks.
+   * Reaches a collection. Collections that a projection defines are those of the generation it
+   * serves (`serve`; at first its current version's live generation), and the queries on them are
+   * checked against their declarations where the adapter checks.
    */
   collection<T extends Document = Document>(name: string): Collection<T>;
   /**
    * Declares a projection's collections at its version: `collection(name)` reaches that
-   * version's documents from then on, each declared index exists (created if missing, idempotent),
-   * and collections and checkpoints of versions older than the previous one are dropped (the
-   * previous one stays for replicas still running it). Returns the projection's checkpoint key.
+   * version's live generation from then on (the one last served, else generation 0), each
+   * declared index exists (created if missing, idempotent), and collections, checkpoints and
+   * generations of versions older than the previous one are dropped (the previous one stays for
+   * replicas still running it). Returns that generation's checkpoint key.
    */
   defineProjection(definition: ProjectionDefinition): Promise<string>;
+  /**
+   * The live generation of the projection (defined before) at `version`, its current one or the
+   * previous: the one last served at that version, else a generation 0 that has a checkpoint;
+   * undefined when there is none (never built, or a first build of that version beside the
+   * previous one is not finished). Creates nothing.
+   */
+  liveGeneration(definition: ProjectionDefinition, version: number): Promise<Generation | undefined>;
+  /**
+   * A generation of the projection's current version beside the live one, for a rebuild: the one
+   * after the live generation (0 when that version has none), its indexes made. A build of it that
+   * was interrupted is kept (its checkpoint says how far it got) unless `fresh`, which drops it
+   * first. Reads keep reaching the generation they reached.
+   */
+  newGeneration(definition: ProjectionDefinition, options?: { fresh?: boolean }): Promise<Generation>;
+  /**
+   * Makes `generation` the one `collection(name)` reaches, and records it as its version's live
+   * generation (in MongoDB for every replica and the next start).
+   */
+  serve(definition: ProjectionDefinition, generation: Generation): Promise<void>;
+  /** Drops a generation's collections and checkpoint. */
+  dropGeneration(definition: ProjectionDefinition, generation: Generation): Promise<void>;
   /** Global event-store position a projection has applied up to, or undefined if none yet. */
   getCheckpoint(projection: string): Promise<number | undefined>;
   /**
@@ -155,10 +193,11 @@ export interface ReadModelStore {
  */
 export interface ReadModelSnapshots {
   /**
-   * Replaces the projection's collections (defined by `defineProjection` before) with those of its
-   * snapshot at this version and returns the snapshot's position; `ignored` with the reason, the
-   * collections untouched, when there is none or it cannot be used (another version, damaged, cut
-   * short).
+   * Replaces the collections of the projection's generation 0 at `projection.version` (defined by
+   * `defineProjection` before, at that version or the next) with those of its snapshot at that
+   * version, makes that generation the version's live one, and returns the snapshot's position;
+   * `ignored` with the reason, the collections untouched, when there is none or it cannot be used
+   * (another version, damaged, cut short).
    */
   restore(
     projection: ProjectionDefinition,
@@ -171,9 +210,10 @@ export interface ReadModelSnapshots {
     },
   ): Promise<{ position: number } | { ignored: string }>;
   /**
-   * Saves the projection's collections as they are at the call, as the state after every event up
-   * to `position` and none after: call it between two events, never while one is half applied.
-   * The documents are captured before it returns; the file is written afterwards, atomically.
+   * Saves the collections of the projection's `generation` as they are at the call, as the state
+   * after every event up to `position` and none after: call it between two events, never while one
+   * is half applied. The documents are captured before it returns; the file (one per version: the
+   * live generation's) is written afterwards, atomically.
    */
-  save(projection: ProjectionDefinition, position: number): Promise<void>;
+  save(projection: ProjectionDefinition, generation: Generation, position: number): Promise<void>;
 }

@@ -407,6 +407,92 @@ export function readModelContract(name: string, factory: () => Promise<ReadModel
       });
     });
 
+    describe("generations: a rebuild beside the live collections", () => {
+      const definition = (version: number) => ({
+        name: "shop",
+        version,
+        collections: [
+          {
+            name: "items",
+            indexes: [{ keys: { price: 1 as const, _id: 1 as const } }],
+            queries: [{ name: "items by price", filter: {}, sort: { price: 1 as const } }],
+          },
+        ],
+      });
+      const items = () => store.collection("items").find({}, { sort: { price: 1 } });
+
+      it("a rebuild on request: the old generation answers until the new one is served, then it is dropped", async () => {
+        const key = await store.defineProjection(definition(1));
+        await store.collection("items").upsert(1, 1, { $set: { price: 5, shape: "old" } });
+        await store.setCheckpoint(key, 10);
+        const live = await store.liveGeneration(definition(1), 1);
+        expect(live).toMatchObject({ version: 1, generation: 0, key });
+
+        const next = await store.newGeneration(definition(1), { fresh: true });
+        expect(next).toMatchObject({ version: 1, generation: 1 });
+        expect(next.key).not.toBe(key);
+        expect(await next.collection("items").find({}, { sort: { price: 1 } })).toEqual([]);
+        await next.collection("items").upsert(1, 1, { $set: { price: 6, shape: "new" } });
+        await store.setCheckpoint(next.key, 10);
+        // Until it is served, reads reach the old generation, and it stays the live one.
+        expect(await items()).toEqual([{ _id: 1, price: 5, shape: "old", _revision: 1 }]);
+        expect((await store.liveGeneration(definition(1), 1))?.generation).toBe(0);
+
+        await store.serve(definition(1), next);
+        expect(await items()).toEqual([{ _id: 1, price: 6, shape: "new", _revision: 1 }]);
+        expect((await store.liveGeneration(definition(1), 1))?.key).toBe(next.key);
+        await store.dropGeneration(definition(1), live!);
+        expect(await live!.collection("items").find({}, { sort: { price: 1 } })).toEqual([]);
+        expect(await store.getCheckpoint(key)).toBeUndefined();
+        expect(await store.getCheckpoint(next.key)).toBe(10);
+
+        // Defined again (a restart): the served generation is the one reads reach.
+        expect(await store.defineProjection(definition(1))).toBe(next.key);
+        expect(await items()).toEqual([{ _id: 1, price: 6, shape: "new", _revision: 1 }]);
+        // The next rebuild on request starts from nothing, after the live one.
+        const third = await store.newGeneration(definition(1), { fresh: true });
+        expect(third.generation).toBe(2);
+        await third.collection("items").upsert(9, 1, { $set: { price: 1 } });
+        expect(
+          await (await store.newGeneration(definition(1), { fresh: true }))
+            .collection("items")
+            .find({}, { sort: { price: 1 } }),
+        ).toEqual([]);
+      });
+
+      it("a new version is built beside the previous one, which answers meanwhile", async () => {
+        const v1 = await store.defineProjection(definition(1));
+        await store.collection("items").upsert(1, 1, { $set: { price: 5, shape: "old" } });
+        await store.setCheckpoint(v1, 10);
+
+        await store.defineProjection(definition(2));
+        expect(await store.liveGeneration(definition(2), 2)).toBeUndefined();
+        const previous = await store.liveGeneration(definition(2), 1);
+        expect(previous?.key).toBe(v1);
+        await store.serve(definition(2), previous!);
+        expect(await items()).toEqual([{ _id: 1, price: 5, shape: "old", _revision: 1 }]);
+
+        const target = await store.newGeneration(definition(2));
+        expect(target).toMatchObject({ version: 2, generation: 0 });
+        await target.collection("items").upsert(1, 1, { $set: { price: 7, shape: "new" } });
+        await store.setCheckpoint(target.key, 3);
+        expect(await items()).toEqual([{ _id: 1, price: 5, shape: "old", _revision: 1 }]);
+        // Interrupted half way (a restart): not taken for a finished build; the build resumes.
+        expect(await store.defineProjection(definition(2))).toBe(target.key);
+        expect(await store.liveGeneration(definition(2), 2)).toBeUndefined();
+        const resumed = await store.newGeneration(definition(2));
+        expect(resumed.key).toBe(target.key);
+        expect(await store.getCheckpoint(resumed.key)).toBe(3);
+
+        await store.serve(definition(2), resumed);
+        expect(await items()).toEqual([{ _id: 1, price: 7, shape: "new", _revision: 1 }]);
+        expect((await store.liveGeneration(definition(2), 2))?.key).toBe(target.key);
+        await store.dropGeneration(definition(2), previous!);
+        expect(await previous!.collection("items").find({}, { sort: { price: 1 } })).toEqual([]);
+        expect(await store.getCheckpoint(v1)).toBeUndefined();
+      });
+    });
+
     describe("indexed collections", () => {
       const shop: ProjectionDefinition = {
         name: "shop",

@@ -151,6 +151,44 @@ if (skipReason) {
       expect(await queryPlanProblems(url, [{ ...collections[0]!, indexes: [] }])).not.toEqual([]);
     });
 
+    it("a generation served by one replica is the one every other replica and the next start reach", async () => {
+      const database = `generations_${randomUUID().replaceAll("-", "")}`;
+      const definition = {
+        name: "shop",
+        version: 1,
+        collections: [{ name: "items", indexes: [{ keys: { price: 1 as const } }], queries: [] }],
+      };
+      const first = await createMongoReadModels({ url, database });
+      const other = await createMongoReadModels({ url, database });
+      try {
+        const key = await first.defineProjection(definition);
+        await other.defineProjection(definition);
+        await first.collection("items").upsert(1, 1, { $set: { price: 5 } });
+        await first.setCheckpoint(key, 10);
+        const next = await first.newGeneration(definition, { fresh: true });
+        await next.collection("items").upsert(1, 1, { $set: { price: 6 } });
+        await first.setCheckpoint(next.key, 10);
+        await first.serve(definition, next);
+        // The other replica still reads what it served, until it looks for the live generation.
+        expect(await other.collection("items").findOne({ _id: 1 })).toMatchObject({ price: 5 });
+        expect((await other.liveGeneration(definition, 1))?.key).toBe(next.key);
+        await first.close();
+        const restarted = await createMongoReadModels({ url, database });
+        expect(await restarted.defineProjection(definition)).toBe(next.key);
+        expect(await restarted.collection("items").findOne({ _id: 1 })).toMatchObject({ price: 6 });
+        // Its indexes were made with it.
+        const client = await new MongoClient(url).connect();
+        const indexes = await client.db(database).collection("items_v1_g1").indexes();
+        expect(indexes.map((index) => index.key)).toEqual([{ _id: 1 }, { price: 1 }]);
+        await client.db(database).dropDatabase();
+        await client.close();
+        await restarted.close();
+      } finally {
+        await other.close();
+        await first.close().catch(() => {});
+      }
+    });
+
     it("is durable: documents and checkpoints survive closing and reopening", async () => {
       const database = `durable_${randomUUID().replaceAll("-", "")}`;
       const first = await createMongoReadModels({ url, database });

@@ -36,6 +36,8 @@ describe("in-memory read-model snapshots", () => {
     await store.defineProjection(shop(version));
     return store;
   };
+  /** Generation 0 of version 1, the one a store that restored nothing serves. */
+  const firstGeneration = (store: ReadModelStore) => store.newGeneration(shop());
   /** 3,000 items over several index blocks, then moves and deletes; the expected ids per query. */
   const fill = async (store: ReadModelStore) => {
     const items = store.collection<Item>("items");
@@ -92,7 +94,7 @@ describe("in-memory read-model snapshots", () => {
   it("restores the collections, tombstones and position a snapshot was saved with", async () => {
     const first = await open();
     const model = await fill(first);
-    await first.snapshots!.save(shop(), 42);
+    await first.snapshots!.save(shop(), await firstGeneration(first), 42);
 
     const second = await open();
     expect(await second.snapshots!.restore(shop(), { notAfter: 42 })).toEqual({ position: 42 });
@@ -118,7 +120,7 @@ describe("in-memory read-model snapshots", () => {
     await owners.upsert("odd", 1, { $set: { since, balance: -0, note: undefined, tags: ["a", null] } });
     for (let id = 0; id < 2_500; id++)
       await owners.upsert(`plain-${id}`, 1, { $set: { shops: [id], name: "é ✓" } });
-    await first.snapshots!.save(shop(), 7);
+    await first.snapshots!.save(shop(), await firstGeneration(first), 7);
 
     const second = await open();
     expect(await second.snapshots!.restore(shop(), { notAfter: 7 })).toEqual({ position: 7 });
@@ -139,7 +141,7 @@ describe("in-memory read-model snapshots", () => {
     const store = await open();
     const items = store.collection<Item>("items");
     await items.upsert(1, 1, { $set: { price: 1, status: "a" } });
-    const saving = store.snapshots!.save(shop(), 1);
+    const saving = store.snapshots!.save(shop(), await firstGeneration(store), 1);
     await items.upsert(1, 2, { $set: { price: 2, status: "b" } });
     await items.upsert(2, 1, { $set: { price: 3, status: "c" } });
     await saving;
@@ -159,7 +161,7 @@ describe("in-memory read-model snapshots", () => {
     const saved = async () => {
       const store = await open();
       await fill(store);
-      await store.snapshots!.save(shop(), 42);
+      await store.snapshots!.save(shop(), await firstGeneration(store), 42);
       const [file] = readdirSync(dir.path).filter((name) => name.endsWith(".snapshot"));
       return join(dir.path, file!);
     };
@@ -203,8 +205,8 @@ describe("in-memory read-model snapshots", () => {
   it("removes temporary files of dead writers, and snapshots of versions before the previous one", async () => {
     const store = await open();
     await fill(store);
-    await store.snapshots!.save(shop(), 1);
-    await store.snapshots!.save(shop(), 2);
+    await store.snapshots!.save(shop(), await firstGeneration(store), 1);
+    await store.snapshots!.save(shop(), await firstGeneration(store), 2);
     // Left by a process killed while writing (no such pid).
     writeFileSync(join(dir.path, "shop_v1.snapshot.999999999.1.tmp"), "partial");
     expect(await (await open()).snapshots!.restore(shop(), { notAfter: 2 })).toEqual({ position: 2 });

@@ -20,6 +20,7 @@ export * from "./ports.ts";
 export * from "./process.ts";
 export * from "./projection.ts";
 export * from "./publisher.ts";
+export * from "./rebuild-requests.ts";
 export * from "./request-context.ts";
 export * from "./reservations.ts";
 export * from "./service.ts";

@@ -83,12 +83,22 @@ describe("projection snapshots of in-memory read models", () => {
     expect(state).toEqual(await rebuilt());
   });
 
-  it("a snapshot of another version is not loaded: that version rebuilds from the first event", async () => {
+  it("a snapshot of the previous version answers at once while this one is rebuilt beside it; an older one is not loaded", async () => {
     await append(30);
     await (await start(createMemoryReadModels({ snapshotDir }))).close();
+    const expected = await rebuilt();
     const seen: RecordedEvent[] = [];
-    await (await start(createMemoryReadModels({ snapshotDir }), seen, 2)).close();
+    const readModels = createMemoryReadModels({ snapshotDir });
+    // Ready on the previous version's snapshot, before the rebuild has applied every event.
+    const projection = await start(readModels, seen, 2);
+    expect(await tallyState(readModels)).toEqual(expected);
+    await expect.poll(() => readdirSync(snapshotDir)).toContain("tally_v2.snapshot");
     expect(seen).toHaveLength(30);
+    await projection.close();
+    // Two versions on, the version 1 snapshot is of no use: every event again, before ready.
+    const older: RecordedEvent[] = [];
+    await (await start(createMemoryReadModels({ snapshotDir }), older, 4)).close();
+    expect(older).toHaveLength(30);
   });
 
   it("a SIGKILL at any moment, during a snapshot's write too, leaves a restart with the read models a rebuild makes", async () => {

@@ -113,7 +113,11 @@ describe("projection read-your-writes", () => {
     await store.append("thing-2", [{ type: "Made", data: { colour: "blue" } }], {
       expectedRevision: "no_stream",
     });
-    const run = async (version: number, shape: (data: { colour: string }) => Record<string, unknown>) => {
+    const run = async (
+      version: number,
+      shape: (data: { colour: string }) => Record<string, unknown>,
+      meanwhile?: () => Promise<void>,
+    ) => {
       let applied = 0;
       const projection = await startProjection({
         ...base(store, readModels),
@@ -128,6 +132,7 @@ describe("projection read-your-writes", () => {
       });
       await projection.ready;
       const documents = await readModels.collection("things").find({});
+      await meanwhile?.();
       await projection.close();
       return { applied, documents };
     };
@@ -141,13 +146,21 @@ describe("projection read-your-writes", () => {
     const restart = await run(1, () => ({ never: true }));
     expect(restart.applied).toBe(0);
     expect(restart.documents).toEqual(first.documents);
-    // The code changed what it writes: every event is applied again, into the new shape.
-    const changed = await run(2, (data) => ({ paint: { colour: data.colour } }));
+    // The code changed what it writes: the previous version answers at once, while every event is
+    // applied again beside it, into the new shape; then reads switch to it.
+    const changed = await run(
+      2,
+      (data) => ({ paint: { colour: data.colour } }),
+      () =>
+        expect
+          .poll(() => readModels.collection("things").find({}))
+          .toEqual([
+            { _id: 1, paint: { colour: "red" }, _revision: 0 },
+            { _id: 2, paint: { colour: "blue" }, _revision: 0 },
+          ]),
+    );
+    expect(changed.documents).toEqual(first.documents);
     expect(changed.applied).toBe(2);
-    expect(changed.documents).toEqual([
-      { _id: 1, paint: { colour: "red" }, _revision: 0 },
-      { _id: 2, paint: { colour: "blue" }, _revision: 0 },
-    ]);
   });
 });
 

@@ -3,6 +3,7 @@ import {
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
+  serveRebuildRequests,
   startProjection,
   startPublisher,
   startService,
@@ -44,8 +45,11 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
       categories: ["cheese"],
       apply: projectCheese,
       logger,
+      // Reads switched to a rebuilt read model: replies cached from the one before may differ.
+      onSwitch: () => noticeEverythingChanged(ctx.bus),
     });
     ctx.onStop(projection);
+    ctx.onStop(serveRebuildRequests(ctx.bus, "catalogue", { cheeses: projection }, logger));
     await projection.ready;
     ctx.onStop(
       await startPublisher({

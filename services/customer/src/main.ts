@@ -4,6 +4,7 @@ import {
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
+  serveRebuildRequests,
   serviceDataDir,
   startProjection,
   startPublisher,
@@ -74,6 +75,7 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
       logger,
     });
     ctx.onStop(apiKeys);
+    ctx.onStop(serveRebuildRequests(bus, "customer", { api_keys: apiKeys }, logger));
     await apiKeys.ready;
     live = true;
     await warnings.load(readModels);

@@ -67,3 +67,31 @@ describe("the api_keys projection, two replicas sharing its read models", () => 
     }
   });
 });
+
+describe("the api_keys projection rebuilt beside the live read models", () => {
+  it("completes a deletion it sees in the run reads reach, not in the rebuild beside it", async () => {
+    const readModels = createMemoryReadModels();
+    await readModels.defineProjection({
+      name: API_KEYS,
+      version: API_KEYS_VERSION,
+      collections: [apiKeysCollection],
+    });
+    const completed: number[] = [];
+    const apply = projectApiKeys(async (customerId) => {
+      completed.push(customerId);
+    });
+    const deleted = recorded(2, "CustomerDeleted", {
+      customerId: 7,
+      username: "gone",
+      apiKeyIds: [1],
+      deletedAt: expiresAt,
+    });
+    await apply(issued(1, 1), readModels, { rebuilding: true });
+    await apply(deleted, readModels, { rebuilding: true });
+    expect(completed).toEqual([]);
+    // The key is gone from the rebuilt read model all the same.
+    expect(await readModels.collection<ApiKeyDocument>(API_KEYS).findOne({ keyHash: "hash-1" })).toBeNull();
+    await apply(deleted, readModels, { rebuilding: false });
+    expect(completed).toEqual([7]);
+  });
+});

@@ -4,6 +4,7 @@ import {
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
+  serveRebuildRequests,
   serviceDataDir,
   startProjection,
   startService,
@@ -72,6 +73,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       logger,
     });
     ctx.onStop(deliveries);
+    ctx.onStop(serveRebuildRequests(ctx.bus, "notification", { webhooks, deliveries }, logger));
     ctx.onStop(observeDeadLetters(readModels));
     await webhooks.ready;
 

@@ -21,12 +21,9 @@ describe("operations on a delivery history still loading", () => {
   it("answer 503 and leave the registration as it was", async () => {
     const { store, secrets } = stores;
     await registerWebhook(store, secrets, { webhookId: 1, events: ["order.placed"], createdAt: t0 });
-    const loaded: Projection = { ready: Promise.resolve(), catchUp: async () => true, close: async () => {} };
-    const loading: Projection = {
-      ready: new Promise(() => {}),
-      catchUp: async () => true,
-      close: async () => {},
-    };
+    const fake = { catchUp: async () => true, rebuild: () => Promise.reject(new Error("no rebuild here")) };
+    const loaded: Projection = { ...fake, ready: Promise.resolve(), close: async () => {} };
+    const loading: Projection = { ...fake, ready: new Promise(() => {}), close: async () => {} };
     const deps = notificationDeps(stores, { webhooks: loaded, deliveries: loading });
     const unavailable = { body: { status: 503, type: "service_unavailable" } };
 

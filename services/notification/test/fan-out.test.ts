@@ -20,6 +20,7 @@ describe("an event's subscribers (hasSubscriber, fanOut)", () => {
         catchUps++;
         return webhooks.catchUp(timeoutMs);
       },
+      rebuild: () => webhooks.rebuild(),
       close: () => webhooks.close(),
     };
     const deps = notificationDeps(stores, { webhooks: counted, deliveries: counted });

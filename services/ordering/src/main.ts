@@ -7,6 +7,7 @@ import {
   IdAllocator,
   type ServiceDefinition,
   type StartOptions,
+  serveRebuildRequests,
   startProjection,
   startPublisher,
   startService,
@@ -69,15 +70,17 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
       readModels,
       categories: ["order"],
       logger,
-      async apply(event, models) {
+      async apply(event, models, { rebuilding }) {
         await projectOrder(event, models);
-        if (!live) return;
+        // Reviews follow the orders reads reach, not a rebuild beside them.
+        if (!live || rebuilding) return;
         const { order } = event.data as { order: Order };
         if (order.status === "placed") review(order);
         else reviews.delete(order.id);
       },
     });
     ctx.onStop(projection);
+    ctx.onStop(serveRebuildRequests(ctx.bus, "ordering", { orders: projection }, logger));
     await projection.ready;
     live = true;
     for (const { order } of await readModels.collection<OrderDocument>(ORDERS).find({ status: "placed" })) {

@@ -1,5 +1,6 @@
 import type { RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
+import type { ApplyContext } from "@cheese/service-kit";
 import type { CustomerEvent } from "../domain/customer.ts";
 
 /**
@@ -44,8 +45,12 @@ export const apiKeysCollection: CollectionDefinition = {
   ],
 };
 
+/**
+ * The `api_keys` projection's apply; `onCustomerDeleted` completes a deletion it sees (so one cut
+ * short by a crash is finished on restart), in the run reads reach, not in a rebuild beside it.
+ */
 export function projectApiKeys(onCustomerDeleted: (customerId: number) => Promise<void>) {
-  return async (event: RecordedEvent, readModels: ReadModelStore): Promise<void> => {
+  return async (event: RecordedEvent, readModels: ReadModelStore, context?: ApplyContext): Promise<void> => {
     const keys = readModels.collection<ApiKeyDocument>(API_KEYS);
     const domainEvent = { type: event.type, data: event.data } as CustomerEvent;
     switch (domainEvent.type) {
@@ -77,7 +82,8 @@ export function projectApiKeys(onCustomerDeleted: (customerId: number) => Promis
         const held = await keys.findReadOnly({ customerId });
         for (const keyId of new Set([...held.map((key) => key._id), ...apiKeyIds]))
           await keys.deleteOne(keyId, event.revision);
-        await onCustomerDeleted(customerId);
+        // The served read models' run completes it; a rebuild beside them replays history only.
+        if (!context?.rebuilding) await onCustomerDeleted(customerId);
         return;
       }
     }

@@ -5,9 +5,11 @@ import type { NotificationDeps } from "./deps.ts";
 const LOADING_WAIT_MS = 3000;
 
 /**
- * Waits until the `deliveries` read model holds every delivery. With in-memory read models it is
- * rebuilt in the background after start (a long history takes a while); until then a query
- * answers 503 with Retry-After rather than an incomplete list.
+ * Waits until the `deliveries` read model holds every delivery. With in-memory read models and no
+ * snapshot of this version or the previous one (a first start), it is built in the background
+ * after start (a long history takes a while); until then a query answers 503 with Retry-After
+ * rather than an incomplete list. A rebuild beside a live one (a version change, `pnpm rebuild`)
+ * never gets here: the live one answers meanwhile.
  */
 export async function deliveryHistory(deps: NotificationDeps): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
