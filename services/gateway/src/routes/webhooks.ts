@@ -1,6 +1,8 @@
 import {
   DeliveryList,
   DeliveryListQuery,
+  FilterPreview,
+  FilterPreviewInput,
   notificationRpc,
   ReplayInput,
   ReplayResult,
@@ -269,15 +271,39 @@ const replayWebhook = (deps: GatewayDeps) =>
     emptyBodyIsNoBody,
   );
 
+const previewFilter = (deps: GatewayDeps) =>
+  webhookRoute(
+    deps,
+    createRoute({
+      method: "post",
+      path: "/webhooks/filter-preview",
+      operationId: "previewWebhookFilter",
+      tags: ["Webhooks"],
+      summary: "Try a payload filter on the most recent recorded events before saving it",
+      description:
+        "Evaluates the CEL filter on the most recent events recorded for delivery (those of a kind some " +
+        "registration wanted), of the kinds in `events` (every kind when absent), newest first, at most `limit` " +
+        "(50 when absent, at most 500). Nothing is delivered or saved. A filter that does not parse or " +
+        "type-check is a 422 naming filter, as on POST /webhooks.",
+      request: { body: { required: true, content: json(FilterPreviewInput) } },
+      responses: {
+        ...authResponses,
+        200: { description: "how the filter judges each event", content: json(FilterPreview) },
+        422: validationErrorResponse,
+      },
+    }),
+  );
+
 export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   api.openapi(createWebhook(deps), async (c) => {
-    const { url, events, secret, description, signatureAlgorithms } = c.req.valid("json");
+    const { url, events, secret, description, signatureAlgorithms, filter } = c.req.valid("json");
     const created = await callService(deps, c, notificationRpc.createWebhook, {
       url,
       events,
       ...(secret !== undefined ? { secret } : {}),
       description: description ?? null,
       ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
+      ...(filter !== undefined ? { filter } : {}),
     });
     c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
     c.header("Cache-Control", "no-store");
@@ -319,13 +345,14 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
 
   api.openapi(updateWebhook(deps), async (c) => {
     const { id } = c.req.valid("param");
-    const { url, events, description, signatureAlgorithms } = c.req.valid("json");
+    const { url, events, description, signatureAlgorithms, filter } = c.req.valid("json");
     const webhook = await callService(deps, c, notificationRpc.updateWebhook, {
       webhookId: id,
       ...(url !== undefined ? { url } : {}),
       ...(events !== undefined ? { events } : {}),
       ...(description !== undefined ? { description } : {}),
       ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
+      ...(filter !== undefined ? { filter } : {}),
     });
     return c.json(webhook, 200);
   });
@@ -362,5 +389,15 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
       ...(status !== undefined ? { statuses: status } : {}),
     });
     return c.json(result, 202);
+  });
+
+  api.openapi(previewFilter(deps), async (c) => {
+    const { filter, events, limit } = c.req.valid("json");
+    const preview = await callService(deps, c, notificationRpc.previewFilter, {
+      filter,
+      ...(events !== undefined ? { events } : {}),
+      limit: limit ?? 50,
+    });
+    return c.json(preview, 200);
   });
 }
