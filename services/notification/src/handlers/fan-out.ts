@@ -38,7 +38,7 @@ export interface Outgoing {
 const filteredOut = counter({
   name: "cheese_webhook_events_filtered_total",
   help: "Events a registration's filter kept from it (outcome rejected: the filter was false; error: it could not be evaluated on the event, e.g. a field the event lacks)",
-  labelNames: ["webhook_id", "outcome"],
+  labelNames: ["outcome"],
 });
 
 /** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
@@ -145,7 +145,7 @@ interface Subscriber {
 function passes(subscriber: Subscriber, input: Parameters<CompiledFilter>[0]): boolean {
   if (!subscriber.filter) return true;
   const { matched, error } = subscriber.filter(input);
-  if (!matched) filteredOut.inc({ webhook_id: String(subscriber.id), outcome: error ? "error" : "rejected" });
+  if (!matched) filteredOut.inc({ outcome: error ? "error" : "rejected" });
   return matched;
 }
 
