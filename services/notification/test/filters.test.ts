@@ -1,8 +1,8 @@
-import { notificationRpc } from "@cheese/contracts";
+import { notificationRpc, webhookEventExample } from "@cheese/contracts";
 import { metricsRegistry } from "@cheese/service-kit";
 import { type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { compileFilter } from "../src/domain/filter.ts";
+import { checkFilter, compileFilter } from "../src/domain/filter.ts";
 import { webhookDecider } from "../src/domain/webhook.ts";
 import { fanOut } from "../src/handlers/fan-out.ts";
 import { previewFilter } from "../src/handlers/filter-preview.ts";
@@ -60,13 +60,18 @@ describe("payload filters at registration (given/when/then)", () => {
     });
   });
 
-  it("refuses a filter longer than 1 KiB or with deeply nested comprehensions", async () => {
+  it("refuses a filter past the bounds that keep one evaluation short", async () => {
     await create(`type == "${"x".repeat(1024)}"`).thenRefuses(
       refusedFilter("must be at most 1024 characters"),
     );
     await create("[1].all(a, [1].all(b, [1].all(c, true)))").thenRefuses(
       refusedFilter(expect.stringContaining("nest comprehensions")),
     );
+    const written = (n: number) => `[${Array.from({ length: n }, () => "1").join(",")}]`;
+    await create(`${written(33)}.all(a, a == 1)`).thenRefuses(
+      refusedFilter("may write out lists of at most 32 elements"),
+    );
+    await create(`${written(32)}.all(a, ${written(32)}.all(b, a == b))`).thenReturns({});
   });
 
   it("changes the filter with PATCH, checks it against the new kinds, and removes it with null", async () => {
@@ -185,11 +190,27 @@ describe("an event a filter rejects (fanOut, previewFilter)", () => {
     expect(otherKind).toEqual({ matched: 0, total: 0, items: [] });
   });
 
-  it("does not match an event on which the filter cannot be evaluated", () => {
-    const filter = compileFilter("data.total > 100.0");
-    expect(filter({ type: "cheese.low_stock", created_at: t0, data: { cheese_id: "1" } })).toEqual({
+  it("accepts the filters docs/webhooks.md shows", () => {
+    for (const filter of [
+      bigOrders,
+      'data.items.exists(i, i.cheese_name.startsWith("Comté"))',
+      'type != "order.placed" || data.customer_id != null',
+    ])
+      expect(
+        checkFilter(filter, ["order.placed"])(webhookEventExample("order.placed")).error,
+      ).toBeUndefined();
+  });
+
+  it("does not match an event on which the filter cannot be evaluated; a guard avoids the error", () => {
+    const lowStock = { type: "cheese.low_stock", created_at: t0, data: { cheese_id: "1" } };
+    expect(compileFilter("data.total > 100.0")(lowStock)).toEqual({
       matched: false,
       error: expect.stringContaining("total"),
+    });
+    expect(compileFilter(bigOrders)(lowStock)).toEqual({ matched: false });
+    expect(compileFilter("has(data.total) && data.total > 100.0")(lowStock)).toEqual({ matched: false });
+    expect(compileFilter("timestamp(created_at) >= timestamp('2026-01-01T00:00:00Z')")(lowStock)).toEqual({
+      matched: true,
     });
   });
 });

@@ -8029,7 +8029,8 @@ export interface operations {
                  *         "order.placed",
                  *         "order.shipped"
                  *       ],
-                 *       "description": "fulfilment"
+                 *       "description": "fulfilment",
+                 *       "filter": "type == \"order.placed\" && data.total > 100.0"
                  *     }
                  */
                 "application/json": components["schemas"]["WebhookInput"];
@@ -8054,7 +8055,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
-                     *       "filter": null,
+                     *       "filter": "type == \"order.placed\" && data.total > 100.0",
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",

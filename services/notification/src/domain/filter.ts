@@ -9,8 +9,13 @@ import { validationFailed } from "@cheese/service-kit";
 
 /** The longest filter accepted, in characters. */
 export const MAX_FILTER_LENGTH = 1024;
-/** How deeply comprehensions (`all`, `exists`, `map`, `filter`) may nest: bounds evaluation time. */
-export const MAX_COMPREHENSION_DEPTH = 2;
+/**
+ * How deeply comprehensions (`all`, `exists`, `map`, `filter`) may nest, and how many elements a
+ * list literal may have: with the length, they bound one evaluation's work (CEL has no loops or
+ * recursion; what is left is comprehensions over lists, the event's own or written out).
+ */
+const MAX_COMPREHENSION_DEPTH = 2;
+const MAX_LIST_LITERAL = 32;
 
 /** What a filter sees of an event: its envelope without the id. */
 export interface FilterInput {
@@ -41,10 +46,13 @@ export function compileFilter(source: string): CompiledFilter {
   } catch (error) {
     throw invalid(`is not a CEL expression: ${(error as Error).message}`);
   }
-  if (comprehensionDepth(parsed.expr) > MAX_COMPREHENSION_DEPTH)
+  const shape = shapeOf(parsed.expr);
+  if (shape.depth > MAX_COMPREHENSION_DEPTH)
     throw invalid(
       `may nest comprehensions (all, exists, map, filter) at most ${MAX_COMPREHENSION_DEPTH} deep`,
     );
+  if (shape.longestList > MAX_LIST_LITERAL)
+    throw invalid(`may write out lists of at most ${MAX_LIST_LITERAL} elements`);
   const run = plan(env, parsed);
   return (input) => {
     const result = run(toCel(input));
@@ -76,11 +84,18 @@ function toCel(input: FilterInput) {
   return { type: input.type, created_at: input.created_at, data: input.data as never };
 }
 
-function comprehensionDepth(node: unknown): number {
-  if (Array.isArray(node)) return Math.max(0, ...node.map(comprehensionDepth));
-  if (node === null || typeof node !== "object" || node instanceof Uint8Array) return 0;
-  let deepest = 0;
-  for (const value of Object.values(node)) deepest = Math.max(deepest, comprehensionDepth(value));
-  const kind = (node as { exprKind?: { case?: string } }).exprKind?.case;
-  return kind === "comprehensionExpr" ? deepest + 1 : deepest;
+/** How deeply comprehensions nest in a parsed expression, and its longest list literal. */
+function shapeOf(node: unknown): { depth: number; longestList: number } {
+  const shape = { depth: 0, longestList: 0 };
+  if (node === null || typeof node !== "object" || node instanceof Uint8Array) return shape;
+  for (const value of Array.isArray(node) ? node : Object.values(node)) {
+    const inner = shapeOf(value);
+    shape.depth = Math.max(shape.depth, inner.depth);
+    shape.longestList = Math.max(shape.longestList, inner.longestList);
+  }
+  const kind = (node as { exprKind?: { case?: string; value?: { elements?: unknown[] } } }).exprKind;
+  if (kind?.case === "comprehensionExpr") shape.depth++;
+  if (kind?.case === "listExpr")
+    shape.longestList = Math.max(shape.longestList, kind.value?.elements?.length ?? 0);
+  return shape;
 }
