@@ -55,7 +55,12 @@ export function compileFilter(source: string): CompiledFilter {
     throw invalid(`may write out lists of at most ${MAX_LIST_LITERAL} elements`);
   const run = plan(env, parsed);
   return (input) => {
-    const result = run(toCel(input));
+    let result: ReturnType<typeof run>;
+    try {
+      result = run(toCel(input));
+    } catch (error) {
+      return { matched: false, error: (error as Error).message };
+    }
     if (isCelError(result)) return { matched: false, error: result.message };
     if (typeof result !== "boolean") return { matched: false, error: "the filter's value is not a bool" };
     return { matched: result };
