@@ -88,6 +88,7 @@ describe("webhook registrations over HTTP", () => {
       "description",
       "events",
       "failingSince",
+      "filter",
       "id",
       "previousSecretExpiresAt",
       "secret",

@@ -50,6 +50,12 @@ const signatureAlgorithms = z
     example: ["hmac-sha256", "ed25519"],
   });
 
+const webhookFilter = z.string().min(1).max(1024).openapi({
+  description:
+    'a CEL expression over the delivery body\'s type, created_at and data: only the events it matches are delivered to this registration (docs/webhooks.md "Payload filters"); at most 1024 characters. A syntax or type error is 422 naming filter.',
+  example: 'type == "order.placed" && data.total > 100.0',
+});
+
 const webhookUrl = httpUrl(
   2048,
   "must be an absolute https URL (http only where private URLs are allowed)",
@@ -78,6 +84,7 @@ export const WebhookInput = z
       .openapi({ description: "signing secret; generated (whsec_ + 32 random bytes, base64) when absent" }),
     description: z.string().max(500).nullable().optional(),
     signatureAlgorithms: signatureAlgorithms.optional(),
+    filter: webhookFilter.nullable().optional(),
     ...ignoredReadOnly,
   })
   .openapi("WebhookInput");
@@ -97,6 +104,9 @@ export const Webhook = z
     description: z.string().nullable(),
     signatureAlgorithms: z.array(WebhookSignatureAlgorithm).openapi({
       description: "which signatures webhook-signature carries (hmac-sha256: v1, ed25519: v1a)",
+    }),
+    filter: z.string().nullable().openapi({
+      description: "the CEL expression an event must match to be delivered; null: every event of the kinds",
     }),
     status: WebhookStatus,
     statusReason: z
@@ -121,6 +131,7 @@ export const Webhook = z
       events: ["order.placed", "order.shipped"],
       description: "fulfilment",
       signatureAlgorithms: ["hmac-sha256", "ed25519"],
+      filter: 'type == "order.placed" && data.total > 100.0',
       status: "disabled",
       statusReason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
       statusSince: "2026-03-06T10:00:04.000Z",
@@ -159,12 +170,72 @@ export const WebhookPatch = z
     signatureAlgorithms: signatureAlgorithms
       .optional()
       .openapi({ description: "the signatures webhook-signature carries from the next attempt on" }),
+    filter: webhookFilter
+      .nullable()
+      .optional()
+      .openapi({ description: "the filter from now on (CEL, as at creation); null removes it" }),
     ...ignoredInPatch,
   })
   .openapi("WebhookPatch", {
     example: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] },
   });
 export type WebhookPatch = z.infer<typeof WebhookPatch>;
+
+export const FilterPreviewInput = z
+  .strictObject({
+    filter: webhookFilter,
+    events: z
+      .array(WebhookEventKind)
+      .min(1)
+      .max(webhookEventKinds.length)
+      .optional()
+      .openapi({ description: "the kinds to try it on; every kind when absent" }),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(500)
+      .optional()
+      .openapi({ description: "how many of the most recent recorded events to try; 50 when absent" }),
+  })
+  .openapi("FilterPreviewInput", {
+    example: { filter: 'type == "order.placed" && data.total > 100.0', events: ["order.placed"], limit: 20 },
+  });
+
+export const FilterPreview = z
+  .object({
+    matched: z.number().int().min(0).openapi({ description: "how many of the items the filter matches" }),
+    total: z.number().int().min(0).openapi({ description: "how many events were tried (the items)" }),
+    items: z.array(
+      z.object({
+        id: z.string().openapi({ description: "the event id (the delivery body's id)" }),
+        type: WebhookEventKind,
+        created_at: dateTime,
+        matched: z.boolean(),
+      }),
+    ),
+  })
+  .openapi("FilterPreview", {
+    example: {
+      matched: 1,
+      total: 2,
+      items: [
+        {
+          id: "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+          type: "order.placed",
+          created_at: "2026-03-03T11:00:00.000Z",
+          matched: true,
+        },
+        {
+          id: "evt_0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b",
+          type: "order.placed",
+          created_at: "2026-03-03T10:58:00.000Z",
+          matched: false,
+        },
+      ],
+    },
+  });
+export type FilterPreview = z.infer<typeof FilterPreview>;
 
 export const RotateSecretInput = z
   .strictObject({

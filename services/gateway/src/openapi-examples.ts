@@ -113,6 +113,7 @@ const webhook = {
   events: ["order.placed", "order.shipped"],
   description: "fulfilment",
   signatureAlgorithms: ["hmac-sha256"],
+  filter: null,
   status: "active",
   statusReason: null,
   statusSince: at("01", "12:00:00"),
@@ -387,8 +388,9 @@ export const operationExamples: Record<string, OperationExamples> = {
       url: "https://example.com/hooks/cheese",
       events: ["order.placed", "order.shipped"],
       description: "fulfilment",
+      filter: 'type == "order.placed" && data.total > 100.0',
     },
-    responses: { 201: { ...webhook, secret } },
+    responses: { 201: { ...webhook, filter: 'type == "order.placed" && data.total > 100.0', secret } },
     invalidField: { field: "url", message: "the receiver must be a public https URL" },
   },
   listWebhooks: { responses: { 200: { items: [webhook], nextCursor: null, hasMore: false } } },
@@ -406,6 +408,33 @@ export const operationExamples: Record<string, OperationExamples> = {
     invalidField: { field: "events", message: "Too small: expected array to have >=1 items" },
   },
   deleteWebhook: {},
+  previewWebhookFilter: {
+    request: { filter: 'type == "order.placed" && data.total > 100.0', events: ["order.placed"], limit: 20 },
+    responses: {
+      200: {
+        matched: 1,
+        total: 2,
+        items: [
+          {
+            id: "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+            type: "order.placed",
+            created_at: at("03", "11:00:00"),
+            matched: true,
+          },
+          {
+            id: "evt_0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b",
+            type: "order.placed",
+            created_at: at("03", "10:58:00"),
+            matched: false,
+          },
+        ],
+      },
+    },
+    invalidField: {
+      field: "filter",
+      message: "is not a CEL expression: <input>:1:6: found = but expecting end of input",
+    },
+  },
   listWebhookDeliveries: {
     responses: {
       200: {

@@ -16,6 +16,7 @@ import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
+import { previewFilter } from "./handlers/filter-preview.ts";
 import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
 import { observeDeadLetters } from "./handlers/metrics.ts";
 import {
@@ -137,6 +138,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
     ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
       replayDeliveries(deps, request, context),
     );
+    ctx.serve(notificationRpc.previewFilter, (request) => previewFilter(deps, request));
     ctx.serve(notificationRpc.signingKeys, () => signingKeys.keySet());
     ctx.serve(notificationRpc.rotateSigningKey, (request, context) =>
       rotateSigningKey(deps, request, context),

@@ -122,6 +122,7 @@ export async function registerWebhook(
     url?: string;
     secret?: string;
     signatureAlgorithms?: WebhookSignatureAlgorithm[];
+    filter?: string;
   },
 ): Promise<void> {
   const {

@@ -746,6 +746,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/filter-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Try a payload filter on the most recent recorded events before saving it
+         * @description Evaluates the CEL filter on the most recent events recorded for delivery (those of a kind some registration wanted), of the kinds in `events` (every kind when absent), newest first, at most `limit` (50 when absent, at most 500). Nothing is delivered or saved. A filter that does not parse or type-check is a 422 naming filter, as on POST /webhooks.
+         */
+        post: operations["previewWebhookFilter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dead-letters": {
         parameters: {
             query?: never;
@@ -2125,6 +2145,7 @@ export interface components {
          *         "hmac-sha256",
          *         "ed25519"
          *       ],
+         *       "filter": "type == \"order.placed\" && data.total > 100.0",
          *       "status": "disabled",
          *       "statusReason": "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
          *       "statusSince": "2026-03-06T10:00:04.000Z",
@@ -2143,6 +2164,8 @@ export interface components {
             description: string | null;
             /** @description which signatures webhook-signature carries (hmac-sha256: v1, ed25519: v1a) */
             signatureAlgorithms: ("hmac-sha256" | "ed25519")[];
+            /** @description the CEL expression an event must match to be delivered; null: every event of the kinds */
+            filter: string | null;
             /**
              * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), deliveries wait. POST /webhooks/{id}/resume makes it active again.
              * @enum {string}
@@ -2190,6 +2213,11 @@ export interface components {
              *     ]
              */
             signatureAlgorithms?: ("hmac-sha256" | "ed25519")[];
+            /**
+             * @description a CEL expression over the delivery body's type, created_at and data: only the events it matches are delivered to this registration (docs/webhooks.md "Payload filters"); at most 1024 characters. A syntax or type error is 422 naming filter.
+             * @example type == "order.placed" && data.total > 100.0
+             */
+            filter?: string | null;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -2277,6 +2305,11 @@ export interface components {
              *     ]
              */
             signatureAlgorithms?: ("hmac-sha256" | "ed25519")[];
+            /**
+             * @description the filter from now on (CEL, as at creation); null removes it
+             * @example type == "order.placed" && data.total > 100.0
+             */
+            filter?: string | null;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -2341,6 +2374,60 @@ export interface components {
             until?: string;
             /** @description which finished deliveries to start again; ["dead_lettered"] when absent */
             status?: ("dead_lettered" | "delivered")[];
+        };
+        /**
+         * @example {
+         *       "matched": 1,
+         *       "total": 2,
+         *       "items": [
+         *         {
+         *           "id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+         *           "type": "order.placed",
+         *           "created_at": "2026-03-03T11:00:00.000Z",
+         *           "matched": true
+         *         },
+         *         {
+         *           "id": "evt_0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b",
+         *           "type": "order.placed",
+         *           "created_at": "2026-03-03T10:58:00.000Z",
+         *           "matched": false
+         *         }
+         *       ]
+         *     }
+         */
+        FilterPreview: {
+            /** @description how many of the items the filter matches */
+            matched: number;
+            /** @description how many events were tried (the items) */
+            total: number;
+            items: {
+                /** @description the event id (the delivery body's id) */
+                id: string;
+                type: components["schemas"]["WebhookEventKind"];
+                /** Format: date-time */
+                created_at: string;
+                matched: boolean;
+            }[];
+        };
+        /**
+         * @example {
+         *       "filter": "type == \"order.placed\" && data.total > 100.0",
+         *       "events": [
+         *         "order.placed"
+         *       ],
+         *       "limit": 20
+         *     }
+         */
+        FilterPreviewInput: {
+            /**
+             * @description a CEL expression over the delivery body's type, created_at and data: only the events it matches are delivered to this registration (docs/webhooks.md "Payload filters"); at most 1024 characters. A syntax or type error is 422 naming filter.
+             * @example type == "order.placed" && data.total > 100.0
+             */
+            filter: string;
+            /** @description the kinds to try it on; every kind when absent */
+            events?: components["schemas"]["WebhookEventKind"][];
+            /** @description how many of the most recent recorded events to try; 50 when absent */
+            limit?: number;
         };
         DeadLetterList: {
             /** @description oldest first */
@@ -7827,6 +7914,7 @@ export interface operations {
                      *           "signatureAlgorithms": [
                      *             "hmac-sha256"
                      *           ],
+                     *           "filter": null,
                      *           "status": "active",
                      *           "statusReason": null,
                      *           "statusSince": "2026-03-01T12:00:00.000Z",
@@ -7941,7 +8029,8 @@ export interface operations {
                  *         "order.placed",
                  *         "order.shipped"
                  *       ],
-                 *       "description": "fulfilment"
+                 *       "description": "fulfilment",
+                 *       "filter": "type == \"order.placed\" && data.total > 100.0"
                  *     }
                  */
                 "application/json": components["schemas"]["WebhookInput"];
@@ -7966,6 +8055,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
+                     *       "filter": "type == \"order.placed\" && data.total > 100.0",
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8112,6 +8202,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
+                     *       "filter": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8378,6 +8469,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
+                     *       "filter": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8819,6 +8911,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
+                     *       "filter": null,
                      *       "status": "paused",
                      *       "statusReason": "paused by an operator",
                      *       "statusSince": "2026-03-05T09:30:00.000Z",
@@ -8958,6 +9051,7 @@ export interface operations {
                      *       "signatureAlgorithms": [
                      *         "hmac-sha256"
                      *       ],
+                     *       "filter": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-05T10:00:00.000Z",
@@ -9340,6 +9434,161 @@ export interface operations {
                      *         {
                      *           "field": "since",
                      *           "message": "must be before until"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewWebhookFilter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": "type == \"order.placed\" && data.total > 100.0",
+                 *       "events": [
+                 *         "order.placed"
+                 *       ],
+                 *       "limit": 20
+                 *     }
+                 */
+                "application/json": components["schemas"]["FilterPreviewInput"];
+            };
+        };
+        responses: {
+            /** @description how the filter judges each event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "matched": 1,
+                     *       "total": 2,
+                     *       "items": [
+                     *         {
+                     *           "id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *           "type": "order.placed",
+                     *           "created_at": "2026-03-03T11:00:00.000Z",
+                     *           "matched": true
+                     *         },
+                     *         {
+                     *           "id": "evt_0b9e2f4d6a8c1e3f5a7b9d0c2e4f6a8b",
+                     *           "type": "order.placed",
+                     *           "created_at": "2026-03-03T10:58:00.000Z",
+                     *           "matched": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FilterPreview"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request body failed validation */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 422,
+                     *       "type": "validation_error",
+                     *       "message": "request body failed validation",
+                     *       "errors": [
+                     *         {
+                     *           "field": "filter",
+                     *           "message": "is not a CEL expression: <input>:1:6: found = but expecting end of input"
                      *         }
                      *       ]
                      *     }

@@ -4,6 +4,7 @@ import { consumerName, DeadLetter } from "../dead-letter.ts";
 import {
   Delivery,
   DeliveryStatus,
+  FilterPreview,
   replayStatuses,
   SecretRotated,
   SigningKeyRotated,
@@ -31,6 +32,7 @@ export const notificationRpc = {
       secret: z.string().optional(),
       description: z.string().nullable(),
       signatureAlgorithms: z.array(WebhookSignatureAlgorithm).min(1).optional(),
+      filter: z.string().min(1).nullable().optional(),
     }),
     response: WebhookCreated,
   }),
@@ -68,6 +70,7 @@ export const notificationRpc = {
       events: z.array(WebhookEventKind).min(1).optional(),
       description: z.string().nullable().optional(),
       signatureAlgorithms: z.array(WebhookSignatureAlgorithm).min(1).optional(),
+      filter: z.string().min(1).nullable().optional(),
     }),
     response: Webhook,
   }),
@@ -90,6 +93,16 @@ export const notificationRpc = {
       overlapMs: z.number().int().min(0).optional(),
     }),
     response: SecretRotated,
+  }),
+  /** How a filter would have judged the most recent recorded events of some kinds (422 for a bad one). */
+  previewFilter: defineRpc({
+    subject: "notification.webhook.filter_preview",
+    request: z.object({
+      filter: z.string(),
+      events: z.array(WebhookEventKind).min(1).optional(),
+      limit: z.number().int().min(1).max(500),
+    }),
+    response: FilterPreview,
   }),
   /** The public halves of the webhook signing keys that sign now (a JWK set). */
   signingKeys: defineRpc({

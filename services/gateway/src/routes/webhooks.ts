@@ -1,6 +1,8 @@
 import {
   DeliveryList,
   DeliveryListQuery,
+  FilterPreview,
+  FilterPreviewInput,
   notificationRpc,
   ReplayInput,
   ReplayResult,
@@ -59,13 +61,14 @@ function createWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
       }),
     ),
     async (c) => {
-      const { url, events, secret, description, signatureAlgorithms } = c.req.valid("json");
+      const { url, events, secret, description, signatureAlgorithms, filter } = c.req.valid("json");
       const created = await callService(deps, c, notificationRpc.createWebhook, {
         url,
         events,
         ...(secret !== undefined ? { secret } : {}),
         description: description ?? null,
         ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
+        ...(filter !== undefined ? { filter } : {}),
       });
       c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
       c.header("Cache-Control", "no-store");
@@ -239,13 +242,14 @@ function updateWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
     ),
     async (c) => {
       const { id } = c.req.valid("param");
-      const { url, events, description, signatureAlgorithms } = c.req.valid("json");
+      const { url, events, description, signatureAlgorithms, filter } = c.req.valid("json");
       const webhook = await callService(deps, c, notificationRpc.updateWebhook, {
         webhookId: id,
         ...(url !== undefined ? { url } : {}),
         ...(events !== undefined ? { events } : {}),
         ...(description !== undefined ? { description } : {}),
         ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
+        ...(filter !== undefined ? { filter } : {}),
       });
       return c.json(webhook, 200);
     },
@@ -385,6 +389,41 @@ function replayWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   );
 }
 
+function previewFilter(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    webhookRoute(
+      deps,
+      createRoute({
+        method: "post",
+        path: "/webhooks/filter-preview",
+        operationId: "previewWebhookFilter",
+        tags: ["Webhooks"],
+        summary: "Try a payload filter on the most recent recorded events before saving it",
+        description:
+          "Evaluates the CEL filter on the most recent events recorded for delivery (those of a kind some " +
+          "registration wanted), of the kinds in `events` (every kind when absent), newest first, at most `limit` " +
+          "(50 when absent, at most 500). Nothing is delivered or saved. A filter that does not parse or " +
+          "type-check is a 422 naming filter, as on POST /webhooks.",
+        request: { body: { required: true, content: json(FilterPreviewInput) } },
+        responses: {
+          ...authResponses,
+          200: { description: "how the filter judges each event", content: json(FilterPreview) },
+          422: validationErrorResponse,
+        },
+      }),
+    ),
+    async (c) => {
+      const { filter, events, limit } = c.req.valid("json");
+      const preview = await callService(deps, c, notificationRpc.previewFilter, {
+        filter,
+        ...(events !== undefined ? { events } : {}),
+        limit: limit ?? 50,
+      });
+      return c.json(preview, 200);
+    },
+  );
+}
+
 export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   createWebhook(api, deps);
   listWebhooks(api, deps);
@@ -397,4 +436,5 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
   resumeWebhook(api, deps);
   rotateSecret(api, deps);
   replayWebhook(api, deps);
+  previewFilter(api, deps);
 }

@@ -11,6 +11,11 @@ export interface Registration {
   secret: SealedSecret;
   /** Which signatures `webhook-signature` carries: `v1` (hmac-sha256) and `v1a` (ed25519). */
   signatureAlgorithms: WebhookSignatureAlgorithm[];
+  /**
+   * A CEL expression over the envelope: only events it matches are delivered (domain/filter.ts).
+   * Absent in registrations made before filters existed, which is the same as null: no filter.
+   */
+  filter?: string | null;
   createdAt: string;
 }
 
@@ -20,6 +25,8 @@ export interface RegistrationChanges {
   events?: WebhookEventKind[];
   description?: string | null;
   signatureAlgorithms?: WebhookSignatureAlgorithm[];
+  /** null removes the filter. */
+  filter?: string | null;
 }
 
 /**
@@ -258,6 +265,8 @@ function changed(registration: Registration, wanted: RegistrationChanges): Regis
     !sameKinds(wanted.signatureAlgorithms, registration.signatureAlgorithms)
   )
     changes.signatureAlgorithms = wanted.signatureAlgorithms;
+  if (wanted.filter !== undefined && wanted.filter !== (registration.filter ?? null))
+    changes.filter = wanted.filter;
   return changes;
 }
 

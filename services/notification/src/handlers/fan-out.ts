@@ -1,8 +1,9 @@
 import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventMetadata } from "@cheese/event-store";
-import { handleCommand, isoNow } from "@cheese/service-kit";
+import { counter, handleCommand, isoNow } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
 import { envelopeBody } from "../domain/event-mapping.ts";
+import { type CompiledFilter, compileFilter } from "../domain/filter.ts";
 import {
   type RecordedWebhookEvent,
   webhookEventDecider,
@@ -34,6 +35,12 @@ export interface Outgoing {
   subscribersCaughtUp?: boolean;
 }
 
+const filteredOut = counter({
+  name: "cheese_webhook_events_filtered_total",
+  help: "Events a registration's filter kept from it (outcome rejected: the filter was false; error: it could not be evaluated on the event, e.g. a field the event lacks)",
+  labelNames: ["outcome"],
+});
+
 /** Who receives: the given registrations only (webhook.test), or every subscriber but some. */
 export type Targets = { only: number[] } | { except: number[] };
 
@@ -55,14 +62,18 @@ export async function fanOut(
   const [existing] = outgoing.firstDelivery ? [] : await deps.store.readStream(stream, { maxCount: 1 });
   let recorded = existing?.data as RecordedWebhookEvent | undefined;
   if (!recorded) {
-    const webhookIds =
-      "only" in targets
-        ? targets.only
-        : (await subscribers(deps, outgoing.kind, !outgoing.subscribersCaughtUp)).filter(
-            (id) => !targets.except.includes(id),
-          );
-    if (webhookIds.length === 0) return undefined;
     const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
+    let webhookIds: number[];
+    if ("only" in targets) webhookIds = targets.only;
+    else {
+      const wanting = (await subscribers(deps, outgoing.kind, !outgoing.subscribersCaughtUp)).filter(
+        ({ id }) => !targets.except.includes(id),
+      );
+      if (wanting.length === 0) return undefined;
+      const input = { type: outgoing.kind, created_at: createdAt, data: outgoing.data };
+      webhookIds = wanting.filter((subscriber) => passes(subscriber, input)).map(({ id }) => id);
+    }
+    if (webhookIds.length === 0 && "only" in targets) return undefined;
     const deliveries = [];
     for (const webhookId of webhookIds)
       deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
@@ -121,20 +132,57 @@ export async function hasSubscriber(
   return false;
 }
 
+/** A registration wanting a kind, with its filter (compiled once per filter text). */
+interface Subscriber {
+  id: number;
+  filter: CompiledFilter | null;
+}
+
+/**
+ * Whether a subscriber's filter lets the event through; one that keeps it out is counted (not
+ * logged: it is what the operator asked for).
+ */
+function passes(subscriber: Subscriber, input: Parameters<CompiledFilter>[0]): boolean {
+  if (!subscriber.filter) return true;
+  const { matched, error } = subscriber.filter(input);
+  if (!matched) filteredOut.inc({ outcome: error ? "error" : "rejected" });
+  return matched;
+}
+
+const compiled = new Map<string, CompiledFilter | null>();
+/** A stored filter compiled; one that no longer compiles (not expected: it was checked) matches nothing. */
+function compiledFilter(source: string | null): CompiledFilter | null {
+  if (!source) return null;
+  let filter = compiled.get(source);
+  if (filter === undefined) {
+    try {
+      filter = compileFilter(source);
+    } catch {
+      filter = () => ({ matched: false, error: "the filter does not compile" });
+    }
+    if (compiled.size >= 1000) compiled.clear();
+    compiled.set(source, filter);
+  }
+  return filter;
+}
+
 async function subscribers(
   deps: NotificationDeps,
   kind: WebhookEventKind,
   catchUp: boolean,
-): Promise<number[]> {
+): Promise<Subscriber[]> {
   if (catchUp) await deps.webhooks.catchUp(); // as in hasSubscriber
   return subscribersNow(deps, kind);
 }
 
 /** The subscribers of each kind, as found at a count of `webhookChanges`, per deps. */
-const known = new WeakMap<NotificationDeps, { changes: number; byKind: Map<WebhookEventKind, number[]> }>();
+const known = new WeakMap<
+  NotificationDeps,
+  { changes: number; byKind: Map<WebhookEventKind, Subscriber[]> }
+>();
 
 /** The subscribers of `kind` in the read model as it stands (the caller has caught it up). */
-async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): Promise<number[]> {
+async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): Promise<Subscriber[]> {
   // If the projection has applied nothing since the last lookup, its answer stands (the lookup
   // was a tenth of this service's CPU per event, most events having no subscriber).
   const changes = deps.webhookChanges();
@@ -144,11 +192,14 @@ async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): P
   const found = await deps.readModels
     .collection<WebhookDocument>(WEBHOOKS)
     .find({ deleted: false, events: kind }, { sort: { _id: 1 } });
-  const ids = found.map((document) => document._id);
+  const wanting = found.map((document) => ({
+    id: document._id,
+    filter: compiledFilter(document.webhook.filter ?? null),
+  }));
   if (deps.webhookChanges() === changes) {
-    const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, number[]>();
-    byKind.set(kind, ids);
+    const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, Subscriber[]>();
+    byKind.set(kind, wanting);
     known.set(deps, { changes, byKind });
   }
-  return ids;
+  return wanting;
 }

@@ -17,6 +17,7 @@ import {
   validationFailed,
 } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream, type ReplayableStatus } from "../domain/delivery.ts";
+import { checkFilter } from "../domain/filter.ts";
 import { checkReplayBound, replayWindow } from "../domain/replay.ts";
 import { DEFAULT_KEY_OVERLAP_MS } from "../domain/signing-key.ts";
 import {
@@ -42,6 +43,7 @@ export interface WebhookRequest {
   secret?: string | undefined;
   description: string | null;
   signatureAlgorithms?: WebhookSignatureAlgorithm[] | undefined;
+  filter?: string | null | undefined;
 }
 
 const iso = (deps: NotificationDeps) => isoNow(deps.clock);
@@ -67,17 +69,20 @@ export async function createWebhook(
   context: HandlerContext,
 ): Promise<WebhookCreated> {
   await checkUrl(deps, request.url);
+  const events = [...new Set(request.events)];
+  if (request.filter) checkFilter(request.filter, events);
   const secret = request.secret ?? generateWebhookSecret();
   const webhookId = await deps.webhookIds.nextId();
   const registration = {
     webhookId,
     url: request.url,
-    events: [...new Set(request.events)],
+    events,
     description: request.description,
     secret: deps.secrets.seal(secret),
     signatureAlgorithms: [
       ...new Set<WebhookSignatureAlgorithm>(request.signatureAlgorithms ?? ["hmac-sha256"]),
     ],
+    ...(request.filter ? { filter: request.filter } : {}),
     createdAt: iso(deps),
   };
   await handleCommand(
@@ -103,15 +108,21 @@ async function changeWebhook(
   return getWebhook(deps, command.webhookId);
 }
 
-/** PATCH: url (checked as at creation), events, description; only what differs is recorded. */
+/**
+ * PATCH: url (checked as at creation), events, description, filter (checked against the kinds it
+ * will see); only what differs is recorded.
+ */
 export async function updateWebhook(
   deps: NotificationDeps,
   request: RegistrationChanges & { webhookId: number },
   context: HandlerContext,
 ): Promise<Webhook> {
   const { webhookId, ...changes } = request;
-  await requireLive(deps, webhookId);
+  const live = await requireLive(deps, webhookId);
   if (changes.url !== undefined) await checkUrl(deps, changes.url);
+  const filter = changes.filter !== undefined ? changes.filter : live.registration.filter;
+  if (filter && (changes.filter !== undefined || changes.events !== undefined))
+    checkFilter(filter, changes.events ?? live.registration.events);
   return changeWebhook(deps, { type: "Update", webhookId, changes, now: iso(deps) }, context);
 }
 

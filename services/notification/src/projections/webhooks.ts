@@ -16,7 +16,7 @@ export interface WebhookDocument extends Document {
 export const WEBHOOKS = "webhooks";
 
 /** Raise when projectWebhook writes something else: the read model is rebuilt (architecture.md). */
-export const WEBHOOKS_VERSION = 2;
+export const WEBHOOKS_VERSION = 3;
 
 /** The `webhooks` collection's indexes and every query run on it (handlers/). */
 export const webhooksCollection: CollectionDefinition = {
@@ -74,13 +74,14 @@ export async function projectWebhook(event: RecordedEvent, readModels: ReadModel
 function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
   switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, signatureAlgorithms, createdAt } = event.data;
+      const { webhookId, url, events, description, signatureAlgorithms, filter, createdAt } = event.data;
       const webhook: Webhook = {
         id: webhookId,
         url,
         events,
         description,
         signatureAlgorithms,
+        filter: filter ?? null,
         status: "active",
         statusReason: null,
         statusSince: createdAt,
@@ -92,7 +93,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
       return { $set: { webhook, events, deleted: false } };
     }
     case "WebhookUpdated": {
-      const { url, events, description, signatureAlgorithms, updatedAt } = event.data;
+      const { url, events, description, signatureAlgorithms, filter, updatedAt } = event.data;
       return {
         $set: {
           ...(url !== undefined ? { "webhook.url": url } : {}),
@@ -101,6 +102,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
           ...(signatureAlgorithms !== undefined
             ? { "webhook.signatureAlgorithms": signatureAlgorithms }
             : {}),
+          ...(filter !== undefined ? { "webhook.filter": filter } : {}),
           "webhook.updatedAt": updatedAt,
         },
       };
