@@ -300,6 +300,116 @@ export const Delivery = z
   .openapi("Delivery");
 export type Delivery = z.infer<typeof Delivery>;
 
+/** How many bytes of a receiver's answer body are kept per attempt. */
+export const ANSWER_BODY_MAX_BYTES = 4096;
+
+export const AttemptRequest = z
+  .object({
+    url: z.string().openapi({ description: "where the attempt was sent (the registration's URL then)" }),
+    headers: z.record(z.string(), z.string()).openapi({
+      description:
+        "every request header as sent, signatures included; the value of a receiver credential (Authorization, Cookie, a registration's auth headers) is shown as [redacted]",
+    }),
+  })
+  .openapi("AttemptRequest");
+export type AttemptRequest = z.infer<typeof AttemptRequest>;
+
+export const AttemptAnswer = z
+  .object({
+    headers: z.record(z.string(), z.string()).openapi({ description: "the receiver's response headers" }),
+    body: z.string().openapi({
+      description: `the first ${ANSWER_BODY_MAX_BYTES} bytes of the receiver's response body, as UTF-8 text`,
+    }),
+    bodyTruncated: z.boolean().openapi({ description: `true when the body was longer than ${ANSWER_BODY_MAX_BYTES} bytes` }),
+  })
+  .openapi("AttemptAnswer");
+export type AttemptAnswer = z.infer<typeof AttemptAnswer>;
+
+export const DeliveryAttemptDetail = DeliveryAttempt.extend({
+  request: AttemptRequest.nullable().openapi({
+    description: "null while in flight, or when the process stopped during the attempt",
+  }),
+  response: AttemptAnswer.nullable().openapi({
+    description: "the receiver's answer; null when none came (see error: time-out, connection refused…)",
+  }),
+}).openapi("DeliveryAttemptDetail");
+export type DeliveryAttemptDetail = z.infer<typeof DeliveryAttemptDetail>;
+
+export const DeliveryDetail = Delivery.extend({
+  body: z.string().openapi({
+    description: "the request body every attempt sent: the event envelope, byte for byte (stored once per delivery)",
+  }),
+  attempts: z
+    .array(DeliveryAttemptDetail)
+    .openapi({ description: "every attempt, oldest first, with its request and the receiver's answer" }),
+})
+  .openapi("DeliveryDetail", {
+    example: {
+      id: 17,
+      webhookId: 3,
+      eventId: "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+      eventType: "order.placed",
+      status: "delivered",
+      deadLettered: false,
+      body: '{"id":"evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C","type":"order.placed","created_at":"2026-11-26T10:00:00.000Z","data":{"order_id":"42"}}',
+      attempts: [
+        {
+          attempt: 1,
+          round: 0,
+          startedAt: "2026-11-26T10:00:00.100Z",
+          outcome: "failed",
+          statusCode: 500,
+          error: "receiver answered 500",
+          durationMs: 12,
+          request: {
+            url: "https://hooks.example.com/cheese",
+            headers: {
+              "content-type": "application/json",
+              "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+              "webhook-timestamp": "1795687200",
+              "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+            },
+          },
+          response: {
+            headers: { "content-type": "text/plain" },
+            body: "database is down",
+            bodyTruncated: false,
+          },
+        },
+        {
+          attempt: 2,
+          round: 0,
+          startedAt: "2026-11-26T10:00:05.200Z",
+          outcome: "succeeded",
+          statusCode: 200,
+          error: null,
+          durationMs: 9,
+          request: {
+            url: "https://hooks.example.com/cheese",
+            headers: {
+              "content-type": "application/json",
+              "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+              "webhook-timestamp": "1795687205",
+              "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks=",
+            },
+          },
+          response: { headers: { "content-type": "application/json" }, body: '{"ok":true}', bodyTruncated: false },
+        },
+      ],
+      nextAttemptAt: null,
+      createdAt: "2026-11-26T10:00:00.000Z",
+      updatedAt: "2026-11-26T10:00:05.211Z",
+    },
+  });
+export type DeliveryDetail = z.infer<typeof DeliveryDetail>;
+
+export const ResendResult = z
+  .object({
+    deliveryId: int64Id,
+    round: z.number().int().min(1).openapi({ description: "the round of attempts the resend started" }),
+  })
+  .openapi("ResendResult", { example: { deliveryId: 17, round: 1 } });
+
 export const DeliveryList = z
   .object({
     items: z.array(Delivery).openapi({ description: "newest first" }),
@@ -671,8 +781,33 @@ export const WebhookIdParam = z.object({
 
 export const WebhookListQuery = z.object(pageQuery);
 
+export const DeliveryIdParam = WebhookIdParam.extend({
+  deliveryId: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .openapi({ param: { name: "deliveryId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+});
+
 export const DeliveryListQuery = z.object({
   ...pageQuery,
+  type: z
+    .preprocess(
+      (value) =>
+        value === undefined
+          ? undefined
+          : String(value)
+              .split(",")
+              .map((part) => part.trim()),
+      z.array(WebhookEventKind).min(1).optional(),
+    )
+    .openapi({
+      param: { name: "type", in: "query", style: "form", explode: false },
+      type: "array",
+      items: { type: "string", enum: [...webhookEventKinds] },
+      description: "only deliveries of these event kinds, comma-separated",
+    }),
   status: z
     .preprocess(
       (value) =>
