@@ -635,11 +635,51 @@ export interface paths {
         };
         /**
          * Deliveries of a registration, newest first, with every attempt
-         * @description Newest first, paginated, optionally filtered by status: each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered.
+         * @description Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 422 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One delivery with every attempt's request and the receiver's answer
+         * @description The delivery's body (the same bytes in every attempt) and, per attempt, the URL and headers sent (signature headers shown; a receiver credential such as Authorization shown as [redacted]) and the receiver's answer: status, headers and the first 4 KiB of its body, or the network error.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one delivered or dead-lettered delivery again, as a new round of attempts
+         * @description Starts a new round of attempts of this delivery (retried like the first), recorded in the same delivery: same webhook-id and body, fresh webhook-timestamp and signatures. A delivery still on its way (pending, attempting, retry_scheduled) or cancelled is a 409: wait for it to finish. On a paused or disabled registration the new round waits like any delivery.
+         */
+        post: operations["resendWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2250,6 +2290,114 @@ export interface components {
             /** @description why the attempt failed without a 2xx */
             error: string | null;
             durationMs: number | null;
+        };
+        /**
+         * @example {
+         *       "id": 17,
+         *       "webhookId": 3,
+         *       "eventId": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+         *       "eventType": "order.placed",
+         *       "status": "delivered",
+         *       "deadLettered": false,
+         *       "body": "{\"id\":\"evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C\",\"type\":\"order.placed\",\"created_at\":\"2026-11-26T10:00:00.000Z\",\"data\":{\"order_id\":\"42\"}}",
+         *       "attempts": [
+         *         {
+         *           "attempt": 1,
+         *           "round": 0,
+         *           "startedAt": "2026-11-26T10:00:00.100Z",
+         *           "outcome": "failed",
+         *           "statusCode": 500,
+         *           "error": "receiver answered 500",
+         *           "durationMs": 12,
+         *           "request": {
+         *             "url": "https://hooks.example.com/cheese",
+         *             "headers": {
+         *               "content-type": "application/json",
+         *               "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+         *               "webhook-timestamp": "1795687200",
+         *               "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
+         *             }
+         *           },
+         *           "response": {
+         *             "headers": {
+         *               "content-type": "text/plain"
+         *             },
+         *             "body": "database is down",
+         *             "bodyTruncated": false
+         *           }
+         *         },
+         *         {
+         *           "attempt": 2,
+         *           "round": 0,
+         *           "startedAt": "2026-11-26T10:00:05.200Z",
+         *           "outcome": "succeeded",
+         *           "statusCode": 200,
+         *           "error": null,
+         *           "durationMs": 9,
+         *           "request": {
+         *             "url": "https://hooks.example.com/cheese",
+         *             "headers": {
+         *               "content-type": "application/json",
+         *               "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
+         *               "webhook-timestamp": "1795687205",
+         *               "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks="
+         *             }
+         *           },
+         *           "response": {
+         *             "headers": {
+         *               "content-type": "application/json"
+         *             },
+         *             "body": "{\"ok\":true}",
+         *             "bodyTruncated": false
+         *           }
+         *         }
+         *       ],
+         *       "nextAttemptAt": null,
+         *       "createdAt": "2026-11-26T10:00:00.000Z",
+         *       "updatedAt": "2026-11-26T10:00:05.211Z"
+         *     }
+         */
+        DeliveryDetail: components["schemas"]["Delivery"] & {
+            /** @description every attempt, oldest first, with its request and the receiver's answer */
+            attempts?: components["schemas"]["DeliveryAttemptDetail"][];
+            /** @description the request body every attempt sent: the event envelope, byte for byte (stored once per delivery) */
+            body: string;
+        };
+        DeliveryAttemptDetail: components["schemas"]["DeliveryAttempt"] & {
+            request: components["schemas"]["AttemptRequest"];
+            response: components["schemas"]["AttemptAnswer"];
+        };
+        /** @description null while in flight, or when the process stopped during the attempt */
+        AttemptRequest: {
+            /** @description where the attempt was sent (the registration's URL then) */
+            url: string;
+            /** @description every request header as sent, signatures included; the value of a receiver credential (Authorization, Cookie, a registration's auth headers) is shown as [redacted] */
+            headers: {
+                [key: string]: string;
+            };
+        } | null;
+        /** @description the receiver's answer; null when none came (see error: time-out, connection refused…) */
+        AttemptAnswer: {
+            /** @description the receiver's response headers */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description the first 4096 bytes of the receiver's response body, as UTF-8 text */
+            body: string;
+            /** @description true when the body was longer than 4096 bytes */
+            bodyTruncated: boolean;
+        } | null;
+        /**
+         * @example {
+         *       "deliveryId": 17,
+         *       "round": 1
+         *     }
+         */
+        ResendResult: {
+            /** Format: int64 */
+            deliveryId: number;
+            /** @description the round of attempts the resend started */
+            round: number;
         };
         /**
          * @example {
@@ -8516,6 +8664,8 @@ export interface operations {
                 /** @description cursor from a previous response (its nextCursor) */
                 cursor?: string;
                 limit?: number;
+                /** @description only deliveries of these event kinds, comma-separated */
+                type?: ("order.placed" | "order.confirmed" | "order.shipped" | "order.delivered" | "order.cancelled" | "cheese.new_arrival" | "cheese.low_stock" | "cheese.out_of_stock" | "cheese.back_in_stock" | "customer.created" | "customer.updated" | "customer.subscription_changed" | "api_key.expiring" | "webhook.test" | "webhook.disabled")[];
                 /** @description only deliveries in these statuses, comma-separated (dead_lettered lists the dead letter queue) */
                 status?: ("pending" | "attempting" | "retry_scheduled" | "delivered" | "dead_lettered" | "cancelled")[];
             };
@@ -8625,6 +8775,282 @@ export interface operations {
                      *       "code": 404,
                      *       "type": "not_found",
                      *       "message": "webhook not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request body failed validation */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 422,
+                     *       "type": "validation_error",
+                     *       "message": "request body failed validation",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "Required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                deliveryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description webhook or delivery not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "webhook or delivery not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resendWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                deliveryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the new round is on its way */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResult"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description webhook or delivery not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "webhook or delivery not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the delivery is still on its way (or cancelled) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 409,
+                     *       "type": "conflict",
+                     *       "message": "the delivery is still on its way (or cancelled)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
