@@ -126,7 +126,10 @@ export function recordedRequest(
   return {
     url,
     headers: Object.fromEntries(
-      Object.entries(headers).map(([name, value]) => [name, secret.has(name.toLowerCase()) ? REDACTED : value]),
+      Object.entries(headers).map(([name, value]) => [
+        name,
+        secret.has(name.toLowerCase()) ? REDACTED : value,
+      ]),
     ),
   };
 }

@@ -204,8 +204,16 @@ function attemptsAfter(
       };
     }
     case "AttemptFailed": {
-      const { round, attempt, outcome, statusCode, error, durationMs, request = null, response = null } =
-        event.data;
+      const {
+        round,
+        attempt,
+        outcome,
+        statusCode,
+        error,
+        durationMs,
+        request = null,
+        response = null,
+      } = event.data;
       const key = attemptKey(round, attempt);
       return {
         ...stored,
