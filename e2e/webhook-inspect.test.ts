@@ -1,4 +1,4 @@
-import { envelopeOf, Receiver } from "@cheese/testing/receiver";
+import { type Behaviour, envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
@@ -49,10 +49,12 @@ describe("a delivery's request and answers, resend and filters", () => {
   };
 
   it("shows both attempts of a delivery answered 500 then 200: the request's headers and body, and each answer", async () => {
-    receiver.behave("/flaky", (_request, count) =>
-      count === 1
-        ? { status: 500, body: "database is down", headers: { "x-receiver": "first" } }
-        : { status: 200, body: '{"ok":true}', headers: { "content-type": "application/json" } },
+    receiver.behave(
+      "/flaky",
+      (_request, count): Behaviour =>
+        count === 1
+          ? { status: 500, body: "database is down", headers: { "x-receiver": "first" } }
+          : { status: 200, body: '{"ok":true}', headers: { "content-type": "application/json" } },
     );
     const hook = await register("/flaky");
     const sent = await json(await api("POST", `/webhooks/${hook.id}/test`));

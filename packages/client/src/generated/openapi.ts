@@ -2357,17 +2357,57 @@ export interface components {
          *       "updatedAt": "2026-11-26T10:00:05.211Z"
          *     }
          */
-        DeliveryDetail: components["schemas"]["Delivery"] & {
+        DeliveryDetail: {
+            /**
+             * Format: int64
+             * @description sent as X-Cheese-Delivery
+             */
+            id: number;
+            /** Format: int64 */
+            webhookId: number;
+            /** @description the envelope id, sent as webhook-id; the same in every attempt and replay */
+            eventId: string;
+            eventType: components["schemas"]["WebhookEventKind"];
+            /**
+             * @description pending: waiting for attempt 1; attempting: an attempt in flight; retry_scheduled: failed, next attempt at nextAttemptAt; delivered: a 2xx arrived; dead_lettered: every attempt failed (replayable); cancelled: the registration was deleted
+             * @enum {string}
+             */
+            status: "pending" | "attempting" | "retry_scheduled" | "delivered" | "dead_lettered" | "cancelled";
+            /** @description true while the delivery is in the dead letter queue */
+            deadLettered: boolean;
             /** @description every attempt, oldest first, with its request and the receiver's answer */
-            attempts?: components["schemas"]["DeliveryAttemptDetail"][];
+            attempts: components["schemas"]["DeliveryAttemptDetail"][];
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
             /** @description the request body every attempt sent: the event envelope, byte for byte (stored once per delivery) */
             body: string;
         };
-        DeliveryAttemptDetail: components["schemas"]["DeliveryAttempt"] & {
-            request: components["schemas"]["AttemptRequest"];
-            response: components["schemas"]["AttemptAnswer"];
+        DeliveryAttemptDetail: {
+            /** @description 1 to 6 within its round */
+            attempt: number;
+            /** @description 0 for the original schedule, n after the nth replay */
+            round: number;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * @description unknown: the notification process stopped during the attempt; it counts as failed
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "unknown" | "in_flight";
+            /** @description the receiver's HTTP status, if it answered */
+            statusCode: number | null;
+            /** @description why the attempt failed without a 2xx */
+            error: string | null;
+            durationMs: number | null;
+            /** @description null while in flight, or when the process stopped during the attempt */
+            request: components["schemas"]["AttemptRequest"] | null;
+            /** @description the receiver's answer; null when none came (see error: time-out, connection refused…) */
+            response: components["schemas"]["AttemptAnswer"] | null;
         };
-        /** @description null while in flight, or when the process stopped during the attempt */
         AttemptRequest: {
             /** @description where the attempt was sent (the registration's URL then) */
             url: string;
@@ -2375,8 +2415,7 @@ export interface components {
             headers: {
                 [key: string]: string;
             };
-        } | null;
-        /** @description the receiver's answer; null when none came (see error: time-out, connection refused…) */
+        };
         AttemptAnswer: {
             /** @description the receiver's response headers */
             headers: {
@@ -2386,7 +2425,7 @@ export interface components {
             body: string;
             /** @description true when the body was longer than 4096 bytes */
             bodyTruncated: boolean;
-        } | null;
+        };
         /**
          * @example {
          *       "deliveryId": 17,
