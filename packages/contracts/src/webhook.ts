@@ -351,68 +351,7 @@ export const DeliveryDetail = z
       .array(DeliveryAttemptDetail)
       .openapi({ description: "every attempt, oldest first, with its request and the receiver's answer" }),
   })
-  .openapi("DeliveryDetail", {
-    example: {
-      id: 17,
-      webhookId: 3,
-      eventId: "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-      eventType: "order.placed",
-      status: "delivered",
-      deadLettered: false,
-      body: '{"id":"evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C","type":"order.placed","created_at":"2026-11-26T10:00:00.000Z","data":{"order_id":"42"}}',
-      attempts: [
-        {
-          attempt: 1,
-          round: 0,
-          startedAt: "2026-11-26T10:00:00.100Z",
-          outcome: "failed",
-          statusCode: 500,
-          error: "receiver answered 500",
-          durationMs: 12,
-          request: {
-            url: "https://hooks.example.com/cheese",
-            headers: {
-              "content-type": "application/json",
-              "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-              "webhook-timestamp": "1795687200",
-              "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
-            },
-          },
-          response: {
-            headers: { "content-type": "text/plain" },
-            body: "database is down",
-            bodyTruncated: false,
-          },
-        },
-        {
-          attempt: 2,
-          round: 0,
-          startedAt: "2026-11-26T10:00:05.200Z",
-          outcome: "succeeded",
-          statusCode: 200,
-          error: null,
-          durationMs: 9,
-          request: {
-            url: "https://hooks.example.com/cheese",
-            headers: {
-              "content-type": "application/json",
-              "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-              "webhook-timestamp": "1795687205",
-              "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks=",
-            },
-          },
-          response: {
-            headers: { "content-type": "application/json" },
-            body: '{"ok":true}',
-            bodyTruncated: false,
-          },
-        },
-      ],
-      nextAttemptAt: null,
-      createdAt: "2026-11-26T10:00:00.000Z",
-      updatedAt: "2026-11-26T10:00:05.211Z",
-    },
-  });
+  .openapi("DeliveryDetail");
 export type DeliveryDetail = z.infer<typeof DeliveryDetail>;
 
 export const ResendResult = z
@@ -420,7 +359,7 @@ export const ResendResult = z
     deliveryId: int64Id,
     round: z.number().int().min(1).openapi({ description: "the round of attempts the resend started" }),
   })
-  .openapi("ResendResult", { example: { deliveryId: 17, round: 1 } });
+  .openapi("ResendResult");
 
 export const DeliveryList = z
   .object({

@@ -2291,72 +2291,6 @@ export interface components {
             error: string | null;
             durationMs: number | null;
         };
-        /**
-         * @example {
-         *       "id": 17,
-         *       "webhookId": 3,
-         *       "eventId": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-         *       "eventType": "order.placed",
-         *       "status": "delivered",
-         *       "deadLettered": false,
-         *       "body": "{\"id\":\"evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C\",\"type\":\"order.placed\",\"created_at\":\"2026-11-26T10:00:00.000Z\",\"data\":{\"order_id\":\"42\"}}",
-         *       "attempts": [
-         *         {
-         *           "attempt": 1,
-         *           "round": 0,
-         *           "startedAt": "2026-11-26T10:00:00.100Z",
-         *           "outcome": "failed",
-         *           "statusCode": 500,
-         *           "error": "receiver answered 500",
-         *           "durationMs": 12,
-         *           "request": {
-         *             "url": "https://hooks.example.com/cheese",
-         *             "headers": {
-         *               "content-type": "application/json",
-         *               "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-         *               "webhook-timestamp": "1795687200",
-         *               "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
-         *             }
-         *           },
-         *           "response": {
-         *             "headers": {
-         *               "content-type": "text/plain"
-         *             },
-         *             "body": "database is down",
-         *             "bodyTruncated": false
-         *           }
-         *         },
-         *         {
-         *           "attempt": 2,
-         *           "round": 0,
-         *           "startedAt": "2026-11-26T10:00:05.200Z",
-         *           "outcome": "succeeded",
-         *           "statusCode": 200,
-         *           "error": null,
-         *           "durationMs": 9,
-         *           "request": {
-         *             "url": "https://hooks.example.com/cheese",
-         *             "headers": {
-         *               "content-type": "application/json",
-         *               "webhook-id": "evt_01JD3Z6T8Q0K7N5V2W4X9Y1B3C",
-         *               "webhook-timestamp": "1795687205",
-         *               "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks="
-         *             }
-         *           },
-         *           "response": {
-         *             "headers": {
-         *               "content-type": "application/json"
-         *             },
-         *             "body": "{\"ok\":true}",
-         *             "bodyTruncated": false
-         *           }
-         *         }
-         *       ],
-         *       "nextAttemptAt": null,
-         *       "createdAt": "2026-11-26T10:00:00.000Z",
-         *       "updatedAt": "2026-11-26T10:00:05.211Z"
-         *     }
-         */
         DeliveryDetail: {
             /**
              * Format: int64
@@ -2426,12 +2360,6 @@ export interface components {
             /** @description true when the body was longer than 4096 bytes */
             bodyTruncated: boolean;
         };
-        /**
-         * @example {
-         *       "deliveryId": 17,
-         *       "round": 1
-         *     }
-         */
         ResendResult: {
             /** Format: int64 */
             deliveryId: number;
@@ -8893,6 +8821,96 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 88,
+                     *       "webhookId": 3,
+                     *       "eventId": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *       "eventType": "order.placed",
+                     *       "status": "delivered",
+                     *       "deadLettered": false,
+                     *       "body": "{\"id\":\"evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c\",\"type\":\"order.placed\",\"created_at\":\"2026-03-03T11:00:00.000Z\",\"data\":{\"order_id\":\"1042\",\"customer_id\":\"7\",\"status\":\"placed\",\"total\":51.75,\"items\":[],\"updated_at\":\"2026-03-03T11:00:00.000Z\"}}",
+                     *       "attempts": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:00:01.000Z",
+                     *           "outcome": "failed",
+                     *           "statusCode": 500,
+                     *           "error": "receiver answered 500",
+                     *           "durationMs": 134,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "user-agent": "CheeseStore-Webhooks/2.0",
+                     *               "x-cheese-signature": "sha256=4f1c0b8e2d7a9c3e5b6f8a1d0c2e4b7a9f3d5c8e1b0a2d4f6c8e0b2a4d6f8c1e",
+                     *               "x-cheese-event": "order.placed",
+                     *               "x-cheese-delivery": "88",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535601",
+                     *               "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                     *               "authorization": "[redacted]"
+                     *             }
+                     *           },
+                     *           "response": {
+                     *             "headers": {
+                     *               "content-type": "text/plain"
+                     *             },
+                     *             "body": "stock service unavailable",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         },
+                     *         {
+                     *           "attempt": 2,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:01:01.000Z",
+                     *           "outcome": "failed",
+                     *           "statusCode": null,
+                     *           "error": "connection refused",
+                     *           "durationMs": 3,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535661",
+                     *               "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks="
+                     *             }
+                     *           },
+                     *           "response": null
+                     *         },
+                     *         {
+                     *           "attempt": 3,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:06:01.000Z",
+                     *           "outcome": "succeeded",
+                     *           "statusCode": 200,
+                     *           "error": null,
+                     *           "durationMs": 41,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535961",
+                     *               "webhook-signature": "v1,Px01p6XJ8a1cJn1AiTSHNlXveLyu6JbDDb/WsZX5bFk="
+                     *             }
+                     *           },
+                     *           "response": {
+                     *             "headers": {
+                     *               "content-type": "application/json"
+                     *             },
+                     *             "body": "{\"received\":true}",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextAttemptAt": null,
+                     *       "createdAt": "2026-03-03T11:00:01.000Z",
+                     *       "updatedAt": "2026-03-03T11:06:01.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryDetail"];
                 };
             };
@@ -9012,6 +9030,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "deliveryId": 88,
+                     *       "round": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ResendResult"];
                 };
             };
