@@ -195,8 +195,8 @@ describe("a delivery's request and answers, resend and filters", () => {
       ["status=lost", "status"],
     ] as const) {
       const response = await api("GET", `/webhooks/${hook.id}/deliveries?${query}`);
-      expect([400, 422]).toContain(response.status);
-      expect(JSON.stringify(await json(response))).toContain(parameter);
+      expect(response.status).toBe(400);
+      expect((await json(response)).message).toMatch(new RegExp(`^invalid query parameter: ${parameter}\\b`));
     }
   });
 });

@@ -635,7 +635,7 @@ export interface paths {
         };
         /**
          * Deliveries of a registration, newest first, with every attempt
-         * @description Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 422 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.
+         * @description Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 400 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -8745,28 +8745,6 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description request body failed validation */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "code": 422,
-                     *       "type": "validation_error",
-                     *       "message": "request body failed validation",
-                     *       "errors": [
-                     *         {
-                     *           "field": "name",
-                     *           "message": "Required"
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description rate limit exceeded; see Retry-After */
