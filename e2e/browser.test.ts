@@ -207,7 +207,9 @@ describe.skipIf(!executablePath)("in a browser", () => {
           return attempts.count();
         })
         .toBe(3);
-      expect(await attempts.nth(2).getByRole("heading", { level: 2 }).textContent()).toBe("Round 1, attempt 1: HTTP 200");
+      expect(await attempts.nth(2).getByRole("heading", { level: 2 }).textContent()).toBe(
+        "Round 1, attempt 1: HTTP 200",
+      );
 
       // Filters by kind and status.
       await page.getByRole("link", { name: `← Webhook #${webhookId}` }).click();
