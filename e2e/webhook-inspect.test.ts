@@ -153,6 +153,34 @@ describe("a delivery's request and answers, resend and filters", () => {
     expect(receiver.requests("/resend")).toHaveLength(2);
   });
 
+  it("starts one round for two resends sent at once (one 202, one 409), whichever replica takes each", async () => {
+    // The new round waits at the receiver, so a resend that comes second finds it under way.
+    let open: () => void = () => {};
+    const barrier = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    receiver.behave("/resend-race", (_request, count): Behaviour => (count === 1 ? {} : { until: barrier }));
+    const hook = await register("/resend-race");
+    const sent = await json(await api("POST", `/webhooks/${hook.id}/test`));
+    await expect
+      .poll(async () => (await detail(hook.id, sent.deliveryId)).status, { timeout: 20_000 })
+      .toBe("delivered");
+    const resend = () => api("POST", `/webhooks/${hook.id}/deliveries/${sent.deliveryId}/resend`);
+    const statuses = (await Promise.all([resend(), resend()])).map((r) => r.status).sort();
+    expect(statuses).toEqual([202, 409]);
+    await receiver.waitFor("/resend-race", 2);
+    open();
+    await expect
+      .poll(async () => (await detail(hook.id, sent.deliveryId)).attempts.map((a) => [a.round, a.outcome]), {
+        timeout: 20_000,
+      })
+      .toEqual([
+        [0, "succeeded"],
+        [1, "succeeded"],
+      ]);
+    expect(receiver.requests("/resend-race")).toHaveLength(2);
+  });
+
   it("refuses a resend while the delivery is on its way (409) and of an unknown one (404)", async () => {
     let open: () => void = () => {};
     const barrier = new Promise<void>((resolve) => {
