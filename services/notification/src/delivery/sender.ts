@@ -110,7 +110,7 @@ const MAX_DRAINED_BYTES = 64 * 1024;
 
 /** Request headers whose value is a credential towards the receiver: recorded as `[redacted]`. */
 const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"]);
-export const REDACTED = "[redacted]";
+const REDACTED = "[redacted]";
 
 /**
  * The request as the operator sees it: every header as sent (signatures included, they are
