@@ -159,6 +159,93 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect(await page.locator("dd[data-status]").getAttribute("data-status")).toBe("active");
     });
 
+    it("shows a delivery's attempts with request and answer, resends it, filters, edits the registration and deletes it only once confirmed", async () => {
+      receiver.behave("/inspect-hook", (_request, count) =>
+        count === 1 ? { status: 500, body: "kaput: stock service down" } : { status: 200, body: "thanks" },
+      );
+      const page = await signedIn();
+      await page.getByLabel("URL").fill(receiver.url("/inspect-hook"));
+      await page.getByRole("button", { name: "Register" }).click();
+      const heading = await page.getByRole("heading", { level: 1 }).textContent();
+      const webhookId = Number(/Webhook #(\d+)/.exec(heading ?? "")?.[1]);
+      await page.getByRole("button", { name: "Send test event" }).click();
+      const deliveryId = Number(
+        /delivery #(\d+)/.exec((await page.getByRole("status").textContent()) ?? "")?.[1],
+      );
+      const deliveryUrl = `${system.rootUrl}/console/webhooks/${webhookId}/deliveries/${deliveryId}`;
+
+      // The delivery's link in the list leads to its attempts.
+      await page.getByRole("link", { name: `#${deliveryId}` }).click();
+      expect(page.url()).toBe(deliveryUrl);
+      const attempts = page.locator("section[data-attempt]");
+      await expect
+        .poll(async () => {
+          await page.reload();
+          return attempts.count();
+        })
+        .toBe(2);
+      const [first, second] = [attempts.nth(0), attempts.nth(1)];
+      expect(await first.getByRole("heading", { level: 2 }).textContent()).toContain("HTTP 500");
+      expect(await first.locator("[data-response-body]").textContent()).toBe("kaput: stock service down");
+      const webhookIdHeader = receiver.requests("/inspect-hook")[0]!.headers["webhook-id"] as string;
+      expect(await first.locator("[data-headers=request]").textContent()).toContain(webhookIdHeader);
+      expect(await first.locator("[data-headers=request]").textContent()).toContain("webhook-signature");
+      expect(await second.getByRole("heading", { level: 2 }).textContent()).toContain("HTTP 200");
+      expect(await second.locator("[data-response-body]").textContent()).toBe("thanks");
+      expect(await page.locator("[data-body]").textContent()).toBe(
+        receiver.requests("/inspect-hook")[0]!.body,
+      );
+      await screenshot(page, "console-delivery");
+
+      await page.getByRole("button", { name: "Resend" }).click();
+      expect(await page.getByRole("status").textContent()).toContain(`round 1 of delivery #${deliveryId}`);
+      const [, , resent] = await receiver.waitFor("/inspect-hook", 3);
+      expect(resent!.headers["webhook-id"]).toBe(webhookIdHeader);
+      await expect
+        .poll(async () => {
+          await page.reload();
+          return attempts.count();
+        })
+        .toBe(3);
+      expect(await attempts.nth(2).getByRole("heading", { level: 2 }).textContent()).toBe(
+        "Round 1, attempt 1: HTTP 200",
+      );
+
+      // Filters by kind and status.
+      await page.getByRole("link", { name: `← Webhook #${webhookId}` }).click();
+      const rows = page.locator("tr[data-delivery]");
+      await page.getByLabel("Kind").selectOption("webhook.test");
+      await page.getByLabel("Status").selectOption("delivered");
+      await page.getByRole("button", { name: "Filter" }).click();
+      expect(await rows.count()).toBe(1);
+      await page.getByLabel("Kind").selectOption("order.placed");
+      await page.getByRole("button", { name: "Filter" }).click();
+      expect(page.url()).toContain("type=order.placed");
+      expect(await rows.count()).toBe(0);
+
+      // Edits the registration in place.
+      await page.getByLabel("Receiving URL").fill(receiver.url("/inspect-hook-v2"));
+      await page.getByRole("checkbox", { name: "order.shipped" }).check();
+      await page.getByRole("checkbox", { name: "ed25519" }).check();
+      await page.getByRole("button", { name: "Save changes" }).click();
+      expect(await page.getByRole("status").textContent()).toContain("Registration saved");
+      const saved = await json(await http(system).get(`/webhooks/${webhookId}`, operator.apiKey));
+      expect(saved.url).toBe(receiver.url("/inspect-hook-v2"));
+      expect(saved.events).toContain("order.shipped");
+      expect(saved.signatureAlgorithms).toEqual(["hmac-sha256", "ed25519"]);
+
+      // Delete asks first; cancelling keeps it.
+      await page.getByRole("button", { name: "Delete…" }).click();
+      await page.getByRole("heading", { name: `Delete webhook #${webhookId}?` }).waitFor();
+      await screenshot(page, "console-delete-confirm");
+      await page.getByRole("link", { name: "Cancel, keep it" }).click();
+      expect((await http(system).get(`/webhooks/${webhookId}`, operator.apiKey)).status).toBe(200);
+      await page.getByRole("button", { name: "Delete…" }).click();
+      await page.getByRole("button", { name: "Delete this registration" }).click();
+      expect(await page.getByRole("status").textContent()).toContain(`Webhook #${webhookId} deleted`);
+      expect((await http(system).get(`/webhooks/${webhookId}`, operator.apiKey)).status).toBe(404);
+    });
+
     it("ships an approved order with carrier, tracking and estimated delivery, then marks it delivered", async () => {
       const cheese = await createCheese(system, operator.bearer, { name: "Browser Comté" });
       const placed = await http(system).post(

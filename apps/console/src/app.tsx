@@ -4,12 +4,15 @@ import { createHash } from "node:crypto";
 import { CheeseApiError, type CheeseClient, createCheeseClient, unwrap } from "@cheese/client";
 import {
   DeadLetterIdParam,
+  DeliveryIdParam,
   DeliveryListQuery,
   type DeliveryStatus,
   fieldErrors,
   ReplayInput,
   ShipmentInput,
+  type WebhookEventKind,
   WebhookInput,
+  WebhookPatch,
 } from "@cheese/contracts";
 import { type Context, Hono } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
@@ -31,7 +34,13 @@ import type { Notice, Section } from "./views/layout.tsx";
 import { OrdersPage } from "./views/orders.tsx";
 import { ProblemPage } from "./views/problem.tsx";
 import { SignInPage } from "./views/sign-in.tsx";
-import { WebhookPage, WebhooksPage } from "./views/webhooks.tsx";
+import {
+  DeleteWebhookPage,
+  DeliveryPage,
+  type WebhookDraft,
+  WebhookPage,
+  WebhooksPage,
+} from "./views/webhooks.tsx";
 
 /**
  * Every console page: nothing but the gateway's own stylesheet and forms posting back here (no
@@ -140,10 +149,13 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
     webhookId: number,
     shown: {
       status?: DeliveryStatus[] | undefined;
+      type?: WebhookEventKind[] | undefined;
       cursor?: string | undefined;
       notice?: Notice | undefined;
       secret?: { value: string; previousExpiresAt: string | null };
+      editDraft?: WebhookDraft | undefined;
     },
+    httpStatus: 200 | 422 = 200,
   ) => {
     const [webhook, deliveries] = await Promise.all([
       unwrap(api(session).GET("/webhooks/{id}", { params: { path: { id: webhookId } } })),
@@ -155,6 +167,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
               limit: PAGE_SIZE,
               ...(shown.cursor ? { cursor: shown.cursor } : {}),
               ...(shown.status ? { status: shown.status } : {}),
+              ...(shown.type ? { type: shown.type } : {}),
             },
           },
         }),
@@ -167,9 +180,12 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
         deliveries={deliveries.items}
         nextCursor={deliveries.nextCursor}
         filter={shown.status?.join(",")}
+        typeFilter={shown.type?.join(",")}
         notice={shown.notice}
         secret={shown.secret}
+        editDraft={shown.editDraft}
       />,
+      httpStatus,
     );
   };
 
@@ -379,12 +395,17 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
     page("webhooks", async (c, session) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      // The filter form sends an empty value for "all".
+      const given = (name: string) => c.req.query(name) || undefined;
       const query = DeliveryListQuery.safeParse({
-        status: c.req.query("status"),
-        cursor: c.req.query("cursor"),
+        status: given("status"),
+        type: given("type"),
+        cursor: given("cursor"),
       });
       return webhookView(c, session, webhookId, {
-        ...(query.success ? { status: query.data.status, cursor: query.data.cursor } : {}),
+        ...(query.success
+          ? { status: query.data.status, type: query.data.type, cursor: query.data.cursor }
+          : {}),
         notice: await takeNotice(c),
       });
     }),
@@ -466,10 +487,68 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   );
 
   app.post(
-    "/webhooks/:id/delete",
-    action(async (c, session) => {
+    "/webhooks/:id/edit",
+    action(async (c, session, form) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      const draft: WebhookDraft = {
+        url: text(form.url),
+        description: text(form.description),
+        events: texts(form.events),
+        signatureAlgorithms: texts(form.signatureAlgorithms),
+      };
+      const refused = (notice: Notice) =>
+        webhookView(c, session, webhookId, { notice, editDraft: draft }, 422);
+      const input = WebhookPatch.safeParse({
+        url: draft.url,
+        events: draft.events,
+        description: draft.description || null,
+        signatureAlgorithms: draft.signatureAlgorithms,
+      });
+      if (!input.success) return refused(invalid(input.error.issues));
+      try {
+        await unwrap(
+          api(session).PATCH("/webhooks/{id}", {
+            params: { path: { id: webhookId } },
+            body: {
+              ...(input.data.url !== undefined ? { url: input.data.url } : {}),
+              ...(input.data.events !== undefined ? { events: input.data.events } : {}),
+              description: input.data.description ?? null,
+              ...(input.data.signatureAlgorithms !== undefined
+                ? { signatureAlgorithms: input.data.signatureAlgorithms }
+                : {}),
+            },
+          }),
+        );
+      } catch (error) {
+        if (error instanceof CheeseApiError && error.status === 422) return refused(problemOf(error));
+        throw error;
+      }
+      await flash(c, { kind: "ok", text: "Registration saved." });
+      return seeOther(c, webhookPage(c));
+    }, webhookPage),
+  );
+
+  /** Delete asks first: this page holds the one form that deletes. */
+  app.get(
+    "/webhooks/:id/delete",
+    page("webhooks", async (c, session) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      const webhook = await unwrap(
+        api(session).GET("/webhooks/{id}", { params: { path: { id: webhookId } } }),
+      );
+      return c.html(<DeleteWebhookPage session={view(session)} webhook={webhook} />);
+    }),
+  );
+
+  app.post(
+    "/webhooks/:id/delete",
+    action(async (c, session, form) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      // Only the confirmation page's form says so; anything else is asked again.
+      if (text(form.confirm) !== "delete") return seeOther(c, `${webhookPage(c)}/delete`);
       await unwrap(api(session).DELETE("/webhooks/{id}", { params: { path: { id: webhookId } } }));
       await flash(c, {
         kind: "ok",
@@ -477,6 +556,51 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
       });
       return seeOther(c, "/console/webhooks");
     }, webhookPage),
+  );
+
+  /** One delivery's path parameters, as the API takes them; anything else is no such delivery. */
+  const deliveryOf = (c: Context) => {
+    const parsed = DeliveryIdParam.safeParse({
+      id: c.req.param("id"),
+      deliveryId: c.req.param("deliveryId"),
+    });
+    return parsed.success && /^\d+$/.test(c.req.param("deliveryId") ?? "") ? parsed.data : undefined;
+  };
+
+  app.get(
+    "/webhooks/:id/deliveries/:deliveryId",
+    page("webhooks", async (c, session) => {
+      const ids = deliveryOf(c);
+      if (!ids) return notFoundPage(c, webhookPage(c), "No such delivery.");
+      const delivery = await unwrap(
+        api(session).GET("/webhooks/{id}/deliveries/{deliveryId}", { params: { path: ids } }),
+      );
+      return c.html(
+        <DeliveryPage
+          session={view(session)}
+          webhookId={ids.id}
+          delivery={delivery}
+          notice={await takeNotice(c)}
+        />,
+      );
+    }),
+  );
+
+  const deliveryPage = (c: Context) => `${webhookPage(c)}/deliveries/${c.req.param("deliveryId") ?? ""}`;
+  app.post(
+    "/webhooks/:id/deliveries/:deliveryId/resend",
+    action(async (c, session) => {
+      const ids = deliveryOf(c);
+      if (!ids) return notFoundPage(c, webhookPage(c), "No such delivery.");
+      const { round } = await unwrap(
+        api(session).POST("/webhooks/{id}/deliveries/{deliveryId}/resend", { params: { path: ids } }),
+      );
+      await flash(c, {
+        kind: "ok",
+        text: `Resent: round ${round} of delivery #${ids.deliveryId} is on its way.`,
+      });
+      return seeOther(c, deliveryPage(c));
+    }, deliveryPage),
   );
 
   // ---- Orders: /v2/store/orders and /v2/store/order, the operator as the caller ----

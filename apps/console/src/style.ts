@@ -57,4 +57,9 @@ dl.facts dd { margin: 0; }
 .pager { margin-top: 0.75rem; }
 td pre { margin: 0.25rem 0 0; max-width: 32rem; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85em; }
 .sign-in { max-width: 26rem; margin: 4rem auto; }
+pre.bytes { margin: 0.4rem 0; padding: 0.5rem; background: #f3f5f7; border: 1px solid var(--line); border-radius: 5px;
+  white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85em; max-height: 24rem; overflow: auto; }
+table.headers th { width: 16rem; background: #fafbfc; color: var(--ink); font-weight: 500; }
+h3 { font-size: 0.95rem; margin: 0.9rem 0 0.3rem; }
+select { font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 5px; }
 `;

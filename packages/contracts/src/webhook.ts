@@ -371,6 +371,67 @@ export const Delivery = z
   .openapi("Delivery");
 export type Delivery = z.infer<typeof Delivery>;
 
+/** How many bytes of a receiver's answer body are kept per attempt. */
+export const ANSWER_BODY_MAX_BYTES = 4096;
+
+export const AttemptRequest = z
+  .object({
+    url: z.string().openapi({ description: "where the attempt was sent (the registration's URL then)" }),
+    headers: z.record(z.string(), z.string()).openapi({
+      description:
+        "every request header as sent, signatures included; the value of a receiver credential (Authorization, Cookie, a registration's auth headers) is shown as [redacted]",
+    }),
+  })
+  .openapi("AttemptRequest");
+export type AttemptRequest = z.infer<typeof AttemptRequest>;
+
+export const AttemptAnswer = z
+  .object({
+    headers: z.record(z.string(), z.string()).openapi({ description: "the receiver's response headers" }),
+    body: z.string().openapi({
+      description: `the first ${ANSWER_BODY_MAX_BYTES} bytes of the receiver's response body, as UTF-8 text`,
+    }),
+    bodyTruncated: z
+      .boolean()
+      .openapi({ description: `true when the body was longer than ${ANSWER_BODY_MAX_BYTES} bytes` }),
+  })
+  .openapi("AttemptAnswer");
+export type AttemptAnswer = z.infer<typeof AttemptAnswer>;
+
+export const DeliveryAttemptDetail = z
+  .object({
+    ...DeliveryAttempt.shape,
+    request: z.union([AttemptRequest, z.null()]).openapi({
+      description: "null while in flight, or when the process stopped during the attempt",
+    }),
+    response: z.union([AttemptAnswer, z.null()]).openapi({
+      description: "the receiver's answer; null when none came (see error: time-out, connection refused…)",
+    }),
+  })
+  .openapi("DeliveryAttemptDetail");
+export type DeliveryAttemptDetail = z.infer<typeof DeliveryAttemptDetail>;
+
+export const DeliveryDetail = z
+  .object({
+    ...Delivery.shape,
+    body: z.string().openapi({
+      description:
+        "the request body every attempt sent: the event envelope, byte for byte (stored once per delivery)",
+    }),
+    attempts: z
+      .array(DeliveryAttemptDetail)
+      .openapi({ description: "every attempt, oldest first, with its request and the receiver's answer" }),
+  })
+  .openapi("DeliveryDetail");
+export type DeliveryDetail = z.infer<typeof DeliveryDetail>;
+
+export const ResendResult = z
+  .object({
+    deliveryId: int64Id,
+    round: z.number().int().min(1).openapi({ description: "the round of attempts the resend started" }),
+  })
+  .openapi("ResendResult");
+
 export const DeliveryList = z
   .object({
     items: z.array(Delivery).openapi({ description: "newest first" }),
@@ -742,8 +803,33 @@ export const WebhookIdParam = z.object({
 
 export const WebhookListQuery = z.object(pageQuery);
 
+export const DeliveryIdParam = WebhookIdParam.extend({
+  deliveryId: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .openapi({ param: { name: "deliveryId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+});
+
 export const DeliveryListQuery = z.object({
   ...pageQuery,
+  type: z
+    .preprocess(
+      (value) =>
+        value === undefined
+          ? undefined
+          : String(value)
+              .split(",")
+              .map((part) => part.trim()),
+      z.array(WebhookEventKind).min(1).optional(),
+    )
+    .openapi({
+      param: { name: "type", in: "query", style: "form", explode: false },
+      type: "array",
+      items: { type: "string", enum: [...webhookEventKinds] },
+      description: "only deliveries of these event kinds, comma-separated",
+    }),
   status: z
     .preprocess(
       (value) =>

@@ -20,6 +20,8 @@ export interface Behaviour {
   /** Answers only once this settles (a barrier the test opens), then after `delayMs` if any. */
   until?: Promise<unknown>;
   headers?: Record<string, string>;
+  /** The answer's body ("ok" unless given). */
+  body?: string;
 }
 
 type Answer = Behaviour | ((request: ReceivedRequest, countOnPath: number) => Behaviour);
@@ -58,7 +60,9 @@ export class Receiver {
         const answer = receiver!.answerFor(request);
         const reply = () => {
           if (res.destroyed) return;
-          res.writeHead(answer.status ?? 200, { "content-type": "text/plain", ...answer.headers }).end("ok");
+          res
+            .writeHead(answer.status ?? 200, { "content-type": "text/plain", ...answer.headers })
+            .end(answer.body ?? "ok");
         };
         const later = () => {
           if (answer.delayMs) setTimeout(reply, answer.delayMs).unref();

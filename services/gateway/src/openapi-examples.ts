@@ -467,6 +467,96 @@ export const operationExamples: Record<string, OperationExamples> = {
       },
     },
   },
+  getWebhookDelivery: {
+    responses: {
+      200: {
+        id: 88,
+        webhookId: 3,
+        eventId: "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+        eventType: "order.placed",
+        status: "delivered",
+        deadLettered: false,
+        body: '{"id":"evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c","type":"order.placed","created_at":"2026-03-03T11:00:00.000Z","data":{"order_id":"1042","customer_id":"7","status":"placed","total":51.75,"items":[],"updated_at":"2026-03-03T11:00:00.000Z"}}',
+        attempts: [
+          {
+            attempt: 1,
+            round: 0,
+            startedAt: at("03", "11:00:01"),
+            outcome: "failed",
+            statusCode: 500,
+            error: "receiver answered 500",
+            durationMs: 134,
+            request: {
+              url: "https://example.com/hooks/cheese",
+              headers: {
+                "content-type": "application/json",
+                "user-agent": "CheeseStore-Webhooks/2.0",
+                "x-cheese-signature":
+                  "sha256=4f1c0b8e2d7a9c3e5b6f8a1d0c2e4b7a9f3d5c8e1b0a2d4f6c8e0b2a4d6f8c1e",
+                "x-cheese-event": "order.placed",
+                "x-cheese-delivery": "88",
+                "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                "webhook-timestamp": "1772535601",
+                "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                authorization: "[redacted]",
+              },
+            },
+            response: {
+              headers: { "content-type": "text/plain" },
+              body: "stock service unavailable",
+              bodyTruncated: false,
+            },
+          },
+          {
+            attempt: 2,
+            round: 0,
+            startedAt: at("03", "11:01:01"),
+            outcome: "failed",
+            statusCode: null,
+            error: "connection refused",
+            durationMs: 3,
+            request: {
+              url: "https://example.com/hooks/cheese",
+              headers: {
+                "content-type": "application/json",
+                "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                "webhook-timestamp": "1772535661",
+                "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks=",
+              },
+            },
+            response: null,
+          },
+          {
+            attempt: 3,
+            round: 0,
+            startedAt: at("03", "11:06:01"),
+            outcome: "succeeded",
+            statusCode: 200,
+            error: null,
+            durationMs: 41,
+            request: {
+              url: "https://example.com/hooks/cheese",
+              headers: {
+                "content-type": "application/json",
+                "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                "webhook-timestamp": "1772535961",
+                "webhook-signature": "v1,Px01p6XJ8a1cJn1AiTSHNlXveLyu6JbDDb/WsZX5bFk=",
+              },
+            },
+            response: {
+              headers: { "content-type": "application/json" },
+              body: '{"received":true}',
+              bodyTruncated: false,
+            },
+          },
+        ],
+        nextAttemptAt: null,
+        createdAt: at("03", "11:00:01"),
+        updatedAt: at("03", "11:06:01"),
+      },
+    },
+  },
+  resendWebhookDelivery: { responses: { 202: { deliveryId: 88, round: 1 } } },
   testWebhook: { responses: { 202: { deliveryId: 89 } } },
   pauseWebhook: {
     responses: {

@@ -24,13 +24,14 @@ import {
   deleteWebhook,
   pauseWebhook,
   replayDeliveries,
+  resendDelivery,
   resumeWebhook,
   rotateSecret,
   rotateSigningKey,
   sendTestEvent,
   updateWebhook,
 } from "./handlers/webhook-commands.ts";
-import { getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
+import { getDelivery, getWebhook, listDeliveries, listWebhooks } from "./handlers/webhook-queries.ts";
 import { deliveriesProjection } from "./projections/deliveries.ts";
 import { startWebhooksProjection } from "./projections/webhooks.ts";
 import { loadSecretsKey, SecretBox } from "./security/secrets.ts";
@@ -132,6 +133,8 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       deleteWebhook(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.listDeliveries, (request) => listDeliveries(deps, request));
+    ctx.serve(notificationRpc.getDelivery, (request) => getDelivery(deps, request));
+    ctx.serve(notificationRpc.resendDelivery, (request, context) => resendDelivery(deps, request, context));
     ctx.serve(notificationRpc.sendTestEvent, ({ webhookId }, context) =>
       sendTestEvent(deps, webhookId, context),
     );

@@ -233,6 +233,101 @@ describe("delivery decider", () => {
   });
 });
 
+describe("delivery decider: what the operator sees and resends", () => {
+  const given = specFor(deliveryDecider);
+  const request = {
+    url: "https://hooks.example.com/in",
+    headers: { "webhook-id": "evt_abc", authorization: "[redacted]" },
+  };
+  const response = {
+    headers: { "content-type": "text/plain" },
+    body: "database is down",
+    bodyTruncated: false,
+  };
+
+  it("records the request and the receiver's answer with the attempt's result", () => {
+    given([created, started(1, t0)])
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 1,
+        result: { ...fail500, request, response },
+        now: plus(5),
+        delays,
+      })
+      .thenEmits([
+        {
+          ...failedAt(1, plus(5), plus(60_005)),
+          data: { ...failedAt(1, plus(5), plus(60_005)).data, request, response },
+        } as DeliveryEvent,
+      ]);
+    given([created, started(1, t0)])
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 1,
+        result: { ok: true, statusCode: 200, error: null, durationMs: 3, request, response },
+        now: plus(3),
+        delays,
+      })
+      .thenEmits([
+        {
+          type: "AttemptSucceeded",
+          data: {
+            round: 0,
+            attempt: 1,
+            statusCode: 200,
+            durationMs: 3,
+            finishedAt: plus(3),
+            request,
+            response,
+          },
+        },
+      ]);
+  });
+
+  it("resends a delivered or dead-lettered delivery as a new round", () => {
+    const delivered: DeliveryEvent[] = [
+      created,
+      started(1, t0),
+      {
+        type: "AttemptSucceeded",
+        data: { round: 0, attempt: 1, statusCode: 200, durationMs: 3, finishedAt: plus(1) },
+      },
+    ];
+    given(delivered)
+      .when({ type: "Resend", now: plus(9) })
+      .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }]);
+    const dead = [
+      ...sixthInFlight,
+      failedAt(6, plus(7), null),
+      { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } } as DeliveryEvent,
+    ];
+    given(dead)
+      .when({ type: "Resend", now: plus(9) })
+      .thenEmits([{ type: "DeliveryReplayed", data: { round: 1, at: plus(9), dueAt: plus(9) } }]);
+  });
+
+  it("refuses to resend a delivery still on its way or cancelled (409), and an unknown one (404)", () => {
+    for (const history of [
+      [created],
+      [created, started(1, t0)],
+      [created, started(1, t0), failedAt(1, t0, plus(60_000))],
+      [
+        created,
+        { type: "DeliveryCancelled", data: { reason: "webhook deleted", at: plus(1) } } as DeliveryEvent,
+      ],
+    ]) {
+      given(history)
+        .when({ type: "Resend", now: plus(9) })
+        .thenRefuses({ body: { status: 409 } });
+    }
+    given([])
+      .when({ type: "Resend", now: plus(9) })
+      .thenRefuses({ body: { status: 404 } });
+  });
+});
+
 describe("webhook decider", () => {
   const given = specFor(webhookDecider);
   const registration = {

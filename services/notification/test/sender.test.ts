@@ -117,6 +117,34 @@ describe("one delivery attempt over HTTP", () => {
     expect(receiver.requests("/secret")).toEqual([]);
   });
 
+  it("keeps the request as sent and the receiver's answer: its headers and the first 4 KiB of its body", async () => {
+    receiver.behave("/answers", { status: 503, body: "é".repeat(3000), headers: { "x-why": "overloaded" } });
+    const result = await send("/answers", {
+      headers: { ...headers, authorization: "Bearer receiver-token", "x-api-key": "k-123" },
+      credentialHeaders: ["X-Api-Key"],
+    });
+    expect(result).toMatchObject({ ok: false, statusCode: 503, error: "receiver answered 503" });
+    expect(result.request).toMatchObject({
+      url: receiver.url("/answers"),
+      headers: {
+        "webhook-id": "evt_1",
+        "webhook-signature": headers["webhook-signature"],
+        "content-length": String(Buffer.byteLength(body)),
+        authorization: "[redacted]",
+        "x-api-key": "[redacted]",
+      },
+    });
+    // The receiver got the credentials themselves; only the record hides them.
+    expect(receiver.requests("/answers")[0]!.headers.authorization).toBe("Bearer receiver-token");
+    expect(result.response!.headers["x-why"]).toBe("overloaded");
+    expect(result.response!.bodyTruncated).toBe(true);
+    // 4096 bytes of two-byte characters: 2048 of them, none cut in half.
+    expect(result.response!.body).toBe("é".repeat(2048));
+
+    const ok = await send("/ok");
+    expect(ok.response).toMatchObject({ body: "ok", bodyTruncated: false });
+  });
+
   it("does not follow redirects", async () => {
     receiver.behave("/moved", { status: 302, headers: { location: receiver.url("/ok-after-redirect") } });
     expect(await send("/moved")).toMatchObject({
@@ -131,6 +159,8 @@ describe("one delivery attempt over HTTP", () => {
     receiver.behave("/slow", { delayMs: 3000 });
     const result = await send("/slow", { timeoutMs: 200 });
     expect(result).toMatchObject({ ok: false, statusCode: null, error: "timed out after 200 ms" });
+    expect(result.response).toBeUndefined();
+    expect(result.request?.url).toBe(receiver.url("/slow"));
     expect(result.durationMs).toBeLessThan(2000);
   });
 

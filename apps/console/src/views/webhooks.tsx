@@ -1,9 +1,10 @@
 /** @jsxImportSource hono/jsx */
 import type { Schemas } from "@cheese/client";
-import { webhookEventKinds } from "@cheese/contracts";
+import { deliveryStatuses, webhookEventKinds, webhookSignatureAlgorithms } from "@cheese/contracts";
 import { ActionButton, Badge, Csrf, Layout, type Notice, Time } from "./layout.tsx";
 
 type Delivery = Schemas["Delivery"];
+type DeliveryDetail = Schemas["DeliveryDetail"];
 type Webhook = Schemas["Webhook"];
 
 interface Session {
@@ -131,7 +132,11 @@ export function WebhookPage(props: {
   nextCursor: string | null;
   /** The delivery list's filter, as in `?status=`. */
   filter: string | undefined;
+  /** The delivery list's kind filter, as in `?type=`. */
+  typeFilter?: string | undefined;
   notice?: Notice | undefined;
+  /** What the edit form held when it was refused, so nothing typed is lost. */
+  editDraft?: WebhookDraft | undefined;
   /** A secret just made (registration or rotation), shown this once. */
   secret?: { value: string; previousExpiresAt?: string | null } | undefined;
 }) {
@@ -206,8 +211,18 @@ export function WebhookPage(props: {
           <ActionButton action={`${base}/test`} csrf={session.csrf} label="Send test event" />
           <ActionButton action={`${base}/replay`} csrf={session.csrf} label="Replay dead letters" />
           <ActionButton action={`${base}/rotate-secret`} csrf={session.csrf} label="Rotate secret" />
-          <ActionButton action={`${base}/delete`} csrf={session.csrf} label="Delete" kind="danger" />
+          {/* A GET to the confirmation page: nothing is deleted until it is confirmed there. */}
+          <form class="inline" method="get" action={`${base}/delete`}>
+            <button type="submit" class="danger">
+              Delete…
+            </button>
+          </form>
         </div>
+      </section>
+
+      <h2>Edit</h2>
+      <section class="card">
+        <EditForm session={session} webhook={w} draft={props.editDraft} />
       </section>
 
       <h2>Replay a window</h2>
@@ -249,17 +264,44 @@ export function WebhookPage(props: {
           );
         })}
         {" · "}
-        <a href={props.filter ? `${base}?status=${props.filter}` : base}>Refresh</a>
+        <a href={listHref(base, { status: props.filter, type: props.typeFilter })}>Refresh</a>
       </p>
+      <form class="row" method="get" action={base} aria-label="Filter deliveries">
+        <label>
+          Kind
+          <br />
+          <select name="type">
+            <option value="">all kinds</option>
+            {webhookEventKinds.map((kind) => (
+              <option value={kind} selected={props.typeFilter === kind}>
+                {kind}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Status
+          <br />
+          <select name="status">
+            <option value="">all statuses</option>
+            {deliveryStatuses.map((status) => (
+              <option value={status} selected={props.filter === status}>
+                {status.replace("_", " ")}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Filter</button>
+      </form>
       {props.deliveries.length === 0 ? (
         <p class="muted">No delivery here.</p>
       ) : (
-        <DeliveriesTable deliveries={props.deliveries} />
+        <DeliveriesTable base={base} deliveries={props.deliveries} />
       )}
       {props.nextCursor && (
         <p class="pager">
           <a
-            href={`${base}?${new URLSearchParams({ ...(props.filter ? { status: props.filter } : {}), cursor: props.nextCursor })}`}
+            href={listHref(base, { status: props.filter, type: props.typeFilter, cursor: props.nextCursor })}
           >
             Older deliveries →
           </a>
@@ -269,7 +311,18 @@ export function WebhookPage(props: {
   );
 }
 
-function DeliveriesTable({ deliveries }: { deliveries: Delivery[] }) {
+/** The delivery list's address with the filters and cursor given (empty ones left out). */
+function listHref(
+  base: string,
+  query: { status?: string | undefined; type?: string | undefined; cursor?: string },
+) {
+  const params = new URLSearchParams(
+    Object.entries(query).filter((entry): entry is [string, string] => Boolean(entry[1])),
+  );
+  return params.size > 0 ? `${base}?${params}` : base;
+}
+
+function DeliveriesTable({ base, deliveries }: { base: string; deliveries: Delivery[] }) {
   return (
     <table>
       <thead>
@@ -290,7 +343,9 @@ function DeliveriesTable({ deliveries }: { deliveries: Delivery[] }) {
           const inRound = d.attempts.filter((a) => a.round === round).length;
           return (
             <tr data-delivery={String(d.id)} data-status={d.status}>
-              <td class="num">#{d.id}</td>
+              <td class="num">
+                <a href={`${base}/deliveries/${d.id}`}>#{d.id}</a>
+              </td>
               <td>
                 <code>{d.eventType}</code>
                 <div class="muted mono">{d.eventId}</div>
@@ -341,5 +396,203 @@ function LastResponse({ attempt }: { attempt: Delivery["attempts"][number] }) {
         {attempt.durationMs !== null && ` · ${attempt.durationMs} ms`}
       </div>
     </>
+  );
+}
+
+export interface WebhookDraft {
+  url: string;
+  description: string;
+  events: string[];
+  signatureAlgorithms: string[];
+}
+
+/** Changes a registration in place (PATCH): its URL, description, kinds and signatures. */
+function EditForm(props: { session: Session; webhook: Webhook; draft?: WebhookDraft | undefined }) {
+  const { webhook: w } = props;
+  const shown: WebhookDraft = props.draft ?? {
+    url: w.url,
+    description: w.description ?? "",
+    events: w.events,
+    signatureAlgorithms: w.signatureAlgorithms,
+  };
+  return (
+    <form
+      class="stack"
+      method="post"
+      action={`/console/webhooks/${w.id}/edit`}
+      aria-label="Edit registration"
+    >
+      <Csrf token={props.session.csrf} />
+      <label>
+        Receiving URL
+        <input name="url" type="url" required value={shown.url} />
+      </label>
+      <label>
+        Description <span class="muted">(optional)</span>
+        <input name="description" type="text" maxlength={500} value={shown.description} />
+      </label>
+      <fieldset class="kinds">
+        <legend>Events</legend>
+        {webhookEventKinds.map((kind) => (
+          <label>
+            <input type="checkbox" name="events" value={kind} checked={shown.events.includes(kind)} />{" "}
+            <code>{kind}</code>
+          </label>
+        ))}
+      </fieldset>
+      <fieldset class="kinds">
+        <legend>Signatures</legend>
+        {webhookSignatureAlgorithms.map((algorithm) => (
+          <label>
+            <input
+              type="checkbox"
+              name="signatureAlgorithms"
+              value={algorithm}
+              checked={shown.signatureAlgorithms.includes(algorithm)}
+            />{" "}
+            <code>{algorithm}</code>
+          </label>
+        ))}
+      </fieldset>
+      <button type="submit" class="primary">
+        Save changes
+      </button>
+    </form>
+  );
+}
+
+/** Asks before a registration is deleted: the one form that deletes it (works without script). */
+export function DeleteWebhookPage(props: { session: Session; webhook: Webhook }) {
+  const { session, webhook: w } = props;
+  const base = `/console/webhooks/${w.id}`;
+  return (
+    <Layout title={`Delete webhook #${w.id}?`} signedIn={frame(session)}>
+      <h1>Delete webhook #{w.id}?</h1>
+      <section class="card">
+        <p>
+          Nothing more will be sent to <code>{w.url}</code>: its waiting and dead-lettered deliveries are
+          cancelled. This cannot be undone.
+        </p>
+        <div class="actions">
+          <ActionButton
+            action={`${base}/delete`}
+            csrf={session.csrf}
+            label="Delete this registration"
+            kind="danger"
+            fields={{ confirm: "delete" }}
+          />
+          <a href={base}>Cancel, keep it</a>
+        </div>
+      </section>
+    </Layout>
+  );
+}
+
+/** One delivery: the body it sends, each attempt's request and the receiver's answer, and Resend. */
+export function DeliveryPage(props: {
+  session: Session;
+  webhookId: number;
+  delivery: DeliveryDetail;
+  notice?: Notice | undefined;
+}) {
+  const { session, delivery: d } = props;
+  const base = `/console/webhooks/${props.webhookId}`;
+  const resendable = d.status === "delivered" || d.status === "dead_lettered";
+  return (
+    <Layout title={`Delivery #${d.id}`} signedIn={frame(session)} notice={props.notice}>
+      <p>
+        <a href={base}>← Webhook #{props.webhookId}</a>
+      </p>
+      <h1>
+        Delivery #{d.id} <Badge status={d.status} />
+      </h1>
+      <section class="card">
+        <dl class="facts">
+          <dt>Event</dt>
+          <dd>
+            <code>{d.eventType}</code> <span class="mono muted">{d.eventId}</span>
+          </dd>
+          <dt>Created</dt>
+          <dd>
+            <Time at={d.createdAt} />
+          </dd>
+          <dt>Next attempt</dt>
+          <dd>
+            <Time at={d.nextAttemptAt} />
+          </dd>
+        </dl>
+        <div class="actions">
+          {resendable ? (
+            <ActionButton
+              action={`${base}/deliveries/${d.id}/resend`}
+              csrf={session.csrf}
+              label="Resend"
+              kind="primary"
+            />
+          ) : (
+            <span class="muted">Resend is offered once the delivery is delivered or dead-lettered.</span>
+          )}
+        </div>
+        <h2>Request body</h2>
+        <pre class="bytes" data-body>
+          {d.body}
+        </pre>
+      </section>
+      <h2>Attempts</h2>
+      {d.attempts.length === 0 && <p class="muted">Not attempted yet.</p>}
+      {d.attempts.map((a) => (
+        <section class="card" data-attempt={`${a.round}.${a.attempt}`} data-outcome={a.outcome}>
+          <h2>
+            {a.round > 0 ? `Round ${a.round}, attempt ${a.attempt}` : `Attempt ${a.attempt}`}:{" "}
+            {a.outcome === "in_flight"
+              ? "in flight"
+              : a.statusCode !== null
+                ? `HTTP ${a.statusCode}`
+                : a.outcome}
+          </h2>
+          <p class="muted">
+            <Time at={a.startedAt} />
+            {a.durationMs !== null && ` · ${a.durationMs} ms`}
+            {a.error && ` · ${a.error}`}
+          </p>
+          <h3>Request</h3>
+          {a.request ? (
+            <>
+              <p class="mono">POST {a.request.url}</p>
+              <Headers headers={a.request.headers} name="request" />
+            </>
+          ) : (
+            <p class="muted">Not recorded (in flight, or the process stopped during the attempt).</p>
+          )}
+          <h3>Answer</h3>
+          {a.response ? (
+            <>
+              <Headers headers={a.response.headers} name="response" />
+              <pre class="bytes" data-response-body>
+                {a.response.body}
+              </pre>
+              {a.response.bodyTruncated && <p class="muted">Only the first 4 KiB of the body are kept.</p>}
+            </>
+          ) : (
+            <p class="muted">{a.error ? `No answer: ${a.error}` : "No answer yet."}</p>
+          )}
+        </section>
+      ))}
+    </Layout>
+  );
+}
+
+function Headers({ headers, name }: { headers: Record<string, string>; name: string }) {
+  return (
+    <table class="headers" data-headers={name}>
+      <tbody>
+        {Object.entries(headers).map(([header, value]) => (
+          <tr>
+            <th class="mono">{header}</th>
+            <td class="mono">{value}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

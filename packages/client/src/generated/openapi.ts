@@ -635,11 +635,51 @@ export interface paths {
         };
         /**
          * Deliveries of a registration, newest first, with every attempt
-         * @description Newest first, paginated, optionally filtered by status: each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered.
+         * @description Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 400 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One delivery with every attempt's request and the receiver's answer
+         * @description The delivery's body (the same bytes in every attempt) and, per attempt, the URL and headers sent (signature headers shown; a receiver credential such as Authorization shown as [redacted]) and the receiver's answer: status, headers and the first 4 KiB of its body, or the network error.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one delivered or dead-lettered delivery again, as a new round of attempts
+         * @description Starts a new round of attempts of this delivery (retried like the first), recorded in the same delivery: same webhook-id and body, fresh webhook-timestamp and signatures. A delivery still on its way (pending, attempting, retry_scheduled) or cancelled is a 409: wait for it to finish. On a paused or disabled registration the new round waits like any delivery.
+         */
+        post: operations["resendWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2278,6 +2318,81 @@ export interface components {
             /** @description why the attempt failed without a 2xx */
             error: string | null;
             durationMs: number | null;
+        };
+        DeliveryDetail: {
+            /**
+             * Format: int64
+             * @description sent as X-Cheese-Delivery
+             */
+            id: number;
+            /** Format: int64 */
+            webhookId: number;
+            /** @description the envelope id, sent as webhook-id; the same in every attempt and replay */
+            eventId: string;
+            eventType: components["schemas"]["WebhookEventKind"];
+            /**
+             * @description pending: waiting for attempt 1; attempting: an attempt in flight; retry_scheduled: failed, next attempt at nextAttemptAt; delivered: a 2xx arrived; dead_lettered: every attempt failed (replayable); cancelled: the registration was deleted
+             * @enum {string}
+             */
+            status: "pending" | "attempting" | "retry_scheduled" | "delivered" | "dead_lettered" | "cancelled";
+            /** @description true while the delivery is in the dead letter queue */
+            deadLettered: boolean;
+            /** @description every attempt, oldest first, with its request and the receiver's answer */
+            attempts: components["schemas"]["DeliveryAttemptDetail"][];
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description the request body every attempt sent: the event envelope, byte for byte (stored once per delivery) */
+            body: string;
+        };
+        DeliveryAttemptDetail: {
+            /** @description 1 to 6 within its round */
+            attempt: number;
+            /** @description 0 for the original schedule, n after the nth replay */
+            round: number;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * @description unknown: the notification process stopped during the attempt; it counts as failed
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "unknown" | "in_flight";
+            /** @description the receiver's HTTP status, if it answered */
+            statusCode: number | null;
+            /** @description why the attempt failed without a 2xx */
+            error: string | null;
+            durationMs: number | null;
+            /** @description null while in flight, or when the process stopped during the attempt */
+            request: components["schemas"]["AttemptRequest"] | null;
+            /** @description the receiver's answer; null when none came (see error: time-out, connection refused…) */
+            response: components["schemas"]["AttemptAnswer"] | null;
+        };
+        AttemptRequest: {
+            /** @description where the attempt was sent (the registration's URL then) */
+            url: string;
+            /** @description every request header as sent, signatures included; the value of a receiver credential (Authorization, Cookie, a registration's auth headers) is shown as [redacted] */
+            headers: {
+                [key: string]: string;
+            };
+        };
+        AttemptAnswer: {
+            /** @description the receiver's response headers */
+            headers: {
+                [key: string]: string;
+            };
+            /** @description the first 4096 bytes of the receiver's response body, as UTF-8 text */
+            body: string;
+            /** @description true when the body was longer than 4096 bytes */
+            bodyTruncated: boolean;
+        };
+        ResendResult: {
+            /** Format: int64 */
+            deliveryId: number;
+            /** @description the round of attempts the resend started */
+            round: number;
         };
         /**
          * @example {
@@ -8608,6 +8723,8 @@ export interface operations {
                 /** @description cursor from a previous response (its nextCursor) */
                 cursor?: string;
                 limit?: number;
+                /** @description only deliveries of these event kinds, comma-separated */
+                type?: ("order.placed" | "order.confirmed" | "order.shipped" | "order.delivered" | "order.cancelled" | "cheese.new_arrival" | "cheese.low_stock" | "cheese.out_of_stock" | "cheese.back_in_stock" | "customer.created" | "customer.updated" | "customer.subscription_changed" | "api_key.expiring" | "webhook.test" | "webhook.disabled")[];
                 /** @description only deliveries in these statuses, comma-separated (dead_lettered lists the dead letter queue) */
                 status?: ("pending" | "attempting" | "retry_scheduled" | "delivered" | "dead_lettered" | "cancelled")[];
             };
@@ -8717,6 +8834,356 @@ export interface operations {
                      *       "code": 404,
                      *       "type": "not_found",
                      *       "message": "webhook not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                deliveryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 88,
+                     *       "webhookId": 3,
+                     *       "eventId": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *       "eventType": "order.placed",
+                     *       "status": "delivered",
+                     *       "deadLettered": false,
+                     *       "body": "{\"id\":\"evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c\",\"type\":\"order.placed\",\"created_at\":\"2026-03-03T11:00:00.000Z\",\"data\":{\"order_id\":\"1042\",\"customer_id\":\"7\",\"status\":\"placed\",\"total\":51.75,\"items\":[],\"updated_at\":\"2026-03-03T11:00:00.000Z\"}}",
+                     *       "attempts": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:00:01.000Z",
+                     *           "outcome": "failed",
+                     *           "statusCode": 500,
+                     *           "error": "receiver answered 500",
+                     *           "durationMs": 134,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "user-agent": "CheeseStore-Webhooks/2.0",
+                     *               "x-cheese-signature": "sha256=4f1c0b8e2d7a9c3e5b6f8a1d0c2e4b7a9f3d5c8e1b0a2d4f6c8e0b2a4d6f8c1e",
+                     *               "x-cheese-event": "order.placed",
+                     *               "x-cheese-delivery": "88",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535601",
+                     *               "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                     *               "authorization": "[redacted]"
+                     *             }
+                     *           },
+                     *           "response": {
+                     *             "headers": {
+                     *               "content-type": "text/plain"
+                     *             },
+                     *             "body": "stock service unavailable",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         },
+                     *         {
+                     *           "attempt": 2,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:01:01.000Z",
+                     *           "outcome": "failed",
+                     *           "statusCode": null,
+                     *           "error": "connection refused",
+                     *           "durationMs": 3,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535661",
+                     *               "webhook-signature": "v1,2ml3WCp2PHzTLyW0z7X2cl5yQ3TTJHK/4L5LRX7y3Ks="
+                     *             }
+                     *           },
+                     *           "response": null
+                     *         },
+                     *         {
+                     *           "attempt": 3,
+                     *           "round": 0,
+                     *           "startedAt": "2026-03-03T11:06:01.000Z",
+                     *           "outcome": "succeeded",
+                     *           "statusCode": 200,
+                     *           "error": null,
+                     *           "durationMs": 41,
+                     *           "request": {
+                     *             "url": "https://example.com/hooks/cheese",
+                     *             "headers": {
+                     *               "content-type": "application/json",
+                     *               "webhook-id": "evt_6f1d0a4c2b9e8f7a5d3c1b0e9f8a7d6c",
+                     *               "webhook-timestamp": "1772535961",
+                     *               "webhook-signature": "v1,Px01p6XJ8a1cJn1AiTSHNlXveLyu6JbDDb/WsZX5bFk="
+                     *             }
+                     *           },
+                     *           "response": {
+                     *             "headers": {
+                     *               "content-type": "application/json"
+                     *             },
+                     *             "body": "{\"received\":true}",
+                     *             "bodyTruncated": false
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextAttemptAt": null,
+                     *       "createdAt": "2026-03-03T11:00:01.000Z",
+                     *       "updatedAt": "2026-03-03T11:06:01.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description webhook or delivery not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "webhook or delivery not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 429,
+                     *       "type": "rate_limited",
+                     *       "message": "rate limit exceeded; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a service did not answer in time; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 503,
+                     *       "type": "service_unavailable",
+                     *       "message": "a service did not answer in time; see Retry-After"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resendWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                deliveryId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the new round is on its way */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "deliveryId": 88,
+                     *       "round": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ResendResult"];
+                };
+            };
+            /** @description malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 400,
+                     *       "type": "bad_request",
+                     *       "message": "malformed path or query parameter"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 401,
+                     *       "type": "unauthorized",
+                     *       "message": "missing or invalid API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not an operator API key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 403,
+                     *       "type": "forbidden",
+                     *       "message": "not an operator API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description webhook or delivery not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 404,
+                     *       "type": "not_found",
+                     *       "message": "webhook or delivery not found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the delivery is still on its way (or cancelled) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 409,
+                     *       "type": "conflict",
+                     *       "message": "the delivery is still on its way (or cancelled)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

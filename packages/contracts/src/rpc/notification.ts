@@ -3,8 +3,10 @@ import { z } from "zod";
 import { consumerName, DeadLetter } from "../dead-letter.ts";
 import {
   Delivery,
+  DeliveryDetail,
   DeliveryStatus,
   FilterPreview,
+  ResendResult,
   replayStatuses,
   SecretRotated,
   SigningKeyRotated,
@@ -53,8 +55,25 @@ export const notificationRpc = {
   }),
   listDeliveries: defineRpc({
     subject: "notification.delivery.list",
-    request: z.object({ webhookId, ...page, status: z.array(DeliveryStatus).optional() }),
+    request: z.object({
+      webhookId,
+      ...page,
+      status: z.array(DeliveryStatus).optional(),
+      type: z.array(WebhookEventKind).optional(),
+    }),
     response: z.object({ items: z.array(Delivery), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+  }),
+  /** One delivery with each attempt's request and the receiver's answer; 404 if not this registration's. */
+  getDelivery: defineRpc({
+    subject: "notification.delivery.get",
+    request: z.object({ webhookId, deliveryId: z.number().int().positive() }),
+    response: DeliveryDetail,
+  }),
+  /** A new round of one finished delivery; 409 while one is under way. */
+  resendDelivery: defineRpc({
+    subject: "notification.delivery.resend",
+    request: z.object({ webhookId, deliveryId: z.number().int().positive() }),
+    response: ResendResult,
   }),
   sendTestEvent: defineRpc({
     subject: "notification.webhook.test",

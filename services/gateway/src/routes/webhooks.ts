@@ -1,4 +1,6 @@
 import {
+  DeliveryDetail,
+  DeliveryIdParam,
   DeliveryList,
   DeliveryListQuery,
   FilterPreview,
@@ -6,6 +8,7 @@ import {
   notificationRpc,
   ReplayInput,
   ReplayResult,
+  ResendResult,
   RotateSecretInput,
   SecretRotated,
   Webhook,
@@ -165,7 +168,7 @@ function listDeliveries(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
         tags: ["Webhooks"],
         summary: "Deliveries of a registration, newest first, with every attempt",
         description:
-          "Newest first, paginated, optionally filtered by status: each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered.",
+          "Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 400 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.",
         request: { params: WebhookIdParam, query: DeliveryListQuery },
         responses: {
           ...authResponses,
@@ -176,14 +179,82 @@ function listDeliveries(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
     ),
     async (c) => {
       const { id } = c.req.valid("param");
-      const { cursor, limit, status } = c.req.valid("query");
+      const { cursor, limit, status, type } = c.req.valid("query");
       const page = await callService(deps, c, notificationRpc.listDeliveries, {
         webhookId: id,
         cursor,
         limit,
         status,
+        type,
       });
       return c.json(page, 200);
+    },
+  );
+}
+
+const deliveryNotFound = { 404: errorResponse("webhook or delivery not found") };
+
+function getDelivery(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    webhookRoute(
+      deps,
+      createRoute({
+        method: "get",
+        path: "/webhooks/{id}/deliveries/{deliveryId}",
+        operationId: "getWebhookDelivery",
+        tags: ["Webhooks"],
+        summary: "One delivery with every attempt's request and the receiver's answer",
+        description:
+          "The delivery's body (the same bytes in every attempt) and, per attempt, the URL and headers sent " +
+          "(signature headers shown; a receiver credential such as Authorization shown as [redacted]) and the " +
+          "receiver's answer: status, headers and the first 4 KiB of its body, or the network error.",
+        request: { params: DeliveryIdParam },
+        responses: {
+          ...authResponses,
+          ...deliveryNotFound,
+          200: { description: "the delivery", content: json(DeliveryDetail) },
+        },
+      }),
+    ),
+    async (c) => {
+      const { id, deliveryId } = c.req.valid("param");
+      const delivery = await callService(deps, c, notificationRpc.getDelivery, { webhookId: id, deliveryId });
+      c.header("Cache-Control", "no-store");
+      return c.json(delivery, 200);
+    },
+  );
+}
+
+function resendDelivery(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
+  api.openapi(
+    webhookRoute(
+      deps,
+      createRoute({
+        method: "post",
+        path: "/webhooks/{id}/deliveries/{deliveryId}/resend",
+        operationId: "resendWebhookDelivery",
+        tags: ["Webhooks"],
+        summary: "Send one delivered or dead-lettered delivery again, as a new round of attempts",
+        description:
+          "Starts a new round of attempts of this delivery (retried like the first), recorded in the same " +
+          "delivery: same webhook-id and body, fresh webhook-timestamp and signatures. A delivery still on " +
+          "its way (pending, attempting, retry_scheduled) or cancelled is a 409: wait for it to finish. On a " +
+          "paused or disabled registration the new round waits like any delivery.",
+        request: { params: DeliveryIdParam },
+        responses: {
+          ...authResponses,
+          ...deliveryNotFound,
+          202: { description: "the new round is on its way", content: json(ResendResult) },
+          409: errorResponse("the delivery is still on its way (or cancelled)"),
+        },
+      }),
+    ),
+    async (c) => {
+      const { id, deliveryId } = c.req.valid("param");
+      return c.json(
+        await callService(deps, c, notificationRpc.resendDelivery, { webhookId: id, deliveryId }),
+        202,
+      );
     },
   );
 }
@@ -430,6 +501,8 @@ export function webhooksRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps):
   getWebhook(api, deps);
   deleteWebhook(api, deps);
   listDeliveries(api, deps);
+  getDelivery(api, deps);
+  resendDelivery(api, deps);
   testWebhook(api, deps);
   updateWebhook(api, deps);
   pauseWebhook(api, deps);

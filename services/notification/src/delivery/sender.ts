@@ -2,7 +2,12 @@ import type { KeyObject } from "node:crypto";
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import type { WebhookSignatureAlgorithm } from "@cheese/contracts";
+import {
+  ANSWER_BODY_MAX_BYTES,
+  type AttemptAnswer,
+  type AttemptRequest,
+  type WebhookSignatureAlgorithm,
+} from "@cheese/contracts";
 import { counter, histogram, injectTrace, seriesOf, type TraceContext } from "@cheese/service-kit";
 import { signWebhook } from "@cheese/webhook-signature";
 import type { AttemptResult } from "../domain/delivery.ts";
@@ -59,6 +64,8 @@ export interface SendOptions {
   resolve?: Resolver;
   /** The attempt's trace, sent on as `traceparent` (and `tracestate`). */
   trace?: TraceContext;
+  /** Header names (besides Authorization and Cookie) whose values are recorded redacted. */
+  credentialHeaders?: readonly string[];
 }
 
 /**
@@ -75,7 +82,7 @@ const attempts = counter({
 });
 const durations = histogram({
   name: "cheese_webhook_attempt_duration_seconds",
-  help: "Time from sending a webhook to its answer's status line (or the failure), by outcome",
+  help: "Time from sending a webhook to its answer (status line and first 4 KiB of the body) or the failure, by outcome",
   labelNames: ["outcome"],
 });
 const counted = seriesOf((outcome) => ({
@@ -95,12 +102,51 @@ const pools = {
   "http:": new HttpAgent({ keepAlive: true, timeout: IDLE_MS }),
   "https:": new HttpsAgent({ keepAlive: true, timeout: IDLE_MS }),
 };
-/** A receiver's answer body is drained (never stored) so its connection can be reused; past this it is closed instead. */
+/**
+ * A receiver's answer body is read for its first {@link ANSWER_BODY_MAX_BYTES} (kept for the
+ * operator), the rest drained so its connection can be reused; past this it is closed instead.
+ */
 const MAX_DRAINED_BYTES = 64 * 1024;
+
+/** Request headers whose value is a credential towards the receiver: recorded as `[redacted]`. */
+const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"]);
+const REDACTED = "[redacted]";
+
+/**
+ * The request as the operator sees it: every header as sent (signatures included, they are
+ * worthless without the secret), but a credential's value replaced, for the headers in
+ * {@link CREDENTIAL_HEADERS} and any named in `credentialHeaders` (a registration's own auth headers).
+ */
+export function recordedRequest(
+  url: string,
+  headers: Record<string, string>,
+  credentialHeaders: readonly string[] = [],
+): AttemptRequest {
+  const secret = new Set([...CREDENTIAL_HEADERS, ...credentialHeaders.map((name) => name.toLowerCase())]);
+  return {
+    url,
+    headers: Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => [
+        name,
+        secret.has(name.toLowerCase()) ? REDACTED : value,
+      ]),
+    ),
+  };
+}
+
+function answerHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return flat;
+}
 
 /**
  * One attempt: POST the exact body, succeed only on a 2xx within the deadline. Redirects are not
- * followed (a 3xx is a failure). The deadline covers connecting, sending and the status line of the answer.
+ * followed (a 3xx is a failure). The deadline covers connecting, sending and the status line of
+ * the answer; the answer's headers and the first 4 KiB of its body are kept for the operator
+ * (what arrived of them by the deadline), with the request as sent.
  * Unless private URLs are allowed, the address is checked again now, at connect time.
  */
 export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
@@ -137,7 +183,7 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
 
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
-    const finish = (outcome: Outcome, result: AttemptResult) => {
+    const settle = (outcome: Outcome, result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -146,8 +192,13 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     const headers = { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
     injectTrace(options.trace, headers);
+    const request = recordedRequest(options.url, headers, options.credentialHeaders);
+    const finish = (outcome: Outcome, result: AttemptResult) => settle(outcome, { ...result, request });
     let req: ClientRequest;
+    /** Set once the status line is in: the deadline then ends the attempt with what arrived. */
+    let answered: (() => void) | undefined;
     const timer = setTimeout(() => {
+      if (answered) return answered();
       finish("timeout", fail(`timed out after ${options.timeoutMs} ms`));
       req.destroy();
     }, options.timeoutMs);
@@ -160,23 +211,45 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
         agent: fresh || options.resolve ? false : pools[url.protocol as keyof typeof pools],
         ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.resolve) }),
       });
-      // The status line decides. The body is drained, never stored; a long or slow one closes the connection.
+      // The status line decides; the first 4 KiB of the body are kept, the rest drained, and a
+      // long or slow one closes the connection.
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300)
-          finish("success", { ok: true, statusCode: status, error: null, durationMs: elapsed() });
-        else if (status >= 300 && status < 400)
-          finish("http_error", fail(`redirect (${status}) not followed`, status));
-        else finish("http_error", fail(`receiver answered ${status}`, status));
+        const kept: Buffer[] = [];
+        let keptBytes = 0;
         let drained = 0;
+        answered = () => {
+          const body = Buffer.concat(kept).subarray(0, ANSWER_BODY_MAX_BYTES);
+          const response: AttemptAnswer = {
+            headers: answerHeaders(res.headers),
+            body: new TextDecoder().decode(body),
+            bodyTruncated: drained > ANSWER_BODY_MAX_BYTES,
+          };
+          if (status >= 200 && status < 300)
+            finish("success", { ok: true, statusCode: status, error: null, durationMs: elapsed(), response });
+          else if (status >= 300 && status < 400)
+            finish("http_error", { ...fail(`redirect (${status}) not followed`, status), response });
+          else finish("http_error", { ...fail(`receiver answered ${status}`, status), response });
+        };
         const slow = setTimeout(() => res.destroy(), options.timeoutMs);
         res.on("data", (chunk: Buffer) => {
           drained += chunk.length;
+          if (keptBytes <= ANSWER_BODY_MAX_BYTES) {
+            kept.push(chunk);
+            keptBytes += chunk.length;
+          }
+          if (drained > ANSWER_BODY_MAX_BYTES) answered?.();
           if (drained > MAX_DRAINED_BYTES) res.destroy();
         });
-        res.on("close", () => clearTimeout(slow));
+        res.on("end", () => answered?.());
+        res.on("close", () => {
+          clearTimeout(slow);
+          answered?.();
+        });
       });
       req.on("error", (error: NodeJS.ErrnoException) => {
+        // The status line was in: the answer stands, with what arrived of its body.
+        if (answered) return answered();
         // A kept connection the receiver closed as we reused it: the request never reached it,
         // so it goes again at once on a new connection, within the same attempt.
         if (!settled && req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE"))

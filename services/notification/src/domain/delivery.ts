@@ -1,4 +1,4 @@
-import type { WebhookEventKind } from "@cheese/contracts";
+import type { AttemptAnswer, AttemptRequest, WebhookEventKind } from "@cheese/contracts";
 import { conflict, type Decider, type DomainEvent, notFound } from "@cheese/service-kit";
 
 /**
@@ -21,7 +21,18 @@ export interface AttemptResult {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  /** What was sent (URL and headers, credentials redacted); the body is the delivery's own. */
+  request?: AttemptRequest;
+  /** The receiver's answer: status line headers and the first 4 KiB of its body. */
+  response?: AttemptAnswer;
 }
+
+/**
+ * What an attempt sent and got back, recorded with its result for the operator. Optional: events
+ * recorded before it existed (and abandoned attempts) have none (docs/architecture.md "Changing an
+ * event's shape": an optional new field needs no upcaster).
+ */
+type AttemptDetail = { request?: AttemptRequest; response?: AttemptAnswer };
 
 /** Retry delays: `delays[i]` is the wait before attempt i + 1; their count is the number of attempts. */
 export type RetryDelays = readonly number[];
@@ -36,7 +47,7 @@ export type DeliveryEvent =
   | DomainEvent<"AttemptStarted", AttemptKey & { startedAt: string }>
   | DomainEvent<
       "AttemptSucceeded",
-      AttemptKey & { statusCode: number; durationMs: number; finishedAt: string }
+      AttemptKey & { statusCode: number; durationMs: number; finishedAt: string } & AttemptDetail
     >
   | DomainEvent<
       "AttemptFailed",
@@ -47,7 +58,7 @@ export type DeliveryEvent =
         durationMs: number | null;
         finishedAt: string;
         nextAttemptAt: string | null;
-      }
+      } & AttemptDetail
     >
   /** A claimed attempt not sent after all: its registration was paused (or deleted) meanwhile. */
   | DomainEvent<"AttemptWithdrawn", AttemptKey & { at: string; reason: string }>
@@ -74,6 +85,11 @@ export type DeliveryCommand =
    * finished (`round`); one in another status, or already replayed since, is left alone.
    */
   | { type: "Replay"; now: string; statuses: readonly ReplayableStatus[]; round: number }
+  /**
+   * The operator starts one finished delivery again (POST …/resend): like a replay of a delivered
+   * or dead-lettered one, but a delivery still under way (or cancelled) is a conflict, not a no-op.
+   */
+  | { type: "Resend"; now: string }
   | { type: "Cancel"; now: string; reason: string };
 
 export type DeliveryStatus =
@@ -184,6 +200,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
                 statusCode: result.statusCode,
                 durationMs: result.durationMs,
                 finishedAt: command.now,
+                ...detailOf(result),
               },
             },
           ];
@@ -193,6 +210,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
           statusCode: result.statusCode,
           error: result.error,
           durationMs: result.durationMs,
+          ...detailOf(result),
         });
       }
       case "Abandon": {
@@ -229,6 +247,12 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
         return [
           { type: "DeliveryReplayed", data: { round: state.round + 1, at: command.now, dueAt: command.now } },
         ];
+      case "Resend":
+        if (!(replayableStatuses as readonly string[]).includes(state.status))
+          throw conflict(`delivery is ${state.status}: only a delivered or dead-lettered one can be resent`);
+        return [
+          { type: "DeliveryReplayed", data: { round: state.round + 1, at: command.now, dueAt: command.now } },
+        ];
       case "Cancel":
         if (state.status === "delivered" || state.status === "cancelled") return [];
         return [{ type: "DeliveryCancelled", data: { reason: command.reason, at: command.now } }];
@@ -247,7 +271,7 @@ function failed(
     statusCode: number | null;
     error: string | null;
     durationMs: number | null;
-  },
+  } & AttemptDetail,
 ): DeliveryEvent[] {
   const next = delays[attempt];
   if (next !== undefined) {
@@ -260,3 +284,9 @@ function failed(
     { type: "DeliveryDeadLettered", data: { round: key.round, at: now } },
   ];
 }
+
+/** The request and answer of a result, when it has them (absent fields stay absent in the event). */
+const detailOf = ({ request, response }: AttemptResult): AttemptDetail => ({
+  ...(request ? { request } : {}),
+  ...(response ? { response } : {}),
+});

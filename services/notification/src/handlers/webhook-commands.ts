@@ -267,6 +267,34 @@ export async function replayDeliveries(
   return { replayed };
 }
 
+/**
+ * Starts one delivery again, as a new round of attempts with its original event id and body
+ * (fresh signatures and timestamps at each attempt): 404 if the registration or the delivery is
+ * unknown, 409 while the delivery is still on its way (pending, attempting, retry scheduled) or
+ * cancelled. The delivery's own stream decides, so two resends of the same round start one.
+ */
+export async function resendDelivery(
+  deps: NotificationDeps,
+  request: { webhookId: number; deliveryId: number },
+  context: HandlerContext,
+) {
+  await requireLive(deps, request.webhookId);
+  const events = await deps.store.readStream(deliveryStream(request.deliveryId));
+  const found = foldEvents(deliveryDecider, events);
+  if (found.status === "absent" || found.webhookId !== request.webhookId)
+    throw notFound(`delivery ${request.deliveryId} of webhook ${request.webhookId} not found`);
+  const result = await handleCommand(
+    deps.store,
+    deliveryStream(request.deliveryId),
+    deliveryDecider,
+    { type: "Resend", now: iso(deps) },
+    { metadata: contextMetadata(context) },
+  );
+  deps.wakeScheduler();
+  const round = result.state.status === "absent" ? 0 : result.state.round;
+  return { deliveryId: request.deliveryId, round };
+}
+
 /** The registration from its own stream (the source of truth), or 404 once deleted. */
 export async function requireLive(deps: NotificationDeps, webhookId: number): Promise<LiveWebhook> {
   const state = foldEvents(

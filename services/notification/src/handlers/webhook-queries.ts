@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryStatus, Webhook } from "@cheese/contracts";
+import type { Delivery, DeliveryDetail, DeliveryStatus, Webhook, WebhookEventKind } from "@cheese/contracts";
 import type { Filter } from "@cheese/read-models";
 import { decodeCursor, encodeCursor, notFound } from "@cheese/service-kit";
 import { z } from "zod";
@@ -42,15 +42,20 @@ export async function listWebhooks(deps: NotificationDeps, page: Page) {
 const WebhookPosition = z.object({ after: z.number().int() });
 const DeliveryPosition = z.object({ createdAt: z.string(), id: z.number().int() });
 
-/** A registration's deliveries, newest first, each with every attempt. */
+/** A registration's deliveries, newest first, each with every attempt (its outcome, not its bytes). */
 export async function listDeliveries(
   deps: NotificationDeps,
-  request: Page & { webhookId: number; status?: DeliveryStatus[] | undefined },
+  request: Page & {
+    webhookId: number;
+    status?: DeliveryStatus[] | undefined;
+    type?: WebhookEventKind[] | undefined;
+  },
 ) {
   await getWebhook(deps, request.webhookId);
   await deliveryHistory(deps);
   const filter: Filter = { webhookId: request.webhookId };
   if (request.status?.length) filter.status = { $in: request.status };
+  if (request.type?.length) filter.eventType = { $in: request.type };
   if (request.cursor) {
     const key = decodeCursor(request.cursor, DeliveryPosition);
     filter.$or = [{ createdAt: { $lt: key.createdAt } }, { createdAt: key.createdAt, _id: { $lt: key.id } }];
@@ -68,9 +73,34 @@ export async function listDeliveries(
   };
 }
 
+/** One delivery of the registration, with the body it sends and each attempt's request and answer. */
+export async function getDelivery(
+  deps: NotificationDeps,
+  request: { webhookId: number; deliveryId: number },
+): Promise<DeliveryDetail> {
+  await getWebhook(deps, request.webhookId);
+  await deliveryHistory(deps);
+  const document = await deps.readModels
+    .collection<DeliveryDocument>(DELIVERIES)
+    .findOne({ _id: request.deliveryId, webhookId: request.webhookId });
+  if (!document) throw notFound(`delivery ${request.deliveryId} of webhook ${request.webhookId} not found`);
+  return {
+    ...toDelivery(document),
+    body: document.body,
+    attempts: attemptsOf(document).map((attempt) => ({
+      ...attempt,
+      request: attempt.request ?? null,
+      response: attempt.response ?? null,
+    })),
+  };
+}
+
+const attemptsOf = (document: DeliveryDocument) =>
+  Object.values(document.attempts).sort((a, b) => a.round - b.round || a.attempt - b.attempt);
+
 function toDelivery(document: DeliveryDocument): Delivery {
-  const attempts = Object.values(document.attempts).sort(
-    (a, b) => a.round - b.round || a.attempt - b.attempt,
+  const attempts = attemptsOf(document).map(
+    ({ request: _request, response: _response, ...attempt }) => attempt,
   );
   return {
     id: document._id,

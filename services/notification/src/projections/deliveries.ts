@@ -1,18 +1,22 @@
-import type { DeliveryAttempt, DeliveryStatus, WebhookEventKind } from "@cheese/contracts";
+import type { DeliveryAttemptDetail, DeliveryStatus, WebhookEventKind } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import { type DeliveryEvent, type DeliveryState, deliveryDecider } from "../domain/delivery.ts";
 
 /**
- * The `deliveries` read model behind GET /webhooks/{id}/deliveries. Attempts are kept in an
- * object keyed `r<round>a<attempt>` so each event can set its own entry without knowing the
- * array position; the query side turns them into a list.
+ * The `deliveries` read model behind GET /webhooks/{id}/deliveries (and one delivery's detail).
+ * Attempts are kept in an object keyed `r<round>a<attempt>` so each event can set its own entry
+ * without knowing the array position; the query side turns them into a list. Each attempt keeps
+ * its request's URL and headers and the receiver's answer (at most 4 KiB of its body); the
+ * request body, the same in every attempt, is kept once per delivery.
  */
 export interface DeliveryDocument extends Document {
   _id: number;
   webhookId: number;
   eventId: string;
   eventType: WebhookEventKind;
+  /** The request body of every attempt: the event envelope as sent. */
+  body: string;
   status: DeliveryStatus;
   /** The current round: 0, then n after the nth replay (a replay names the round it found). */
   round: number;
@@ -20,7 +24,7 @@ export interface DeliveryDocument extends Document {
   attempt: number;
   startedAt: string | null;
   deadLettered: boolean;
-  attempts: Record<string, DeliveryAttempt>;
+  attempts: Record<string, DeliveryAttemptDetail>;
   nextAttemptAt: string | null;
   createdAt: string;
   updatedAt: string;
@@ -29,7 +33,7 @@ export interface DeliveryDocument extends Document {
 export const DELIVERIES = "deliveries";
 
 /** Raise when projectDelivery writes something else: the read model is rebuilt (architecture.md). */
-export const DELIVERIES_VERSION = 3;
+export const DELIVERIES_VERSION = 4;
 
 /** The `deliveries` collection's indexes and every query run on it (handlers/). */
 export const deliveriesCollection: CollectionDefinition = {
@@ -45,10 +49,15 @@ export const deliveriesCollection: CollectionDefinition = {
       filter: {
         webhookId: 1,
         status: { $in: ["failed"] },
+        eventType: { $in: ["order.placed"] },
         $or: [{ createdAt: { $lt: "2025" } }, { createdAt: "2025", _id: { $lt: 9 } }],
       },
-      optional: ["status", "createdAt", "_id"],
+      optional: ["status", "eventType", "createdAt", "_id"],
       sort: { createdAt: -1, _id: -1 },
+    },
+    {
+      name: "GET /webhooks/{id}/deliveries/{deliveryId} and its resend: one delivery",
+      filter: { _id: 1, webhookId: 1 },
     },
     {
       name: "deleting a registration: its deliveries still waiting",
@@ -93,13 +102,14 @@ export async function projectDelivery(event: RecordedEvent, readModels: ReadMode
     domainEvent.type === "DeliveryCreated" ? null : await deliveries.findOne({ _id: deliveryId });
   const state = deliveryDecider.evolve(stateOf(stored), domainEvent);
   if (state.status === "absent") return;
-  const { webhookId, eventId, eventType, createdAt, status, round, attempt, dueAt, startedAt } = state;
+  const { webhookId, eventId, eventType, body, createdAt, status, round, attempt, dueAt, startedAt } = state;
   await deliveries.upsert(deliveryId, event.revision, {
     $set: {
       id: deliveryId,
       webhookId,
       eventId,
       eventType,
+      body,
       createdAt,
       status,
       round,
@@ -113,17 +123,28 @@ export async function projectDelivery(event: RecordedEvent, readModels: ReadMode
   });
 }
 
-/** The delivery's state as the document holds it (all of it but the body, which it does not need). */
+/** The delivery's state as the document holds it. */
 function stateOf(document: DeliveryDocument | null): DeliveryState {
   if (!document) return deliveryDecider.initialState();
-  const { _id, webhookId, eventId, eventType, createdAt, status, round, attempt, nextAttemptAt, startedAt } =
-    document;
+  const {
+    _id,
+    webhookId,
+    eventId,
+    eventType,
+    body,
+    createdAt,
+    status,
+    round,
+    attempt,
+    nextAttemptAt,
+    startedAt,
+  } = document;
   return {
     deliveryId: _id,
     webhookId,
     eventId,
     eventType,
-    body: "",
+    body,
     createdAt,
     status,
     round,
@@ -155,13 +176,13 @@ function changeTime(event: DeliveryEvent): string | undefined {
 
 /** The log of attempts after the event: each attempt's entry, from its start to its result. */
 function attemptsAfter(
-  stored: Record<string, DeliveryAttempt>,
+  stored: Record<string, DeliveryAttemptDetail>,
   event: DeliveryEvent,
-): Record<string, DeliveryAttempt> {
+): Record<string, DeliveryAttemptDetail> {
   switch (event.type) {
     case "AttemptStarted": {
       const { round, attempt, startedAt } = event.data;
-      const entry: DeliveryAttempt = {
+      const entry: DeliveryAttemptDetail = {
         attempt,
         round,
         startedAt,
@@ -169,18 +190,35 @@ function attemptsAfter(
         statusCode: null,
         error: null,
         durationMs: null,
+        request: null,
+        response: null,
       };
       return { ...stored, [attemptKey(round, attempt)]: entry };
     }
     case "AttemptSucceeded": {
-      const { round, attempt, statusCode, durationMs } = event.data;
+      const { round, attempt, statusCode, durationMs, request = null, response = null } = event.data;
       const key = attemptKey(round, attempt);
-      return { ...stored, [key]: { ...stored[key]!, outcome: "succeeded", statusCode, durationMs } };
+      return {
+        ...stored,
+        [key]: { ...stored[key]!, outcome: "succeeded", statusCode, durationMs, request, response },
+      };
     }
     case "AttemptFailed": {
-      const { round, attempt, outcome, statusCode, error, durationMs } = event.data;
+      const {
+        round,
+        attempt,
+        outcome,
+        statusCode,
+        error,
+        durationMs,
+        request = null,
+        response = null,
+      } = event.data;
       const key = attemptKey(round, attempt);
-      return { ...stored, [key]: { ...stored[key]!, outcome, statusCode, error, durationMs } };
+      return {
+        ...stored,
+        [key]: { ...stored[key]!, outcome, statusCode, error, durationMs, request, response },
+      };
     }
     case "AttemptWithdrawn": {
       const { [attemptKey(event.data.round, event.data.attempt)]: _withdrawn, ...rest } = stored;
