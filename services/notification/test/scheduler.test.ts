@@ -62,6 +62,7 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlightPerWebhook: 5,
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
+      retryAfterMaxMs: 3_600_000,
       clock,
       logger: createLogger("notification", "silent"),
       ...options,
