@@ -178,9 +178,10 @@ function attemptsAfter(
       return { ...stored, [key]: { ...stored[key]!, outcome: "succeeded", statusCode, durationMs } };
     }
     case "AttemptFailed": {
-      const { round, attempt, outcome, statusCode, error, durationMs } = event.data;
+      const { round, attempt, outcome, statusCode, error, durationMs, retryAfter, steer } = event.data;
       const key = attemptKey(round, attempt);
-      return { ...stored, [key]: { ...stored[key]!, outcome, statusCode, error, durationMs } };
+      const asked = { ...(retryAfter ? { retryAfter } : {}), ...(steer ? { steer } : {}) };
+      return { ...stored, [key]: { ...stored[key]!, outcome, statusCode, error, durationMs, ...asked } };
     }
     case "AttemptWithdrawn": {
       const { [attemptKey(event.data.round, event.data.attempt)]: _withdrawn, ...rest } = stored;
