@@ -239,6 +239,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
             error: OUTCOME_UNKNOWN,
             durationMs: null,
           },
+          0, // no answer, nothing asked
         );
       }
       case "Withdraw": {
@@ -277,7 +278,7 @@ function failed(
     retryAfter?: string;
     steer?: Steer;
   },
-  retryAfterMaxMs = 0,
+  retryAfterMaxMs: number,
 ): DeliveryEvent[] {
   const scheduled = detail.steer === "abort" ? undefined : delays[attempt];
   if (scheduled !== undefined) {
@@ -300,7 +301,7 @@ function failed(
  * `webhook-delivery: disable | abort` header a {@link Steer}. Anything else, or a header that
  * does not parse, asks nothing.
  */
-export function askedFor(result: AttemptResult, now: string): { retryAfter?: string; steer?: Steer } {
+function askedFor(result: AttemptResult, now: string): { retryAfter?: string; steer?: Steer } {
   if (result.ok) return {};
   const asked: { retryAfter?: string; steer?: Steer } = {};
   if ((result.statusCode === 429 || result.statusCode === 503) && result.retryAfter !== undefined) {
