@@ -93,7 +93,7 @@ export type WebhookInput = z.infer<typeof WebhookInput>;
 export const webhookStatuses = ["active", "paused", "disabled"] as const;
 export const WebhookStatus = z.enum(webhookStatuses).openapi({
   description:
-    "active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), deliveries wait. POST /webhooks/{id}/resume makes it active again.",
+    "active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), or the receiver answered 410 Gone or webhook-delivery: disable; deliveries wait. POST /webhooks/{id}/resume makes it active again.",
 });
 
 export const Webhook = z
@@ -349,6 +349,14 @@ export const DeliveryAttempt = z
       .openapi({ description: "the receiver's HTTP status, if it answered" }),
     error: z.string().nullable().openapi({ description: "why the attempt failed without a 2xx" }),
     durationMs: z.number().int().min(0).nullable(),
+    retryAfter: dateTime.optional().openapi({
+      description:
+        "the receiver answered 429 or 503 with Retry-After: the time it asked the next attempt not to come before (the next attempt waits for it, at most WEBHOOK_RETRY_AFTER_MAX, and never less than the retry table's delay)",
+    }),
+    steer: z.enum(["gone", "disable", "abort"]).optional().openapi({
+      description:
+        "what the receiver asked with its answer: gone (410 Gone) and disable (webhook-delivery: disable) disabled the registration; abort (webhook-delivery: abort) dead-lettered the delivery without further attempts",
+    }),
   })
   .openapi("DeliveryAttempt");
 export type DeliveryAttempt = z.infer<typeof DeliveryAttempt>;
@@ -673,7 +681,7 @@ export const webhookEventData = {
   },
   "webhook.disabled": {
     schema: WebhookDisabledData,
-    when: "another registration is disabled because every attempt to it failed for the configured period",
+    when: "another registration is disabled: every attempt to it failed for the configured period, or its receiver asked (410 Gone, webhook-delivery: disable)",
     example: example("3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f", at("06", "10:00:04"), {
       webhook_id: "3",
       description: "fulfilment",

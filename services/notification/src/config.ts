@@ -52,6 +52,8 @@ export const notificationConfigSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(200),
   /** A registration whose attempts have all failed for this long is disabled (5 days). */
   WEBHOOK_DISABLE_AFTER: duration("120h").refine((ms) => ms > 0, "must be more than 0"),
+  /** The most a receiver's `Retry-After` (on a 429 or 503) may defer a delivery's next attempt by. */
+  WEBHOOK_RETRY_AFTER_MAX: duration("1h").refine((ms) => ms >= 0, "must not be negative"),
   /** Most deliveries one POST /webhooks/{id}/replay may start again. */
   WEBHOOK_REPLAY_MAX: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** How often each process saves a snapshot of its delivery schedule (if it changed). */

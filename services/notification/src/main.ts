@@ -106,6 +106,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       maxInFlightPerWebhook: config.WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK,
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
+      retryAfterMaxMs: config.WEBHOOK_RETRY_AFTER_MAX,
       snapshots: blobSnapshotStore(ctx.blobs),
       snapshotEveryMs: config.WEBHOOK_SNAPSHOT_INTERVAL,
       onWebhookDisabled: sendDisabledNotice(deps, logger),

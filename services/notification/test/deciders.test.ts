@@ -12,6 +12,7 @@ import {
 import { webhookEventDecider } from "../src/domain/webhook-event.ts";
 
 const delays = [0, 60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
+const retryAfterMaxMs = 3_600_000;
 const t0 = "2026-03-01T10:00:00.000Z";
 const plus = (ms: number) => new Date(Date.parse(t0) + ms).toISOString();
 
@@ -84,6 +85,7 @@ describe("delivery decider", () => {
         result: { ok: true, statusCode: 204, error: null, durationMs: 12 },
         now: plus(12),
         delays,
+        retryAfterMaxMs,
       })
       .thenEmits([
         {
@@ -95,22 +97,150 @@ describe("delivery decider", () => {
 
   it("schedules the next attempt after the delay of the retry table", () => {
     given([created, started(1, t0), failedAt(1, t0, plus(60_000)), started(2, plus(60_000))])
-      .when({ type: "RecordResult", round: 0, attempt: 2, result: fail500, now: plus(60_005), delays })
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 2,
+        result: fail500,
+        now: plus(60_005),
+        delays,
+        retryAfterMaxMs,
+      })
       .thenEmits([failedAt(2, plus(60_005), plus(60_005 + 300_000))]);
   });
 
   it("dead-letters the delivery after the 6th failure", () => {
     given(sixthInFlight)
-      .when({ type: "RecordResult", round: 0, attempt: 6, result: fail500, now: plus(7), delays })
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 6,
+        result: fail500,
+        now: plus(7),
+        delays,
+        retryAfterMaxMs,
+      })
       .thenEmits([
         failedAt(6, plus(7), null),
         { type: "DeliveryDeadLettered", data: { round: 0, at: plus(7) } },
       ]);
   });
 
+  describe("a receiver steers with its answer", () => {
+    const secondInFlight = [created, started(1, t0), failedAt(1, t0, plus(1)), started(2, plus(1))];
+    const now = plus(60_005);
+    const answer = (statusCode: number, headers: { retryAfter?: string; webhookDelivery?: string }) => ({
+      ok: false,
+      statusCode,
+      error: `receiver answered ${statusCode}`,
+      durationMs: 5,
+      ...headers,
+    });
+    const record = (result: ReturnType<typeof answer>, cap = retryAfterMaxMs) =>
+      given(secondInFlight).when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 2,
+        result,
+        now,
+        delays,
+        retryAfterMaxMs: cap,
+      });
+    const failedWith = (
+      statusCode: number,
+      nextAttemptAt: string | null,
+      asked: { retryAfter?: string; steer?: "gone" | "disable" | "abort" },
+    ): DeliveryEvent => ({
+      type: "AttemptFailed",
+      data: {
+        round: 0,
+        attempt: 2,
+        outcome: "failed",
+        statusCode,
+        error: `receiver answered ${statusCode}`,
+        durationMs: 5,
+        finishedAt: now,
+        nextAttemptAt,
+        ...asked,
+      },
+    });
+    const at = (ms: number) => new Date(Date.parse(now) + ms).toISOString();
+
+    it("a 503 with Retry-After in seconds defers the next attempt past the schedule's delay", () => {
+      record(answer(503, { retryAfter: "900" })).thenEmits([
+        failedWith(503, at(900_000), { retryAfter: at(900_000) }),
+      ]);
+    });
+
+    it("a 429 with an HTTP date defers the next attempt to that date", () => {
+      const date = new Date(Date.parse(now) + 1_200_000).toUTCString(); // whole seconds
+      const asked = new Date(Date.parse(date)).toISOString();
+      record(answer(429, { retryAfter: date })).thenEmits([failedWith(429, asked, { retryAfter: asked })]);
+    });
+
+    it("never brings the next attempt before the schedule's own delay", () => {
+      // The schedule waits 300 s before attempt 3; the receiver asks for 2 s.
+      record(answer(503, { retryAfter: "2" })).thenEmits([
+        failedWith(503, at(300_000), { retryAfter: at(2_000) }),
+      ]);
+    });
+
+    it("defers at most WEBHOOK_RETRY_AFTER_MAX", () => {
+      record(answer(503, { retryAfter: "86400" }), 3_600_000).thenEmits([
+        failedWith(503, at(3_600_000), { retryAfter: at(86_400_000) }),
+      ]);
+    });
+
+    it("ignores Retry-After on other statuses, and one that does not parse", () => {
+      record(answer(500, { retryAfter: "900" })).thenEmits([failedWith(500, at(300_000), {})]);
+      record(answer(503, { retryAfter: "soon" })).thenEmits([failedWith(503, at(300_000), {})]);
+    });
+
+    it("a 410 Gone and webhook-delivery: disable are recorded as asking to disable; the schedule goes on", () => {
+      record(answer(410, {})).thenEmits([failedWith(410, at(300_000), { steer: "gone" })]);
+      record(answer(500, { webhookDelivery: " Disable " })).thenEmits([
+        failedWith(500, at(300_000), { steer: "disable" }),
+      ]);
+    });
+
+    it("webhook-delivery: abort dead-letters the delivery without further attempts", () => {
+      record(answer(500, { webhookDelivery: "abort" })).thenEmits([
+        failedWith(500, null, { steer: "abort" }),
+        { type: "DeliveryDeadLettered", data: { round: 0, at: now } },
+      ]);
+    });
+
+    it("a 2xx delivers whatever its headers ask", () => {
+      given(secondInFlight)
+        .when({
+          type: "RecordResult",
+          round: 0,
+          attempt: 2,
+          result: { ok: true, statusCode: 200, error: null, durationMs: 5, webhookDelivery: "abort" },
+          now,
+          delays,
+          retryAfterMaxMs,
+        })
+        .thenEmits([
+          {
+            type: "AttemptSucceeded",
+            data: { round: 0, attempt: 2, statusCode: 200, durationMs: 5, finishedAt: now },
+          },
+        ]);
+    });
+  });
+
   it("refuses a result for an attempt that is no longer in flight", () => {
     given([created, started(1, t0), failedAt(1, t0, plus(60_000))])
-      .when({ type: "RecordResult", round: 0, attempt: 1, result: fail500, now: plus(3), delays })
+      .when({
+        type: "RecordResult",
+        round: 0,
+        attempt: 1,
+        result: fail500,
+        now: plus(3),
+        delays,
+        retryAfterMaxMs,
+      })
       .thenRefuses({ body: { status: 409 } });
   });
 
@@ -254,6 +384,7 @@ describe("delivery decider: what the operator sees and resends", () => {
         result: { ...fail500, request, response },
         now: plus(5),
         delays,
+        retryAfterMaxMs,
       })
       .thenEmits([
         {
@@ -269,6 +400,7 @@ describe("delivery decider: what the operator sees and resends", () => {
         result: { ok: true, statusCode: 200, error: null, durationMs: 3, request, response },
         now: plus(3),
         delays,
+        retryAfterMaxMs,
       })
       .thenEmits([
         {
@@ -463,6 +595,48 @@ describe("webhook decider", () => {
       { type: "WebhookResumed", data: { webhookId: 3, at: plus(day) } },
     ])
       .when({ type: "Disable", webhookId: 3, failingSince: t0, afterMs, now: plus(afterMs) })
+      .thenEmits([]);
+  });
+
+  it("disables an active registration at once when its receiver asks (410 Gone, webhook-delivery: disable)", () => {
+    const ask = (steer: "gone" | "disable", now: string) =>
+      ({ type: "DisableAsAsked", webhookId: 3, steer, failingSince: t0, now }) as const;
+    given([registered])
+      .when(ask("gone", plus(5)))
+      .thenEmits([
+        {
+          type: "WebhookDisabled",
+          data: {
+            webhookId: 3,
+            at: plus(5),
+            failingSince: t0,
+            reason: `the receiver answered 410 Gone at ${plus(5)}`,
+          },
+        },
+      ]);
+    given([registered])
+      .when(ask("disable", plus(5)))
+      .thenEmits([
+        {
+          type: "WebhookDisabled",
+          data: {
+            webhookId: 3,
+            at: plus(5),
+            failingSince: t0,
+            reason: `the receiver asked to be disabled (webhook-delivery: disable) at ${plus(5)}`,
+          },
+        },
+      ]);
+    // Paused, already disabled, or an answer from before it was resumed: nothing to do.
+    const paused: WebhookEvent = {
+      type: "WebhookPaused",
+      data: { webhookId: 3, at: plus(1), reason: "paused by an operator" },
+    };
+    given([registered, paused])
+      .when(ask("gone", plus(5)))
+      .thenEmits([]);
+    given([registered, paused, { type: "WebhookResumed", data: { webhookId: 3, at: plus(day) } }])
+      .when(ask("gone", plus(5)))
       .thenEmits([]);
   });
 

@@ -62,6 +62,7 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlightPerWebhook: 5,
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
+      retryAfterMaxMs: 3_600_000,
       clock,
       logger: createLogger("notification", "silent"),
       ...options,
@@ -152,6 +153,35 @@ describe("delivery scheduler with an injected clock", () => {
     await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
     expect(receiver.requests("/down")).toHaveLength(7);
     expect(notices).toHaveLength(1);
+  });
+
+  it("waits as long as a receiver's Retry-After asks, beyond the retry table's delay", async () => {
+    const scheduler = await startScheduler({ delays: [0, 1000, 1000] });
+    receiver.behave("/busy", (_request, count) =>
+      count === 1 ? { status: 503, headers: { "retry-after": "60" } } : { status: 204 },
+    );
+    await register(1, "/busy");
+    const deliveryId = await deliver(1);
+    await expect.poll(() => receiver.requests("/busy").length).toBe(1);
+    await advance(scheduler, 59_999);
+    expect(receiver.requests("/busy")).toHaveLength(1);
+    await advance(scheduler, 1);
+    await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
+    expect(receiver.requests("/busy")).toHaveLength(2);
+  });
+
+  it("disables a registration at once when its receiver answers 410 Gone", async () => {
+    const notices: RecordedEvent[] = [];
+    await startScheduler({ onWebhookDisabled: async (event) => void notices.push(event) });
+    receiver.behave("/gone", { status: 410 });
+    await register(1, "/gone");
+    await deliver(1);
+    await expect.poll(async () => (await webhook(1)).status).toBe("disabled");
+    expect((await webhook(1)) as LiveWebhook).toMatchObject({
+      statusReason: `the receiver answered 410 Gone at ${new Date(t0).toISOString()}`,
+      failingSince: new Date(t0).toISOString(),
+    });
+    await expect.poll(() => notices.length).toBe(1);
   });
 
   it("does not disable a registration that succeeded within the period", async () => {

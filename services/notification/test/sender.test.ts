@@ -100,6 +100,17 @@ describe("one delivery attempt over HTTP", () => {
     expect(await send("/broken")).toMatchObject({ ok: false, statusCode: 500 });
   });
 
+  it("hands on the headers by which a failing receiver steers, as sent", async () => {
+    receiver.behave("/busy", { status: 503, headers: { "retry-after": "120" } });
+    receiver.behave("/abort", { status: 400, headers: { "webhook-delivery": "abort" } });
+    receiver.behave("/fine", { status: 200, headers: { "retry-after": "120" } });
+    expect(await send("/busy")).toMatchObject({ ok: false, statusCode: 503, retryAfter: "120" });
+    const aborted = await send("/abort");
+    expect(aborted).toMatchObject({ ok: false, statusCode: 400, webhookDelivery: "abort" });
+    expect(aborted).not.toHaveProperty("retryAfter");
+    expect(await send("/fine")).not.toHaveProperty("retryAfter");
+  });
+
   it("refuses a URL carrying credentials without connecting (a registration older than the rule)", async () => {
     const withCredentials = receiver.url("/secret").replace("http://", "http://user:pw@");
     const result = await sendAttempt({

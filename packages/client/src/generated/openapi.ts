@@ -1386,7 +1386,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * webhook.disabled: sent when another registration is disabled because every attempt to it failed for the configured period
+         * webhook.disabled: sent when another registration is disabled: every attempt to it failed for the configured period, or its receiver asked (410 Gone, webhook-delivery: disable)
          * @description Answer with a 2xx within WEBHOOK_TIMEOUT (10 s by default). Anything else, a time-out or a redirect is a failure, retried after 1 min, 5 min, 30 min, 2 h and 12 h; after the 6th failure the delivery goes to the dead letter queue (POST /webhooks/{id}/replay). A registration whose attempts all fail for 5 days is disabled and the registrations asking for webhook.disabled are told. Deduplicate by `id`; order by `created_at`.
          */
         post: operations["webhook_webhook_disabled"];
@@ -2207,7 +2207,7 @@ export interface components {
             /** @description the CEL expression an event must match to be delivered; null: every event of the kinds */
             filter: string | null;
             /**
-             * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), deliveries wait. POST /webhooks/{id}/resume makes it active again.
+             * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), or the receiver answered 410 Gone or webhook-delivery: disable; deliveries wait. POST /webhooks/{id}/resume makes it active again.
              * @enum {string}
              */
             status: "active" | "paused" | "disabled";
@@ -2318,6 +2318,16 @@ export interface components {
             /** @description why the attempt failed without a 2xx */
             error: string | null;
             durationMs: number | null;
+            /**
+             * Format: date-time
+             * @description the receiver answered 429 or 503 with Retry-After: the time it asked the next attempt not to come before (the next attempt waits for it, at most WEBHOOK_RETRY_AFTER_MAX, and never less than the retry table's delay)
+             */
+            retryAfter?: string;
+            /**
+             * @description what the receiver asked with its answer: gone (410 Gone) and disable (webhook-delivery: disable) disabled the registration; abort (webhook-delivery: abort) dead-lettered the delivery without further attempts
+             * @enum {string}
+             */
+            steer?: "gone" | "disable" | "abort";
         };
         DeliveryDetail: {
             /**
@@ -2365,6 +2375,16 @@ export interface components {
             /** @description why the attempt failed without a 2xx */
             error: string | null;
             durationMs: number | null;
+            /**
+             * Format: date-time
+             * @description the receiver answered 429 or 503 with Retry-After: the time it asked the next attempt not to come before (the next attempt waits for it, at most WEBHOOK_RETRY_AFTER_MAX, and never less than the retry table's delay)
+             */
+            retryAfter?: string;
+            /**
+             * @description what the receiver asked with its answer: gone (410 Gone) and disable (webhook-delivery: disable) disabled the registration; abort (webhook-delivery: abort) dead-lettered the delivery without further attempts
+             * @enum {string}
+             */
+            steer?: "gone" | "disable" | "abort";
             /** @description null while in flight, or when the process stopped during the attempt */
             request: components["schemas"]["AttemptRequest"] | null;
             /** @description the receiver's answer; null when none came (see error: time-out, connection refused…) */

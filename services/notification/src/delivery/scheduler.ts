@@ -58,6 +58,8 @@ export interface SchedulerOptions {
   maxInFlight: number;
   /** A registration whose attempts have all failed for this long is disabled. */
   disableAfterMs: number;
+  /** The most a receiver's `Retry-After` may defer a delivery's next attempt by. */
+  retryAfterMaxMs: number;
   /** Where the schedule is saved and restored from; without it every start reads all history. */
   snapshots?: SnapshotStore;
   /** How often a changed schedule is saved (and always at a graceful stop). */
@@ -384,6 +386,19 @@ export class DeliveryScheduler {
     view.failingSince = evolveHealth(view, event).failingSince;
     if (event.type !== "AttemptFailed" || view.status !== "active" || view.failingSince === null) return;
     const now = event.data.finishedAt;
+    const { steer } = event.data;
+    if (steer === "gone" || steer === "disable") {
+      await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
+        type: "DisableAsAsked",
+        webhookId,
+        steer,
+        failingSince: view.failingSince,
+        now,
+      }).catch((error: unknown) => {
+        if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
+      });
+      return;
+    }
     if (!failedLongEnough(view.failingSince, now, this.options.disableAfterMs)) return;
     if (view.disableAskedFor === view.failingSince) return;
     view.disableAskedFor = view.failingSince;
@@ -615,6 +630,7 @@ export class DeliveryScheduler {
       result,
       now: this.nowIso(),
       delays,
+      retryAfterMaxMs: this.options.retryAfterMaxMs,
     });
     const facts = {
       deliveryId,

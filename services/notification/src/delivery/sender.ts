@@ -1,5 +1,10 @@
 import type { KeyObject } from "node:crypto";
-import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from "node:http";
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+} from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import {
@@ -229,7 +234,12 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
             finish("success", { ok: true, statusCode: status, error: null, durationMs: elapsed(), response });
           else if (status >= 300 && status < 400)
             finish("http_error", { ...fail(`redirect (${status}) not followed`, status), response });
-          else finish("http_error", { ...fail(`receiver answered ${status}`, status), response });
+          else
+            finish("http_error", {
+              ...fail(`receiver answered ${status}`, status),
+              ...steering(res.headers),
+              response,
+            });
         };
         const slow = setTimeout(() => res.destroy(), options.timeoutMs);
         res.on("data", (chunk: Buffer) => {
@@ -261,6 +271,16 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
     };
     post(false);
   });
+}
+
+/** The answer's headers by which a receiver steers its deliveries (the decider says what they mean). */
+function steering(headers: IncomingHttpHeaders): Pick<AttemptResult, "retryAfter" | "webhookDelivery"> {
+  const retryAfter = headers["retry-after"];
+  const webhookDelivery = headers["webhook-delivery"];
+  return {
+    ...(retryAfter !== undefined ? { retryAfter } : {}),
+    ...(typeof webhookDelivery === "string" ? { webhookDelivery } : {}),
+  };
 }
 
 function describe(error: NodeJS.ErrnoException): string {

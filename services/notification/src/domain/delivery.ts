@@ -25,6 +25,10 @@ export interface AttemptResult {
   request?: AttemptRequest;
   /** The receiver's answer: status line headers and the first 4 KiB of its body. */
   response?: AttemptAnswer;
+  /** The answer's `Retry-After` header, as sent (absent when there was none). */
+  retryAfter?: string;
+  /** The answer's `webhook-delivery` header, as sent (absent when there was none). */
+  webhookDelivery?: string;
 }
 
 /**
@@ -33,6 +37,13 @@ export interface AttemptResult {
  * event's shape": an optional new field needs no upcaster).
  */
 type AttemptDetail = { request?: AttemptRequest; response?: AttemptAnswer };
+
+/**
+ * What a receiver asked for in a failed attempt's answer: `gone` (410) and `disable`
+ * (`webhook-delivery: disable`) disable its registration, `abort` (`webhook-delivery: abort`)
+ * dead-letters the delivery at once.
+ */
+export type Steer = "gone" | "disable" | "abort";
 
 /** Retry delays: `delays[i]` is the wait before attempt i + 1; their count is the number of attempts. */
 export type RetryDelays = readonly number[];
@@ -58,6 +69,10 @@ export type DeliveryEvent =
         durationMs: number | null;
         finishedAt: string;
         nextAttemptAt: string | null;
+        /** The time a 429 or 503 answer's `Retry-After` asked the next attempt not to come before. */
+        retryAfter?: string;
+        /** What the receiver asked for (see {@link Steer}). */
+        steer?: Steer;
       } & AttemptDetail
     >
   /** A claimed attempt not sent after all: its registration was paused (or deleted) meanwhile. */
@@ -76,6 +91,8 @@ export type DeliveryCommand =
       result: AttemptResult;
       now: string;
       delays: RetryDelays;
+      /** The most a `Retry-After` may defer the next attempt by. */
+      retryAfterMaxMs: number;
     }
   | { type: "Abandon"; now: string; leaseMs: number; delays: RetryDelays }
   /** Gives a claimed attempt back unsent; it counts for nothing and is due again at once. */
@@ -205,13 +222,23 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
             },
           ];
         }
-        return failed(state.attempt, key, command.now, command.delays, {
-          outcome: "failed",
-          statusCode: result.statusCode,
-          error: result.error,
-          durationMs: result.durationMs,
-          ...detailOf(result),
-        });
+        const asked = askedFor(result, command.now);
+        return failed(
+          state.attempt,
+          key,
+          command.now,
+          command.delays,
+          {
+            outcome: "failed",
+            statusCode: result.statusCode,
+            error: result.error,
+            durationMs: result.durationMs,
+            ...(asked.retryAfter ? { retryAfter: asked.retryAfter } : {}),
+            ...(asked.steer ? { steer: asked.steer } : {}),
+            ...detailOf(result),
+          },
+          command.retryAfterMaxMs,
+        );
       }
       case "Abandon": {
         const expired =
@@ -230,6 +257,7 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
             error: OUTCOME_UNKNOWN,
             durationMs: null,
           },
+          0, // no answer, nothing asked
         );
       }
       case "Withdraw": {
@@ -271,10 +299,16 @@ function failed(
     statusCode: number | null;
     error: string | null;
     durationMs: number | null;
+    retryAfter?: string;
+    steer?: Steer;
   } & AttemptDetail,
+  retryAfterMaxMs: number,
 ): DeliveryEvent[] {
-  const next = delays[attempt];
-  if (next !== undefined) {
+  const scheduled = detail.steer === "abort" ? undefined : delays[attempt];
+  if (scheduled !== undefined) {
+    // The receiver's Retry-After defers the next attempt (up to the cap), never brings it forward.
+    const asked = detail.retryAfter ? Date.parse(detail.retryAfter) - Date.parse(now) : 0;
+    const next = Math.max(scheduled, Math.min(asked, retryAfterMaxMs));
     return [
       { type: "AttemptFailed", data: { ...key, ...detail, finishedAt: now, nextAttemptAt: at(now, next) } },
     ];
@@ -290,3 +324,33 @@ const detailOf = ({ request, response }: AttemptResult): AttemptDetail => ({
   ...(request ? { request } : {}),
   ...(response ? { response } : {}),
 });
+
+/**
+ * What a failed attempt's answer asks for: a 429 or 503 with `Retry-After` (delta-seconds, or an
+ * HTTP date) the time before which the next attempt should not come; a 410 Gone or a
+ * `webhook-delivery: disable | abort` header a {@link Steer}. Anything else, or a header that
+ * does not parse, asks nothing.
+ */
+function askedFor(result: AttemptResult, now: string): { retryAfter?: string; steer?: Steer } {
+  if (result.ok) return {};
+  const asked: { retryAfter?: string; steer?: Steer } = {};
+  if ((result.statusCode === 429 || result.statusCode === 503) && result.retryAfter !== undefined) {
+    const time = retryAfterTime(result.retryAfter, Date.parse(now));
+    if (time !== undefined) asked.retryAfter = new Date(time).toISOString();
+  }
+  const header = result.webhookDelivery?.trim().toLowerCase();
+  if (result.statusCode === 410) asked.steer = "gone";
+  else if (header === "disable" || header === "abort") asked.steer = header;
+  return asked;
+}
+
+const YEAR_SECONDS = 365 * 24 * 3600;
+
+/** RFC 9110 `Retry-After`: delta-seconds, or an HTTP date (`Date.parse` reads IMF-fixdate and the obsolete forms). */
+function retryAfterTime(value: string, nowMs: number): number | undefined {
+  const text = value.trim();
+  // Past a year it is capped anyway; bounded so that a huge number stays a valid date.
+  if (/^\d+$/.test(text)) return nowMs + Math.min(Number(text), YEAR_SECONDS) * 1000;
+  const time = Date.parse(text);
+  return Number.isNaN(time) ? undefined : time;
+}

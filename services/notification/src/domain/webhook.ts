@@ -65,6 +65,18 @@ export type WebhookCommand =
    * that is at least `afterMs` before `now` (the failure that proves it).
    */
   | { type: "Disable"; webhookId: number; failingSince: string; afterMs: number; now: string }
+  /**
+   * Disables an active registration because a receiver asked to, in the answer to an attempt that
+   * failed at `now` (410 Gone, or `webhook-delivery: disable`). An answer from before the
+   * registration last became active asks nothing of it.
+   */
+  | {
+      type: "DisableAsAsked";
+      webhookId: number;
+      steer: "gone" | "disable";
+      failingSince: string;
+      now: string;
+    }
   | { type: "Delete"; webhookId: number; now: string };
 
 export interface LiveWebhook {
@@ -212,6 +224,19 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
               failingSince: command.failingSince,
               reason: `every delivery attempt failed from ${command.failingSince} to ${now}`,
             },
+          },
+        ];
+      }
+      case "DisableAsAsked": {
+        if (state.status !== "active" || Date.parse(now) < Date.parse(state.statusSince)) return [];
+        const reason =
+          command.steer === "gone"
+            ? `the receiver answered 410 Gone at ${now}`
+            : `the receiver asked to be disabled (webhook-delivery: disable) at ${now}`;
+        return [
+          {
+            type: "WebhookDisabled",
+            data: { webhookId, at: now, failingSince: command.failingSince, reason },
           },
         ];
       }

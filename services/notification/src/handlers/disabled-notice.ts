@@ -40,9 +40,10 @@ export function sendDisabledNotice(deps: NotificationDeps, logger: Logger) {
       {
         webhookId: disabled.webhookId,
         failingSince: disabled.failingSince,
+        reason: disabled.reason,
         notices: recorded?.deliveries.length ?? 0,
       },
-      "webhook disabled: every attempt failed for the configured period",
+      "webhook disabled",
     );
   };
 }

@@ -213,11 +213,14 @@ function attemptsAfter(
         durationMs,
         request = null,
         response = null,
+        retryAfter,
+        steer,
       } = event.data;
       const key = attemptKey(round, attempt);
+      const asked = { ...(retryAfter ? { retryAfter } : {}), ...(steer ? { steer } : {}) };
       return {
         ...stored,
-        [key]: { ...stored[key]!, outcome, statusCode, error, durationMs, request, response },
+        [key]: { ...stored[key]!, outcome, statusCode, error, durationMs, request, response, ...asked },
       };
     }
     case "AttemptWithdrawn": {
