@@ -1,4 +1,7 @@
-import { containerImageUnavailableReason } from "@cheese/testing";
+import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { containerImageUnavailableReason, outputOf } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin } from "../support/credentials.ts";
 import { type ProductionStack, productionStores, startProductionStack } from "../support/production-stack.ts";
@@ -16,6 +19,17 @@ const missing = (
     }),
   )
 ).filter((why) => why !== undefined);
+/** What `pnpm rebuild` runs once built. */
+const rebuildCli = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "..",
+  "apps",
+  "launcher",
+  "dist",
+  "rebuild-cli.js",
+);
+
 const reason = missing.length > 0 ? missing.join("; ") : undefined;
 if (reason) console.warn(`production-stack e2e suite skipped: ${reason}`);
 
@@ -101,6 +115,48 @@ describe.skipIf(reason !== undefined)(
         headers: auth.apiKey,
       });
       expect(gone.status).toBe(404);
+    });
+    it("rebuilds the cheeses read model in MongoDB beside the live one while every read answers", async () => {
+      const auth = await operatorHeaders(system);
+      const ids: number[] = [];
+      for (const name of ["Comté", "Salers", "Cantal", "Morbier"]) {
+        const created = await fetch(`${system.baseUrl}/cheeses`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...auth.bearer },
+          body: JSON.stringify({ name, category: { name: "Hard" }, pricePerKg: 30 }),
+        });
+        expect(created.status).toBe(201);
+        ids.push((await json(created)).id);
+      }
+      const child = spawn(process.execPath, [rebuildCli, "catalogue", "cheeses"], {
+        env: { ...process.env, NATS_URL: "", DATA_DIR: system.dataDir },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const output = outputOf(child);
+      let finished = false;
+      const exited = new Promise<number | null>((resolve) =>
+        child.once("close", (code) => {
+          finished = true;
+          resolve(code);
+        }),
+      );
+      const statuses = new Set<number>();
+      for (let round = 0; !finished; round++) {
+        const read = await fetch(`${system.baseUrl}/cheeses/${ids[round % ids.length]}`, {
+          headers: auth.apiKey,
+        });
+        await read.arrayBuffer();
+        statuses.add(read.status);
+        const ready = await fetch(`${system.rootUrl}/readyz`);
+        await ready.arrayBuffer();
+        statuses.add(ready.status);
+      }
+      expect(await exited, output()).toBe(0);
+      expect([...statuses]).toEqual([200]);
+      for (const id of ids) {
+        const after = await fetch(`${system.baseUrl}/cheeses/${id}`, { headers: auth.apiKey });
+        expect(after.status).toBe(200);
+      }
     });
   },
 );
