@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
+import { assertHostsPossible, bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { type ClusterInfo, down, info, up } from "./cluster.ts";
 import { Load } from "./load.ts";
+import { type SlowLinkMechanism, slowLink, slowLinkMechanism } from "./slow-link.ts";
 
 /**
  * `pnpm cluster faults [--short]`: a cluster of its own (cluster.ts) under the writers' load
@@ -13,7 +14,8 @@ import { Load } from "./load.ts";
  *   (a) SIGKILLs a NATS node (the launcher restarts it on its store),
  *   (b) cuts a NATS node off from the others and from the services for 20 s (a packet filter in
  *       its namespace), then heals it,
- *   (c) adds 200 ms of delay and 5 % loss to one service replica's link for 20 s (`tc netem`),
+ *   (c) adds 200 ms of delay and 5 % loss to one service replica's link for 20 s (`tc netem`, or
+ *       on a kernel without it the NFQUEUE delayer: slow-link.ts),
  *   (d) SIGKILLs one replica of each service in turn (the launcher restarts it);
  * then checks, a line each, and exits non-zero when one fails. `--short`: one fault of each kind
  * (about a minute of faults); otherwise rounds of all four, other nodes and replicas each round,
@@ -47,6 +49,14 @@ export async function runFaults({
     client: { id: "faults-client", secret: randomBytes(16).toString("hex") },
   };
   const say = (line: string) => console.log(`faults: ${line}`);
+  // What a slow link needs is checked before anything starts (root first: the check needs it).
+  assertHostsPossible();
+  const mechanism = slowLinkMechanism();
+  say(
+    mechanism.kind === "netem"
+      ? "slow links by tc netem"
+      : `no netem in this kernel: slow links by the NFQUEUE delayer (${mechanism.delayer})`,
+  );
   const cluster = await up({
     // Retries close together, so a delivery that failed during a fault is retried within the run.
     WEBHOOK_RETRY_DELAYS: "0,1s,2s,5s,10s,20s",
@@ -81,7 +91,7 @@ export async function runFaults({
     if (registered?.status !== 201) throw new Error(`webhook not registered: ${JSON.stringify(registered)}`);
     const webhookId = (registered.json as { id: number }).id;
     await load.start();
-    const recoveries = await injectFaults(dataDir, cluster, short, say);
+    const recoveries = await injectFaults(dataDir, cluster, mechanism, short, say);
     await load.stop();
     say(`load stopped: ${summary(load)}`);
     passed = await check(load, receiver, webhookId, recoveries, say);
@@ -104,6 +114,7 @@ function summary(load: Load): string {
 async function injectFaults(
   dataDir: string,
   cluster: ClusterInfo,
+  mechanism: SlowLinkMechanism,
   short: boolean,
   say: (line: string) => void,
 ): Promise<Recovery[]> {
@@ -138,10 +149,10 @@ async function injectFaults(
     await healed(`(b) ${cut.name} cut off`);
 
     const slow = now.services[(round * 3) % now.services.length]!;
-    const heal = slowLink(slow.netns);
-    say(`(c) ${heal.what} on ${slow.name}#${slow.replica}'s link for ${FAULT_MS / 1000} s`);
+    const link = await slowLink(slow.netns, "eth0", mechanism);
+    say(`(c) ${link.what}, on ${slow.name}#${slow.replica}'s link for ${FAULT_MS / 1000} s`);
     await pause(FAULT_MS);
-    heal();
+    say(`(c) ${slow.name}#${slow.replica}'s link back (${await link.heal()})`);
     await healed(`(c) ${slow.name}#${slow.replica} slowed`);
 
     for (const name of services) {
@@ -153,69 +164,6 @@ async function injectFaults(
     }
   }
   return recoveries;
-}
-
-/**
- * Makes the link of the host `netns` slow and lossy; returns what heals it. `tc netem` (200 ms of
- * delay, 5 % loss) where the kernel has it. A kernel built without it (CONFIG_NET_SCH_NETEM unset,
- * as on the machines this project is developed on) gets the nearest it has, said in the run's
- * output: 5 % of packets dropped each way by the packet filter (`statistic`), and a token-bucket
- * rate cap that queues what exceeds 1 Mbit/s for up to 200 ms.
- */
-function slowLink(netns: string): { (): void; what: string } {
-  const tc = (...args: string[]) => inNamespace(netns, ["tc", "qdisc", ...args, "dev", "eth0", "root"]);
-  try {
-    tc("add", "netem", "delay", "200ms", "loss", "5%");
-    return Object.assign(() => tc("del"), { what: "tc netem: 200 ms delay, 5 % loss" });
-  } catch {
-    const drop = (verb: "-I" | "-D") => {
-      for (const [chain, side] of [
-        ["INPUT", "-i"],
-        ["OUTPUT", "-o"],
-      ] as const) {
-        inNamespace(netns, [
-          "iptables",
-          verb,
-          chain,
-          side,
-          "eth0",
-          "-m",
-          "statistic",
-          "--mode",
-          "random",
-          "--probability",
-          "0.05",
-          "-j",
-          "DROP",
-        ]);
-      }
-    };
-    inNamespace(netns, [
-      "tc",
-      "qdisc",
-      "add",
-      "dev",
-      "eth0",
-      "root",
-      "tbf",
-      "rate",
-      "1mbit",
-      "burst",
-      "16kb",
-      "latency",
-      "200ms",
-    ]);
-    drop("-I");
-    return Object.assign(
-      () => {
-        drop("-D");
-        tc("del");
-      },
-      {
-        what: "no netem in this kernel: 5 % loss (packet filter) and a 1 Mbit/s cap queueing up to 200 ms (tbf)",
-      },
-    );
-  }
 }
 
 /** Waits (as the load goes on) for the length of a fault. Not before an assertion: the fault's duration. */

@@ -6,9 +6,9 @@ import { type Lock, lockHolder, takeLock } from "./data-dir.ts";
  * Hosts on one machine, for `LAUNCH_HOSTS=netns` (`pnpm cluster`): each NATS node and each service
  * replica runs in a network namespace of its own, joined to the others by a veth pair on one
  * bridge in the launcher's namespace, with an address of a private test range. Traffic between
- * them crosses real interfaces, so a packet filter or `tc netem` inside one namespace cuts it off
- * or slows it as a network would. Only addresses in that range are used; nothing leaves the
- * machine (no route out, no NAT).
+ * them crosses real interfaces, so a packet filter, `tc netem` or a packet delayer inside one
+ * namespace cuts it off or slows it as a network would. Only addresses in that range are used;
+ * nothing leaves the machine (no route out, no NAT).
  */
 
 /** The bridge, in the launcher's namespace; it holds `.1` of the range. */
@@ -154,7 +154,7 @@ function clearHosts(): void {
   while (spawnSync("iptables", ["-D", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]).status === 0);
 }
 
-/** Runs `command` inside a namespace (fault injection: a packet filter, `tc netem`). */
+/** Runs `command` inside a namespace (fault injection: a packet filter). */
 export function inNamespace(netns: string, command: string[]): void {
   run("ip", ["netns", "exec", netns, ...command]);
 }
