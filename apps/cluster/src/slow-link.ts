@@ -14,10 +14,11 @@ import { ConfigError } from "@cheese/service-kit/launch";
  *   200 ms and 5 % of it lost, so a round trip takes 200 ms longer.
  * - Without netem (the machines this project is developed on), the NFQUEUE delayer
  *   (apps/cluster/delayer/nfq-delay.c, built here with gcc against Debian's libnetfilter-queue):
- *   the packet filter in the host's namespace queues every packet in or out of the interface, and
- *   the delayer, in that namespace, lets each through 200 ms later, in order, or drops it (5 %).
- *   Both ways are held, so a round trip takes 400 ms longer. The queue has no bypass: should the
- *   delayer die, the link stops rather than turn fast unnoticed, and the heal says it died.
+ *   the packet filter in the host's namespace queues every packet the host sends out of the
+ *   interface, and the delayer, in that namespace, lets each through 200 ms later, in order, or
+ *   drops it (5 %): what netem does, so a round trip takes 200 ms longer either way. The queue has
+ *   no bypass: should the delayer die, the link stops rather than turn fast unnoticed, and the heal
+ *   says it died.
  */
 
 export const DELAY_MS = 200;
@@ -124,7 +125,6 @@ export async function slowLink(
     throw error;
   });
   const rules = (verb: "-I" | "-D") => {
-    inNs("iptables", verb, "INPUT", "-i", device, "-j", "NFQUEUE", "--queue-num", QUEUE);
     inNs("iptables", verb, "OUTPUT", "-o", device, "-j", "NFQUEUE", "--queue-num", QUEUE);
   };
   try {
@@ -135,7 +135,7 @@ export async function slowLink(
     throw error;
   }
   return {
-    what: `NFQUEUE delayer (no netem in this kernel): each packet either way held ${DELAY_MS} ms, ${LOSS_PERCENT} % dropped`,
+    what: `NFQUEUE delayer (no netem in this kernel): each packet it sends held ${DELAY_MS} ms, ${LOSS_PERCENT} % dropped`,
     heal: async () => {
       rules("-D");
       process.off("exit", stopOnExit);

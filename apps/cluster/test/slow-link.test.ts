@@ -134,7 +134,7 @@ describe.skipIf(reason)("the slow link of pnpm cluster faults", () => {
     console.log(`round trips: before ${JSON.stringify(before)}, during ${JSON.stringify(during)}`);
     expect(during.min).toBeGreaterThanOrEqual(DELAY_MS);
     expect(during.lost).toBeGreaterThan(0);
-    // 5 % each way: about a tenth of the round trips; far from all of them.
+    // 5 % of what the slowed host sends: about one round trip in twenty; far from all of them.
     expect(during.lost).toBeLessThan(PROBES * 0.3);
 
     const after = await measure();
