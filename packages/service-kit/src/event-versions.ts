@@ -48,7 +48,8 @@ export interface EventVersions {
   current(type: string): number;
   /**
    * `event` in the latest shape of its type (the very same object when it is already), or the
-   * events a split reads it as: ids `<id>#1`, `<id>#2`, ...; revisions rising to the stored one,
+   * events a split reads it as: ids `<id>#1`, `<id>#2`, ... (a single part, a type renamed, keeps
+   * the id); revisions rising to the stored one,
    * which the last part keeps (`revision - (n - 1 - i) / n`); the last part keeps the position,
    * the others carry `before`, the position read before it, so no consumer's checkpoint can fall
    * between two parts.
@@ -96,7 +97,7 @@ export function defineEventVersions(upcasters: readonly EventUpcaster[]): EventV
     const n = parts.length;
     return parts.map((part, i) => ({
       ...part,
-      id: `${event.id}#${i + 1}`,
+      id: n === 1 ? event.id : `${event.id}#${i + 1}`,
       revision: event.revision - (n - 1 - i) / n,
       position: i === n - 1 ? event.position : before,
     }));

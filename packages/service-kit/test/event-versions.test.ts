@@ -3,6 +3,7 @@ import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@ch
 import { createMemoryReadModels } from "@cheese/read-models";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Decider, type DomainEvent, handleCommand } from "../src/decider.ts";
 import { defineEventVersions, split, upcasting } from "../src/event-versions.ts";
 import { readHistory } from "../src/history.ts";
 import { createLogger } from "../src/logger.ts";
@@ -266,5 +267,60 @@ describe("an upcaster that splits an event", () => {
     expect(await readModels.collection("cheeses").find({})).toEqual([
       expect.objectContaining({ price: 14, stock: 5, applied: 4 }),
     ]);
+  });
+
+  it("folds into a decider's state, which appends after the stored event and remembers its last part", async () => {
+    type Event = DomainEvent<"CheesePriced" | "CheeseRestocked", { price?: number; stock?: number }>;
+    const cheese: Decider<{ price?: number; stock?: number }, { price?: number }, Event> = {
+      initialState: () => ({}),
+      evolve: (state, event) => ({ ...state, ...event.data }),
+      decide: ({ price }) => (price === undefined ? [] : [{ type: "CheesePriced", data: { price } }]),
+    };
+    let read = 0;
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        const events = await store.readStream(name, options);
+        read += events.length;
+        return events;
+      },
+    };
+    await raw.append(
+      "cheese-2",
+      [
+        { type: "CheesePriced", data: { price: 10 } },
+        { type: "CheeseChanged", data: { price: 12, stock: 5 } },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    expect(await handleCommand(counting, "cheese-2", cheese, {})).toMatchObject({
+      state: { price: 12, stock: 5 },
+      revision: 1,
+    });
+    read = 0;
+    // Remembered: only the stored event is read again (both its parts), to check it is still there.
+    expect((await handleCommand(counting, "cheese-2", cheese, {})).state).toEqual({ price: 12, stock: 5 });
+    expect(read).toBe(2);
+    // Appended with the stored event's revision as the expected one.
+    expect(await handleCommand(counting, "cheese-2", cheese, { price: 13 })).toMatchObject({
+      state: { price: 13, stock: 5 },
+      revision: 2,
+    });
+  });
+
+  it("into one part is a type renamed: the event keeps its id", async () => {
+    const renamed = upcasting(
+      raw,
+      defineEventVersions([
+        {
+          type: "CheeseChanged",
+          version: 2,
+          upcast: (data: unknown) => split({ type: "CheeseAltered", data }),
+        },
+      ]),
+    );
+    const [stored] = await raw.readStream("cheese-1", { fromRevision: 1 });
+    const [read] = await renamed.readStream("cheese-1", { fromRevision: 1 });
+    expect(read).toEqual({ ...stored, type: "CheeseAltered", version: 1 });
   });
 });
