@@ -199,9 +199,11 @@ async function currentState<State, Event extends DomainEvent>(
   let recorded: RecordedEvent[];
   if (known) {
     const tail = await store.readStream(streamName, { fromRevision: known.revision });
-    if (tail[0]?.revision === known.revision && tail[0].id === known.eventId) {
+    // A split event's parts come together: the remembered one is the last of them.
+    const at = tail.findIndex((event) => event.revision === known.revision);
+    if (at !== -1 && tail[at]!.id === known.eventId) {
       base = known;
-      recorded = tail.slice(1);
+      recorded = tail.slice(at + 1);
     } else {
       streams.delete(streamName);
       recorded = await store.readStream(streamName);

@@ -10,18 +10,51 @@ export interface EventUpcaster {
   /** The version this step makes (2 or more). */
   version: number;
   /**
-   * Turns the data of version `version - 1` into the data of `version`. Pure, and never changes
-   * the data it is given (a new object). `event` is the event as stored, for its time or stream.
+   * Turns the data of version `version - 1` into the data of `version`, or (a split) into several
+   * events, `split(...)`. Pure, and never changes the data it is given (a new object). `event` is
+   * the event as stored, for its time or stream.
    */
   upcast: (data: never, event: RecordedEvent) => unknown;
 }
+
+/** One of the events a split makes, in version `version` (default 1) of its type's shape. */
+export interface SplitPart {
+  type: string;
+  data: unknown;
+  version?: number;
+}
+
+const SPLIT: unique symbol = Symbol("split");
+interface Split {
+  readonly [SPLIT]: readonly SplitPart[];
+}
+
+/**
+ * What an upcaster returns to read one stored event as several (docs/architecture.md, "Changing
+ * an event's shape"): the parts in order, at least one; each is then read through its own type's
+ * versions.
+ */
+export function split(...parts: SplitPart[]): Split {
+  if (parts.length === 0) throw new Error("a split makes at least one event");
+  return { [SPLIT]: parts };
+}
+
+const isSplit = (value: unknown): value is Split =>
+  typeof value === "object" && value !== null && SPLIT in value;
 
 /** The versions of a service's event types, from `defineEventVersions`. */
 export interface EventVersions {
   /** The version events of `type` are written in now: its last declared step, else 1. */
   current(type: string): number;
-  /** `event` in the latest shape of its type; the very same object when it is already. */
-  upcast(event: RecordedEvent): RecordedEvent;
+  /**
+   * `event` in the latest shape of its type (the very same object when it is already), or the
+   * events a split reads it as: ids `<id>#1`, `<id>#2`, ... (a single part, a type renamed, keeps
+   * the id); revisions rising to the stored one,
+   * which the last part keeps (`revision - (n - 1 - i) / n`); the last part keeps the position,
+   * the others carry `before`, the position read before it, so no consumer's checkpoint can fall
+   * between two parts.
+   */
+  upcast(event: RecordedEvent, before?: number): RecordedEvent | RecordedEvent[];
   /** True when every type is still at version 1 (nothing to upcast, nothing to stamp). */
   readonly none: boolean;
 }
@@ -48,19 +81,28 @@ export function defineEventVersions(upcasters: readonly EventUpcaster[]): EventV
     chain.push(upcaster.upcast as Step);
     chains.set(upcaster.type, chain);
   }
-  return {
-    none: chains.size === 0,
-    current: (type) => (chains.get(type)?.length ?? 0) + 1,
-    upcast(event) {
-      const chain = chains.get(event.type);
-      // The read path of every event: one map lookup when the event is current.
-      if (chain === undefined || event.version > chain.length) return event;
-      let data = event.data;
-      for (let from = Math.max(event.version, 1); from <= chain.length; from++)
-        data = chain[from - 1]!(data, event);
-      return { ...event, data, version: chain.length + 1 };
-    },
+  const current = (type: string) => (chains.get(type)?.length ?? 0) + 1;
+  const upcast = (event: RecordedEvent, before = -1): RecordedEvent | RecordedEvent[] => {
+    const chain = chains.get(event.type);
+    // The read path of every event: one map lookup when the event is current.
+    if (chain === undefined || event.version > chain.length) return event;
+    let data = event.data;
+    for (let from = Math.max(event.version, 1); from <= chain.length && !isSplit(data); from++)
+      data = chain[from - 1]!(data, event);
+    if (!isSplit(data)) return { ...event, data, version: chain.length + 1 };
+    const parts = data[SPLIT].flatMap((part) => {
+      const made = upcast({ ...event, type: part.type, data: part.data, version: part.version ?? 1 });
+      return Array.isArray(made) ? made : [made];
+    });
+    const n = parts.length;
+    return parts.map((part, i) => ({
+      ...part,
+      id: n === 1 ? event.id : `${event.id}#${i + 1}`,
+      revision: event.revision - (n - 1 - i) / n,
+      position: i === n - 1 ? event.position : before,
+    }));
   };
+  return { none: chains.size === 0, current, upcast };
 }
 
 /**
@@ -80,16 +122,46 @@ export function upcasting(store: EventStore, versions: EventVersions): EventStor
     append: (streamName, events, options) => store.append(streamName, events.map(stamp), options),
     async readStream(streamName, options) {
       const events = await store.readStream(streamName, options);
-      for (let i = 0; i < events.length; i++) events[i] = versions.upcast(events[i]!);
-      return events;
+      let split = false;
+      const read = events.map((event, i) => {
+        const made = versions.upcast(event, i === 0 ? -1 : events[i - 1]!.position);
+        split ||= Array.isArray(made);
+        return made;
+      });
+      return split ? read.flat() : (read as RecordedEvent[]);
     },
+    // A split event's parts come together, whatever `maxCount` (which counts stored events).
     async *readAll(options) {
-      for await (const event of store.readAll(options)) yield versions.upcast(event);
+      let before = options?.after ?? -1;
+      for await (const event of store.readAll(options)) {
+        const made = versions.upcast(event, before);
+        before = event.position;
+        if (Array.isArray(made)) yield* made;
+        else yield made;
+      }
     },
     headPosition: () => store.headPosition(),
     subscribe(options) {
-      const { handler } = options;
-      return store.subscribe({ ...options, handler: (event) => handler(versions.upcast(event)) });
+      const { handler, onCheckpoint } = options;
+      // The position last handed on (an event or a checkpoint): a split's first parts carry it.
+      let before = options.after ?? -1;
+      return store.subscribe({
+        ...options,
+        handler: async (event) => {
+          const made = versions.upcast(event, before);
+          before = event.position;
+          if (!Array.isArray(made)) return handler(made);
+          for (const part of made) await handler(part);
+        },
+        ...(onCheckpoint
+          ? {
+              onCheckpoint: (position: number) => {
+                before = Math.max(before, position);
+                onCheckpoint(position);
+              },
+            }
+          : {}),
+      });
     },
     deleteStream: (streamName, options) => store.deleteStream(streamName, options),
     ping: () => store.ping(),

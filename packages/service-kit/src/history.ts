@@ -12,8 +12,11 @@ export interface HistoryPage<Entry> {
 /** What a service shows of one stored event: an entry, or undefined to leave it out. */
 export type HistoryView<Entry> = (event: RecordedEvent) => Entry | undefined | Promise<Entry | undefined>;
 
-/** A history cursor: the stream revision of the last entry given. */
-const HistoryPosition = z.object({ r: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) });
+/**
+ * A history cursor: the stream revision of the last entry given (between two whole numbers for a
+ * part of a split event but the last, docs/architecture.md "Changing an event's shape").
+ */
+const HistoryPosition = z.object({ r: z.number().gt(-1).max(Number.MAX_SAFE_INTEGER) });
 
 /**
  * A page of one stream's history, oldest first, with the cursor convention of every list
@@ -27,18 +30,21 @@ export async function readHistory<Entry>(
   page: { cursor?: string | undefined; limit: number },
   view: HistoryView<Entry>,
 ): Promise<HistoryPage<Entry>> {
-  let from = page.cursor === undefined ? 0 : decodeCursor(page.cursor, HistoryPosition).r + 1;
+  const after = page.cursor === undefined ? -1 : decodeCursor(page.cursor, HistoryPosition).r;
+  // A stored event's parts are read together: the page goes on after the part it ended with.
+  let from = Math.floor(after) + 1;
   const found: { entry: Entry; revision: number }[] = [];
   const batch = Math.min(500, page.limit + 1);
   while (found.length <= page.limit) {
     const events = await store.readStream(streamName, { fromRevision: from, maxCount: batch });
     for (const event of events) {
+      if (event.revision <= after) continue;
       const entry = await view(event);
       if (entry) found.push({ entry, revision: event.revision });
       if (found.length > page.limit) break;
     }
     if (events.length < batch) break;
-    from = events[events.length - 1]!.revision + 1;
+    from = Math.floor(events[events.length - 1]!.revision) + 1;
   }
   const hasMore = found.length > page.limit;
   const items = found.slice(0, page.limit);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { catalogueEvents, catalogueRpc, historyRpc } from "@cheese/contracts";
 import { createSqliteEventStore, type EventMetadata } from "@cheese/event-store";
 import { callRpc, consumeEvents, createInProcessBroker, RemoteError } from "@cheese/messaging";
-import { createLogger, defineEventVersions, startService } from "@cheese/service-kit";
+import { createLogger, defineEventVersions, split, startService } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -19,6 +19,10 @@ import { catalogueService } from "../src/main.ts";
  * The history stored in version 1 and read through the upcasters below must give the catalogue
  * exactly what the history stored today does: the same cheeses, lists, histories, reads as of a
  * moment, decisions and integration events.
+ *
+ * And a split: suppose an update that moved the status was once stored as one event, CheeseRevised
+ * (the cheese after it, and the status `from` and `to`), where today's code writes CheeseUpdated
+ * and CheeseStatusChanged in the same append. Its upcaster reads it as those two events.
  */
 interface StoredEvent {
   id: string;
@@ -58,13 +62,58 @@ const withPricePerKg = ({ cheese, ...rest }: { cheese: Cheese }) => ({
   cheese: renameKey("price", "pricePerKg", cheese),
 });
 /** The upcasters that change makes, declared as the catalogue would declare them. */
-const eventVersions = defineEventVersions([
+const renames = [
   { type: "CheeseAdded", version: 2, upcast: withPricePerKg },
   { type: "CheeseUpdated", version: 2, upcast: withPricePerKg },
   { type: "CheeseStatusChanged", version: 2, upcast: withPricePerKg },
   { type: "CheeseDeleted", version: 2, upcast: (data: Cheese) => renameKey("cheeseName", "name", data) },
   { type: "Reserved", version: 2, upcast: (data: Cheese) => renameKey("by", "holder", data) },
+];
+const eventVersions = defineEventVersions(renames);
+
+/** The old combined event, its parts in version 1 of their types (then upcast as any such). */
+const splitting = defineEventVersions([
+  ...renames,
+  {
+    type: "CheeseRevised",
+    version: 2,
+    upcast: ({ cheese, from, to }: { cheese: Cheese; from: string; to: string }) =>
+      split(
+        { type: "CheeseUpdated", data: { cheese } },
+        { type: "CheeseStatusChanged", data: { cheese, from, to } },
+      ),
+  },
 ]);
+
+/**
+ * Today's history, where one request updated a cheese and moved its status: its CheeseUpdated and
+ * CheeseStatusChanged, with the same cheese, recorded at one moment (as one append records them).
+ */
+function pairedToday(): { events: StoredEvent[]; pair: [number, number] } {
+  const at = today.findIndex(
+    (event, i) =>
+      event.type === "CheeseUpdated" &&
+      today[i + 1]?.type === "CheeseStatusChanged" &&
+      today[i + 1]?.metadata.requestId === event.metadata.requestId,
+  );
+  const [updated, changed] = [today[at]!, today[at + 1]!];
+  expect(changed.data.cheese).toEqual(updated.data.cheese);
+  const events = today.map((event, i) => (i === at + 1 ? { ...event, createdAt: updated.createdAt } : event));
+  return { events, pair: [at, at + 1] };
+}
+
+/** That history as older code stored it: version 1 shapes, the pair one CheeseRevised. */
+function combined({ events, pair: [first, second] }: ReturnType<typeof pairedToday>): StoredEvent[] {
+  const old = events.map(asVersion1);
+  const updated = old[first]!;
+  const { from, to } = old[second]!.data;
+  const revised = {
+    ...updated,
+    type: "CheeseRevised",
+    data: { cheese: updated.data.cheese, from, to },
+  };
+  return [...old.slice(0, first), revised, ...old.slice(second + 1)];
+}
 
 const dirs: Array<{ remove(): void }> = [];
 afterEach(() => {
@@ -91,14 +140,17 @@ async function dataDirWith(events: StoredEvent[]): Promise<string> {
 }
 
 /** Everything a client of the catalogue can see of that history, and what it then decides. */
-async function observe(dataDir: string, versions?: typeof eventVersions) {
+async function observe(dataDir: string, versions?: typeof eventVersions, history: StoredEvent[] = today) {
   const broker = createInProcessBroker({ logger: createLogger("bus", "silent") });
   const published: Array<{ subject: string; payload: unknown }> = [];
+  /** The ids the relay published under (the bus's deduplication key), apart: a decision's are new. */
+  const messageIds: string[] = [];
   const consumer = consumeEvents(broker.connect(), {
     durable: "test-versions",
     events: Object.values(catalogueEvents),
-    handler: async ({ subject, payload }) => {
+    handler: async ({ id, subject, payload }) => {
       published.push({ subject, payload });
+      messageIds.push(id);
     },
     onInvalid: (_, error) => {
       throw error;
@@ -121,7 +173,7 @@ async function observe(dataDir: string, versions?: typeof eventVersions) {
     });
   try {
     const ids = [1, 2, 3, 4];
-    const cheeseEvents = today.filter((event) => event.stream.startsWith("cheese-"));
+    const cheeseEvents = history.filter((event) => event.stream.startsWith("cheese-"));
     const reads = {
       cheeses: await Promise.all(ids.map((cheeseId) => call(catalogueRpc.getCheese, { cheeseId }))),
       list: await call(catalogueRpc.listCheeses, { limit: 100, filters: {} }),
@@ -154,7 +206,7 @@ async function observe(dataDir: string, versions?: typeof eventVersions) {
     };
     // Every cheese event of the history, and the status change decided, reach the bus.
     await expect.poll(() => published.length).toBe(cheeseEvents.length + 1);
-    return { reads, decided, published };
+    return { reads, decided, published, messageIds };
   } finally {
     await service.stop();
     await consumer.close();
@@ -164,7 +216,7 @@ async function observe(dataDir: string, versions?: typeof eventVersions) {
 
 describe("events whose shape changed", () => {
   it("read through their upcasters give what today's shapes give: reads, decisions, integration events", async () => {
-    const expected = await observe(await dataDirWith(today));
+    const { messageIds: _, ...expected } = await observe(await dataDirWith(today));
     // What the history holds, for the comparison to mean something.
     expect(expected.reads.cheeses[0]).toMatchObject({ cheese: { name: "Brie de Meaux", pricePerKg: 26 } });
     expect(expected.reads.cheeses[2]).toEqual({ refused: 404 });
@@ -172,7 +224,8 @@ describe("events whose shape changed", () => {
     expect(expected.decided.renamed).toEqual({ refused: 409 });
 
     const dataDir = await dataDirWith(today.map(asVersion1));
-    expect(await observe(dataDir, eventVersions)).toEqual(expected);
+    const { messageIds: __, ...seen } = await observe(dataDir, eventVersions);
+    expect(seen).toEqual(expected);
 
     // What the new code appended is stored in today's shape, as version 2.
     const store = createSqliteEventStore({ file: join(dataDir, "catalogue", "events.sqlite") });
@@ -189,6 +242,57 @@ describe("events whose shape changed", () => {
       });
     } finally {
       await store.close();
+    }
+  });
+
+  it("a split event, read through its upcaster, gives what today's two events give", async () => {
+    const paired = pairedToday();
+    const { messageIds: _, ...expected } = await observe(
+      await dataDirWith(paired.events),
+      undefined,
+      paired.events,
+    );
+    // The pair shows in cheese 3's history: updated, then moved to pending.
+    expect(expected.reads.histories[2]).toMatchObject({
+      items: expect.arrayContaining([
+        expect.objectContaining({ type: "cheese.updated", at: "2026-03-02T09:17:00.000Z" }),
+        {
+          type: "cheese.status_changed",
+          at: "2026-03-02T09:17:00.000Z",
+          data: { from: "available", to: "pending" },
+        },
+      ]),
+    });
+    const old = combined(paired);
+    expect(old).toHaveLength(today.length - 1);
+    const dataDir = await dataDirWith(old);
+    const { messageIds, ...seen } = await observe(dataDir, splitting, paired.events);
+    expect(seen).toEqual(expected);
+    // Its parts are published under ids of their own, made from the stored event's.
+    const stored = today[paired.pair[0]]!.id;
+    expect(messageIds).toEqual(expect.arrayContaining([`${stored}#1`, `${stored}#2`]));
+    expect(messageIds).not.toContain(stored);
+
+    // Without the split's upcaster the catalogue cannot read the combined event (it fails on it).
+    const broker = createInProcessBroker({ logger: createLogger("bus", "silent") });
+    const service = await startService(
+      { ...catalogueService, eventVersions },
+      {
+        env: { DATA_DIR: dataDir, LOG_LEVEL: "silent" },
+        bus: broker.connect(),
+        logger: createLogger("catalogue", "silent"),
+      },
+    );
+    try {
+      const history = await callRpc(
+        broker.connect(),
+        historyRpc.cheese,
+        { cheeseId: 3, limit: 100 },
+        { timeoutMs: 5_000 },
+      ).catch((error: unknown) => error);
+      expect(history).not.toEqual(expected.reads.histories[2]);
+    } finally {
+      await service.stop();
     }
   });
 
