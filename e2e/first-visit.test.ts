@@ -85,8 +85,11 @@ describe.skipIf(!executablePath)("a first visit on the default anonymous plan", 
   });
 });
 
-/** The console's stylesheet applied (it sets the body's font; an unstyled page has the UA's serif). */
+/**
+ * The console's stylesheet applied (it sets the body's font; an unstyled page has the UA's serif).
+ * A heading can be found before the stylesheet has arrived, so the font is asked until it has.
+ */
 async function expectStyled(page: Page): Promise<void> {
-  const font = await page.evaluate<string>("getComputedStyle(document.body).fontFamily");
-  expect(font).not.toMatch(/^(?:"?Times|serif)/i);
+  const font = () => page.evaluate<string>("getComputedStyle(document.body).fontFamily");
+  await expect.poll(font, { timeout: 10_000 }).not.toMatch(/^(?:"?Times|serif)/i);
 }
