@@ -820,39 +820,27 @@ export const DeliveryIdParam = WebhookIdParam.extend({
     .openapi({ param: { name: "deliveryId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
 
+/** A query value of several items, comma-separated (`a,b`), as the items; absent stays absent. */
+const commaSeparated = (value: unknown) =>
+  value === undefined
+    ? undefined
+    : String(value)
+        .split(",")
+        .map((part) => part.trim());
+
 export const DeliveryListQuery = z.object({
   ...pageQuery,
-  type: z
-    .preprocess(
-      (value) =>
-        value === undefined
-          ? undefined
-          : String(value)
-              .split(",")
-              .map((part) => part.trim()),
-      z.array(WebhookEventKind).min(1).optional(),
-    )
-    .openapi({
-      param: { name: "type", in: "query", style: "form", explode: false },
-      type: "array",
-      items: { type: "string", enum: [...webhookEventKinds] },
-      description: "only deliveries of these event kinds, comma-separated",
-    }),
-  status: z
-    .preprocess(
-      (value) =>
-        value === undefined
-          ? undefined
-          : String(value)
-              .split(",")
-              .map((part) => part.trim()),
-      z.array(DeliveryStatus).min(1).optional(),
-    )
-    .openapi({
-      param: { name: "status", in: "query", style: "form", explode: false },
-      type: "array",
-      items: { type: "string", enum: [...deliveryStatuses] },
-      description:
-        "only deliveries in these statuses, comma-separated (dead_lettered lists the dead letter queue)",
-    }),
+  type: z.preprocess(commaSeparated, z.array(WebhookEventKind).min(1).optional()).openapi({
+    param: { name: "type", in: "query", style: "form", explode: false },
+    type: "array",
+    items: { type: "string", enum: [...webhookEventKinds] },
+    description: "only deliveries of these event kinds, comma-separated",
+  }),
+  status: z.preprocess(commaSeparated, z.array(DeliveryStatus).min(1).optional()).openapi({
+    param: { name: "status", in: "query", style: "form", explode: false },
+    type: "array",
+    items: { type: "string", enum: [...deliveryStatuses] },
+    description:
+      "only deliveries in these statuses, comma-separated (dead_lettered lists the dead letter queue)",
+  }),
 });
