@@ -246,7 +246,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect((await http(system).get(`/webhooks/${webhookId}`, operator.apiKey)).status).toBe(404);
     });
 
-    it("edits a registration's filter: the API's refusal beside the field, Try filter's matched of total, then saved", async () => {
+    it("edits a registration's filter: the API's refusal beside the field, tried on recent events (matched of total), then saved", async () => {
       receiver.behave("/filter-hook", { status: 204 });
       const page = await signedIn();
       await page.getByLabel("URL").fill(receiver.url("/filter-hook"));
@@ -282,7 +282,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       // Tried before it is saved: matched of total over the recent events of the kinds ticked.
       const mine = `type == "order.placed" && data.order_id == "${orderId}"`;
       await filter.fill(mine);
-      await page.getByRole("button", { name: "Try filter" }).click();
+      await page.getByRole("button", { name: "Try it" }).click();
       const summary = page.locator("[data-filter-preview] p[data-matched]");
       expect(await summary.getAttribute("data-matched")).toBe("1");
       const total = Number(await summary.getAttribute("data-total"));

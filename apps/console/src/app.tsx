@@ -537,7 +537,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
   );
 
   /**
-   * The edit form's "Try filter": its filter judged on the most recent events of the kinds ticked
+   * The edit form's "Try it": its filter judged on the most recent events of the kinds ticked
    * (`POST /webhooks/filter-preview`); nothing is saved, and the form comes back as it was typed.
    */
   app.post(

@@ -141,7 +141,7 @@ export function WebhookPage(props: {
   editDraft?: WebhookDraft | undefined;
   /** The edit form's refusals by field (`filter`: the API's 422 for the CEL expression). */
   editErrors?: FieldErrors | undefined;
-  /** The edit form's filter tried on the most recent events of its kinds ("Try filter"). */
+  /** The edit form's filter tried on the most recent events of its kinds ("Try it"). */
   filterPreview?: FilterPreview | undefined;
   /** A secret just made (registration or rotation), shown this once. */
   secret?: { value: string; previousExpiresAt?: string | null } | undefined;
@@ -500,7 +500,7 @@ function EditForm(props: {
       <p>
         {/* Posts the same form elsewhere: nothing is saved, the page comes back with the result. */}
         <button type="submit" formaction={`/console/webhooks/${w.id}/filter-preview`} formnovalidate>
-          Try filter
+          Try it
         </button>{" "}
         <span class="muted">on the most recent events of the kinds ticked above (nothing is saved)</span>
       </p>
@@ -526,7 +526,7 @@ function EditForm(props: {
   );
 }
 
-/** What "Try filter" found: how many of the recent events the filter matches, and which. */
+/** What "Try it" found: how many of the recent events the filter matches, and which. */
 function FilterPreviewResult({ preview }: { preview: FilterPreview }) {
   return (
     <section class="preview" data-filter-preview aria-label="Filter tried">
