@@ -33,7 +33,12 @@ describe("receivers steer their deliveries", () => {
   beforeAll(async () => {
     receiver = await Receiver.start();
     system = await startSystem({
-      env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_DELAYS: "0,100ms,100ms,100ms" },
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_DELAYS: "0,100ms,100ms,100ms",
+        // Longer than any Retry-After the tests honour in full, far shorter than the hour one asks.
+        WEBHOOK_RETRY_AFTER_MAX: "4s",
+      },
     });
     auth = await operatorHeaders(system);
   });
@@ -89,6 +94,18 @@ describe("receivers steer their deliveries", () => {
     const { attempts } = (await delivery(id, deliveryId))!;
     expect(attempts.map((a) => a.statusCode)).toEqual([429, 204]);
     expect(Date.parse(attempts[0]!.retryAfter!)).toBe(notBefore);
+  });
+
+  it("defers no longer than WEBHOOK_RETRY_AFTER_MAX, though Retry-After asks for an hour", async () => {
+    receiver.behave("/greedy", (_request, count) =>
+      count === 1 ? { status: 503, headers: { "retry-after": "3600" } } : { status: 204 },
+    );
+    const { id } = await register("/greedy");
+    const deliveryId = await sendTest(id);
+
+    await statusOf(id, deliveryId).toBe("delivered");
+    const [first, second] = receiver.requests("/greedy");
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(4000);
   });
 
   it("disables a registration whose receiver answers 410 Gone, and tells the others", async () => {
