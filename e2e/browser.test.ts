@@ -317,7 +317,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
             : { status: 400, headers: { "webhook-delivery": "abort" } },
       );
       const page = await signedIn();
-      const sent = await registerAndSendTest(page, "/steer-hook");
+      const sent = await registerAndSendTest(page, receiver.url("/steer-hook"));
       const attempts = page.locator("section[data-attempt]");
       await expect
         .poll(async () => {
@@ -343,7 +343,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect(await page.locator(`tr[data-delivery="${sent.deliveryId}"] [data-steer=abort]`).count()).toBe(1);
 
       receiver.behave("/gone-hook", { status: 410 });
-      const gone = await registerAndSendTest(page, "/gone-hook");
+      const gone = await registerAndSendTest(page, receiver.url("/gone-hook"));
       await expect
         .poll(async () => {
           await page.goto(gone.deliveryUrl);
@@ -357,6 +357,25 @@ describe.skipIf(!executablePath)("in a browser", () => {
       await page.getByRole("link", { name: `← Webhook #${gone.webhookId}` }).click();
       expect(await page.locator("dd[data-status]").getAttribute("data-status")).toBe("disabled");
       expect(await page.locator("dd[data-status]").textContent()).toContain("410 Gone");
+    });
+
+    it("shows the network error of an attempt that got no answer", async () => {
+      const closed = await Receiver.start();
+      const nobody = closed.url("/nobody");
+      await closed.close();
+      const page = await signedIn();
+      const sent = await registerAndSendTest(page, nobody);
+      const first = page.locator("section[data-attempt]").first();
+      await expect
+        .poll(async () => {
+          await page.goto(sent.deliveryUrl);
+          return first.getAttribute("data-outcome");
+        })
+        .toBe("failed");
+      expect(await first.getByRole("heading", { level: 2 }).textContent()).toBe("Attempt 1: failed");
+      expect(await first.textContent()).toContain("No answer: connection refused");
+      expect(await first.locator("[data-headers=request]").textContent()).toContain("webhook-signature");
+      expect(await first.locator("[data-headers=response]").count()).toBe(0);
     });
 
     it("ships an approved order with carrier, tracking and estimated delivery, then marks it delivered", async () => {
@@ -447,10 +466,10 @@ describe.skipIf(!executablePath)("in a browser", () => {
       return webhookId;
     }
 
-    /** Registers a webhook to the receiver's `path` from the console and sends it a test event. */
-    async function registerAndSendTest(page: Page, path: string) {
+    /** Registers a webhook to `url` from the console and sends it a test event. */
+    async function registerAndSendTest(page: Page, url: string) {
       await page.goto(`${system.rootUrl}/console/webhooks`);
-      await page.getByLabel("URL").fill(receiver.url(path));
+      await page.getByLabel("URL").fill(url);
       await page.getByRole("button", { name: "Register" }).click();
       const webhookId = await shownWebhookId(page);
       await page.getByRole("button", { name: "Send test event" }).click();
