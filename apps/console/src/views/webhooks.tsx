@@ -497,13 +497,6 @@ function EditForm(props: {
           {filterError}
         </p>
       )}
-      <p>
-        {/* Posts the same form elsewhere: nothing is saved, the page comes back with the result. */}
-        <button type="submit" formaction={`/console/webhooks/${w.id}/filter-preview`} formnovalidate>
-          Try it
-        </button>{" "}
-        <span class="muted">on the most recent events of the kinds ticked above (nothing is saved)</span>
-      </p>
       {props.preview && <FilterPreviewResult preview={props.preview} />}
       <fieldset class="kinds">
         <legend>Signatures</legend>
@@ -519,9 +512,15 @@ function EditForm(props: {
           </label>
         ))}
       </fieldset>
+      {/* Save first: Enter in a field submits with the form's first button. */}
       <button type="submit" class="primary">
         Save changes
-      </button>
+      </button>{" "}
+      {/* Posts the same form elsewhere: nothing is saved, the page comes back with the result. */}
+      <button type="submit" formaction={`/console/webhooks/${w.id}/filter-preview`} formnovalidate>
+        Try it
+      </button>{" "}
+      <span class="muted">(the filter, on the most recent events of the kinds ticked; nothing is saved)</span>
     </form>
   );
 }
