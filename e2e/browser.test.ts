@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { connectBus, createLogger } from "@cheese/service-kit";
-import { envelopeOf, Receiver } from "@cheese/testing/receiver";
+import { type Behaviour, envelopeOf, Receiver } from "@cheese/testing/receiver";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
@@ -246,6 +246,139 @@ describe.skipIf(!executablePath)("in a browser", () => {
       expect((await http(system).get(`/webhooks/${webhookId}`, operator.apiKey)).status).toBe(404);
     });
 
+    it("edits a registration's filter: the API's refusal beside the field, tried on recent events (matched of total), then saved", async () => {
+      receiver.behave("/filter-hook", { status: 204 });
+      const page = await signedIn();
+      await page.getByLabel("URL").fill(receiver.url("/filter-hook"));
+      await page.getByRole("button", { name: "Register" }).click();
+      const webhookId = await shownWebhookId(page);
+      // An order of its own, so that the filter has a recorded event to match.
+      const cheese = await createCheese(system, operator.bearer, { name: "Filter Fourme" });
+      const placed = await http(system).post(
+        "/store/order",
+        { items: [{ cheeseId: cheese.id, quantity: 1 }], shippingAddress: address },
+        operator.bearer,
+      );
+      const orderId = String((await json(placed)).id);
+      const placedEvent = () =>
+        receiver
+          .requests("/filter-hook")
+          .map(envelopeOf)
+          .find((event) => event.type === "order.placed" && event.data.order_id === orderId);
+      await expect.poll(placedEvent).toBeDefined();
+      const savedFilter = async () =>
+        (await json(await http(system).get(`/webhooks/${webhookId}`, operator.apiKey))).filter;
+
+      // A filter that names a field no order event has: the API's 422, beside the field, kept as typed.
+      const filter = page.getByRole("textbox", { name: /^Filter/ });
+      await filter.fill("data.totl > 1.0");
+      await page.getByRole("button", { name: "Save changes" }).click();
+      const fieldError = page.locator("[data-field-error=filter]");
+      expect(await fieldError.textContent()).toContain("refers to a field none of");
+      expect(await filter.getAttribute("aria-invalid")).toBe("true");
+      expect(await filter.inputValue()).toBe("data.totl > 1.0");
+      expect(await savedFilter()).toBeNull();
+
+      // Tried before it is saved: matched of total over the recent events of the kinds ticked.
+      const mine = `type == "order.placed" && data.order_id == "${orderId}"`;
+      await filter.fill(mine);
+      await page.getByRole("button", { name: "Try it" }).click();
+      const summary = page.locator("[data-filter-preview] p[data-matched]");
+      expect(await summary.getAttribute("data-matched")).toBe("1");
+      const total = Number(await summary.getAttribute("data-total"));
+      expect(total).toBeGreaterThanOrEqual(2); // order.placed and order.confirmed at least
+      expect(await summary.textContent()).toBe(
+        `Matches 1 of the ${total} most recent events of these kinds.`,
+      );
+      const row = page.locator(`[data-filter-preview] tr[data-event="${placedEvent()!.id}"]`);
+      expect(await row.getAttribute("data-matched")).toBe("true");
+      expect(await page.locator('[data-filter-preview] tr[data-matched="true"]').count()).toBe(1);
+      expect(await filter.inputValue()).toBe(mine);
+      expect(await savedFilter()).toBeNull();
+      await screenshot(page, "console-filter-tried");
+
+      // Enter in a field saves (the form's first button), it does not try again.
+      await page.getByLabel("Description").press("Enter");
+      expect(await page.getByRole("status").textContent()).toContain("Registration saved");
+      expect(await savedFilter()).toBe(mine);
+      expect(await page.locator("dd [data-filter]").textContent()).toBe(mine);
+      // Emptied, the filter is removed.
+      await page.getByRole("textbox", { name: /^Filter/ }).fill("");
+      await page.getByRole("button", { name: "Save changes" }).click();
+      expect(await page.getByRole("status").textContent()).toContain("Registration saved");
+      expect(await savedFilter()).toBeNull();
+    });
+
+    it("shows on a delivery's attempts what the receiver asked: a Retry-After, abort, and 410 Gone", async () => {
+      receiver.behave(
+        "/steer-hook",
+        (_request, count): Behaviour =>
+          count === 1
+            ? { status: 503, headers: { "retry-after": "1" } }
+            : { status: 400, headers: { "webhook-delivery": "abort" } },
+      );
+      const page = await signedIn();
+      const sent = await registerAndSendTest(page, receiver.url("/steer-hook"));
+      const attempts = page.locator("section[data-attempt]");
+      await expect
+        .poll(async () => {
+          await page.goto(sent.deliveryUrl);
+          return page.locator("h1 .badge").textContent();
+        })
+        .toBe("dead lettered");
+      expect(await attempts.count()).toBe(2);
+      const [first, second] = receiver.requests("/steer-hook");
+      const retryAfter = attempts.nth(0).locator("[data-retry-after]");
+      expect(await retryAfter.textContent()).toMatch(
+        /^The receiver asked \(Retry-After\) for no attempt before /,
+      );
+      const notBefore = Date.parse((await retryAfter.getAttribute("data-retry-after"))!);
+      expect(notBefore).toBeGreaterThanOrEqual(first!.receivedAt + 1000);
+      expect(second!.receivedAt).toBeGreaterThanOrEqual(notBefore);
+      expect(await attempts.nth(1).locator("[data-steer]").textContent()).toBe(
+        "The receiver answered webhook-delivery: abort: the delivery was dead-lettered without further attempts.",
+      );
+      await screenshot(page, "console-delivery-steered");
+      // In the list too.
+      await page.getByRole("link", { name: `← Webhook #${sent.webhookId}` }).click();
+      expect(await page.locator(`tr[data-delivery="${sent.deliveryId}"] [data-steer=abort]`).count()).toBe(1);
+
+      receiver.behave("/gone-hook", { status: 410 });
+      const gone = await registerAndSendTest(page, receiver.url("/gone-hook"));
+      await expect
+        .poll(async () => {
+          await page.goto(gone.deliveryUrl);
+          return page.locator("[data-steer]").count();
+        })
+        .toBe(1);
+      expect(await page.locator("[data-steer]").getAttribute("data-steer")).toBe("gone");
+      expect(await page.locator("[data-steer]").textContent()).toBe(
+        "The receiver answered 410 Gone: the registration was disabled.",
+      );
+      await page.getByRole("link", { name: `← Webhook #${gone.webhookId}` }).click();
+      expect(await page.locator("dd[data-status]").getAttribute("data-status")).toBe("disabled");
+      expect(await page.locator("dd[data-status]").textContent()).toContain("410 Gone");
+    });
+
+    it("shows the network error of an attempt that got no answer", async () => {
+      const closed = await Receiver.start();
+      const nobody = closed.url("/nobody");
+      await closed.close();
+      const page = await signedIn();
+      const sent = await registerAndSendTest(page, nobody);
+      const first = page.locator("section[data-attempt]").first();
+      await expect
+        .poll(async () => {
+          await page.goto(sent.deliveryUrl);
+          return first.getAttribute("data-outcome");
+        })
+        .toBe("failed");
+      expect(await first.getByRole("heading", { level: 2 }).textContent()).toBe("Attempt 1: failed");
+      expect(await first.textContent()).toContain("No answer: connection refused");
+      expect(await first.locator("[data-headers=request]").textContent()).toContain("webhook-signature");
+      expect(await first.locator("[data-headers=response]").count()).toBe(0);
+    });
+
     it("ships an approved order with carrier, tracking and estimated delivery, then marks it delivered", async () => {
       const cheese = await createCheese(system, operator.bearer, { name: "Browser Comté" });
       const placed = await http(system).post(
@@ -325,6 +458,29 @@ describe.skipIf(!executablePath)("in a browser", () => {
         await bus.close();
       }
     });
+
+    /** The id of the registration whose page is shown. */
+    async function shownWebhookId(page: Page): Promise<number> {
+      const heading = await page.getByRole("heading", { level: 1 }).textContent();
+      const webhookId = Number(/Webhook #(\d+)/.exec(heading ?? "")?.[1]);
+      expect(webhookId).toBeGreaterThan(0);
+      return webhookId;
+    }
+
+    /** Registers a webhook to `url` from the console and sends it a test event. */
+    async function registerAndSendTest(page: Page, url: string) {
+      await page.goto(`${system.rootUrl}/console/webhooks`);
+      await page.getByLabel("URL").fill(url);
+      await page.getByRole("button", { name: "Register" }).click();
+      const webhookId = await shownWebhookId(page);
+      await page.getByRole("button", { name: "Send test event" }).click();
+      const deliveryId = Number(
+        /delivery #(\d+)/.exec((await page.getByRole("status").textContent()) ?? "")?.[1],
+      );
+      expect(deliveryId).toBeGreaterThan(0);
+      const deliveryUrl = `${system.rootUrl}/console/webhooks/${webhookId}/deliveries/${deliveryId}`;
+      return { webhookId, deliveryId, deliveryUrl };
+    }
 
     /** A new browser, signed in, on the registrations page. */
     async function signedIn(): Promise<Page> {

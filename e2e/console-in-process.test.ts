@@ -264,6 +264,45 @@ describe("operator console", () => {
     expect(html).toContain('value="kept"');
   });
 
+  it("edits a registration's filter: the service's refusal beside the field, Try it without saving, then saved", async () => {
+    const { browser, csrf } = await signedIn();
+    const created = await (
+      await api("POST", "/webhooks", {}, { url: "http://127.0.0.1:9/filtered", events: ["order.placed"] })
+    ).json();
+    const id = (created as { id: number }).id;
+    const form = (filter: string) => ({
+      _csrf: csrf,
+      url: "http://127.0.0.1:9/filtered",
+      events: ["order.placed"],
+      signatureAlgorithms: ["hmac-sha256"],
+      filter,
+    });
+    const filterOf = async () =>
+      ((await (await api("GET", `/webhooks/${id}`)).json()) as { filter: unknown }).filter;
+
+    const refused = await browser.open(`/console/webhooks/${id}/edit`, { form: form("type > 3") });
+    expect(refused.status).toBe(422);
+    const html = await refused.text();
+    expect(html).toMatch(/data-field-error="filter">does not type-check on order\.placed/);
+    expect(html).toContain("type &gt; 3</textarea>");
+    expect(await filterOf()).toBeNull();
+
+    const empty = await browser.open(`/console/webhooks/${id}/filter-preview`, { form: form("") });
+    expect(empty.status).toBe(422);
+    expect(await empty.text()).toContain('data-field-error="filter">type a filter to try');
+
+    const tried = await browser.open(`/console/webhooks/${id}/filter-preview`, {
+      form: form("data.total > 10.0"),
+    });
+    expect(tried.status).toBe(200);
+    expect(await tried.text()).toMatch(/data-filter-preview/);
+    expect(await filterOf()).toBeNull();
+
+    const saved = await browser.open(`/console/webhooks/${id}/edit`, { form: form("data.total > 10.0") });
+    expect(saved.status).toBe(303);
+    expect(await filterOf()).toBe("data.total > 10.0");
+  });
+
   it("ships and delivers an order as the operator, through the ordering service", async () => {
     const { token } = await gateway.tokens.issue(
       { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },

@@ -2,6 +2,7 @@ import { hasMetric, metricValue, scrape } from "@cheese/testing";
 import { Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
+import { serviceMetrics } from "./support/metrics.ts";
 import { createCheese, type Headers, http, orderBody } from "./support/orders.ts";
 import { OtlpReceiver } from "./support/otlp.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
@@ -47,26 +48,7 @@ describe("metrics and traces of the running system", () => {
     await collector?.close();
   });
 
-  /** The health endpoints of a service's processes, from their start-up lines. */
-  const healthOf = (service: string): string[] => {
-    const ports = [...system.output().matchAll(/"service":"(\w+)"[^\n]*?"healthPort":(\d+)/g)]
-      .filter(([, name]) => name === service)
-      .map(([, , port]) => `http://127.0.0.1:${port}`);
-    expect(ports.length, `health port of ${service} in the output`).toBeGreaterThan(0);
-    return [...new Set(ports)];
-  };
-  /** A counter over every process of a service. */
-  const total = async (service: string, name: string, labels: Record<string, string>) => {
-    let sum = 0;
-    for (const url of healthOf(service)) sum += metricValue(await scrape(url), name, labels);
-    return sum;
-  };
-  /** A gauge: the largest any process of the service reports (replicas see the same deliveries). */
-  const largest = async (service: string, name: string) => {
-    let max = 0;
-    for (const url of healthOf(service)) max = Math.max(max, metricValue(await scrape(url), name));
-    return max;
-  };
+  const { healthOf, total, largest } = serviceMetrics(() => system);
 
   it("follows an order from the gateway request to the webhook delivery in one trace", async () => {
     const hook = await json(

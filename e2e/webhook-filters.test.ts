@@ -1,6 +1,7 @@
 import { Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
+import { serviceMetrics } from "./support/metrics.ts";
 import { createCheese, http, orderBody, registerCustomer } from "./support/orders.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 import { webhookCalls } from "./support/webhooks.ts";
@@ -17,10 +18,14 @@ describe("webhook payload filters", () => {
   let receiver: Receiver;
   let auth: Awaited<ReturnType<typeof operatorHeaders>>;
   const { api } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
+  const metrics = serviceMetrics(() => system);
+  const rejected = () =>
+    metrics.total("notification", "cheese_webhook_events_filtered_total", { outcome: "rejected" });
 
   beforeAll(async () => {
     receiver = await Receiver.start();
-    system = await startSystem({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    // LOG_LEVEL info: each process logs its health port, where its /metrics are.
+    system = await startSystem({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "info" } });
     auth = await operatorHeaders(system);
   });
   afterAll(async () => {
@@ -64,6 +69,7 @@ describe("webhook payload filters", () => {
     const filtered = await register("/big", { filter: bigOrders });
     expect(filtered.filter).toBe(bigOrders);
     await register("/every");
+    const rejectedBefore = await rejected();
 
     const big = await placeOrder(150);
     const small = await placeOrder(20);
@@ -74,6 +80,16 @@ describe("webhook payload filters", () => {
     expect(smallEvent.data.total).toBeLessThanOrEqual(100);
     expect((await arrivedAt("/big", big)).id).toBe(bigEvent.id);
     expect(placedAt("/big").map((envelope) => envelope.data.order_id)).not.toContain(String(small));
+    // Rejected is not failed: no delivery at all (nothing to retry or dead-letter), only a count.
+    const deliveries = await json(await api("GET", `/webhooks/${filtered.id}/deliveries?limit=100`));
+    expect(deliveries.items.map((d: { eventId: string }) => d.eventId)).toEqual([bigEvent.id]);
+    expect((await rejected()) - rejectedBefore).toBeGreaterThanOrEqual(1);
+    // Nor logged as a warning or an error, on any process.
+    const warnings = system
+      .output()
+      .split("\n")
+      .filter((line) => line.includes(smallEvent.id) && /"level":(4|5|6)0\b/.test(line));
+    expect(warnings).toEqual([]);
 
     // filter-preview judges the very events recorded, newest first.
     const preview = await api("POST", "/webhooks/filter-preview", {

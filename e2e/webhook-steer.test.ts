@@ -20,8 +20,9 @@ interface Delivery {
 
 /**
  * Receivers that steer (docs/webhooks.md "Receivers steer") on the multi-process system with a
- * retry table of 100 ms steps: a Retry-After defers the next attempt, a 410 Gone disables the
- * registration, `webhook-delivery: abort` dead-letters the delivery after one attempt.
+ * retry table of 100 ms steps: a Retry-After (seconds or an HTTP date) defers the next attempt,
+ * a 410 Gone or `webhook-delivery: disable` disables the registration, `webhook-delivery: abort`
+ * dead-letters the delivery after one attempt.
  */
 describe("receivers steer their deliveries", () => {
   let system: RunningSystem;
@@ -32,7 +33,12 @@ describe("receivers steer their deliveries", () => {
   beforeAll(async () => {
     receiver = await Receiver.start();
     system = await startSystem({
-      env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_DELAYS: "0,100ms,100ms,100ms" },
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_DELAYS: "0,100ms,100ms,100ms",
+        // Longer than any Retry-After the tests honour in full, far shorter than the hour one asks.
+        WEBHOOK_RETRY_AFTER_MAX: "4s",
+      },
     });
     auth = await operatorHeaders(system);
   });
@@ -71,6 +77,37 @@ describe("receivers steer their deliveries", () => {
     expect(Date.parse(attempts[0]!.retryAfter!)).toBeGreaterThanOrEqual(first!.receivedAt + 2000);
   });
 
+  it("waits until the HTTP date a 429's Retry-After names", async () => {
+    // An HTTP date has a resolution of a second: two to three seconds from the first answer.
+    let notBefore = 0;
+    receiver.behave("/throttled", (_request, count) => {
+      if (count > 1) return { status: 204 };
+      notBefore = (Math.floor(Date.now() / 1000) + 3) * 1000;
+      return { status: 429, headers: { "retry-after": new Date(notBefore).toUTCString() } };
+    });
+    const { id } = await register("/throttled");
+    const deliveryId = await sendTest(id);
+
+    await statusOf(id, deliveryId).toBe("delivered");
+    const [, second] = receiver.requests("/throttled");
+    expect(second!.receivedAt).toBeGreaterThanOrEqual(notBefore);
+    const { attempts } = (await delivery(id, deliveryId))!;
+    expect(attempts.map((a) => a.statusCode)).toEqual([429, 204]);
+    expect(Date.parse(attempts[0]!.retryAfter!)).toBe(notBefore);
+  });
+
+  it("defers no longer than WEBHOOK_RETRY_AFTER_MAX, though Retry-After asks for an hour", async () => {
+    receiver.behave("/greedy", (_request, count) =>
+      count === 1 ? { status: 503, headers: { "retry-after": "3600" } } : { status: 204 },
+    );
+    const { id } = await register("/greedy");
+    const deliveryId = await sendTest(id);
+
+    await statusOf(id, deliveryId).toBe("delivered");
+    const [first, second] = receiver.requests("/greedy");
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(4000);
+  });
+
   it("disables a registration whose receiver answers 410 Gone, and tells the others", async () => {
     const watcher = await register("/watch", ["webhook.disabled"]);
     receiver.behave("/gone", { status: 410 });
@@ -89,6 +126,25 @@ describe("receivers steer their deliveries", () => {
       type: "webhook.disabled",
       data: { webhook_id: String(id), reason: disabled.statusReason },
     });
+  });
+
+  it("disables a registration whose receiver answers webhook-delivery: disable, whatever the status", async () => {
+    receiver.behave("/unwanted", { status: 400, headers: { "webhook-delivery": "disable" } });
+    const { id } = await register("/unwanted");
+    const deliveryId = await sendTest(id);
+
+    await expect
+      .poll(async () => (await json(await api("GET", `/webhooks/${id}`))).status, { timeout: 20_000 })
+      .toBe("disabled");
+    expect((await json(await api("GET", `/webhooks/${id}`))).statusReason).toMatch(
+      /webhook-delivery: disable/,
+    );
+    expect((await delivery(id, deliveryId))!.attempts[0]).toMatchObject({
+      statusCode: 400,
+      steer: "disable",
+    });
+    // Not dead-lettered as abort would: it waits, as every delivery of a disabled registration does.
+    expect((await delivery(id, deliveryId))!.status).toBe("retry_scheduled");
   });
 
   it("dead-letters a delivery after one attempt when the receiver answers webhook-delivery: abort", async () => {

@@ -1,12 +1,13 @@
 /** @jsxImportSource hono/jsx */
 
 import { createHash } from "node:crypto";
-import { CheeseApiError, type CheeseClient, createCheeseClient, unwrap } from "@cheese/client";
+import { CheeseApiError, type CheeseClient, createCheeseClient, type Schemas, unwrap } from "@cheese/client";
 import {
   DeadLetterIdParam,
   DeliveryIdParam,
   DeliveryListQuery,
   type DeliveryStatus,
+  FilterPreviewInput,
   fieldErrors,
   ReplayInput,
   ShipmentInput,
@@ -37,6 +38,7 @@ import { SignInPage } from "./views/sign-in.tsx";
 import {
   DeleteWebhookPage,
   DeliveryPage,
+  type FieldErrors,
   type WebhookDraft,
   WebhookPage,
   WebhooksPage,
@@ -154,6 +156,8 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
       notice?: Notice | undefined;
       secret?: { value: string; previousExpiresAt: string | null };
       editDraft?: WebhookDraft | undefined;
+      editErrors?: FieldErrors | undefined;
+      filterPreview?: Schemas["FilterPreview"] | undefined;
     },
     httpStatus: 200 | 422 = 200,
   ) => {
@@ -184,6 +188,8 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
         notice={shown.notice}
         secret={shown.secret}
         editDraft={shown.editDraft}
+        editErrors={shown.editErrors}
+        filterPreview={shown.filterPreview}
       />,
       httpStatus,
     );
@@ -491,21 +497,19 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
     action(async (c, session, form) => {
       const webhookId = idOf(c);
       if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
-      const draft: WebhookDraft = {
-        url: text(form.url),
-        description: text(form.description),
-        events: texts(form.events),
-        signatureAlgorithms: texts(form.signatureAlgorithms),
-      };
-      const refused = (notice: Notice) =>
-        webhookView(c, session, webhookId, { notice, editDraft: draft }, 422);
+      const draft = editDraftOf(form);
+      const refused = (notice: Notice, editErrors: FieldErrors) =>
+        webhookView(c, session, webhookId, { notice, editDraft: draft, editErrors }, 422);
       const input = WebhookPatch.safeParse({
         url: draft.url,
         events: draft.events,
         description: draft.description || null,
         signatureAlgorithms: draft.signatureAlgorithms,
+        filter: draft.filter || null,
       });
-      if (!input.success) return refused(invalid(input.error.issues));
+      if (!input.success) {
+        return refused(invalid(input.error.issues), byField(fieldErrors(input.error.issues)));
+      }
       try {
         await unwrap(
           api(session).PATCH("/webhooks/{id}", {
@@ -517,15 +521,52 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
               ...(input.data.signatureAlgorithms !== undefined
                 ? { signatureAlgorithms: input.data.signatureAlgorithms }
                 : {}),
+              filter: input.data.filter ?? null,
             },
           }),
         );
       } catch (error) {
-        if (error instanceof CheeseApiError && error.status === 422) return refused(problemOf(error));
+        if (error instanceof CheeseApiError && error.status === 422) {
+          return refused(problemOf(error), byField(error.fieldErrors));
+        }
         throw error;
       }
       await flash(c, { kind: "ok", text: "Registration saved." });
       return seeOther(c, webhookPage(c));
+    }, webhookPage),
+  );
+
+  /**
+   * The edit form's "Try it": its filter judged on the most recent events of the kinds ticked
+   * (`POST /webhooks/filter-preview`); nothing is saved, and the form comes back as it was typed.
+   */
+  app.post(
+    "/webhooks/:id/filter-preview",
+    action(async (c, session, form) => {
+      const webhookId = idOf(c);
+      if (!webhookId) return notFoundPage(c, "/console/webhooks", "No such webhook.");
+      const draft = editDraftOf(form);
+      const refused = (message: string) =>
+        webhookView(c, session, webhookId, { editDraft: draft, editErrors: { filter: message } }, 422);
+      if (!draft.filter) return refused("type a filter to try");
+      const input = FilterPreviewInput.safeParse({
+        filter: draft.filter,
+        ...(draft.events.length > 0 ? { events: draft.events } : {}),
+      });
+      if (!input.success) {
+        const errors = byField(fieldErrors(input.error.issues));
+        return refused(errors.filter ?? Object.values(errors).join("; "));
+      }
+      try {
+        const preview = await unwrap(api(session).POST("/webhooks/filter-preview", { body: input.data }));
+        return webhookView(c, session, webhookId, { editDraft: draft, filterPreview: preview });
+      } catch (error) {
+        if (error instanceof CheeseApiError && error.status === 422) {
+          const errors = byField(error.fieldErrors);
+          return refused(errors.filter ?? error.message);
+        }
+        throw error;
+      }
     }, webhookPage),
   );
 
@@ -776,6 +817,24 @@ function localTime(value: Form[string] | undefined): string | undefined {
   if (!given) return undefined;
   const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d)(:\d\d(\.\d+)?)?$/.exec(given);
   return match ? `${match[1]}${match[2] ?? ":00"}Z` : given;
+}
+
+/** What the edit form sent, as typed (kept on the page when it is refused or tried). */
+function editDraftOf(form: Form): WebhookDraft {
+  return {
+    url: text(form.url),
+    description: text(form.description),
+    events: texts(form.events),
+    signatureAlgorithms: texts(form.signatureAlgorithms),
+    filter: text(form.filter),
+  };
+}
+
+/** One message per field (the first, when a field has several), for the form to show beside it. */
+function byField(errors: readonly { field: string; message: string }[]): FieldErrors {
+  const shown: FieldErrors = {};
+  for (const { field, message } of errors) shown[field] ??= message;
+  return shown;
 }
 
 function invalid(issues: Parameters<typeof fieldErrors>[0]): Notice {

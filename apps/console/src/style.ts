@@ -61,5 +61,11 @@ pre.bytes { margin: 0.4rem 0; padding: 0.5rem; background: #f3f5f7; border: 1px 
   white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85em; max-height: 24rem; overflow: auto; }
 table.headers th { width: 16rem; background: #fafbfc; color: var(--ink); font-weight: 500; }
 h3 { font-size: 0.95rem; margin: 0.9rem 0 0.3rem; }
+form.stack textarea { display: block; width: 100%; max-width: 48rem; padding: 0.4rem 0.5rem; border: 1px solid var(--line);
+  border-radius: 5px; font: 0.88em ui-monospace, "SFMono-Regular", Menlo, monospace; }
+form.stack textarea[aria-invalid=true] { border-color: var(--bad); }
+.field-error { color: var(--bad); margin: -0.3rem 0 0.6rem; font-size: 0.9rem; }
+.preview { margin: 0.4rem 0 0.8rem; }
+.steer p { margin: 0.3rem 0; padding: 0.35rem 0.6rem; background: #fbefd0; border-radius: 5px; }
 select { font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 5px; }
 `;

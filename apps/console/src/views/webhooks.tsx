@@ -5,6 +5,8 @@ import { ActionButton, Badge, Csrf, Layout, type Notice, Time } from "./layout.t
 
 type Delivery = Schemas["Delivery"];
 type DeliveryDetail = Schemas["DeliveryDetail"];
+type DeliveryAttemptDetail = DeliveryDetail["attempts"][number];
+type FilterPreview = Schemas["FilterPreview"];
 type Webhook = Schemas["Webhook"];
 
 interface Session {
@@ -137,6 +139,10 @@ export function WebhookPage(props: {
   notice?: Notice | undefined;
   /** What the edit form held when it was refused, so nothing typed is lost. */
   editDraft?: WebhookDraft | undefined;
+  /** The edit form's refusals by field (`filter`: the API's 422 for the CEL expression). */
+  editErrors?: FieldErrors | undefined;
+  /** The edit form's filter tried on the most recent events of its kinds ("Try it"). */
+  filterPreview?: FilterPreview | undefined;
   /** A secret just made (registration or rotation), shown this once. */
   secret?: { value: string; previousExpiresAt?: string | null } | undefined;
 }) {
@@ -172,6 +178,14 @@ export function WebhookPage(props: {
           <dd>{w.description ?? <span class="muted">—</span>}</dd>
           <dt>Events</dt>
           <dd>{w.events.join(", ")}</dd>
+          <dt>Filter</dt>
+          <dd>
+            {w.filter ? (
+              <code data-filter>{w.filter}</code>
+            ) : (
+              <span class="muted">every event of these kinds</span>
+            )}
+          </dd>
           <dt>Status</dt>
           <dd data-status={w.status}>
             <Badge status={w.status} /> since <Time at={w.statusSince} />
@@ -222,7 +236,13 @@ export function WebhookPage(props: {
 
       <h2>Edit</h2>
       <section class="card">
-        <EditForm session={session} webhook={w} draft={props.editDraft} />
+        <EditForm
+          session={session}
+          webhook={w}
+          draft={props.editDraft}
+          errors={props.editErrors}
+          preview={props.filterPreview}
+        />
       </section>
 
       <h2>Replay a window</h2>
@@ -386,6 +406,12 @@ function LastResponse({ attempt }: { attempt: Delivery["attempts"][number] }) {
   return (
     <>
       <span>{answer}</span>
+      {attempt.steer && <div data-steer={attempt.steer}>{steeredShort[attempt.steer]}</div>}
+      {attempt.retryAfter && (
+        <div class="muted">
+          Retry-After: not before <Time at={attempt.retryAfter} />
+        </div>
+      )}
       {attempt.statusCode !== null &&
         attempt.error &&
         attempt.error !== `receiver answered ${attempt.statusCode}` && (
@@ -404,17 +430,30 @@ export interface WebhookDraft {
   description: string;
   events: string[];
   signatureAlgorithms: string[];
+  /** The CEL filter as typed; empty for none. */
+  filter: string;
 }
 
-/** Changes a registration in place (PATCH): its URL, description, kinds and signatures. */
-function EditForm(props: { session: Session; webhook: Webhook; draft?: WebhookDraft | undefined }) {
+/** A form's refusals, one message per field name (`filter`, `url`, ...). */
+export type FieldErrors = Record<string, string>;
+
+/** Changes a registration in place (PATCH): its URL, description, kinds, filter and signatures. */
+function EditForm(props: {
+  session: Session;
+  webhook: Webhook;
+  draft?: WebhookDraft | undefined;
+  errors?: FieldErrors | undefined;
+  preview?: FilterPreview | undefined;
+}) {
   const { webhook: w } = props;
   const shown: WebhookDraft = props.draft ?? {
     url: w.url,
     description: w.description ?? "",
     events: w.events,
     signatureAlgorithms: w.signatureAlgorithms,
+    filter: w.filter ?? "",
   };
+  const filterError = props.errors?.filter;
   return (
     <form
       class="stack"
@@ -440,6 +479,25 @@ function EditForm(props: { session: Session; webhook: Webhook; draft?: WebhookDr
           </label>
         ))}
       </fieldset>
+      <label>
+        Filter <span class="muted">(optional; a CEL expression over type, created_at and data)</span>
+        <textarea
+          name="filter"
+          rows={2}
+          maxlength={1024}
+          placeholder='type == "order.placed" && data.total > 100.0'
+          aria-invalid={filterError ? "true" : undefined}
+          aria-describedby={filterError ? "filter-error" : undefined}
+        >
+          {shown.filter}
+        </textarea>
+      </label>
+      {filterError && (
+        <p class="field-error" id="filter-error" data-field-error="filter">
+          {filterError}
+        </p>
+      )}
+      {props.preview && <FilterPreviewResult preview={props.preview} />}
       <fieldset class="kinds">
         <legend>Signatures</legend>
         {webhookSignatureAlgorithms.map((algorithm) => (
@@ -454,10 +512,60 @@ function EditForm(props: { session: Session; webhook: Webhook; draft?: WebhookDr
           </label>
         ))}
       </fieldset>
+      {/* Save first: Enter in a field submits with the form's first button. */}
       <button type="submit" class="primary">
         Save changes
-      </button>
+      </button>{" "}
+      {/* Posts the same form elsewhere: nothing is saved, the page comes back with the result. */}
+      <button type="submit" formaction={`/console/webhooks/${w.id}/filter-preview`} formnovalidate>
+        Try it
+      </button>{" "}
+      <span class="muted">(the filter, on the most recent events of the kinds ticked; nothing is saved)</span>
     </form>
+  );
+}
+
+/** What "Try it" found: how many of the recent events the filter matches, and which. */
+function FilterPreviewResult({ preview }: { preview: FilterPreview }) {
+  return (
+    <section class="preview" data-filter-preview aria-label="Filter tried">
+      <p data-matched={String(preview.matched)} data-total={String(preview.total)}>
+        {preview.total === 0 ? (
+          "No recent event of these kinds to try it on."
+        ) : (
+          <>
+            Matches <strong>{preview.matched}</strong> of the {preview.total} most recent{" "}
+            {preview.total === 1 ? "event" : "events"} of these kinds.
+          </>
+        )}
+      </p>
+      {preview.items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th>Event</th>
+              <th>Kind</th>
+              <th>Created</th>
+              <th>Matched</th>
+            </tr>
+          </thead>
+          <tbody>
+            {preview.items.map((item) => (
+              <tr data-event={item.id} data-matched={String(item.matched)}>
+                <td class="mono">{item.id}</td>
+                <td>
+                  <code>{item.type}</code>
+                </td>
+                <td>
+                  <Time at={item.created_at} />
+                </td>
+                <td>{item.matched ? "yes" : "no"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }
 
@@ -555,6 +663,7 @@ export function DeliveryPage(props: {
             {a.durationMs !== null && ` · ${a.durationMs} ms`}
             {a.error && ` · ${a.error}`}
           </p>
+          <Steering attempt={a} />
           <h3>Request</h3>
           {a.request ? (
             <>
@@ -579,6 +688,34 @@ export function DeliveryPage(props: {
         </section>
       ))}
     </Layout>
+  );
+}
+
+const steeredShort = {
+  gone: "410 Gone: registration disabled",
+  disable: "webhook-delivery: disable: registration disabled",
+  abort: "webhook-delivery: abort: dead-lettered",
+} as const;
+
+const steered = {
+  gone: "The receiver answered 410 Gone: the registration was disabled.",
+  disable: "The receiver answered webhook-delivery: disable: the registration was disabled.",
+  abort:
+    "The receiver answered webhook-delivery: abort: the delivery was dead-lettered without further attempts.",
+} as const;
+
+/** What the receiver asked with its answer: a later retry (Retry-After), or to stop. */
+function Steering({ attempt: a }: { attempt: DeliveryAttemptDetail }) {
+  if (!a.retryAfter && !a.steer) return null;
+  return (
+    <div class="steer">
+      {a.retryAfter && (
+        <p data-retry-after={a.retryAfter}>
+          The receiver asked (Retry-After) for no attempt before <Time at={a.retryAfter} />.
+        </p>
+      )}
+      {a.steer && <p data-steer={a.steer}>{steered[a.steer]}</p>}
+    </div>
   );
 }
 
