@@ -121,41 +121,4 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
     expect(own.status).toBe(200);
     expect(own.headers.get("ratelimit-limit")).toBe("1000");
   });
-
-  it("refuses the implicit flow to a confidential client, at its redirect URI", async () => {
-    const query = new URLSearchParams({
-      response_type: "token",
-      client_id: PARTNER.id,
-      redirect_uri: PARTNER.redirectUri,
-      state: "s1",
-    });
-    const page = await gateway.app.request(`/oauth/authorize?${query}`, { headers: { accept: "text/html" } });
-    expect(page.status).toBe(302);
-    const location = new URL(page.headers.get("location")!);
-    const fragment = new URLSearchParams(location.hash.slice(1));
-    expect(fragment.get("error")).toBe("unauthorized_client");
-    expect(fragment.get("state")).toBe("s1");
-    expect(fragment.get("access_token")).toBeNull();
-    // The form cannot be posted around the page either.
-    const form = await gateway.app.request("/oauth/authorize", {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        ...Object.fromEntries(query),
-        username: "customer9",
-        password: "whatever-it-is",
-        decision: "allow",
-      }).toString(),
-    });
-    expect(form.status).toBe(303);
-    expect(new URLSearchParams(new URL(form.headers.get("location")!).hash.slice(1)).get("error")).toBe(
-      "unauthorized_client",
-    );
-    // A public client still may (its tokens are the customer's, on the lower plan).
-    const publicClient = await gateway.app.request(
-      `/oauth/authorize?${new URLSearchParams({ response_type: "token", client_id: APP.id })}`,
-      { headers: { accept: "text/html" } },
-    );
-    expect(publicClient.status).toBe(200);
-  });
 });
