@@ -21,9 +21,9 @@ import {
 // commands, its pricing, its decider, and the integration event each of its events publishes.
 
 /**
- * Every event carries the order as it stands after the
- * change, so the outbox relay can publish the integration event from the event alone and the
- * projection stores it as is.
+ * Every event carries the order as it stands after the change, so the outbox relay publishes the
+ * integration event from the event alone (`toIntegrationEvent`, below) and the projection stores
+ * it as is.
  */
 interface OrderChange {
   order: Order;
