@@ -1,18 +1,10 @@
-import { execFileSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { freePort } from "@cheese/testing";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath, launchChromium } from "./support/browser.ts";
 import { gatewayWith } from "./support/gateway-in-process.ts";
-
-function chromiumPath(): string | undefined {
-  try {
-    return execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 const listen = (server: Server) =>
   new Promise<string>((resolve) =>
@@ -95,7 +87,7 @@ if (!executablePath) console.warn("authorize-page: browser part skipped, no chro
 describe.skipIf(!executablePath)("the sign-in page in a browser", () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium(executablePath!);
   });
   afterAll(() => browser?.close());
 

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID } from "node:crypto";
+import { generateKeyPairSync } from "node:crypto";
 import type { Cheese, TokenClaims } from "@cheese/contracts";
 import {
   catalogueRpc,
@@ -7,7 +7,7 @@ import {
   REVOCATION_TTL_MS,
   REVOCATIONS_BUCKET,
   revocationCodec,
-  tokenPayload,
+  signToken,
 } from "@cheese/contracts";
 import {
   type Closable,
@@ -17,7 +17,7 @@ import {
   RemoteError,
   serveRpc,
 } from "@cheese/messaging";
-import { calculateJwkThumbprint, exportJWK, SignJWT } from "jose";
+import { calculateJwkThumbprint, exportJWK } from "jose";
 
 // Stand-ins of the catalogue and customer services over the in-process bus, for the ordering
 // service's tests, the gateway's, and the end-to-end suites that run ordering behind the gateway
@@ -92,9 +92,10 @@ export function fakeCustomerVault(broker: InProcessBroker) {
 }
 
 /**
- * Signs tokens as the customer service's authorization server does (EdDSA, the claims of
- * `tokenPayload`, `kid` the key's thumbprint), with an Ed25519 key of its own: `jwks()` is its
- * public key as `customer.identity.jwks` answers it. One nobody publishes signs forged tokens.
+ * Signs tokens as the customer service's authorization server does (`signToken`), with an
+ * Ed25519 key of its own (`kid` its thumbprint): `jwks()` is its public key as
+ * `customer.identity.jwks` answers it. One nobody publishes signs forged tokens; stand-ins sharing
+ * one key (`at`) verify each other's tokens, as the replicas of the customer service do.
  */
 export class TokenSigner {
   private readonly publicJwk;
@@ -114,23 +115,9 @@ export class TokenSigner {
     return new TokenSigner(clock, this.keys);
   }
 
-  async issue(
-    claims: Omit<TokenClaims, "jti" | "iat" | "exp">,
-    ttlSeconds: number,
-    issuer: string,
-  ): Promise<{ token: string; jti: string; expiresAt: Date }> {
-    const jti = randomUUID();
-    const issuedAt = Math.floor(this.clock.now().getTime() / 1000);
-    const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
-    const token = await new SignJWT(tokenPayload(claims))
-      .setProtectedHeader({ alg: "EdDSA", kid: (await this.publicJwk).kid, typ: "JWT" })
-      .setIssuer(issuer)
-      .setSubject(claims.sub)
-      .setJti(jti)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(expiresAt)
-      .sign(this.keys.privateKey);
-    return { token, jti, expiresAt };
+  async issue(claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number, issuer: string) {
+    const key = { kid: (await this.publicJwk).kid, privateKey: this.keys.privateKey };
+    return signToken(claims, key, issuer, this.clock.now(), ttlSeconds);
   }
 
   async jwks(): Promise<{ keys: ({ kty: string; kid: string; alg: string } & Record<string, unknown>)[] }> {
@@ -142,8 +129,8 @@ export class TokenSigner {
 /**
  * The customer service's authorization server, stood in for where the gateway only verifies
  * tokens: it publishes its signer's key (`customer.identity.jwks`), makes the revocations bucket
- * (holding none), and `issue` signs tokens for `issuer`. It serves none of the OAuth endpoints: those are the customer service's own, driven
- * through the gateway by the end-to-end suites.
+ * (holding none), and `issue` signs tokens for `issuer`. It serves none of the OAuth endpoints:
+ * those are the customer service's own, driven through the gateway by the end-to-end suites.
  */
 export async function fakeIdentity(bus: MessageBus, issuer: string, signer = new TokenSigner()) {
   // The customer service makes the revocations bucket the gateway watches read only: empty here.

@@ -6,7 +6,6 @@ import { OPERATOR_CLIENT, testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
 const APP = { id: "cheese-app", redirectUri: "http://127.0.0.1:9/cb" };
-const PARTNER = { id: "partner", secret: "partner-secret", redirectUri: "https://partner.example/cb" };
 
 /** Two keys of customer 7; customers 7, 8 and 9 are free (bronze). */
 const keys: Record<string, number> = { chs_first_key_of_seven: 71, chs_second_key_of_seven: 72 };
@@ -46,16 +45,7 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
     });
     gateway = await testGateway(broker.connect("gateway"), 1000, {
       rateLimits: specPlanLimits,
-      clients: [
-        { id: APP.id, scopes: ["read:cheeses"], redirectUris: [APP.redirectUri], plan: "pro" },
-        {
-          id: PARTNER.id,
-          secret: PARTNER.secret,
-          scopes: ["read:cheeses"],
-          redirectUris: [PARTNER.redirectUri],
-          plan: "enterprise",
-        },
-      ],
+      clients: [{ id: APP.id, scopes: ["read:cheeses"], redirectUris: [APP.redirectUri], plan: "pro" }],
     });
   });
   afterAll(() => gateway.cleanup());
