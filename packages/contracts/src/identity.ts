@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { defineRpc, jsonCodec } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
-import { type CryptoKey, type KeyObject, SignJWT } from "jose";
+import type { CryptoKey, KeyObject } from "jose";
 import { ratePlans } from "./customer.ts";
 
 /**
@@ -64,6 +64,8 @@ export async function signToken(
   now: Date,
   ttlSeconds: number,
 ): Promise<{ token: string; jti: string; expiresAt: Date }> {
+  // Imported here: only the authorization server signs, and every process loads the contracts.
+  const { SignJWT } = await import("jose");
   const jti = randomUUID();
   const issuedAt = Math.floor(now.getTime() / 1000);
   const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
