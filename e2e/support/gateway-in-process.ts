@@ -27,7 +27,17 @@ type Behind = keyof typeof starters;
 export async function gatewayWith(
   behind: Partial<Record<Behind, Record<string, string>>>,
   rpcTimeout = "3s",
+  setup: {
+    /** OAuth clients besides the suites' operator client. */
+    clients?: object[];
+    /** The first gateway's variables over the suites'. */
+    gatewayEnv?: Record<string, string>;
+  } = {},
 ) {
+  const OAUTH_CLIENTS = JSON.stringify([
+    ...JSON.parse(defaultCredentials.OAUTH_CLIENTS),
+    ...(setup.clients ?? []),
+  ]);
   const broker = createInProcessBroker({ logger: silentLogger });
   const data = tempDir("gateway-in-process");
   const common = { DATA_DIR: data.path, LOG_LEVEL: "silent" };
@@ -44,7 +54,7 @@ export async function gatewayWith(
       logger: createLogger("customer", "silent"),
       clock: systemClock,
       signingKey: await loadSigningKey(`${data.path}/jwt-signing-key.json`),
-      clients: oauthClientsSchema.parse(defaultCredentials.OAUTH_CLIENTS),
+      clients: oauthClientsSchema.parse(OAUTH_CLIENTS),
       codeTtlMs: 60_000,
       accounts: {
         login: async () => {
@@ -73,6 +83,7 @@ export async function gatewayWith(
     const gateway = await startGateway(
       options("gateway", {
         ...defaultCredentials,
+        OAUTH_CLIENTS,
         GATEWAY_PORT: "0",
         PUBLIC_URL,
         RPC_TIMEOUT: rpcTimeout,
@@ -82,7 +93,7 @@ export async function gatewayWith(
     started.push(gateway);
     return gateway.wired;
   };
-  const gateway = await startOneGateway();
+  const gateway = await startOneGateway(setup.gatewayEnv);
   return {
     broker,
     gateway: {

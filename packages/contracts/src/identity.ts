@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { defineRpc, jsonCodec } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
+import type { CryptoKey, KeyObject } from "jose";
 import { ratePlans } from "./customer.ts";
 
 /**
@@ -42,15 +44,40 @@ export interface TokenClaims {
 }
 
 /** The JWT payload of a token's claims (besides iss, sub, jti, iat, exp, set by the signer). */
-export function tokenPayload(
-  claims: Omit<TokenClaims, "jti" | "iat" | "exp" | "sub">,
-): Record<string, unknown> {
+function tokenPayload(claims: Omit<TokenClaims, "jti" | "iat" | "exp" | "sub">): Record<string, unknown> {
   const payload: Record<string, unknown> = { kind: claims.kind, scope: claims.scopes.join(" ") };
   if (claims.username) payload.username = claims.username;
   if (claims.clientId) payload.client_id = claims.clientId;
   if (claims.passwordVersion !== undefined) payload.pwv = claims.passwordVersion;
   if (claims.grantId) payload.gid = claims.grantId;
   return payload;
+}
+
+/**
+ * A token as the authorization server signs it: EdDSA with the key named `kid`, for `issuer`,
+ * issued at `now` (whole seconds) and expiring `ttlSeconds` later, with a fresh `jti`.
+ */
+export async function signToken(
+  claims: Omit<TokenClaims, "jti" | "iat" | "exp">,
+  key: { kid: string; privateKey: CryptoKey | KeyObject | Uint8Array },
+  issuer: string,
+  now: Date,
+  ttlSeconds: number,
+): Promise<{ token: string; jti: string; expiresAt: Date }> {
+  // Imported here: only the authorization server signs, and every process loads the contracts.
+  const { SignJWT } = await import("jose");
+  const jti = randomUUID();
+  const issuedAt = Math.floor(now.getTime() / 1000);
+  const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
+  const token = await new SignJWT(tokenPayload(claims))
+    .setProtectedHeader({ alg: "EdDSA", kid: key.kid, typ: "JWT" })
+    .setIssuer(issuer)
+    .setSubject(claims.sub)
+    .setJti(jti)
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(expiresAt)
+    .sign(key.privateKey);
+  return { token, jti, expiresAt };
 }
 
 /** A verified JWT payload's claims; throws when it is not a token of ours. */

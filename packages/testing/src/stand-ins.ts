@@ -1,9 +1,27 @@
-import type { Cheese } from "@cheese/contracts";
-import { catalogueRpc, customerRpc } from "@cheese/contracts";
-import { type Closable, type InProcessBroker, RemoteError, serveRpc } from "@cheese/messaging";
+import { generateKeyPairSync } from "node:crypto";
+import type { Cheese, TokenClaims } from "@cheese/contracts";
+import {
+  catalogueRpc,
+  customerRpc,
+  identityRpc,
+  REVOCATION_TTL_MS,
+  REVOCATIONS_BUCKET,
+  revocationCodec,
+  signToken,
+} from "@cheese/contracts";
+import {
+  type Closable,
+  type InProcessBroker,
+  KvRecords,
+  type MessageBus,
+  RemoteError,
+  serveRpc,
+} from "@cheese/messaging";
+import { calculateJwkThumbprint, exportJWK } from "jose";
 
 // Stand-ins of the catalogue and customer services over the in-process bus, for the ordering
-// service's tests and the end-to-end suites that run ordering behind the gateway in one process.
+// service's tests, the gateway's, and the end-to-end suites that run ordering behind the gateway
+// in one process.
 
 /** A shipping address an order may carry. */
 export const address = { street: "1 Rue du Lait", city: "Meaux", country: "FR" };
@@ -70,5 +88,57 @@ export function fakeCustomerVault(broker: InProcessBroker) {
   return {
     erase: (customerId: number) => erased.add(customerId),
     close: () => Promise.all([sealing.close(), opening.close()]),
+  };
+}
+
+/**
+ * Signs tokens as the customer service's authorization server does (`signToken`), with an
+ * Ed25519 key of its own (`kid` its thumbprint): `jwks()` is its public key as
+ * `customer.identity.jwks` answers it. One nobody publishes signs forged tokens; stand-ins sharing
+ * one key (`at`) verify each other's tokens, as the replicas of the customer service do.
+ */
+export class TokenSigner {
+  private readonly publicJwk;
+
+  constructor(
+    private readonly clock: { now(): Date } = { now: () => new Date() },
+    private readonly keys = generateKeyPairSync("ed25519"),
+  ) {
+    this.publicJwk = exportJWK(keys.publicKey).then(async (jwk) => ({
+      ...jwk,
+      kid: await calculateJwkThumbprint(jwk),
+    }));
+  }
+
+  /** The same key, its tokens issued at `clock`'s time. */
+  at(clock: { now(): Date }): TokenSigner {
+    return new TokenSigner(clock, this.keys);
+  }
+
+  async issue(claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number, issuer: string) {
+    const key = { kid: (await this.publicJwk).kid, privateKey: this.keys.privateKey };
+    return signToken(claims, key, issuer, this.clock.now(), ttlSeconds);
+  }
+
+  async jwks(): Promise<{ keys: ({ kty: string; kid: string; alg: string } & Record<string, unknown>)[] }> {
+    const { kty, kid, ...rest } = await this.publicJwk;
+    return { keys: [{ ...rest, kty: kty!, kid, alg: "EdDSA" }] };
+  }
+}
+
+/**
+ * The customer service's authorization server, stood in for where the gateway only verifies
+ * tokens: it publishes its signer's key (`customer.identity.jwks`), makes the revocations bucket
+ * (holding none), and `issue` signs tokens for `issuer`. It serves none of the OAuth endpoints:
+ * those are the customer service's own, driven through the gateway by the end-to-end suites.
+ */
+export async function fakeIdentity(bus: MessageBus, issuer: string, signer = new TokenSigner()) {
+  // The customer service makes the revocations bucket the gateway watches read only: empty here.
+  await new KvRecords(bus, REVOCATIONS_BUCKET, revocationCodec, { ttlMs: REVOCATION_TTL_MS }).open();
+  const served = serveRpc(bus, identityRpc.jwks, { queue: "customer" }, () => signer.jwks());
+  return {
+    issue: (claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number) =>
+      signer.issue(claims, ttlSeconds, issuer),
+    close: () => served.close(),
   };
 }

@@ -6,7 +6,6 @@ import { OPERATOR_CLIENT, testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };
 const APP = { id: "cheese-app", redirectUri: "http://127.0.0.1:9/cb" };
-const PARTNER = { id: "partner", secret: "partner-secret", redirectUri: "https://partner.example/cb" };
 
 /** Two keys of customer 7; customers 7, 8 and 9 are free (bronze). */
 const keys: Record<string, number> = { chs_first_key_of_seven: 71, chs_second_key_of_seven: 72 };
@@ -46,16 +45,7 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
     });
     gateway = await testGateway(broker.connect("gateway"), 1000, {
       rateLimits: specPlanLimits,
-      clients: [
-        { id: APP.id, scopes: ["read:cheeses"], redirectUris: [APP.redirectUri], plan: "pro" },
-        {
-          id: PARTNER.id,
-          secret: PARTNER.secret,
-          scopes: ["read:cheeses"],
-          redirectUris: [PARTNER.redirectUri],
-          plan: "enterprise",
-        },
-      ],
+      clients: [{ id: APP.id, scopes: ["read:cheeses"], redirectUris: [APP.redirectUri], plan: "pro" }],
     });
   });
   afterAll(() => gateway.cleanup());
@@ -120,42 +110,5 @@ describe("rate-limit buckets of customers and OAuth clients", () => {
     const own = await read({ authorization: `Bearer ${operator.token}` });
     expect(own.status).toBe(200);
     expect(own.headers.get("ratelimit-limit")).toBe("1000");
-  });
-
-  it("refuses the implicit flow to a confidential client, at its redirect URI", async () => {
-    const query = new URLSearchParams({
-      response_type: "token",
-      client_id: PARTNER.id,
-      redirect_uri: PARTNER.redirectUri,
-      state: "s1",
-    });
-    const page = await gateway.app.request(`/oauth/authorize?${query}`, { headers: { accept: "text/html" } });
-    expect(page.status).toBe(302);
-    const location = new URL(page.headers.get("location")!);
-    const fragment = new URLSearchParams(location.hash.slice(1));
-    expect(fragment.get("error")).toBe("unauthorized_client");
-    expect(fragment.get("state")).toBe("s1");
-    expect(fragment.get("access_token")).toBeNull();
-    // The form cannot be posted around the page either.
-    const form = await gateway.app.request("/oauth/authorize", {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        ...Object.fromEntries(query),
-        username: "customer9",
-        password: "whatever-it-is",
-        decision: "allow",
-      }).toString(),
-    });
-    expect(form.status).toBe(303);
-    expect(new URLSearchParams(new URL(form.headers.get("location")!).hash.slice(1)).get("error")).toBe(
-      "unauthorized_client",
-    );
-    // A public client still may (its tokens are the customer's, on the lower plan).
-    const publicClient = await gateway.app.request(
-      `/oauth/authorize?${new URLSearchParams({ response_type: "token", client_id: APP.id })}`,
-      { headers: { accept: "text/html" } },
-    );
-    expect(publicClient.status).toBe(200);
   });
 });

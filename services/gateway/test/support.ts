@@ -1,10 +1,9 @@
-import { generateKeyPairSync } from "node:crypto";
 import { createFileBlobStore } from "@cheese/blob-store";
-import { type CustomerPrincipal, oauthClientsSchema, type TokenClaims } from "@cheese/contracts";
-import { loadSigningKey, startIdentity } from "@cheese/customer/identity";
-import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
+import { oauthClientsSchema } from "@cheese/contracts";
+import { createInProcessBroker, type MessageBus } from "@cheese/messaging";
 import { type Clock, createLogger, systemClock } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { fakeIdentity, TokenSigner } from "@cheese/testing/stand-ins";
 import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
 import { createAuthorizer } from "../src/auth/authorize.ts";
@@ -13,16 +12,15 @@ import { TokenVerifier } from "../src/auth/tokens.ts";
 import type { ReadCache } from "../src/read-cache.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
-/** One signing key for every identity stand-in of the test file, so replicas verify each other's tokens. */
-const SIGNING_KEY = JSON.stringify(generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }));
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
+/** One signing key for every identity stand-in of the test file, so replicas verify each other's tokens. */
+const SIGNER = new TokenSigner();
 
 /**
  * A gateway app over the given bus, with one operator key and one confidential client (and the
  * `clients` given), rate limited when `options.rateLimits` says how. The customer service's
- * authorization server stands behind it (its own code, over the same bus, with no accounts: no
- * password is right, and every customer id is `customer<id>` on the free plan), and `tokens`
- * issues tokens as it does.
+ * authorization server is stood in for (`fakeIdentity`): the gateway verifies the tokens `tokens`
+ * issues against its key; its OAuth endpoints are driven through the gateway in `e2e/`.
  */
 export async function testGateway(
   bus: MessageBus = createInProcessBroker().connect("gateway"),
@@ -35,7 +33,7 @@ export async function testGateway(
     consoleUrl?: string;
   } = {},
 ) {
-  const dir = tempDir("gateway-key");
+  const dir = tempDir("gateway");
   const issuer = "http://127.0.0.1:8080";
   const clock = options.clock ?? systemClock;
   const oauthClients = oauthClientsSchema.parse(
@@ -48,37 +46,7 @@ export async function testGateway(
       ...(options.clients ?? []),
     ]),
   );
-  const identity = await startIdentity(
-    {
-      bus: bus,
-      logger: createLogger("identity-test", "silent"),
-      clock,
-      signingKey: await loadSigningKey(`${dir.path}/key.json`, SIGNING_KEY),
-      clients: oauthClients,
-      codeTtlMs: 60_000,
-      accounts: {
-        login: async () => {
-          throw new RemoteError({
-            status: 401,
-            type: "unauthorized",
-            message: "invalid username or password",
-          });
-        },
-        principal: async (customerId): Promise<CustomerPrincipal> => ({
-          customerId,
-          username: `customer${customerId}`,
-          customerStatus: "bronze",
-          plan: "free",
-          passwordVersion: 0,
-        }),
-      },
-    },
-    (definition, handler) => void serveRpc(bus, definition, { queue: "customer" }, handler),
-  );
-  const tokens = {
-    issue: (claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number) =>
-      identity.tokens.issue(claims, ttlSeconds, issuer),
-  };
+  const identity = await fakeIdentity(bus, issuer, SIGNER.at(clock));
   const app = createApp(
     {
       bus,
@@ -102,7 +70,7 @@ export async function testGateway(
   );
   return {
     app,
-    tokens,
+    tokens: identity,
     bus,
     cleanup: async () => {
       await identity.close();

@@ -13,6 +13,7 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { type OrderingConfig, orderingConfigSchema } from "./config.ts";
+import { toIntegrationEvent } from "./domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
 import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
@@ -27,7 +28,7 @@ import {
 import { reviewOrder } from "./handlers/order-review.ts";
 import { customerVaultOverBus } from "./handlers/personal-data.ts";
 import { placeOrder } from "./handlers/place-order.ts";
-import { toIntegrationEvent } from "./integration-events.ts";
+
 import {
   ORDERS,
   ORDERS_VERSION,

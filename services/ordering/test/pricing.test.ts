@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { orderTotal } from "../src/domain/pricing.ts";
+import { orderTotal } from "../src/domain/order.ts";
 
 describe("order total", () => {
   it("sums quantity × price per kg without floating-point drift", () => {

@@ -1,10 +1,29 @@
-import type { Order, OrderActor, OrderStatus } from "@cheese/contracts";
-import { conflict, type Decider, type DomainEvent, forbidden, notFound } from "@cheese/service-kit";
+import {
+  type Cheese,
+  type Order,
+  type OrderActor,
+  type OrderFields,
+  type OrderStatus,
+  orderingEvents,
+} from "@cheese/contracts";
+import type { RecordedEvent } from "@cheese/event-store";
+import type { IntegrationEvent } from "@cheese/messaging";
+import {
+  conflict,
+  type Decider,
+  type DomainEvent,
+  forbidden,
+  notFound,
+  validationFailed,
+} from "@cheese/service-kit";
+
+// The order aggregate (docs/ordering.md), read in the order an order is placed: its events and
+// commands, its pricing, its decider, and the integration event each of its events publishes.
 
 /**
- * The order aggregate (docs/ordering.md). Every event carries the order as it stands after the
- * change, so the outbox relay can publish the integration event from the event alone and the
- * projection stores it as is.
+ * Every event carries the order as it stands after the change, so the outbox relay publishes the
+ * integration event from the event alone (`toIntegrationEvent`, below) and the projection stores
+ * it as is.
  */
 interface OrderChange {
   order: Order;
@@ -12,7 +31,7 @@ interface OrderChange {
   customerId: number | null;
   /**
    * A customer's order: its shipping address and notes sealed under the customer's key, `order`
-   * carrying them redacted (domain/personal-data.ts). Absent: `order` carries them in clear
+   * carrying them redacted (handlers/personal-data.ts). Absent: `order` carries them in clear
    * (operator orders, and orders placed before addresses were sealed).
    */
   personal?: string;
@@ -57,6 +76,89 @@ export type OrderState =
   | { status: OrderStatus; order: Order; customerId: number | null; personal?: string };
 
 export const orderStream = (id: number) => `order-${id}`;
+
+/**
+ * Pricing an order: every line checked against the cheese as the catalogue has it now, prices
+ * fixed, the total computed in exact cents. Pure: the cheeses and the time are passed in.
+ */
+
+/** Why a line cannot be ordered now, or undefined when it can. */
+export function unorderable(cheeseId: number, cheese: Cheese | undefined): string | undefined {
+  if (!cheese) return `cheese ${cheeseId} does not exist`;
+  if (cheese.status !== "available") return `cheese ${cheeseId} is ${cheese.status}, not available`;
+  if (cheese.pricePerKg === undefined) return `cheese ${cheeseId} has no price`;
+  return undefined;
+}
+
+/** Lines naming a cheese an earlier line names: 422, naming the later line. */
+export function checkDistinctLines(fields: OrderFields): void {
+  const seen = new Map<number, number>();
+  const errors: { field: string; message: string }[] = [];
+  fields.items.forEach((line, index) => {
+    const first = seen.get(line.cheeseId);
+    if (first !== undefined) {
+      errors.push({
+        field: `items[${index}].cheeseId`,
+        message: `cheese ${line.cheeseId} is already ordered on line items[${first}]`,
+      });
+    } else seen.set(line.cheeseId, index);
+  });
+  if (errors.length > 0) throw validationFailed("order has duplicate lines", errors);
+}
+
+/**
+ * The order for `fields`, each line priced from `cheeses` (the catalogue's answer for the line at
+ * the same index). Every line that cannot be ordered is reported at once (422).
+ */
+export function priceOrder(
+  fields: OrderFields,
+  cheeses: readonly (Cheese | undefined)[],
+  at: string,
+): Omit<Order, "id"> {
+  checkDistinctLines(fields);
+  const errors = fields.items.flatMap((line, index) => {
+    const problem = unorderable(line.cheeseId, cheeses[index]);
+    return problem ? [{ field: `items[${index}].cheeseId`, message: problem }] : [];
+  });
+  if (errors.length > 0) throw validationFailed("some lines cannot be ordered", errors);
+  const items = fields.items.map((line, index) => {
+    const cheese = cheeses[index] as Cheese & { pricePerKg: number };
+    return {
+      cheeseId: line.cheeseId,
+      cheeseName: cheese.name,
+      quantity: line.quantity,
+      pricePerKg: cheese.pricePerKg,
+    };
+  });
+  return {
+    items,
+    shippingAddress: fields.shippingAddress,
+    status: "placed",
+    notes: fields.notes,
+    total: orderTotal(items),
+    shipDate: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+/**
+ * The total is Σ quantity × pricePerKg, rounded to cents. Floats would drift
+ * (0.1 × 3 ≠ 0.3), so prices become integers of millionths of a dollar (exact for any price
+ * written with up to six decimals), lines are summed as integers, and the sum is rounded half up
+ * to whole cents once. The largest order (50 lines × 100 × $1,000,000) stays below 2^53.
+ */
+const MICROS_PER_DOLLAR = 1_000_000;
+const MICROS_PER_CENT = 10_000;
+
+export function orderTotal(lines: readonly { quantity: number; pricePerKg: number }[]): number {
+  const micros = lines.reduce(
+    (sum, line) => sum + line.quantity * Math.round(line.pricePerKg * MICROS_PER_DOLLAR),
+    0,
+  );
+  const cents = Math.floor((micros + MICROS_PER_CENT / 2) / MICROS_PER_CENT);
+  return cents / 100;
+}
 
 const moved = (order: Order, status: OrderStatus, at: string, extra: Partial<Order> = {}): Order => ({
   ...order,
@@ -171,4 +273,42 @@ export const orderDecider: Decider<OrderState, OrderCommand, OrderEvent> = {
 /** Whether `actor` may see the order: customers their own, operators all. */
 export function visibleTo(actor: Actor, customerId: number | null): boolean {
   return actor.customerId === null || actor.customerId === customerId;
+}
+
+/**
+ * Every order transition becomes the integration event of the same name, with the order as it
+ * now stands and its customer (docs/webhooks.md "Event kinds": order.placed / confirmed / shipped
+ * / delivered / cancelled). A customer's address and notes go as the events hold them: redacted in
+ * `order`, sealed under the customer's key in `personal`, never opened, so the `EVENTS` stream
+ * keeps nothing that erasing the customer would not shred. Who placed it (`ownerId`) stays private.
+ */
+export function toIntegrationEvent(
+  event: RecordedEvent,
+): Omit<IntegrationEvent, "id" | "headers"> | undefined {
+  const domainEvent = { type: event.type, data: event.data } as OrderEvent;
+  if (!domainEvent.data?.order) return undefined;
+  const { order, customerId, personal } = domainEvent.data;
+  const base = { order, customerId, ...(personal !== undefined ? { personal } : {}) };
+  switch (domainEvent.type) {
+    case "OrderPlaced":
+      return { subject: orderingEvents.orderPlaced.subject, payload: base };
+    case "OrderApproved":
+      return { subject: orderingEvents.orderApproved.subject, payload: base };
+    case "OrderShipped": {
+      const { carrier, trackingNumber, estimatedDelivery } = domainEvent.data;
+      return {
+        subject: orderingEvents.orderShipped.subject,
+        payload: { ...base, carrier, trackingNumber, estimatedDelivery },
+      };
+    }
+    case "OrderDelivered":
+      return { subject: orderingEvents.orderDelivered.subject, payload: base };
+    case "OrderCancelled":
+      return {
+        subject: orderingEvents.orderCancelled.subject,
+        payload: { ...base, reason: domainEvent.data.reason },
+      };
+    default:
+      return undefined;
+  }
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
-import { orderDecider, orderStream } from "../domain/order.ts";
-import { unorderable } from "../domain/pricing.ts";
+import { orderDecider, orderStream, unorderable } from "../domain/order.ts";
 import type { OrderingDeps } from "./deps.ts";
 
 /**

@@ -8,11 +8,10 @@ import {
   type IdempotencyKey,
   isoNow,
 } from "@cheese/service-kit";
-import { orderDecider, orderStream } from "../domain/order.ts";
-import { personalPart, redacted } from "../domain/personal-data.ts";
-import { checkDistinctLines, priceOrder } from "../domain/pricing.ts";
+import { checkDistinctLines, orderDecider, orderStream, priceOrder } from "../domain/order.ts";
+
 import type { OrderingDeps } from "./deps.ts";
-import { revealOrder, type StoredOrder } from "./personal-data.ts";
+import { personalPart, redacted, revealOrder, type StoredOrder } from "./personal-data.ts";
 
 /**
  * POST /store/order, top to bottom: claim the order id (for an Idempotency-Key: a repeat answers with the order

@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
-import { type TokenClaims, tokenClaims, tokenPayload } from "@cheese/contracts";
+import { signToken, type TokenClaims, tokenClaims } from "@cheese/contracts";
 import { type Clock, systemClock } from "@cheese/service-kit";
-import { createLocalJWKSet, jwtVerify, SignJWT } from "jose";
+import { createLocalJWKSet, jwtVerify } from "jose";
 import { SIGNING_ALG, type SigningKey } from "./signing-key.ts";
 
 export interface IssuedToken {
@@ -25,23 +24,12 @@ export class TokenIssuer {
     this.keySet = createLocalJWKSet({ keys: [key.publicJwk] });
   }
 
-  async issue(
+  issue(
     claims: Omit<TokenClaims, "jti" | "iat" | "exp">,
     ttlSeconds: number,
     issuer: string,
   ): Promise<IssuedToken> {
-    const jti = randomUUID();
-    const issuedAt = Math.floor(this.clock.now().getTime() / 1000);
-    const expiresAt = new Date((issuedAt + ttlSeconds) * 1000);
-    const token = await new SignJWT(tokenPayload(claims))
-      .setProtectedHeader({ alg: SIGNING_ALG, kid: this.key.kid, typ: "JWT" })
-      .setIssuer(issuer)
-      .setSubject(claims.sub)
-      .setJti(jti)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(expiresAt)
-      .sign(this.key.privateKey);
-    return { token, jti, expiresAt };
+    return signToken(claims, this.key, issuer, this.clock.now(), ttlSeconds);
   }
 
   /** Verifies signature, issuer, expiry and algorithm (only EdDSA); throws on anything wrong. */

@@ -1,19 +1,10 @@
-import { execFileSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createLogger } from "@cheese/service-kit";
-import { type Browser, chromium } from "playwright-core";
+import { freePort } from "@cheese/testing";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatewayServer } from "../src/server.ts";
-import { testGateway } from "./support.ts";
-
-function chromiumPath(): string | undefined {
-  try {
-    return execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
+import { chromiumPath, launchChromium } from "./support/browser.ts";
+import { gatewayWith } from "./support/gateway-in-process.ts";
 
 const listen = (server: Server) =>
   new Promise<string>((resolve) =>
@@ -22,7 +13,10 @@ const listen = (server: Server) =>
     ),
   );
 
-/** The sign-in page under a client on another origin (its redirect URI answers "back at the app"). */
+/**
+ * The customer service's sign-in page, through the gateway, under a client on another origin (its
+ * redirect URI answers "back at the app").
+ */
 let origin: string;
 let appOrigin: string;
 let stop: () => Promise<void>;
@@ -40,18 +34,18 @@ const authorizeUrl = () =>
 beforeAll(async () => {
   const app = createServer((_, response) => response.end("back at the app"));
   appOrigin = await listen(app);
-  const gateway = await testGateway(undefined, 1000, {
+  const port = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  const system = await gatewayWith({}, "3s", {
     clients: [
       { id: "web-app", scopes: ["read:cheeses"], redirectUris: [`${appOrigin}/callback`], plan: "free" },
     ],
+    gatewayEnv: { GATEWAY_HOST: "127.0.0.1", GATEWAY_PORT: String(port), PUBLIC_URL: origin },
   });
-  const server = createGatewayServer(gateway.app.fetch, { logger: createLogger("gateway-test", "silent") });
-  origin = await listen(server);
   stop = async () => {
-    server.closeAllConnections();
     app.closeAllConnections();
-    await Promise.all([new Promise((r) => server.close(r)), new Promise((r) => app.close(r))]);
-    gateway.cleanup();
+    await new Promise((r) => app.close(r));
+    await system.stop();
   };
 });
 afterAll(() => stop?.());
@@ -93,7 +87,7 @@ if (!executablePath) console.warn("authorize-page: browser part skipped, no chro
 describe.skipIf(!executablePath)("the sign-in page in a browser", () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium(executablePath!);
   });
   afterAll(() => browser?.close());
 
