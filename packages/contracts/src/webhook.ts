@@ -116,7 +116,8 @@ export const Webhook = z
       description: "the CEL expression an event must match to be delivered; null: every event of the kinds",
     }),
     ordered: z.boolean().openapi({
-      description: "whether each aggregate's events come one at a time in the order they happened (ordered lanes)",
+      description:
+        "whether each aggregate's events come one at a time in the order they happened (ordered lanes)",
     }),
     status: WebhookStatus,
     statusReason: z

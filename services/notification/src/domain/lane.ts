@@ -55,7 +55,8 @@ export const laneStream = (webhookId: number, aggregate: string) => `webhooklane
  * an operator sends to one registration and which belongs to no lane.
  */
 export function aggregateOf(kind: WebhookEventKind, data: Record<string, unknown>): string | undefined {
-  const id = (field: string) => (data[field] === undefined || data[field] === null ? undefined : String(data[field]));
+  const id = (field: string) =>
+    data[field] === undefined || data[field] === null ? undefined : String(data[field]);
   const [family] = kind.split(".");
   const key =
     family === "order"
@@ -135,10 +136,14 @@ export const laneDecider: Decider<LaneState, LaneCommand, LaneEvent> = {
         if (head?.deliveryId !== entry.deliveryId)
           throw conflict(`delivery ${command.deliveryId} waits for delivery ${head?.deliveryId} in its lane`);
         if (entry.sequence !== null) return [];
-        return [{ type: "LaneReleased", data: { deliveryId: entry.deliveryId, sequence: state.released + 1 } }];
+        return [
+          { type: "LaneReleased", data: { deliveryId: entry.deliveryId, sequence: state.released + 1 } },
+        ];
       }
       case "Finish":
-        return entry && !entry.done ? [{ type: "LaneEntryFinished", data: { deliveryId: entry.deliveryId } }] : [];
+        return entry && !entry.done
+          ? [{ type: "LaneEntryFinished", data: { deliveryId: entry.deliveryId } }]
+          : [];
       case "Reopen":
         return entry?.done ? [{ type: "LaneEntryReopened", data: { deliveryId: entry.deliveryId } }] : [];
     }

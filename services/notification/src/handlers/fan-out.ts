@@ -87,7 +87,8 @@ export async function fanOut(
     const deliveries = [];
     for (const webhookId of webhookIds) {
       const deliveryId = await deps.deliveryIds.nextId();
-      const lane = aggregate !== undefined && ordered.has(webhookId) ? laneStream(webhookId, aggregate) : undefined;
+      const lane =
+        aggregate !== undefined && ordered.has(webhookId) ? laneStream(webhookId, aggregate) : undefined;
       deliveries.push({ webhookId, deliveryId, ...(lane ? { lane } : {}) });
     }
     const planned: RecordedWebhookEvent = {
