@@ -106,6 +106,7 @@ export function notificationDeps(
     delays: [0],
     allowPrivateUrls: false,
     replayMax: 10,
+    laneSettleMs: 0,
     wakeScheduler: () => {},
     ...given,
   };

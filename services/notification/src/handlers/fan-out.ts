@@ -144,7 +144,7 @@ export async function fanOut(
         deps.store,
         deliveryStream(deliveryId),
         deliveryDecider,
-        { type: "Create", facts, delays: deps.delays },
+        { type: "Create", facts, delays: lane ? settled(deps) : deps.delays },
         { metadata },
       );
     }),
@@ -241,3 +241,13 @@ async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): P
   }
   return wanting;
 }
+
+/**
+ * The retry table of a delivery in an ordered lane: its first attempt no sooner than the lane's
+ * settle time after publication, so that the earlier events of its aggregate, fanned out at the
+ * same moment (perhaps by another replica), have joined the lane ahead of it.
+ */
+const settled = (deps: NotificationDeps) => [
+  Math.max(deps.delays[0] ?? 0, deps.laneSettleMs),
+  ...deps.delays.slice(1),
+];
