@@ -187,4 +187,44 @@ describe("ordered lanes across two schedulers", () => {
     expect(await status(placed)).toBe("dead_lettered");
     expect(receiver.requests("/lanes").map(seen)).toEqual(["7 order.placed #1", "7 order.confirmed #2"]);
   });
+
+  it("replays a lane's dead letters in lane order, one at a time, with the numbers they kept", async () => {
+    await startReplicas([0]);
+    let refuse = true;
+    answers = [];
+    const slowAnswerMs = 200;
+    receiver.behave("/lanes", (request) => {
+      answers.push(refuse ? 500 : 200);
+      // Replayed, order.placed takes its time to answer: order.confirmed must wait for it.
+      const slow = !refuse && envelopeOf(request).type === "order.placed";
+      return { status: refuse ? 500 : 200, ...(slow ? { delayMs: slowAnswerMs } : {}) };
+    });
+    await registerWebhook(store, secrets, {
+      webhookId: 1,
+      url: receiver.url("/lanes"),
+      secret: generateWebhookSecret(),
+      events: ["order.placed", "order.confirmed"],
+      createdAt: isoNow(clock),
+    });
+    const placed = await orderEvent("order.placed", 7, 0, [0]);
+    const confirmed = await orderEvent("order.confirmed", 7, 3, [0]);
+    await expect.poll(() => status(confirmed)).toBe("dead_lettered");
+    expect(await status(placed)).toBe("dead_lettered");
+
+    refuse = false;
+    // As POST /webhooks/{id}/replay starts them: oldest first, one after the other.
+    for (const deliveryId of [placed, confirmed]) {
+      await handleCommand(store, deliveryStream(deliveryId), deliveryDecider, {
+        type: "Replay",
+        now: isoNow(clock),
+        statuses: ["dead_lettered"],
+        round: 0,
+      });
+    }
+    await expect.poll(() => status(confirmed)).toBe("delivered");
+    expect(await status(placed)).toBe("delivered");
+    expect(delivered()).toEqual(["7 order.placed #1", "7 order.confirmed #2"]);
+    const [placedAgain, confirmedAgain] = receiver.requests("/lanes").slice(-2);
+    expect(confirmedAgain!.receivedAt - placedAgain!.receivedAt).toBeGreaterThanOrEqual(slowAnswerMs);
+  });
 });
