@@ -124,6 +124,7 @@ export async function registerWebhook(
     secret?: string;
     signatureAlgorithms?: WebhookSignatureAlgorithm[];
     filter?: string;
+    ordered?: boolean;
   },
 ): Promise<void> {
   const {
