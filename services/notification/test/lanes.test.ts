@@ -16,6 +16,10 @@ const released = (deliveryId: number, sequence: number): LaneEvent => ({
   data: { deliveryId, sequence },
 });
 const finished = (deliveryId: number): LaneEvent => ({ type: "LaneEntryFinished", data: { deliveryId } });
+const reopened = (deliveryId: number, round: number): LaneEvent => ({
+  type: "LaneEntryReopened",
+  data: { deliveryId, round },
+});
 
 describe("ordered lane decider", () => {
   it("releases the first event of an aggregate with sequence 1, and the next only once it is finished", () => {
@@ -78,9 +82,29 @@ describe("ordered lane decider", () => {
     lane([joined(9, t0), released(9, 1), finished(9)])
       .when({ type: "Finish", deliveryId: 9 })
       .thenEmits([]);
-    lane([joined(9, t0), released(9, 1)])
-      .when({ type: "Reopen", deliveryId: 9 })
+    lane([joined(9, t0), released(9, 1), finished(9), reopened(9, 1)])
+      .when({ type: "Reopen", deliveryId: 9, round: 1 })
       .thenEmits([]);
+  });
+
+  it("goes by the delivery's round: old word about a round the lane is past changes nothing", () => {
+    // A replica reading history again: round 1's replay was already reopened and finished.
+    const replayedAndDone = [joined(9, t0), released(9, 1), finished(9), reopened(9, 1), finished(9)];
+    lane(replayedAndDone).when({ type: "Reopen", deliveryId: 9, round: 1 }).thenEmits([]);
+    // Round 0's end, heard while round 1 is on its way, does not end round 1.
+    lane([joined(9, t0), released(9, 1), finished(9), reopened(9, 1)])
+      .when({ type: "Finish", deliveryId: 9, round: 0 })
+      .thenEmits([]);
+    lane([joined(9, t0), released(9, 1), finished(9), reopened(9, 1)])
+      .when({ type: "Finish", deliveryId: 9, round: 1 })
+      .thenEmits([finished(9)]);
+    // A cancellation ends it whatever its round; a resend opens round 2.
+    lane([joined(9, t0), released(9, 1), finished(9), reopened(9, 1)])
+      .when({ type: "Finish", deliveryId: 9 })
+      .thenEmits([finished(9)]);
+    lane(replayedAndDone)
+      .when({ type: "Reopen", deliveryId: 9, round: 2 })
+      .thenEmits([reopened(9, 2)]);
   });
 
   it("replays in lane order: reopened deliveries go by the sequence they kept, before later ones", () => {
@@ -92,8 +116,8 @@ describe("ordered lane decider", () => {
       released(2, 2),
       finished(2), // dead-lettered
       joined(3, t1, 3),
-      { type: "LaneEntryReopened", data: { deliveryId: 2 } } as LaneEvent,
-      { type: "LaneEntryReopened", data: { deliveryId: 1 } } as LaneEvent,
+      reopened(2, 1),
+      reopened(1, 1),
     ];
     lane(given)
       .when({ type: "Release", deliveryId: 2 })

@@ -371,10 +371,17 @@ export class DeliveryScheduler {
     if (!finishes && event.type !== "DeliveryReplayed") return;
     const lane = this.index.get(deliveryId)?.lane ?? this.finished.get(deliveryId)?.lane;
     if (!lane) return;
-    await handleCommand(this.options.store, lane, laneDecider, {
-      type: finishes ? "Finish" : "Reopen",
-      deliveryId,
-    });
+    // By round, so that a replica reading old events again (a start without a snapshot) neither
+    // reopens a delivery whose replay has finished since nor finishes one replayed since.
+    const round = "round" in event.data ? event.data.round : undefined;
+    await handleCommand(
+      this.options.store,
+      lane,
+      laneDecider,
+      finishes
+        ? { type: "Finish", deliveryId, ...(round !== undefined ? { round } : {}) }
+        : { type: "Reopen", deliveryId, round: round ?? 0 },
+    );
   }
 
   private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {

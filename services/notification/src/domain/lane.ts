@@ -25,21 +25,30 @@ export interface LaneEntry {
   sequence: number | null;
   /** Delivered, dead-lettered or cancelled (until a replay or resend opens it again). */
   done: boolean;
+  /** The delivery's round it stands for (0, then n after the nth replay or resend). */
+  round: number;
 }
 
 export type LaneEvent =
   | DomainEvent<"LaneJoined", { deliveryId: number; createdAt: string; revision?: number }>
   | DomainEvent<"LaneReleased", { deliveryId: number; sequence: number }>
   | DomainEvent<"LaneEntryFinished", { deliveryId: number }>
-  | DomainEvent<"LaneEntryReopened", { deliveryId: number }>;
+  | DomainEvent<"LaneEntryReopened", { deliveryId: number; round: number }>;
 
 export type LaneCommand =
   | { type: "Join"; deliveryId: number; createdAt: string; revision?: number }
   /** Asked before each attempt of a delivery of the lane: refused unless it is the head. */
   | { type: "Release"; deliveryId: number }
-  | { type: "Finish"; deliveryId: number }
-  /** The delivery was replayed or resent: it waits for its turn again (by its sequence). */
-  | { type: "Reopen"; deliveryId: number };
+  /**
+   * The delivery finished `round` (absent: whatever its round, as a cancellation does). A round
+   * older than the lane's is a late word about it: nothing changes.
+   */
+  | { type: "Finish"; deliveryId: number; round?: number }
+  /**
+   * The delivery was replayed or resent as `round`: it waits for its turn again (by its
+   * sequence). A round the lane already has is nothing new (a replica reading history again).
+   */
+  | { type: "Reopen"; deliveryId: number; round: number };
 
 export interface LaneState {
   entries: LaneEntry[];
@@ -101,7 +110,7 @@ export const laneDecider: Decider<LaneState, LaneCommand, LaneEvent> = {
       case "LaneJoined":
         return {
           ...state,
-          entries: [...state.entries, { ...event.data, sequence: null, done: false }],
+          entries: [...state.entries, { ...event.data, sequence: null, done: false, round: 0 }],
         };
       case "LaneReleased":
         return {
@@ -111,7 +120,7 @@ export const laneDecider: Decider<LaneState, LaneCommand, LaneEvent> = {
       case "LaneEntryFinished":
         return withEntry(state, event.data.deliveryId, { done: true });
       case "LaneEntryReopened":
-        return withEntry(state, event.data.deliveryId, { done: false });
+        return withEntry(state, event.data.deliveryId, { done: false, round: event.data.round });
       default:
         return state;
     }
@@ -141,11 +150,11 @@ export const laneDecider: Decider<LaneState, LaneCommand, LaneEvent> = {
         ];
       }
       case "Finish":
-        return entry && !entry.done
-          ? [{ type: "LaneEntryFinished", data: { deliveryId: entry.deliveryId } }]
-          : [];
+        if (!entry || entry.done || (command.round !== undefined && command.round < entry.round)) return [];
+        return [{ type: "LaneEntryFinished", data: { deliveryId: entry.deliveryId } }];
       case "Reopen":
-        return entry?.done ? [{ type: "LaneEntryReopened", data: { deliveryId: entry.deliveryId } }] : [];
+        if (!entry || command.round <= entry.round) return [];
+        return [{ type: "LaneEntryReopened", data: { deliveryId: entry.deliveryId, round: command.round } }];
     }
   },
 };
