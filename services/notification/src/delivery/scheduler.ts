@@ -122,7 +122,7 @@ export class DeliveryScheduler {
    * until a later event of their lane is followed.
    */
   private readonly waitingInLane = new Map<string, Set<number>>();
-  /** The last revision followed per lane stream. */
+  /** The last revision followed per lane stream (of the most recently moved lanes). */
   private readonly laneRevisions = new Map<string, number>();
   private readonly busy = new Set<number>();
   /** Deliveries whose time has come (their timers ran), until their state moves on. */
@@ -352,7 +352,11 @@ export class DeliveryScheduler {
   /** A lane moved: its deliveries that waited for their turn are tried again. */
   private applyLaneEvent(event: RecordedEvent): void {
     const lane = event.streamName;
-    this.laneRevisions.set(lane, Math.max(this.laneRevisions.get(lane) ?? -1, event.revision));
+    const revision = Math.max(this.laneRevisions.get(lane) ?? -1, event.revision);
+    this.laneRevisions.delete(lane); // kept newest last; a lane forgotten costs one more try at most
+    this.laneRevisions.set(lane, revision);
+    if (this.laneRevisions.size > FINISHED_MEMORY)
+      this.laneRevisions.delete(this.laneRevisions.keys().next().value!);
     const waiting = this.waitingInLane.get(lane);
     if (!waiting) return;
     this.waitingInLane.delete(lane);
