@@ -108,6 +108,9 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
  * time; once it is resumed they go out oldest first.
  *
+ * A delivery in an ordered lane (domain/lane.ts) is claimed only once its lane, asked before each
+ * attempt, releases it as its head; the lane's stream decides, so every replica keeps the order.
+ *
  * Isolation: at most `maxInFlightPerWebhook` attempts per registration are in flight in this
  * process, so a receiver that hangs until the time-out holds only its own slots.
  */
@@ -117,9 +120,8 @@ export class DeliveryScheduler {
   /** Revisions at which recent deliveries finished, so late events about them cost no read. */
   private readonly finished = new Map<number, { revision: number; webhookId: number; lane?: string }>();
   /**
-   * Deliveries of an ordered lane that are not its head (domain/lane.ts), by lane stream, each
-   * with the lane revision this process had followed when it found so: they are not tried again
-   * until a later event of their lane is followed.
+   * Deliveries of an ordered lane that are not its head (domain/lane.ts), by lane stream: they
+   * are not tried again until a later event of their lane is followed.
    */
   private readonly waitingInLane = new Map<string, Set<number>>();
   /** The last revision followed per lane stream (of the most recently moved lanes). */
