@@ -252,6 +252,36 @@ describe("operator console", () => {
     );
   });
 
+  it("registers an ordered webhook with the ordered checkbox and turns ordering off in the edit form", async () => {
+    const { browser, csrf } = await signedIn();
+    const created = await browser.open("/console/webhooks", {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/ordered-hook",
+        events: ["order.placed"],
+        ordered: "true",
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = Number(/Webhook #(\d+) registered/.exec(await created.text())?.[1]);
+    const read = async () => (await (await api("GET", `/webhooks/${id}`)).json()) as { ordered: boolean };
+    expect((await read()).ordered).toBe(true);
+    const page = await (await browser.open(`/console/webhooks/${id}`)).text();
+    expect(page).toMatch(/name="ordered" value="true" checked/);
+
+    // The edit form sends what is shown: the box left unticked turns ordering off.
+    const edited = await browser.open(`/console/webhooks/${id}/edit`, {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/ordered-hook",
+        events: ["order.placed"],
+        signatureAlgorithms: ["hmac-sha256"],
+      },
+    });
+    expect(edited.status).toBe(303);
+    expect((await read()).ordered).toBe(false);
+  });
+
   it("shows the service's refusal of a registration on the form, keeping what was typed", async () => {
     const { browser, csrf } = await signedIn();
     const refused = await browser.open("/console/webhooks", {

@@ -343,11 +343,13 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
           url: text(form.url),
           description: text(form.description),
           events: texts(form.events),
+          ordered: text(form.ordered) === "true",
         };
         const input = WebhookInput.safeParse({
           url: draft.url,
           events: draft.events,
           description: draft.description || null,
+          ordered: draft.ordered,
         });
         const refused = (notice: Notice) => {
           const list = unwrap(api(session).GET("/webhooks", { params: { query: { limit: PAGE_SIZE } } }));
@@ -372,6 +374,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
                 url: input.data.url,
                 events: input.data.events,
                 description: input.data.description ?? null,
+                ordered: input.data.ordered ?? false,
               },
             }),
           );
@@ -506,6 +509,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
         description: draft.description || null,
         signatureAlgorithms: draft.signatureAlgorithms,
         filter: draft.filter || null,
+        ordered: draft.ordered,
       });
       if (!input.success) {
         return refused(invalid(input.error.issues), byField(fieldErrors(input.error.issues)));
@@ -522,6 +526,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
                 ? { signatureAlgorithms: input.data.signatureAlgorithms }
                 : {}),
               filter: input.data.filter ?? null,
+              ordered: input.data.ordered ?? false,
             },
           }),
         );
@@ -827,6 +832,7 @@ function editDraftOf(form: Form): WebhookDraft {
     events: texts(form.events),
     signatureAlgorithms: texts(form.signatureAlgorithms),
     filter: text(form.filter),
+    ordered: text(form.ordered) === "true",
   };
 }
 

@@ -56,6 +56,12 @@ const webhookFilter = z.string().min(1).max(1024).openapi({
   example: 'type == "order.placed" && data.total > 100.0',
 });
 
+const webhookOrdered = z.boolean().openapi({
+  description:
+    'true: the events of one aggregate (one order, one cheese, one customer, one API key) reach this registration one at a time, in the order they happened, each with X-Cheese-Sequence (docs/webhooks.md "Ordered lanes"); false when absent',
+  example: true,
+});
+
 const webhookUrl = httpUrl(
   2048,
   "must be an absolute https URL (http only where private URLs are allowed)",
@@ -85,6 +91,7 @@ export const WebhookInput = z
     description: z.string().max(500).nullable().optional(),
     signatureAlgorithms: signatureAlgorithms.optional(),
     filter: webhookFilter.nullable().optional(),
+    ordered: webhookOrdered.optional(),
     ...ignoredReadOnly,
   })
   .openapi("WebhookInput");
@@ -107,6 +114,10 @@ export const Webhook = z
     }),
     filter: z.string().nullable().openapi({
       description: "the CEL expression an event must match to be delivered; null: every event of the kinds",
+    }),
+    ordered: z.boolean().openapi({
+      description:
+        "whether each aggregate's events come one at a time in the order they happened (ordered lanes)",
     }),
     status: WebhookStatus,
     statusReason: z
@@ -132,6 +143,7 @@ export const Webhook = z
       description: "fulfilment",
       signatureAlgorithms: ["hmac-sha256", "ed25519"],
       filter: 'type == "order.placed" && data.total > 100.0',
+      ordered: true,
       status: "disabled",
       statusReason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
       statusSince: "2026-03-06T10:00:04.000Z",
@@ -174,6 +186,9 @@ export const WebhookPatch = z
       .nullable()
       .optional()
       .openapi({ description: "the filter from now on (CEL, as at creation); null removes it" }),
+    ordered: webhookOrdered
+      .optional()
+      .openapi({ description: "ordered lanes for the events recorded from now on (true) or not (false)" }),
     ...ignoredInPatch,
   })
   .openapi("WebhookPatch", {
@@ -721,6 +736,10 @@ export const webhookDeliveryHeaders = z.object({
   }),
   "X-Cheese-Event": z.string().openapi({ description: "the event kind, as in `type`" }),
   "X-Cheese-Delivery": z.string().openapi({ description: "the delivery id (GET /webhooks/{id}/deliveries)" }),
+  "X-Cheese-Sequence": z.string().optional().openapi({
+    description:
+      "only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered",
+  }),
   "webhook-id": z
     .string()
     .openapi({ description: "Standard Webhooks: the event id, as in the envelope's `id`" }),

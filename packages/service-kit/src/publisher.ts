@@ -31,6 +31,13 @@ export interface PublisherOptions {
 }
 
 const CHECKPOINT_BUCKET = "publisher_checkpoints";
+
+/**
+ * The header carrying the revision of the published event in its stream (its aggregate): the
+ * order in which one aggregate's events happened, even where publish times tie or a relay restart
+ * published some out of order (the notification service's ordered lanes read it).
+ */
+export const STREAM_REVISION_HEADER = "x-cheese-stream-revision";
 /** Publishes awaiting JetStream's ack at once; the relay reads on while they are under way. */
 export const PUBLISH_WINDOW = 64;
 
@@ -105,6 +112,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     const headers: Record<string, string> = {
       [REQUEST_ID_HEADER]: String(event.metadata.requestId ?? ""),
       [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
+      [STREAM_REVISION_HEADER]: String(event.revision),
     };
     // The command's trace goes on with the event (a producer span under it), when it has one.
     const traced = typeof event.metadata.traceparent === "string";

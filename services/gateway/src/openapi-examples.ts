@@ -114,6 +114,7 @@ const webhook = {
   description: "fulfilment",
   signatureAlgorithms: ["hmac-sha256"],
   filter: null,
+  ordered: false,
   status: "active",
   statusReason: null,
   statusSince: at("01", "12:00:00"),

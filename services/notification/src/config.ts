@@ -58,5 +58,11 @@ export const notificationConfigSchema = z.object({
   WEBHOOK_REPLAY_MAX: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** How often each process saves a snapshot of its delivery schedule (if it changed). */
   WEBHOOK_SNAPSHOT_INTERVAL: duration("30s").refine((ms) => ms >= 1000, "must be at least 1s"),
+  /**
+   * How long after its publication an event of an ordered lane is first attempted: events of one
+   * aggregate published closer together than this, and fanned out at once (by different replicas),
+   * have all taken their places in the lane by then.
+   */
+  WEBHOOK_LANE_SETTLE: duration("1s").refine((ms) => ms >= 0 && ms <= 60_000, "must be 0 to 1m"),
 });
 export type NotificationConfig = z.infer<typeof notificationConfigSchema>;

@@ -92,6 +92,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       delays: config.WEBHOOK_RETRY_DELAYS,
       allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       replayMax: config.WEBHOOK_REPLAY_MAX,
+      laneSettleMs: config.WEBHOOK_LANE_SETTLE,
       clock,
       wakeScheduler: () => scheduler.wake(),
     };

@@ -1,6 +1,7 @@
 import type { WebhookEventKind } from "@cheese/contracts";
 import type { Projection } from "@cheese/service-kit";
 import { describe, expect, it } from "vitest";
+import { deliveryStream } from "../src/domain/delivery.ts";
 import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
 import { notificationDeps, notificationStores, registerWebhook, t0 } from "./support.ts";
 
@@ -47,5 +48,48 @@ describe("an event's subscribers (hasSubscriber, fanOut)", () => {
     const redelivered = await fanOut(deps, { ...outgoing, eventId: "evt_2", firstDelivery: false }, {});
     expect(redelivered?.deliveries.map((d) => d.webhookId)).toEqual([1]);
     expect(catchUps).toBe(1);
+  });
+});
+
+/** An ordered registration's deliveries join their aggregate's lane (domain/lane.ts) as they are recorded. */
+describe("fan-out to an ordered registration", () => {
+  const stores = notificationStores("fan-out-lanes");
+
+  it("puts an ordered registration's delivery in its aggregate's lane, first due once the lane has settled", async () => {
+    const { store, secrets } = stores;
+    const webhooks = await stores.startWebhooks();
+    const deps = notificationDeps(stores, {
+      webhooks,
+      deliveries: webhooks,
+      delays: [0, 60_000],
+      laneSettleMs: 1000,
+    });
+    await registerWebhook(store, secrets, {
+      webhookId: 1,
+      events: ["order.placed"],
+      createdAt: t0,
+      ordered: true,
+    });
+    await registerWebhook(store, secrets, { webhookId: 2, events: ["order.placed"], createdAt: t0 });
+
+    const recorded = await fanOut(
+      deps,
+      { eventId: "evt_7", kind: "order.placed", data: { order_id: "7" }, createdAt: t0, revision: 4 },
+      {},
+    );
+    const [ordered, plain] = recorded!.deliveries;
+    expect(ordered).toMatchObject({ webhookId: 1, lane: "webhooklane-1:order-7" });
+    expect(plain).toEqual({ webhookId: 2, deliveryId: plain!.deliveryId });
+
+    const [joined] = await store.readStream("webhooklane-1:order-7");
+    expect(joined).toMatchObject({
+      type: "LaneJoined",
+      data: { deliveryId: ordered!.deliveryId, createdAt: t0, revision: 4 },
+    });
+    const [created] = await store.readStream(deliveryStream(ordered!.deliveryId));
+    expect(created!.data).toMatchObject({ lane: "webhooklane-1:order-7", dueAt: "2026-03-01T10:00:01.000Z" });
+    const [createdPlain] = await store.readStream(deliveryStream(plain!.deliveryId));
+    expect(createdPlain!.data).toMatchObject({ dueAt: t0 });
+    expect(createdPlain!.data).not.toHaveProperty("lane");
   });
 });

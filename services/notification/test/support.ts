@@ -106,6 +106,7 @@ export function notificationDeps(
     delays: [0],
     allowPrivateUrls: false,
     replayMax: 10,
+    laneSettleMs: 0,
     wakeScheduler: () => {},
     ...given,
   };
@@ -123,6 +124,7 @@ export async function registerWebhook(
     secret?: string;
     signatureAlgorithms?: WebhookSignatureAlgorithm[];
     filter?: string;
+    ordered?: boolean;
   },
 ): Promise<void> {
   const {

@@ -23,7 +23,7 @@ export function WebhooksPage(props: {
   nextCursor: string | null;
   notice?: Notice | undefined;
   /** What the form held when it was refused, so nothing typed is lost. */
-  draft?: { url: string; description: string; events: string[] } | undefined;
+  draft?: { url: string; description: string; events: string[]; ordered: boolean } | undefined;
 }) {
   const { session, webhooks } = props;
   return (
@@ -110,6 +110,11 @@ export function WebhooksPage(props: {
               </label>
             ))}
           </fieldset>
+          <label>
+            <input type="checkbox" name="ordered" value="true" checked={props.draft?.ordered ?? false} />{" "}
+            Ordered: each order's, cheese's, customer's or API key's events one at a time, in the order they
+            happened
+          </label>
           <button type="submit" class="primary">
             Register
           </button>
@@ -186,6 +191,8 @@ export function WebhookPage(props: {
               <span class="muted">every event of these kinds</span>
             )}
           </dd>
+          <dt>Ordered</dt>
+          <dd>{w.ordered ? "yes: one aggregate's events one at a time, in order" : "no"}</dd>
           <dt>Status</dt>
           <dd data-status={w.status}>
             <Badge status={w.status} /> since <Time at={w.statusSince} />
@@ -432,6 +439,7 @@ export interface WebhookDraft {
   signatureAlgorithms: string[];
   /** The CEL filter as typed; empty for none. */
   filter: string;
+  ordered: boolean;
 }
 
 /** A form's refusals, one message per field name (`filter`, `url`, ...). */
@@ -452,6 +460,7 @@ function EditForm(props: {
     events: w.events,
     signatureAlgorithms: w.signatureAlgorithms,
     filter: w.filter ?? "",
+    ordered: w.ordered,
   };
   const filterError = props.errors?.filter;
   return (
@@ -512,6 +521,10 @@ function EditForm(props: {
           </label>
         ))}
       </fieldset>
+      <label>
+        <input type="checkbox" name="ordered" value="true" checked={shown.ordered} /> Ordered: each order's,
+        cheese's, customer's or API key's events one at a time, in the order they happened
+      </label>
       {/* Save first: Enter in a field submits with the form's first button. */}
       <button type="submit" class="primary">
         Save changes

@@ -2186,6 +2186,7 @@ export interface components {
          *         "ed25519"
          *       ],
          *       "filter": "type == \"order.placed\" && data.total > 100.0",
+         *       "ordered": true,
          *       "status": "disabled",
          *       "statusReason": "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
          *       "statusSince": "2026-03-06T10:00:04.000Z",
@@ -2206,6 +2207,8 @@ export interface components {
             signatureAlgorithms: ("hmac-sha256" | "ed25519")[];
             /** @description the CEL expression an event must match to be delivered; null: every event of the kinds */
             filter: string | null;
+            /** @description whether each aggregate's events come one at a time in the order they happened (ordered lanes) */
+            ordered: boolean;
             /**
              * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), or the receiver answered 410 Gone or webhook-delivery: disable; deliveries wait. POST /webhooks/{id}/resume makes it active again.
              * @enum {string}
@@ -2258,6 +2261,11 @@ export interface components {
              * @example type == "order.placed" && data.total > 100.0
              */
             filter?: string | null;
+            /**
+             * @description true: the events of one aggregate (one order, one cheese, one customer, one API key) reach this registration one at a time, in the order they happened, each with X-Cheese-Sequence (docs/webhooks.md "Ordered lanes"); false when absent
+             * @example true
+             */
+            ordered?: boolean;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -2445,6 +2453,11 @@ export interface components {
              * @example type == "order.placed" && data.total > 100.0
              */
             filter?: string | null;
+            /**
+             * @description ordered lanes for the events recorded from now on (true) or not (false)
+             * @example true
+             */
+            ordered?: boolean;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -8050,6 +8063,7 @@ export interface operations {
                      *             "hmac-sha256"
                      *           ],
                      *           "filter": null,
+                     *           "ordered": false,
                      *           "status": "active",
                      *           "statusReason": null,
                      *           "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8191,6 +8205,7 @@ export interface operations {
                      *         "hmac-sha256"
                      *       ],
                      *       "filter": "type == \"order.placed\" && data.total > 100.0",
+                     *       "ordered": false,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8338,6 +8353,7 @@ export interface operations {
                      *         "hmac-sha256"
                      *       ],
                      *       "filter": null,
+                     *       "ordered": false,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8605,6 +8621,7 @@ export interface operations {
                      *         "hmac-sha256"
                      *       ],
                      *       "filter": null,
+                     *       "ordered": false,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -9399,6 +9416,7 @@ export interface operations {
                      *         "hmac-sha256"
                      *       ],
                      *       "filter": null,
+                     *       "ordered": false,
                      *       "status": "paused",
                      *       "statusReason": "paused by an operator",
                      *       "statusSince": "2026-03-05T09:30:00.000Z",
@@ -9539,6 +9557,7 @@ export interface operations {
                      *         "hmac-sha256"
                      *       ],
                      *       "filter": null,
+                     *       "ordered": false,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-05T10:00:00.000Z",
@@ -12005,6 +12024,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12062,6 +12083,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12119,6 +12142,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12167,6 +12192,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12224,6 +12251,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12282,6 +12311,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12337,6 +12368,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12385,6 +12418,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12433,6 +12468,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12481,6 +12518,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12527,6 +12566,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12573,6 +12614,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12621,6 +12664,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12670,6 +12715,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */
@@ -12716,6 +12763,8 @@ export interface operations {
                 "X-Cheese-Event": string;
                 /** @description the delivery id (GET /webhooks/{id}/deliveries) */
                 "X-Cheese-Delivery": string;
+                /** @description only to a registration with ordered: true (and not on webhook.test): the event's place in its aggregate's lane, 1, 2, 3 … per registration and aggregate; a number never received is a delivery that was dead-lettered */
+                "X-Cheese-Sequence"?: string;
                 /** @description Standard Webhooks: the event id, as in the envelope's `id` */
                 "webhook-id": string;
                 /** @description Standard Webhooks: Unix seconds when this attempt was signed */

@@ -64,7 +64,7 @@ function createWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
       }),
     ),
     async (c) => {
-      const { url, events, secret, description, signatureAlgorithms, filter } = c.req.valid("json");
+      const { url, events, secret, description, signatureAlgorithms, filter, ordered } = c.req.valid("json");
       const created = await callService(deps, c, notificationRpc.createWebhook, {
         url,
         events,
@@ -72,6 +72,7 @@ function createWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
         description: description ?? null,
         ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
         ...(filter !== undefined ? { filter } : {}),
+        ...(ordered !== undefined ? { ordered } : {}),
       });
       c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
       c.header("Cache-Control", "no-store");
@@ -313,7 +314,7 @@ function updateWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
     ),
     async (c) => {
       const { id } = c.req.valid("param");
-      const { url, events, description, signatureAlgorithms, filter } = c.req.valid("json");
+      const { url, events, description, signatureAlgorithms, filter, ordered } = c.req.valid("json");
       const webhook = await callService(deps, c, notificationRpc.updateWebhook, {
         webhookId: id,
         ...(url !== undefined ? { url } : {}),
@@ -321,6 +322,7 @@ function updateWebhook(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
         ...(description !== undefined ? { description } : {}),
         ...(signatureAlgorithms !== undefined ? { signatureAlgorithms } : {}),
         ...(filter !== undefined ? { filter } : {}),
+        ...(ordered !== undefined ? { ordered } : {}),
       });
       return c.json(webhook, 200);
     },

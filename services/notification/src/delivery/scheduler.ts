@@ -26,6 +26,7 @@ import {
   isFinished,
   type RetryDelays,
 } from "../domain/delivery.ts";
+import { laneDecider, sequenceOf } from "../domain/lane.ts";
 import {
   evolveHealth,
   failedLongEnough,
@@ -107,6 +108,9 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
  * time; once it is resumed they go out oldest first.
  *
+ * A delivery in an ordered lane (domain/lane.ts) is claimed only once its lane, asked before each
+ * attempt, releases it as its head; the lane's stream decides, so every replica keeps the order.
+ *
  * Isolation: at most `maxInFlightPerWebhook` attempts per registration are in flight in this
  * process, so a receiver that hangs until the time-out holds only its own slots.
  */
@@ -114,7 +118,14 @@ export class DeliveryScheduler {
   private readonly index = new Map<number, Tracked>();
   private readonly webhooks = new Map<number, WebhookView>();
   /** Revisions at which recent deliveries finished, so late events about them cost no read. */
-  private readonly finished = new Map<number, { revision: number; webhookId: number }>();
+  private readonly finished = new Map<number, { revision: number; webhookId: number; lane?: string }>();
+  /**
+   * Deliveries of an ordered lane that are not its head (domain/lane.ts), by lane stream: they
+   * are not tried again until a later event of their lane is followed.
+   */
+  private readonly waitingInLane = new Map<string, Set<number>>();
+  /** The last revision followed per lane stream (of the most recently moved lanes). */
+  private readonly laneRevisions = new Map<string, number>();
   private readonly busy = new Set<number>();
   /** Deliveries whose time has come (their timers ran), until their state moves on. */
   private readonly due = new Set<number>();
@@ -246,6 +257,7 @@ export class DeliveryScheduler {
         dueAt: tracked.dueAt,
         startedAt: tracked.startedAt,
         revision: tracked.revision,
+        ...(tracked.lane ? { lane: tracked.lane } : {}),
         ...(this.traces.has(deliveryId) ? { trace: this.traces.get(deliveryId) } : {}),
       })),
       webhooks: [...this.webhooks.entries()].map(([webhookId, view]) => ({
@@ -288,11 +300,12 @@ export class DeliveryScheduler {
     return followStore({
       name: "delivery scheduler",
       eventStore: this.options.store,
-      categories: ["delivery", "webhook"],
+      categories: ["delivery", "webhook", "webhooklane"],
       logger: this.options.logger,
       after: () => this.position,
       handle: async (event) => {
         if (event.streamName.startsWith("webhook-")) await this.applyWebhookEvent(event);
+        else if (event.streamName.startsWith("webhooklane-")) this.applyLaneEvent(event);
         else await this.applyDeliveryEvent(event);
         this.position = event.position;
         this.wake();
@@ -338,6 +351,45 @@ export class DeliveryScheduler {
     }
   }
 
+  /** A lane moved: its deliveries that waited for their turn are tried again. */
+  private applyLaneEvent(event: RecordedEvent): void {
+    const lane = event.streamName;
+    const revision = Math.max(this.laneRevisions.get(lane) ?? -1, event.revision);
+    this.laneRevisions.delete(lane); // kept newest last; a lane forgotten costs one more try at most
+    this.laneRevisions.set(lane, revision);
+    if (this.laneRevisions.size > FINISHED_MEMORY)
+      this.laneRevisions.delete(this.laneRevisions.keys().next().value!);
+    const waiting = this.waitingInLane.get(lane);
+    if (!waiting) return;
+    this.waitingInLane.delete(lane);
+    for (const deliveryId of waiting) if (this.index.has(deliveryId)) this.due.add(deliveryId);
+  }
+
+  /**
+   * Keeps a delivery's lane in step with it (any replica may; the lane's decider makes repeats
+   * no-ops): a finished delivery lets the next one go, a replayed or resent one waits its turn.
+   */
+  private async followLane(deliveryId: number, event: DeliveryEvent): Promise<void> {
+    const finishes =
+      event.type === "AttemptSucceeded" ||
+      event.type === "DeliveryDeadLettered" ||
+      event.type === "DeliveryCancelled";
+    if (!finishes && event.type !== "DeliveryReplayed") return;
+    const lane = this.index.get(deliveryId)?.lane ?? this.finished.get(deliveryId)?.lane;
+    if (!lane) return;
+    // By round, so that a replica reading old events again (a start without a snapshot) neither
+    // reopens a delivery whose replay has finished since nor finishes one replayed since.
+    const round = "round" in event.data ? event.data.round : undefined;
+    await handleCommand(
+      this.options.store,
+      lane,
+      laneDecider,
+      finishes
+        ? { type: "Finish", deliveryId, ...(round !== undefined ? { round } : {}) }
+        : { type: "Reopen", deliveryId, round: round ?? 0 },
+    );
+  }
+
   private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {
     const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
     const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
@@ -356,10 +408,12 @@ export class DeliveryScheduler {
     // Our own appends are tracked before the subscription brings them back; health still counts
     // each attempt's result here, once, in global order, whoever recorded it.
     if (tracked && event.revision <= tracked.revision) {
+      await this.followLane(deliveryId, domainEvent);
       await this.followHealth(tracked.webhookId, domainEvent);
       return;
     }
     if (!tracked && finished && event.revision <= finished.revision) {
+      await this.followLane(deliveryId, domainEvent);
       await this.followHealth(finished.webhookId, domainEvent);
       return;
     }
@@ -375,6 +429,7 @@ export class DeliveryScheduler {
       revision = events[events.length - 1]?.revision ?? event.revision;
     }
     this.track(deliveryId, next, revision);
+    await this.followLane(deliveryId, domainEvent);
     await this.followHealth(next.status === "absent" ? undefined : next.webhookId, domainEvent);
   }
 
@@ -423,7 +478,11 @@ export class DeliveryScheduler {
       this.due.delete(deliveryId);
       this.timers.delete(deliveryId);
       this.traces.delete(deliveryId);
-      this.finished.set(deliveryId, { revision, webhookId: state.webhookId });
+      this.finished.set(deliveryId, {
+        revision,
+        webhookId: state.webhookId,
+        ...(state.lane ? { lane: state.lane } : {}),
+      });
       if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.keys().next().value!);
       return;
     }
@@ -462,7 +521,7 @@ export class DeliveryScheduler {
         this.due.delete(deliveryId);
         continue;
       }
-      if (this.busy.has(deliveryId)) continue;
+      if (this.busy.has(deliveryId) || this.inLaneWait(deliveryId, tracked)) continue;
       if (tracked.status === "attempting") this.run(deliveryId, undefined, () => this.abandon(deliveryId));
       else if (!this.waits(tracked.webhookId)) due.push([deliveryId, tracked]);
     }
@@ -471,6 +530,34 @@ export class DeliveryScheduler {
     for (const [deliveryId, tracked] of due) {
       if (this.hasCapacity(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
+    }
+  }
+
+  private inLaneWait(deliveryId: number, tracked: Tracked): boolean {
+    return tracked.lane !== undefined && (this.waitingInLane.get(tracked.lane)?.has(deliveryId) ?? false);
+  }
+
+  /**
+   * Asks the delivery's lane whether it may go now (it is the head), and its sequence. One that
+   * may not waits, out of the scans, until its lane moves; `seen` is the lane revision followed
+   * before asking, so a move followed meanwhile is not missed.
+   */
+  private async laneTurn(deliveryId: number, lane: string): Promise<{ sequence: number } | undefined> {
+    const seen = this.laneRevisions.get(lane) ?? -1;
+    try {
+      const released = await handleCommand(this.options.store, lane, laneDecider, {
+        type: "Release",
+        deliveryId,
+      });
+      return { sequence: sequenceOf(released.state, deliveryId) ?? 0 };
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      if ((this.laneRevisions.get(lane) ?? -1) === seen) {
+        const waiting = this.waitingInLane.get(lane) ?? new Set<number>();
+        waiting.add(deliveryId);
+        this.waitingInLane.set(lane, waiting);
+      }
+      return undefined;
     }
   }
 
@@ -560,6 +647,10 @@ export class DeliveryScheduler {
       this.view(webhookId).status = registration.status;
       return;
     }
+    // An ordered lane's delivery goes only in its turn (every attempt: its retries hold the lane).
+    const lane = this.index.get(deliveryId)?.lane;
+    const turn = lane ? await this.laneTurn(deliveryId, lane) : undefined;
+    if (lane && !turn) return;
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     const delivery = claimed.state;
@@ -593,6 +684,7 @@ export class DeliveryScheduler {
       eventType: delivery.eventType,
       deliveryId,
       timestampSeconds: Math.floor(this.now() / 1000),
+      ...(turn ? { sequence: turn.sequence } : {}),
     });
     const { span, context: trace } = startSpan(
       tracerFor("notification"),

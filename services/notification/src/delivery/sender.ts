@@ -40,6 +40,8 @@ export function deliveryHeaders(input: {
   eventType: string;
   deliveryId: number;
   timestampSeconds: number;
+  /** Its place in its ordered lane (`x-cheese-sequence`), for a delivery that goes out in one. */
+  sequence?: number | null;
 }): Record<string, string> {
   const signed = signWebhook(input.secrets, input.body, {
     id: input.eventId,
@@ -53,6 +55,7 @@ export function deliveryHeaders(input: {
     "x-cheese-signature": signed["X-Cheese-Signature"],
     "x-cheese-event": input.eventType,
     "x-cheese-delivery": String(input.deliveryId),
+    ...(input.sequence ? { "x-cheese-sequence": String(input.sequence) } : {}),
     "webhook-id": signed["webhook-id"],
     "webhook-timestamp": signed["webhook-timestamp"],
     "webhook-signature": signed["webhook-signature"],

@@ -30,6 +30,7 @@ export const ScheduleSnapshot = z.object({
       dueAt: z.string().nullable(),
       startedAt: z.string().nullable(),
       revision: z.number().int(),
+      lane: z.string().optional(),
       trace: TraceCarrier.optional(),
     }),
   ),

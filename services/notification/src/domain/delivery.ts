@@ -14,6 +14,11 @@ export interface DeliveryFacts {
   eventType: WebhookEventKind;
   body: string;
   createdAt: string;
+  /**
+   * The ordered lane it goes out in (domain/lane.ts: its stream), when its registration was
+   * ordered as its event was recorded; each attempt waits to be the lane's head.
+   */
+  lane?: string;
 }
 
 export interface AttemptResult {

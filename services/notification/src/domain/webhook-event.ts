@@ -12,7 +12,10 @@ export interface RecordedWebhookEvent {
   createdAt: string;
   /** The exact JSON sent to every receiver; signatures are computed over these bytes. */
   body: string;
-  deliveries: { webhookId: number; deliveryId: number }[];
+  /** The revision of the event in its aggregate's stream, when the integration event said it. */
+  revision?: number;
+  /** `lane`: the ordered lane's stream, for a registration that was ordered (domain/lane.ts). */
+  deliveries: { webhookId: number; deliveryId: number; lane?: string }[];
 }
 
 export type WebhookEventEvent = DomainEvent<"WebhookEventRecorded", RecordedWebhookEvent>;

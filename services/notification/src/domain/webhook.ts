@@ -16,6 +16,11 @@ export interface Registration {
    * Absent in registrations made before filters existed, which is the same as null: no filter.
    */
   filter?: string | null;
+  /**
+   * Ordered lanes: each aggregate's events go out one at a time, in the order they happened
+   * (domain/lane.ts). Absent in registrations made before lanes existed: false.
+   */
+  ordered?: boolean;
   createdAt: string;
 }
 
@@ -27,6 +32,7 @@ export interface RegistrationChanges {
   signatureAlgorithms?: WebhookSignatureAlgorithm[];
   /** null removes the filter. */
   filter?: string | null;
+  ordered?: boolean;
 }
 
 /**
@@ -292,6 +298,8 @@ function changed(registration: Registration, wanted: RegistrationChanges): Regis
     changes.signatureAlgorithms = wanted.signatureAlgorithms;
   if (wanted.filter !== undefined && wanted.filter !== (registration.filter ?? null))
     changes.filter = wanted.filter;
+  if (wanted.ordered !== undefined && wanted.ordered !== (registration.ordered ?? false))
+    changes.ordered = wanted.ordered;
   return changes;
 }
 

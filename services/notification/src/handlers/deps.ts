@@ -33,6 +33,8 @@ export interface NotificationDeps {
   allowPrivateUrls: boolean;
   /** Most deliveries one replay call may start again. */
   replayMax: number;
+  /** The least wait, after its event's publication, before a delivery of an ordered lane is attempted. */
+  laneSettleMs: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
   /** Tells the local scheduler that deliveries were created or released, so they go out at once. */

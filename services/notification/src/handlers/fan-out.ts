@@ -4,6 +4,7 @@ import { counter, handleCommand, isoNow } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
 import { envelopeBody } from "../domain/event-mapping.ts";
 import { type CompiledFilter, compileFilter } from "../domain/filter.ts";
+import { aggregateOf, laneDecider, laneStream } from "../domain/lane.ts";
 import {
   type RecordedWebhookEvent,
   webhookEventDecider,
@@ -21,6 +22,11 @@ export interface Outgoing {
    * sorting by it restores publish order, however the fan-outs interleave); now by default.
    */
   createdAt?: string;
+  /**
+   * The revision of the event in its aggregate's stream (the integration event's
+   * `STREAM_REVISION_HEADER`): orders an ordered lane where publish times tie.
+   */
+  revision?: number;
   /**
    * Nothing can have been recorded for this event yet: it is the bus's first delivery of it (the
    * bus stores an event id once; a handling that failed half way is redelivered, counted as
@@ -64,6 +70,7 @@ export async function fanOut(
   if (!recorded) {
     const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
     let webhookIds: number[];
+    let ordered = new Set<number>();
     if ("only" in targets) webhookIds = targets.only;
     else {
       const wanting = (await subscribers(deps, outgoing.kind, !outgoing.subscribersCaughtUp)).filter(
@@ -71,17 +78,25 @@ export async function fanOut(
       );
       if (wanting.length === 0) return undefined;
       const input = { type: outgoing.kind, created_at: createdAt, data: outgoing.data };
-      webhookIds = wanting.filter((subscriber) => passes(subscriber, input)).map(({ id }) => id);
+      const passing = wanting.filter((subscriber) => passes(subscriber, input));
+      webhookIds = passing.map(({ id }) => id);
+      ordered = new Set(passing.filter((subscriber) => subscriber.ordered).map(({ id }) => id));
     }
     if (webhookIds.length === 0 && "only" in targets) return undefined;
+    const aggregate = "only" in targets ? undefined : aggregateOf(outgoing.kind, outgoing.data);
     const deliveries = [];
-    for (const webhookId of webhookIds)
-      deliveries.push({ webhookId, deliveryId: await deps.deliveryIds.nextId() });
+    for (const webhookId of webhookIds) {
+      const deliveryId = await deps.deliveryIds.nextId();
+      const lane =
+        aggregate !== undefined && ordered.has(webhookId) ? laneStream(webhookId, aggregate) : undefined;
+      deliveries.push({ webhookId, deliveryId, ...(lane ? { lane } : {}) });
+    }
     const planned: RecordedWebhookEvent = {
       eventId: outgoing.eventId,
       type: outgoing.kind,
       createdAt,
       body: envelopeBody(outgoing.eventId, outgoing.kind, createdAt, outgoing.data),
+      ...(outgoing.revision !== undefined ? { revision: outgoing.revision } : {}),
       deliveries,
     };
     const result = await handleCommand(
@@ -94,8 +109,28 @@ export async function fanOut(
     recorded = result.state.recorded!;
   }
   const plan = recorded;
+  // An ordered registration's delivery joins its lane before it exists, so that it holds its
+  // place there from the start (a later event of the aggregate cannot go first meanwhile).
   await Promise.all(
-    plan.deliveries.map(({ webhookId, deliveryId }) => {
+    plan.deliveries.map(({ deliveryId, lane }) =>
+      lane
+        ? handleCommand(
+            deps.store,
+            lane,
+            laneDecider,
+            {
+              type: "Join",
+              deliveryId,
+              createdAt: plan.createdAt,
+              ...(plan.revision !== undefined ? { revision: plan.revision } : {}),
+            },
+            { metadata },
+          )
+        : undefined,
+    ),
+  );
+  await Promise.all(
+    plan.deliveries.map(({ webhookId, deliveryId, lane }) => {
       const facts = {
         deliveryId,
         webhookId,
@@ -103,12 +138,13 @@ export async function fanOut(
         eventType: plan.type,
         body: plan.body,
         createdAt: plan.createdAt,
+        ...(lane ? { lane } : {}),
       };
       return handleCommand(
         deps.store,
         deliveryStream(deliveryId),
         deliveryDecider,
-        { type: "Create", facts, delays: deps.delays },
+        { type: "Create", facts, delays: lane ? settled(deps) : deps.delays },
         { metadata },
       );
     }),
@@ -136,6 +172,7 @@ export async function hasSubscriber(
 interface Subscriber {
   id: number;
   filter: CompiledFilter | null;
+  ordered: boolean;
 }
 
 /**
@@ -195,6 +232,7 @@ async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): P
   const wanting = found.map((document) => ({
     id: document._id,
     filter: compiledFilter(document.webhook.filter ?? null),
+    ordered: document.webhook.ordered ?? false,
   }));
   if (deps.webhookChanges() === changes) {
     const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, Subscriber[]>();
@@ -203,3 +241,13 @@ async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): P
   }
   return wanting;
 }
+
+/**
+ * The retry table of a delivery in an ordered lane: its first attempt no sooner than the lane's
+ * settle time after publication, so that the earlier events of its aggregate, fanned out at the
+ * same moment (perhaps by another replica), have joined the lane ahead of it.
+ */
+const settled = (deps: NotificationDeps) => [
+  Math.max(deps.delays[0] ?? 0, deps.laneSettleMs),
+  ...deps.delays.slice(1),
+];

@@ -7,6 +7,7 @@ import {
   inSpan,
   type Logger,
   SpanKind,
+  STREAM_REVISION_HEADER,
   startSpan,
   tracerFor,
 } from "@cheese/service-kit";
@@ -62,6 +63,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
       const outgoing = toWebhookEvent(event);
       if (!outgoing) return;
       const received = contextFromHeaders(event.headers);
+      const revision = Number.parseInt(event.headers[STREAM_REVISION_HEADER] ?? "", 10);
       // The event's trace goes on into the deliveries' metadata, and from there to each attempt.
       const recorded = await inSpan(
         "notification",
@@ -77,6 +79,7 @@ export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps
               kind: outgoing.kind,
               data: outgoing.data,
               createdAt: event.publishedAt,
+              ...(Number.isSafeInteger(revision) ? { revision } : {}),
               firstDelivery: event.deliveryCount === 1,
               subscribersCaughtUp: subscribersAsked(event),
             },

@@ -44,6 +44,7 @@ export interface WebhookRequest {
   description: string | null;
   signatureAlgorithms?: WebhookSignatureAlgorithm[] | undefined;
   filter?: string | null | undefined;
+  ordered?: boolean | undefined;
 }
 
 const iso = (deps: NotificationDeps) => isoNow(deps.clock);
@@ -83,6 +84,7 @@ export async function createWebhook(
       ...new Set<WebhookSignatureAlgorithm>(request.signatureAlgorithms ?? ["hmac-sha256"]),
     ],
     ...(request.filter ? { filter: request.filter } : {}),
+    ...(request.ordered ? { ordered: true } : {}),
     createdAt: iso(deps),
   };
   await handleCommand(

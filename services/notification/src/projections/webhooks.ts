@@ -74,7 +74,8 @@ export async function projectWebhook(event: RecordedEvent, readModels: ReadModel
 function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
   switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, signatureAlgorithms, filter, createdAt } = event.data;
+      const { webhookId, url, events, description, signatureAlgorithms, filter, ordered, createdAt } =
+        event.data;
       const webhook: Webhook = {
         id: webhookId,
         url,
@@ -82,6 +83,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
         description,
         signatureAlgorithms,
         filter: filter ?? null,
+        ordered: ordered ?? false,
         status: "active",
         statusReason: null,
         statusSince: createdAt,
@@ -93,7 +95,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
       return { $set: { webhook, events, deleted: false } };
     }
     case "WebhookUpdated": {
-      const { url, events, description, signatureAlgorithms, filter, updatedAt } = event.data;
+      const { url, events, description, signatureAlgorithms, filter, ordered, updatedAt } = event.data;
       return {
         $set: {
           ...(url !== undefined ? { "webhook.url": url } : {}),
@@ -103,6 +105,7 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
             ? { "webhook.signatureAlgorithms": signatureAlgorithms }
             : {}),
           ...(filter !== undefined ? { "webhook.filter": filter } : {}),
+          ...(ordered !== undefined ? { "webhook.ordered": ordered } : {}),
           "webhook.updatedAt": updatedAt,
         },
       };
@@ -146,7 +149,8 @@ function status(
 
 /** The registration as callers see it at `now`: a previous secret whose overlap ended is not shown. */
 export function webhookAt(document: WebhookDocument, now: number): Webhook {
-  const { webhook } = document;
+  // A document projected before ordered lanes existed has no `ordered`: it is not ordered.
+  const webhook = { ...document.webhook, ordered: document.webhook.ordered ?? false };
   const expires = webhook.previousSecretExpiresAt;
   return expires && Date.parse(expires) <= now ? { ...webhook, previousSecretExpiresAt: null } : webhook;
 }

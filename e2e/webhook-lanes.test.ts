@@ -1,0 +1,127 @@
+import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorHeaders } from "./support/credentials.ts";
+import { createCheese, http, orderBody, registerCustomer, waitForStatus } from "./support/orders.ts";
+import { json, type RunningSystem, startSystem } from "./support/system.ts";
+import { webhookCalls } from "./support/webhooks.ts";
+
+const REFUSED_FOR_MS = 3000;
+
+/**
+ * Issue 26 point 1, ordered lanes (docs/webhooks.md "Ordered lanes"), on the multi-process system:
+ * a registration with `ordered: true` gets one order's events one at a time in the order they
+ * happened, each with X-Cheese-Sequence, while another order's lane goes on. Run with
+ * E2E_REPLICAS=2 LAUNCH_MODE=separate too: either notification replica's scheduler keeps the lane.
+ */
+describe("ordered webhook lanes", () => {
+  let system: RunningSystem;
+  let receiver: Receiver;
+  let auth: Awaited<ReturnType<typeof operatorHeaders>>;
+  const { api } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
+
+  beforeAll(async () => {
+    receiver = await Receiver.start();
+    system = await startSystem({
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_DELAYS: Array.from({ length: 20 }, (_, i) => (i === 0 ? "0" : "300ms")).join(","),
+        ORDER_AUTO_APPROVE_DELAY: "0s",
+      },
+    });
+    auth = await operatorHeaders(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await receiver?.close();
+  });
+
+  /** A customer and a cheese ready, so that placing the order is one call. */
+  const readyToOrder = async () => {
+    const customer = await registerCustomer(system);
+    const cheese = await createCheese(system, auth.bearer);
+    return async () => {
+      const response = await http(system).post(
+        "/store/order",
+        orderBody([{ cheeseId: cheese.id, quantity: 1 }]),
+        customer.bearer,
+      );
+      expect(response.status).toBe(201);
+      return { id: (await json(response)).id as number, customer };
+    };
+  };
+  const orderOf = (request: ReceivedRequest) => (envelopeOf(request).data as { order_id: string }).order_id;
+  const summary = (request: ReceivedRequest) =>
+    `${envelopeOf(request).type} #${request.headers["x-cheese-sequence"]}`;
+
+  it("holds order.confirmed until order.placed, refused for 3 s, is delivered: sequences 1 and 2; another order goes meanwhile", async () => {
+    const created = await api("POST", "/webhooks", {
+      url: receiver.url("/ordered"),
+      events: ["order.placed", "order.confirmed"],
+      ordered: true,
+    });
+    expect(created.status).toBe(201);
+    const hook = await json(created);
+    expect(hook.ordered).toBe(true);
+    expect((await json(await api("GET", `/webhooks/${hook.id}`))).ordered).toBe(true);
+
+    // The first order's order.placed is refused (500) for 3 s from its first attempt; all else is taken.
+    let slowOrder: string | undefined;
+    let refusedUntil = Number.POSITIVE_INFINITY;
+    const answers = new Map<ReceivedRequest, number>();
+    receiver.behave("/ordered", (request) => {
+      const envelope = envelopeOf(request);
+      const refuse =
+        envelope.type === "order.placed" &&
+        (slowOrder === undefined || orderOf(request) === slowOrder) &&
+        request.receivedAt < refusedUntil;
+      if (refuse && slowOrder === undefined) {
+        slowOrder = orderOf(request);
+        refusedUntil = request.receivedAt + REFUSED_FOR_MS;
+      }
+      answers.set(request, refuse ? 500 : 200);
+      return { status: refuse ? 500 : 200 };
+    });
+
+    const placeSlow = await readyToOrder();
+    const placeOther = await readyToOrder();
+    const slow = await placeSlow();
+    await expect.poll(() => slowOrder, { timeout: 20_000 }).toBe(String(slow.id));
+    // Another order, placed and approved while the first one's lane waits, is not held up by it.
+    const other = await placeOther();
+    await waitForStatus(system, slow.id, "approved", slow.customer.bearer);
+    const ofOrder = (id: number) => receiver.requests("/ordered").filter((r) => orderOf(r) === String(id));
+    await expect
+      .poll(() => ofOrder(other.id).map(summary), { timeout: 20_000 })
+      .toEqual(["order.placed #1", "order.confirmed #2"]);
+    const otherDone = Math.max(...ofOrder(other.id).map((request) => request.receivedAt));
+    expect(otherDone).toBeLessThan(refusedUntil);
+
+    // The first order: order.placed over and over until accepted, then order.confirmed, once.
+    await expect
+      .poll(() => ofOrder(slow.id).at(-1) && summary(ofOrder(slow.id).at(-1)!), { timeout: 30_000 })
+      .toBe("order.confirmed #2");
+    const slowRequests = ofOrder(slow.id);
+    const placed = slowRequests.slice(0, -1);
+    expect(placed.length).toBeGreaterThan(2);
+    expect(new Set(placed.map(summary))).toEqual(new Set(["order.placed #1"]));
+    expect(placed.slice(0, -1).every((request) => answers.get(request) === 500)).toBe(true);
+    expect(answers.get(placed.at(-1)!)).toBe(200);
+    expect(placed.at(-1)!.receivedAt).toBeGreaterThanOrEqual(refusedUntil);
+    expect(slowRequests.at(-1)!.receivedAt).toBeGreaterThanOrEqual(placed.at(-1)!.receivedAt);
+  });
+
+  it("turns ordering off and on by PATCH, shown in reads; a bad value is 422 naming ordered", async () => {
+    const created = await json(
+      await api("POST", "/webhooks", { url: receiver.url("/plain"), events: ["order.placed"] }),
+    );
+    expect(created.ordered).toBe(false);
+    const patched = await api("PATCH", `/webhooks/${created.id}`, { ordered: true });
+    expect(patched.status).toBe(200);
+    expect((await json(patched)).ordered).toBe(true);
+    const list = await json(await api("GET", "/webhooks?limit=100"));
+    expect(list.items.find((item: { id: number }) => item.id === created.id).ordered).toBe(true);
+    const bad = await api("PATCH", `/webhooks/${created.id}`, { ordered: "yes" });
+    expect(bad.status).toBe(422);
+    expect((await json(bad)).errors).toEqual([expect.objectContaining({ field: "ordered" })]);
+  });
+});
