@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { declarationProblems, UndeclaredQueryError } from "../src/declarations.ts";
 import { createMemoryReadModels } from "../src/memory.ts";
-import type { CollectionDefinition, Document } from "../src/port.ts";
+import type { CollectionDefinition, Document, ProjectionDefinition } from "../src/port.ts";
 import { readModelContract } from "./contract.ts";
 
 readModelContract("in-memory (mingo)", async () => ({
@@ -234,7 +234,7 @@ it("in-memory index walks start at the tightest bound on their key (the loosest 
 });
 
 it("in-memory indexes of a collection filled from empty are built once, at the catch-up's end or the first read: pages and counts as without them, and kept per write after", async () => {
-  const definition = {
+  const definition: ProjectionDefinition = {
     name: "shop",
     version: 1,
     collections: [
