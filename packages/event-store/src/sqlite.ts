@@ -393,6 +393,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       while (!closed) {
         const read = ahead ? await ahead : readHere();
         ahead = undefined;
+        if (closed) return;
         const { head, events: page, wakeUpsBefore } = read;
         // A full page: more to catch up on, read on the reader thread while this one is applied.
         if (page.length === PAGE_SIZE) {
