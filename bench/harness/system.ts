@@ -9,6 +9,7 @@ import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@cheese/testing";
+import { launcherNodeOptions } from "../../apps/launcher/src/node-options.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -43,7 +44,11 @@ export async function startBenchSystem(options: {
   const started = performance.now();
   const child: ChildProcess = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), join(repoRoot, "apps", "launcher", "dist", "cli.js")],
+    [
+      ...launcherNodeOptions.split(" "),
+      ...(options.nodeArgs ?? []),
+      join(repoRoot, "apps", "launcher", "dist", "cli.js"),
+    ],
     {
       cwd: repoRoot,
       env: {

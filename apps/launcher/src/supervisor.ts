@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { CONFIG_EXIT_CODE, type Logger, replaceFile } from "@cheese/service-kit/launch";
 import type { ServiceName } from "./config.ts";
 import type { RunningNats } from "./nats-server.ts";
-import { processNodeOptions } from "./node-options.ts";
+import { launcherNodeOptions, processNodeOptions } from "./node-options.ts";
 import { type LineWriter, onWholeLines } from "./output.ts";
 
 /**
@@ -13,11 +13,12 @@ import { type LineWriter, onWholeLines } from "./output.ts";
  * node (dist/service.js beside dist/cli.js); under `pnpm dev` the source, with the loader this
  * process was started with (process.execArgv). SERVICE names the services it runs (comma
  * separated). Its V8 options come first (node-options.ts), so a flag the launcher was started
- * with (a benchmark's) wins.
+ * with (a benchmark's) wins; the launcher's own (`launcherNodeOptions`) are not passed on.
  */
 const serviceEntry = fileURLToPath(
   new URL(`./service${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
 );
+const launcherFlags = launcherNodeOptions.split(" ");
 const MAX_BACKOFF_MS = 5000;
 /** Lines of a process's stderr kept, to repeat why it refused its configuration. */
 const KEPT_STDERR_LINES = 20;
@@ -122,7 +123,7 @@ export class Supervisor {
         ...(host?.exec ?? []),
         process.execPath,
         ...nodeOptions,
-        ...process.execArgv,
+        ...process.execArgv.filter((flag) => !launcherFlags.includes(flag)),
         serviceEntry,
       ];
       const instance: Instance = {

@@ -19,6 +19,8 @@ export interface SqliteEventStoreOptions {
 }
 
 const PAGE_SIZE = 500;
+/** How long the reader thread stays after the last page it was asked for. */
+const READER_IDLE_MS = 1_000;
 
 // `streams.revision` is the last revision ever written, kept when the stream is deleted: like
 // EventStoreDB's soft delete, a recreated stream continues numbering after the deleted one's last
@@ -275,6 +277,79 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     }
   }
 
+  // Catch-ups read ahead on a reader thread (sqlite-reader.js, its own connection): while a
+  // subscription applies a full page, the next one is read there and comes back as one JSON text
+  // (one JSON.parse here, no SQLite work on this event loop). Started by the first full page
+  // (a process that only follows new appends spends no thread on it), stopped once no read has
+  // been asked of it for READER_IDLE_MS, so an idle process does not keep its memory.
+  type Page = { head: number; events: RecordedEvent[]; wakeUpsBefore: number };
+  type PageReply =
+    | { id: number; head: number; count: number; chunks: string[] }
+    | { id: number; error: string };
+  let reader: Worker | undefined;
+  let readerRequests = 0;
+  const readerPending = new Map<
+    number,
+    { resolve: (reply: PageReply) => void; reject: (error: Error) => void }
+  >();
+  let readerIdle: NodeJS.Timeout | undefined;
+  function stopReader(): void {
+    clearTimeout(readerIdle);
+    readerIdle = undefined;
+    const thread = reader;
+    reader = undefined;
+    if (!thread) return;
+    const failed = new Error("the event store's reader thread has stopped");
+    for (const pending of readerPending.values()) pending.reject(failed);
+    readerPending.clear();
+    thread.removeAllListeners();
+    thread.on("error", () => {});
+    thread.postMessage({ close: true });
+  }
+  function startReader(): Worker {
+    const thread = new Worker(new URL("./sqlite-reader.js", import.meta.url), {
+      workerData: { file: options.file },
+    });
+    thread.on("message", (reply: PageReply) => {
+      const pending = readerPending.get(reply.id);
+      readerPending.delete(reply.id);
+      if (readerPending.size === 0) {
+        thread.unref(); // referenced only while a read is asked of it (readAhead, below)
+        clearTimeout(readerIdle);
+        readerIdle = setTimeout(stopReader, READER_IDLE_MS).unref();
+      }
+      pending?.resolve(reply);
+    });
+    const fail = (error: Error) => {
+      if (reader !== thread) return;
+      reader = undefined;
+      for (const pending of readerPending.values()) pending.reject(error);
+      readerPending.clear();
+    };
+    thread.on("error", fail);
+    thread.on("exit", () => fail(new Error("the event store's reader thread has stopped")));
+    return thread;
+  }
+  /** The page of `categories` after `after`, read on the reader thread. */
+  function readAhead(categories: string[], after: number): Promise<Page> {
+    const wakeUpsBefore = wakeUps;
+    clearTimeout(readerIdle);
+    reader ??= startReader();
+    reader.ref();
+    const id = ++readerRequests;
+    const thread = reader;
+    return new Promise<PageReply>((resolve, reject) => {
+      readerPending.set(id, { resolve, reject });
+      thread.postMessage({ id, categories, after, limit: PAGE_SIZE });
+    }).then((reply) => {
+      if ("error" in reply) throw new Error(reply.error);
+      const events: RecordedEvent[] = [];
+      for (const chunk of reply.chunks)
+        for (const event of JSON.parse(chunk) as RecordedEvent[]) events.push(event);
+      return { head: reply.head, events, wakeUpsBefore };
+    });
+  }
+
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
     const { categories, handler, onCaughtUp, onCheckpoint, onError } = subscribeOptions;
     const placeholders = categories.map(() => "?").join(", ");
@@ -302,18 +377,33 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         waiters.add(wakeUp);
       });
 
+    /** The page after `cursor`, read here. */
+    const readHere = (): Page => {
+      const wakeUpsBefore = wakeUps;
+      // The head is read before the page: anything committed in between lies above it.
+      const head = selectHead.get()?.head ?? -1;
+      const rows = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
+      return { head, events: rows.map(toRecorded), wakeUpsBefore };
+    };
+
+    let ahead: Promise<Page> | undefined;
     const run = async () => {
       await Promise.resolve(); // deliver nothing before subscribe() has returned
       let caughtUp = false;
       while (!closed) {
-        const wakeUpsBefore = wakeUps;
-        // The head is read before the page: anything committed in between lies above it.
-        const head = selectHead.get()?.head ?? -1;
-        const page = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
-        for (const row of page) {
+        const read = ahead ? await ahead : readHere();
+        ahead = undefined;
+        if (closed) return;
+        const { head, events: page, wakeUpsBefore } = read;
+        // A full page: more to catch up on, read on the reader thread while this one is applied.
+        if (page.length === PAGE_SIZE) {
+          ahead = readAhead(categories, page[PAGE_SIZE - 1]!.position);
+          ahead.catch(() => {}); // seen where it is awaited; not when the subscription closed first
+        }
+        for (const event of page) {
           if (closed) return;
-          await handler(toRecorded(row));
-          cursor = row[0];
+          await handler(event);
+          cursor = event.position;
         }
         // A short page was read after subscribe() was called, so everything that existed then is delivered.
         if (!caughtUp && page.length < PAGE_SIZE && !closed) {
@@ -447,6 +537,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
     async close() {
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
+      stopReader();
       if (pollTimer) clearInterval(pollTimer);
       pollTimer = undefined;
       await closeWriter(); // writes requested before close are committed, not dropped

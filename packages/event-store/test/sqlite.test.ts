@@ -327,6 +327,63 @@ describe("SQLite adapter catching up on a long history", () => {
   });
 });
 
+describe("SQLite adapter catching up on a long history, read ahead on the reader thread", () => {
+  it("delivers every event as it is stored, in order, as a page read on the event loop gives it", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db") });
+    try {
+      // Pages read ahead carry the events from the fourth page on: data of every JSON kind, text
+      // JSON must escape, metadata, versions; another category between them.
+      const appends: Promise<unknown>[] = [];
+      for (let i = 0; i < 1_700; i++) {
+        appends.push(
+          store.append(
+            `cheese-${i % 40}`,
+            [
+              {
+                type: i % 2 === 0 ? "CheeseAdded" : "CheeseRenamed",
+                data:
+                  i % 9 === 0
+                    ? null
+                    : { i, name: `Brie "${i}" \\ Île-de-France \u2028 🧀`, tags: [i, true, null] },
+                metadata: i % 4 === 0 ? { correlationId: `c-${i}` } : {},
+                version: 1 + (i % 3),
+              },
+            ],
+            { expectedRevision: "any" },
+          ),
+        );
+        if (i % 100 === 0)
+          appends.push(
+            store.append(`order-${i}`, [{ type: "OrderPlaced", data: { i } }], { expectedRevision: "any" }),
+          );
+      }
+      await Promise.all(appends); // one tick's appends: one commit
+      const stored: RecordedEvent[] = [];
+      for await (const event of store.readAll({ categories: ["cheese"] })) stored.push(event);
+      expect(stored).toHaveLength(1_700);
+      const delivered: RecordedEvent[] = [];
+      let caughtUpWith = -1;
+      store.subscribe({
+        categories: ["cheese"],
+        handler: async (event) => {
+          delivered.push(event);
+        },
+        onCaughtUp: () => {
+          caughtUpWith = delivered.length;
+        },
+      });
+      await waitFor(() => caughtUpWith !== -1, 10_000);
+      expect(caughtUpWith).toBe(1_700);
+      expect(delivered).toEqual(stored);
+      expect(delivered.map((event) => Object.keys(event))).toEqual(stored.map((event) => Object.keys(event)));
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter across processes", () => {
   const dirs: Array<{ remove(): void }> = [];
   const children: ChildProcess[] = [];

@@ -53,6 +53,8 @@ interface MemoryCollection extends Collection {
   stored(): Document[];
   /** Replaces every document, and rebuilds the indexes. */
   replaceAll(documents: Document[]): void;
+  /** Builds the indexes now if writes into the empty collection left them to be built (`caughtUp`). */
+  buildIndexes(): void;
 }
 
 /**
@@ -197,6 +199,10 @@ export function createMemoryReadModels(options: MemoryReadModelsOptions = {}): R
     async dropGeneration(projection, generation) {
       dropGeneration(projection, generation);
     },
+    async caughtUp(projection, generation) {
+      for (const { name } of projection.collections)
+        collections.get(generationName(name, generation.version, generation.generation))?.buildIndexes();
+    },
     async getCheckpoint(projection) {
       return checkpoints.get(projection);
     },
@@ -224,14 +230,30 @@ function memoryCollection(
     document !== undefined && !document._deleted;
   /** The number of live documents (tombstones left out), kept on every write. */
   let liveCount = 0;
+  /**
+   * Writes into an empty collection (a projection built from its first event) leave the indexes
+   * to be built once, by one sort each, when the projection has caught up (`caughtUp`) or at the
+   * first read that needs them, whichever comes first: an insert each cost a binary search and a
+   * splice per index, and every later update of the same document a move.
+   */
+  let indexesDeferred = false;
+  const indexed = () => {
+    if (!indexesDeferred) return;
+    indexesDeferred = false;
+    const alive: Document[] = [];
+    for (const document of documents.values()) if (live(document)) alive.push(document);
+    for (const index of indexes) index.rebuild(alive);
+  };
   /** Stores `next` (or removes the document) and moves it in every index. */
   const store = (id: Document["_id"], next: Document | undefined) => {
     if (next && freeze) deepFreeze(next);
+    if (documents.size === 0 && indexes.length > 0) indexesDeferred = true;
     const before = documents.get(id);
     if (next) documents.set(id, next);
     else documents.delete(id);
     const after = live(next) ? next : undefined;
     liveCount += (after ? 1 : 0) - (live(before) ? 1 : 0);
+    if (indexesDeferred) return;
     for (const index of indexes) {
       if (live(before) && after && index.samePlace(before, after)) index.replace(before, after);
       else {
@@ -242,6 +264,7 @@ function memoryCollection(
   };
   // Tombstones (see port.ts deleteOne) are stored but never read, nor indexed.
   const matching = (filter: Filter): Document[] => {
+    indexed();
     for (const index of indexes) {
       const narrowed = index.narrow(filter);
       if (!narrowed) continue;
@@ -278,6 +301,7 @@ function memoryCollection(
   ): Document[] => {
     checked(filter, options.sort);
     const sort = sortWithIdTieBreak(options.sort);
+    indexed();
     for (const index of indexes) {
       const way = index.serves(sort);
       if (way === 0) continue;
@@ -310,8 +334,10 @@ function memoryCollection(
       }
       const alive = replacement.filter(live);
       liveCount = alive.length;
+      indexesDeferred = false;
       for (const index of indexes) index.rebuild(alive);
     },
+    buildIndexes: indexed,
     findOne: async (filter) => findOne(filter, copy),
     find: async (filter, options) => find(filter, options, copy),
     findOneReadOnly: async (filter) => findOne(filter, asStored),
@@ -322,6 +348,7 @@ function memoryCollection(
       if (keys.length === 0) return liveCount;
       // A filter on one indexed field by equality or $in: counted from the index, nothing read.
       if (keys.length === 1) {
+        indexed();
         for (const index of indexes) {
           const values = index.firstKeyValues(filter);
           if (values) return index.countOf(values);
@@ -332,6 +359,7 @@ function memoryCollection(
     async countBy(field, filter = {}) {
       checked(filter, undefined, field);
       if (Object.keys(filter).length === 0) {
+        indexed();
         const index = indexes.find((candidate) => candidate.usable && candidate.keys[0] === field);
         if (index) return index.countPerValue();
       }

@@ -169,6 +169,13 @@ export interface ReadModelStore {
   serve(definition: ProjectionDefinition, generation: Generation): Promise<void>;
   /** Drops a generation's collections and checkpoint. */
   dropGeneration(definition: ProjectionDefinition, generation: Generation): Promise<void>;
+  /**
+   * The projection writing into `generation` has applied every event that existed when it
+   * started: work the adapter put off while the collections filled from empty (the in-memory
+   * indexes, built once by a sort instead of by an insert per document) is done now, before the
+   * projection is ready. Adapters that put nothing off leave it out.
+   */
+  caughtUp?(definition: ProjectionDefinition, generation: Generation): Promise<void>;
   /** Global event-store position a projection has applied up to, or undefined if none yet. */
   getCheckpoint(projection: string): Promise<number | undefined>;
   /**

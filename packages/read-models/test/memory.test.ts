@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { declarationProblems, UndeclaredQueryError } from "../src/declarations.ts";
 import { createMemoryReadModels } from "../src/memory.ts";
-import type { CollectionDefinition, Document } from "../src/port.ts";
+import type { CollectionDefinition, Document, ProjectionDefinition } from "../src/port.ts";
 import { readModelContract } from "./contract.ts";
 
 readModelContract("in-memory (mingo)", async () => ({
@@ -231,4 +231,61 @@ it("in-memory index walks start at the tightest bound on their key (the loosest 
       expect(await answer(indexed), JSON.stringify(filter)).toEqual(await answer(plain));
     }
   }
+});
+
+it("in-memory indexes of a collection filled from empty are built once, at the catch-up's end or the first read: pages and counts as without them, and kept per write after", async () => {
+  const definition: ProjectionDefinition = {
+    name: "shop",
+    version: 1,
+    collections: [
+      { name: "items", indexes: [{ keys: { price: 1, _id: 1 } }, { keys: { status: 1 } }], queries: [] },
+    ],
+  };
+  const plain = createMemoryReadModels({ checkQueries: false });
+  const settled = createMemoryReadModels({ checkQueries: false });
+  const lazy = createMemoryReadModels({ checkQueries: false });
+  // As a projection's first build: a new generation, served before it fills.
+  const generations = [];
+  for (const store of [settled, lazy]) {
+    await store.defineProjection(definition);
+    const generation = await store.newGeneration(definition);
+    await store.serve(definition, generation);
+    generations.push(generation);
+  }
+  const stores = [plain, settled, lazy];
+  // Inserts, moves (price and status change) and deletions while the indexes wait to be built.
+  for (const store of stores) {
+    const items = store.collection("items");
+    for (let id = 1; id <= 1_500; id++)
+      await items.upsert(id, 1, { $set: { price: id % 37, status: id % 3 === 0 ? "sold" : "available" } });
+    for (let id = 1; id <= 1_500; id += 7) await items.upsert(id, 2, { $set: { price: 100 - (id % 11) } });
+    for (let id = 2; id <= 1_500; id += 13) await items.deleteOne(id, 3);
+  }
+  await settled.caughtUp?.(definition, generations[0]!);
+  const answers = async (store: typeof plain) => {
+    const items = store.collection("items");
+    return {
+      firstPage: (await items.find({ price: { $gte: 20 } }, { sort: { price: 1, _id: 1 }, limit: 25 })).map(
+        (doc) => doc._id,
+      ),
+      lastPage: (await items.find({}, { sort: { price: -1, _id: -1 }, limit: 25 })).map((doc) => doc._id),
+      sold: await items.count({ status: "sold" }),
+      perStatus: await items.countBy("status"),
+    };
+  };
+  const expected = await answers(plain);
+  expect(expected.firstPage).toHaveLength(25);
+  expect(await answers(settled)).toEqual(expected);
+  expect(await answers(lazy)).toEqual(expected);
+  // Built: the writes after move the documents in the indexes one at a time.
+  for (const store of stores) {
+    const items = store.collection("items");
+    for (let id = 3; id <= 1_500; id += 5)
+      await items.upsert(id, 4, { $set: { price: id % 5, status: "sold" } });
+    for (let id = 4; id <= 1_500; id += 9) await items.deleteOne(id, 5);
+  }
+  const after = await answers(plain);
+  expect(after).not.toEqual(expected);
+  expect(await answers(settled)).toEqual(after);
+  expect(await answers(lazy)).toEqual(after);
 });

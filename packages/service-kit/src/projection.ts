@@ -278,7 +278,12 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       onCheckpoint: progressed,
       onCaughtUp: () => {
         progressed(headAtStart);
-        markCaughtUp();
+        // Indexes put off while the generation filled from empty are built before it is ready.
+        void Promise.resolve(readModels.caughtUp?.(definition, generation))
+          .catch((error: unknown) =>
+            logger.warn({ err: error, projection: name }, "read models not settled after the catch-up"),
+          )
+          .then(markCaughtUp);
         void saveCheckpoint().catch(() => {});
         if (applied - appliedAtSnapshot >= SNAPSHOT_AFTER_CATCH_UP) takeSnapshot();
       },
