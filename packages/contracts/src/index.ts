@@ -14,3 +14,4 @@ export * from "./rpc/history.ts";
 export * from "./rpc/notification.ts";
 export * from "./rpc/ordering.ts";
 export * from "./webhook.ts";
+export * from "./webhook-documents.ts";

@@ -29,6 +29,7 @@ import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { operatorSessionRoutes } from "./routes/operator-sessions.ts";
 import { ordersRoutes } from "./routes/orders.ts";
+import { register } from "./routes/route.ts";
 import { webhookCatalogueRoutes } from "./routes/webhook-catalogue.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
@@ -80,9 +81,9 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   apiKeysRoutes(api, deps);
   grantsRoutes(api, deps);
   webhookCatalogueRoutes(app, api, deps);
-  webhooksRoutes(api, deps);
-  deadLettersRoutes(api, deps);
-  operatorSessionRoutes(api, deps, identity.revocations);
+  register(api, deps, webhooksRoutes);
+  register(api, deps, deadLettersRoutes);
+  register(api, deps, operatorSessionRoutes(identity.revocations));
   historyRoutes(api, deps);
   exportRoutes(api, deps);
 
