@@ -5,6 +5,8 @@ export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./history.ts";
 export * from "./identity.ts";
+export * from "./openapi-document.ts";
+export { operationExamples, withExamples } from "./openapi-examples.ts";
 export * from "./operator-session.ts";
 export * from "./order.ts";
 export * from "./paging.ts";
