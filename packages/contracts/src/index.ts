@@ -1,10 +1,12 @@
 export * from "./cheese.ts";
 export * from "./customer.ts";
+export * from "./customer-export.ts";
 export * from "./dead-letter.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./history.ts";
 export * from "./identity.ts";
+export * from "./oauth.ts";
 export * from "./openapi-document.ts";
 export { operationExamples, withExamples } from "./openapi-examples.ts";
 export * from "./operator-session.ts";

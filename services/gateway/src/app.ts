@@ -74,18 +74,18 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
       result.success ? undefined : validationFailure(c, result.target, result.error),
   });
   registerSecuritySchemes(api);
-  cheeseRoutes(api, deps);
-  inventoryRoutes(api, deps);
-  ordersRoutes(api, deps);
-  customersRoutes(api, deps, { identity, plans });
-  apiKeysRoutes(api, deps);
-  grantsRoutes(api, deps);
+  register(api, deps, cheeseRoutes);
+  register(api, deps, inventoryRoutes);
+  register(api, deps, ordersRoutes);
+  register(api, deps, customersRoutes({ identity, plans }));
+  register(api, deps, apiKeysRoutes);
+  register(api, deps, grantsRoutes);
   webhookCatalogueRoutes(app, api, deps);
   register(api, deps, webhooksRoutes);
   register(api, deps, deadLettersRoutes);
   register(api, deps, operatorSessionRoutes(identity.revocations));
-  historyRoutes(api, deps);
-  exportRoutes(api, deps);
+  register(api, deps, historyRoutes);
+  register(api, deps, exportRoutes);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps);

@@ -1,8 +1,5 @@
-import type { RouteConfig } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
+import type { AccessRule } from "../auth/access.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { commonResponses, errorResponse } from "./responses.ts";

@@ -21,16 +21,21 @@ export interface Declaration extends RouteConfig {
  * A route of the API: its declaration and its handler together, so it reads from its path to
  * its answer in one place. The access rule becomes the OpenAPI `security` and the first
  * middleware (401 with WWW-Authenticate without valid credentials, 403 without the scope), then
- * the route's own (`use`) follows; the one way a route gets middleware. The handler is made with
- * the gateway's dependencies when the route is registered.
+ * the route's own (`use`) follows; the one way a route gets middleware. The handler, and a
+ * declaration that needs them (a check reading the clock), are made with the gateway's
+ * dependencies when the route is registered.
  */
 export function route<D extends Declaration>(
-  declaration: D,
+  declaration: D | ((deps: GatewayDeps) => D),
   handler: (deps: GatewayDeps) => RouteHandler<D, GatewayEnv>,
 ): Route {
-  const { access, use = [], ...config } = declaration;
-  const security = securityOf(access);
   return (api, deps) => {
+    const {
+      access,
+      use = [],
+      ...config
+    } = typeof declaration === "function" ? declaration(deps) : declaration;
+    const security = securityOf(access);
     const middleware = [deps.authorize(access), ...use];
     api.openapi({ ...config, security, middleware } as RouteConfig, handler(deps) as never);
   };

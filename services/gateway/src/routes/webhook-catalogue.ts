@@ -16,7 +16,7 @@ import { callService } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
