@@ -20,6 +20,7 @@ import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { CustomerDirectory } from "../../services/customer/src/directory.ts";
 import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
 import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
 // The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
@@ -31,7 +32,6 @@ import { createApp } from "../../services/gateway/src/app.ts";
 import { secured } from "../../services/gateway/src/auth/access.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
-import { CustomerDirectory } from "../../services/gateway/src/auth/customer-directory.ts";
 import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";

@@ -1,9 +1,8 @@
+import { CustomerDirectory } from "@cheese/customer/directory";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
 import type { Plan } from "./auth/credentials.ts";
-import { CustomerDirectory } from "./auth/customer-directory.ts";
-import { followPlanChanges } from "./auth/plan-changes.ts";
 import { Revocations } from "./auth/revocations.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
@@ -48,7 +47,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
-  followPlanChanges(deps.bus, identity.customers);
+  identity.customers.followPlanChanges();
   const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>({ router: new MatchCache() });

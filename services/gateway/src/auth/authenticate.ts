@@ -1,5 +1,6 @@
 import type { BlockList } from "node:net";
 import { apiKeyHash, CUSTOMER_API_KEY_PREFIX, type OAuthClient } from "@cheese/contracts";
+import type { CustomerDirectory } from "@cheese/customer/directory";
 import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
@@ -7,7 +8,6 @@ import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
 import { allScopes, anonymousCaller, lowerPlan, type OperatorKey, type Plan } from "./credentials.ts";
-import type { CustomerDirectory } from "./customer-directory.ts";
 import type { Revocations } from "./revocations.ts";
 import type { TokenClaims, TokenVerifier } from "./tokens.ts";
 

@@ -10,7 +10,7 @@ export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
  */
 export const readWithApiKey: AccessRule = { apiKey: true, bearer: true, oauth: ["read:cheeses"] };
 
-/** What the access rule of a secured route may answer. */
+/** What the access rule of a cheese route may answer. */
 export const authResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
   403: errorResponse("the credentials do not grant this operation"),

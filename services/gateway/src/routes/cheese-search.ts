@@ -1,3 +1,4 @@
+import { readThrough } from "@cheese/catalogue/read-cache";
 import {
   Cheese,
   CheeseList,
@@ -9,7 +10,6 @@ import {
   splitList,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
-import { readThrough } from "../read-cache.ts";
 import { answerPassed, passService } from "../rpc.ts";
 import { authResponses } from "./cheese-access.ts";
 import { pageHeaders } from "./pages.ts";

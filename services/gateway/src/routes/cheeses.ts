@@ -1,3 +1,4 @@
+import { readThrough } from "@cheese/catalogue/read-cache";
 import {
   Cheese,
   CheeseIdParam,
@@ -11,7 +12,6 @@ import {
   toCheeseFields,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
-import { readThrough } from "../read-cache.ts";
 import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";

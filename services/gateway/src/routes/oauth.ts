@@ -1,7 +1,6 @@
 import {
   AuthorizationQuery,
   AuthorizationServerMetadata,
-  ErrorBody,
   identityRpc,
   JwkSet,
   OAuthErrorBody,
@@ -10,12 +9,13 @@ import {
   TokenRequest,
   TokenResponse,
 } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Handler, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
+import { commonResponses, jsonResponse } from "./responses.ts";
 
 /**
  * The routes of the authorization server. They are documented from these definitions like every
@@ -28,25 +28,17 @@ const publicAccess: { [name: string]: string[] }[] = [];
 
 const html = { "text/html": { schema: z.string() } };
 /** Every route of the gateway counts against the caller's rate limit. */
-const rateLimited = {
-  429: {
-    description: "rate limit exceeded; see Retry-After",
-    content: { "application/json": { schema: ErrorBody } },
-  },
-};
+const rateLimited = { 429: commonResponses[429] };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
-const redirect = (description: string) => ({
-  description,
-  headers: {
-    Location: {
-      description: "the client's redirect URI with the result",
-      schema: { type: "string" as const },
-    },
-  },
-});
+const location = {
+  description: "the client's redirect URI with the result",
+  schema: { type: "string" as const },
+};
+const redirect = (description: string) => ({ description, headers: { Location: location } });
+const oauthError = (description: string) => jsonResponse(description, OAuthErrorBody);
 
-const authorizePageRoute = createRoute({
+const authorizePageRoute: RouteConfig = {
   method: "get",
   path: "/oauth/authorize",
   operationId: "oauthAuthorize",
@@ -63,9 +55,9 @@ const authorizePageRoute = createRoute({
     400: { description: "unknown client or unregistered redirect URI", content: problem },
     ...rateLimited,
   },
-});
+};
 
-const signInRoute = createRoute({
+const signInRoute: RouteConfig = {
   method: "post",
   path: "/oauth/authorize",
   operationId: "oauthSignIn",
@@ -86,9 +78,9 @@ const signInRoute = createRoute({
     401: { description: "wrong username or password: the page again, with the problem", content: problem },
     ...rateLimited,
   },
-});
+};
 
-const tokenRoute = createRoute({
+const tokenRoute: RouteConfig = {
   method: "post",
   path: "/oauth/token",
   operationId: "oauthToken",
@@ -102,17 +94,14 @@ const tokenRoute = createRoute({
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenRequest } } },
   },
   responses: {
-    200: { description: "the tokens", content: { "application/json": { schema: TokenResponse } } },
-    400: {
-      description: "invalid_request, invalid_grant, invalid_scope, unsupported_grant_type",
-      content: { "application/json": { schema: OAuthErrorBody } },
-    },
-    401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    200: jsonResponse("the tokens", TokenResponse),
+    400: oauthError("invalid_request, invalid_grant, invalid_scope, unsupported_grant_type"),
+    401: oauthError("invalid_client"),
     ...rateLimited,
   },
-});
+};
 
-const revokeRoute = createRoute({
+const revokeRoute: RouteConfig = {
   method: "post",
   path: "/oauth/revoke",
   operationId: "oauthRevoke",
@@ -127,13 +116,13 @@ const revokeRoute = createRoute({
   },
   responses: {
     200: { description: "revoked, or nothing to revoke" },
-    400: { description: "invalid_request", content: { "application/json": { schema: OAuthErrorBody } } },
-    401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    400: oauthError("invalid_request"),
+    401: oauthError("invalid_client"),
     ...rateLimited,
   },
-});
+};
 
-const jwksRoute = createRoute({
+const jwksRoute: RouteConfig = {
   method: "get",
   path: "/.well-known/jwks.json",
   operationId: "jwks",
@@ -144,19 +133,12 @@ const jwksRoute = createRoute({
   servers: atRoot,
   security: publicAccess,
   responses: {
-    200: {
-      description: "a JWK set",
-      content: {
-        "application/json": {
-          schema: JwkSet,
-        },
-      },
-    },
+    200: jsonResponse("a JWK set", JwkSet),
     ...rateLimited,
   },
-});
+};
 
-const metadataRoute = createRoute({
+const metadataRoute: RouteConfig = {
   method: "get",
   path: "/.well-known/oauth-authorization-server",
   operationId: "authorizationServerMetadata",
@@ -167,17 +149,10 @@ const metadataRoute = createRoute({
   servers: atRoot,
   security: publicAccess,
   responses: {
-    200: {
-      description: "the metadata",
-      content: {
-        "application/json": {
-          schema: AuthorizationServerMetadata,
-        },
-      },
-    },
+    200: jsonResponse("the metadata", AuthorizationServerMetadata),
     ...rateLimited,
   },
-});
+};
 
 /**
  * The authorization server's pages and endpoints on the gateway root: `/oauth/authorize`
