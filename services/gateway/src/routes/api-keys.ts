@@ -3,8 +3,8 @@ import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
 
 const credentialResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
@@ -12,22 +12,24 @@ const credentialResponses = {
   404: errorResponse("customer or key not found"),
 };
 
+const route = routes({
+  tags: ["API keys"],
+  access: { bearer: true },
+  use: [noStore],
+  responses: { ...commonResponses, ...credentialResponses },
+});
+
 const createKey = route(
   {
     method: "post",
     path: "/customer/{username}/apiKeys",
     operationId: "createApiKey",
-    tags: ["API keys"],
     summary: "Issue a personal API key (shown once; valid 90 days)",
     description:
       "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
-    access: { bearer: true },
-    use: [noStore],
     request: { params: UsernameParam },
     responses: {
-      ...commonResponses,
-      ...credentialResponses,
-      201: { description: "the new key", content: { "application/json": { schema: IssuedApiKey } } },
+      201: jsonResponse("the new key", IssuedApiKey),
       409: errorResponse("too many active keys"),
     },
   },
@@ -46,20 +48,12 @@ const listKeys = route(
     method: "get",
     path: "/customer/{username}/apiKeys",
     operationId: "listApiKeys",
-    tags: ["API keys"],
     summary: "List one's keys that are not revoked (without the keys themselves)",
     description:
       "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
-    access: { bearer: true },
-    use: [noStore],
     request: { params: UsernameParam },
     responses: {
-      ...commonResponses,
-      ...credentialResponses,
-      200: {
-        description: "the keys",
-        content: { "application/json": { schema: z.array(ApiKeySummary) } },
-      },
+      200: jsonResponse("the keys", z.array(ApiKeySummary)),
     },
   },
   (deps) => async (c) => {
@@ -77,14 +71,11 @@ const revokeKey = route(
     method: "delete",
     path: "/customer/{username}/apiKeys/{id}",
     operationId: "revokeApiKey",
-    tags: ["API keys"],
     summary: "Revoke a key: it stops working on every gateway within a second",
     description:
       "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
-    access: { bearer: true },
-    use: [noStore],
     request: { params: ApiKeyIdParam },
-    responses: { ...commonResponses, ...credentialResponses, 204: { description: "revoked" } },
+    responses: { 204: { description: "revoked" } },
   },
   (deps) => async (c) => {
     const { username, id } = c.req.valid("param");

@@ -1,5 +1,6 @@
 import type { AccessRule } from "../auth/access.ts";
-import { errorResponse } from "./responses.ts";
+import { commonResponses, errorResponse } from "./responses.ts";
+import { routes } from "./route.ts";
 
 /** cheesy_oauth with write:cheeses, for every cheese write. */
 export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
@@ -15,3 +16,6 @@ export const authResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
   403: errorResponse("the credentials do not grant this operation"),
 };
+
+/** A route of the catalogue: tagged Cheeses, with the answers of every one and its access rule's. */
+export const cheeseRoute = routes({ tags: ["Cheeses"], responses: { ...commonResponses, ...authResponses } });

@@ -11,19 +11,18 @@ import {
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { answerPassed, passService } from "../rpc.ts";
-import { authResponses } from "./cheese-access.ts";
+import { cheeseRoute } from "./cheese-access.ts";
 import { pageHeaders } from "./pages.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { errorResponse, json } from "./responses.ts";
+import type { Route } from "./route.ts";
 
 const cheeseArray = { "application/json": { schema: z.array(Cheese) } };
 
-const listCheeses = route(
+const listCheeses = cheeseRoute(
   {
     method: "get",
     path: "/cheeses",
     operationId: "listCheeses",
-    tags: ["Cheeses"],
     summary: "List cheeses (paginated)",
     description:
       "Keyset pagination: nextCursor stays valid while cheeses are added or removed. A request with a " +
@@ -31,8 +30,6 @@ const listCheeses = route(
     access: { apiKey: true, oauth: ["read:cheeses"] },
     request: { query: CheeseListQuery },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       200: {
         description: "a page of cheeses",
         headers: {
@@ -42,7 +39,7 @@ const listCheeses = route(
             schema: { type: "string" },
           },
         },
-        content: { "application/json": { schema: CheeseList } },
+        content: json(CheeseList),
       },
     },
   },
@@ -66,20 +63,17 @@ const listCheeses = route(
   },
 );
 
-const findByStatus = route(
+const findByStatus = cheeseRoute(
   {
     method: "get",
     path: "/cheeses/findByStatus",
     operationId: "findCheesesByStatus",
-    tags: ["Cheeses"],
     summary: "Find cheeses by status",
     description:
       "Every cheese with any of the statuses given (comma separated), as one unpaginated array; an unknown status is 400.",
     access: { oauth: ["read:cheeses"] },
     request: { query: FindByStatusQuery },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       200: { description: "cheeses with any of the statuses", content: cheeseArray },
       400: errorResponse("invalid status value"),
     },
@@ -93,20 +87,17 @@ const findByStatus = route(
   },
 );
 
-const findByTags = route(
+const findByTags = cheeseRoute(
   {
     method: "get",
     path: "/cheeses/findByTags",
     operationId: "findCheesesByTags",
-    tags: ["Cheeses"],
     summary: "Find cheeses by tags",
     description: "Deprecated: use GET /cheeses with the tags query parameter.",
     deprecated: true,
     access: { oauth: ["read:cheeses"] },
     request: { query: FindByTagsQuery },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       200: {
         description: "cheeses with any of the tags",
         headers: {

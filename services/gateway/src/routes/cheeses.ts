@@ -14,7 +14,7 @@ import {
 import { z } from "@hono/zod-openapi";
 import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
-import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
+import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
 import {
@@ -25,18 +25,16 @@ import {
   notModified,
   parseIfMatch,
 } from "./preconditions.ts";
-import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
+import type { Route } from "./route.ts";
 
-const tags = ["Cheeses"];
 const cheeseResponse = (description: string) => ({ description, headers: etagHeader, content: json(Cheese) });
 
-const addCheese = route(
+const addCheese = cheeseRoute(
   {
     method: "post",
     path: "/cheeses",
     operationId: "addCheese",
-    tags,
     summary: "Add a cheese",
     description: "The name must be unique within its category.",
     access: writeCheeses,
@@ -54,8 +52,6 @@ const addCheese = route(
       body: jsonBody(CheeseInput),
     },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       201: {
         ...cheeseResponse("the cheese"),
         headers: {
@@ -83,8 +79,6 @@ const addCheese = route(
 
 /** What PUT /cheeses and POST /cheeses/{cheeseId} answer: both change an existing cheese. */
 const changeResponses = {
-  ...commonResponses,
-  ...authResponses,
   200: cheeseResponse("the cheese"),
   404: errorResponse("cheese not found"),
   409: errorResponse("name already exists in the category"),
@@ -92,12 +86,11 @@ const changeResponses = {
   422: validationErrorResponse,
 };
 
-const replaceCheese = route(
+const replaceCheese = cheeseRoute(
   {
     method: "put",
     path: "/cheeses",
     operationId: "updateCheese",
-    tags,
     summary: "Replace a cheese",
     description: "The id must match an existing cheese; omitted optional fields are reset.",
     access: writeCheeses,
@@ -116,12 +109,11 @@ const replaceCheese = route(
   },
 );
 
-const getCheese = route(
+const getCheese = cheeseRoute(
   (deps) => ({
     method: "get",
     path: "/cheeses/{cheeseId}",
     operationId: "getCheeseById",
-    tags,
     summary: "Find a cheese by id",
     description:
       "The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile. " +
@@ -129,8 +121,6 @@ const getCheese = route(
     access: readWithApiKey,
     request: { params: CheeseIdParam, query: asOfQuery(deps.clock) },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       200: { ...cheeseResponse("the cheese"), headers: { ...etagHeader, ...asOfHeader } },
       304: { description: "If-None-Match named the ETag of the cheese that would be answered" },
       404: errorResponse("cheese not found (with asOf: not there at that moment)"),
@@ -161,12 +151,11 @@ const getCheese = route(
   },
 );
 
-const updateCheese = route(
+const updateCheese = cheeseRoute(
   {
     method: "post",
     path: "/cheeses/{cheeseId}",
     operationId: "updateCheeseWithForm",
-    tags,
     summary: "Update a cheese partially",
     description:
       "Only provided fields are updated: name and status as query parameters, and any CheeseInput " +
@@ -195,12 +184,11 @@ const updateCheese = route(
   },
 );
 
-const deleteCheese = route(
+const deleteCheese = cheeseRoute(
   {
     method: "delete",
     path: "/cheeses/{cheeseId}",
     operationId: "deleteCheese",
-    tags,
     summary: "Delete a cheese",
     description:
       "Permanent removal, cannot be undone. Placed orders for the cheese are cancelled; approved " +
@@ -216,8 +204,6 @@ const deleteCheese = route(
       }),
     },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       204: { description: "deleted" },
       404: errorResponse("cheese not found"),
       409: errorResponse("cheese has active orders and cannot be deleted"),

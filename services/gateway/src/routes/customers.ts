@@ -20,8 +20,17 @@ import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import {
+  commonResponses,
+  errorResponse,
+  json,
+  jsonBody,
+  jsonResponse,
+  validationErrorResponse,
+} from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ tags: ["Customers"], use: [noStore], responses: commonResponses });
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
@@ -29,7 +38,7 @@ export interface IdentityRouteDeps {
 }
 
 const customerJson = { "application/json": { schema: Customer } };
-const customerBody = { required: true, content: { "application/json": { schema: CustomerInput } } };
+const customerBody = jsonBody(CustomerInput);
 const credentialResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
   403: errorResponse("another customer's account, or credentials of the wrong kind"),
@@ -40,14 +49,11 @@ const register = route(
     method: "post",
     path: "/customer",
     operationId: "createCustomer",
-    tags: ["Customers"],
     summary: "Register an account",
     description: "Username and email must be unique (case-insensitively). Public.",
     access: { public: true },
-    use: [noStore],
     request: { body: customerBody },
     responses: {
-      ...commonResponses,
       201: { description: "the new customer", content: customerJson },
       409: errorResponse("username or email exists"),
       422: validationErrorResponse,
@@ -66,21 +72,15 @@ const registerMany = route(
     method: "post",
     path: "/customer/createMultiple",
     operationId: "createCustomersWithArray",
-    tags: ["Customers"],
     summary: "Register up to 100 accounts",
     description:
       "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
     access: { public: true },
-    use: [noStore],
     request: {
-      body: { required: true, content: { "application/json": { schema: CustomerBatchInput } } },
+      body: jsonBody(CustomerBatchInput),
     },
     responses: {
-      ...commonResponses,
-      200: {
-        description: "what was created, and why the rest was not",
-        content: { "application/json": { schema: CustomerBatchResult } },
-      },
+      200: jsonResponse("what was created, and why the rest was not", CustomerBatchResult),
       422: validationErrorResponse,
     },
   },
@@ -98,15 +98,12 @@ const login = (more: IdentityRouteDeps) =>
       method: "post",
       path: "/customer/login",
       operationId: "loginCustomer",
-      tags: ["Customers"],
       summary: "Log in: a bearer token for 24 hours",
       description:
         "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
       access: { public: true },
-      use: [noStore],
-      request: { body: { required: true, content: { "application/json": { schema: LoginInput } } } },
+      request: { body: jsonBody(LoginInput) },
       responses: {
-        ...commonResponses,
         200: {
           description: "the session token",
           headers: {
@@ -119,7 +116,7 @@ const login = (more: IdentityRouteDeps) =>
               schema: { type: "string", format: "date-time" },
             },
           },
-          content: { "application/json": { schema: LoginResult } },
+          content: json(LoginResult),
         },
         401: errorResponse("invalid username or password"),
         422: validationErrorResponse,
@@ -144,13 +141,11 @@ const logout = (more: IdentityRouteDeps) =>
       method: "get",
       path: "/customer/logout",
       operationId: "logoutCustomer",
-      tags: ["Customers"],
       summary: "End the session: the token stops working on every gateway within a second",
       description:
         "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       access: { bearer: true },
-      use: [noStore],
-      responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
+      responses: { ...credentialResponses, 204: { description: "logged out" } },
     },
     (deps) => async (c) => {
       const token = c.get("caller").token;
@@ -164,15 +159,12 @@ const getCustomer = route(
     method: "get",
     path: "/customer/{username}",
     operationId: "getCustomerByName",
-    tags: ["Customers"],
     summary: "Read an account (a customer only its own; an operator key anyone's)",
     description:
       "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
     access: { apiKey: true, bearer: true },
-    use: [noStore],
     request: { params: UsernameParam },
     responses: {
-      ...commonResponses,
       ...credentialResponses,
       200: { description: "the customer", content: customerJson },
       404: errorResponse("customer not found"),
@@ -194,18 +186,15 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       method: "put",
       path: "/customer/{username}",
       operationId: "updateCustomer",
-      tags: ["Customers"],
       summary: "Replace one's own account (username, email and password required)",
       description:
         "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
       access: { bearer: true },
-      use: [noStore],
       request: {
         params: UsernameParam,
-        body: { required: true, content: { "application/json": { schema: CustomerUpdateInput } } },
+        body: jsonBody(CustomerUpdateInput),
       },
       responses: {
-        ...commonResponses,
         401: credentialResponses[401],
         403: errorResponse(
           "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
@@ -256,18 +245,15 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
       method: "delete",
       path: "/customer/{username}",
       operationId: "deleteCustomer",
-      tags: ["Customers"],
       summary: "Erase one's own account, its API keys and sessions, and its personal data",
       description:
         "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
       access: { bearer: true },
-      use: [noStore],
       request: {
         params: UsernameParam,
-        body: { required: true, content: { "application/json": { schema: CustomerDeletion } } },
+        body: jsonBody(CustomerDeletion),
       },
       responses: {
-        ...commonResponses,
         401: credentialResponses[401],
         403: errorResponse(
           "another customer's account, credentials of the wrong kind, or a wrong currentPassword",

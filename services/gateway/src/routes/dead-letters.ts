@@ -8,14 +8,18 @@ import {
 import { callService } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { errorResponse, jsonResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { type Route, routes } from "./route.ts";
 
 /**
  * Integration events a service's consumer kept failing (docs/operations.md "Dead letters"):
  * operators list, replay and delete them; the notification service answers for the bus.
  */
-const operators = operatorOnly("only operator API keys may manage dead letters");
-const tags = ["Dead letters"];
+const route = routes({
+  tags: ["Dead letters"],
+  access: operatorKey,
+  use: [operatorOnly("only operator API keys may manage dead letters")],
+  responses: operatorResponses,
+});
 const notFound = { 404: errorResponse("dead letter not found") };
 
 const listDeadLetters = route(
@@ -23,16 +27,13 @@ const listDeadLetters = route(
     method: "get",
     path: "/dead-letters",
     operationId: "listDeadLetters",
-    tags,
     summary: "Integration events a service kept failing to handle, oldest first",
     description:
       "Each with the consumer that failed it, the event as published (subject, headers, payload), the last " +
       "error and how many deliveries were made. An event lands here once its consumer has failed it for " +
       "DEAD_LETTER_AFTER (24 h by default), retried meanwhile with a backoff of up to 5 minutes.",
-    access: operatorKey,
-    use: [operators],
     request: { query: DeadLetterListQuery },
-    responses: { ...operatorResponses, 200: jsonResponse("a page of dead letters", DeadLetterList) },
+    responses: { 200: jsonResponse("a page of dead letters", DeadLetterList) },
   },
   (deps) => async (c) => {
     c.header("Cache-Control", "no-store");
@@ -45,16 +46,12 @@ const replayDeadLetter = route(
     method: "post",
     path: "/dead-letters/{id}/replay",
     operationId: "replayDeadLetter",
-    tags,
     summary: "Hand a dead letter back to the consumer that failed it",
     description:
       "The event goes to that consumer only (as a first delivery; consumers are idempotent by event id), " +
       "and leaves the list. Should it fail again, it is retried and, after DEAD_LETTER_AFTER, dead-lettered again.",
-    access: operatorKey,
-    use: [operators],
     request: { params: DeadLetterIdParam },
     responses: {
-      ...operatorResponses,
       ...notFound,
       202: jsonResponse("the event is on its way to its consumer", DeadLetterReplayed),
     },
@@ -68,13 +65,10 @@ const deleteDeadLetter = route(
     method: "delete",
     path: "/dead-letters/{id}",
     operationId: "deleteDeadLetter",
-    tags,
     summary: "Discard a dead letter for good",
     description: "The event is not handled by its consumer, now or later. Other consumers are not affected.",
-    access: operatorKey,
-    use: [operators],
     request: { params: DeadLetterIdParam },
-    responses: { ...operatorResponses, ...notFound, 204: { description: "discarded" } },
+    responses: { ...notFound, 204: { description: "discarded" } },
   },
   (deps) => async (c) => {
     await callService(deps, c, notificationRpc.deleteDeadLetter, c.req.valid("param"));

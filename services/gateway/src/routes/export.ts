@@ -2,7 +2,7 @@ import { CustomerExport, customerRpc, orderingRpc, UsernameParam } from "@cheese
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 const exportCustomer = route(
@@ -21,10 +21,7 @@ const exportCustomer = route(
     request: { params: UsernameParam },
     responses: {
       ...commonResponses,
-      200: {
-        description: "the export",
-        content: { "application/json": { schema: CustomerExport } },
-      },
+      200: jsonResponse("the export", CustomerExport),
       401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
       403: errorResponse("another customer's account, or credentials of the wrong kind"),
       404: errorResponse("customer not found, or erased"),

@@ -5,7 +5,7 @@ import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { type Route, routes } from "./route.ts";
 
 /**
  * A customer's OAuth grants (docs/identity.md "OAuth grants"): list them, revoke one. Grants live
@@ -17,21 +17,23 @@ const credentialResponses = {
   403: errorResponse("another customer's grants, or credentials of the wrong kind"),
 };
 
+const route = routes({
+  tags: ["OAuth 2.0"],
+  access: { bearer: true },
+  use: [noStore],
+  responses: { ...commonResponses, ...credentialResponses },
+});
+
 const listGrants = route(
   {
     method: "get",
     path: "/customer/{username}/grants",
     operationId: "listOAuthGrants",
-    tags: ["OAuth 2.0"],
     summary: "List the OAuth grants one gave to clients that are still live",
     description:
       "Each client the customer signed in to and allowed, with the scopes granted and when it was last used; revoking one ends its tokens.",
-    access: { bearer: true },
-    use: [noStore],
     request: { params: UsernameParam },
     responses: {
-      ...commonResponses,
-      ...credentialResponses,
       200: jsonResponse("the grants, oldest first", z.array(OAuthGrant)),
     },
   },
@@ -47,16 +49,11 @@ const revokeGrant = route(
     method: "delete",
     path: "/customer/{username}/grants/{id}",
     operationId: "revokeOAuthGrant",
-    tags: ["OAuth 2.0"],
     summary: "Revoke a grant: its access and refresh tokens stop working on every gateway within a second",
     description:
       "Ends the grant: its access tokens and its refresh token stop working on every gateway. The client must ask the customer again.",
-    access: { bearer: true },
-    use: [noStore],
     request: { params: GrantIdParam },
     responses: {
-      ...commonResponses,
-      ...credentialResponses,
       204: { description: "revoked" },
       404: errorResponse("no live grant of this customer has that id"),
     },

@@ -14,8 +14,10 @@ import { callService } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
 import { actorOf } from "./orders.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ responses: commonResponses });
 
 /**
  * The history of an aggregate: every change to a cheese, an order or one's own account, oldest
@@ -40,11 +42,7 @@ const cheeseHistory = route(
     access: readWithApiKey,
     request: { params: CheeseIdParam, query: HistoryQuery },
     responses: {
-      ...commonResponses,
-      200: {
-        description: "a page of the cheese's history",
-        content: { "application/json": { schema: CheeseHistory } },
-      },
+      200: jsonResponse("a page of the cheese's history", CheeseHistory),
       404: errorResponse("no cheese ever had this id"),
     },
   },
@@ -67,11 +65,7 @@ const orderHistory = route(
     use: [noStore],
     request: { params: OrderIdParam, query: HistoryQuery },
     responses: {
-      ...commonResponses,
-      200: {
-        description: "a page of the order's history",
-        content: { "application/json": { schema: OrderHistory } },
-      },
+      200: jsonResponse("a page of the order's history", OrderHistory),
       404: errorResponse("order not found"),
     },
   },
@@ -102,11 +96,7 @@ const customerHistory = route(
     use: [noStore],
     request: { params: UsernameParam, query: HistoryQuery },
     responses: {
-      ...commonResponses,
-      200: {
-        description: "a page of the account's history",
-        content: { "application/json": { schema: CustomerHistory } },
-      },
+      200: jsonResponse("a page of the account's history", CustomerHistory),
       401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
       403: errorResponse("only the customer may read their account's history"),
       404: errorResponse("customer not found"),

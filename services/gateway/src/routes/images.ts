@@ -14,9 +14,9 @@ import {
   uploadGuard,
 } from "../images/upload.ts";
 import { callService } from "../rpc.ts";
-import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
+import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+import { errorResponse, json, jsonResponse, validationErrorResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 /** Blob keys are `images/<uuid>.<ext>` and `images/<uuid>.thumb.webp`; never overwritten. */
@@ -25,12 +25,11 @@ const imageFile =
 /** Keys are never reused, so a cache may keep an image forever. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
-const uploadImage = route(
+const uploadImage = cheeseRoute(
   {
     method: "post",
     path: "/cheeses/{cheeseId}/uploadImage",
     operationId: "uploadImage",
-    tags: ["Cheeses"],
     summary: "Upload an image of a cheese",
     description:
       "The format is decided from the file's bytes. The original and a 256-pixel WebP thumbnail are " +
@@ -65,12 +64,10 @@ const uploadImage = route(
       },
     },
     responses: {
-      ...commonResponses,
-      ...authResponses,
       200: {
         description: "image upload result",
         headers: etagHeader,
-        content: { "application/json": { schema: ImageUploadResult } },
+        content: json(ImageUploadResult),
       },
       404: errorResponse("cheese not found"),
       409: errorResponse("the cheese already has 50 photoUrls, the most it may hold"),
@@ -124,24 +121,18 @@ const uploadImage = route(
   },
 );
 
-const listImages = route(
+const listImages = cheeseRoute(
   {
     method: "get",
     path: "/cheeses/{cheeseId}/images",
     operationId: "listCheeseImages",
-    tags: ["Cheeses"],
     summary: "The images of a cheese, with caption and primary flag (beyond the spec)",
     description:
       "Every image uploaded for the cheese, oldest first, with its size, dimensions, caption and whether it is the primary one.",
     access: readWithApiKey,
     request: { params: CheeseIdParam },
     responses: {
-      ...commonResponses,
-      ...authResponses,
-      200: {
-        description: "oldest first",
-        content: { "application/json": { schema: z.array(CheeseImage) } },
-      },
+      200: jsonResponse("oldest first", z.array(CheeseImage)),
       404: errorResponse("cheese not found"),
     },
   },

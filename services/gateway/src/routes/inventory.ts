@@ -1,7 +1,7 @@
 import { catalogueRpc, Inventory } from "@cheese/contracts";
 import { callService } from "../rpc.ts";
 import { authResponses, readWithApiKey } from "./cheese-access.ts";
-import { commonResponses } from "./responses.ts";
+import { commonResponses, jsonResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 const getInventory = route(
@@ -17,10 +17,7 @@ const getInventory = route(
     responses: {
       ...commonResponses,
       ...authResponses,
-      200: {
-        description: "inventory map: every status with its count",
-        content: { "application/json": { schema: Inventory } },
-      },
+      200: jsonResponse("inventory map: every status with its count", Inventory),
     },
   },
   (deps) => async (c) => {

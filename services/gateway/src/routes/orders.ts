@@ -17,11 +17,12 @@ import { noStore } from "../middleware/no-store.ts";
 import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ tags: ["Store"], use: [noStore], responses: commonResponses });
 
 const orderJson = { "application/json": { schema: Order } };
-const tags = ["Store"];
 
 /** Reading an order: api_key, plus read:orders tokens and customers' bearer tokens. */
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
@@ -39,24 +40,22 @@ const placeOrder = route(
     method: "post",
     path: "/store/order",
     operationId: "placeOrder",
-    tags,
     summary: "Place an order for cheeses",
     description:
       "Every line's cheese must exist, be available and have a price. Prices are fixed now; the order " +
       "is then checked again asynchronously and moves to approved or cancelled. Send an " +
       "Idempotency-Key to make retries safe.",
     access: writeOrders,
-    use: [noStore, idempotency()],
+    use: [idempotency()],
     request: {
       headers: z.object({
         "idempotency-key": z.string().optional().openapi({
           description: "a repeat with the same key within 24 h returns the first response",
         }),
       }),
-      body: { required: true, content: { "application/json": { schema: OrderInput } } },
+      body: jsonBody(OrderInput),
     },
     responses: {
-      ...commonResponses,
       201: {
         description: "the order, status placed",
         headers: { Location: { description: "URL of the order", schema: { type: "string" } } },
@@ -86,16 +85,13 @@ const getOrder = route(
     method: "get",
     path: "/store/order/{orderId}",
     operationId: "getOrderById",
-    tags,
     summary: "Find an order by id",
     description:
       "A customer sees only its own orders; someone else's order is 404. " +
       "With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.",
     access: readOrders,
-    use: [noStore],
     request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
     responses: {
-      ...commonResponses,
       200: { description: "the order", headers: asOfHeader, content: orderJson },
       404: errorResponse("order not found (with asOf: not there at that moment)"),
     },
@@ -124,21 +120,18 @@ const listOrders = route(
     method: "get",
     path: "/store/orders",
     operationId: "listOrders",
-    tags,
     summary: "List the caller's orders (paginated, newest first)",
     description: "A customer gets its own orders; an operator gets every order.",
     access: readOrders,
-    use: [noStore],
     request: { query: OrderListQuery },
     responses: {
-      ...commonResponses,
       200: {
         description: "a page of orders",
         headers: {
           "X-Total-Count": { description: "equals total", schema: { type: "integer" } },
           Link: { description: 'rel="next" when there is a next page', schema: { type: "string" } },
         },
-        content: { "application/json": { schema: OrderList } },
+        content: json(OrderList),
       },
     },
   },
@@ -159,15 +152,12 @@ const cancelOrder = route(
     method: "delete",
     path: "/store/order/{orderId}",
     operationId: "deleteOrder",
-    tags,
     summary: "Cancel an order",
     description:
       "placed or approved: cancelled (204); already cancelled: 204 again; shipped or delivered: 409.",
     access: writeOrders,
-    use: [noStore],
     request: { params: OrderIdParam },
     responses: {
-      ...commonResponses,
       204: { description: "cancelled" },
       404: errorResponse("order not found"),
       409: errorResponse("order already shipped"),
@@ -181,7 +171,7 @@ const cancelOrder = route(
 );
 
 const fulfilmentRoute = {
-  tags,
+  tags: ["Store"],
   description:
     "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
     "Any other move is 409.",
@@ -201,10 +191,9 @@ const shipOrder = route(
     operationId: "shipOrder",
     summary: "Mark an approved order shipped",
     access: fulfilOrders,
-    use: [noStore],
     request: {
       params: OrderIdParam,
-      body: { required: true, content: { "application/json": { schema: ShipmentInput } } },
+      body: jsonBody(ShipmentInput),
     },
     responses: {
       ...fulfilmentRoute.responses,
@@ -231,7 +220,6 @@ const deliverOrder = route(
     operationId: "deliverOrder",
     summary: "Mark a shipped order delivered",
     access: fulfilOrders,
-    use: [noStore],
     request: { params: OrderIdParam },
     responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
   },

@@ -24,11 +24,15 @@ import { callService } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { errorResponse, json, jsonBody, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { type Route, route } from "./route.ts";
+import { type Route, routes } from "./route.ts";
 
 /** Webhooks are managed with operator API keys only (docs/webhooks.md). */
-const operators = operatorOnly("only operator API keys may manage webhooks");
-const tags = ["Webhooks"];
+const route = routes({
+  tags: ["Webhooks"],
+  access: operatorKey,
+  use: [operatorOnly("only operator API keys may manage webhooks")],
+  responses: operatorResponses,
+});
 const notFound = { 404: errorResponse("webhook not found") };
 const deliveryNotFound = { 404: errorResponse("webhook or delivery not found") };
 
@@ -37,16 +41,12 @@ const createWebhook = route(
     method: "post",
     path: "/webhooks",
     operationId: "createWebhook",
-    tags,
     summary: "Register a receiving URL and the events wanted",
     description:
       "The secret is generated when absent and shown only in this response. The URL must be https and must " +
       "not resolve to a loopback, private, link-local or metadata address (checked again at each delivery).",
-    access: operatorKey,
-    use: [operators],
     request: { body: jsonBody(WebhookInput) },
     responses: {
-      ...operatorResponses,
       201: jsonResponse("the registration, with its secret (shown only here)", WebhookCreated),
       422: validationErrorResponse,
     },
@@ -73,14 +73,11 @@ const listWebhooks = route(
     method: "get",
     path: "/webhooks",
     operationId: "listWebhooks",
-    tags,
     summary: "List registrations (oldest first, paginated)",
     description:
       "Every registration, oldest first, paginated with limit and cursor. Secrets are never shown again after creation.",
-    access: operatorKey,
-    use: [operators],
     request: { query: WebhookListQuery },
-    responses: { ...operatorResponses, 200: jsonResponse("a page of registrations", WebhookList) },
+    responses: { 200: jsonResponse("a page of registrations", WebhookList) },
   },
   (deps) => async (c) =>
     c.json(await callService(deps, c, notificationRpc.listWebhooks, c.req.valid("query")), 200),
@@ -91,14 +88,11 @@ const getWebhook = route(
     method: "get",
     path: "/webhooks/{id}",
     operationId: "getWebhook",
-    tags,
     summary: "Read a registration (never its secret)",
     description:
       "The registration with its status (active, paused or disabled), why, and since when; never its secret.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam },
-    responses: { ...operatorResponses, ...notFound, 200: jsonResponse("the registration", Webhook) },
+    responses: { ...notFound, 200: jsonResponse("the registration", Webhook) },
   },
   (deps) => async (c) => {
     const webhookId = c.req.valid("param").id;
@@ -111,14 +105,11 @@ const deleteWebhook = route(
     method: "delete",
     path: "/webhooks/{id}",
     operationId: "deleteWebhook",
-    tags,
     summary: "Delete a registration; its waiting deliveries are cancelled",
     description:
       "The registration ends; its waiting and dead-lettered deliveries are cancelled and nothing more is sent to its URL.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam },
-    responses: { ...operatorResponses, ...notFound, 204: { description: "deleted" } },
+    responses: { ...notFound, 204: { description: "deleted" } },
   },
   (deps) => async (c) => {
     await callService(deps, c, notificationRpc.deleteWebhook, { webhookId: c.req.valid("param").id });
@@ -131,14 +122,11 @@ const listDeliveries = route(
     method: "get",
     path: "/webhooks/{id}/deliveries",
     operationId: "listWebhookDeliveries",
-    tags,
     summary: "Deliveries of a registration, newest first, with every attempt",
     description:
       "Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 400 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam, query: DeliveryListQuery },
-    responses: { ...operatorResponses, ...notFound, 200: jsonResponse("a page of deliveries", DeliveryList) },
+    responses: { ...notFound, 200: jsonResponse("a page of deliveries", DeliveryList) },
   },
   (deps) => async (c) => {
     const webhookId = c.req.valid("param").id;
@@ -155,17 +143,13 @@ const getDelivery = route(
     method: "get",
     path: "/webhooks/{id}/deliveries/{deliveryId}",
     operationId: "getWebhookDelivery",
-    tags,
     summary: "One delivery with every attempt's request and the receiver's answer",
     description:
       "The delivery's body (the same bytes in every attempt) and, per attempt, the URL and headers sent " +
       "(signature headers shown; a receiver credential such as Authorization shown as [redacted]) and the " +
       "receiver's answer: status, headers and the first 4 KiB of its body, or the network error.",
-    access: operatorKey,
-    use: [operators],
     request: { params: DeliveryIdParam },
     responses: {
-      ...operatorResponses,
       ...deliveryNotFound,
       200: jsonResponse("the delivery", DeliveryDetail),
     },
@@ -183,18 +167,14 @@ const resendDelivery = route(
     method: "post",
     path: "/webhooks/{id}/deliveries/{deliveryId}/resend",
     operationId: "resendWebhookDelivery",
-    tags,
     summary: "Send one delivered or dead-lettered delivery again, as a new round of attempts",
     description:
       "Starts a new round of attempts of this delivery (retried like the first), recorded in the same " +
       "delivery: same webhook-id and body, fresh webhook-timestamp and signatures. A delivery still on " +
       "its way (pending, attempting, retry_scheduled) or cancelled is a 409: wait for it to finish. On a " +
       "paused or disabled registration the new round waits like any delivery.",
-    access: operatorKey,
-    use: [operators],
     request: { params: DeliveryIdParam },
     responses: {
-      ...operatorResponses,
       ...deliveryNotFound,
       202: jsonResponse("the new round is on its way", ResendResult),
       409: errorResponse("the delivery is still on its way (or cancelled)"),
@@ -214,15 +194,11 @@ const testWebhook = route(
     method: "post",
     path: "/webhooks/{id}/test",
     operationId: "testWebhook",
-    tags,
     summary: "Send a webhook.test event to the registration",
     description:
       "Sends a webhook.test event to this registration only, whatever kinds it asked for, signed and retried like any other. On a paused or disabled registration the delivery waits.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam },
     responses: {
-      ...operatorResponses,
       ...notFound,
       202: {
         description: "the test event is on its way",
@@ -241,16 +217,12 @@ const updateWebhook = route(
     method: "patch",
     path: "/webhooks/{id}",
     operationId: "updateWebhook",
-    tags,
     summary: "Change a registration's url, events or description in place",
     description:
       "Only the fields given change; the rules of creation apply (https, no private address, known kinds). " +
       "Deliveries already waiting go to the new URL. The secret changes only through rotate-secret.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam, body: jsonBody(WebhookPatch) },
     responses: {
-      ...operatorResponses,
       ...notFound,
       200: jsonResponse("the registration as changed", Webhook),
       422: validationErrorResponse,
@@ -269,15 +241,12 @@ const pauseWebhook = route(
     method: "post",
     path: "/webhooks/{id}/pause",
     operationId: "pauseWebhook",
-    tags,
     summary: "Pause deliveries: they wait, are not attempted, and keep their attempts",
     description:
       "New events still create deliveries, which wait too. An attempt already in flight finishes. " +
       "Pausing a paused or disabled registration changes nothing.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam },
-    responses: { ...operatorResponses, ...notFound, 200: jsonResponse("the registration, paused", Webhook) },
+    responses: { ...notFound, 200: jsonResponse("the registration, paused", Webhook) },
   },
   (deps) => async (c) => {
     const webhookId = c.req.valid("param").id;
@@ -290,14 +259,11 @@ const resumeWebhook = route(
     method: "post",
     path: "/webhooks/{id}/resume",
     operationId: "resumeWebhook",
-    tags,
     summary: "Resume a paused or disabled registration; what waited goes out, oldest first",
     description:
       "Makes a paused or disabled registration active again: deliveries that waited go out, oldest event first. Resuming an active registration changes nothing.",
-    access: operatorKey,
-    use: [operators],
     request: { params: WebhookIdParam },
-    responses: { ...operatorResponses, ...notFound, 200: jsonResponse("the registration, active", Webhook) },
+    responses: { ...notFound, 200: jsonResponse("the registration, active", Webhook) },
   },
   (deps) => async (c) => {
     const webhookId = c.req.valid("param").id;
@@ -310,17 +276,14 @@ const rotateSecret = route(
     method: "post",
     path: "/webhooks/{id}/rotate-secret",
     operationId: "rotateWebhookSecret",
-    tags,
     summary: "Rotate the signing secret without a gap",
     description:
       "The new secret (shown only here) signs every delivery from now on. During the overlap (24 h unless " +
       "overlapSeconds says otherwise, at most 7 days) webhook-signature carries two v1 signatures, new secret " +
       "first, so receivers may switch at any time; X-Cheese-Signature carries the new secret's only.",
-    access: operatorKey,
-    use: [operators, emptyBodyIsNoBody],
+    use: [emptyBodyIsNoBody],
     request: { params: WebhookIdParam, body: { required: false, content: json(RotateSecretInput) } },
     responses: {
-      ...operatorResponses,
       ...notFound,
       200: jsonResponse("the new secret (shown only here)", SecretRotated),
       422: validationErrorResponse,
@@ -344,7 +307,6 @@ const replayWebhook = route(
     method: "post",
     path: "/webhooks/{id}/replay",
     operationId: "replayWebhook",
-    tags,
     summary: "Replay finished deliveries: the dead letter queue, or a window of time",
     description:
       "Without a body, every dead-lettered delivery starts again. With one, the deliveries created in " +
@@ -352,11 +314,9 @@ const replayWebhook = route(
       "of attempts with its original event id and body (receivers deduplicate on webhook-id). Deliveries " +
       "still waiting or in flight are left alone. One call replays at most WEBHOOK_REPLAY_MAX (1000) " +
       "deliveries; a window holding more is a 422: narrow it.",
-    access: operatorKey,
-    use: [operators, emptyBodyIsNoBody],
+    use: [emptyBodyIsNoBody],
     request: { params: WebhookIdParam, body: { required: false, content: json(ReplayInput) } },
     responses: {
-      ...operatorResponses,
       ...notFound,
       202: jsonResponse("how many deliveries were started again", ReplayResult),
       422: validationErrorResponse,
@@ -375,18 +335,14 @@ const previewFilter = route(
     method: "post",
     path: "/webhooks/filter-preview",
     operationId: "previewWebhookFilter",
-    tags,
     summary: "Try a payload filter on the most recent recorded events before saving it",
     description:
       "Evaluates the CEL filter on the most recent events recorded for delivery (those of a kind some " +
       "registration wanted), of the kinds in `events` (every kind when absent), newest first, at most `limit` " +
       "(50 when absent, at most 500). Nothing is delivered or saved. A filter that does not parse or " +
       "type-check is a 422 naming filter, as on POST /webhooks.",
-    access: operatorKey,
-    use: [operators],
     request: { body: jsonBody(FilterPreviewInput) },
     responses: {
-      ...operatorResponses,
       200: jsonResponse("how the filter judges each event", FilterPreview),
       422: validationErrorResponse,
     },
