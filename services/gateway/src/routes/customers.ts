@@ -147,7 +147,7 @@ const logout = (more: IdentityRouteDeps) =>
       access: { bearer: true },
       responses: { ...credentialResponses, 204: { description: "logged out" } },
     },
-    (deps) => async (c) => {
+    () => async (c) => {
       const token = c.get("caller").token;
       if (token) await more.identity.revocations.revokeToken(token.jti, token.exp * 1000);
       return c.body(null, 204);
