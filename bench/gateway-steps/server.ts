@@ -23,12 +23,12 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { CustomerDirectory } from "../../services/customer/src/directory.ts";
 import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
 import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
+import { KnownRevocations } from "../../services/customer/src/known-revocations.ts";
 // The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
 import { OpenAPIHono } from "../../services/gateway/node_modules/@hono/zod-openapi/dist/index.mjs";
 import { createApp } from "../../services/gateway/src/app.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
-import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
 import type { GatewayDeps } from "../../services/gateway/src/deps.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
@@ -104,7 +104,7 @@ const layers: [string, MiddlewareHandler<GatewayEnv> | undefined][] = [
   [
     "authenticate (client-credentials token)",
     authenticate(auth, {
-      revocations: new Revocations(bus, logger, 1000, systemClock),
+      revocations: new KnownRevocations(bus, logger, 1000, systemClock),
       customers: new CustomerDirectory(bus, 1000, logger),
     }),
   ],

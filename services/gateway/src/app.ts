@@ -1,9 +1,9 @@
 import { CustomerDirectory } from "@cheese/customer/directory";
+import { KnownRevocations } from "@cheese/customer/known-revocations";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
 import type { Plan } from "./auth/credentials.ts";
-import { Revocations } from "./auth/revocations.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -43,7 +43,7 @@ export interface AppOptions {
 export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<GatewayEnv> {
   // State shared with the other gateway replicas lives in NATS; these are this replica's views.
   const identity: CustomerIdentity = {
-    revocations: new Revocations(deps.bus, deps.logger, deps.rpcTimeoutMs, deps.clock),
+    revocations: new KnownRevocations(deps.bus, deps.logger, deps.rpcTimeoutMs, deps.clock),
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();

@@ -1,5 +1,5 @@
 import { identityRpc, OperatorSession, OperatorSessionOpened } from "@cheese/contracts";
-import type { Revocations } from "../auth/revocations.ts";
+import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
@@ -65,7 +65,7 @@ const readSession = route(
   },
 );
 
-const endSession = (revocations: Revocations) =>
+const endSession = (revocations: KnownRevocations) =>
   route(
     {
       method: "delete",
@@ -86,7 +86,7 @@ const endSession = (revocations: Revocations) =>
     },
   );
 
-export const operatorSessionRoutes = (revocations: Revocations): Route[] => [
+export const operatorSessionRoutes = (revocations: KnownRevocations): Route[] => [
   openSession,
   readSession,
   endSession(revocations),
