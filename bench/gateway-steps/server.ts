@@ -20,26 +20,24 @@ import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { CustomerDirectory } from "../../services/customer/src/directory.ts";
 import { loadSigningKey } from "../../services/customer/src/handlers/identity/signing-key.ts";
 import { TokenIssuer } from "../../services/customer/src/handlers/identity/tokens.ts";
+import { KnownRevocations } from "../../services/customer/src/known-revocations.ts";
 // The gateway's own copy (the bench's package does not depend on @hono/zod-openapi).
-import {
-  createRoute,
-  OpenAPIHono,
-} from "../../services/gateway/node_modules/@hono/zod-openapi/dist/index.mjs";
+import { OpenAPIHono } from "../../services/gateway/node_modules/@hono/zod-openapi/dist/index.mjs";
 import { createApp } from "../../services/gateway/src/app.ts";
-import { secured } from "../../services/gateway/src/auth/access.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { createAuthorizer } from "../../services/gateway/src/auth/authorize.ts";
-import { CustomerDirectory } from "../../services/gateway/src/auth/customer-directory.ts";
-import { Revocations } from "../../services/gateway/src/auth/revocations.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
+import type { GatewayDeps } from "../../services/gateway/src/deps.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
 import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";
 import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
 import { observe } from "../../services/gateway/src/middleware/observe.ts";
 import { rateLimit } from "../../services/gateway/src/middleware/rate-limit.ts";
 import { SharedBuckets } from "../../services/gateway/src/middleware/shared-buckets.ts";
+import { route } from "../../services/gateway/src/routes/route.ts";
 import { answerPassed } from "../../services/gateway/src/rpc.ts";
 import { createGatewayServer } from "../../services/gateway/src/server.ts";
 import { observeParts } from "./observe-parts.ts";
@@ -106,7 +104,7 @@ const layers: [string, MiddlewareHandler<GatewayEnv> | undefined][] = [
   [
     "authenticate (client-credentials token)",
     authenticate(auth, {
-      revocations: new Revocations(bus, logger, 1000, systemClock),
+      revocations: new KnownRevocations(bus, logger, 1000, systemClock),
       customers: new CustomerDirectory(bus, 1000, logger),
     }),
   ],
@@ -139,21 +137,21 @@ function app(): { fetch: (request: Request, env: unknown) => Response | Promise<
       defaultHook: (result, c) =>
         result.success ? undefined : validationFailure(c, result.target, result.error),
     });
-    const route = secured(
-      { apiKey: true, bearer: true, oauth: ["read:cheeses"] },
-      createAuthorizer(),
-      createRoute({
+    const getCheese = route(
+      {
         method: "get",
         path: "/cheeses/{cheeseId}",
+        access: { apiKey: true, bearer: true, oauth: ["read:cheeses"] },
         request: { params: CheeseIdParam },
         responses: { 200: { description: "the cheese" } },
-      }),
+      },
+      () => (c) => {
+        c.req.valid("param");
+        c.header("ETag", ETAG);
+        return answerPassed(c, CHEESE, 200) as never;
+      },
     );
-    api.openapi(route, (c) => {
-      c.req.valid("param");
-      c.header("ETag", ETAG);
-      return answerPassed(c, CHEESE, 200) as never;
-    });
+    getCheese(api, { authorize: createAuthorizer() } as GatewayDeps);
     hono.route("/v2", api);
   } else {
     hono.get("/v2/cheeses/:id", bareAnswer);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { defineRpc, jsonCodec } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
 import type { CryptoKey, KeyObject } from "jose";
-import { ratePlans } from "./customer.ts";
+import { ratePlans, UsernameParam } from "./customer.ts";
 
 /**
  * What the identity part of the customer service (the OAuth 2.0 authorization server and the
@@ -245,6 +245,14 @@ const PublicJwk = z.object({ kty: z.string(), kid: z.string(), alg: z.string() }
  * An HTTP request to the authorization server, as the gateway received it on a public path
  * (`/oauth/...`, `/.well-known/...`), and the answer it sends back as it comes.
  */
+/** A grant of the customer named in the path. */
+export const GrantIdParam = UsernameParam.extend({
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be a grant id")
+    .openapi({ param: { name: "id", in: "path" } }),
+});
+
 export const ForwardedHttpRequest = z.object({
   method: z.string(),
   /** The path and query, e.g. `/oauth/authorize?client_id=spa`. */

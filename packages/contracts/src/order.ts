@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isoCountryCodes } from "./countries.ts";
+import { pageQuery } from "./paging.ts";
 
 export const orderStatuses = ["placed", "approved", "shipped", "delivered", "cancelled"] as const;
 export const OrderStatus = z.enum(orderStatuses);
@@ -135,4 +136,26 @@ export const OrderIdParam = z.object({
     .min(1)
     .max(Number.MAX_SAFE_INTEGER)
     .openapi({ param: { name: "orderId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+});
+
+/** GET /store/orders: a page, optionally of some statuses only. */
+export const OrderListQuery = z.object({
+  ...pageQuery,
+  status: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      const statuses = value.split(",");
+      const unknown = statuses.filter((s) => !(orderStatuses as readonly string[]).includes(s));
+      if (unknown.length > 0) {
+        ctx.addIssue({ code: "custom", message: `unknown status ${unknown.join(", ")}` });
+        return z.NEVER;
+      }
+      return statuses as (typeof orderStatuses)[number][];
+    })
+    .openapi({
+      type: "string",
+      description: `one or several of ${orderStatuses.join(", ")}, comma separated`,
+    }),
 });

@@ -1,10 +1,9 @@
+import { CustomerDirectory } from "@cheese/customer/directory";
+import { KnownRevocations } from "@cheese/customer/known-revocations";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
 import type { Plan } from "./auth/credentials.ts";
-import { CustomerDirectory } from "./auth/customer-directory.ts";
-import { followPlanChanges } from "./auth/plan-changes.ts";
-import { Revocations } from "./auth/revocations.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -29,6 +28,7 @@ import { inventoryRoutes } from "./routes/inventory.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { operatorSessionRoutes } from "./routes/operator-sessions.ts";
 import { ordersRoutes } from "./routes/orders.ts";
+import { register } from "./routes/route.ts";
 import { webhookCatalogueRoutes } from "./routes/webhook-catalogue.ts";
 import { webhooksRoutes } from "./routes/webhooks.ts";
 
@@ -43,11 +43,11 @@ export interface AppOptions {
 export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<GatewayEnv> {
   // State shared with the other gateway replicas lives in NATS; these are this replica's views.
   const identity: CustomerIdentity = {
-    revocations: new Revocations(deps.bus, deps.logger, deps.rpcTimeoutMs, deps.clock),
+    revocations: new KnownRevocations(deps.bus, deps.logger, deps.rpcTimeoutMs, deps.clock),
     customers: new CustomerDirectory(deps.bus, deps.rpcTimeoutMs, deps.logger),
   };
   identity.revocations.start();
-  followPlanChanges(deps.bus, identity.customers);
+  identity.customers.followPlanChanges();
   const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>({ router: new MatchCache() });
@@ -73,18 +73,18 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
       result.success ? undefined : validationFailure(c, result.target, result.error),
   });
   registerSecuritySchemes(api);
-  cheeseRoutes(api, deps);
-  inventoryRoutes(api, deps);
-  ordersRoutes(api, deps);
-  customersRoutes(api, deps, { identity, plans });
-  apiKeysRoutes(api, deps);
-  grantsRoutes(api, deps);
+  register(api, deps, cheeseRoutes);
+  register(api, deps, inventoryRoutes);
+  register(api, deps, ordersRoutes);
+  register(api, deps, customersRoutes({ identity, plans }));
+  register(api, deps, apiKeysRoutes);
+  register(api, deps, grantsRoutes);
   webhookCatalogueRoutes(app, api, deps);
-  webhooksRoutes(api, deps);
-  deadLettersRoutes(api, deps);
-  operatorSessionRoutes(api, deps, identity.revocations);
-  historyRoutes(api, deps);
-  exportRoutes(api, deps);
+  register(api, deps, webhooksRoutes);
+  register(api, deps, deadLettersRoutes);
+  register(api, deps, operatorSessionRoutes(identity.revocations));
+  register(api, deps, historyRoutes);
+  register(api, deps, exportRoutes);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps);

@@ -33,7 +33,7 @@ export const gatewayConfigSchema = z
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
     RATE_LIMIT_PLANS: ratePlansSchema,
     /**
-     * `on`: catalogue reads are kept between the catalogue's change notices (read-cache.ts);
+     * `on`: catalogue reads are kept between the catalogue's change notices (`@cheese/catalogue/read-cache`);
      * `off` with a NATS cluster, where notices and replies may take different servers.
      */
     READ_CACHE: z.enum(["on", "off"]).default("on"),
@@ -41,7 +41,7 @@ export const gatewayConfigSchema = z
     READ_CACHE_MB: z.coerce.number().int().min(1).max(4096).default(64),
     /**
      * The longest a reply is answered from the read cache without asking the catalogue again: the
-     * bound on a change whose notice was lost with a killed catalogue (read-cache.ts).
+     * bound on a change whose notice was lost with a killed catalogue (`@cheese/catalogue/read-cache`).
      */
     READ_CACHE_MAX_AGE: duration("5s").pipe(z.number().min(1).max(3_600_000)),
   })

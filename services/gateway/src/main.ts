@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
+import { ReadCache } from "@cheese/catalogue/read-cache";
 import { portInUse, type ServiceDefinition, type StartOptions, startService } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
 import { createAuthorizer } from "./auth/authorize.ts";
 import { TokenVerifier } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 import { defaultPublicUrl } from "./public-url.ts";
-import { ReadCache } from "./read-cache.ts";
 import { createGatewayServer } from "./server.ts";
 
 /** What the gateway's wiring gives back: its app (requests can be made of it in-process). */

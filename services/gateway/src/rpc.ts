@@ -121,8 +121,8 @@ function outcomeOf(error: unknown): string {
  * key with another body with 409.
  *
  * Apply it per route after the access rule (the key is scoped to the authenticated caller, and
- * to the customer when a client acts for one): `secured(rule, deps.authorize, route,
- * idempotency())`.
+ * to the customer when a client acts for one): `use: [idempotency()]` in the route's
+ * declaration (routes/route.ts).
  */
 
 const HEADER = "idempotency-key";

@@ -1,8 +1,7 @@
-import { webhookEventKinds } from "@cheese/contracts";
+import { operationExamples, webhookEventKinds } from "@cheese/contracts";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { operationExamples } from "../src/openapi-examples.ts";
 import { testGateway } from "./support.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the served document is walked generically

@@ -1,8 +1,8 @@
+import { ReadCache } from "@cheese/catalogue/read-cache";
 import { type Cheese, type CheeseChangeNotice, catalogueRpc, cheeseChangeNotices } from "@cheese/contracts";
 import { createInProcessBroker, type MessageBus, RemoteError, serveRpc } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ReadCache } from "../src/read-cache.ts";
 import { OPERATOR_KEY, testGateway } from "./support.ts";
 
 /**

@@ -1,4 +1,5 @@
 import { createFileBlobStore } from "@cheese/blob-store";
+import type { ReadCache } from "@cheese/catalogue/read-cache";
 import { oauthClientsSchema } from "@cheese/contracts";
 import { createInProcessBroker, type MessageBus } from "@cheese/messaging";
 import { type Clock, createLogger, systemClock } from "@cheese/service-kit";
@@ -9,7 +10,6 @@ import { createApp } from "../src/app.ts";
 import { createAuthorizer } from "../src/auth/authorize.ts";
 import { apiKeysSchema } from "../src/auth/credentials.ts";
 import { TokenVerifier } from "../src/auth/tokens.ts";
-import type { ReadCache } from "../src/read-cache.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };

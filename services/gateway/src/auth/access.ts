@@ -1,6 +1,5 @@
 import type { RouteConfig } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
-import type { Caller, GatewayEnv, Scope } from "../env.ts";
+import type { Caller, Scope } from "../env.ts";
 
 /**
  * Who may call an operation, written next to its route (and published as its OpenAPI
@@ -27,19 +26,4 @@ export function securityOf(rule: AccessRule): RouteConfig["security"] {
   if (rule.oauth) requirements.push({ cheesy_oauth: [...rule.oauth] });
   if (rule.operatorSession) requirements.push({ operator_session: [] });
   return requirements;
-}
-
-/**
- * Attaches a rule to a route: its OpenAPI `security` and the middleware that enforces it
- * (401 with WWW-Authenticate without valid credentials, 403 without the scope), followed by the
- * route's own middleware, if any, which thus runs only for callers the rule lets in. The one way
- * a route gets middleware.
- */
-export function secured<R extends RouteConfig>(
-  rule: AccessRule,
-  enforce: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>,
-  route: R,
-  ...middleware: MiddlewareHandler<GatewayEnv>[]
-): R {
-  return { ...route, security: securityOf(rule), middleware: [enforce(rule), ...middleware] } as R;
 }

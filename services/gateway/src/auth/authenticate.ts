@@ -1,5 +1,7 @@
 import type { BlockList } from "node:net";
 import { apiKeyHash, CUSTOMER_API_KEY_PREFIX, type OAuthClient } from "@cheese/contracts";
+import type { CustomerDirectory } from "@cheese/customer/directory";
+import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
@@ -7,8 +9,6 @@ import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
 import { allScopes, anonymousCaller, lowerPlan, type OperatorKey, type Plan } from "./credentials.ts";
-import type { CustomerDirectory } from "./customer-directory.ts";
-import type { Revocations } from "./revocations.ts";
 import type { TokenClaims, TokenVerifier } from "./tokens.ts";
 
 export interface AuthenticationDeps {
@@ -22,7 +22,7 @@ export interface AuthenticationDeps {
 
 /** Shared state behind customer credentials: revocations and the customer service. */
 export interface CustomerIdentity {
-  revocations: Revocations;
+  revocations: KnownRevocations;
   customers: CustomerDirectory;
 }
 

@@ -1,12 +1,10 @@
 import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { GatewayEnv } from "../env.ts";
+import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
 
 const credentialResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
@@ -14,108 +12,80 @@ const credentialResponses = {
   404: errorResponse("customer or key not found"),
 };
 
-function createKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/customer/{username}/apiKeys",
-        operationId: "createApiKey",
-        tags: ["API keys"],
-        summary: "Issue a personal API key (shown once; valid 90 days)",
-        description:
-          "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
-        request: { params: UsernameParam },
-        responses: {
-          ...commonResponses,
-          ...credentialResponses,
-          201: { description: "the new key", content: { "application/json": { schema: IssuedApiKey } } },
-          409: errorResponse("too many active keys"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { username } = c.req.valid("param");
-      const key = await callService(deps, c, customerRpc.createApiKey, {
-        username,
-        asCustomer: actingCustomer(c.get("caller"), false)!,
-      });
-      return c.json(key, 201);
-    },
-  );
-}
+const route = routes({
+  tags: ["API keys"],
+  access: { bearer: true },
+  use: [noStore],
+  responses: { ...commonResponses, ...credentialResponses },
+});
 
-function listKeys(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/customer/{username}/apiKeys",
-        operationId: "listApiKeys",
-        tags: ["API keys"],
-        summary: "List one's keys that are not revoked (without the keys themselves)",
-        description:
-          "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
-        request: { params: UsernameParam },
-        responses: {
-          ...commonResponses,
-          ...credentialResponses,
-          200: {
-            description: "the keys",
-            content: { "application/json": { schema: z.array(ApiKeySummary) } },
-          },
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { username } = c.req.valid("param");
-      const { keys } = await callService(deps, c, customerRpc.listApiKeys, {
-        username,
-        asCustomer: actingCustomer(c.get("caller"), false)!,
-      });
-      return c.json(keys, 200);
+const createKey = route(
+  {
+    method: "post",
+    path: "/customer/{username}/apiKeys",
+    operationId: "createApiKey",
+    summary: "Issue a personal API key (shown once; valid 90 days)",
+    description:
+      "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
+    request: { params: UsernameParam },
+    responses: {
+      201: jsonResponse("the new key", IssuedApiKey),
+      409: errorResponse("too many active keys"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { username } = c.req.valid("param");
+    const key = await callService(deps, c, customerRpc.createApiKey, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+    });
+    return c.json(key, 201);
+  },
+);
 
-function revokeKey(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "delete",
-        path: "/customer/{username}/apiKeys/{id}",
-        operationId: "revokeApiKey",
-        tags: ["API keys"],
-        summary: "Revoke a key: it stops working on every gateway within a second",
-        description:
-          "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
-        request: { params: ApiKeyIdParam },
-        responses: { ...commonResponses, ...credentialResponses, 204: { description: "revoked" } },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { username, id } = c.req.valid("param");
-      await callService(deps, c, customerRpc.revokeApiKey, {
-        username,
-        asCustomer: actingCustomer(c.get("caller"), false)!,
-        keyId: id,
-      });
-      return c.body(null, 204);
+const listKeys = route(
+  {
+    method: "get",
+    path: "/customer/{username}/apiKeys",
+    operationId: "listApiKeys",
+    summary: "List one's keys that are not revoked (without the keys themselves)",
+    description:
+      "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
+    request: { params: UsernameParam },
+    responses: {
+      200: jsonResponse("the keys", z.array(ApiKeySummary)),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { username } = c.req.valid("param");
+    const { keys } = await callService(deps, c, customerRpc.listApiKeys, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+    });
+    return c.json(keys, 200);
+  },
+);
 
-export function apiKeysRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  createKey(api, deps);
-  listKeys(api, deps);
-  revokeKey(api, deps);
-}
+const revokeKey = route(
+  {
+    method: "delete",
+    path: "/customer/{username}/apiKeys/{id}",
+    operationId: "revokeApiKey",
+    summary: "Revoke a key: it stops working on every gateway within a second",
+    description:
+      "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
+    request: { params: ApiKeyIdParam },
+    responses: { 204: { description: "revoked" } },
+  },
+  (deps) => async (c) => {
+    const { username, id } = c.req.valid("param");
+    await callService(deps, c, customerRpc.revokeApiKey, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+      keyId: id,
+    });
+    return c.body(null, 204);
+  },
+);
+
+export const apiKeysRoutes: Route[] = [createKey, listKeys, revokeKey];

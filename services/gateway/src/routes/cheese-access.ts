@@ -1,5 +1,6 @@
 import type { AccessRule } from "../auth/access.ts";
-import { errorResponse } from "./responses.ts";
+import { commonResponses, errorResponse } from "./responses.ts";
+import { routes } from "./route.ts";
 
 /** cheesy_oauth with write:cheeses, for every cheese write. */
 export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
@@ -10,8 +11,11 @@ export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
  */
 export const readWithApiKey: AccessRule = { apiKey: true, bearer: true, oauth: ["read:cheeses"] };
 
-/** What the access rule of a secured route may answer. */
+/** What the access rule of a cheese route may answer. */
 export const authResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
   403: errorResponse("the credentials do not grant this operation"),
 };
+
+/** A route of the catalogue: tagged Cheeses, with the answers of every one and its access rule's. */
+export const cheeseRoute = routes({ tags: ["Cheeses"], responses: { ...commonResponses, ...authResponses } });

@@ -13,17 +13,24 @@ import {
   UsernameParam,
 } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
-import { secured } from "../auth/access.ts";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { Caller, GatewayEnv } from "../env.ts";
+import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+import {
+  commonResponses,
+  errorResponse,
+  json,
+  jsonBody,
+  jsonResponse,
+  validationErrorResponse,
+} from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ tags: ["Customers"], use: [noStore], responses: commonResponses });
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
@@ -31,116 +38,91 @@ export interface IdentityRouteDeps {
 }
 
 const customerJson = { "application/json": { schema: Customer } };
-const customerBody = { required: true, content: { "application/json": { schema: CustomerInput } } };
+const customerBody = jsonBody(CustomerInput);
 const credentialResponses = {
   401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
   403: errorResponse("another customer's account, or credentials of the wrong kind"),
 };
 
-function register(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { public: true },
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/customer",
-        operationId: "createCustomer",
-        tags: ["Customers"],
-        summary: "Register an account",
-        description: "Username and email must be unique (case-insensitively). Public.",
-        request: { body: customerBody },
-        responses: {
-          ...commonResponses,
-          201: { description: "the new customer", content: customerJson },
-          409: errorResponse("username or email exists"),
-          422: validationErrorResponse,
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const fields = toCustomerFields(c.req.valid("json"));
-      const { customer } = await callService(deps, c, customerRpc.register, { fields });
-      c.header("Location", `${deps.publicUrl}/v2/customer/${encodeURIComponent(customer.username)}`);
-      return c.json(customer, 201);
+const register = route(
+  {
+    method: "post",
+    path: "/customer",
+    operationId: "createCustomer",
+    summary: "Register an account",
+    description: "Username and email must be unique (case-insensitively). Public.",
+    access: { public: true },
+    request: { body: customerBody },
+    responses: {
+      201: { description: "the new customer", content: customerJson },
+      409: errorResponse("username or email exists"),
+      422: validationErrorResponse,
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const fields = toCustomerFields(c.req.valid("json"));
+    const { customer } = await callService(deps, c, customerRpc.register, { fields });
+    c.header("Location", `${deps.publicUrl}/v2/customer/${encodeURIComponent(customer.username)}`);
+    return c.json(customer, 201);
+  },
+);
 
-function registerMany(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { public: true },
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/customer/createMultiple",
-        operationId: "createCustomersWithArray",
-        tags: ["Customers"],
-        summary: "Register up to 100 accounts",
-        description:
-          "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
-        request: {
-          body: { required: true, content: { "application/json": { schema: CustomerBatchInput } } },
-        },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "what was created, and why the rest was not",
-            content: { "application/json": { schema: CustomerBatchResult } },
-          },
-          422: validationErrorResponse,
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const elements = c.req.valid("json");
-      // Each element is a registration: it counts against the caller's rate limit as one would.
-      await c.get("spend")?.(elements.length - 1, `a batch of ${elements.length} registrations`);
-      return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
+const registerMany = route(
+  {
+    method: "post",
+    path: "/customer/createMultiple",
+    operationId: "createCustomersWithArray",
+    summary: "Register up to 100 accounts",
+    description:
+      "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
+    access: { public: true },
+    request: {
+      body: jsonBody(CustomerBatchInput),
     },
-  );
-}
+    responses: {
+      200: jsonResponse("what was created, and why the rest was not", CustomerBatchResult),
+      422: validationErrorResponse,
+    },
+  },
+  (deps) => async (c) => {
+    const elements = c.req.valid("json");
+    // Each element is a registration: it counts against the caller's rate limit as one would.
+    await c.get("spend")?.(elements.length - 1, `a batch of ${elements.length} registrations`);
+    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
+  },
+);
 
-function login(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRouteDeps): void {
-  api.openapi(
-    secured(
-      { public: true },
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/customer/login",
-        operationId: "loginCustomer",
-        tags: ["Customers"],
-        summary: "Log in: a bearer token for 24 hours",
-        description:
-          "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
-        request: { body: { required: true, content: { "application/json": { schema: LoginInput } } } },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "the session token",
-            headers: {
-              "X-Rate-Limit": {
-                description: "requests per hour the customer's plan allows",
-                schema: { type: "integer", format: "int32" },
-              },
-              "X-Expires-After": {
-                description: "when the token expires (= expiresAt)",
-                schema: { type: "string", format: "date-time" },
-              },
+const login = (more: IdentityRouteDeps) =>
+  route(
+    {
+      method: "post",
+      path: "/customer/login",
+      operationId: "loginCustomer",
+      summary: "Log in: a bearer token for 24 hours",
+      description:
+        "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
+      access: { public: true },
+      request: { body: jsonBody(LoginInput) },
+      responses: {
+        200: {
+          description: "the session token",
+          headers: {
+            "X-Rate-Limit": {
+              description: "requests per hour the customer's plan allows",
+              schema: { type: "integer", format: "int32" },
             },
-            content: { "application/json": { schema: LoginResult } },
+            "X-Expires-After": {
+              description: "when the token expires (= expiresAt)",
+              schema: { type: "string", format: "date-time" },
+            },
           },
-          401: errorResponse("invalid username or password"),
-          422: validationErrorResponse,
+          content: json(LoginResult),
         },
-      }),
-      noStore,
-    ),
-    async (c) => {
+        401: errorResponse("invalid username or password"),
+        422: validationErrorResponse,
+      },
+    },
+    (deps) => async (c) => {
       // The customer service checks the password and signs the session token.
       const { token, expiresAt, plan } = await callService(deps, c, identityRpc.startSession, {
         ...c.req.valid("json"),
@@ -152,99 +134,78 @@ function login(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRo
       return c.json({ token, expiresAt }, 200);
     },
   );
-}
 
-function logout(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRouteDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/customer/logout",
-        operationId: "logoutCustomer",
-        tags: ["Customers"],
-        summary: "End the session: the token stops working on every gateway within a second",
-        description:
-          "Revokes the bearer token that made the call; other sessions of the customer go on working.",
-        responses: { ...commonResponses, ...credentialResponses, 204: { description: "logged out" } },
-      }),
-      noStore,
-    ),
-    async (c) => {
+const logout = (more: IdentityRouteDeps) =>
+  route(
+    {
+      method: "get",
+      path: "/customer/logout",
+      operationId: "logoutCustomer",
+      summary: "End the session: the token stops working on every gateway within a second",
+      description:
+        "Revokes the bearer token that made the call; other sessions of the customer go on working.",
+      access: { bearer: true },
+      responses: { ...credentialResponses, 204: { description: "logged out" } },
+    },
+    () => async (c) => {
       const token = c.get("caller").token;
       if (token) await more.identity.revocations.revokeToken(token.jti, token.exp * 1000);
       return c.body(null, 204);
     },
   );
-}
 
-function getCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { apiKey: true, bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/customer/{username}",
-        operationId: "getCustomerByName",
-        tags: ["Customers"],
-        summary: "Read an account (a customer only its own; an operator key anyone's)",
-        description:
-          "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
-        request: { params: UsernameParam },
-        responses: {
-          ...commonResponses,
-          ...credentialResponses,
-          200: { description: "the customer", content: customerJson },
-          404: errorResponse("customer not found"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { username } = c.req.valid("param");
-      const { customer } = await callService(deps, c, customerRpc.get, {
-        username,
-        asCustomer: actingCustomer(c.get("caller"), true),
-      });
-      return c.json(customer, 200);
+const getCustomer = route(
+  {
+    method: "get",
+    path: "/customer/{username}",
+    operationId: "getCustomerByName",
+    summary: "Read an account (a customer only its own; an operator key anyone's)",
+    description:
+      "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
+    access: { apiKey: true, bearer: true },
+    request: { params: UsernameParam },
+    responses: {
+      ...credentialResponses,
+      200: { description: "the customer", content: customerJson },
+      404: errorResponse("customer not found"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { username } = c.req.valid("param");
+    const { customer } = await callService(deps, c, customerRpc.get, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), true),
+    });
+    return c.json(customer, 200);
+  },
+);
 
-function replaceCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRouteDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "put",
-        path: "/customer/{username}",
-        operationId: "updateCustomer",
-        tags: ["Customers"],
-        summary: "Replace one's own account (username, email and password required)",
-        description:
-          "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
-        request: {
-          params: UsernameParam,
-          body: { required: true, content: { "application/json": { schema: CustomerUpdateInput } } },
-        },
-        responses: {
-          ...commonResponses,
-          401: credentialResponses[401],
-          403: errorResponse(
-            "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-          ),
-          200: { description: "the customer", content: customerJson },
-          404: errorResponse("customer not found"),
-          409: errorResponse("the new username or email belongs to someone else"),
-          422: validationErrorResponse,
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
+const replaceCustomer = (more: IdentityRouteDeps) =>
+  route(
+    {
+      method: "put",
+      path: "/customer/{username}",
+      operationId: "updateCustomer",
+      summary: "Replace one's own account (username, email and password required)",
+      description:
+        "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
+      access: { bearer: true },
+      request: {
+        params: UsernameParam,
+        body: jsonBody(CustomerUpdateInput),
+      },
+      responses: {
+        401: credentialResponses[401],
+        403: errorResponse(
+          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+        ),
+        200: { description: "the customer", content: customerJson },
+        404: errorResponse("customer not found"),
+        409: errorResponse("the new username or email belongs to someone else"),
+        422: validationErrorResponse,
+      },
+    },
+    (deps) => async (c) => {
       const { username } = c.req.valid("param");
       const { currentPassword, ...input } = c.req.valid("json");
       const caller = c.get("caller");
@@ -277,39 +238,32 @@ function replaceCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: 
       return c.json(customer, 200);
     },
   );
-}
 
-function deleteCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: IdentityRouteDeps): void {
-  api.openapi(
-    secured(
-      { bearer: true },
-      deps.authorize,
-      createRoute({
-        method: "delete",
-        path: "/customer/{username}",
-        operationId: "deleteCustomer",
-        tags: ["Customers"],
-        summary: "Erase one's own account, its API keys and sessions, and its personal data",
-        description:
-          "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
-        request: {
-          params: UsernameParam,
-          body: { required: true, content: { "application/json": { schema: CustomerDeletion } } },
-        },
-        responses: {
-          ...commonResponses,
-          401: credentialResponses[401],
-          403: errorResponse(
-            "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-          ),
-          204: { description: "erased" },
-          404: errorResponse("customer not found"),
-          422: validationErrorResponse,
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
+const deleteCustomer = (more: IdentityRouteDeps) =>
+  route(
+    {
+      method: "delete",
+      path: "/customer/{username}",
+      operationId: "deleteCustomer",
+      summary: "Erase one's own account, its API keys and sessions, and its personal data",
+      description:
+        "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
+      access: { bearer: true },
+      request: {
+        params: UsernameParam,
+        body: jsonBody(CustomerDeletion),
+      },
+      responses: {
+        401: credentialResponses[401],
+        403: errorResponse(
+          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+        ),
+        204: { description: "erased" },
+        404: errorResponse("customer not found"),
+        422: validationErrorResponse,
+      },
+    },
+    (deps) => async (c) => {
       const { username } = c.req.valid("param");
       const { customerId } = await callService(deps, c, customerRpc.delete, {
         username,
@@ -331,21 +285,16 @@ function deleteCustomer(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, more: I
       return c.body(null, 204);
     },
   );
-}
 
-export function customersRoutes(
-  api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
-  more: IdentityRouteDeps,
-): void {
-  register(api, deps);
-  registerMany(api, deps);
-  login(api, deps, more);
-  logout(api, deps, more);
-  getCustomer(api, deps);
-  replaceCustomer(api, deps, more);
-  deleteCustomer(api, deps, more);
-}
+export const customersRoutes = (more: IdentityRouteDeps): Route[] => [
+  register,
+  registerMany,
+  login(more),
+  logout(more),
+  getCustomer,
+  replaceCustomer(more),
+  deleteCustomer(more),
+];
 
 /**
  * Whose rights the request carries to the customer service: the customer's own id, or null for

@@ -8,16 +8,16 @@ import {
   OrderIdParam,
   UsernameParam,
 } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { GatewayEnv } from "../env.ts";
+import type { AccessRule } from "../auth/access.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
 import { actorOf } from "./orders.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ responses: commonResponses });
 
 /**
  * The history of an aggregate: every change to a cheese, an order or one's own account, oldest
@@ -31,119 +31,88 @@ const description =
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
 
-function cheeseHistory(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      readWithApiKey,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/cheeses/{cheeseId}/history",
-        operationId: "getCheeseHistory",
-        tags: ["Cheeses"],
-        summary: "What happened to a cheese, and when",
-        description: `${description} A deleted cheese's history stays readable and ends with cheese.deleted.`,
-        request: { params: CheeseIdParam, query: HistoryQuery },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "a page of the cheese's history",
-            content: { "application/json": { schema: CheeseHistory } },
-          },
-          404: errorResponse("no cheese ever had this id"),
-        },
-      }),
-    ),
-    async (c) => {
-      const { cheeseId } = c.req.valid("param");
-      const { cursor, limit } = c.req.valid("query");
-      return c.json(await callService(deps, c, historyRpc.cheese, { cheeseId, cursor, limit }), 200);
+const cheeseHistory = route(
+  {
+    method: "get",
+    path: "/cheeses/{cheeseId}/history",
+    operationId: "getCheeseHistory",
+    tags: ["Cheeses"],
+    summary: "What happened to a cheese, and when",
+    description: `${description} A deleted cheese's history stays readable and ends with cheese.deleted.`,
+    access: readWithApiKey,
+    request: { params: CheeseIdParam, query: HistoryQuery },
+    responses: {
+      200: jsonResponse("a page of the cheese's history", CheeseHistory),
+      404: errorResponse("no cheese ever had this id"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    const { cursor, limit } = c.req.valid("query");
+    return c.json(await callService(deps, c, historyRpc.cheese, { cheeseId, cursor, limit }), 200);
+  },
+);
 
-function orderHistory(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      readOrders,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/store/order/{orderId}/history",
-        operationId: "getOrderHistory",
-        tags: ["Store"],
-        summary: "What happened to an order, and when (its customer or an operator)",
-        description: `${description} Never the shipping address or the notes. Someone else's order is 404.`,
-        request: { params: OrderIdParam, query: HistoryQuery },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "a page of the order's history",
-            content: { "application/json": { schema: OrderHistory } },
-          },
-          404: errorResponse("order not found"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { orderId } = c.req.valid("param");
-      const { cursor, limit } = c.req.valid("query");
-      const page = await callService(deps, c, historyRpc.order, {
-        orderId,
-        actor: actorOf(c.get("caller")),
-        cursor,
-        limit,
-      });
-      return c.json(page, 200);
+const orderHistory = route(
+  {
+    method: "get",
+    path: "/store/order/{orderId}/history",
+    operationId: "getOrderHistory",
+    tags: ["Store"],
+    summary: "What happened to an order, and when (its customer or an operator)",
+    description: `${description} Never the shipping address or the notes. Someone else's order is 404.`,
+    access: readOrders,
+    use: [noStore],
+    request: { params: OrderIdParam, query: HistoryQuery },
+    responses: {
+      200: jsonResponse("a page of the order's history", OrderHistory),
+      404: errorResponse("order not found"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { cursor, limit } = c.req.valid("query");
+    const page = await callService(deps, c, historyRpc.order, {
+      orderId,
+      actor: actorOf(c.get("caller")),
+      cursor,
+      limit,
+    });
+    return c.json(page, 200);
+  },
+);
 
-function customerHistory(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      ownAccount,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/customer/{username}/history",
-        operationId: "getCustomerHistory",
-        tags: ["Customers"],
-        summary: "What happened to one's own account, and when (the customer only)",
-        description:
-          `${description} With the personal data each change recorded (names, email, phone), which is the ` +
-          "caller's own. Key hashes and passwords never appear. Another customer's name, or an operator key, is 403.",
-        request: { params: UsernameParam, query: HistoryQuery },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "a page of the account's history",
-            content: { "application/json": { schema: CustomerHistory } },
-          },
-          401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-          403: errorResponse("only the customer may read their account's history"),
-          404: errorResponse("customer not found"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { username } = c.req.valid("param");
-      const { cursor, limit } = c.req.valid("query");
-      const page = await callService(deps, c, historyRpc.customer, {
-        username,
-        asCustomer: actingCustomer(c.get("caller"), false)!,
-        cursor,
-        limit,
-      });
-      return c.json(page, 200);
+const customerHistory = route(
+  {
+    method: "get",
+    path: "/customer/{username}/history",
+    operationId: "getCustomerHistory",
+    tags: ["Customers"],
+    summary: "What happened to one's own account, and when (the customer only)",
+    description:
+      `${description} With the personal data each change recorded (names, email, phone), which is the ` +
+      "caller's own. Key hashes and passwords never appear. Another customer's name, or an operator key, is 403.",
+    access: ownAccount,
+    use: [noStore],
+    request: { params: UsernameParam, query: HistoryQuery },
+    responses: {
+      200: jsonResponse("a page of the account's history", CustomerHistory),
+      401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+      403: errorResponse("only the customer may read their account's history"),
+      404: errorResponse("customer not found"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { username } = c.req.valid("param");
+    const { cursor, limit } = c.req.valid("query");
+    const page = await callService(deps, c, historyRpc.customer, {
+      username,
+      asCustomer: actingCustomer(c.get("caller"), false)!,
+      cursor,
+      limit,
+    });
+    return c.json(page, 200);
+  },
+);
 
-export function historyRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  cheeseHistory(api, deps);
-  orderHistory(api, deps);
-  customerHistory(api, deps);
-}
+export const historyRoutes: Route[] = [cheeseHistory, orderHistory, customerHistory];

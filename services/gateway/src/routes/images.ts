@@ -3,10 +3,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { CheeseIdParam, CheeseImage, catalogueRpc, ImageUploadResult } from "@cheese/contracts";
 import { NoRespondersError } from "@cheese/messaging";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { GatewayEnv } from "../env.ts";
+import { z } from "@hono/zod-openapi";
 import { errorResponse as errorReply } from "../errors.ts";
 import { detectImageFormat, extensions, mediaTypes } from "../images/format.ts";
 import {
@@ -17,9 +14,10 @@ import {
   uploadGuard,
 } from "../images/upload.ts";
 import { callService } from "../rpc.ts";
-import { authResponses, readWithApiKey, writeCheeses } from "./cheese-access.ts";
+import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+import { errorResponse, json, jsonResponse, validationErrorResponse } from "./responses.ts";
+import { type Route, route } from "./route.ts";
 
 /** Blob keys are `images/<uuid>.<ext>` and `images/<uuid>.thumb.webp`; never overwritten. */
 const imageFile =
@@ -27,202 +25,174 @@ const imageFile =
 /** Keys are never reused, so a cache may keep an image forever. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
-function uploadImage(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      writeCheeses,
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/cheeses/{cheeseId}/uploadImage",
-        operationId: "uploadImage",
-        tags: ["Cheeses"],
-        summary: "Upload an image of a cheese",
-        description:
-          "The format is decided from the file's bytes. The original and a 256-pixel WebP thumbnail are " +
-          "stored; the image URL joins photoUrls (first when isPrimary).",
-        request: {
-          params: CheeseIdParam,
-          body: {
-            required: true,
-            content: {
-              "multipart/form-data": {
-                schema: {
-                  type: "object",
-                  required: ["file"],
-                  properties: {
-                    file: {
-                      type: "string",
-                      format: "binary",
-                      description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
-                    },
-                    caption: { type: "string", maxLength: MAX_CAPTION_LENGTH },
-                    isPrimary: {
-                      type: "boolean",
-                      default: false,
-                      description: "sets the primary display image",
-                    },
-                  },
+const uploadImage = cheeseRoute(
+  {
+    method: "post",
+    path: "/cheeses/{cheeseId}/uploadImage",
+    operationId: "uploadImage",
+    summary: "Upload an image of a cheese",
+    description:
+      "The format is decided from the file's bytes. The original and a 256-pixel WebP thumbnail are " +
+      "stored; the image URL joins photoUrls (first when isPrimary).",
+    access: writeCheeses,
+    use: [...uploadGuard()],
+    request: {
+      params: CheeseIdParam,
+      body: {
+        required: true,
+        content: {
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["file"],
+              properties: {
+                file: {
+                  type: "string",
+                  format: "binary",
+                  description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
+                },
+                caption: { type: "string", maxLength: MAX_CAPTION_LENGTH },
+                isPrimary: {
+                  type: "boolean",
+                  default: false,
+                  description: "sets the primary display image",
                 },
               },
             },
           },
         },
-        responses: {
-          ...commonResponses,
-          ...authResponses,
-          200: {
-            description: "image upload result",
-            headers: etagHeader,
-            content: { "application/json": { schema: ImageUploadResult } },
-          },
-          404: errorResponse("cheese not found"),
-          409: errorResponse("the cheese already has 50 photoUrls, the most it may hold"),
-          413: errorResponse("file too large (or more than 50 megapixels)"),
-          415: errorResponse("unsupported media type: not a JPEG, PNG or WebP that decodes"),
-          422: validationErrorResponse,
-        },
-      }),
-      ...uploadGuard(),
-    ),
-    async (c) => {
-      const { cheeseId } = c.req.valid("param");
-      const form = await readUploadForm(c);
-      const format = detectImageFormat(new Uint8Array(await form.file.slice(0, 16).arrayBuffer()));
-      if (!format) throw refusal(415, "the file is not a JPEG, PNG or WebP image");
-      // 404 before anything is stored.
-      await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
+      },
+    },
+    responses: {
+      200: {
+        description: "image upload result",
+        headers: etagHeader,
+        content: json(ImageUploadResult),
+      },
+      404: errorResponse("cheese not found"),
+      409: errorResponse("the cheese already has 50 photoUrls, the most it may hold"),
+      413: errorResponse("file too large (or more than 50 megapixels)"),
+      415: errorResponse("unsupported media type: not a JPEG, PNG or WebP that decodes"),
+      422: validationErrorResponse,
+    },
+  },
+  (deps) => async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    const form = await readUploadForm(c);
+    const format = detectImageFormat(new Uint8Array(await form.file.slice(0, 16).arrayBuffer()));
+    if (!format) throw refusal(415, "the file is not a JPEG, PNG or WebP image");
+    // 404 before anything is stored.
+    await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
 
-      const id = randomUUID();
-      const originalKey = `images/${id}.${extensions[format]}`;
-      const thumbnailKey = `images/${id}.thumb.webp`;
-      const imageUrl = `${deps.publicUrl}/v2/${originalKey}`;
-      const thumbnailUrl = `${deps.publicUrl}/v2/${thumbnailKey}`;
-      await deps.blobs
-        .put(originalKey, Readable.fromWeb(form.file.stream() as WebReadableStream), form.file.size, {
-          contentType: mediaTypes[format],
-          metadata: { "cheese-id": String(cheeseId) },
-        })
-        .catch((error: unknown) => {
-          c.var.log().error({ err: error }, "could not store an uploaded image");
+    const id = randomUUID();
+    const originalKey = `images/${id}.${extensions[format]}`;
+    const thumbnailKey = `images/${id}.thumb.webp`;
+    const imageUrl = `${deps.publicUrl}/v2/${originalKey}`;
+    const thumbnailUrl = `${deps.publicUrl}/v2/${thumbnailKey}`;
+    await deps.blobs
+      .put(originalKey, Readable.fromWeb(form.file.stream() as WebReadableStream), form.file.size, {
+        contentType: mediaTypes[format],
+        metadata: { "cheese-id": String(cheeseId) },
+      })
+      .catch((error: unknown) => {
+        c.var.log().error({ err: error }, "could not store an uploaded image");
+        throw refusal(503, "image storage is unavailable; try again");
+      });
+    try {
+      const { image, revision } = await callService(deps, c, catalogueRpc.attachImage, {
+        cheeseId,
+        originalKey,
+        thumbnailKey,
+        format,
+        size: form.file.size,
+        imageUrl,
+        thumbnailUrl,
+        caption: form.caption,
+        isPrimary: form.isPrimary,
+      });
+      c.header("ETag", etagOf(revision));
+      return c.json({ imageUrl: image.imageUrl, thumbnailUrl: image.thumbnailUrl, size: image.size }, 200);
+    } catch (error) {
+      // The catalogue removes what it refuses. Past a time-out it may still be working on the
+      // image, so the blob stays; only when no catalogue got the request is it surely unused.
+      if (error instanceof NoRespondersError) await deps.blobs.delete(originalKey).catch(() => {});
+      throw error;
+    }
+  },
+);
+
+const listImages = cheeseRoute(
+  {
+    method: "get",
+    path: "/cheeses/{cheeseId}/images",
+    operationId: "listCheeseImages",
+    summary: "The images of a cheese, with caption and primary flag (beyond the spec)",
+    description:
+      "Every image uploaded for the cheese, oldest first, with its size, dimensions, caption and whether it is the primary one.",
+    access: readWithApiKey,
+    request: { params: CheeseIdParam },
+    responses: {
+      200: jsonResponse("oldest first", z.array(CheeseImage)),
+      404: errorResponse("cheese not found"),
+    },
+  },
+  (deps) => async (c) => {
+    const { cheeseId } = c.req.valid("param");
+    const { images } = await callService(deps, c, catalogueRpc.listImages, { cheeseId });
+    return c.json(images, 200);
+  },
+);
+
+const getImage = route(
+  {
+    method: "get",
+    path: "/images/{file}",
+    operationId: "getImage",
+    tags: ["Cheeses"],
+    summary: "The bytes of an uploaded image or thumbnail (the URLs upload results give)",
+    description:
+      "Public, so the photoUrls of a cheese work in an <img> tag. Image names are never reused, so the answer may be cached for good; If-None-Match with the ETag answers 304.",
+    access: { public: true },
+    request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
+    responses: {
+      200: {
+        description: "the image",
+        headers: {
+          ETag: { schema: { type: "string" } },
+          "Cache-Control": { schema: { type: "string" } },
+        },
+        content: {
+          "image/jpeg": { schema: { type: "string", format: "binary" } },
+          "image/png": { schema: { type: "string", format: "binary" } },
+          "image/webp": { schema: { type: "string", format: "binary" } },
+        },
+      },
+      304: { description: "If-None-Match named the current ETag" },
+      404: errorResponse("no such image"),
+      503: errorResponse("image storage unavailable; see Retry-After"),
+    },
+  },
+  (deps) => async (c) => {
+    const { file } = c.req.valid("param");
+    const blob = imageFile.test(file)
+      ? await deps.blobs.get(`images/${file}`).catch((error: unknown) => {
+          c.var.log().error({ err: error }, "could not read an image");
           throw refusal(503, "image storage is unavailable; try again");
-        });
-      try {
-        const { image, revision } = await callService(deps, c, catalogueRpc.attachImage, {
-          cheeseId,
-          originalKey,
-          thumbnailKey,
-          format,
-          size: form.file.size,
-          imageUrl,
-          thumbnailUrl,
-          caption: form.caption,
-          isPrimary: form.isPrimary,
-        });
-        c.header("ETag", etagOf(revision));
-        return c.json({ imageUrl: image.imageUrl, thumbnailUrl: image.thumbnailUrl, size: image.size }, 200);
-      } catch (error) {
-        // The catalogue removes what it refuses. Past a time-out it may still be working on the
-        // image, so the blob stays; only when no catalogue got the request is it surely unused.
-        if (error instanceof NoRespondersError) await deps.blobs.delete(originalKey).catch(() => {});
-        throw error;
-      }
-    },
-  );
-}
+        })
+      : undefined;
+    if (!blob) return errorReply(c, 404, "no such image");
+    const etag = `"${blob.info.etag}"`;
+    c.header("ETag", etag);
+    c.header("Cache-Control", IMMUTABLE);
+    c.header("Last-Modified", blob.info.lastModified.toUTCString());
+    if (notModified(c.req.header("if-none-match"), etag)) {
+      blob.body.destroy();
+      return c.body(null, 304);
+    }
+    c.header("Content-Type", blob.info.contentType);
+    c.header("Content-Length", String(blob.info.size));
+    return c.body(Readable.toWeb(blob.body) as ReadableStream, 200);
+  },
+);
 
-function listImages(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      readWithApiKey,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/cheeses/{cheeseId}/images",
-        operationId: "listCheeseImages",
-        tags: ["Cheeses"],
-        summary: "The images of a cheese, with caption and primary flag (beyond the spec)",
-        description:
-          "Every image uploaded for the cheese, oldest first, with its size, dimensions, caption and whether it is the primary one.",
-        request: { params: CheeseIdParam },
-        responses: {
-          ...commonResponses,
-          ...authResponses,
-          200: {
-            description: "oldest first",
-            content: { "application/json": { schema: z.array(CheeseImage) } },
-          },
-          404: errorResponse("cheese not found"),
-        },
-      }),
-    ),
-    async (c) => {
-      const { cheeseId } = c.req.valid("param");
-      const { images } = await callService(deps, c, catalogueRpc.listImages, { cheeseId });
-      return c.json(images, 200);
-    },
-  );
-}
-
-function getImage(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { public: true },
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/images/{file}",
-        operationId: "getImage",
-        tags: ["Cheeses"],
-        summary: "The bytes of an uploaded image or thumbnail (the URLs upload results give)",
-        description:
-          "Public, so the photoUrls of a cheese work in an <img> tag. Image names are never reused, so the answer may be cached for good; If-None-Match with the ETag answers 304.",
-        request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
-        responses: {
-          200: {
-            description: "the image",
-            headers: {
-              ETag: { schema: { type: "string" } },
-              "Cache-Control": { schema: { type: "string" } },
-            },
-            content: {
-              "image/jpeg": { schema: { type: "string", format: "binary" } },
-              "image/png": { schema: { type: "string", format: "binary" } },
-              "image/webp": { schema: { type: "string", format: "binary" } },
-            },
-          },
-          304: { description: "If-None-Match named the current ETag" },
-          404: errorResponse("no such image"),
-          503: errorResponse("image storage unavailable; see Retry-After"),
-        },
-      }),
-    ),
-    async (c) => {
-      const { file } = c.req.valid("param");
-      const blob = imageFile.test(file)
-        ? await deps.blobs.get(`images/${file}`).catch((error: unknown) => {
-            c.var.log().error({ err: error }, "could not read an image");
-            throw refusal(503, "image storage is unavailable; try again");
-          })
-        : undefined;
-      if (!blob) return errorReply(c, 404, "no such image");
-      const etag = `"${blob.info.etag}"`;
-      c.header("ETag", etag);
-      c.header("Cache-Control", IMMUTABLE);
-      c.header("Last-Modified", blob.info.lastModified.toUTCString());
-      if (notModified(c.req.header("if-none-match"), etag)) {
-        blob.body.destroy();
-        return c.body(null, 304);
-      }
-      c.header("Content-Type", blob.info.contentType);
-      c.header("Content-Length", String(blob.info.size));
-      return c.body(Readable.toWeb(blob.body) as ReadableStream, 200);
-    },
-  );
-}
-
-export function imageRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  uploadImage(api, deps);
-  listImages(api, deps);
-  getImage(api, deps);
-}
+export const imageRoutes: Route[] = [uploadImage, listImages, getImage];

@@ -1,10 +1,21 @@
-import { scopes as allScopes, ErrorBody, identityRpc } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import {
+  AuthorizationQuery,
+  AuthorizationServerMetadata,
+  identityRpc,
+  JwkSet,
+  OAuthErrorBody,
+  RevocationRequest,
+  SignInForm,
+  TokenRequest,
+  TokenResponse,
+} from "@cheese/contracts";
+import { type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Handler, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
+import { commonResponses, jsonResponse } from "./responses.ts";
 
 /**
  * The routes of the authorization server. They are documented from these definitions like every
@@ -15,81 +26,19 @@ import { callService } from "../rpc.ts";
 const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
 const publicAccess: { [name: string]: string[] }[] = [];
 
-const OAuthErrorBody = ErrorBody.extend({
-  error: z.string().openapi({ description: "RFC 6749 error code, e.g. invalid_grant" }),
-  error_description: z.string(),
-}).openapi("OAuthError");
-
-const TokenResponse = z
-  .object({
-    access_token: z.string().openapi({ description: "JWT (EdDSA)" }),
-    token_type: z.literal("Bearer"),
-    expires_in: z.number().int().openapi({ description: "seconds" }),
-    scope: z.string().openapi({ description: "granted scopes, space separated" }),
-    refresh_token: z
-      .string()
-      .optional()
-      .openapi({ description: "authorization_code and refresh_token grants; single use, rotated" }),
-  })
-  .openapi("TokenResponse");
-
-const TokenRequest = z
-  .object({
-    grant_type: z.enum(["authorization_code", "client_credentials", "refresh_token"]),
-    code: z.string().optional().openapi({ description: "authorization_code" }),
-    redirect_uri: z
-      .string()
-      .optional()
-      .openapi({ description: "authorization_code: as in the authorization request" }),
-    code_verifier: z.string().optional().openapi({ description: "authorization_code: the PKCE verifier" }),
-    refresh_token: z.string().optional().openapi({ description: "refresh_token" }),
-    scope: z.string().optional().openapi({ description: "space separated; narrows what is granted" }),
-    client_id: z.string().optional().openapi({ description: "public clients, or client_secret_post" }),
-    client_secret: z.string().optional().openapi({ description: "client_secret_post (or use HTTP Basic)" }),
-  })
-  .openapi("TokenRequest");
-
-const AuthorizationQuery = z.object({
-  response_type: z
-    .enum(["code", "token"])
-    .openapi({ description: "code (with PKCE S256) or token (implicit)" }),
-  client_id: z.string(),
-  redirect_uri: z.string().optional().openapi({ description: "must equal a registered URI exactly" }),
-  scope: z.string().optional().openapi({
-    description: "space separated; a customer grants at most read:cheeses read:orders write:orders",
-  }),
-  state: z.string().optional(),
-  code_challenge: z.string().optional().openapi({ description: "required for response_type=code" }),
-  code_challenge_method: z.literal("S256").optional(),
-});
-
-const SignInForm = AuthorizationQuery.extend({
-  username: z.string(),
-  password: z.string().openapi({ format: "password" }),
-  decision: z.enum(["allow", "deny"]),
-});
-
 const html = { "text/html": { schema: z.string() } };
 /** Every route of the gateway counts against the caller's rate limit. */
-const rateLimited = {
-  429: {
-    description: "rate limit exceeded; see Retry-After",
-    content: { "application/json": { schema: ErrorBody } },
-  },
-};
+const rateLimited = { 429: commonResponses[429] };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
-const redirect = (description: string) => ({
-  description,
-  headers: {
-    Location: {
-      description: "the client's redirect URI with the result",
-      schema: { type: "string" as const },
-    },
-  },
-});
+const location = {
+  description: "the client's redirect URI with the result",
+  schema: { type: "string" as const },
+};
+const redirect = (description: string) => ({ description, headers: { Location: location } });
+const oauthError = (description: string) => jsonResponse(description, OAuthErrorBody);
 
-const authorizePageRoute = createRoute({
+const authorizePageRoute: RouteConfig = {
   method: "get",
   path: "/oauth/authorize",
   operationId: "oauthAuthorize",
@@ -106,9 +55,9 @@ const authorizePageRoute = createRoute({
     400: { description: "unknown client or unregistered redirect URI", content: problem },
     ...rateLimited,
   },
-});
+};
 
-const signInRoute = createRoute({
+const signInRoute: RouteConfig = {
   method: "post",
   path: "/oauth/authorize",
   operationId: "oauthSignIn",
@@ -129,9 +78,9 @@ const signInRoute = createRoute({
     401: { description: "wrong username or password: the page again, with the problem", content: problem },
     ...rateLimited,
   },
-});
+};
 
-const tokenRoute = createRoute({
+const tokenRoute: RouteConfig = {
   method: "post",
   path: "/oauth/token",
   operationId: "oauthToken",
@@ -145,26 +94,14 @@ const tokenRoute = createRoute({
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenRequest } } },
   },
   responses: {
-    200: { description: "the tokens", content: { "application/json": { schema: TokenResponse } } },
-    400: {
-      description: "invalid_request, invalid_grant, invalid_scope, unsupported_grant_type",
-      content: { "application/json": { schema: OAuthErrorBody } },
-    },
-    401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    200: jsonResponse("the tokens", TokenResponse),
+    400: oauthError("invalid_request, invalid_grant, invalid_scope, unsupported_grant_type"),
+    401: oauthError("invalid_client"),
     ...rateLimited,
   },
-});
+};
 
-const RevocationRequest = z
-  .object({
-    token: z.string().openapi({ description: "an access token or a refresh token this client holds" }),
-    token_type_hint: z.enum(["access_token", "refresh_token"]).optional(),
-    client_id: z.string().optional().openapi({ description: "public clients, or client_secret_post" }),
-    client_secret: z.string().optional().openapi({ description: "client_secret_post (or use HTTP Basic)" }),
-  })
-  .openapi("RevocationRequest");
-
-const revokeRoute = createRoute({
+const revokeRoute: RouteConfig = {
   method: "post",
   path: "/oauth/revoke",
   operationId: "oauthRevoke",
@@ -179,13 +116,13 @@ const revokeRoute = createRoute({
   },
   responses: {
     200: { description: "revoked, or nothing to revoke" },
-    400: { description: "invalid_request", content: { "application/json": { schema: OAuthErrorBody } } },
-    401: { description: "invalid_client", content: { "application/json": { schema: OAuthErrorBody } } },
+    400: oauthError("invalid_request"),
+    401: oauthError("invalid_client"),
     ...rateLimited,
   },
-});
+};
 
-const jwksRoute = createRoute({
+const jwksRoute: RouteConfig = {
   method: "get",
   path: "/.well-known/jwks.json",
   operationId: "jwks",
@@ -196,21 +133,12 @@ const jwksRoute = createRoute({
   servers: atRoot,
   security: publicAccess,
   responses: {
-    200: {
-      description: "a JWK set",
-      content: {
-        "application/json": {
-          schema: z.object({
-            keys: z.array(z.object({ kty: z.string(), kid: z.string(), alg: z.string() }).passthrough()),
-          }),
-        },
-      },
-    },
+    200: jsonResponse("a JWK set", JwkSet),
     ...rateLimited,
   },
-});
+};
 
-const metadataRoute = createRoute({
+const metadataRoute: RouteConfig = {
   method: "get",
   path: "/.well-known/oauth-authorization-server",
   operationId: "authorizationServerMetadata",
@@ -221,25 +149,10 @@ const metadataRoute = createRoute({
   servers: atRoot,
   security: publicAccess,
   responses: {
-    200: {
-      description: "the metadata",
-      content: {
-        "application/json": {
-          schema: z
-            .object({
-              issuer: z.string(),
-              authorization_endpoint: z.string(),
-              token_endpoint: z.string(),
-              jwks_uri: z.string(),
-              scopes_supported: z.array(z.enum(allScopes)),
-            })
-            .passthrough(),
-        },
-      },
-    },
+    200: jsonResponse("the metadata", AuthorizationServerMetadata),
     ...rateLimited,
   },
-});
+};
 
 /**
  * The authorization server's pages and endpoints on the gateway root: `/oauth/authorize`

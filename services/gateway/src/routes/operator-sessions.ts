@@ -1,13 +1,10 @@
 import { identityRpc, OperatorSession, OperatorSessionOpened } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { secured } from "../auth/access.ts";
-import type { Revocations } from "../auth/revocations.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { GatewayEnv } from "../env.ts";
+import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
-import { operatorResponses, operatorRoute } from "./operator.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
+import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
+import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { type Route, route } from "./route.ts";
 
 /**
  * Operator sessions (docs/security.md "Operator console"): an operator key opens one and gets a
@@ -15,40 +12,34 @@ import { commonResponses, errorResponse } from "./responses.ts";
  * cookie, checks it on every page and ends it at sign-out; ended, it is refused by every gateway
  * within a second (the shared revocation list), whichever replica the next page reaches.
  */
-function openSession(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    operatorRoute(
-      deps,
-      createRoute({
-        method: "post",
-        path: "/operator/sessions",
-        operationId: "openOperatorSession",
-        tags: ["Operator sessions"],
-        summary: "Open an operator session: a token for 8 hours",
-        description:
-          "With an operator API key. The token only checks and ends this session (GET and DELETE /operator/session); the API's other operations still take the key.",
-        responses: {
-          ...operatorResponses,
-          201: {
-            description: "the session and its token",
-            content: { "application/json": { schema: OperatorSessionOpened } },
-          },
-        },
-      }),
-      "only operator API keys open operator sessions",
-      noStore,
-    ),
-    async (c) => {
-      const operatorId = c.get("caller").id;
-      // The customer service, the issuer of every token, signs it.
-      const { token, expiresAt } = await callService(deps, c, identityRpc.startOperatorSession, {
-        operatorId,
-        issuer: deps.auth.issuer,
-      });
-      return c.json({ token, operatorId, expiresAt }, 201);
+const tags = ["Operator sessions"];
+
+const openSession = route(
+  {
+    method: "post",
+    path: "/operator/sessions",
+    operationId: "openOperatorSession",
+    tags,
+    summary: "Open an operator session: a token for 8 hours",
+    description:
+      "With an operator API key. The token only checks and ends this session (GET and DELETE /operator/session); the API's other operations still take the key.",
+    access: operatorKey,
+    use: [operatorOnly("only operator API keys open operator sessions"), noStore],
+    responses: {
+      ...operatorResponses,
+      201: jsonResponse("the session and its token", OperatorSessionOpened),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const operatorId = c.get("caller").id;
+    // The customer service, the issuer of every token, signs it.
+    const { token, expiresAt } = await callService(deps, c, identityRpc.startOperatorSession, {
+      operatorId,
+      issuer: deps.auth.issuer,
+    });
+    return c.json({ token, operatorId, expiresAt }, 201);
+  },
+);
 
 const sessionResponses = {
   ...commonResponses,
@@ -56,63 +47,47 @@ const sessionResponses = {
   403: errorResponse("credentials other than an operator session token"),
 };
 
-function readSession(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      { operatorSession: true },
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/operator/session",
-        operationId: "getOperatorSession",
-        tags: ["Operator sessions"],
-        summary: "The operator session the token belongs to, while it is in force",
-        description: "401 once it expired, was ended on any gateway, or its operator key left API_KEYS.",
-        responses: {
-          ...sessionResponses,
-          200: { description: "the session", content: { "application/json": { schema: OperatorSession } } },
-        },
-      }),
-      noStore,
-    ),
-    (c) => {
-      const { id, token } = c.get("caller");
-      return c.json({ operatorId: id, expiresAt: new Date(token!.exp * 1000).toISOString() }, 200);
-    },
-  );
-}
+const readSession = route(
+  {
+    method: "get",
+    path: "/operator/session",
+    operationId: "getOperatorSession",
+    tags,
+    summary: "The operator session the token belongs to, while it is in force",
+    description: "401 once it expired, was ended on any gateway, or its operator key left API_KEYS.",
+    access: { operatorSession: true },
+    use: [noStore],
+    responses: { ...sessionResponses, 200: jsonResponse("the session", OperatorSession) },
+  },
+  () => (c) => {
+    const { id, token } = c.get("caller");
+    return c.json({ operatorId: id, expiresAt: new Date(token!.exp * 1000).toISOString() }, 200);
+  },
+);
 
-function endSession(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps, revocations: Revocations): void {
-  api.openapi(
-    secured(
-      { operatorSession: true },
-      deps.authorize,
-      createRoute({
-        method: "delete",
-        path: "/operator/session",
-        operationId: "endOperatorSession",
-        tags: ["Operator sessions"],
-        summary: "End the operator session: its token stops working on every gateway within a second",
-        description:
-          "The console's sign-out. The token is revoked until it would have expired; the operator key and its other sessions go on working.",
-        responses: { ...sessionResponses, 204: { description: "ended" } },
-      }),
-      noStore,
-    ),
-    async (c) => {
+const endSession = (revocations: KnownRevocations) =>
+  route(
+    {
+      method: "delete",
+      path: "/operator/session",
+      operationId: "endOperatorSession",
+      tags,
+      summary: "End the operator session: its token stops working on every gateway within a second",
+      description:
+        "The console's sign-out. The token is revoked until it would have expired; the operator key and its other sessions go on working.",
+      access: { operatorSession: true },
+      use: [noStore],
+      responses: { ...sessionResponses, 204: { description: "ended" } },
+    },
+    () => async (c) => {
       const { token } = c.get("caller");
       await revocations.revokeToken(token!.jti, token!.exp * 1000);
       return c.body(null, 204);
     },
   );
-}
 
-export function operatorSessionRoutes(
-  api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
-  revocations: Revocations,
-): void {
-  openSession(api, deps);
-  readSession(api, deps);
-  endSession(api, deps, revocations);
-}
+export const operatorSessionRoutes = (revocations: KnownRevocations): Route[] => [
+  openSession,
+  readSession,
+  endSession(revocations),
+];

@@ -1,29 +1,16 @@
-import type { RouteConfig } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
+import type { AccessRule } from "../auth/access.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse as errorBody } from "../errors.ts";
 import { commonResponses, errorResponse } from "./responses.ts";
 
-/** Operator routes take operator API keys only. */
-const operatorKey: AccessRule = { apiKey: true };
-
 /**
- * A route for operators: the api_key rule (401 without a key), then 403 for a customer's key,
- * saying what only operators may do (`refusal`).
+ * Operator routes take API keys (401 without one), then `operatorOnly` answers 403 to a
+ * customer's key: `access: operatorKey, use: [operatorOnly(refusal), ...]`.
  */
-export function operatorRoute<R extends RouteConfig>(
-  deps: GatewayDeps,
-  route: R,
-  refusal: string,
-  ...middleware: MiddlewareHandler<GatewayEnv>[]
-): R {
-  return secured(operatorKey, deps.authorize, route, operatorOnly(refusal), ...middleware);
-}
+export const operatorKey: AccessRule = { apiKey: true };
 
-/** 403 with `refusal` for a caller that is not an operator. */
+/** 403 with `refusal` (what only operators may do) for a caller that is not an operator. */
 export const operatorOnly = (refusal: string) =>
   createMiddleware<GatewayEnv>(async (c, next) => {
     if (c.get("caller").kind !== "operator") return errorBody(c, 403, refusal);

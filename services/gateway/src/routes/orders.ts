@@ -4,25 +4,25 @@ import {
   OrderIdParam,
   OrderInput,
   OrderList,
+  OrderListQuery,
   orderingRpc,
-  orderStatuses,
-  pageQuery,
   ShipmentInput,
   toOrderFields,
 } from "@cheese/contracts";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
-import { type AccessRule, secured } from "../auth/access.ts";
-import type { GatewayDeps } from "../deps.ts";
-import type { Caller, GatewayEnv } from "../env.ts";
+import type { AccessRule } from "../auth/access.ts";
+import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
-import { commonResponses, errorResponse, validationErrorResponse } from "./responses.ts";
+import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
+import { type Route, routes } from "./route.ts";
+
+const route = routes({ tags: ["Store"], use: [noStore], responses: commonResponses });
 
 const orderJson = { "application/json": { schema: Order } };
-const tags = ["Store"];
 
 /** Reading an order: api_key, plus read:orders tokens and customers' bearer tokens. */
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
@@ -35,197 +35,143 @@ const writeOrders: AccessRule = { oauth: ["write:orders"] };
  */
 const fulfilOrders: AccessRule = { apiKey: true, oauth: ["write:orders"], callers: ["operator", "client"] };
 
-function placeOrder(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      writeOrders,
-      deps.authorize,
-      createRoute({
-        method: "post",
-        path: "/store/order",
-        operationId: "placeOrder",
-        tags,
-        summary: "Place an order for cheeses",
-        description:
-          "Every line's cheese must exist, be available and have a price. Prices are fixed now; the order " +
-          "is then checked again asynchronously and moves to approved or cancelled. Send an " +
-          "Idempotency-Key to make retries safe.",
-        request: {
-          headers: z.object({
-            "idempotency-key": z.string().optional().openapi({
-              description: "a repeat with the same key within 24 h returns the first response",
-            }),
-          }),
-          body: { required: true, content: { "application/json": { schema: OrderInput } } },
-        },
-        responses: {
-          ...commonResponses,
-          201: {
-            description: "the order, status placed",
-            headers: { Location: { description: "URL of the order", schema: { type: "string" } } },
-            content: orderJson,
-          },
-          409: errorResponse("the Idempotency-Key was used with a different request"),
-          422: validationErrorResponse,
-        },
+const placeOrder = route(
+  {
+    method: "post",
+    path: "/store/order",
+    operationId: "placeOrder",
+    summary: "Place an order for cheeses",
+    description:
+      "Every line's cheese must exist, be available and have a price. Prices are fixed now; the order " +
+      "is then checked again asynchronously and moves to approved or cancelled. Send an " +
+      "Idempotency-Key to make retries safe.",
+    access: writeOrders,
+    use: [idempotency()],
+    request: {
+      headers: z.object({
+        "idempotency-key": z.string().optional().openapi({
+          description: "a repeat with the same key within 24 h returns the first response",
+        }),
       }),
-      noStore,
-      // After the access rule: the key is scoped to the authenticated caller.
-      idempotency(),
-    ),
-    async (c) => {
-      const caller = c.get("caller");
-      // The ordering service keeps the key's record: a repeat is answered as the first request was.
-      const reply = await callService(deps, c, orderingRpc.placeOrder, {
-        fields: toOrderFields(c.req.valid("json")),
-        owner: { customerId: actorOf(caller).customerId, ownerId: caller.id },
-        ...idempotencyOf(c),
-      });
-      const { order } = reply;
-      markReplayed(c, reply);
-      c.header("Location", `${deps.publicUrl}/v2/store/order/${order.id}`);
-      return c.json(order, 201);
+      body: jsonBody(OrderInput),
     },
-  );
-}
+    responses: {
+      201: {
+        description: "the order, status placed",
+        headers: { Location: { description: "URL of the order", schema: { type: "string" } } },
+        content: orderJson,
+      },
+      409: errorResponse("the Idempotency-Key was used with a different request"),
+      422: validationErrorResponse,
+    },
+  },
+  (deps) => async (c) => {
+    const caller = c.get("caller");
+    // The ordering service keeps the key's record: a repeat is answered as the first request was.
+    const reply = await callService(deps, c, orderingRpc.placeOrder, {
+      fields: toOrderFields(c.req.valid("json")),
+      owner: { customerId: actorOf(caller).customerId, ownerId: caller.id },
+      ...idempotencyOf(c),
+    });
+    const { order } = reply;
+    markReplayed(c, reply);
+    c.header("Location", `${deps.publicUrl}/v2/store/order/${order.id}`);
+    return c.json(order, 201);
+  },
+);
 
-function getOrder(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      readOrders,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/store/order/{orderId}",
-        operationId: "getOrderById",
-        tags,
-        summary: "Find an order by id",
-        description:
-          "A customer sees only its own orders; someone else's order is 404. " +
-          "With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.",
-        request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
-        responses: {
-          ...commonResponses,
-          200: { description: "the order", headers: asOfHeader, content: orderJson },
-          404: errorResponse("order not found (with asOf: not there at that moment)"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { orderId } = c.req.valid("param");
-      const { asOf } = c.req.valid("query");
-      if (asOf !== undefined) {
-        const { order, at } = await callService(deps, c, orderingRpc.getOrderAsOf, {
-          orderId,
-          actor: actorOf(c.get("caller")),
-          asOf,
-        });
-        return c.json(order, 200, { "X-Cheese-As-Of": at });
-      }
-      const { body } = await passService(deps, c, orderingRpc.getOrder, {
+const getOrder = route(
+  (deps) => ({
+    method: "get",
+    path: "/store/order/{orderId}",
+    operationId: "getOrderById",
+    summary: "Find an order by id",
+    description:
+      "A customer sees only its own orders; someone else's order is 404. " +
+      "With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.",
+    access: readOrders,
+    request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
+    responses: {
+      200: { description: "the order", headers: asOfHeader, content: orderJson },
+      404: errorResponse("order not found (with asOf: not there at that moment)"),
+    },
+  }),
+  (deps) => async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { asOf } = c.req.valid("query");
+    if (asOf !== undefined) {
+      const { order, at } = await callService(deps, c, orderingRpc.getOrderAsOf, {
         orderId,
         actor: actorOf(c.get("caller")),
+        asOf,
       });
-      return answerPassed(c, body, 200);
-    },
-  );
-}
+      return c.json(order, 200, { "X-Cheese-As-Of": at });
+    }
+    const { body } = await passService(deps, c, orderingRpc.getOrder, {
+      orderId,
+      actor: actorOf(c.get("caller")),
+    });
+    return answerPassed(c, body, 200);
+  },
+);
 
-const ListQuery = z.object({
-  ...pageQuery,
-  status: z
-    .string()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined) return undefined;
-      const statuses = value.split(",");
-      const unknown = statuses.filter((s) => !(orderStatuses as readonly string[]).includes(s));
-      if (unknown.length > 0) {
-        ctx.addIssue({ code: "custom", message: `unknown status ${unknown.join(", ")}` });
-        return z.NEVER;
-      }
-      return statuses as (typeof orderStatuses)[number][];
-    })
-    .openapi({
-      type: "string",
-      description: `one or several of ${orderStatuses.join(", ")}, comma separated`,
-    }),
-});
-
-function listOrders(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      readOrders,
-      deps.authorize,
-      createRoute({
-        method: "get",
-        path: "/store/orders",
-        operationId: "listOrders",
-        tags,
-        summary: "List the caller's orders (paginated, newest first)",
-        description: "A customer gets its own orders; an operator gets every order.",
-        request: { query: ListQuery },
-        responses: {
-          ...commonResponses,
-          200: {
-            description: "a page of orders",
-            headers: {
-              "X-Total-Count": { description: "equals total", schema: { type: "integer" } },
-              Link: { description: 'rel="next" when there is a next page', schema: { type: "string" } },
-            },
-            content: { "application/json": { schema: OrderList } },
-          },
+const listOrders = route(
+  {
+    method: "get",
+    path: "/store/orders",
+    operationId: "listOrders",
+    summary: "List the caller's orders (paginated, newest first)",
+    description: "A customer gets its own orders; an operator gets every order.",
+    access: readOrders,
+    request: { query: OrderListQuery },
+    responses: {
+      200: {
+        description: "a page of orders",
+        headers: {
+          "X-Total-Count": { description: "equals total", schema: { type: "integer" } },
+          Link: { description: 'rel="next" when there is a next page', schema: { type: "string" } },
         },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { limit, cursor, status } = c.req.valid("query");
-      const { meta, body } = await passService(deps, c, orderingRpc.listOrders, {
-        actor: actorOf(c.get("caller")),
-        limit,
-        ...(cursor !== undefined ? { cursor } : {}),
-        ...(status ? { statuses: status } : {}),
-      });
-      return answerPassed(c, body, 200, pageHeaders(deps, c, meta));
+        content: json(OrderList),
+      },
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { limit, cursor, status } = c.req.valid("query");
+    const { meta, body } = await passService(deps, c, orderingRpc.listOrders, {
+      actor: actorOf(c.get("caller")),
+      limit,
+      ...(cursor !== undefined ? { cursor } : {}),
+      ...(status ? { statuses: status } : {}),
+    });
+    return answerPassed(c, body, 200, pageHeaders(deps, c, meta));
+  },
+);
 
-function cancelOrder(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      writeOrders,
-      deps.authorize,
-      createRoute({
-        method: "delete",
-        path: "/store/order/{orderId}",
-        operationId: "deleteOrder",
-        tags,
-        summary: "Cancel an order",
-        description:
-          "placed or approved: cancelled (204); already cancelled: 204 again; shipped or delivered: 409.",
-        request: { params: OrderIdParam },
-        responses: {
-          ...commonResponses,
-          204: { description: "cancelled" },
-          404: errorResponse("order not found"),
-          409: errorResponse("order already shipped"),
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { orderId } = c.req.valid("param");
-      await callService(deps, c, orderingRpc.cancelOrder, { orderId, actor: actorOf(c.get("caller")) });
-      return c.body(null, 204);
+const cancelOrder = route(
+  {
+    method: "delete",
+    path: "/store/order/{orderId}",
+    operationId: "deleteOrder",
+    summary: "Cancel an order",
+    description:
+      "placed or approved: cancelled (204); already cancelled: 204 again; shipped or delivered: 409.",
+    access: writeOrders,
+    request: { params: OrderIdParam },
+    responses: {
+      204: { description: "cancelled" },
+      404: errorResponse("order not found"),
+      409: errorResponse("order already shipped"),
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { orderId } = c.req.valid("param");
+    await callService(deps, c, orderingRpc.cancelOrder, { orderId, actor: actorOf(c.get("caller")) });
+    return c.body(null, 204);
+  },
+);
 
 const fulfilmentRoute = {
-  tags,
+  tags: ["Store"],
   description:
     "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
     "Any other move is 409.",
@@ -237,76 +183,57 @@ const fulfilmentRoute = {
   },
 };
 
-function shipOrder(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      fulfilOrders,
-      deps.authorize,
-      createRoute({
-        ...fulfilmentRoute,
-        method: "post",
-        path: "/store/order/{orderId}/ship",
-        operationId: "shipOrder",
-        summary: "Mark an approved order shipped",
-        request: {
-          params: OrderIdParam,
-          body: { required: true, content: { "application/json": { schema: ShipmentInput } } },
-        },
-        responses: {
-          ...fulfilmentRoute.responses,
-          409: errorResponse("order is not approved"),
-          422: validationErrorResponse,
-        },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { orderId } = c.req.valid("param");
-      const { order } = await callService(deps, c, orderingRpc.shipOrder, {
-        orderId,
-        actor: actorOf(c.get("caller")),
-        ...c.req.valid("json"),
-      });
-      return c.json(order, 200);
+const shipOrder = route(
+  {
+    ...fulfilmentRoute,
+    method: "post",
+    path: "/store/order/{orderId}/ship",
+    operationId: "shipOrder",
+    summary: "Mark an approved order shipped",
+    access: fulfilOrders,
+    request: {
+      params: OrderIdParam,
+      body: jsonBody(ShipmentInput),
     },
-  );
-}
-
-function deliverOrder(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  api.openapi(
-    secured(
-      fulfilOrders,
-      deps.authorize,
-      createRoute({
-        ...fulfilmentRoute,
-        method: "post",
-        path: "/store/order/{orderId}/deliver",
-        operationId: "deliverOrder",
-        summary: "Mark a shipped order delivered",
-        request: { params: OrderIdParam },
-        responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
-      }),
-      noStore,
-    ),
-    async (c) => {
-      const { orderId } = c.req.valid("param");
-      const { order } = await callService(deps, c, orderingRpc.deliverOrder, {
-        orderId,
-        actor: actorOf(c.get("caller")),
-      });
-      return c.json(order, 200);
+    responses: {
+      ...fulfilmentRoute.responses,
+      409: errorResponse("order is not approved"),
+      422: validationErrorResponse,
     },
-  );
-}
+  },
+  (deps) => async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { order } = await callService(deps, c, orderingRpc.shipOrder, {
+      orderId,
+      actor: actorOf(c.get("caller")),
+      ...c.req.valid("json"),
+    });
+    return c.json(order, 200);
+  },
+);
 
-export function ordersRoutes(api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  placeOrder(api, deps);
-  getOrder(api, deps);
-  listOrders(api, deps);
-  cancelOrder(api, deps);
-  shipOrder(api, deps);
-  deliverOrder(api, deps);
-}
+const deliverOrder = route(
+  {
+    ...fulfilmentRoute,
+    method: "post",
+    path: "/store/order/{orderId}/deliver",
+    operationId: "deliverOrder",
+    summary: "Mark a shipped order delivered",
+    access: fulfilOrders,
+    request: { params: OrderIdParam },
+    responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
+  },
+  (deps) => async (c) => {
+    const { orderId } = c.req.valid("param");
+    const { order } = await callService(deps, c, orderingRpc.deliverOrder, {
+      orderId,
+      actor: actorOf(c.get("caller")),
+    });
+    return c.json(order, 200);
+  },
+);
+
+export const ordersRoutes: Route[] = [placeOrder, getOrder, listOrders, cancelOrder, shipOrder, deliverOrder];
 
 /** Customers act on their own orders; operator keys and operator clients on all. */
 export function actorOf(caller: Caller): OrderActor {

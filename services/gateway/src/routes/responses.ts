@@ -1,15 +1,22 @@
 import { ErrorBody, ValidationErrorBody } from "@cheese/contracts";
+import type { z } from "@hono/zod-openapi";
 
-/** OpenAPI response entries for the API's error bodies. */
-export const errorResponse = (description: string) => ({
+/** JSON content of `schema`, for a request body or a response. */
+export const json = <S extends z.ZodType>(schema: S) => ({ "application/json": { schema } });
+
+/** A required JSON request body. */
+export const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, content: json(schema) });
+
+/** A response with a JSON body. */
+export const jsonResponse = <S extends z.ZodType>(description: string, schema: S) => ({
   description,
-  content: { "application/json": { schema: ErrorBody } },
+  content: json(schema),
 });
 
-export const validationErrorResponse = {
-  description: "request body failed validation",
-  content: { "application/json": { schema: ValidationErrorBody } },
-};
+/** OpenAPI response entries for the API's error bodies. */
+export const errorResponse = (description: string) => jsonResponse(description, ErrorBody);
+
+export const validationErrorResponse = jsonResponse("request body failed validation", ValidationErrorBody);
 
 /** Responses every operation can give besides its own. */
 export const commonResponses = {

@@ -19,12 +19,13 @@ import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 const CONFIRMED_FOR_MS = 30_000;
 
 /**
- * The revocations the customer service writes (docs/identity.md), as this gateway knows them: it
- * watches the bucket, read only (a revocation is known on every replica within milliseconds), and
- * asks it once about anything it has not seen yet, so a replica started after the revocation
- * knows it too. A revocation this gateway makes (a logout) is asked of the customer service.
+ * The revocations this service writes (docs/identity.md), as a caller checking credentials knows
+ * them (the gateway, `@cheese/customer/known-revocations`): it watches the bucket, read only (a
+ * revocation is known on every replica within milliseconds), and asks it once about anything it
+ * has not seen yet, so a replica started after the revocation knows it too. A revocation the
+ * caller makes (a logout) is asked of this service.
  */
-export class Revocations {
+export class KnownRevocations {
   private readonly records: KvRecords<RevocationEntry>;
   private watching: Promise<Closable> | undefined;
   private readonly revoked = new Map<string, RevocationEntry>();

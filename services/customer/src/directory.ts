@@ -1,7 +1,6 @@
-import { apiKeyHash, type CustomerPrincipal, customerRpc } from "@cheese/contracts";
-import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
+import { apiKeyHash, type CustomerPrincipal, customerRpc, PLAN_CHANGED } from "@cheese/contracts";
+import { type Closable, callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
 import { contextHeaders, type Logger, type RequestContext } from "@cheese/service-kit";
-import type { Plan } from "./credentials.ts";
 
 /** How long a looked-up plan or key owner is reused; revocations do not wait for it (see Revocations). */
 const CACHE_FOR_MS = 30_000;
@@ -14,8 +13,10 @@ export interface KeyOwner extends CustomerPrincipal {
 }
 
 /**
- * What the gateway asks the customer service about callers, cached briefly per replica: the plan
- * of a customer (from its customerStatus) and the owner of a customer API key (by the key's hash).
+ * What a caller of this service (the gateway, `@cheese/customer/directory`) asks it about the
+ * customers behind credentials, cached briefly per replica of the caller: the plan of a customer
+ * (from its customerStatus) and the owner of a customer API key (by the key's hash). The service
+ * broadcasts every change of a customer's plan (`followPlanChanges`).
  */
 export class CustomerDirectory {
   private readonly principals = new Cache<CustomerPrincipal | null>();
@@ -49,7 +50,7 @@ export class CustomerDirectory {
         return null;
       }
       this.logger.warn({ err: error, customerId }, "customer plan unavailable; using free");
-      return { customerId, username: "", customerStatus: "bronze", plan: "free" as Plan, passwordVersion: 0 };
+      return { customerId, username: "", customerStatus: "bronze", plan: "free", passwordVersion: 0 };
     }
   }
 
@@ -74,6 +75,20 @@ export class CustomerDirectory {
       }
       throw error;
     }
+  }
+
+  /**
+   * A new tier reaches every replica's cache at once, not when the cached plan runs out: the
+   * customer service broadcasts each change of a customer's status, and every replica drops what
+   * it cached about that customer (its plan, the owner records of its API keys), so the next
+   * request asks. A replica that misses a broadcast (disconnected at that moment) still learns
+   * the plan within the cache's 30 s.
+   */
+  followPlanChanges(): Closable {
+    return this.bus.onBroadcast(PLAN_CHANGED, (payload) => {
+      const customerId = (payload as { customerId?: unknown } | null)?.customerId;
+      if (typeof customerId === "number") this.refresh(customerId);
+    });
   }
 
   /** Drops what this replica cached about the customer (its plan changed): the next request asks. */

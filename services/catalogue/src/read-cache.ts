@@ -58,7 +58,7 @@ export interface ReadCacheOptions {
 }
 
 /**
- * The gateway's cache of catalogue reads (`getCheese` per cheese id; `listCheeses` and
+ * The cache of catalogue reads its callers keep (the gateway, `@cheese/catalogue/read-cache`) (`getCheese` per cheese id; `listCheeses` and
  * `findCheeses` per payload), dropped on the catalogue's change notices, without giving up
  * read-your-writes, with one NATS server or a cluster (docs/architecture.md, "Change notices and
  * the gateway's read cache"):

@@ -1,15 +1,16 @@
-import { errorTypeFor, webhookEventExample } from "@cheese/contracts";
+import { errorTypeFor } from "./errors.ts";
+import { type WebhookEventKind, webhookEventExample } from "./webhook.ts";
 
 /**
  * The examples of the OpenAPI document: one request body and one response body per operation and
- * status (the webhook events' come with their schemas, `webhookEventData` in the contracts). The document is built from this module
- * (`openapi.ts` puts each example on its media type), and a test validates every example
- * against the schema it illustrates, and fails when a body has none: an example cannot rot.
- * Error responses without an example of their own get one made from their status and
- * description (`errorExample`).
+ * status (the webhook events' come with their schemas, `webhookEventData`). The gateway's
+ * document is built with this module (`withExamples` puts each example on its media type), and a
+ * test validates every example against the schema it illustrates, and fails when a body has
+ * none: an example cannot rot. Error responses without an example of their own get one made from
+ * their status and description (`errorExample`).
  */
 
-export interface OperationExamples {
+interface OperationExamples {
   /** The request body, whatever its media type (JSON, form fields, multipart fields). */
   request?: unknown;
   /** Response bodies by status. */
@@ -773,21 +774,79 @@ export const operationExamples: Record<string, OperationExamples> = {
 };
 
 /** The example of an error response: its status, that status's type, and what it is about. */
-export function errorExample(status: number, message: string): object {
+function errorExample(status: number, message: string): object {
   return { code: status, type: errorTypeFor(status), message };
 }
 
 /** An error of the authorization server: the API's error body with RFC 6749's fields. */
-export function oauthErrorExample(status: number, message: string): object {
+function oauthErrorExample(status: number, message: string): object {
   const error = status === 401 ? "invalid_client" : "invalid_request";
   return { ...errorExample(status, message), error, error_description: message };
 }
 
-export function validationErrorExample(invalid: { field: string; message: string }): object {
+function validationErrorExample(invalid: { field: string; message: string }): object {
   return {
     code: 422,
     type: "validation_error",
     message: "request body failed validation",
     errors: [invalid],
   };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the generated document is walked generically
+type Json = any;
+
+const errorSchemas = new Set(["Error", "ValidationError", "OAuthError"]);
+const schemaName = (schema: Json): string | undefined =>
+  typeof schema?.$ref === "string" ? schema.$ref.split("/").pop() : undefined;
+const isBinary = (schema: Json) => schema?.type === "string" && schema?.format === "binary";
+
+/** The example of one response body: the operation's own, else one made for an error body. */
+function responseExample(operationId: string, status: string, description: string, media: Json): unknown {
+  const own = operationExamples[operationId];
+  if (own?.responses && status in own.responses) return own.responses[status];
+  const name = schemaName(media.schema);
+  if (name === "ValidationError") {
+    return validationErrorExample(own?.invalidField ?? { field: "name", message: "Required" });
+  }
+  if (name === "OAuthError") return oauthErrorExample(Number(status), description);
+  if (name && errorSchemas.has(name)) return errorExample(Number(status), description);
+  return undefined;
+}
+
+function htmlExample(description: string): string {
+  return `<!doctype html><html lang="en"><head><title>Cheese Store</title></head><body><p role="alert">${description}</p></body></html>`;
+}
+
+/** Puts the examples on every request and response body of `document` they belong to. */
+export function withExamples(document: Json): Json {
+  const operations = (paths: Json) =>
+    Object.values(paths ?? {}).flatMap((item: Json) => Object.values(item) as Json[]);
+  for (const operation of operations(document.paths)) {
+    const id: string = operation.operationId;
+    for (const media of Object.values(operation.requestBody?.content ?? {}) as Json[]) {
+      const example = operationExamples[id]?.request;
+      if (example !== undefined) media.example = example;
+    }
+    for (const [status, response] of Object.entries(operation.responses ?? {}) as [string, Json][]) {
+      for (const [type, media] of Object.entries(response.content ?? {}) as [string, Json][]) {
+        if (isBinary(media.schema)) continue;
+        const own = operationExamples[id]?.responses?.[status];
+        const example =
+          type === "text/html"
+            ? typeof own === "string"
+              ? own
+              : htmlExample(response.description)
+            : responseExample(id, status, response.description, media);
+        if (example !== undefined) media.example = example;
+      }
+    }
+  }
+  for (const [kind, item] of Object.entries(document.webhooks ?? {}) as [string, Json][]) {
+    const example = webhookEventExample(kind as WebhookEventKind);
+    for (const media of Object.values(item.post?.requestBody?.content ?? {}) as Json[]) {
+      media.example = example;
+    }
+  }
+  return document;
 }

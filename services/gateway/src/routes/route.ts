@@ -1,0 +1,64 @@
+import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { type AccessRule, securityOf } from "../auth/access.ts";
+import type { GatewayDeps } from "../deps.ts";
+import type { GatewayEnv } from "../env.ts";
+
+export type Api = OpenAPIHono<GatewayEnv>;
+
+/** A route ready to register; a file's routes are listed in the order Hono tries them. */
+export type Route = (api: Api, deps: GatewayDeps) => void;
+
+/** What a route declares besides its OpenAPI operation: who may call it and its own middleware. */
+interface Access {
+  /** Who may call it: the operation's OpenAPI `security` and the middleware that enforces it. */
+  access: AccessRule;
+  /** The route's own middleware (idempotency, upload guards, ...), run only for callers let in. */
+  use?: MiddlewareHandler<GatewayEnv>[];
+}
+
+/** What the routes of one area share: their tags, access rule, first middleware, answers. */
+type Shared = Partial<Access> & Pick<Partial<RouteConfig>, "tags" | "responses">;
+
+/** A route's declaration: the OpenAPI operation, with its access rule unless its area states it. */
+type Declaration<S extends Shared> = RouteConfig &
+  Partial<Access> &
+  (S extends Pick<Access, "access"> ? {} : Access);
+
+/**
+ * Makes the routes of an area (`routes({ tags, access, use, responses })`); `route` is the one of
+ * an area that shares nothing. A route is its declaration and its handler together, so it reads
+ * from its path to its answer in one place. The access rule becomes the OpenAPI `security` and
+ * the first middleware (401 with WWW-Authenticate without valid credentials, 403 without the
+ * scope); the area's middleware, then the route's own (`use`), follow it, so they run only for
+ * callers let in: the one way a route gets middleware. The area's responses are the route's too.
+ * The handler, and a declaration that needs them (a check reading the clock), are made with the
+ * gateway's dependencies when the route is registered.
+ */
+export function routes<S extends Shared>(shared: S) {
+  return <D extends Declaration<S>>(
+    declaration: D | ((deps: GatewayDeps) => D),
+    handler: (deps: GatewayDeps) => RouteHandler<D, GatewayEnv>,
+  ): Route =>
+    (api, deps) => {
+      const own = typeof declaration === "function" ? declaration(deps) : declaration;
+      const { access = shared.access!, use = [], responses, ...operation } = own;
+      // The area's tags where the route names none, in the place a route writes them (after
+      // operationId): the document keeps its order.
+      const { method, path, operationId, ...rest } = operation;
+      const config = {
+        ...("tags" in operation ? operation : { method, path, operationId, tags: shared.tags, ...rest }),
+        responses: { ...shared.responses, ...responses },
+        security: securityOf(access),
+        middleware: [deps.authorize(access), ...(shared.use ?? []), ...use],
+      };
+      api.openapi(config as RouteConfig, handler(deps) as never);
+    };
+}
+
+export const route = routes({});
+
+/** Registers routes in the order given (Hono tries them in that order). */
+export function register(api: Api, deps: GatewayDeps, list: readonly Route[]): void {
+  for (const each of list) each(api, deps);
+}
