@@ -232,8 +232,9 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     // A node that does not answer a connection attempt (cut off) is given up after 3 s for the
     // next one, not the client's default 20 s.
     timeout: 3_000,
-    // No stack captured per request for a timeout that rarely comes: our own requests use the
-    // bus's reply inbox (ReplyInbox), but JetStream's requests still go through nats.js's.
+    // No stack captured per request for a timeout that rarely comes: our own requests, JetStream
+    // publishes and ack confirmations use the bus's reply inbox (ReplyInbox), but JetStream's
+    // other requests (consumers, key-value, stream management) still go through nats.js's.
     noAsyncTraces: true,
   }).catch((error) => {
     if (error instanceof NatsError && /^(AUTHORIZATION_VIOLATION|AUTHENTICATION_)/.test(error.code))
@@ -255,11 +256,12 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
       max_bytes: options.eventsMaxBytes ?? DEFAULT_EVENTS_MAX_BYTES,
     });
     const js = nc.jetstream();
-    const letters = new NatsDeadLetters(jsm, js, streams, {
+    const replies = new ReplyInbox(nc);
+    const letters = new NatsDeadLetters(jsm, replies, streams, {
       afterMs: options.deadLetterAfterMs ?? DEFAULT_DEAD_LETTER_AFTER_MS,
       ...(options.onDeadLetter ? { listener: options.onDeadLetter } : {}),
     });
-    return new NatsBus(nc, jsm, js, stream, streams, log, letters);
+    return new NatsBus(nc, jsm, js, replies, stream, streams, log, letters);
   } catch (error) {
     await nc.close();
     throw error;
@@ -418,7 +420,6 @@ class NatsBus implements MessageBus {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly closables = new Set<Closable>();
   private closing: Promise<void> | undefined;
-  private replies: ReplyInbox | undefined;
   /**
    * False from a disconnect until the client has reconnected. While it is false nothing is sent:
    * nats.js discards what was published while disconnected when it dials again (its outbound
@@ -439,6 +440,7 @@ class NatsBus implements MessageBus {
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
+    private readonly replies: ReplyInbox,
     private readonly stream: string,
     private readonly streams: StreamSettings,
     private readonly log: BusLogger,
@@ -450,7 +452,7 @@ class NatsBus implements MessageBus {
           this.connected = false;
           this.up = signal();
           this.down.resolve();
-          this.replies?.failWaiting((subject) => disconnected(`request ${subject}`));
+          this.replies.failWaiting((subject) => disconnected(`request ${subject}`));
           this.tellWatchers(false);
         } else if (status.type === Events.Reconnect) {
           this.connected = true;
@@ -499,7 +501,6 @@ class NatsBus implements MessageBus {
     // Closed or closing: no reply could come back (and the inbox cannot subscribe on it).
     if (this.nc.isClosed() || this.nc.isDraining()) throw closedForRequests(subject);
     this.reachable(`request ${subject}`);
-    this.replies ??= new ReplyInbox(this.nc);
     const reply = await this.replies.request(
       subject,
       encodeJson(payload),
@@ -588,7 +589,7 @@ class NatsBus implements MessageBus {
     h.set(EVENT_ID_HEADER, event.id);
     this.reachable(`publish ${event.subject}`);
     try {
-      await this.js.publish(event.subject, encodeJson(event.payload), { msgID: event.id, headers: h });
+      await publishToStream(this.replies, event.subject, encodeJson(event.payload), h, { msgID: event.id });
     } catch (error) {
       if (error instanceof NatsError && error.code === "503") throw noStreamFor(event.subject);
       rethrowUnreachable(error, `publish ${event.subject}`);
@@ -606,6 +607,7 @@ class NatsBus implements MessageBus {
           this.nc,
           this.jsm,
           this.js,
+          this.replies,
           source,
           options,
           this.log,
@@ -666,7 +668,7 @@ class NatsBus implements MessageBus {
     const lost = this.link.lost();
     const store = async () => {
       await this.ensureNotices(channel);
-      await this.js.publish(subject, encodeJson(payload), { expect: { streamName: stream } });
+      await publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
     };
     try {
       await unlessLost(store(), lost, what);
@@ -685,7 +687,6 @@ class NatsBus implements MessageBus {
    */
   private lastSequence = async (stream: string): Promise<number> => {
     this.reachable(`notices ${stream}`);
-    this.replies ??= new ReplyInbox(this.nc);
     const reply = await this.replies.request(
       `$JS.API.STREAM.INFO.${stream}`,
       EMPTY,
@@ -804,7 +805,8 @@ class NatsBus implements MessageBus {
 }
 
 /**
- * The replies to this connection's requests: one subscription to `<inbox>.*`, each request
+ * The replies to this connection's requests (RPCs, JetStream publishes and ack confirmations,
+ * notice barriers): one subscription to `<inbox>.*`, each request
  * waiting on a token of its own, as nats.js's own `request` does, without what that costs per
  * request: nats.js builds a `NatsError` (with its stack) for every request answered in time,
  * and a timer object with its own promise. A reply with status 503 and no body is the server's
@@ -864,6 +866,50 @@ class ReplyInbox {
       }
     });
   }
+}
+
+/** What JetStream answers a stored message with (its PubAck). */
+interface PubAck {
+  stream: string;
+  seq: number;
+  duplicate?: boolean;
+}
+
+/** JetStream's publish time-out, as nats.js's `js.publish` has it. */
+const PUBLISH_TIMEOUT_MS = 5_000;
+
+/**
+ * Stores a message on the JetStream stream that takes its subject and resolves with the
+ * stream's acknowledgement: nats.js's `js.publish`, through the connection's {@link ReplyInbox}
+ * rather than nats.js's request, which builds a `NatsError` with its stack for every publish
+ * acknowledged in time (a create's notice, every event the outbox relay publishes). A refusal
+ * fails with the `NatsError` `js.publish` fails with (code "503" when no stream takes the
+ * subject, "TIMEOUT" when nothing answered), so callers tell the cases apart as before.
+ */
+async function publishToStream(
+  replies: ReplyInbox,
+  subject: string,
+  data: Uint8Array,
+  headers: MsgHdrs | undefined,
+  options: { msgID?: string; expectStream?: string },
+): Promise<PubAck> {
+  const h = headers ?? natsHeaders();
+  if (options.msgID !== undefined) h.set("Nats-Msg-Id", options.msgID);
+  if (options.expectStream !== undefined) h.set("Nats-Expected-Stream", options.expectStream);
+  let reply: Uint8Array;
+  try {
+    reply = await replies.request(subject, data, h, PUBLISH_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof NoRespondersError) throw NatsError.errorForCode(ErrorCode.NoResponders);
+    if (error instanceof RequestTimeoutError) throw NatsError.errorForCode(ErrorCode.Timeout);
+    throw error;
+  }
+  const ack = decodeJson(reply) as Partial<PubAck> & { error?: { code?: number; description?: string } };
+  if (ack.error)
+    throw new NatsError(ack.error.description ?? "JetStream refused the message", `${ack.error.code}`);
+  if (typeof ack.stream !== "string" || ack.stream === "" || typeof ack.seq !== "number")
+    throw NatsError.errorForCode(ErrorCode.JetStreamInvalidAck);
+  return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
 }
 
 /** Where a {@link NatsConsumer} pulls from, and how it reads an event out of a message. */
@@ -965,6 +1011,7 @@ class NatsConsumer {
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
+    private readonly replies: ReplyInbox,
     private readonly source: ConsumerSource,
     private readonly options: ConsumeOptions,
     private readonly log: BusLogger,
@@ -1192,7 +1239,7 @@ class NatsConsumer {
       await this.connectionUp();
       const lost = this.link.lost();
       try {
-        const confirmed = this.nc.request(ackSubject, ACK, { timeout: ACK_CONFIRM_TIMEOUT_MS });
+        const confirmed = this.replies.request(ackSubject, ACK, undefined, ACK_CONFIRM_TIMEOUT_MS);
         await unlessLost(confirmed, lost, `ack ${m.seq}`);
         return;
       } catch (err) {
@@ -1364,7 +1411,7 @@ class NatsDeadLetters implements DeadLetters {
 
   constructor(
     private readonly jsm: JetStreamManager,
-    private readonly js: JetStreamClient,
+    private readonly replies: ReplyInbox,
     private readonly streams: StreamSettings,
     options: { afterMs: number; listener?: DeadLetterListener },
   ) {
@@ -1388,9 +1435,13 @@ class NatsDeadLetters implements DeadLetters {
   /** Stores a dead letter (once per `key` within the stream's duplicate window) and tells the listener. */
   async park(letter: Omit<DeadLetter, "id">, key: string): Promise<DeadLetter> {
     await this.ensureStream();
-    const ack = await this.js.publish(`${PARKED_SUBJECT}.${letter.durable}`, encodeJson(letter), {
-      msgID: `${letter.durable}:${key}`,
-    });
+    const ack = await publishToStream(
+      this.replies,
+      `${PARKED_SUBJECT}.${letter.durable}`,
+      encodeJson(letter),
+      undefined,
+      { msgID: `${letter.durable}:${key}` },
+    );
     const parked = { id: String(ack.seq), ...letter };
     if (!ack.duplicate) this.listener?.(parked);
     return parked;
@@ -1424,7 +1475,9 @@ class NatsDeadLetters implements DeadLetters {
     if (!message) return false;
     const letter = toDeadLetter(message);
     // Two replays of one letter at once republish it once.
-    await this.js.publish(`${REPLAY_SUBJECT}.${letter.durable}`, message.data, { msgID: `replay:${id}` });
+    await publishToStream(this.replies, `${REPLAY_SUBJECT}.${letter.durable}`, message.data, undefined, {
+      msgID: `replay:${id}`,
+    });
     await this.remove(message.seq);
     return true;
   }

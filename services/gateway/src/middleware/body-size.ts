@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
@@ -12,22 +13,119 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** Image uploads have their own, larger limit (images/upload.ts). */
 const UPLOAD_PATH = /^\/v2\/cheeses\/[^/]+\/uploadImage$/;
 
+/** The console's requests are forwarded with their body unread (console-proxy.ts). */
+const CONSOLE_PATH = /^\/console(\/|$)/;
+
 /**
  * Refuses bodies over 1 MiB with 413 before reading the rest (Content-Length first, then by
  * counting), so nobody can make the gateway buffer hundreds of megabytes, credentials or not.
+ *
+ * A body from the node server with its Content-Length (Node's parser holds it to that length)
+ * is read, when something first asks for it (`c.req.text()`, `json()`, the validators), from
+ * Node's request as Buffers: reading it through the fetch `Request` the node adapter would build
+ * (its Headers, AbortController and web stream) cost the gateway ~15 % of its CPU per create. A
+ * chunked body (counted as it comes), an image upload (read as multipart by its route, as it
+ * streams), the console's requests (forwarded as they came) and a request not from the node
+ * server (`app.request` in tests) keep the fetch body.
  */
 export function bodySize() {
-  const limit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) => refuseUnreadBody(c, `request bodies are limited to ${MAX_BODY_BYTES} bytes`),
-  });
+  const refuse = (c: Context<GatewayEnv>) =>
+    refuseUnreadBody(c, `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+  const limit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: refuse });
   return createMiddleware<GatewayEnv>(async (c, next) => {
-    if (UPLOAD_PATH.test(c.req.path)) return next();
-    // An HTTP/1.1 request from the node server without either header has no body. Asking for
-    // one would make the node adapter build a full fetch Request (with its stream) for every GET.
-    if (incomingOf(c) && !c.req.header("content-length") && !c.req.header("transfer-encoding")) return next();
-    return limit(c, next);
+    const path = c.req.path;
+    if (UPLOAD_PATH.test(path)) return next();
+    const incoming = incomingOf(c);
+    if (!incoming || CONSOLE_PATH.test(path) || c.req.header("transfer-encoding")) return limit(c, next);
+    const length = c.req.header("content-length");
+    // An HTTP/1.1 request without Content-Length or Transfer-Encoding has no body.
+    if (length === undefined) return next();
+    if (Number(length) > MAX_BODY_BYTES) return refuse(c);
+    readFromNode(c, incoming);
+    return next();
   });
+}
+
+/** Hono's body cache, with where its reading from Node comes from. */
+type BodyCache = Record<string, unknown> & { [SOURCE]?: { incoming: IncomingMessage; key: string } };
+const SOURCE = Symbol("the node request the body is read from");
+
+/**
+ * Makes the request's body, where Hono keeps the promise of each reading of it (and derives the
+ * others from), Node's request read to its end on first use: as text for JSON (what the
+ * validators and `jsonDepth` read), as bytes otherwise (a form stays byte for byte). Module-level
+ * functions, not closures (docs/architecture.md, "Closures on hot paths").
+ */
+function readFromNode(c: Context<GatewayEnv>, incoming: IncomingMessage): void {
+  const cache = c.req.bodyCache as BodyCache;
+  const key = /json/i.test(c.req.header("content-type") ?? "") ? "text" : "arrayBuffer";
+  cache[SOURCE] = { incoming, key };
+  Object.defineProperty(cache, key, { configurable: true, enumerable: true, get: readOnFirstUse });
+}
+
+function readOnFirstUse(this: BodyCache): Promise<string | ArrayBuffer> {
+  const { incoming, key } = this[SOURCE]!;
+  const body = readBody(incoming).then<string | ArrayBuffer>(key === "text" ? asText : asBytes);
+  Object.defineProperty(this, key, { value: body, configurable: true, enumerable: true, writable: true });
+  return body;
+}
+
+function asText(bytes: Buffer): string {
+  return bytes.toString("utf8");
+}
+
+function asBytes(bytes: Buffer): ArrayBuffer {
+  return new Uint8Array(bytes).slice().buffer;
+}
+
+/** A body being read from Node's request. */
+interface Reading {
+  chunks: Buffer[];
+  size: number;
+  resolve: (body: Buffer) => void;
+  reject: (error: Error) => void;
+}
+const READING = Symbol("the body being read");
+type ReadFrom = IncomingMessage & { [READING]?: Reading };
+
+/** The whole body of Node's request. */
+function readBody(incoming: ReadFrom): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    incoming[READING] = { chunks: [], size: 0, resolve, reject };
+    incoming.on("data", onBodyData);
+    incoming.on("end", onBodyEnd);
+    incoming.on("error", onBodyError);
+    incoming.on("close", onBodyClose);
+  });
+}
+
+function onBodyData(this: ReadFrom, chunk: Buffer): void {
+  const reading = this[READING]!;
+  reading.size += chunk.length;
+  reading.chunks.push(chunk);
+}
+
+function onBodyEnd(this: ReadFrom): void {
+  const { chunks, size, resolve } = stopReading(this);
+  resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+}
+
+function onBodyError(this: ReadFrom, error: Error): void {
+  stopReading(this).reject(error);
+}
+
+function onBodyClose(this: ReadFrom): void {
+  stopReading(this).reject(new Error("the request closed before its body ended"));
+}
+
+function stopReading(incoming: ReadFrom): Reading {
+  const reading = incoming[READING]!;
+  incoming[READING] = undefined;
+  incoming.off("data", onBodyData);
+  incoming.off("end", onBodyEnd);
+  incoming.off("error", onBodyError);
+  incoming.off("close", onBodyClose);
+  return reading;
 }
 
 /**
