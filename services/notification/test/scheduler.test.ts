@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
+import { createInProcessBroker, type InProcessBroker } from "@cheese/messaging";
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
@@ -15,6 +16,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
+import { WebhookThrottle } from "../src/delivery/throttle.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
@@ -34,6 +36,8 @@ describe("delivery scheduler with an injected clock", () => {
   let store: EventStore;
   let receiver: Receiver;
   let clock: ManualClock;
+  /** The NATS the replicas share, in process: the throttle's slots live in its key-value store. */
+  let broker: InProcessBroker;
   const secrets = new SecretBox(randomBytes(32));
   const schedulers: DeliveryScheduler[] = [];
 
@@ -42,6 +46,7 @@ describe("delivery scheduler with an injected clock", () => {
     store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
     receiver = await Receiver.start();
     clock = new ManualClock(new Date(t0));
+    broker = createInProcessBroker();
   });
   afterEach(async () => {
     for (const scheduler of schedulers.splice(0)) await scheduler.close();
@@ -63,6 +68,7 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
       retryAfterMaxMs: 3_600_000,
+      throttle: new WebhookThrottle(broker.connect(), createLogger("notification", "silent"), clock),
       clock,
       logger: createLogger("notification", "silent"),
       ...options,
