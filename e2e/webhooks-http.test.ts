@@ -146,6 +146,24 @@ describe("webhook registrations over HTTP", () => {
       [{ url: receiver.url(), events: ["order.placed"], secret: "hunter2" }, "secret"],
       [{ url: receiver.url(), events: ["order.placed"], colour: "blue" }, "colour"],
       [{ events: ["order.placed"] }, "url"],
+      [{ url: receiver.url(), events: ["order.placed"], rateLimit: { perSecond: 0 } }, "rateLimit.perSecond"],
+      [{ url: receiver.url(), events: ["order.placed"], rateLimit: { perSecond: 1001 } }, "rateLimit.perSecond"],
+      [
+        { url: receiver.url(), events: ["order.placed"], auth: { type: "headers", headers: { Connection: "x" } } },
+        "auth.headers.Connection",
+      ],
+      [
+        {
+          url: receiver.url(),
+          events: ["order.placed"],
+          auth: { type: "headers", headers: { "X-Key": "a\r\nX-Injected: 1" } },
+        },
+        "auth.headers.X-Key",
+      ],
+      [
+        { url: receiver.url(), events: ["order.placed"], auth: { type: "oauth2_client_credentials", clientId: "c" } },
+        "auth.tokenUrl",
+      ],
     ];
     for (const [body, field] of cases) {
       const response = await system.call("POST", "/webhooks", body);
