@@ -54,7 +54,11 @@ describe("deliveries that authenticate to their receiver", () => {
     receiver.behave("/oauth/token", () => ({
       status: 200,
       headers: { "content-type": "application/json", "cache-control": "no-store" },
-      body: JSON.stringify({ access_token: `at-${++issued}-e2e-secret`, token_type: "Bearer", expires_in: 3600 }),
+      body: JSON.stringify({
+        access_token: `at-${++issued}-e2e-secret`,
+        token_type: "Bearer",
+        expires_in: 3600,
+      }),
     }));
     let accepted = "Bearer at-1-e2e-secret";
     receiver.behave("/oauth/hook", (request) => ({
@@ -141,7 +145,12 @@ describe("deliveries that authenticate to their receiver", () => {
     const response = await api("POST", "/webhooks", {
       url: receiver.url("/never"),
       events: ["webhook.test"],
-      auth: { type: "oauth2_client_credentials", tokenUrl: "file:///etc/passwd", clientId: "c", clientSecret: "s" },
+      auth: {
+        type: "oauth2_client_credentials",
+        tokenUrl: "file:///etc/passwd",
+        clientId: "c",
+        clientSecret: "s",
+      },
     });
     expect(response.status).toBe(422);
     expect((await json(response)).errors.map((e: { field: string }) => e.field)).toContain("auth.tokenUrl");

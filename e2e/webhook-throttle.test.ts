@@ -48,11 +48,14 @@ describe("a throttled registration", () => {
     // 9 intervals of 500 ms: 4.5 s, less what the processes' own jitter takes off.
     expect(times[9]! - times[0]!).toBeGreaterThanOrEqual(4000);
     // Never more than 2 (and one of jitter) within any second.
-    for (const start of times) expect(times.filter((t) => t >= start && t < start + 1000).length).toBeLessThanOrEqual(3);
+    for (const start of times)
+      expect(times.filter((t) => t >= start && t < start + 1000).length).toBeLessThanOrEqual(3);
 
     await expect
       .poll(
-        async () => (await json(await api("GET", `/webhooks/${id}/deliveries?status=delivered&limit=100`))).items.length,
+        async () =>
+          (await json(await api("GET", `/webhooks/${id}/deliveries?status=delivered&limit=100`))).items
+            .length,
         { timeout: 20_000 },
       )
       .toBe(10);

@@ -231,8 +231,13 @@ export const WebhookInput = z
     signatureAlgorithms: signatureAlgorithms.optional(),
     filter: webhookFilter.nullable().optional(),
     ordered: webhookOrdered.optional(),
-    rateLimit: WebhookRateLimit.nullable().optional(),
-    auth: WebhookAuthInput.nullable().optional(),
+    rateLimit: z
+      .union([WebhookRateLimit, z.null()])
+      .optional()
+      .openapi({ description: "the throttle; none when absent or null" }),
+    auth: z.union([WebhookAuthInput, z.null()]).optional().openapi({
+      description: "how deliveries authenticate to the receiver; signatures only when absent or null",
+    }),
     ...ignoredReadOnly,
   })
   .openapi("WebhookInput");
@@ -260,8 +265,8 @@ export const Webhook = z
       description:
         "whether each aggregate's events come one at a time in the order they happened (ordered lanes)",
     }),
-    rateLimit: WebhookRateLimit.nullable().openapi({ description: "the throttle; null: none" }),
-    auth: WebhookAuth.nullable().openapi({
+    rateLimit: z.union([WebhookRateLimit, z.null()]).openapi({ description: "the throttle; null: none" }),
+    auth: z.union([WebhookAuth, z.null()]).openapi({
       description: "how deliveries authenticate, secrets masked; null: signatures only",
     }),
     status: WebhookStatus,
@@ -336,10 +341,12 @@ export const WebhookPatch = z
     ordered: webhookOrdered
       .optional()
       .openapi({ description: "ordered lanes for the events recorded from now on (true) or not (false)" }),
-    rateLimit: WebhookRateLimit.nullable()
+    rateLimit: z
+      .union([WebhookRateLimit, z.null()])
       .optional()
       .openapi({ description: "the throttle from now on; null removes it" }),
-    auth: WebhookAuthInput.nullable()
+    auth: z
+      .union([WebhookAuthInput, z.null()])
       .optional()
       .openapi({ description: "the receiver auth from now on, whole (secrets included); null removes it" }),
     ...ignoredInPatch,
