@@ -152,10 +152,7 @@ const StaticHeadersInput = z
     type: z.literal("headers"),
     headers: z
       .record(
-        z.string().superRefine((name, ctx) => {
-          const problem = authHeaderNameProblem(name);
-          if (problem) ctx.addIssue({ code: "custom", message: `header ${name} ${problem}` });
-        }),
+        z.string(),
         z
           .string()
           .max(4096)
@@ -165,6 +162,12 @@ const StaticHeadersInput = z
         (headers) => Object.keys(headers).length >= 1 && Object.keys(headers).length <= 20,
         "must hold 1 to 20 headers",
       )
+      .superRefine((headers, ctx) => {
+        for (const name of Object.keys(headers)) {
+          const problem = authHeaderNameProblem(name);
+          if (problem) ctx.addIssue({ code: "custom", path: [name], message: `the name ${problem}` });
+        }
+      })
       .refine(
         (headers) =>
           new Set(Object.keys(headers).map((name) => name.toLowerCase())).size ===
@@ -231,11 +234,10 @@ export const WebhookInput = z
     signatureAlgorithms: signatureAlgorithms.optional(),
     filter: webhookFilter.nullable().optional(),
     ordered: webhookOrdered.optional(),
-    rateLimit: z
-      .union([WebhookRateLimit, z.null()])
+    rateLimit: WebhookRateLimit.nullable()
       .optional()
       .openapi({ description: "the throttle; none when absent or null" }),
-    auth: z.union([WebhookAuthInput, z.null()]).optional().openapi({
+    auth: WebhookAuthInput.nullable().optional().openapi({
       description: "how deliveries authenticate to the receiver; signatures only when absent or null",
     }),
     ...ignoredReadOnly,
@@ -341,12 +343,10 @@ export const WebhookPatch = z
     ordered: webhookOrdered
       .optional()
       .openapi({ description: "ordered lanes for the events recorded from now on (true) or not (false)" }),
-    rateLimit: z
-      .union([WebhookRateLimit, z.null()])
+    rateLimit: WebhookRateLimit.nullable()
       .optional()
       .openapi({ description: "the throttle from now on; null removes it" }),
-    auth: z
-      .union([WebhookAuthInput, z.null()])
+    auth: WebhookAuthInput.nullable()
       .optional()
       .openapi({ description: "the receiver auth from now on, whole (secrets included); null removes it" }),
     ...ignoredInPatch,

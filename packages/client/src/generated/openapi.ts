@@ -2307,8 +2307,16 @@ export interface components {
              * @example true
              */
             ordered?: boolean;
-            /** @description the throttle; none when absent or null */
-            rateLimit?: components["schemas"]["WebhookRateLimit"] | null;
+            /**
+             * @description the throttle; none when absent or null
+             * @example {
+             *       "perSecond": 5
+             *     }
+             */
+            rateLimit?: {
+                /** @description attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped) */
+                perSecond: number;
+            } | null;
             /** @description how deliveries authenticate to the receiver; signatures only when absent or null */
             auth?: components["schemas"]["WebhookOAuth2Input"] | components["schemas"]["WebhookStaticHeadersInput"] | null;
             /** @description ignored */
@@ -2531,8 +2539,16 @@ export interface components {
              * @example true
              */
             ordered?: boolean;
-            /** @description the throttle from now on; null removes it */
-            rateLimit?: components["schemas"]["WebhookRateLimit"] | null;
+            /**
+             * @description the throttle from now on; null removes it
+             * @example {
+             *       "perSecond": 5
+             *     }
+             */
+            rateLimit?: {
+                /** @description attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped) */
+                perSecond: number;
+            } | null;
             /** @description the receiver auth from now on, whole (secrets included); null removes it */
             auth?: components["schemas"]["WebhookOAuth2Input"] | components["schemas"]["WebhookStaticHeadersInput"] | null;
             /** @description ignored */
