@@ -27,7 +27,9 @@ interface Token {
   expiresAt: number | undefined;
 }
 
+/** A registration's token, got (or being got) with the client secret sealed as `version`. */
 interface CachedToken {
+  version: string;
   token: Promise<Token>;
 }
 
@@ -43,7 +45,7 @@ type OAuth2 = Extract<SealedAuth, { type: "oauth2_client_credentials" }>;
  * same address guard at connect time, with the same time-out.
  */
 export class ReceiverAuth {
-  private readonly tokens = new Map<string, CachedToken>();
+  private readonly tokens = new Map<number, CachedToken>();
 
   constructor(
     private readonly options: {
@@ -68,32 +70,38 @@ export class ReceiverAuth {
         credentialHeaders: auth.headers.map(({ name }) => name),
       };
     }
-    const key = `${webhookId}:${auth.clientSecret.data}`;
-    const bearer = async () => ({ authorization: `Bearer ${(await this.token(key, auth)).accessToken}` });
+    const { accessToken } = await this.token(webhookId, auth);
     return {
-      headers: await bearer(),
+      headers: { authorization: `Bearer ${accessToken}` },
       credentialHeaders: [],
-      refresh: async () => {
-        this.tokens.delete(key);
-        return bearer();
-      },
+      // Attempts refused together get one new token between them.
+      refresh: async () => ({
+        authorization: `Bearer ${(await this.token(webhookId, auth, accessToken)).accessToken}`,
+      }),
     };
   }
 
-  private async token(key: string, auth: OAuth2): Promise<Token> {
-    const cached = this.tokens.get(key);
-    if (cached) {
+  /** The registration's token: the one kept, unless expired, got with another secret, or `stale`. */
+  private async token(webhookId: number, auth: OAuth2, stale?: string): Promise<Token> {
+    const version = auth.clientSecret.data;
+    const cached = this.tokens.get(webhookId);
+    if (cached?.version === version) {
       const token = await cached.token.catch(() => undefined);
-      if (token && (token.expiresAt === undefined || token.expiresAt > this.now())) return token;
-      if (this.tokens.get(key) === cached) this.tokens.delete(key);
-      else return this.token(key, auth);
+      if (
+        token &&
+        token.accessToken !== stale &&
+        (token.expiresAt === undefined || token.expiresAt > this.now())
+      )
+        return token;
+      // Another attempt started getting a new one meanwhile: that one.
+      if (this.tokens.get(webhookId) !== cached) return this.token(webhookId, auth, stale);
     }
-    const fetching = { token: this.fetchToken(auth) };
-    this.tokens.set(key, fetching);
+    const fetching = { version, token: this.fetchToken(auth) };
+    this.tokens.set(webhookId, fetching);
     try {
       return await fetching.token;
     } catch (error) {
-      if (this.tokens.get(key) === fetching) this.tokens.delete(key);
+      if (this.tokens.get(webhookId) === fetching) this.tokens.delete(webhookId);
       throw error;
     }
   }
