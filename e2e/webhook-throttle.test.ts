@@ -5,9 +5,9 @@ import { json, type RunningSystem, startSystem } from "./support/system.ts";
 import { webhookCalls } from "./support/webhooks.ts";
 
 /**
- * A registration's throttle (docs/webhooks.md "Throttle") on the multi-process system: its
- * attempts are spaced, however many notification processes share its deliveries
- * (`E2E_REPLICAS=2` runs this against two), and none is dropped.
+ * A registration's throttle (docs/webhooks.md "Throttle") on the multi-process system with two
+ * processes of every service (`REPLICAS=2`), so two notification processes share the
+ * registration's deliveries: its attempts are spaced all the same, and none is dropped.
  */
 describe("a throttled registration", () => {
   let system: RunningSystem;
@@ -18,13 +18,17 @@ describe("a throttled registration", () => {
   beforeAll(async () => {
     receiver = await Receiver.start();
     system = await startSystem({
-      env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_DELAYS: "0,100ms,100ms" },
+      env: { REPLICAS: "2", WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_DELAYS: "0,100ms,100ms" },
     });
     auth = await operatorHeaders(system);
   });
   afterAll(async () => {
     await system?.stop();
     await receiver?.close();
+  });
+
+  it("runs two notification processes", () => {
+    expect(system.pids().notification).toHaveLength(2);
   });
 
   it("spaces 10 events at 2 per second, none lost", async () => {
