@@ -69,7 +69,7 @@ function ThrottleAuthFields(props: { webhook?: Webhook | undefined; draft?: Thro
           </p>
         )}
         <label>
-          Kind
+          Authenticate with
           <select name="authType">
             {authTypes.map(([value, label]) => (
               <option value={value} selected={shown.authType === value}>
@@ -79,7 +79,7 @@ function ThrottleAuthFields(props: { webhook?: Webhook | undefined; draft?: Thro
           </select>
         </label>
         <label>
-          OAuth2 token URL
+          OAuth2 token endpoint
           <input
             name="tokenUrl"
             type="url"
