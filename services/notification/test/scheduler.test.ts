@@ -508,7 +508,7 @@ describe("delivery scheduler with an injected clock", () => {
       const [tokenRequest] = receiver.requests("/token");
       expect(receiver.requests("/token")).toHaveLength(1);
       expect(tokenRequest!.headers.authorization).toBe(
-        `Basic ${Buffer.from("cheese%20hooks:s3cret%3Avalue").toString("base64")}`,
+        `Basic ${Buffer.from("cheese+hooks:s3cret%3Avalue").toString("base64")}`,
       );
       expect(Object.fromEntries(new URLSearchParams(tokenRequest!.body))).toEqual({
         grant_type: "client_credentials",

@@ -109,7 +109,8 @@ export class ReceiverAuth {
   private async fetchToken(auth: OAuth2): Promise<Token> {
     const form = new URLSearchParams({ grant_type: "client_credentials" });
     if (auth.scope) form.set("scope", auth.scope);
-    const credentials = `${encodeURIComponent(auth.clientId)}:${encodeURIComponent(this.options.open(auth.clientSecret))}`;
+    // RFC 6749 §2.3.1: id and secret form-encoded (Appendix B) before Basic's base64.
+    const credentials = `${formEncoded(auth.clientId)}:${formEncoded(this.options.open(auth.clientSecret))}`;
     const started = this.now();
     const result = await sendAttempt({
       url: auth.tokenUrl,
@@ -145,6 +146,9 @@ export class ReceiverAuth {
     return { accessToken, expiresAt };
   }
 }
+
+/** application/x-www-form-urlencoded, as URLSearchParams writes it (a space is `+`). */
+const formEncoded = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
 
 function parseJson(text: string | undefined): Record<string, unknown> | undefined {
   if (!text) return undefined;
