@@ -333,6 +333,92 @@ describe("operator console", () => {
     expect(await filterOf()).toBe("data.total > 10.0");
   });
 
+  it("registers and edits a throttle and receiver auth from the forms, never showing a secret value", async () => {
+    const { browser, csrf } = await signedIn();
+    const created = await browser.open("/console/webhooks", {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/console-auth",
+        events: ["order.placed"],
+        signatureAlgorithms: ["hmac-sha256"],
+        perSecond: "4",
+        authType: "headers",
+        authHeaders: "X-Api-Key: console-static-value\nX-Tenant: cheese-tenant",
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = Number(/Webhook #(\d+) registered/.exec(await created.text())?.[1]);
+    type Read = { rateLimit: unknown; auth: unknown };
+    const read = async () => (await (await api("GET", `/webhooks/${id}`)).json()) as Read;
+    expect(await read()).toMatchObject({
+      rateLimit: { perSecond: 4 },
+      auth: { type: "headers", headers: { "X-Api-Key": "********", "X-Tenant": "********" } },
+    });
+    const page = await (await browser.open(`/console/webhooks/${id}`)).text();
+    expect(page).toContain("4 attempts per second");
+    expect(page).toContain("X-Api-Key, X-Tenant");
+    expect(page).not.toContain("console-static-value");
+    expect(page).not.toContain("cheese-tenant");
+
+    // The edit form keeps the auth unless told otherwise; the throttle is what its field says.
+    const kept = await browser.open(`/console/webhooks/${id}/edit`, {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/console-auth",
+        events: ["order.placed"],
+        signatureAlgorithms: ["hmac-sha256"],
+        perSecond: "",
+        authType: "keep",
+      },
+    });
+    expect(kept.status).toBe(303);
+    expect(await read()).toMatchObject({ rateLimit: null, auth: { type: "headers" } });
+
+    const oauth2 = await browser.open(`/console/webhooks/${id}/edit`, {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/console-auth",
+        events: ["order.placed"],
+        signatureAlgorithms: ["hmac-sha256"],
+        perSecond: "1000",
+        authType: "oauth2_client_credentials",
+        tokenUrl: "http://127.0.0.1:9/token",
+        clientId: "console-client",
+        clientSecret: "console-client-secret",
+      },
+    });
+    expect(oauth2.status).toBe(303);
+    expect(await read()).toMatchObject({
+      rateLimit: { perSecond: 1000 },
+      auth: {
+        type: "oauth2_client_credentials",
+        clientId: "console-client",
+        clientSecret: "********",
+        scope: null,
+      },
+    });
+    expect(await (await browser.open(`/console/webhooks/${id}`)).text()).not.toContain(
+      "console-client-secret",
+    );
+
+    const refused = await browser.open(`/console/webhooks/${id}/edit`, {
+      form: {
+        _csrf: csrf,
+        url: "http://127.0.0.1:9/console-auth",
+        events: ["order.placed"],
+        signatureAlgorithms: ["hmac-sha256"],
+        perSecond: "1001",
+        authType: "headers",
+        authHeaders: "Connection: close",
+      },
+    });
+    expect(refused.status).toBe(422);
+    const html = await refused.text();
+    expect(html).toContain("rateLimit.perSecond");
+    expect(html).toContain("auth.headers.Connection");
+    expect(html).toContain('value="1001"');
+  });
+
   it("ships and delivers an order as the operator, through the ordering service", async () => {
     const { token } = await gateway.tokens.issue(
       { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },

@@ -182,6 +182,7 @@ describe("erasure", () => {
       gateway: await connect(natsOptions(system, "gateway")),
       catalogue: await connect(natsOptions(system, "catalogue")),
       customer: await connect(natsOptions(system, "customer")),
+      notification: await connect(natsOptions(system, "notification")),
     };
     try {
       const held: string[] = [];
@@ -193,7 +194,9 @@ describe("erasure", () => {
             ? owners.catalogue
             : bucket === "rate_limits"
               ? owners.gateway
-              : owners.customer;
+              : bucket === "webhook_throttle"
+                ? owners.notification
+                : owners.customer;
         const kv = await owner.jetstream().views.kv(bucket);
         for await (const key of await kv.keys()) {
           const entry = await kv.get(key);

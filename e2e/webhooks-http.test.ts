@@ -84,6 +84,7 @@ describe("webhook registrations over HTTP", () => {
     const response = await register({ description: "stock alerts" });
     const created = await read(response);
     expect(Object.keys(created).sort()).toEqual([
+      "auth",
       "createdAt",
       "description",
       "events",
@@ -92,6 +93,7 @@ describe("webhook registrations over HTTP", () => {
       "id",
       "ordered",
       "previousSecretExpiresAt",
+      "rateLimit",
       "secret",
       "signatureAlgorithms",
       "status",
@@ -110,6 +112,8 @@ describe("webhook registrations over HTTP", () => {
       statusSince: created.createdAt,
       failingSince: null,
       previousSecretExpiresAt: null,
+      rateLimit: null,
+      auth: null,
       updatedAt: created.createdAt,
     });
     expect(created.id).toBeGreaterThan(0);
@@ -146,6 +150,35 @@ describe("webhook registrations over HTTP", () => {
       [{ url: receiver.url(), events: ["order.placed"], secret: "hunter2" }, "secret"],
       [{ url: receiver.url(), events: ["order.placed"], colour: "blue" }, "colour"],
       [{ events: ["order.placed"] }, "url"],
+      [{ url: receiver.url(), events: ["order.placed"], rateLimit: { perSecond: 0 } }, "rateLimit.perSecond"],
+      [
+        { url: receiver.url(), events: ["order.placed"], rateLimit: { perSecond: 1001 } },
+        "rateLimit.perSecond",
+      ],
+      [
+        {
+          url: receiver.url(),
+          events: ["order.placed"],
+          auth: { type: "headers", headers: { Connection: "x" } },
+        },
+        "auth.headers.Connection",
+      ],
+      [
+        {
+          url: receiver.url(),
+          events: ["order.placed"],
+          auth: { type: "headers", headers: { "X-Key": "a\r\nX-Injected: 1" } },
+        },
+        "auth.headers.X-Key",
+      ],
+      [
+        {
+          url: receiver.url(),
+          events: ["order.placed"],
+          auth: { type: "oauth2_client_credentials", clientId: "c" },
+        },
+        "auth.tokenUrl",
+      ],
     ];
     for (const [body, field] of cases) {
       const response = await system.call("POST", "/webhooks", body);

@@ -39,6 +39,7 @@ import {
   DeleteWebhookPage,
   DeliveryPage,
   type FieldErrors,
+  type ThrottleAuthDraft,
   type WebhookDraft,
   WebhookPage,
   WebhooksPage,
@@ -344,12 +345,14 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
           description: text(form.description),
           events: texts(form.events),
           ordered: text(form.ordered) === "true",
+          ...throttleAuthDraft(form),
         };
         const input = WebhookInput.safeParse({
           url: draft.url,
           events: draft.events,
           description: draft.description || null,
           ordered: draft.ordered,
+          ...throttleAuthInput(form, draft),
         });
         const refused = (notice: Notice) => {
           const list = unwrap(api(session).GET("/webhooks", { params: { query: { limit: PAGE_SIZE } } }));
@@ -375,6 +378,8 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
                 events: input.data.events,
                 description: input.data.description ?? null,
                 ordered: input.data.ordered ?? false,
+                ...(input.data.rateLimit ? { rateLimit: input.data.rateLimit } : {}),
+                ...(input.data.auth ? { auth: input.data.auth } : {}),
               },
             }),
           );
@@ -510,6 +515,7 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
         signatureAlgorithms: draft.signatureAlgorithms,
         filter: draft.filter || null,
         ordered: draft.ordered,
+        ...throttleAuthInput(form, draft),
       });
       if (!input.success) {
         return refused(invalid(input.error.issues), byField(fieldErrors(input.error.issues)));
@@ -527,6 +533,8 @@ export function createConsoleApp(options: ConsoleOptions): Hono {
                 : {}),
               filter: input.data.filter ?? null,
               ordered: input.data.ordered ?? false,
+              ...(input.data.rateLimit !== undefined ? { rateLimit: input.data.rateLimit } : {}),
+              ...(input.data.auth !== undefined ? { auth: input.data.auth } : {}),
             },
           }),
         );
@@ -816,6 +824,57 @@ const text = (value: Form[string] | undefined): string =>
 const texts = (value: Form[string] | undefined): string[] =>
   value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(text).filter(Boolean);
 
+/** The throttle and auth fields as typed, without the secrets (a refused form shows them again). */
+function throttleAuthDraft(form: Form): ThrottleAuthDraft {
+  return {
+    perSecond: text(form.perSecond),
+    // A form without the field (one made before it existed) leaves the auth as it is.
+    authType: text(form.authType) || "keep",
+    tokenUrl: text(form.tokenUrl),
+    clientId: text(form.clientId),
+    scope: text(form.scope),
+  };
+}
+
+/**
+ * What the throttle and auth fields ask of the API: `rateLimit` (null: none) and `auth` (absent:
+ * keep it; null: none). Static headers are typed one `Name: value` a line.
+ */
+function throttleAuthInput(form: Form, draft: ThrottleAuthDraft): { rateLimit?: unknown; auth?: unknown } {
+  // Likewise a form without the throttle field leaves the throttle as it is.
+  const throttle =
+    form.perSecond === undefined
+      ? {}
+      : { rateLimit: draft.perSecond === "" ? null : { perSecond: Number(draft.perSecond) } };
+  switch (draft.authType) {
+    case "keep":
+      return throttle;
+    case "oauth2_client_credentials":
+      return {
+        ...throttle,
+        auth: {
+          type: draft.authType,
+          tokenUrl: draft.tokenUrl,
+          clientId: draft.clientId,
+          clientSecret: text(form.clientSecret),
+          ...(draft.scope ? { scope: draft.scope } : {}),
+        },
+      };
+    case "headers": {
+      const lines = (typeof form.authHeaders === "string" ? form.authHeaders : "").split(/\r?\n/);
+      const headers = lines
+        .filter((line) => line.trim() !== "")
+        .map((line) => {
+          const colon = line.indexOf(":");
+          return colon < 0 ? [line.trim(), ""] : [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
+        });
+      return { ...throttle, auth: { type: "headers", headers: Object.fromEntries(headers) } };
+    }
+    default:
+      return { ...throttle, auth: null };
+  }
+}
+
 /** A `datetime-local` field (no offset), read as UTC as its label says. */
 function localTime(value: Form[string] | undefined): string | undefined {
   const given = text(value);
@@ -833,6 +892,7 @@ function editDraftOf(form: Form): WebhookDraft {
     signatureAlgorithms: texts(form.signatureAlgorithms),
     filter: text(form.filter),
     ordered: text(form.ordered) === "true",
+    ...throttleAuthDraft(form),
   };
 }
 

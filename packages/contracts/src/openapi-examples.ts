@@ -116,6 +116,8 @@ const webhook = {
   signatureAlgorithms: ["hmac-sha256"],
   filter: null,
   ordered: false,
+  rateLimit: null,
+  auth: null,
   status: "active",
   statusReason: null,
   statusSince: at("01", "12:00:00"),
@@ -398,12 +400,19 @@ export const operationExamples: Record<string, OperationExamples> = {
   listWebhooks: { responses: { 200: { items: [webhook], nextCursor: null, hasMore: false } } },
   getWebhook: { responses: { 200: webhook } },
   updateWebhook: {
-    request: { url: "https://example.com/hooks/cheese-v2", events: ["order.placed"] },
+    request: {
+      url: "https://example.com/hooks/cheese-v2",
+      events: ["order.placed"],
+      rateLimit: { perSecond: 10 },
+      auth: { type: "headers", headers: { "X-Api-Key": "k_live_3f9a" } },
+    },
     responses: {
       200: {
         ...webhook,
         url: "https://example.com/hooks/cheese-v2",
         events: ["order.placed"],
+        rateLimit: { perSecond: 10 },
+        auth: { type: "headers", headers: { "X-Api-Key": "********" } },
         updatedAt: at("05"),
       },
     },

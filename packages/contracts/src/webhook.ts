@@ -67,6 +67,148 @@ const webhookUrl = httpUrl(
   "must be an absolute https URL (http only where private URLs are allowed)",
 ).openapi({ example: "https://example.com/hooks/cheese" });
 
+/** `rateLimit`: at most `perSecond` attempts per second to this registration (docs/webhooks.md "Throttle"). */
+export const WebhookRateLimit = z
+  .strictObject({
+    perSecond: z.number().int().min(1).max(1000).openapi({
+      description:
+        "attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped)",
+    }),
+  })
+  .openapi("WebhookRateLimit", { example: { perSecond: 5 } });
+export type WebhookRateLimit = z.infer<typeof WebhookRateLimit>;
+
+/**
+ * Request headers a registration's static `auth.headers` may not set: hop-by-hop and framing
+ * headers (RFC 9110 §7.6.1), and those the delivery itself carries (its signatures, identity,
+ * content and trace).
+ */
+export const reservedAuthHeaderNames = [
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+  "content-type",
+  "content-encoding",
+  "expect",
+  "user-agent",
+  "webhook-id",
+  "webhook-timestamp",
+  "webhook-signature",
+  "traceparent",
+  "tracestate",
+] as const;
+/** An HTTP token (RFC 9110 §5.6.2) of letters, digits and hyphens, 1 to 64 characters. */
+export const authHeaderNamePattern = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/;
+/** Visible ASCII, spaces and tabs inside (no CR, LF or other control character), 1 to 4096. */
+const authHeaderValuePattern = /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/;
+
+export function authHeaderNameProblem(name: string): string | undefined {
+  if (!authHeaderNamePattern.test(name)) return "must be 1 to 64 letters, digits and hyphens";
+  const lower = name.toLowerCase();
+  if ((reservedAuthHeaderNames as readonly string[]).includes(lower) || lower.startsWith("x-cheese-"))
+    return "is a hop-by-hop header or one the delivery sets itself";
+  return undefined;
+}
+
+/** What a masked credential is answered as: never any part of the value. */
+export const MASKED_SECRET = "********";
+
+const OAuth2ClientCredentialsInput = z
+  .strictObject({
+    type: z.literal("oauth2_client_credentials"),
+    tokenUrl: httpUrl(
+      2048,
+      "must be an absolute https URL (http only where private URLs are allowed)",
+    ).openapi({
+      description:
+        "the token endpoint; the rules of the registration's url apply (https, no private address, checked again at each request)",
+      example: "https://auth.example.com/oauth2/token",
+    }),
+    clientId: z.string().min(1).max(256),
+    clientSecret: z
+      .string()
+      .min(1)
+      .max(1024)
+      .openapi({ description: "write-only: sealed at rest, never answered" }),
+    scope: z
+      .string()
+      .min(1)
+      .max(1024)
+      .optional()
+      .openapi({ description: "space-separated scopes to ask for" }),
+  })
+  .openapi("WebhookOAuth2Input");
+
+const StaticHeadersInput = z
+  .strictObject({
+    type: z.literal("headers"),
+    headers: z
+      .record(
+        z.string(),
+        z
+          .string()
+          .max(4096)
+          .regex(authHeaderValuePattern, "must be 1 to 4096 visible ASCII characters (spaces inside)"),
+      )
+      .refine(
+        (headers) => Object.keys(headers).length >= 1 && Object.keys(headers).length <= 20,
+        "must hold 1 to 20 headers",
+      )
+      .superRefine((headers, ctx) => {
+        for (const name of Object.keys(headers)) {
+          const problem = authHeaderNameProblem(name);
+          if (problem) ctx.addIssue({ code: "custom", path: [name], message: `the name ${problem}` });
+        }
+      })
+      .refine(
+        (headers) =>
+          new Set(Object.keys(headers).map((name) => name.toLowerCase())).size ===
+          Object.keys(headers).length,
+        "must not name a header twice",
+      )
+      .openapi({
+        description: "header name to value; values are write-only (sealed at rest, answered masked)",
+        example: { "X-Api-Key": "k_live_123" },
+      }),
+  })
+  .openapi("WebhookStaticHeadersInput");
+
+export const WebhookAuthInput = z
+  .discriminatedUnion("type", [OAuth2ClientCredentialsInput, StaticHeadersInput])
+  .openapi("WebhookAuthInput", {
+    description:
+      'how deliveries authenticate to the receiver besides the signatures (docs/webhooks.md "Receiver auth"): an OAuth2 client credentials grant (sent as Authorization: Bearer) or static headers',
+  });
+export type WebhookAuthInput = z.infer<typeof WebhookAuthInput>;
+
+/** A registration's auth as answered: its secrets masked. */
+export const WebhookAuth = z
+  .discriminatedUnion("type", [
+    z.object({
+      type: z.literal("oauth2_client_credentials"),
+      tokenUrl: z.string().openapi({ format: "uri" }),
+      clientId: z.string(),
+      clientSecret: z.literal(MASKED_SECRET).openapi({ description: "always masked" }),
+      scope: z.string().nullable(),
+    }),
+    z.object({
+      type: z.literal("headers"),
+      headers: z.record(z.string(), z.literal(MASKED_SECRET)).openapi({
+        description: "the header names; every value masked",
+      }),
+    }),
+  ])
+  .openapi("WebhookAuth");
+export type WebhookAuth = z.infer<typeof WebhookAuth>;
+
 /** Read-only fields are accepted and ignored in create bodies (docs/webhooks.md). */
 const ignoredReadOnly = {
   id: z.unknown().optional().openapi({ readOnly: true, description: "ignored" }),
@@ -92,6 +234,12 @@ export const WebhookInput = z
     signatureAlgorithms: signatureAlgorithms.optional(),
     filter: webhookFilter.nullable().optional(),
     ordered: webhookOrdered.optional(),
+    rateLimit: WebhookRateLimit.nullable()
+      .optional()
+      .openapi({ description: "the throttle; none when absent or null" }),
+    auth: WebhookAuthInput.nullable().optional().openapi({
+      description: "how deliveries authenticate to the receiver; signatures only when absent or null",
+    }),
     ...ignoredReadOnly,
   })
   .openapi("WebhookInput");
@@ -119,6 +267,10 @@ export const Webhook = z
       description:
         "whether each aggregate's events come one at a time in the order they happened (ordered lanes)",
     }),
+    rateLimit: z.union([WebhookRateLimit, z.null()]).openapi({ description: "the throttle; null: none" }),
+    auth: z.union([WebhookAuth, z.null()]).openapi({
+      description: "how deliveries authenticate, secrets masked; null: signatures only",
+    }),
     status: WebhookStatus,
     statusReason: z
       .string()
@@ -144,6 +296,8 @@ export const Webhook = z
       signatureAlgorithms: ["hmac-sha256", "ed25519"],
       filter: 'type == "order.placed" && data.total > 100.0',
       ordered: true,
+      rateLimit: { perSecond: 5 },
+      auth: { type: "headers", headers: { "X-Api-Key": MASKED_SECRET } },
       status: "disabled",
       statusReason: "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
       statusSince: "2026-03-06T10:00:04.000Z",
@@ -189,6 +343,12 @@ export const WebhookPatch = z
     ordered: webhookOrdered
       .optional()
       .openapi({ description: "ordered lanes for the events recorded from now on (true) or not (false)" }),
+    rateLimit: WebhookRateLimit.nullable()
+      .optional()
+      .openapi({ description: "the throttle from now on; null removes it" }),
+    auth: WebhookAuthInput.nullable()
+      .optional()
+      .openapi({ description: "the receiver auth from now on, whole (secrets included); null removes it" }),
     ...ignoredInPatch,
   })
   .openapi("WebhookPatch", {

@@ -74,7 +74,7 @@ const needs: Record<NatsService, Needs> = {
     broadcasts: ["broadcast.customer.plan_changed"],
     consumes: true,
   },
-  notification: { calls: [], consumes: true, managesDeadLetters: true },
+  notification: { calls: [], buckets: ["webhook_throttle"], consumes: true, managesDeadLetters: true },
 };
 
 /** Every JetStream API subject that works on the stream `stream` and its consumers. */

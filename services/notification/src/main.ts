@@ -12,6 +12,7 @@ import {
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
 import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { WebhookThrottle } from "./delivery/throttle.ts";
 import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
@@ -108,6 +109,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
       retryAfterMaxMs: config.WEBHOOK_RETRY_AFTER_MAX,
+      throttle: new WebhookThrottle(ctx.bus, logger, clock),
       snapshots: blobSnapshotStore(ctx.blobs),
       snapshotEveryMs: config.WEBHOOK_SNAPSHOT_INTERVAL,
       onWebhookDisabled: sendDisabledNotice(deps, logger),

@@ -2,12 +2,14 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { WebhookEventKind } from "@cheese/contracts";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
+import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DeliveryScheduler } from "../src/delivery/scheduler.ts";
+import { WebhookThrottle } from "../src/delivery/throttle.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { laneDecider, laneStream } from "../src/domain/lane.ts";
@@ -43,6 +45,8 @@ describe("ordered lanes across two schedulers", () => {
   });
 
   const startReplicas = async (delays: number[]) => {
+    // The NATS the replicas share, in process (the throttle's slots).
+    const broker = createInProcessBroker();
     for (let i = 0; i < 2; i++) {
       const scheduler = new DeliveryScheduler({
         store,
@@ -56,6 +60,7 @@ describe("ordered lanes across two schedulers", () => {
         maxInFlight: 50,
         disableAfterMs: 1_000_000_000,
         retryAfterMaxMs: 3_600_000,
+        throttle: new WebhookThrottle(broker.connect(), createLogger("notification", "silent"), clock),
         clock,
         logger: createLogger("notification", "silent"),
       });

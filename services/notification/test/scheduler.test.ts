@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
+import { createInProcessBroker, type InProcessBroker } from "@cheese/messaging";
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
@@ -15,9 +16,11 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
+import { WebhookThrottle } from "../src/delivery/throttle.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
+import { sealAuth } from "../src/security/receiver-auth.ts";
 import { generateWebhookSecret, SecretBox } from "../src/security/secrets.ts";
 import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
 import { registerWebhook } from "./support.ts";
@@ -34,6 +37,8 @@ describe("delivery scheduler with an injected clock", () => {
   let store: EventStore;
   let receiver: Receiver;
   let clock: ManualClock;
+  /** The NATS the replicas share, in process: the throttle's slots live in its key-value store. */
+  let broker: InProcessBroker;
   const secrets = new SecretBox(randomBytes(32));
   const schedulers: DeliveryScheduler[] = [];
 
@@ -42,6 +47,7 @@ describe("delivery scheduler with an injected clock", () => {
     store = createSqliteEventStore({ file: join(data.path, "events.sqlite") });
     receiver = await Receiver.start();
     clock = new ManualClock(new Date(t0));
+    broker = createInProcessBroker();
   });
   afterEach(async () => {
     for (const scheduler of schedulers.splice(0)) await scheduler.close();
@@ -63,6 +69,7 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
       retryAfterMaxMs: 3_600_000,
+      throttle: new WebhookThrottle(broker.connect(), createLogger("notification", "silent"), clock),
       clock,
       logger: createLogger("notification", "silent"),
       ...options,
@@ -399,5 +406,166 @@ describe("delivery scheduler with an injected clock", () => {
     const scheduler = await startScheduler({ snapshots: broken });
     await advance(scheduler, DAY);
     await expect.poll(async () => (await delivery(waiting)).status).toBe("delivered");
+  });
+  describe("throttle and receiver auth", () => {
+    /** Everything the schedulers log, at debug, as written. */
+    const logged: string[] = [];
+    const logger = () =>
+      createLogger("notification", "debug", { write: (line: string) => void logged.push(line) });
+    const advanceAll = async (all: DeliveryScheduler[], ms: number) => {
+      for (const scheduler of all) await scheduler.settle();
+      await clock.advance(ms);
+      for (const scheduler of all) await scheduler.settle();
+    };
+
+    it("spaces a throttled registration's attempts over two replicas, retries included, and drops none", async () => {
+      const delays = [0, 0, DAY];
+      const replicas = [await startScheduler({ delays }), await startScheduler({ delays })];
+      let calls = 0;
+      // The 2nd request fails: its retry (due at once) waits for a slot like the rest.
+      receiver.behave("/slow", () => ({ status: ++calls === 2 ? 500 : 204 }));
+      await registerWebhook(store, secrets, {
+        webhookId: 1,
+        url: receiver.url("/slow"),
+        events: ["webhook.test"],
+        secret: generateWebhookSecret(),
+        createdAt: isoNow(clock),
+        rateLimit: { perSecond: 2 },
+      });
+      const ids = [];
+      for (let i = 0; i < 4; i++) ids.push(await deliver(1, delays));
+
+      await expect.poll(() => receiver.requests("/slow").length).toBe(1);
+      for (let n = 2; n <= 5; n++) {
+        await advanceAll(replicas, 499);
+        expect(receiver.requests("/slow")).toHaveLength(n - 1);
+        await advanceAll(replicas, 1);
+        await expect.poll(() => receiver.requests("/slow").length).toBe(n);
+      }
+      for (const id of ids) await expect.poll(async () => (await delivery(id)).status).toBe("delivered");
+      await advanceAll(replicas, 5000);
+      expect(receiver.requests("/slow")).toHaveLength(5);
+    });
+
+    it("sends static headers, records their values redacted, and logs none", async () => {
+      logged.length = 0;
+      await startScheduler({ logger: logger() });
+      await registerWebhook(store, secrets, {
+        webhookId: 1,
+        url: receiver.url("/keyed"),
+        events: ["webhook.test"],
+        secret: generateWebhookSecret(),
+        createdAt: isoNow(clock),
+        auth: sealAuth(secrets, { type: "headers", headers: { "X-Api-Key": "k_live_static_42" } }),
+      });
+      const deliveryId = await deliver(1);
+      const [request] = await receiver.waitFor("/keyed", 1);
+      expect(request!.headers["x-api-key"]).toBe("k_live_static_42");
+      await expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
+      const events = JSON.stringify(await store.readStream(deliveryStream(deliveryId)));
+      expect(events).toContain('"X-Api-Key":"[redacted]"');
+      expect(events).not.toContain("k_live_static_42");
+      expect(logged.join("")).toContain("webhook delivered");
+      expect(logged.join("")).not.toContain("k_live_static_42");
+    });
+
+    it("gets an OAuth2 token once, reuses it, gets a new one on a 401 and when it expires, and logs neither", async () => {
+      logged.length = 0;
+      await startScheduler({ logger: logger() });
+      let issued = 0;
+      receiver.behave("/token", () => ({
+        status: 200,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          access_token: `tok-${++issued}-secret`,
+          token_type: "Bearer",
+          expires_in: 3600,
+        }),
+      }));
+      let accepted = "Bearer tok-1-secret";
+      receiver.behave("/api", (request) => ({
+        status: request.headers.authorization === accepted ? 204 : 401,
+      }));
+      await registerWebhook(store, secrets, {
+        webhookId: 1,
+        url: receiver.url("/api"),
+        events: ["webhook.test"],
+        secret: generateWebhookSecret(),
+        createdAt: isoNow(clock),
+        auth: sealAuth(secrets, {
+          type: "oauth2_client_credentials",
+          tokenUrl: receiver.url("/token"),
+          clientId: "cheese hooks",
+          clientSecret: "s3cret:value",
+          scope: "hooks:write",
+        }),
+      });
+      const delivered = async (deliveryId: number) =>
+        expect.poll(async () => (await delivery(deliveryId)).status).toBe("delivered");
+
+      await delivered(await deliver(1));
+      await delivered(await deliver(1));
+      const [tokenRequest] = receiver.requests("/token");
+      expect(receiver.requests("/token")).toHaveLength(1);
+      expect(tokenRequest!.headers.authorization).toBe(
+        `Basic ${Buffer.from("cheese+hooks:s3cret%3Avalue").toString("base64")}`,
+      );
+      expect(Object.fromEntries(new URLSearchParams(tokenRequest!.body))).toEqual({
+        grant_type: "client_credentials",
+        scope: "hooks:write",
+      });
+
+      // The receiver stops taking the token: one 401, a new token, the same attempt delivered.
+      accepted = "Bearer tok-2-secret";
+      const third = await deliver(1);
+      await delivered(third);
+      expect(receiver.requests("/token")).toHaveLength(2);
+      expect(receiver.requests("/api").map((r) => r.headers.authorization)).toEqual([
+        "Bearer tok-1-secret",
+        "Bearer tok-1-secret",
+        "Bearer tok-1-secret",
+        "Bearer tok-2-secret",
+      ]);
+      expect((await delivery(third)).attempt).toBe(1);
+
+      // An hour on, the token has expired: a new one before the attempt, no 401 needed.
+      accepted = "Bearer tok-3-secret";
+      await clock.advance(3_600_000);
+      await delivered(await deliver(1));
+      expect(receiver.requests("/token")).toHaveLength(3);
+      expect(receiver.requests("/api")).toHaveLength(5);
+
+      const log = logged.join("");
+      for (const secret of ["tok-1-secret", "tok-2-secret", "tok-3-secret", "s3cret"])
+        expect(log).not.toContain(secret);
+      const recorded = [];
+      for await (const event of store.readAll()) recorded.push(event);
+      expect(JSON.stringify(recorded)).not.toMatch(/tok-\d-secret|s3cret/);
+    });
+
+    it("does not fetch a token from an address the guard refuses; the attempt fails saying so", async () => {
+      await startScheduler({ allowPrivate: false });
+      receiver.behave("/token", { status: 200 });
+      await registerWebhook(store, secrets, {
+        webhookId: 1,
+        url: "https://hooks.example.com/",
+        events: ["webhook.test"],
+        secret: generateWebhookSecret(),
+        createdAt: isoNow(clock),
+        auth: sealAuth(secrets, {
+          type: "oauth2_client_credentials",
+          tokenUrl: receiver.url("/token").replace("http:", "https:"),
+          clientId: "c",
+          clientSecret: "s",
+        }),
+      });
+      const deliveryId = await deliver(1);
+      await expect.poll(async () => (await delivery(deliveryId)).status).toBe("retry_scheduled");
+      const events = await store.readStream(deliveryStream(deliveryId));
+      expect(events.find((e) => e.type === "AttemptFailed")?.data).toMatchObject({
+        error: "no OAuth2 token: token endpoint: refused: loopback address 127.0.0.1",
+      });
+      expect(receiver.requests("/token")).toHaveLength(0);
+    });
   });
 });

@@ -17,6 +17,7 @@ import { webhookDecider, webhookStream } from "../src/domain/webhook.ts";
 import type { NotificationDeps } from "../src/handlers/deps.ts";
 import { deliveriesProjection } from "../src/projections/deliveries.ts";
 import { startWebhooksProjection } from "../src/projections/webhooks.ts";
+import type { SealedAuth } from "../src/security/receiver-auth.ts";
 import { SecretBox } from "../src/security/secrets.ts";
 import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
 
@@ -125,6 +126,8 @@ export async function registerWebhook(
     signatureAlgorithms?: WebhookSignatureAlgorithm[];
     filter?: string;
     ordered?: boolean;
+    rateLimit?: { perSecond: number };
+    auth?: SealedAuth;
   },
 ): Promise<void> {
   const {

@@ -16,6 +16,98 @@ interface Session {
 
 const frame = (session: Session) => ({ ...session, section: "webhooks" as const });
 
+/**
+ * What the throttle and auth fields held when a form was refused: everything but the secrets,
+ * which are write-only and typed again.
+ */
+export interface ThrottleAuthDraft {
+  perSecond: string;
+  /** "keep" (edit only: leave the auth as it is), "none", or an auth type. */
+  authType: string;
+  tokenUrl: string;
+  clientId: string;
+  scope: string;
+}
+
+/**
+ * The throttle and receiver-auth fields of the create and edit forms. Secrets (the client secret,
+ * header values) are never filled in: they are write-only, and the registration shows them masked.
+ */
+function ThrottleAuthFields(props: { webhook?: Webhook | undefined; draft?: ThrottleAuthDraft | undefined }) {
+  const { webhook: w } = props;
+  const current = w?.auth ?? null;
+  const oauth2 = current?.type === "oauth2_client_credentials" ? current : null;
+  const shown: ThrottleAuthDraft = props.draft ?? {
+    perSecond: w?.rateLimit ? String(w.rateLimit.perSecond) : "",
+    authType: current ? "keep" : "none",
+    tokenUrl: oauth2?.tokenUrl ?? "",
+    clientId: oauth2?.clientId ?? "",
+    scope: oauth2?.scope ?? "",
+  };
+  const authTypes = [
+    ...(current ? [["keep", "Keep the current auth"]] : []),
+    ["none", "None (signatures only)"],
+    ["oauth2_client_credentials", "OAuth2 client credentials"],
+    ["headers", "Static headers"],
+  ];
+  return (
+    <>
+      <label>
+        Throttle, attempts per second <span class="muted">(optional, 1 to 1000; empty: no limit)</span>
+        <input name="perSecond" type="number" min={1} max={1000} step={1} value={shown.perSecond} />
+      </label>
+      <fieldset class="stack" data-auth>
+        <legend>Receiver auth</legend>
+        {current && (
+          <p class="muted" data-current-auth>
+            Now:{" "}
+            {current.type === "headers"
+              ? `static headers ${Object.entries(current.headers)
+                  .map(([name, value]) => `${name}: ${value}`)
+                  .join(", ")}`
+              : `OAuth2 client credentials, client ${current.clientId}, secret ${current.clientSecret}`}
+          </p>
+        )}
+        <label>
+          Authenticate with
+          <select name="authType">
+            {authTypes.map(([value, label]) => (
+              <option value={value} selected={shown.authType === value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          OAuth2 token endpoint
+          <input
+            name="tokenUrl"
+            type="url"
+            value={shown.tokenUrl}
+            placeholder="https://auth.example.com/oauth2/token"
+          />
+        </label>
+        <label>
+          OAuth2 client id
+          <input name="clientId" type="text" maxlength={256} value={shown.clientId} />
+        </label>
+        <label>
+          OAuth2 client secret <span class="muted">(write-only)</span>
+          <input name="clientSecret" type="password" maxlength={1024} autocomplete="new-password" />
+        </label>
+        <label>
+          OAuth2 scope <span class="muted">(optional)</span>
+          <input name="scope" type="text" maxlength={1024} value={shown.scope} />
+        </label>
+        <label>
+          Static headers <span class="muted">(one "Name: value" a line; values are write-only)</span>
+          <textarea name="authHeaders" rows={3} autocomplete="off" />
+        </label>
+      </fieldset>
+    </>
+  );
+}
+
 /** The registrations, oldest first, and the form that adds one. */
 export function WebhooksPage(props: {
   session: Session;
@@ -23,7 +115,9 @@ export function WebhooksPage(props: {
   nextCursor: string | null;
   notice?: Notice | undefined;
   /** What the form held when it was refused, so nothing typed is lost. */
-  draft?: { url: string; description: string; events: string[]; ordered: boolean } | undefined;
+  draft?:
+    | ({ url: string; description: string; events: string[]; ordered: boolean } & ThrottleAuthDraft)
+    | undefined;
 }) {
   const { session, webhooks } = props;
   return (
@@ -115,6 +209,7 @@ export function WebhooksPage(props: {
             Ordered: each order's, cheese's, customer's or API key's events one at a time, in the order they
             happened
           </label>
+          <ThrottleAuthFields draft={props.draft} />
           <button type="submit" class="primary">
             Register
           </button>
@@ -201,6 +296,27 @@ export function WebhookPage(props: {
               <div class="muted">
                 every attempt has failed since <Time at={w.failingSince} />
               </div>
+            )}
+          </dd>
+          <dt>Throttle</dt>
+          <dd data-throttle>
+            {w.rateLimit ? `${w.rateLimit.perSecond} attempts per second` : <span class="muted">none</span>}
+          </dd>
+          <dt>Receiver auth</dt>
+          <dd data-receiver-auth>
+            {w.auth === null ? (
+              <span class="muted">signatures only</span>
+            ) : w.auth.type === "headers" ? (
+              <>
+                static headers <span class="mono">{Object.keys(w.auth.headers).join(", ")}</span> (values
+                hidden)
+              </>
+            ) : (
+              <>
+                OAuth2 client credentials from <span class="mono">{w.auth.tokenUrl}</span>, client{" "}
+                <span class="mono">{w.auth.clientId}</span>
+                {w.auth.scope && ` (scope ${w.auth.scope})`}
+              </>
             )}
           </dd>
           <dt>Secret rotation</dt>
@@ -432,7 +548,7 @@ function LastResponse({ attempt }: { attempt: Delivery["attempts"][number] }) {
   );
 }
 
-export interface WebhookDraft {
+export interface WebhookDraft extends ThrottleAuthDraft {
   url: string;
   description: string;
   events: string[];
@@ -445,7 +561,7 @@ export interface WebhookDraft {
 /** A form's refusals, one message per field name (`filter`, `url`, ...). */
 export type FieldErrors = Record<string, string>;
 
-/** Changes a registration in place (PATCH): its URL, description, kinds, filter and signatures. */
+/** Changes a registration in place (PATCH): its URL, description, kinds, filter, signatures, throttle and auth. */
 function EditForm(props: {
   session: Session;
   webhook: Webhook;
@@ -454,7 +570,7 @@ function EditForm(props: {
   preview?: FilterPreview | undefined;
 }) {
   const { webhook: w } = props;
-  const shown: WebhookDraft = props.draft ?? {
+  const shown = props.draft ?? {
     url: w.url,
     description: w.description ?? "",
     events: w.events,
@@ -525,6 +641,7 @@ function EditForm(props: {
         <input type="checkbox" name="ordered" value="true" checked={shown.ordered} /> Ordered: each order's,
         cheese's, customer's or API key's events one at a time, in the order they happened
       </label>
+      <ThrottleAuthFields webhook={w} draft={props.draft} />
       {/* Save first: Enter in a field submits with the form's first button. */}
       <button type="submit" class="primary">
         Save changes

@@ -620,7 +620,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a registration's url, events or description in place
+         * Change a registration's url, events, filter, throttle, auth or description in place
          * @description Only the fields given change; the rules of creation apply (https, no private address, known kinds). Deliveries already waiting go to the new URL. The secret changes only through rotate-secret.
          */
         patch: operations["updateWebhook"];
@@ -2174,6 +2174,15 @@ export interface components {
         };
         /**
          * @example {
+         *       "perSecond": 5
+         *     }
+         */
+        WebhookRateLimit: {
+            /** @description attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped) */
+            perSecond: number;
+        };
+        /**
+         * @example {
          *       "id": 3,
          *       "url": "https://example.com/hooks/cheese",
          *       "events": [
@@ -2187,6 +2196,15 @@ export interface components {
          *       ],
          *       "filter": "type == \"order.placed\" && data.total > 100.0",
          *       "ordered": true,
+         *       "rateLimit": {
+         *         "perSecond": 5
+         *       },
+         *       "auth": {
+         *         "type": "headers",
+         *         "headers": {
+         *           "X-Api-Key": "********"
+         *         }
+         *       },
          *       "status": "disabled",
          *       "statusReason": "every delivery attempt failed from 2026-03-01T10:00:00.000Z to 2026-03-06T10:00:04.000Z",
          *       "statusSince": "2026-03-06T10:00:04.000Z",
@@ -2209,6 +2227,29 @@ export interface components {
             filter: string | null;
             /** @description whether each aggregate's events come one at a time in the order they happened (ordered lanes) */
             ordered: boolean;
+            /** @description the throttle; null: none */
+            rateLimit: components["schemas"]["WebhookRateLimit"] | null;
+            /** @description how deliveries authenticate, secrets masked; null: signatures only */
+            auth: {
+                /** @enum {string} */
+                type: "oauth2_client_credentials";
+                /** Format: uri */
+                tokenUrl: string;
+                clientId: string;
+                /**
+                 * @description always masked
+                 * @enum {string}
+                 */
+                clientSecret: "********";
+                scope: string | null;
+            } | {
+                /** @enum {string} */
+                type: "headers";
+                /** @description the header names; every value masked */
+                headers: {
+                    [key: string]: "********";
+                };
+            } | null;
             /**
              * @description active: deliveries go out; paused: stopped by an operator, deliveries wait; disabled: every attempt failed for the configured period (5 days by default), or the receiver answered 410 Gone or webhook-delivery: disable; deliveries wait. POST /webhooks/{id}/resume makes it active again.
              * @enum {string}
@@ -2266,10 +2307,50 @@ export interface components {
              * @example true
              */
             ordered?: boolean;
+            /**
+             * @description the throttle; none when absent or null
+             * @example {
+             *       "perSecond": 5
+             *     }
+             */
+            rateLimit?: {
+                /** @description attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped) */
+                perSecond: number;
+            } | null;
+            /** @description how deliveries authenticate to the receiver; signatures only when absent or null */
+            auth?: components["schemas"]["WebhookOAuth2Input"] | components["schemas"]["WebhookStaticHeadersInput"] | null;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
             readonly createdAt?: unknown;
+        };
+        WebhookOAuth2Input: {
+            /** @enum {string} */
+            type: "oauth2_client_credentials";
+            /**
+             * Format: uri
+             * @description the token endpoint; the rules of the registration's url apply (https, no private address, checked again at each request)
+             * @example https://auth.example.com/oauth2/token
+             */
+            tokenUrl: string;
+            clientId: string;
+            /** @description write-only: sealed at rest, never answered */
+            clientSecret: string;
+            /** @description space-separated scopes to ask for */
+            scope?: string;
+        };
+        WebhookStaticHeadersInput: {
+            /** @enum {string} */
+            type: "headers";
+            /**
+             * @description header name to value; values are write-only (sealed at rest, answered masked)
+             * @example {
+             *       "X-Api-Key": "k_live_123"
+             *     }
+             */
+            headers: {
+                [key: string]: string;
+            };
         };
         WebhookList: {
             items: components["schemas"]["Webhook"][];
@@ -2458,6 +2539,18 @@ export interface components {
              * @example true
              */
             ordered?: boolean;
+            /**
+             * @description the throttle from now on; null removes it
+             * @example {
+             *       "perSecond": 5
+             *     }
+             */
+            rateLimit?: {
+                /** @description attempts per second at most, retries included, over every notification process; the excess waits (nothing is dropped) */
+                perSecond: number;
+            } | null;
+            /** @description the receiver auth from now on, whole (secrets included); null removes it */
+            auth?: components["schemas"]["WebhookOAuth2Input"] | components["schemas"]["WebhookStaticHeadersInput"] | null;
             /** @description ignored */
             readonly id?: unknown;
             /** @description ignored */
@@ -8064,6 +8157,8 @@ export interface operations {
                      *           ],
                      *           "filter": null,
                      *           "ordered": false,
+                     *           "rateLimit": null,
+                     *           "auth": null,
                      *           "status": "active",
                      *           "statusReason": null,
                      *           "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8206,6 +8301,8 @@ export interface operations {
                      *       ],
                      *       "filter": "type == \"order.placed\" && data.total > 100.0",
                      *       "ordered": false,
+                     *       "rateLimit": null,
+                     *       "auth": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8354,6 +8451,8 @@ export interface operations {
                      *       ],
                      *       "filter": null,
                      *       "ordered": false,
+                     *       "rateLimit": null,
+                     *       "auth": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -8596,7 +8695,16 @@ export interface operations {
                  *       "url": "https://example.com/hooks/cheese-v2",
                  *       "events": [
                  *         "order.placed"
-                 *       ]
+                 *       ],
+                 *       "rateLimit": {
+                 *         "perSecond": 10
+                 *       },
+                 *       "auth": {
+                 *         "type": "headers",
+                 *         "headers": {
+                 *           "X-Api-Key": "k_live_3f9a"
+                 *         }
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["WebhookPatch"];
@@ -8622,6 +8730,15 @@ export interface operations {
                      *       ],
                      *       "filter": null,
                      *       "ordered": false,
+                     *       "rateLimit": {
+                     *         "perSecond": 10
+                     *       },
+                     *       "auth": {
+                     *         "type": "headers",
+                     *         "headers": {
+                     *           "X-Api-Key": "********"
+                     *         }
+                     *       },
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-01T12:00:00.000Z",
@@ -9417,6 +9534,8 @@ export interface operations {
                      *       ],
                      *       "filter": null,
                      *       "ordered": false,
+                     *       "rateLimit": null,
+                     *       "auth": null,
                      *       "status": "paused",
                      *       "statusReason": "paused by an operator",
                      *       "statusSince": "2026-03-05T09:30:00.000Z",
@@ -9558,6 +9677,8 @@ export interface operations {
                      *       ],
                      *       "filter": null,
                      *       "ordered": false,
+                     *       "rateLimit": null,
+                     *       "auth": null,
                      *       "status": "active",
                      *       "statusReason": null,
                      *       "statusSince": "2026-03-05T10:00:00.000Z",

@@ -52,7 +52,8 @@ const createWebhook = route(
     },
   },
   (deps) => async (c) => {
-    const { url, events, secret, description, signatureAlgorithms, filter, ordered } = c.req.valid("json");
+    const { url, events, secret, description, signatureAlgorithms, filter, ordered, rateLimit, auth } =
+      c.req.valid("json");
     const created = await callService(deps, c, notificationRpc.createWebhook, {
       url,
       events,
@@ -61,6 +62,8 @@ const createWebhook = route(
       signatureAlgorithms,
       filter,
       ordered,
+      rateLimit,
+      auth,
     });
     c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
     c.header("Cache-Control", "no-store");
@@ -217,7 +220,7 @@ const updateWebhook = route(
     method: "patch",
     path: "/webhooks/{id}",
     operationId: "updateWebhook",
-    summary: "Change a registration's url, events or description in place",
+    summary: "Change a registration's url, events, filter, throttle, auth or description in place",
     description:
       "Only the fields given change; the rules of creation apply (https, no private address, known kinds). " +
       "Deliveries already waiting go to the new URL. The secret changes only through rotate-secret.",
@@ -230,8 +233,19 @@ const updateWebhook = route(
   },
   (deps) => async (c) => {
     const webhookId = c.req.valid("param").id;
-    const { url, events, description, signatureAlgorithms, filter, ordered } = c.req.valid("json");
-    const changes = { webhookId, url, events, description, signatureAlgorithms, filter, ordered };
+    const { url, events, description, signatureAlgorithms, filter, ordered, rateLimit, auth } =
+      c.req.valid("json");
+    const changes = {
+      webhookId,
+      url,
+      events,
+      description,
+      signatureAlgorithms,
+      filter,
+      ordered,
+      rateLimit,
+      auth,
+    };
     return c.json(await callService(deps, c, notificationRpc.updateWebhook, changes), 200);
   },
 );

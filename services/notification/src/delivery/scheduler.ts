@@ -18,6 +18,7 @@ import {
   tracerFor,
 } from "@cheese/service-kit";
 import {
+  type AttemptResult,
   type DeliveryCommand,
   type DeliveryEvent,
   type DeliveryState,
@@ -41,8 +42,10 @@ import {
 import type { Resolver } from "../security/address-policy.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
+import { type AttemptAuth, ReceiverAuth, TokenError } from "./receiver-auth.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
+import type { WebhookThrottle } from "./throttle.ts";
 
 export interface SchedulerOptions {
   store: EventStore;
@@ -61,6 +64,8 @@ export interface SchedulerOptions {
   disableAfterMs: number;
   /** The most a receiver's `Retry-After` may defer a delivery's next attempt by. */
   retryAfterMaxMs: number;
+  /** The registrations' attempt slots, shared by the replicas (`rateLimit`). */
+  throttle: Pick<WebhookThrottle, "take" | "forget">;
   /** Where the schedule is saved and restored from; without it every start reads all history. */
   snapshots?: SnapshotStore;
   /** How often a changed schedule is saved (and always at a graceful stop). */
@@ -113,6 +118,11 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  *
  * Isolation: at most `maxInFlightPerWebhook` attempts per registration are in flight in this
  * process, so a receiver that hangs until the time-out holds only its own slots.
+ *
+ * Throttle: an attempt of a registration with a `rateLimit` takes its slot from the shared
+ * throttle before it claims the delivery; without one, the delivery stays due and the
+ * registration waits until the slot the throttle named (each process asks for one slot of a
+ * registration at a time).
  */
 export class DeliveryScheduler {
   private readonly index = new Map<number, Tracked>();
@@ -139,6 +149,12 @@ export class DeliveryScheduler {
    * receiver gets it as `traceparent`.
    */
   private readonly traces = new Map<number, TraceCarrier>();
+  /** Throttled registrations: when this process may next ask for an attempt slot (epoch ms). */
+  private readonly throttledUntil = new Map<number, number>();
+  /** Throttled registrations with an attempt asking for its slot now. */
+  private readonly taking = new Set<number>();
+  private readonly throttleWakes = new Map<number, Timer>();
+  private readonly auth: ReceiverAuth;
   private inFlight = 0;
   private position: number | undefined;
   private savedPosition: number | undefined;
@@ -160,6 +176,13 @@ export class DeliveryScheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.clock = options.clock ?? systemClock;
+    this.auth = new ReceiverAuth({
+      open: (sealed) => this.open(sealed),
+      timeoutMs: options.timeoutMs,
+      allowPrivate: options.allowPrivate,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      clock: this.clock,
+    });
     this.timers = dueTimers<number>({
       name: "delivery schedule",
       clock: this.clock,
@@ -219,6 +242,7 @@ export class DeliveryScheduler {
     this.closed = true;
     await this.timers.close();
     this.snapshotTimer?.cancel();
+    for (const timer of this.throttleWakes.values()) timer.cancel();
     await (await this.following)?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
@@ -528,7 +552,7 @@ export class DeliveryScheduler {
     // Oldest event first, so what waited (a resumed registration's backlog) goes out in order.
     due.sort(([a, x], [b, y]) => x.createdAt.localeCompare(y.createdAt) || a - b);
     for (const [deliveryId, tracked] of due) {
-      if (this.hasCapacity(tracked.webhookId))
+      if (this.hasCapacity(tracked.webhookId) && !this.throttled(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
     }
   }
@@ -559,6 +583,53 @@ export class DeliveryScheduler {
       }
       return undefined;
     }
+  }
+
+  /**
+   * Whether a throttled registration's deliveries wait: until its next slot, and while one of
+   * them asks for it. Otherwise the caller's delivery is the one that asks.
+   */
+  private throttled(webhookId: number): boolean {
+    const until = this.throttledUntil.get(webhookId);
+    if (until === undefined) return false;
+    if (until > this.now() || this.taking.has(webhookId)) return true;
+    this.taking.add(webhookId);
+    return false;
+  }
+
+  /** Asks the throttle for the registration's slot; the registration's next scan waits for the next one. */
+  private async admitted(webhookId: number, perSecond: number): Promise<boolean> {
+    const retryAt = await this.options.throttle.take(webhookId, perSecond).finally(() => {
+      this.taking.delete(webhookId);
+    });
+    const until = retryAt ?? this.now() + 1000 / perSecond;
+    this.throttledUntil.set(webhookId, until);
+    this.throttleWakes.get(webhookId)?.cancel();
+    this.throttleWakes.set(
+      webhookId,
+      this.clock.setTimeout(() => {
+        this.throttleWakes.delete(webhookId);
+        this.wake();
+      }, until - this.now()),
+    );
+    return retryAt === undefined;
+  }
+
+  /** Waits for a slot of the registration (a second request within one attempt). */
+  private async slot(webhookId: number, perSecond: number): Promise<void> {
+    for (;;) {
+      const retryAt = await this.options.throttle.take(webhookId, perSecond);
+      if (retryAt === undefined || this.closed) return;
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, retryAt - this.now()));
+    }
+  }
+
+  /** A registration whose throttle was removed stops waiting for slots. */
+  private unthrottled(webhookId: number): void {
+    if (!this.throttledUntil.delete(webhookId)) return;
+    this.throttleWakes.get(webhookId)?.cancel();
+    this.throttleWakes.delete(webhookId);
+    this.options.throttle.forget(webhookId);
   }
 
   private hasCapacity(webhookId: number): boolean {
@@ -630,9 +701,17 @@ export class DeliveryScheduler {
   }
 
   private async attempt(deliveryId: number, answered: () => void): Promise<void> {
-    const { logger, delays } = this.options;
     const webhookId = this.index.get(deliveryId)?.webhookId;
     if (webhookId === undefined) return;
+    try {
+      await this.attemptOf(webhookId, deliveryId, answered);
+    } finally {
+      this.taking.delete(webhookId);
+    }
+  }
+
+  private async attemptOf(webhookId: number, deliveryId: number, answered: () => void): Promise<void> {
+    const { logger, delays } = this.options;
     // The registration's own stream decides, read just before the claim: a pause or a deletion
     // recorded before this point stops the attempt even if our view has not seen it yet.
     const registration = foldEvents(
@@ -651,6 +730,9 @@ export class DeliveryScheduler {
     const lane = this.index.get(deliveryId)?.lane;
     const turn = lane ? await this.laneTurn(deliveryId, lane) : undefined;
     if (lane && !turn) return;
+    const rateLimit = registration.registration.rateLimit ?? null;
+    if (!rateLimit) this.unthrottled(webhookId);
+    else if (!(await this.admitted(webhookId, rateLimit.perSecond))) return;
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     const delivery = claimed.state;
@@ -692,15 +774,33 @@ export class DeliveryScheduler {
       SpanKind.CLIENT,
       extractTrace(this.traces.get(deliveryId) ?? {}),
     );
-    const result = await sendAttempt({
-      url: current.registration.url,
-      headers,
-      body: delivery.body,
-      timeoutMs: this.options.timeoutMs,
-      allowPrivate: this.options.allowPrivate,
-      ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
-      trace,
-    });
+    const send = (auth: AttemptAuth, authHeaders: Record<string, string>) =>
+      sendAttempt({
+        url: current.registration.url,
+        // The delivery's own headers win; a registration's static headers cannot name them.
+        headers: { ...authHeaders, ...headers },
+        body: delivery.body,
+        timeoutMs: this.options.timeoutMs,
+        allowPrivate: this.options.allowPrivate,
+        ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+        trace,
+        credentialHeaders: auth.credentialHeaders,
+      });
+    let result: AttemptResult;
+    try {
+      const auth = await this.auth.forAttempt(webhookId, current.registration.auth);
+      result = await send(auth, auth.headers);
+      // A 401 may be a token the receiver no longer takes: one more request, with a new one.
+      if (result.statusCode === 401 && auth.refresh) {
+        const fresh = await auth.refresh();
+        const perSecond = current.registration.rateLimit?.perSecond;
+        if (perSecond) await this.slot(webhookId, perSecond);
+        result = await send(auth, fresh);
+      }
+    } catch (error) {
+      if (!(error instanceof TokenError)) throw error;
+      result = { ok: false, statusCode: null, error: `no OAuth2 token: ${error.message}`, durationMs: 0 };
+    }
     if (span.isRecording()) {
       span.setAttributes({
         "http.request.method": "POST",

@@ -74,6 +74,8 @@ export interface SendOptions {
   trace?: TraceContext;
   /** Header names (besides Authorization and Cookie) whose values are recorded redacted. */
   credentialHeaders?: readonly string[];
+  /** Whether it counts in the attempt metrics (false for an OAuth2 token request). */
+  counted?: boolean;
 }
 
 /**
@@ -167,6 +169,7 @@ export function sendAttempt(options: SendOptions): Promise<AttemptResult> {
     durationMs: elapsed(),
   });
   const counting = (outcome: Outcome, result: AttemptResult): AttemptResult => {
+    if (options.counted === false) return result;
     const series = counted(outcome);
     series.attempts.inc();
     series.duration.observe((performance.now() - started) / 1000);

@@ -1,5 +1,6 @@
-import type { WebhookEventKind, WebhookSignatureAlgorithm } from "@cheese/contracts";
+import type { WebhookEventKind, WebhookRateLimit, WebhookSignatureAlgorithm } from "@cheese/contracts";
 import { conflict, type Decider, type DomainEvent, notFound, validationFailed } from "@cheese/service-kit";
+import type { SealedAuth } from "../security/receiver-auth.ts";
 import type { SealedSecret } from "../security/secrets.ts";
 
 /** A registration as events hold it; the secret only sealed (see security/secrets.ts). */
@@ -21,6 +22,10 @@ export interface Registration {
    * (domain/lane.ts). Absent in registrations made before lanes existed: false.
    */
   ordered?: boolean;
+  /** At most this many attempts per second (delivery/throttle.ts); absent or null: no throttle. */
+  rateLimit?: WebhookRateLimit | null;
+  /** How attempts authenticate to the receiver, its secrets sealed; absent or null: signatures only. */
+  auth?: SealedAuth | null;
   createdAt: string;
 }
 
@@ -33,6 +38,10 @@ export interface RegistrationChanges {
   /** null removes the filter. */
   filter?: string | null;
   ordered?: boolean;
+  /** null removes the throttle. */
+  rateLimit?: WebhookRateLimit | null;
+  /** The auth from now on, whole; null removes it. */
+  auth?: SealedAuth | null;
 }
 
 /**
@@ -300,6 +309,14 @@ function changed(registration: Registration, wanted: RegistrationChanges): Regis
     changes.filter = wanted.filter;
   if (wanted.ordered !== undefined && wanted.ordered !== (registration.ordered ?? false))
     changes.ordered = wanted.ordered;
+  if (
+    wanted.rateLimit !== undefined &&
+    wanted.rateLimit?.perSecond !== (registration.rateLimit ?? null)?.perSecond
+  )
+    changes.rateLimit = wanted.rateLimit;
+  // Sealed values differ at each sealing: an auth given is recorded, unless both say none.
+  if (wanted.auth !== undefined && !(wanted.auth === null && (registration.auth ?? null) === null))
+    changes.auth = wanted.auth;
   return changes;
 }
 

@@ -3,8 +3,10 @@ import type {
   SecretRotated,
   SigningKeyRotated,
   Webhook,
+  WebhookAuthInput,
   WebhookCreated,
   WebhookEventKind,
+  WebhookRateLimit,
   WebhookSignatureAlgorithm,
 } from "@cheese/contracts";
 import {
@@ -31,6 +33,7 @@ import {
 } from "../domain/webhook.ts";
 import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts";
 import { webhookUrlProblem } from "../security/address-policy.ts";
+import { sealAuth } from "../security/receiver-auth.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
 import { deliveryHistory } from "./delivery-history.ts";
 import type { NotificationDeps } from "./deps.ts";
@@ -45,19 +48,28 @@ export interface WebhookRequest {
   signatureAlgorithms?: WebhookSignatureAlgorithm[] | undefined;
   filter?: string | null | undefined;
   ordered?: boolean | undefined;
+  rateLimit?: WebhookRateLimit | null | undefined;
+  auth?: WebhookAuthInput | null | undefined;
 }
 
 const iso = (deps: NotificationDeps) => isoNow(deps.clock);
 
-/** The URL rules of creation: scheme, and every address its name resolves to. 422 naming `url`. */
-async function checkUrl(deps: NotificationDeps, url: string): Promise<void> {
+/** The URL rules of creation: scheme, and every address its name resolves to. 422 naming the field. */
+async function checkUrl(deps: NotificationDeps, url: string, field = "url"): Promise<void> {
   const problem = await webhookUrlProblem(url, {
     allowPrivate: deps.allowPrivateUrls,
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
   });
   if (problem) {
-    throw validationFailed("request body failed validation", [{ field: "url", message: problem }]);
+    throw validationFailed("request body failed validation", [{ field, message: problem }]);
   }
+}
+
+/** The receiver auth, sealed; an OAuth2 token URL passes the rules of the registration's URL. */
+async function sealedAuth(deps: NotificationDeps, auth: WebhookAuthInput | null) {
+  if (auth === null) return null;
+  if (auth.type === "oauth2_client_credentials") await checkUrl(deps, auth.tokenUrl, "auth.tokenUrl");
+  return sealAuth(deps.secrets, auth);
 }
 
 /**
@@ -72,6 +84,7 @@ export async function createWebhook(
   await checkUrl(deps, request.url);
   const events = [...new Set(request.events)];
   if (request.filter) checkFilter(request.filter, events);
+  const auth = request.auth ? await sealedAuth(deps, request.auth) : null;
   const secret = request.secret ?? generateWebhookSecret();
   const webhookId = await deps.webhookIds.nextId();
   const registration = {
@@ -85,6 +98,8 @@ export async function createWebhook(
     ],
     ...(request.filter ? { filter: request.filter } : {}),
     ...(request.ordered ? { ordered: true } : {}),
+    ...(request.rateLimit ? { rateLimit: request.rateLimit } : {}),
+    ...(auth ? { auth } : {}),
     createdAt: iso(deps),
   };
   await handleCommand(
@@ -116,12 +131,17 @@ async function changeWebhook(
  */
 export async function updateWebhook(
   deps: NotificationDeps,
-  request: RegistrationChanges & { webhookId: number },
+  request: Omit<RegistrationChanges, "auth"> & {
+    webhookId: number;
+    auth?: WebhookAuthInput | null | undefined;
+  },
   context: HandlerContext,
 ): Promise<Webhook> {
-  const { webhookId, ...changes } = request;
+  const { webhookId, auth, ...wanted } = request;
   const live = await requireLive(deps, webhookId);
-  if (changes.url !== undefined) await checkUrl(deps, changes.url);
+  if (wanted.url !== undefined) await checkUrl(deps, wanted.url);
+  const changes: RegistrationChanges =
+    auth === undefined ? wanted : { ...wanted, auth: await sealedAuth(deps, auth) };
   const filter = changes.filter !== undefined ? changes.filter : live.registration.filter;
   if (filter && (changes.filter !== undefined || changes.events !== undefined))
     checkFilter(filter, changes.events ?? live.registration.events);

@@ -3,6 +3,7 @@ import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
 import { type Logger, type Projection, startProjection } from "@cheese/service-kit";
 import type { WebhookEvent } from "../domain/webhook.ts";
+import { maskedAuth } from "../security/receiver-auth.ts";
 
 /** The `webhooks` read model: one document per registration, `_id` = webhook id. No secret. */
 export interface WebhookDocument extends Document {
@@ -16,7 +17,7 @@ export interface WebhookDocument extends Document {
 export const WEBHOOKS = "webhooks";
 
 /** Raise when projectWebhook writes something else: the read model is rebuilt (architecture.md). */
-export const WEBHOOKS_VERSION = 3;
+export const WEBHOOKS_VERSION = 5;
 
 /** The `webhooks` collection's indexes and every query run on it (handlers/). */
 export const webhooksCollection: CollectionDefinition = {
@@ -74,8 +75,18 @@ export async function projectWebhook(event: RecordedEvent, readModels: ReadModel
 function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
   switch (event.type) {
     case "WebhookRegistered": {
-      const { webhookId, url, events, description, signatureAlgorithms, filter, ordered, createdAt } =
-        event.data;
+      const {
+        webhookId,
+        url,
+        events,
+        description,
+        signatureAlgorithms,
+        filter,
+        ordered,
+        rateLimit,
+        auth,
+        createdAt,
+      } = event.data;
       const webhook: Webhook = {
         id: webhookId,
         url,
@@ -84,6 +95,8 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
         signatureAlgorithms,
         filter: filter ?? null,
         ordered: ordered ?? false,
+        rateLimit: rateLimit ?? null,
+        auth: maskedAuth(auth),
         status: "active",
         statusReason: null,
         statusSince: createdAt,
@@ -95,7 +108,8 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
       return { $set: { webhook, events, deleted: false } };
     }
     case "WebhookUpdated": {
-      const { url, events, description, signatureAlgorithms, filter, ordered, updatedAt } = event.data;
+      const { url, events, description, signatureAlgorithms, filter, ordered, rateLimit, auth, updatedAt } =
+        event.data;
       return {
         $set: {
           ...(url !== undefined ? { "webhook.url": url } : {}),
@@ -106,6 +120,8 @@ function updateFor(event: WebhookEvent): Record<string, unknown> | undefined {
             : {}),
           ...(filter !== undefined ? { "webhook.filter": filter } : {}),
           ...(ordered !== undefined ? { "webhook.ordered": ordered } : {}),
+          ...(rateLimit !== undefined ? { "webhook.rateLimit": rateLimit } : {}),
+          ...(auth !== undefined ? { "webhook.auth": maskedAuth(auth) } : {}),
           "webhook.updatedAt": updatedAt,
         },
       };
