@@ -10,11 +10,14 @@
  *    stage that saturates first (`order-stages.ts`: the stage whose p99 grew the most from the
  *    lowest rate to the first rate past the limit).
  *
+ * Each run (warm-ups included) starts once the system is quiet (`settle`), so that what an
+ * overloaded run left queued does not count against the next.
+ *
  * `--quick`: 30 orders/s for 2 s with one registration, then 5 and 10 orders/s with ten.
  */
 import { join } from "node:path";
 import { tempDir } from "@cheese/testing";
-import { clientOf } from "../harness/compare.ts";
+import { clientOf, settle } from "../harness/compare.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 import { STAGES, saturatedStage, stageP99s } from "./order-stages.ts";
@@ -51,8 +54,11 @@ export const webhookDeliveries: Measurement = {
       const client = await clientOf(system.rootUrl, system.dataDir);
       const cheeseIds = await orderableCheeses(client);
       const seconds = options.quick ? 2 : 10;
-      const at = (rate: number, duration = seconds) =>
-        atRate(system, client, registrations, cheeseIds, rate, duration);
+      // Each run starts on a quiet system: what an earlier run left queued is not this one's.
+      const at = async (rate: number, duration = seconds) => {
+        await settle(system.usage, 60_000);
+        return atRate(system, client, registrations, cheeseIds, rate, duration);
+      };
       const rows: MeasuredRow[] = [];
 
       registrations.push(await register(system));
