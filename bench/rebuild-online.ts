@@ -31,7 +31,7 @@ import {
   projectCheese,
 } from "../services/catalogue/src/projections/cheeses.ts";
 import { writeCatalogueHistory } from "./harness/events.ts";
-import { benchToken, startBenchSystem } from "./harness/system.ts";
+import { benchToken, startSystem } from "./harness/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
@@ -119,7 +119,7 @@ try {
   console.log(`read models of version ${previous} saved (${seconds(performance.now() - building)})`);
 
   // 1. The version bump: the system started on that DATA_DIR runs version CHEESES_VERSION.
-  const system = await startBenchSystem({ dataDir, replicas: 1, env: { LOG_LEVEL: "info" } });
+  const system = await startSystem({ kind: "single", dataDir, replicas: 1, env: { LOG_LEVEL: "info" } });
   console.log(`started with version ${CHEESES_VERSION}: /readyz 200 after ${seconds(system.readyMs)}`);
   try {
     const token = await benchToken(system.rootUrl);

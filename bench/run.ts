@@ -9,7 +9,9 @@
  *   pnpm bench --quick              a smoke (CI): small data, short windows, 1 round; not a speed gate
  *   pnpm bench --only=GET,POST      scenarios, fixtures or scripts whose name contains one of these
  *                                   (a term that is a whole name selects that name alone)
- *   pnpm bench --replicas=2         REPLICAS of every service
+ *   pnpm bench --cluster            on `pnpm cluster up` (three NATS nodes, JetStream replicas 3, two
+ *                                   processes of every service, each on a host of its own; root only)
+ *   pnpm bench --replicas=2         REPLICAS of every service (1 on a single host, 2 in a cluster)
  *   pnpm bench --profile            CPU profiles of every process of the system (--cpu-prof), summarised
  *   pnpm bench --keep               keep the data directories, logs and profiles
  *
@@ -32,19 +34,28 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     only: { type: "string" },
-    replicas: { type: "string", default: "1" },
+    cluster: { type: "boolean", default: false },
+    replicas: { type: "string" },
     profile: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
   },
 });
 const quick = args.quick;
+const cluster = args.cluster;
+if (cluster && args.profile) {
+  console.error(
+    "bench: --profile runs on the single host only (the cluster's processes start under ip netns)",
+  );
+  process.exit(64);
+}
 const options: BenchOptions = {
+  system: cluster ? "cluster" : "single",
   quick,
   connections: 32,
   warmupSeconds: quick ? 1 : 3,
   seconds: quick ? 2 : 10,
   rounds: quick ? 1 : 2,
-  replicas: Number(args.replicas),
+  replicas: Number(args.replicas ?? (cluster ? 2 : 1)),
 };
 const all = scenarios(options);
 const wanted = selection(args.only, [
@@ -92,7 +103,7 @@ for (const measurement of measurements) {
     problems.push(`${measurement.name} failed: ${(error as Error).stack ?? error}`);
   }
 }
-if (!quick) {
+if (!quick && !cluster) {
   for (const [name, script] of Object.entries(scripts)) {
     if (!wanted(name)) continue;
     console.log(`\n#### ${name}\n`);

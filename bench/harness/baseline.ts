@@ -2,10 +2,12 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Doc } from "./scenario.ts";
+import { processUsage, type TreeUsage, underPid } from "./system.ts";
 
 export interface Baseline {
   rootUrl: string;
-  pid: number;
+  /** Memory and CPU of the baseline's process. */
+  usage(): TreeUsage;
   seed(collections: Record<string, Doc[]>): Promise<void>;
   stop(): Promise<void>;
 }
@@ -31,7 +33,7 @@ export async function startBaseline(): Promise<Baseline> {
   const port = await next<number>("port");
   return {
     rootUrl: `http://127.0.0.1:${port}`,
-    pid: child.pid!,
+    usage: () => processUsage(underPid(child.pid!)),
     async seed(collections) {
       const seeded = next<boolean>("seeded");
       child.send({ seed: collections });

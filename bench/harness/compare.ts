@@ -11,7 +11,7 @@ import type { Baseline } from "./baseline.ts";
 import { type LoadResult, runLoad } from "./load.ts";
 import { monotonicUs, type Window } from "./profile.ts";
 import type { BenchOptions, Fixture, FixtureData, HttpScenario, SystemClient } from "./scenario.ts";
-import { benchToken, startBenchSystem, treeUsage } from "./system.ts";
+import { benchToken, startSystem, type TreeUsage } from "./system.ts";
 
 /** A window's result with the CPU each process spent on it, ms per 2xx answer. */
 export interface WindowResult extends LoadResult {
@@ -81,7 +81,8 @@ async function runFixture(
     await fixture.prepare(dataDir, options);
   }
   const loadAtStart = loadavg()[0]!;
-  const system = await startBenchSystem({
+  const system = await startSystem({
+    kind: options.system,
     dataDir,
     replicas: options.replicas,
     ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
@@ -93,15 +94,15 @@ async function runFixture(
     const client = await clientOf(system.rootUrl, dataDir);
     const data: FixtureData = await fixture.seed(client, options);
     await options.baseline.seed(data.collections);
-    const settled = await settle(system.launcherPid);
+    const settled = await settle(system.usage);
     progress(
       `[${fixture.name}] seeded; ${settled.quiet ? "quiet" : "still busy"} after ${(settled.ms / 1000).toFixed(1)} s`,
     );
-    const rssIdle = treeUsage(system.launcherPid).rss;
+    const rssIdle = system.usage().rss;
     let rssPeak = rssIdle;
     let scenarioPeak = rssIdle;
     const sampler = setInterval(() => {
-      const rss = treeUsage(system.launcherPid).rss;
+      const rss = system.usage().rss;
       rssPeak = Math.max(rssPeak, rss);
       scenarioPeak = Math.max(scenarioPeak, rss);
     }, 500);
@@ -112,17 +113,17 @@ async function runFixture(
         let i = 0;
         const next = () => scenario.request(data, i++);
         const result: ScenarioResult = { scenario, system: [], baseline: [], rssPeak: 0 };
-        scenarioPeak = treeUsage(system.launcherPid).rss;
+        scenarioPeak = system.usage().rss;
         for (let round = 1; round <= options.rounds; round++) {
-          for (const [target, url, pid, into] of [
-            ["system", system.rootUrl, system.launcherPid, result.system],
-            ["baseline", options.baseline.rootUrl, options.baseline.pid, result.baseline],
+          for (const [target, url, usage, into] of [
+            ["system", system.rootUrl, system.usage, result.system],
+            ["baseline", options.baseline.rootUrl, options.baseline.usage, result.baseline],
           ] as const) {
             if (options.warmupSeconds > 0) {
               await runLoad({ url, connections: options.connections, seconds: options.warmupSeconds, next });
             }
             const startUs = monotonicUs();
-            const measured = await measuredWindow(pid, target === "baseline" ? "baseline" : undefined, () =>
+            const measured = await measuredWindow(usage, target === "baseline" ? "baseline" : undefined, () =>
               runLoad({ url, connections: options.connections, seconds: options.seconds, next }),
             );
             if (target === "system") windows.push({ scenario: scenario.name, startUs, endUs: monotonicUs() });
@@ -130,13 +131,13 @@ async function runFixture(
             progress(`[${fixture.name}] ${scenario.name} round ${round} ${target}: ${describe(measured)}`);
           }
         }
-        result.rssPeak = Math.max(scenarioPeak, treeUsage(system.launcherPid).rss);
+        result.rssPeak = Math.max(scenarioPeak, system.usage().rss);
         scenarioResults.push(result);
       }
     } finally {
       clearInterval(sampler);
     }
-    const end = treeUsage(system.launcherPid);
+    const end = system.usage();
     return {
       fixture: fixture.name,
       readyMs: system.readyMs,
@@ -156,21 +157,21 @@ async function runFixture(
 
 /** Runs a load window and adds the CPU every process of the target (and this one) spent. */
 async function measuredWindow(
-  pid: number,
+  usage: () => TreeUsage,
   /** Counts every process of the target under this one name. */
   label: string | undefined,
   load: () => Promise<LoadResult>,
 ): Promise<WindowResult> {
-  const before = treeUsage(pid).byProcess;
+  const before = usage().byProcess;
   const ownBefore = process.cpuUsage();
   const result = await load();
   const own = process.cpuUsage(ownBefore);
-  const after = treeUsage(pid).byProcess;
+  const after = usage().byProcess;
   const perRequest = (cpuMs: number) => (result.ok > 0 ? cpuMs / result.ok : Number.NaN);
   const cpuMsPerRequest: Record<string, number> = {};
-  for (const [name, usage] of Object.entries(after)) {
+  for (const [name, { cpuMs }] of Object.entries(after)) {
     const key = label ?? name;
-    cpuMsPerRequest[key] = (cpuMsPerRequest[key] ?? 0) + perRequest(usage.cpuMs - (before[name]?.cpuMs ?? 0));
+    cpuMsPerRequest[key] = (cpuMsPerRequest[key] ?? 0) + perRequest(cpuMs - (before[name]?.cpuMs ?? 0));
   }
   cpuMsPerRequest["load generator"] = perRequest((own.user + own.system) / 1000);
   return { ...result, cpuMsPerRequest };
@@ -181,9 +182,12 @@ async function measuredWindow(
  * relay publishing a restored history, consumers): its process tree below a fifth of a core over
  * a second, at most `timeoutMs`.
  */
-export async function settle(pid: number, timeoutMs = 180_000): Promise<{ quiet: boolean; ms: number }> {
+export async function settle(
+  usage: () => TreeUsage,
+  timeoutMs = 180_000,
+): Promise<{ quiet: boolean; ms: number }> {
   const started = performance.now();
-  const cpu = () => Object.values(treeUsage(pid).byProcess).reduce((sum, u) => sum + u.cpuMs, 0);
+  const cpu = () => Object.values(usage().byProcess).reduce((sum, u) => sum + u.cpuMs, 0);
   let before = cpu();
   while (performance.now() - started < timeoutMs) {
     await new Promise((resolve) => setTimeout(resolve, 1000));

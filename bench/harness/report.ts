@@ -21,11 +21,15 @@ export function header(options: BenchOptions): string {
     // not a git checkout
   }
   return [
-    `### pnpm bench${options.quick ? " --quick" : ""}: commit ${commit}, ${new Date().toISOString().slice(0, 16)}Z`,
+    `### pnpm bench${options.system === "cluster" ? " --cluster" : ""}${options.quick ? " --quick" : ""}: commit ${commit}, ${new Date().toISOString().slice(0, 16)}Z`,
     "",
     `Node ${process.version}, ${availableParallelism()} CPUs, load average ${loadavg()
       .map((l) => l.toFixed(1))
-      .join(" ")} at the start; REPLICAS=${options.replicas}; ${options.connections} connections, ` +
+      .join(" ")} at the start; ${
+      options.system === "cluster"
+        ? "`pnpm cluster up`: three NATS nodes (NATS_REPLICAS=3) and every service in processes of its own, each on a host (network namespace) of its own, behind the launcher's balancer"
+        : "`pnpm start`'s layout"
+    }; REPLICAS=${options.replicas}; ${options.connections} connections, ` +
       `${options.warmupSeconds} s warm-up + ${options.seconds} s per window, ${options.rounds} ABAB round(s), best round of each side.`,
   ].join("\n");
 }
@@ -46,9 +50,19 @@ function failures(results: LoadResult[]): string {
   return text || "–";
 }
 
-function judged(targets: Targets | undefined, ratio: number, p99: number): string {
+/** CPU ms per 2xx answer of every process of the system together (the load generator left out). */
+export function systemCpuMs(cpuMsPerRequest: Record<string, number>): number {
+  return Object.entries(cpuMsPerRequest).reduce(
+    (sum, [name, ms]) => (name === "load generator" ? sum : sum + ms),
+    0,
+  );
+}
+
+function judged(targets: Targets | undefined, ratio: number, p99: number, cpuMs: number): string {
   if (!targets) return "";
   const parts: string[] = [];
+  if (targets.cpuMs !== undefined)
+    parts.push(`CPU ≤ ${targets.cpuMs} ms per answer${check(cpuMs <= targets.cpuMs)}`);
   if (targets.ratio !== undefined) parts.push(`≥ ${targets.ratio}${check(ratio >= targets.ratio)}`);
   if (targets.p99Ms !== undefined) parts.push(`p99 ≤ ${targets.p99Ms} ms${check(p99 <= targets.p99Ms)}`);
   return parts.join(", ");
@@ -68,7 +82,7 @@ function scenarioRow(result: ScenarioResult): string {
     number(baseline.okPerSecond),
     latencies(baseline),
     `**${ratio.toFixed(2)}**${perRound.length > 1 ? ` (${perRound.join(", ")})` : ""}`,
-    judged(result.scenario.targets, ratio, system.p99),
+    judged(result.scenario.targets, ratio, system.p99, systemCpuMs(system.cpuMsPerRequest)),
     `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
   ].join(" | ")} |`;
 }

@@ -10,8 +10,11 @@
  * Scenarios with the same `Fixture` share one start of the system; each fixture starts a fresh
  * system on its own DATA_DIR, and the harness reports its time to /readyz and its memory.
  */
+import type { SystemKind } from "./system.ts";
 
 export interface BenchOptions {
+  /** `single` (`pnpm start`'s shape) or `cluster` (`pnpm cluster up`'s: `--cluster`). */
+  system: SystemKind;
   /** `--quick`: small data, short windows, one round; shows the harness works, not how fast. */
   quick: boolean;
   /** Connections per load (32). */
@@ -20,7 +23,7 @@ export interface BenchOptions {
   seconds: number;
   /** ABAB rounds (2; 1 when quick). */
   rounds: number;
-  /** REPLICAS of every service. */
+  /** REPLICAS of every service (1 on a single host, 2 in a cluster, unless `--replicas`). */
   replicas: number;
 }
 
@@ -71,6 +74,8 @@ export interface Targets {
   ratio?: number;
   /** Maximum p99 of the system, ms. */
   p99Ms?: number;
+  /** Maximum CPU time per 2xx answer, ms, every process of the system together. */
+  cpuMs?: number;
 }
 
 export interface HttpScenario {

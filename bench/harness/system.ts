@@ -1,14 +1,24 @@
 /**
- * The system under test, started as `pnpm start` runs it once built (`node
- * apps/launcher/dist/cli.js`) on a fresh DATA_DIR, with its output in a log file (reading it
- * here would take CPU from the load generator). Also: the resident memory of the launcher and
- * every process under it, nats-server included.
+ * The system under test, one of two shapes behind one interface (`System`):
+ *
+ * - `single`: started as `pnpm start` runs it once built (`node apps/launcher/dist/cli.js`) on a
+ *   fresh DATA_DIR, with its output in a log file (reading it here would take CPU from the load
+ *   generator);
+ * - `cluster`: `pnpm cluster up` (three NATS nodes, JetStream replicas 3, each service's replicas,
+ *   each on a network namespace of its own, behind the launcher's balancer), stopped with
+ *   `pnpm cluster down`.
+ *
+ * Also: the resident memory and CPU time of every process of the system, read from /proc (the
+ * launcher, every process under it, and in a cluster every process in its namespaces: the three
+ * nats-servers included).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@cheese/testing";
+import type { ClusterInfo } from "../../apps/cluster/src/cluster.ts";
+import { bridgeAddress, hostsOwner } from "../../apps/launcher/src/hosts.ts";
 import { launcherNodeOptions } from "../../apps/launcher/src/node-options.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -18,25 +28,60 @@ export const BENCH_CLIENT = { id: "bench", secret: "bench-secret" };
 /** The operator API key every benchmark system knows (the api_key operations: webhooks). */
 export const BENCH_API_KEY = "bench-operator-key";
 
-export interface StartedSystem {
+/** `single`: `pnpm start`'s shape on this host; `cluster`: `pnpm cluster up`'s. */
+export type SystemKind = "single" | "cluster";
+
+export interface System {
+  kind: SystemKind;
   rootUrl: string;
   dataDir: string;
   logFile: string;
-  launcherPid: number;
-  /** From the spawn to the first 200 of GET /readyz. */
+  /** From the start to the first 200 of GET /readyz (in a cluster: on every gateway). */
   readyMs: number;
+  /** The address a webhook receiver on this host listens on for the system to reach it. */
+  receiverHost: string;
+  /** Memory and CPU of every process of the system, now. */
+  usage(): TreeUsage;
   stop(): Promise<void>;
 }
 
-export async function startBenchSystem(options: {
+export interface SystemOptions {
+  kind: SystemKind;
   dataDir: string;
   replicas: number;
   env?: Record<string, string>;
-  /** Node flags of the launcher, which every service process it starts inherits (`--cpu-prof`). */
+  /** Node flags of the launcher, which every service process it starts inherits (`--cpu-prof`); single host only. */
   nodeArgs?: string[];
   /** How long /readyz may take (120 s; a long history to rebuild takes longer). */
   readyTimeoutMs?: number;
-}): Promise<StartedSystem> {
+}
+
+/** What every benchmark system runs with: the bench's credentials, nothing throttled. */
+function benchEnv(options: SystemOptions, port: number): Record<string, string> {
+  return {
+    REPLICAS: String(options.replicas),
+    OAUTH_CLIENTS: JSON.stringify([
+      {
+        ...BENCH_CLIENT,
+        scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
+        plan: "enterprise",
+      },
+    ]),
+    API_KEYS: `${BENCH_API_KEY}:enterprise`,
+    // Nothing throttled: the limiter still runs, its buckets just never empty.
+    RATE_LIMIT_PLANS: "free=1000000/unlimited,pro=1000000/unlimited,enterprise=1000000/unlimited",
+    ANON_PLAN: "enterprise",
+    ...options.env,
+    GATEWAY_PORT: String(port),
+    DATA_DIR: options.dataDir,
+  };
+}
+
+export function startSystem(options: SystemOptions): Promise<System> {
+  return options.kind === "cluster" ? startCluster(options) : startSingleHost(options);
+}
+
+async function startSingleHost(options: SystemOptions): Promise<System> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
   const port = await freePort();
   const logFile = join(options.dataDir, "..", `${options.dataDir.split("/").at(-1)}.log`);
@@ -51,25 +96,7 @@ export async function startBenchSystem(options: {
     ],
     {
       cwd: repoRoot,
-      env: {
-        ...process.env,
-        NATS_URL: "",
-        REPLICAS: String(options.replicas),
-        OAUTH_CLIENTS: JSON.stringify([
-          {
-            ...BENCH_CLIENT,
-            scopes: ["read:cheeses", "write:cheeses", "read:orders", "write:orders"],
-            plan: "enterprise",
-          },
-        ]),
-        API_KEYS: `${BENCH_API_KEY}:enterprise`,
-        // Nothing throttled: the limiter still runs, its buckets just never empty.
-        RATE_LIMIT_PLANS: "free=1000000/unlimited,pro=1000000/unlimited,enterprise=1000000/unlimited",
-        ANON_PLAN: "enterprise",
-        ...options.env,
-        GATEWAY_PORT: String(port),
-        DATA_DIR: options.dataDir,
-      },
+      env: { ...process.env, NATS_URL: "", ...benchEnv(options, port) },
       stdio: ["ignore", log, log],
     },
   );
@@ -98,13 +125,69 @@ export async function startBenchSystem(options: {
     }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+  const launcherPid = child.pid!;
   return {
+    kind: "single",
     rootUrl,
     dataDir: options.dataDir,
     logFile,
-    launcherPid: child.pid!,
     readyMs: performance.now() - started,
+    receiverHost: "127.0.0.1",
+    usage: () => processUsage(underPid(launcherPid)),
     stop,
+  };
+}
+
+/** The built `pnpm cluster` command. */
+const clusterCli = join(repoRoot, "apps", "cluster", "dist", "cli.js");
+
+/** Runs `pnpm cluster <args>` (built) with `env`; resolves with its stdout, rejects on a non-zero exit. */
+function clusterCommand(args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [clusterCli, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) =>
+    child.once("close", (code) =>
+      code === 0
+        ? resolve(stdout)
+        : reject(new Error(`pnpm cluster ${args.join(" ")} exited ${code}: ${stderr.trim()}`)),
+    ),
+  );
+}
+
+async function startCluster(options: SystemOptions): Promise<System> {
+  if (options.nodeArgs?.length) throw new Error("--profile runs on the single host only");
+  const port = await freePort();
+  const env = benchEnv(options, port);
+  const started = performance.now();
+  // `up` waits for /readyz itself (120 s); the cluster's own default, not readyTimeoutMs.
+  const info = JSON.parse(await clusterCommand(["up", "--json"], env)) as ClusterInfo;
+  const readyMs = performance.now() - started;
+  const launcherPid = hostsOwner()?.pid;
+  if (launcherPid === undefined) throw new Error("the cluster is up but no launcher holds its hosts");
+  const namespaces = [...info.nats.map((n) => n.netns), ...info.services.map((s) => s.netns)];
+  const select = inCluster(launcherPid, namespaces);
+  return {
+    kind: "cluster",
+    rootUrl: info.url,
+    dataDir: info.dataDir,
+    logFile: join(info.dataDir, "run", "cluster.log"),
+    readyMs,
+    receiverHost: bridgeAddress,
+    usage: () => processUsage(select),
+    stop: async () => {
+      await clusterCommand(["down"], { DATA_DIR: info.dataDir });
+    },
   };
 }
 
@@ -122,17 +205,57 @@ export async function benchToken(rootUrl: string): Promise<string> {
   return ((await response.json()) as { access_token: string }).access_token;
 }
 
-/** Memory and CPU of the launcher and every process under it, per process label. */
+/** Memory and CPU of the processes of a system, per process label. */
 export interface TreeUsage {
   /** Resident memory, bytes, all processes together. */
   rss: number;
+  /** Per label (`nats-server`, `gateway`, `launcher`...): replicas of one label are summed. */
   byProcess: Record<string, { rss: number; cpuMs: number }>;
 }
 
 /** /proc's CPU times are in clock ticks: 100 a second on Linux. */
 const TICK_MS = 10;
 
-export function treeUsage(rootPid: number): TreeUsage {
+/** Which processes belong to a system, given a process and its parent's pid per pid. */
+export type ProcessSelector = (pid: number, parentOf: ReadonlyMap<number, number>) => boolean;
+
+/** `rootPid` and every process under it. */
+export function underPid(rootPid: number): ProcessSelector {
+  return (pid, parentOf) => {
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parentOf.get(p), hops++) {
+      if (p === rootPid) return true;
+    }
+    return false;
+  };
+}
+
+/**
+ * The cluster's processes: the launcher and everything under it, and whatever runs in one of its
+ * network namespaces (a process there is the cluster's whoever started it).
+ */
+function inCluster(launcherPid: number, namespaces: string[]): ProcessSelector {
+  const under = underPid(launcherPid);
+  const inodes = new Set<number>();
+  for (const netns of namespaces) {
+    try {
+      inodes.add(statSync(`/run/netns/${netns}`).ino);
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return (pid, parentOf) => under(pid, parentOf) || inodes.has(netInode(pid));
+}
+
+/** The inode of a process's network namespace (`/proc/<pid>/ns/net` reads `net:[<inode>]`). */
+function netInode(pid: number): number {
+  try {
+    return Number(/\[(\d+)\]/.exec(readlinkSync(`/proc/${pid}/ns/net`))?.[1] ?? -1);
+  } catch {
+    return -1;
+  }
+}
+
+export function processUsage(select: ProcessSelector): TreeUsage {
   const parentOf = new Map<number, number>();
   const stats = new Map<number, { comm: string; cpuMs: number }>();
   for (const entry of readdirSync("/proc")) {
@@ -152,16 +275,10 @@ export function treeUsage(rootPid: number): TreeUsage {
       // gone meanwhile
     }
   }
-  const inTree = (pid: number): boolean => {
-    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parentOf.get(p), hops++) {
-      if (p === rootPid) return true;
-    }
-    return false;
-  };
   let rss = 0;
   const byProcess: TreeUsage["byProcess"] = {};
   for (const [pid, { comm, cpuMs }] of stats) {
-    if (!inTree(pid)) continue;
+    if (!select(pid, parentOf)) continue;
     const memory = rssOf(pid);
     rss += memory;
     const label = processLabel(pid, comm);

@@ -1,17 +1,21 @@
 /**
- * Every scenario `pnpm bench` runs, in order, named for the data of `options` (--quick: less). Add one here: an `HttpScenario` (compared with the
- * bare Hono baseline, ABAB, on the system its fixture starts) or a `Measurement` (runs on its
- * own, returns rows). See ../harness/scenario.ts.
+ * Every scenario `pnpm bench` runs, in order, named for the data of `options` (--quick: less).
+ * Add one here: an `HttpScenario` (compared with the bare Hono baseline, ABAB, on the system its
+ * fixture starts) or a `Measurement` (runs on its own, returns rows). See ../harness/scenario.ts.
+ * `--cluster` runs the same scenarios on the cluster, but for the single host's stores: the
+ * 100,000 fixture and the projection rebuild.
  */
 import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";
+import { webhookDeliveries } from "./deliveries.ts";
 import { orderWebhooks } from "./orders.ts";
 import { projectionRebuild } from "./rebuild.ts";
 
 export const scenarios = (options: BenchOptions): Scenario[] => [
   ...cheeseScenarios(options),
   orderWebhooks,
-  projectionRebuild,
+  webhookDeliveries,
+  ...(options.system === "cluster" ? [] : [projectionRebuild]),
 ];
 
 /**

@@ -1,9 +1,10 @@
 /**
- * Where an order's webhook spends its time, read back from the embedded stores after a run:
- * the ordering event's append, its publish (the bus's timestamp, carried as the webhook's
- * `created_at`), the fan-out's record, the delivery's creation, its first attempt's start, and
- * the receiver's arrival. Printed per stage (p50 / p99) and per second of the run (is the tail
- * the first seconds?).
+ * Where an order's webhook deliveries spend their time, read back from the embedded stores after a
+ * run: the ordering event's append, its publish (the bus's timestamp, carried as the webhook's
+ * `created_at`), the fan-out's record, each delivery's creation (one per registration), its first
+ * attempt's start, and the receiver's arrival. Printed per stage (p50 / p99) and per second of
+ * the run (is the tail the first seconds?); across runs at rising rates, the stage that
+ * saturates first.
  */
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -11,14 +12,17 @@ import { ms } from "../harness/compare.ts";
 import { percentiles } from "../harness/percentiles.ts";
 import type { MeasuredRow } from "../harness/scenario.ts";
 
-/** What the load generator knows of one order: when it was sent, answered, its webhook arrived. */
+/** One delivery: of an order, to a registration. */
+export const deliveryKey = (orderId: string, webhookId: number) => `${orderId} ${webhookId}`;
+
+/** What the load generator knows of one delivery: when its order was sent, answered, it arrived. */
 export interface OrderTimes {
   sentAt: number;
   answeredAt: number;
   receivedAt: number;
 }
 
-const STAGES = [
+export const STAGES = [
   "append→published",
   "published→recorded",
   "recorded→created",
@@ -37,8 +41,8 @@ const rows = (file: string, sql: string): Row[] => {
   }
 };
 
-/** Per order id: the five stages' durations (ms), from the stores of `dataDir`. */
-function stagesOf(dataDir: string, orders: ReadonlyMap<string, OrderTimes>): Map<string, number[]> {
+/** Per delivery (`deliveryKey`): the five stages' durations (ms), from the stores of `dataDir`. */
+function stagesOf(dataDir: string, deliveries: ReadonlyMap<string, OrderTimes>): Map<string, number[]> {
   const time = (iso: string) => Date.parse(iso);
   const appended = new Map<string, number>();
   for (const [stream, , at] of rows(
@@ -57,42 +61,73 @@ function stagesOf(dataDir: string, orders: ReadonlyMap<string, OrderTimes>): Map
     const orderId = String((JSON.parse(plan.body) as { data: { order_id?: unknown } }).data.order_id);
     recorded.set(plan.eventId, { orderId, published: time(plan.createdAt), recorded: time(at) });
   }
-  const byOrder = new Map<string, { created: number; started?: number }>();
+  /** By delivery key, and by delivery stream while its first attempt is looked for. */
+  const byDelivery = new Map<string, { created: number; started?: number }>();
+  const byStream = new Map<string, { created: number; started?: number }>();
   for (const [stream, typeAndData, at] of rows(
     notification,
     "SELECT stream, type || ' ' || data, created_at FROM events WHERE category = 'delivery' AND type IN ('DeliveryCreated', 'AttemptStarted') ORDER BY position",
   )) {
     if (typeAndData.startsWith("DeliveryCreated ")) {
-      const facts = JSON.parse(typeAndData.slice("DeliveryCreated ".length)) as { eventId: string };
+      const facts = JSON.parse(typeAndData.slice("DeliveryCreated ".length)) as {
+        eventId: string;
+        webhookId: number;
+      };
       const orderId = recorded.get(facts.eventId)?.orderId;
       if (!orderId) continue;
-      byOrder.set(orderId, { created: time(at) });
-      byOrder.set(stream, byOrder.get(orderId)!);
+      const delivery = { created: time(at) };
+      byDelivery.set(deliveryKey(orderId, facts.webhookId), delivery);
+      byStream.set(stream, delivery);
     } else {
-      const delivery = byOrder.get(stream);
+      const delivery = byStream.get(stream);
       if (delivery && delivery.started === undefined) delivery.started = time(at);
     }
   }
+  const orderEvents = new Map([...recorded.values()].map((r) => [r.orderId, r]));
   const stages = new Map<string, number[]>();
-  for (const { orderId, published, recorded: at } of recorded.values()) {
-    const order = orders.get(orderId);
+  for (const [key, times] of deliveries) {
+    const orderId = key.slice(0, key.indexOf(" "));
+    const event = orderEvents.get(orderId);
     const append = appended.get(orderId);
-    const delivery = byOrder.get(orderId);
-    if (!order || append === undefined || delivery?.started === undefined) continue;
-    stages.set(orderId, [
-      published - append,
-      at - published,
-      delivery.created - at,
+    const delivery = byDelivery.get(key);
+    if (!event || append === undefined || delivery?.started === undefined) continue;
+    stages.set(key, [
+      event.published - append,
+      event.recorded - event.published,
+      delivery.created - event.recorded,
       delivery.started - delivery.created,
-      order.receivedAt - delivery.started,
+      times.receivedAt - delivery.started,
     ]);
   }
   return stages;
 }
 
+/** Each stage's p99 (ms) over the deliveries of one run, in `STAGES` order; undefined when none were found. */
+export function stageP99s(
+  dataDir: string,
+  deliveries: ReadonlyMap<string, OrderTimes>,
+): number[] | undefined {
+  const all = [...stagesOf(dataDir, deliveries).values()];
+  if (all.length === 0) return undefined;
+  return STAGES.map((_, i) => percentiles(all.map((s) => s[i]!))(0.99));
+}
+
+/**
+ * The stage that saturates first, of runs at rising rates (each with its stages' p99s): the one
+ * whose p99 grew the most from the lowest rate's run to `at` (the first run past the limit, or the
+ * highest rate run). Growth, not size: a stage that is slow at every rate is not saturating.
+ */
+export function saturatedStage(lowest: readonly number[], at: readonly number[]): string {
+  let largest = 0;
+  for (let i = 1; i < STAGES.length; i++) {
+    if (at[i]! - lowest[i]! > at[largest]! - lowest[largest]!) largest = i;
+  }
+  return STAGES[largest]!;
+}
+
 /** Rows: each stage's p50 / p99, then per second of the run the webhook p50 / p99 and its largest stage at p99. */
-export function stageRows(dataDir: string, orders: ReadonlyMap<string, OrderTimes>): MeasuredRow[] {
-  const stages = stagesOf(dataDir, orders);
+export function stageRows(dataDir: string, deliveries: ReadonlyMap<string, OrderTimes>): MeasuredRow[] {
+  const stages = stagesOf(dataDir, deliveries);
   if (stages.size === 0) return [{ name: "stages", value: "none found in the stores" }];
   const all = [...stages.values()];
   const result: MeasuredRow[] = STAGES.map((name, i) => {
@@ -102,18 +137,20 @@ export function stageRows(dataDir: string, orders: ReadonlyMap<string, OrderTime
       value: `p50 / p99 ${ms(at(0.5))} / ${ms(at(0.99))} ms`,
     };
   });
-  const start = Math.min(...[...orders.values()].map((o) => o.sentAt));
+  const start = Math.min(...[...deliveries.values()].map((o) => o.sentAt));
   const seconds = new Map<number, string[]>();
-  for (const [orderId, order] of orders) {
-    const second = Math.floor((order.sentAt - start) / 1000);
-    seconds.set(second, [...(seconds.get(second) ?? []), orderId]);
+  for (const [key, delivery] of deliveries) {
+    const second = Math.floor((delivery.sentAt - start) / 1000);
+    const keys = seconds.get(second) ?? [];
+    keys.push(key);
+    seconds.set(second, keys);
   }
   for (const [second, ids] of [...seconds].sort(([a], [b]) => a - b)) {
-    const latencies = ids.map((id) => orders.get(id)!.receivedAt - orders.get(id)!.answeredAt);
+    const latencies = ids.map((id) => deliveries.get(id)!.receivedAt - deliveries.get(id)!.answeredAt);
     const at = percentiles(latencies);
     const p99 = at(0.99);
     const tail = ids.filter(
-      (id) => orders.get(id)!.receivedAt - orders.get(id)!.answeredAt >= p99 && stages.has(id),
+      (id) => deliveries.get(id)!.receivedAt - deliveries.get(id)!.answeredAt >= p99 && stages.has(id),
     );
     const slowest = tail.map((id) => stages.get(id)!)[0];
     const largest = slowest ? slowest.indexOf(Math.max(...slowest)) : -1;

@@ -18,7 +18,7 @@ import {
 } from "../../services/catalogue/src/projections/cheeses.ts";
 import { writeCatalogueHistory } from "../harness/events.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
-import { startBenchSystem } from "../harness/system.ts";
+import { startSystem } from "../harness/system.ts";
 
 const number = (n: number) => Math.round(n).toLocaleString("en-US");
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -55,9 +55,15 @@ export const projectionRebuild: Measurement = {
       await projection.close();
       await store.close();
 
-      const first = await startBenchSystem({ dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
+      const first = await startSystem({
+        kind: "single",
+        dataDir,
+        replicas: options.replicas,
+        readyTimeoutMs: 900_000,
+      });
       await first.stop();
-      const restart = await startBenchSystem({
+      const restart = await startSystem({
+        kind: "single",
         dataDir,
         replicas: options.replicas,
         readyTimeoutMs: 900_000,

@@ -3,7 +3,8 @@ import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { selection } from "../harness/select.ts";
 import { scenarios } from "../scenarios/index.ts";
 
-const options = (quick: boolean): BenchOptions => ({
+const options = (quick: boolean, system: BenchOptions["system"] = "single"): BenchOptions => ({
+  system,
   quick,
   connections: 32,
   warmupSeconds: 1,
@@ -48,4 +49,40 @@ describe("bench scenario names", () => {
       list,
     ]);
   });
+});
+
+/** `pnpm bench --cluster` runs the same scenarios, judged by the cluster's targets. */
+describe("bench scenarios on the cluster", () => {
+  it("are the catalogue's requests on 200 cheeses and both webhook measurements, not the single host's stores", () => {
+    expect(scenarios(options(false, "cluster")).map((s) => s.name)).toEqual([
+      "GET /v2/cheeses/{id}",
+      "GET /v2/cheeses?status=available&sort=-createdAt&limit=20",
+      "POST /v2/cheeses",
+      "POST /v2/cheeses/{id} (partial update)",
+      "order placed → order.placed webhook",
+      "webhook deliveries per second",
+    ]);
+  });
+
+  it("hold get, list page and create to CPU per answer across every process", () => {
+    const targets = Object.fromEntries(
+      scenarios(options(false, "cluster")).flatMap((s) => (s.kind === "http" ? [[s.name, s.targets]] : [])),
+    );
+    expect(targets["GET /v2/cheeses/{id}"]).toEqual({ cpuMs: 0.15 });
+    expect(targets["GET /v2/cheeses?status=available&sort=-createdAt&limit=20"]).toEqual({ cpuMs: 0.18 });
+    expect(targets["POST /v2/cheeses"]).toEqual({ cpuMs: 0.8 });
+  });
+
+  it.each([false, true])(
+    "--only=deliveries selects the deliveries measurement alone (quick: %s)",
+    (quick) => {
+      const all = scenarios(options(quick));
+      const wanted = selection("deliveries", namesOf(all));
+      expect(
+        all
+          .filter((s) => (s.kind === "http" ? wanted(s.name, s.fixture.name) : wanted(s.name)))
+          .map((s) => s.name),
+      ).toEqual(["webhook deliveries per second"]);
+    },
+  );
 });

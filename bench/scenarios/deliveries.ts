@@ -1,0 +1,119 @@
+/**
+ * Webhook deliveries per second. On one system:
+ *
+ * 1. One registration for `order.placed`, orders at a fixed 300/s (after 3 s at that rate,
+ *    unmeasured): the order's 201 p99 and the webhook's p99 (201 → arrival).
+ * 2. Ten registrations for `order.placed`, each at a receiver of its own on this host, so every
+ *    order makes ten deliveries; orders placed at rising fixed rates (open loop) until the
+ *    deliveries' p99 (the order's 201 → arrival) passes a second or some never arrive. Reported:
+ *    the highest delivery rate within a second, the CPU per delivery per process there, and the
+ *    stage that saturates first (`order-stages.ts`: the stage whose p99 grew the most from the
+ *    lowest rate to the first rate past the limit).
+ *
+ * Each run (warm-ups included) starts once the system is quiet (`settle`), so that what an
+ * overloaded run left queued does not count against the next.
+ *
+ * `--quick`: 30 orders/s for 2 s with one registration, then 5 and 10 orders/s with ten.
+ */
+import { join } from "node:path";
+import { tempDir } from "@cheese/testing";
+import { clientOf, settle } from "../harness/compare.ts";
+import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import { startSystem } from "../harness/system.ts";
+import { STAGES, saturatedStage, stageP99s } from "./order-stages.ts";
+import {
+  atRate,
+  cpuRow,
+  orderableCheeses,
+  type RateResult,
+  type Registration,
+  rateRow,
+  register,
+  sustained,
+  withinASecond,
+} from "./placing.ts";
+
+const REGISTRATIONS = 10;
+
+/** Orders per second tried with ten registrations (ten deliveries each). */
+const RATES = { full: [10, 20, 35, 50, 75, 100, 150], quick: [5, 10] };
+
+export const webhookDeliveries: Measurement = {
+  kind: "measurement",
+  name: "webhook deliveries per second",
+  async run(options: BenchOptions) {
+    const root = tempDir("bench-deliveries");
+    const system = await startSystem({
+      kind: options.system,
+      dataDir: join(root.path, "data"),
+      replicas: options.replicas,
+      env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+    });
+    const registrations: Registration[] = [];
+    try {
+      const client = await clientOf(system.rootUrl, system.dataDir);
+      const cheeseIds = await orderableCheeses(client);
+      const seconds = options.quick ? 2 : 10;
+      // Each run starts on a quiet system: what an earlier run left queued is not this one's.
+      const at = async (rate: number, duration = seconds) => {
+        await settle(system.usage, 60_000);
+        return atRate(system, client, registrations, cheeseIds, rate, duration);
+      };
+      const rows: MeasuredRow[] = [];
+
+      registrations.push(await register(system));
+      const oneRate = options.quick ? 30 : 300;
+      await at(oneRate, options.quick ? 1 : 3);
+      const one = await at(oneRate);
+      if (one.placed === 0) throw new Error(`no order placed: ${JSON.stringify(one.failed)}`);
+      rows.push(rateRow(one, options.quick ? undefined : { webhookP99Ms: 150, orderP99Ms: 100 }));
+
+      while (registrations.length < REGISTRATIONS) registrations.push(await register(system));
+      const rates = options.quick ? RATES.quick : RATES.full;
+      await at(rates[0]!, options.quick ? 1 : 3);
+      const runs: (RateResult & { stages: number[] | undefined })[] = [];
+      for (const rate of rates) {
+        const result = await at(rate);
+        runs.push({ ...result, stages: stageP99s(system.dataDir, result.times) });
+        // The issue's second delivery target: 500 deliveries/s at p99 ≤ 150 ms.
+        const at500 = !options.quick && rate * REGISTRATIONS === 500;
+        rows.push(rateRow(result, at500 ? { webhookP99Ms: 150 } : undefined));
+        rows.push({
+          name: "  stage p99s",
+          value: runs.at(-1)!.stages
+            ? STAGES.map((name, i) => `${name} ${Math.round(runs.at(-1)!.stages![i]!)}`).join(", ")
+            : "none found in the stores",
+        });
+        if (!withinASecond(result)) break;
+      }
+      const best = sustained(runs);
+      rows.push({
+        name: `highest delivery rate with delivery p99 < 1 s (${REGISTRATIONS} registrations)`,
+        value: best
+          ? `${best.rate * REGISTRATIONS} deliveries/s asked (${best.rate} orders/s), ${Math.round(best.deliveredPerSecond)}/s arrived; p99 ${Math.round(best.webhookP99)} ms`
+          : `none: ${rates[0]! * REGISTRATIONS}/s already took longer`,
+        ...(options.quick
+          ? {}
+          : { target: "≥ 1,000 deliveries/s", met: (best?.rate ?? 0) * REGISTRATIONS >= 1000 }),
+      });
+      if (best) rows.push(cpuRow("delivery there", best.cpuMs, best.delivered));
+      const lowest = runs[0]!.stages;
+      const limit = runs.find((run) => !withinASecond(run)) ?? runs.at(-1)!;
+      if (runs.length > 1 && lowest && limit.stages) {
+        rows.push({
+          name: `stage that saturates first (its p99 grew the most from ${runs[0]!.rate} to ${limit.rate} orders/s)`,
+          value: saturatedStage(lowest, limit.stages),
+        });
+      }
+      rows.push({
+        name: "RSS of the whole system at the end",
+        value: `${Math.round(system.usage().rss / 1024 / 1024)} MB`,
+      });
+      return rows;
+    } finally {
+      await system.stop();
+      for (const registration of registrations) await registration.receiver.close();
+      root.remove();
+    }
+  },
+};
