@@ -17,6 +17,7 @@ import {
   REVOCATIONS_BUCKET,
 } from "@cheese/contracts";
 import { createInProcessBroker, type MessageBus, PassedReply, serveRpc } from "@cheese/messaging";
+import { SharedBuckets } from "@cheese/rate-limits";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { serve } from "@hono/node-server";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
@@ -36,7 +37,6 @@ import { handleError, validationFailure } from "../../services/gateway/src/error
 import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
 import { observe } from "../../services/gateway/src/middleware/observe.ts";
 import { rateLimit } from "../../services/gateway/src/middleware/rate-limit.ts";
-import { SharedBuckets } from "../../services/gateway/src/middleware/shared-buckets.ts";
 import { route } from "../../services/gateway/src/routes/route.ts";
 import { answerPassed } from "../../services/gateway/src/rpc.ts";
 import { createGatewayServer } from "../../services/gateway/src/server.ts";

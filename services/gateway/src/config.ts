@@ -1,10 +1,17 @@
 import { oauthClientsSchema } from "@cheese/contracts";
+import { type PlanLimits, planLimitsSchema } from "@cheese/rate-limits";
 import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
-import { apiKeysSchema, plans } from "./auth/credentials.ts";
-import { ratePlansSchema } from "./middleware/plan-limits.ts";
+import { apiKeysSchema, type Plan, plans } from "./auth/credentials.ts";
 import { publicUrlSchema } from "./public-url.ts";
+
+/** The spec's Limits table. */
+export const specPlanLimits: Record<Plan, PlanLimits> = {
+  free: { burst: 10, perHour: 100 },
+  pro: { burst: 100, perHour: 10_000 },
+  enterprise: { burst: 1000, perHour: "unlimited" },
+};
 
 export const gatewayConfigSchema = z
   .object({
@@ -31,7 +38,7 @@ export const gatewayConfigSchema = z
       .transform((v) => (v === "" ? undefined : v))
       .pipe(z.url().optional()),
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
-    RATE_LIMIT_PLANS: ratePlansSchema,
+    RATE_LIMIT_PLANS: planLimitsSchema(specPlanLimits),
     /**
      * `on`: catalogue reads are kept between the catalogue's change notices (`@cheese/catalogue/read-cache`);
      * `off` with a NATS cluster, where notices and replies may take different servers.

@@ -6,8 +6,8 @@ import { createLogger } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { specPlanLimits } from "../src/config.ts";
 import { plainAnswer, setAnswerHeader } from "../src/middleware/answer-headers.ts";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
 import { createGatewayServer } from "../src/server.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY, testGateway } from "./support.ts";
 

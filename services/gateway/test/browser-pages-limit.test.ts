@@ -1,7 +1,7 @@
 import { createInProcessBroker } from "@cheese/messaging";
+import type { PlanLimits } from "@cheese/rate-limits";
 import { afterEach, describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
-import type { PlanLimits } from "../src/middleware/token-bucket.ts";
+import { specPlanLimits } from "../src/config.ts";
 import { testGateway } from "./support.ts";
 
 /**

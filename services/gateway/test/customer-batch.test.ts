@@ -1,7 +1,7 @@
 import { createInProcessBroker } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
+import { specPlanLimits } from "../src/config.ts";
 import { testGateway } from "./support.ts";
 
 describe("batch registration's shape", () => {

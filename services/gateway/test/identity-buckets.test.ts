@@ -1,7 +1,7 @@
 import { apiKeyHash, catalogueRpc, customerRpc } from "@cheese/contracts";
 import { createInProcessBroker, RemoteError, serveRpc } from "@cheese/messaging";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
+import { specPlanLimits } from "../src/config.ts";
 import { OPERATOR_CLIENT, testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };

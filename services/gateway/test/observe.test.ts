@@ -4,7 +4,7 @@ import { createLogger, metricsRegistry, SpanKind, startTracing } from "@cheese/s
 import { InMemorySpanExporter } from "@cheese/service-kit/testing";
 import { hasMetric, metricValue } from "@cheese/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
+import { specPlanLimits } from "../src/config.ts";
 import { OPERATOR_KEY, testGateway } from "./support.ts";
 
 const TRACE_ID = "0af7651916cd43dd8448eb211c80319c";

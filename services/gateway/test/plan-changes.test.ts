@@ -7,7 +7,7 @@ import {
 } from "@cheese/contracts";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { specPlanLimits } from "../src/middleware/plan-limits.ts";
+import { specPlanLimits } from "../src/config.ts";
 import { testGateway } from "./support.ts";
 
 const cheese = { id: 1, name: "Brie", status: "available" as const, organic: false };

@@ -1,4 +1,5 @@
 import { RemoteError } from "@cheese/messaging";
+import { type Admission, hourlyRate, type PlanLimits, type SharedBuckets } from "@cheese/rate-limits";
 import { counter, seriesOf } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -6,8 +7,6 @@ import type { Plan } from "../auth/credentials.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
-import type { SharedBuckets } from "./shared-buckets.ts";
-import { type Admission, hourlyRate, type PlanLimits } from "./token-bucket.ts";
 
 const refusals = counter({
   name: "cheese_rate_limit_refusals_total",

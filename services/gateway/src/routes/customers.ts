@@ -13,12 +13,12 @@ import {
   UsernameParam,
 } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
+import { hourlyRate, type PlanLimits } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { hourlyRate, type PlanLimits } from "../middleware/token-bucket.ts";
 import { callService } from "../rpc.ts";
 import {
   commonResponses,

@@ -1,0 +1,3 @@
+export * from "./plan-limits.ts";
+export * from "./shared-buckets.ts";
+export * from "./token-bucket.ts";
