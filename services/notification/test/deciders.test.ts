@@ -1,6 +1,7 @@
 import { specFor } from "@cheese/service-kit/testing";
 import { describe, expect, it } from "vitest";
 import { type DeliveryEvent, deliveryDecider, OUTCOME_UNKNOWN } from "../src/domain/delivery.ts";
+import { webhookEventDecider } from "../src/domain/event-mapping.ts";
 import { checkReplayBound } from "../src/domain/replay.ts";
 import {
   evolveHealth,
@@ -9,7 +10,6 @@ import {
   type WebhookEvent,
   webhookDecider,
 } from "../src/domain/webhook.ts";
-import { webhookEventDecider } from "../src/domain/webhook-event.ts";
 
 const delays = [0, 60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
 const retryAfterMaxMs = 3_600_000;

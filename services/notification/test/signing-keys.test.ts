@@ -4,9 +4,8 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { signingKeyStream } from "../src/domain/signing-key.ts";
 import { SecretBox } from "../src/security/secrets.ts";
-import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
+import { signingKeyStream, WebhookSigningKeys } from "../src/security/signing-keys.ts";
 
 describe("the system's webhook signing key", () => {
   const data = tempDir("signing-keys");

@@ -2,14 +2,14 @@ import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventMetadata } from "@cheese/event-store";
 import { counter, handleCommand, isoNow } from "@cheese/service-kit";
 import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
-import { envelopeBody } from "../domain/event-mapping.ts";
-import { type CompiledFilter, compileFilter } from "../domain/filter.ts";
-import { aggregateOf, laneDecider, laneStream } from "../domain/lane.ts";
 import {
+  envelopeBody,
   type RecordedWebhookEvent,
   webhookEventDecider,
   webhookEventStream,
-} from "../domain/webhook-event.ts";
+} from "../domain/event-mapping.ts";
+import { type CompiledFilter, compileFilter } from "../domain/filter.ts";
+import { aggregateOf, laneDecider, laneStream } from "../domain/lane.ts";
 import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
 import type { NotificationDeps } from "./deps.ts";
 

@@ -1,6 +1,6 @@
 import { type FilterPreview, type WebhookEventKind, webhookEventKinds } from "@cheese/contracts";
+import type { RecordedWebhookEvent } from "../domain/event-mapping.ts";
 import { checkFilter } from "../domain/filter.ts";
-import type { RecordedWebhookEvent } from "../domain/webhook-event.ts";
 import type { NotificationDeps } from "./deps.ts";
 
 /** How many global positions the first look back spans; each further look spans twice the last. */

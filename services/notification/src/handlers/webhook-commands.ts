@@ -21,7 +21,6 @@ import {
 import { deliveryDecider, deliveryStream, type ReplayableStatus } from "../domain/delivery.ts";
 import { checkFilter } from "../domain/filter.ts";
 import { checkReplayBound, replayWindow } from "../domain/replay.ts";
-import { DEFAULT_KEY_OVERLAP_MS } from "../domain/signing-key.ts";
 import {
   DEFAULT_ROTATION_OVERLAP_MS,
   type LiveWebhook,
@@ -35,6 +34,7 @@ import { DELIVERIES, type DeliveryDocument } from "../projections/deliveries.ts"
 import { webhookUrlProblem } from "../security/address-policy.ts";
 import { sealAuth } from "../security/receiver-auth.ts";
 import { generateWebhookSecret } from "../security/secrets.ts";
+import { DEFAULT_KEY_OVERLAP_MS } from "../security/signing-keys.ts";
 import { deliveryHistory } from "./delivery-history.ts";
 import type { NotificationDeps } from "./deps.ts";
 import { fanOut } from "./fan-out.ts";
