@@ -341,7 +341,10 @@ describe.skipIf(!executablePath)("in a browser", () => {
       await screenshot(page, "console-delivery-steered");
       // In the list too.
       await page.getByRole("link", { name: `← Webhook #${sent.webhookId}` }).click();
-      expect(await page.locator(`tr[data-delivery="${sent.deliveryId}"] [data-steer=abort]`).count()).toBe(1);
+      // The click resolves before the registration's page has loaded: wait for its list.
+      await expect
+        .poll(() => page.locator(`tr[data-delivery="${sent.deliveryId}"] [data-steer=abort]`).count())
+        .toBe(1);
 
       receiver.behave("/gone-hook", { status: 410 });
       const gone = await registerAndSendTest(page, receiver.url("/gone-hook"));
