@@ -15,7 +15,7 @@ describe("deliveries that authenticate to their receiver", () => {
   let system: RunningSystem;
   let receiver: Receiver;
   let auth: Awaited<ReturnType<typeof operatorHeaders>>;
-  const { api } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
+  const { api, sendTest } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
 
   beforeAll(async () => {
     receiver = await Receiver.start();
@@ -35,11 +35,6 @@ describe("deliveries that authenticate to their receiver", () => {
     await receiver?.close();
   });
 
-  const sendTest = async (webhookId: number) => {
-    const response = await api("POST", `/webhooks/${webhookId}/test`);
-    expect(response.status).toBe(202);
-    return (await json(response)).deliveryId as number;
-  };
   const delivered = (webhookId: number, deliveryId: number) =>
     expect
       .poll(

@@ -28,7 +28,7 @@ describe("receivers steer their deliveries", () => {
   let system: RunningSystem;
   let receiver: Receiver;
   let auth: Awaited<ReturnType<typeof operatorHeaders>>;
-  const { api, register } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
+  const { api, register, sendTest } = webhookCalls(() => ({ system, receiver, headers: auth.apiKey }));
 
   beforeAll(async () => {
     receiver = await Receiver.start();
@@ -47,11 +47,6 @@ describe("receivers steer their deliveries", () => {
     await receiver?.close();
   });
 
-  const sendTest = async (webhookId: number) => {
-    const response = await api("POST", `/webhooks/${webhookId}/test`);
-    expect(response.status).toBe(202);
-    return (await json(response)).deliveryId as number;
-  };
   const delivery = async (webhookId: number, deliveryId: number): Promise<Delivery | undefined> =>
     (await json(await api("GET", `/webhooks/${webhookId}/deliveries?limit=100`))).items.find(
       (d: Delivery) => d.id === deliveryId,

@@ -11,8 +11,9 @@ export interface WebhookTarget {
 }
 
 /**
- * An operator's calls to the system over HTTP (`body` sent as JSON when given), and a webhook
- * registration pointing at a path of the local receiver (201 expected).
+ * An operator's calls to the system over HTTP (`body` sent as JSON when given), a webhook
+ * registration pointing at a path of the local receiver (201 expected), and a test event sent to
+ * a registration (202 expected; its delivery's id).
  */
 export function webhookCalls(target: () => WebhookTarget) {
   const api = (
@@ -31,5 +32,10 @@ export function webhookCalls(target: () => WebhookTarget) {
     expect(response.status).toBe(201);
     return (await json(response)) as { id: number; secret: string };
   };
-  return { api, register };
+  const sendTest = async (webhookId: number) => {
+    const response = await api("POST", `/webhooks/${webhookId}/test`);
+    expect(response.status).toBe(202);
+    return (await json(response)).deliveryId as number;
+  };
+  return { api, register, sendTest };
 }
