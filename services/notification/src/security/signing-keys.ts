@@ -103,11 +103,17 @@ export function generateSigningKey(box: SecretBox, now: string): SigningKey {
 /**
  * The system's webhook signing keys, kept in the event store (`signingkey-webhooks`), shared by
  * every replica: created once (the first replica to append wins, the others read it), rotated
- * with an overlap. Read at each use, so a rotation recorded by any replica signs at once.
+ * with an overlap. Its tail is read at each use, so a rotation recorded by any replica signs at
+ * once; the keys before it are folded once per process, not at every attempt.
  */
 export class WebhookSigningKeys {
   /** Private keys opened once per process, by kid. */
   private readonly opened = new Map<string, KeyObject>();
+  /** The stream folded up to `revision` (it is never deleted, so what is folded stays true). */
+  private folded: { state: SigningKeyState; revision: number } = {
+    state: signingKeyDecider.initialState(),
+    revision: -1,
+  };
 
   constructor(
     private readonly store: EventStore,
@@ -160,8 +166,16 @@ export class WebhookSigningKeys {
     return keysAt(await this.state(), this.clock.now().getTime()).map((key) => this.open(key));
   }
 
+  /** The keys as the stream holds them now: the events after those already folded (usually none). */
   private async state(): Promise<SigningKeyState> {
-    return foldEvents(signingKeyDecider, await this.store.readStream(signingKeyStream));
+    const known = this.folded;
+    const tail = await this.store.readStream(signingKeyStream, { fromRevision: known.revision + 1 });
+    const last = tail.at(-1);
+    if (!last) return known.state;
+    const state = foldEvents(signingKeyDecider, tail, known.state);
+    // Concurrent reads may come back out of order: the furthest fold is kept.
+    if (last.revision > this.folded.revision) this.folded = { state, revision: last.revision };
+    return state;
   }
 
   private open(key: SigningKey): KeyObject {
