@@ -94,6 +94,8 @@ export const webhookDeliveries: Measurement = {
         // The second delivery target: 500 deliveries/s at p99 ≤ 150 ms.
         const at500 = !options.quick && rate * REGISTRATIONS === 500;
         rows.push(rateRow(result, at500 ? { webhookP99Ms: 150 } : undefined));
+        // Per rate, so that two runs compare at the same rate (it falls as the rate rises).
+        rows.push(cpuRow("delivery", result.cpuMs, result.delivered));
         rows.push({
           name: "  stage p99s",
           value: runs.at(-1)!.stages

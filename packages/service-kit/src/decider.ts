@@ -123,6 +123,21 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
   }
 }
 
+/**
+ * The state a stream folds to now, read as {@link handleCommand} reads it, from the same memory:
+ * from a state remembered for it (by a command or an earlier read), only the events from that
+ * one on (the one to show the stream was not deleted and written again since). Each call reads
+ * the store, so it sees every event recorded before it (a pause recorded before an attempt),
+ * without reading and folding the whole stream each time. The state is shared: read it only.
+ */
+export async function readState<State, Event extends DomainEvent>(
+  store: EventStore,
+  streamName: string,
+  decider: Pick<Decider<State, unknown, Event>, "initialState" | "evolve">,
+): Promise<State> {
+  return (await currentState(store, streamName, decider, foldedStreams<State>(store, decider))).state;
+}
+
 /** One try: decide on `current`, append with its revision as the expected revision, remember. */
 async function decideAndAppend<State, Command, Event extends DomainEvent>(
   store: EventStore,

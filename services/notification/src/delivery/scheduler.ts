@@ -11,6 +11,7 @@ import {
   followStore,
   handleCommand,
   type Logger,
+  readState,
   SpanKind,
   startSpan,
   systemClock,
@@ -714,10 +715,11 @@ export class DeliveryScheduler {
     const { logger, delays } = this.options;
     // The registration's own stream decides, read just before the claim: a pause or a deletion
     // recorded before this point stops the attempt even if our view has not seen it yet.
-    const registration = foldEvents(
+    const registration = (await readState(
+      this.options.store,
+      webhookStream(webhookId),
       webhookDecider,
-      await this.options.store.readStream(webhookStream(webhookId)),
-    ) as WebhookState;
+    )) as WebhookState;
     if (registration.status === "absent" || registration.status === "deleted") {
       await this.command(deliveryId, { type: "Cancel", now: this.nowIso(), reason: "webhook deleted" });
       return;
@@ -739,10 +741,11 @@ export class DeliveryScheduler {
     const { round, attempt } = delivery;
     // Read again after the claim: a pause recorded before it makes us give the attempt back
     // unsent, so no attempt claimed after a pause ever goes out.
-    const current = foldEvents(
+    const current = (await readState(
+      this.options.store,
+      webhookStream(webhookId),
       webhookDecider,
-      await this.options.store.readStream(webhookStream(webhookId)),
-    ) as WebhookState;
+    )) as WebhookState;
     if (current.status !== "active") {
       await this.command(deliveryId, {
         type: "Withdraw",

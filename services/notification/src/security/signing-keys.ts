@@ -5,8 +5,8 @@ import {
   type Clock,
   type Decider,
   type DomainEvent,
-  foldEvents,
   handleCommand,
+  readState,
   validationFailed,
 } from "@cheese/service-kit";
 import type { SealedSecret, SecretBox } from "./secrets.ts";
@@ -103,17 +103,12 @@ export function generateSigningKey(box: SecretBox, now: string): SigningKey {
 /**
  * The system's webhook signing keys, kept in the event store (`signingkey-webhooks`), shared by
  * every replica: created once (the first replica to append wins, the others read it), rotated
- * with an overlap. Its tail is read at each use, so a rotation recorded by any replica signs at
- * once; the keys before it are folded once per process, not at every attempt.
+ * with an overlap. Its tail is read at each use (`readState`), so a rotation recorded by any
+ * replica signs at once; the events before it are folded once, not at every attempt.
  */
 export class WebhookSigningKeys {
   /** Private keys opened once per process, by kid. */
   private readonly opened = new Map<string, KeyObject>();
-  /** The stream folded up to `revision` (it is never deleted, so what is folded stays true). */
-  private folded: { state: SigningKeyState; revision: number } = {
-    state: signingKeyDecider.initialState(),
-    revision: -1,
-  };
 
   constructor(
     private readonly store: EventStore,
@@ -166,16 +161,9 @@ export class WebhookSigningKeys {
     return keysAt(await this.state(), this.clock.now().getTime()).map((key) => this.open(key));
   }
 
-  /** The keys as the stream holds them now: the events after those already folded (usually none). */
-  private async state(): Promise<SigningKeyState> {
-    const known = this.folded;
-    const tail = await this.store.readStream(signingKeyStream, { fromRevision: known.revision + 1 });
-    const last = tail.at(-1);
-    if (!last) return known.state;
-    const state = foldEvents(signingKeyDecider, tail, known.state);
-    // Concurrent reads may come back out of order: the furthest fold is kept.
-    if (last.revision > this.folded.revision) this.folded = { state, revision: last.revision };
-    return state;
+  /** The keys as the stream holds them now (its tail read onto the state folded before). */
+  private state(): Promise<SigningKeyState> {
+    return readState(this.store, signingKeyStream, signingKeyDecider);
   }
 
   private open(key: SigningKey): KeyObject {
