@@ -122,6 +122,35 @@ describe("command handling on a real event store", () => {
     expect(await readState(counting, "counter-7", counter)).toEqual({ total: 0 });
   });
 
+  it("decides on a remembered state unread when told it is current, and on the stream when it has moved since", async () => {
+    const reads: string[] = [];
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        reads.push(name);
+        return store.readStream(name, options);
+      },
+    };
+    const increment = (max: number) => ({ type: "Increment" as const, by: 1, max });
+    const hint = { rememberedIsCurrent: true };
+    await handleCommand(counting, "counter-6", counter, increment(10), { newStream: true });
+    expect(await handleCommand(counting, "counter-6", counter, increment(10), hint)).toMatchObject({
+      state: { total: 2 },
+      revision: 1,
+    });
+    expect(reads).toEqual([]);
+    // Another replica moved it: the guess's append is refused, the stream read, the limit kept.
+    await store.append("counter-6", [{ type: "Incremented", data: { by: 7 } }], { expectedRevision: 1 });
+    await expect(handleCommand(counting, "counter-6", counter, increment(9), hint)).rejects.toThrow(
+      "over the maximum",
+    );
+    expect(reads).toEqual(["counter-6"]);
+    expect(await handleCommand(counting, "counter-6", counter, increment(10), hint)).toMatchObject({
+      state: { total: 10 },
+      revision: 3,
+    });
+  });
+
   describe("a stream expected to be new (newStream)", () => {
     let reads: string[];
     let counting: EventStore;

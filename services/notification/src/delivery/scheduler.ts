@@ -682,11 +682,14 @@ export class DeliveryScheduler {
   /** Applies a command to the delivery's stream; a refusal (someone else moved first) is undefined. */
   private async command(deliveryId: number, command: DeliveryCommand) {
     try {
+      // This process most often wrote the delivery last (created it, claimed the attempt): the
+      // command decides on what it wrote, unread, unless the store says the stream has moved.
       const result = await handleCommand(
         this.options.store,
         deliveryStream(deliveryId),
         deliveryDecider,
         command,
+        { rememberedIsCurrent: true },
       );
       this.track(deliveryId, result.state, result.revision);
       return result;
