@@ -97,11 +97,19 @@ if (http.length > 0) {
 }
 for (const measurement of measurements) {
   progress(`${measurement.name}`);
+  // Each measurement that starts a system of its own profiles it into a directory of its own.
+  const dir = join(profileDir, measurement.name.replaceAll(/[^a-z0-9]+/gi, "-"));
+  const profile = args.profile
+    ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${dir}`], windows: [] as Window[] }
+    : undefined;
+  if (profile) mkdirSync(dir, { recursive: true });
   try {
-    console.log(`\n${measurementTable(measurement.name, await measurement.run(options))}`);
+    const rows = await measurement.run({ ...options, ...(profile ? { profile } : {}) });
+    console.log(`\n${measurementTable(measurement.name, rows)}`);
   } catch (error) {
     problems.push(`${measurement.name} failed: ${(error as Error).stack ?? error}`);
   }
+  if (profile?.windows.length) console.log(`\n${summariseProfiles(dir, profile.windows)}`);
 }
 if (!quick && !cluster) {
   for (const [name, script] of Object.entries(scripts)) {

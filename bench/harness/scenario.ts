@@ -10,6 +10,7 @@
  * Scenarios with the same `Fixture` share one start of the system; each fixture starts a fresh
  * system on its own DATA_DIR, and the harness reports its time to /readyz and its memory.
  */
+import type { Window } from "./profile.ts";
 import type { SystemKind } from "./system.ts";
 
 export interface BenchOptions {
@@ -25,6 +26,11 @@ export interface BenchOptions {
   rounds: number;
   /** REPLICAS of every service (1 on a single host, 2 in a cluster, unless `--replicas`). */
   replicas: number;
+  /**
+   * `--profile`: the node flags the system's processes start with (`--cpu-prof`), and where a
+   * measurement adds the spans of the monotonic clock its profiles are summarised over.
+   */
+  profile?: { nodeArgs: string[]; windows: Window[] };
 }
 
 /** One request as autocannon sends it. `body` is sent as given (JSON text). */

@@ -18,6 +18,7 @@
 import { join } from "node:path";
 import { tempDir } from "@cheese/testing";
 import { clientOf, settle } from "../harness/compare.ts";
+import { monotonicUs } from "../harness/profile.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 import { STAGES, saturatedStage, stageP99s } from "./order-stages.ts";
@@ -48,6 +49,7 @@ export const webhookDeliveries: Measurement = {
       dataDir: join(root.path, "data"),
       replicas: options.replicas,
       env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+      ...(options.profile ? { nodeArgs: options.profile.nodeArgs } : {}),
     });
     const registrations: Registration[] = [];
     try {
@@ -55,22 +57,36 @@ export const webhookDeliveries: Measurement = {
       const cheeseIds = await orderableCheeses(client);
       const seconds = options.quick ? 2 : 10;
       // Each run starts on a quiet system: what an earlier run left queued is not this one's.
-      const at = async (rate: number, duration = seconds) => {
+      const at = async (rate: number, duration = seconds, measured = true) => {
         await settle(system.usage, 60_000);
-        return atRate(system, client, registrations, cheeseIds, rate, duration);
+        const startUs = monotonicUs();
+        const result = await atRate(system, client, registrations, cheeseIds, rate, duration);
+        // --profile: each measured rate is a window of its own (its placing and delivering).
+        options.profile?.windows.push(
+          ...(measured
+            ? [
+                {
+                  scenario: `${rate} orders/s, ${registrations.length} registration(s)`,
+                  startUs,
+                  endUs: monotonicUs(),
+                },
+              ]
+            : []),
+        );
+        return result;
       };
       const rows: MeasuredRow[] = [];
 
       registrations.push(await register(system));
       const oneRate = options.quick ? 30 : 300;
-      await at(oneRate, options.quick ? 1 : 3);
+      await at(oneRate, options.quick ? 1 : 3, false);
       const one = await at(oneRate);
       if (one.placed === 0) throw new Error(`no order placed: ${JSON.stringify(one.failed)}`);
       rows.push(rateRow(one, options.quick ? undefined : { webhookP99Ms: 150, orderP99Ms: 100 }));
 
       while (registrations.length < REGISTRATIONS) registrations.push(await register(system));
       const rates = options.quick ? RATES.quick : RATES.full;
-      await at(rates[0]!, options.quick ? 1 : 3);
+      await at(rates[0]!, options.quick ? 1 : 3, false);
       const runs: (RateResult & { stages: number[] | undefined })[] = [];
       for (const rate of rates) {
         const result = await at(rate);
@@ -78,6 +94,8 @@ export const webhookDeliveries: Measurement = {
         // The issue's second delivery target: 500 deliveries/s at p99 ≤ 150 ms.
         const at500 = !options.quick && rate * REGISTRATIONS === 500;
         rows.push(rateRow(result, at500 ? { webhookP99Ms: 150 } : undefined));
+        // Per rate, so that two runs compare at the same rate (it falls as the rate rises).
+        rows.push(cpuRow("delivery", result.cpuMs, result.delivered));
         rows.push({
           name: "  stage p99s",
           value: runs.at(-1)!.stages

@@ -170,7 +170,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       const pending = inFlight ?? [];
       inFlight = undefined;
       thread.unref(); // referenced only while a group is in flight (send, below)
-      wakeAll();
+      wakeFollowers(new Set(pending.map((write) => categoryOf(write.stream))));
       pending.forEach((write, i) => {
         const outcome = outcomes[i]!;
         if (outcome.ok) write.resolve(outcome.value as never);
@@ -237,10 +237,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     await exited;
   }
 
-  // Subscriptions wait on this: woken at once by appends of this process, and by a poll of
-  // max(position) for appends made by other processes on the same file. `wakeUps` counts the
-  // wake-ups, so a subscription can tell whether anything was appended since it last read.
-  const waiters = new Set<() => void>();
+  // Subscriptions wait on this: woken at once by appends of this process to their categories,
+  // and by a poll of max(position) for appends made by other processes on the same file (which
+  // wakes every one: the poll does not know the categories). `wakeUps` counts the wake-ups, so a
+  // subscription can tell whether anything was appended since it last read.
+  const waiters = new Map<() => void, readonly string[]>();
   let wakeUps = 0;
   const subscriptions = new Set<Subscription>();
   let openReads = 0;
@@ -249,7 +250,18 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   function wakeAll(): void {
     wakeUps += 1;
-    for (const wake of [...waiters]) wake();
+    for (const wake of [...waiters.keys()]) wake();
+  }
+
+  /**
+   * After a group of this process's writes: the subscriptions following a category written. The
+   * others stay asleep (a group of delivery appends read nothing for a subscription to webhooks).
+   */
+  function wakeFollowers(written: ReadonlySet<string>): void {
+    wakeUps += 1;
+    for (const [wake, categories] of [...waiters]) {
+      if (categories.some((category) => written.has(category))) wake();
+    }
   }
 
   function poll(): void {
@@ -374,7 +386,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
           resolve();
         };
         wake = wakeUp;
-        waiters.add(wakeUp);
+        waiters.set(wakeUp, categories);
       });
 
     /** The page after `cursor`, read here. */

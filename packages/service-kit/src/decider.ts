@@ -66,6 +66,16 @@ export interface CommandOptions<State, Event> {
    * check: the result is the same either way.
    */
   newStream?: boolean;
+  /**
+   * The state remembered for the stream is most likely its current one (this process wrote it
+   * last, as the webhook scheduler claiming an attempt of a delivery it created): the first try
+   * decides on it without reading the stream and appends with its revision. Should the stream
+   * have moved since, the store refuses that append and the command is handled as without the
+   * hint; so is a command refused, or deciding nothing, on the remembered state. Only for streams
+   * that are never deleted (one deleted and written again up to the same revision would pass the
+   * revision check). A hint, never a check: the result is the same either way.
+   */
+  rememberedIsCurrent?: boolean;
 }
 
 /** How many times a command is tried when concurrent writers keep winning the append. */
@@ -94,22 +104,23 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
   options: CommandOptions<State, Event> = {},
 ): Promise<CommandResult<State, Event>> {
   const folded = foldedStreams<State>(store, decider);
-  if (options.newStream && !folded.has(streamName)) {
-    // The guess: decided on the initial state, unread. Only an append it made counts; the
-    // store's "no_stream" check refuses it when the stream exists after all.
-    const initial = { state: decider.initialState(), revision: -1 };
-    const guessed = await decideAndAppend(
-      store,
-      streamName,
-      decider,
-      command,
-      options,
-      folded,
-      initial,
-    ).catch((error: unknown) => {
-      if (error instanceof WrongExpectedRevisionError || error instanceof DomainError) return undefined;
-      throw error;
-    });
+  const remembered = folded.get(streamName);
+  // The guess: decided on the initial state (newStream) or the remembered one, unread. Only an
+  // append it made counts; the store's expected revision refuses it when the stream is not
+  // (or no longer) what was guessed.
+  const guess =
+    options.newStream && !remembered
+      ? { state: decider.initialState(), revision: -1 }
+      : options.rememberedIsCurrent
+        ? remembered
+        : undefined;
+  if (guess) {
+    const guessed = await decideAndAppend(store, streamName, decider, command, options, folded, guess).catch(
+      (error: unknown) => {
+        if (error instanceof WrongExpectedRevisionError || error instanceof DomainError) return undefined;
+        throw error;
+      },
+    );
     if (guessed && guessed.newEvents.length > 0) return guessed;
   }
   for (let attempt = 1; ; attempt++) {
@@ -121,6 +132,21 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
       if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
     }
   }
+}
+
+/**
+ * The state a stream folds to now, read as {@link handleCommand} reads it, from the same memory:
+ * from a state remembered for it (by a command or an earlier read), only the events from that
+ * one on (the one to show the stream was not deleted and written again since). Each call reads
+ * the store, so it sees every event recorded before it (a pause recorded before an attempt),
+ * without reading and folding the whole stream each time. The state is shared: read it only.
+ */
+export async function readState<State, Event extends DomainEvent>(
+  store: EventStore,
+  streamName: string,
+  decider: Pick<Decider<State, unknown, Event>, "initialState" | "evolve">,
+): Promise<State> {
+  return (await currentState(store, streamName, decider, foldedStreams<State>(store, decider))).state;
 }
 
 /** One try: decide on `current`, append with its revision as the expected revision, remember. */

@@ -1,7 +1,13 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CONCURRENT_CHANGE, type Decider, type DomainEvent, handleCommand } from "../src/decider.ts";
+import {
+  CONCURRENT_CHANGE,
+  type Decider,
+  type DomainEvent,
+  handleCommand,
+  readState,
+} from "../src/decider.ts";
 import { conflict, DomainError } from "../src/errors.ts";
 import { IdAllocator } from "../src/ids.ts";
 
@@ -89,6 +95,60 @@ describe("command handling on a real event store", () => {
     });
     const after = await handleCommand(store, "counter-8", counter, increment);
     expect(after).toMatchObject({ before: { total: 1 }, state: { total: 6 }, revision: 3 });
+  });
+
+  it("reads a stream's state now (readState) from what it remembers: every event recorded since, no more", async () => {
+    const reads: number[] = [];
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        const events = await store.readStream(name, options);
+        reads.push(events.length);
+        return events;
+      },
+    };
+    const by = (n: number) => Array.from({ length: n }, () => ({ type: "Incremented", data: { by: 1 } }));
+    await store.append("counter-7", by(50), { expectedRevision: "no_stream" });
+    expect(await readState(counting, "counter-7", counter)).toEqual({ total: 50 });
+    expect(await readState(counting, "counter-7", counter)).toEqual({ total: 50 });
+    await store.append("counter-7", by(2), { expectedRevision: 49 });
+    expect(await readState(counting, "counter-7", counter)).toEqual({ total: 52 });
+    expect(reads).toEqual([50, 1, 3]); // then only the remembered event and what came after it
+    // A command decides on what the reads remembered, and the reads on what it wrote.
+    await handleCommand(counting, "counter-7", counter, { type: "Increment", by: 3, max: 100 });
+    expect(await readState(counting, "counter-7", counter)).toEqual({ total: 55 });
+    expect(reads).toEqual([50, 1, 3, 1, 1]);
+    await store.deleteStream("counter-7");
+    expect(await readState(counting, "counter-7", counter)).toEqual({ total: 0 });
+  });
+
+  it("decides on a remembered state unread when told it is current, and on the stream when it has moved since", async () => {
+    const reads: string[] = [];
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        reads.push(name);
+        return store.readStream(name, options);
+      },
+    };
+    const increment = (max: number) => ({ type: "Increment" as const, by: 1, max });
+    const hint = { rememberedIsCurrent: true };
+    await handleCommand(counting, "counter-6", counter, increment(10), { newStream: true });
+    expect(await handleCommand(counting, "counter-6", counter, increment(10), hint)).toMatchObject({
+      state: { total: 2 },
+      revision: 1,
+    });
+    expect(reads).toEqual([]);
+    // Another replica moved it: the guess's append is refused, the stream read, the limit kept.
+    await store.append("counter-6", [{ type: "Incremented", data: { by: 7 } }], { expectedRevision: 1 });
+    await expect(handleCommand(counting, "counter-6", counter, increment(9), hint)).rejects.toThrow(
+      "over the maximum",
+    );
+    expect(reads).toEqual(["counter-6"]);
+    expect(await handleCommand(counting, "counter-6", counter, increment(10), hint)).toMatchObject({
+      state: { total: 10 },
+      revision: 3,
+    });
   });
 
   describe("a stream expected to be new (newStream)", () => {

@@ -87,7 +87,9 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       webhookChanges,
       deliveries,
       webhookIds: new IdAllocator(store, "webhook"),
-      deliveryIds: new IdAllocator(store, "delivery"),
+      // Ten registrations make ten deliveries per event: blocks of 500 keep a block's append and
+      // read to one per fifty events (a stop skips the rest of its block; ids are never reused).
+      deliveryIds: new IdAllocator(store, "delivery", 500),
       secrets,
       signingKeys,
       delays: config.WEBHOOK_RETRY_DELAYS,

@@ -11,6 +11,7 @@ import {
   followStore,
   handleCommand,
   type Logger,
+  readState,
   SpanKind,
   startSpan,
   systemClock,
@@ -681,11 +682,14 @@ export class DeliveryScheduler {
   /** Applies a command to the delivery's stream; a refusal (someone else moved first) is undefined. */
   private async command(deliveryId: number, command: DeliveryCommand) {
     try {
+      // This process most often wrote the delivery last (created it, claimed the attempt): the
+      // command decides on what it wrote, unread, unless the store says the stream has moved.
       const result = await handleCommand(
         this.options.store,
         deliveryStream(deliveryId),
         deliveryDecider,
         command,
+        { rememberedIsCurrent: true },
       );
       this.track(deliveryId, result.state, result.revision);
       return result;
@@ -714,10 +718,11 @@ export class DeliveryScheduler {
     const { logger, delays } = this.options;
     // The registration's own stream decides, read just before the claim: a pause or a deletion
     // recorded before this point stops the attempt even if our view has not seen it yet.
-    const registration = foldEvents(
+    const registration = (await readState(
+      this.options.store,
+      webhookStream(webhookId),
       webhookDecider,
-      await this.options.store.readStream(webhookStream(webhookId)),
-    ) as WebhookState;
+    )) as WebhookState;
     if (registration.status === "absent" || registration.status === "deleted") {
       await this.command(deliveryId, { type: "Cancel", now: this.nowIso(), reason: "webhook deleted" });
       return;
@@ -739,10 +744,11 @@ export class DeliveryScheduler {
     const { round, attempt } = delivery;
     // Read again after the claim: a pause recorded before it makes us give the attempt back
     // unsent, so no attempt claimed after a pause ever goes out.
-    const current = foldEvents(
+    const current = (await readState(
+      this.options.store,
+      webhookStream(webhookId),
       webhookDecider,
-      await this.options.store.readStream(webhookStream(webhookId)),
-    ) as WebhookState;
+    )) as WebhookState;
     if (current.status !== "active") {
       await this.command(deliveryId, {
         type: "Withdraw",

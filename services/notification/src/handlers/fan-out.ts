@@ -84,13 +84,14 @@ export async function fanOut(
     }
     if (webhookIds.length === 0 && "only" in targets) return undefined;
     const aggregate = "only" in targets ? undefined : aggregateOf(outgoing.kind, outgoing.data);
-    const deliveries = [];
-    for (const webhookId of webhookIds) {
-      const deliveryId = await deps.deliveryIds.nextId();
+    // Asked for together, the ids share one check of the allocator's block (one after the other,
+    // each waited for a check of its own: a turn of the event loop and a read per delivery).
+    const deliveryIds = await Promise.all(webhookIds.map(() => deps.deliveryIds.nextId()));
+    const deliveries = webhookIds.map((webhookId, i) => {
       const lane =
         aggregate !== undefined && ordered.has(webhookId) ? laneStream(webhookId, aggregate) : undefined;
-      deliveries.push({ webhookId, deliveryId, ...(lane ? { lane } : {}) });
-    }
+      return { webhookId, deliveryId: deliveryIds[i]!, ...(lane ? { lane } : {}) };
+    });
     const planned: RecordedWebhookEvent = {
       eventId: outgoing.eventId,
       type: outgoing.kind,
@@ -104,7 +105,8 @@ export async function fanOut(
       stream,
       webhookEventDecider,
       { type: "Record", event: planned },
-      { metadata },
+      // On the bus's first delivery of the event its record cannot exist: appended unread.
+      { metadata, newStream: outgoing.firstDelivery ?? false },
     );
     recorded = result.state.recorded!;
   }
@@ -145,7 +147,9 @@ export async function fanOut(
         deliveryStream(deliveryId),
         deliveryDecider,
         { type: "Create", facts, delays: lane ? settled(deps) : deps.delays },
-        { metadata },
+        // A delivery id is fresh from the allocator: its stream exists only if this fan-out is a
+        // repeat (a redelivered event), which the append's "no_stream" check finds.
+        { metadata, newStream: true },
       );
     }),
   );

@@ -5,8 +5,8 @@ import {
   type Clock,
   type Decider,
   type DomainEvent,
-  foldEvents,
   handleCommand,
+  readState,
   validationFailed,
 } from "@cheese/service-kit";
 import type { SealedSecret, SecretBox } from "./secrets.ts";
@@ -103,7 +103,8 @@ export function generateSigningKey(box: SecretBox, now: string): SigningKey {
 /**
  * The system's webhook signing keys, kept in the event store (`signingkey-webhooks`), shared by
  * every replica: created once (the first replica to append wins, the others read it), rotated
- * with an overlap. Read at each use, so a rotation recorded by any replica signs at once.
+ * with an overlap. Its tail is read at each use (`readState`), so a rotation recorded by any
+ * replica signs at once; the events before it are folded once, not at every attempt.
  */
 export class WebhookSigningKeys {
   /** Private keys opened once per process, by kid. */
@@ -160,8 +161,9 @@ export class WebhookSigningKeys {
     return keysAt(await this.state(), this.clock.now().getTime()).map((key) => this.open(key));
   }
 
-  private async state(): Promise<SigningKeyState> {
-    return foldEvents(signingKeyDecider, await this.store.readStream(signingKeyStream));
+  /** The keys as the stream holds them now (its tail read onto the state folded before). */
+  private state(): Promise<SigningKeyState> {
+    return readState(this.store, signingKeyStream, signingKeyDecider);
   }
 
   private open(key: SigningKey): KeyObject {
