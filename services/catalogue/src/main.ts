@@ -26,7 +26,12 @@ import {
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
-import { CHEESES_VERSION, cheesesCollection, cheesesOverwrites, projectCheese } from "./projections/cheeses.ts";
+import {
+  CHEESES_VERSION,
+  cheesesCollection,
+  cheesesOverwrites,
+  projectCheese,
+} from "./projections/cheeses.ts";
 
 export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps> = {
   name: "catalogue",
