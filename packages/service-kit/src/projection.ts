@@ -37,6 +37,7 @@ export interface ProjectionOptions {
    * catch-up that no read reaches yet (from empty, from a snapshot before the projection is
    * ready, a rebuild beside the live read models) applies only the last: the store leaves out
    * the rest (`SubscribeOptions.overwrites`; the SQLite store does, others apply every event).
+   * Only for a service that reads its read models once `ready` has resolved, as the catalogue does.
    */
   overwrites?: readonly string[];
   /** Persist the checkpoint after this many applied events (default 100)... */
