@@ -14,6 +14,7 @@ import { tempDir } from "@cheese/testing";
 import {
   CHEESES_VERSION,
   cheesesCollection,
+  cheesesOverwrites,
   projectCheese,
 } from "../../services/catalogue/src/projections/cheeses.ts";
 import { writeCatalogueHistory } from "../harness/events.ts";
@@ -46,6 +47,7 @@ export const projectionRebuild: Measurement = {
         readModels: createMemoryReadModels(),
         categories: ["cheese"],
         apply: projectCheese,
+        overwrites: cheesesOverwrites,
         logger: createLogger("bench", "silent"),
       });
       await projection.ready;

@@ -90,6 +90,15 @@ export interface SubscribeOptions {
   /** Called once the subscription has delivered everything that existed when it started. */
   onCaughtUp?: () => void;
   /**
+   * Event types each of which writes the same state whatever its stream held before (a
+   * projection's `overwrites`): until `onCaughtUp`, the store may leave out an event of one of
+   * these types that the next event of its stream, also of one of them and already stored,
+   * writes over. Positions still rise past what was left out, so a consumer may see a state that
+   * lacks such an event until its successor is delivered: only for a catch-up nothing reads
+   * from meanwhile. A store may ignore it (all but the SQLite store do).
+   */
+  overwrites?: readonly string[];
+  /**
    * Called now and then with a global position up to which every event of the categories has
    * been handled (the handler's promise settled), although the events in between, of other
    * categories, were never delivered. Lets a follower know it is current without reading what

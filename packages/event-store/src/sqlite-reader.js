@@ -10,7 +10,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 
-/** @typedef {{ id: number, categories: string[], after: number, limit: number }} PageRequest */
+/** @typedef {{ id: number, categories: string[], after: number, limit: number, overwrites?: string[] }} PageRequest */
 
 const port = parentPort;
 if (!port) throw new Error("sqlite-reader.js runs as a worker thread of the SQLite event store");
@@ -23,26 +23,39 @@ const selectHead = db.prepare("SELECT max(position) AS head FROM events");
 
 // One event as JSON, in the key order sqlite.ts's `toRecorded` gives them (both make objects of
 // one shape); data and metadata are stored as JSON and go in as they are.
-const EVENT_JSON = `'{"id":' || json_quote(id) || ',"streamName":' || json_quote(stream)
-  || ',"type":' || json_quote(type) || ',"data":' || data || ',"metadata":' || metadata
-  || ',"version":' || version || ',"revision":' || revision || ',"position":' || position
-  || ',"createdAt":' || json_quote(created_at) || '}'`;
+const EVENT_JSON = `'{"id":' || json_quote(e.id) || ',"streamName":' || json_quote(e.stream)
+  || ',"type":' || json_quote(e.type) || ',"data":' || e.data || ',"metadata":' || e.metadata
+  || ',"version":' || e.version || ',"revision":' || e.revision || ',"position":' || e.position
+  || ',"createdAt":' || json_quote(e.created_at) || '}'`;
 
-/** @type {Map<number, import("better-sqlite3").Statement<unknown[], string>>} */
+const marks = (/** @type {number} */ n) => Array(n).fill("?").join(", ");
+
+/** @type {Map<string, import("better-sqlite3").Statement<unknown[], string>>} */
 const pages = new Map();
-/** The page's events, each as JSON made by SQLite. */
-function pageStatement(/** @type {number} */ categories) {
-  let statement = pages.get(categories);
+/**
+ * The page's events, each as JSON made by SQLite. With `overwrites` types, an event of one of
+ * them is left out when the next revision of its stream, stored by the head read before the page,
+ * is of one of them too (it writes over everything the first wrote: SubscribeOptions.overwrites).
+ */
+function pageStatement(/** @type {number} */ categories, /** @type {number} */ overwrites) {
+  const key = `${categories}/${overwrites}`;
+  let statement = pages.get(key);
   if (!statement) {
+    const overwritten =
+      overwrites === 0
+        ? ""
+        : `AND NOT (e.type IN (${marks(overwrites)}) AND EXISTS (SELECT 1 FROM events AS next
+             WHERE next.stream = e.stream AND next.revision = e.revision + 1
+             AND next.type IN (${marks(overwrites)}) AND next.position <= ?))`;
     statement = /** @type {import("better-sqlite3").Statement<unknown[], string>} */ (
       db
         .prepare(
-          `SELECT ${EVENT_JSON} FROM events WHERE category IN (${Array(categories).fill("?").join(", ")})
-           AND position > ? ORDER BY position LIMIT ?`,
+          `SELECT ${EVENT_JSON} FROM events AS e WHERE e.category IN (${marks(categories)})
+           AND e.position > ? ${overwritten} ORDER BY e.position LIMIT ?`,
         )
         .pluck()
     );
-    pages.set(categories, statement);
+    pages.set(key, statement);
   }
   return statement;
 }
@@ -59,9 +72,13 @@ const CHUNK = 100;
  * arrays of at most CHUNK events.
  * @param {PageRequest} request
  */
-function read({ id, categories, after, limit }) {
+function read({ id, categories, after, limit, overwrites = [] }) {
   const head = selectHead.get()?.head ?? -1;
-  const rows = pageStatement(categories.length).all(...categories, after, limit);
+  const statement = pageStatement(categories.length, overwrites.length);
+  const rows =
+    overwrites.length === 0
+      ? statement.all(...categories, after, limit)
+      : statement.all(...categories, after, ...overwrites, ...overwrites, head, limit);
   const chunks = [];
   for (let from = 0; from < rows.length; from += CHUNK)
     chunks.push(`[${rows.slice(from, from + CHUNK).join(",")}]`);

@@ -342,8 +342,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     thread.on("exit", () => fail(new Error("the event store's reader thread has stopped")));
     return thread;
   }
-  /** The page of `categories` after `after`, read on the reader thread. */
-  function readAhead(categories: string[], after: number): Promise<Page> {
+  /**
+   * The page of `categories` after `after`, read on the reader thread; without the events that
+   * the next of their stream writes over, when `overwrites` names types (SubscribeOptions).
+   */
+  function readAhead(categories: string[], after: number, overwrites: readonly string[]): Promise<Page> {
     const wakeUpsBefore = wakeUps;
     clearTimeout(readerIdle);
     reader ??= startReader();
@@ -352,7 +355,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     const thread = reader;
     return new Promise<PageReply>((resolve, reject) => {
       readerPending.set(id, { resolve, reject });
-      thread.postMessage({ id, categories, after, limit: PAGE_SIZE });
+      thread.postMessage({ id, categories, after, limit: PAGE_SIZE, overwrites });
     }).then((reply) => {
       if ("error" in reply) throw new Error(reply.error);
       const events: RecordedEvent[] = [];
@@ -363,7 +366,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   }
 
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
-    const { categories, handler, onCaughtUp, onCheckpoint, onError } = subscribeOptions;
+    const { categories, handler, onCaughtUp, onCheckpoint, onError, overwrites = [] } = subscribeOptions;
     const placeholders = categories.map(() => "?").join(", ");
     const selectPage =
       categories.length === 0
@@ -407,9 +410,10 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         ahead = undefined;
         if (closed) return;
         const { head, events: page, wakeUpsBefore } = read;
-        // A full page: more to catch up on, read on the reader thread while this one is applied.
+        // A full page: more to catch up on, read on the reader thread while this one is applied;
+        // until caught up, without what the next event of its stream writes over.
         if (page.length === PAGE_SIZE) {
-          ahead = readAhead(categories, page[PAGE_SIZE - 1]!.position);
+          ahead = readAhead(categories, page[PAGE_SIZE - 1]!.position, caughtUp ? [] : overwrites);
           ahead.catch(() => {}); // seen where it is awaited; not when the subscription closed first
         }
         for (const event of page) {

@@ -384,6 +384,85 @@ describe("SQLite adapter catching up on a long history, read ahead on the reader
   });
 });
 
+describe("SQLite adapter catching up, leaving out what the next event of a stream writes over", () => {
+  it("leaves out, until caught up, only an overwriting event followed in its stream by another; nothing after", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db") });
+    try {
+      // 60 streams, appended to in turn: each starts with Added, then overwriting Updated and
+      // StatusChanged, an ImageAttached now and then (not overwriting), a Deleted at the end of some.
+      const kinds = (n: number, revision: number) =>
+        revision === 0
+          ? "Added"
+          : revision % 7 === 3
+            ? "ImageAttached"
+            : revision === 24 && n % 5 === 0
+              ? "Deleted"
+              : revision % 2 === 0
+                ? "Updated"
+                : "StatusChanged";
+      const appends: Promise<unknown>[] = [];
+      for (let revision = 0; revision < 25; revision++)
+        for (let n = 0; n < 60; n++)
+          appends.push(
+            store.append(`cheese-${n}`, [{ type: kinds(n, revision), data: { n, revision } }], {
+              expectedRevision: "any",
+            }),
+          );
+      await Promise.all(appends);
+      const stored: RecordedEvent[] = [];
+      for await (const event of store.readAll({ categories: ["cheese"] })) stored.push(event);
+      const overwrites = ["Updated", "StatusChanged"];
+      const overwritten = (event: RecordedEvent) =>
+        overwrites.includes(event.type) &&
+        stored.some(
+          (next) =>
+            next.streamName === event.streamName &&
+            next.revision === event.revision + 1 &&
+            overwrites.includes(next.type),
+        );
+
+      const delivered: RecordedEvent[] = [];
+      let caughtUp = false;
+      store.subscribe({
+        categories: ["cheese"],
+        overwrites,
+        handler: async (event) => {
+          delivered.push(event);
+        },
+        onCaughtUp: () => {
+          caughtUp = true;
+        },
+      });
+      await waitFor(() => caughtUp, 10_000);
+      // In order, as stored; what is missing is only what the next event of its stream writes over.
+      const deliveredIds = new Set(delivered.map((event) => event.id));
+      expect(delivered).toEqual(stored.filter((event) => deliveredIds.has(event.id)));
+      const left = stored.filter((event) => !deliveredIds.has(event.id));
+      expect(left.length).toBeGreaterThan(500);
+      expect(left.filter((event) => !overwritten(event))).toEqual([]);
+      // The last event of every stream is delivered.
+      for (let n = 0; n < 60; n++)
+        expect(delivered.findLast((event) => event.streamName === `cheese-${n}`)).toEqual(
+          stored.findLast((event) => event.streamName === `cheese-${n}`),
+        );
+
+      // Caught up: a burst of overwriting events, pages of it read ahead too, arrives whole.
+      const burst: Promise<unknown>[] = [];
+      for (let i = 0; i < 1_200; i++)
+        burst.push(store.append("cheese-0", [{ type: "Updated", data: { i } }], { expectedRevision: "any" }));
+      await Promise.all(burst);
+      await waitFor(() => delivered.length === deliveredIds.size + 1_200, 10_000);
+      expect(delivered.slice(-1_200).map((event) => (event.data as { i: number }).i)).toEqual(
+        Array.from({ length: 1_200 }, (_, i) => i),
+      );
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter across processes", () => {
   const dirs: Array<{ remove(): void }> = [];
   const children: ChildProcess[] = [];

@@ -434,18 +434,21 @@ function clone(value: unknown): unknown {
     return copy;
   }
   if (Object.getPrototypeOf(value) !== Object.prototype) return structuredClone(value);
-  const copy: Record<string, unknown> = {};
-  for (const key in value) {
-    const field = clone((value as Record<string, unknown>)[key]);
+  // A spread copies the fields in the source's layout (a parsed object's are inside it, where
+  // fields added one by one to {} spill into a separate store); then the nested values are copied.
+  const copy: Record<string, unknown> = { ...value };
+  for (const key in copy) {
+    const field = copy[key];
+    if (typeof field !== "object" || field === null) continue;
     // A parsed "__proto__" key is an own field; assigning it would set the copy's prototype.
     if (key === "__proto__")
       Object.defineProperty(copy, key, {
-        value: field,
+        value: clone(field),
         enumerable: true,
         writable: true,
         configurable: true,
       });
-    else copy[key] = field;
+    else copy[key] = clone(field);
   }
   return copy;
 }

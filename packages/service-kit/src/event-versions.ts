@@ -145,8 +145,11 @@ export function upcasting(store: EventStore, versions: EventVersions): EventStor
       const { handler, onCheckpoint } = options;
       // The position last handed on (an event or a checkpoint): a split's first parts carry it.
       let before = options.after ?? -1;
+      // Left out only where stored events are read as they are: the store compares stored types.
+      const overwrites = options.overwrites?.filter((type) => versions.current(type) === 1);
       return store.subscribe({
         ...options,
+        ...(overwrites ? { overwrites } : {}),
         handler: async (event) => {
           const made = versions.upcast(event, before);
           before = event.position;

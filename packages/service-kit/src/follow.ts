@@ -25,6 +25,11 @@ export interface FollowOptions {
   beforeSubscribe?: () => Promise<void>;
   /** One event, in global order; a rejection stops the run and the follower starts again. */
   handle: (event: RecordedEvent) => Promise<void>;
+  /**
+   * Read at every (re)subscription: event types the store may leave out of that run's catch-up
+   * where the next event of their stream writes over them (`SubscribeOptions.overwrites`).
+   */
+  overwrites?: () => readonly string[];
   /** Everything that existed when this run subscribed has been handled. */
   onCaughtUp?: () => void;
   /** Every event of the categories up to `position` has been handled (see `SubscribeOptions`). */
@@ -109,9 +114,11 @@ export async function followStore(options: FollowOptions): Promise<Follower> {
     }
     if (closed || live !== run) return;
     const after = options.after();
+    const overwrites = options.overwrites?.() ?? [];
     subscription = eventStore.subscribe({
       categories,
       ...(after === undefined ? {} : { after }),
+      ...(overwrites.length > 0 ? { overwrites } : {}),
       handler: options.handle,
       onCaughtUp: () => {
         if (live !== run) return;

@@ -30,6 +30,16 @@ export interface ProjectionOptions {
    */
   apply: (event: RecordedEvent, readModels: ReadModelStore, context: ApplyContext) => Promise<void>;
   logger: Logger;
+  /**
+   * Event types whose `apply` writes the same thing whatever the stream held before: it reads no
+   * stored document, and any two of these types write the same fields of the same document (the
+   * catalogue's CheeseUpdated and CheeseStatusChanged). Of a run of them in one stream, a
+   * catch-up that no read reaches yet (from empty, from a snapshot before the projection is
+   * ready, a rebuild beside the live read models) applies only the last: the store leaves out
+   * the rest (`SubscribeOptions.overwrites`; the SQLite store does, others apply every event).
+   * Only for a service that reads its read models once `ready` has resolved, as the catalogue does.
+   */
+  overwrites?: readonly string[];
   /** Persist the checkpoint after this many applied events (default 100)... */
   checkpointEvery?: number;
   /** ...and this long after the last progress when fewer came (default 1 s). */
@@ -166,12 +176,16 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       timer.unref();
     });
 
-  /** Follows `generation` from `from` (undefined: the first event). */
+  /**
+   * Follows `generation` from `from` (undefined: the first event). `unread`: no read reaches the
+   * generation before this run has caught up, so the catch-up may leave out what `overwrites`
+   * allows (never again once caught up, a restart of the follower included).
+   */
   const follow = async (
     generation: Generation,
     from: number | undefined,
     label: string,
-    rebuilding = false,
+    { rebuilding = false, unread = false } = {},
   ): Promise<Run> => {
     const writer: ReadModelStore = { ...readModels, collection: generation.collection };
     const context = { rebuilding };
@@ -253,12 +267,14 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
 
     // Everything of our categories up to this head is applied once a run of the follower is caught up.
     let headAtStart = -1;
+    let caughtUpOnce = false;
     const follower = await followStore({
       name: `projection ${name}${label}`,
       eventStore,
       categories,
       logger,
       after: () => (confirmed === -1 ? undefined : confirmed),
+      overwrites: () => (unread && !caughtUpOnce ? (options.overwrites ?? []) : []),
       beforeSubscribe: async () => {
         headAtStart = await eventStore.headPosition();
       },
@@ -277,6 +293,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       },
       onCheckpoint: progressed,
       onCaughtUp: () => {
+        caughtUpOnce = true;
         progressed(headAtStart);
         // Indexes put off while the generation filled from empty are built before it is ready.
         void Promise.resolve(readModels.caughtUp?.(definition, generation))
@@ -401,7 +418,10 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       { ...where, reason, head, resumedAt: from },
       "projection rebuild started beside the live read models",
     );
-    const run = await follow(target, from, ` (rebuild of generation ${target.generation})`, true);
+    const run = await follow(target, from, ` (rebuild of generation ${target.generation})`, {
+      rebuilding: true,
+      unread: true,
+    });
     entry.run = run;
     const done = () => (head <= 0 ? 1 : Math.min(1, Math.max(0, run.confirmed()) / head));
     const stopObserving = rebuildProgress.observe({ projection: name }, done);
@@ -455,7 +475,8 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
   };
 
   if (live) {
-    served = await follow(live, await readModels.getCheckpoint(live.key), "");
+    // Served once ready, when this run has caught up.
+    served = await follow(live, await readModels.getCheckpoint(live.key), "", { unread: true });
     served.takeSnapshots();
   } else if (previous) {
     logger.info(
@@ -477,7 +498,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
     if (readModels.durable || snapshots)
       logger.info({ projection: name, version }, "projection has no checkpoint at this version: rebuilding");
     await readModels.serve(definition, target);
-    served = await follow(target, await readModels.getCheckpoint(target.key), "");
+    served = await follow(target, await readModels.getCheckpoint(target.key), "", { unread: true });
     served.takeSnapshots();
   }
   const ready = served.caughtUp;

@@ -26,7 +26,12 @@ import {
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
-import { CHEESES_VERSION, cheesesCollection, projectCheese } from "./projections/cheeses.ts";
+import {
+  CHEESES_VERSION,
+  cheesesCollection,
+  cheesesOverwrites,
+  projectCheese,
+} from "./projections/cheeses.ts";
 
 export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps> = {
   name: "catalogue",
@@ -44,6 +49,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
       readModels,
       categories: ["cheese"],
       apply: projectCheese,
+      overwrites: cheesesOverwrites,
       logger,
       // Reads switched to a rebuilt read model: replies cached from the one before may differ.
       onSwitch: () => noticeEverythingChanged(ctx.bus),

@@ -85,7 +85,8 @@ it("answers every read during a rebuild on request (none 503), reads a write bac
   }
   const reply = await rebuilding;
   expect(reply).toMatchObject({ ok: true, service: "catalogue", projection: "cheeses", generation: 1 });
-  expect(reply.ok && reply.events).toBeGreaterThanOrEqual(CHEESES * EVENTS_PER_CHEESE);
+  // Every cheese's first and last event at least; the updates a later one writes over are left out.
+  expect(reply.ok && reply.events).toBeGreaterThanOrEqual(CHEESES * 2);
   expect(failures).toEqual([]);
   expect(reads).toBeGreaterThan(0);
   expect([...statuses]).toEqual([200]);

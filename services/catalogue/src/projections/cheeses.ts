@@ -76,6 +76,13 @@ export const cheesesCollection: CollectionDefinition = {
   ],
 };
 
+/**
+ * The events `projectCheese` writes the same fields of for, whatever the cheese held before (its
+ * searchable fields from the cheese they carry; images stay): of a run of them in one stream a
+ * catch-up applies only the last (`ProjectionOptions.overwrites`).
+ */
+export const cheesesOverwrites = ["CheeseUpdated", "CheeseStatusChanged"] as const;
+
 export async function projectCheese(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const cheeses = readModels.collection<CheeseDocument>(CHEESES);
   const domainEvent = { type: event.type, data: event.data } as CheeseEvent;
