@@ -681,26 +681,30 @@ class NatsBus implements MessageBus {
   }
 
   /**
-   * A notice stream's last sequence, asked of its leader (JetStream's stream info, which only the
-   * leader answers; a direct get may come from a replica behind). Through the bus's own reply
-   * inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
+   * A notice channel's last sequence, asked of its stream's leader: the channel's last notice
+   * (JetStream's message get, which only the leader answers; a direct get may come from a replica
+   * behind). The stream holds that one subject, so its last notice is its last message; the
+   * stream info (also the leader's only) is asked only when it holds none (every notice aged out),
+   * as it answers with three times the bytes and costs the servers more. Through the bus's own
+   * reply inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
    */
-  private lastSequence = async (stream: string): Promise<number> => {
+  private lastSequence = async (channel: string): Promise<number> => {
+    const { stream, subject } = noticeStream(channel);
     this.reachable(`notices ${stream}`);
-    const reply = await this.replies.request(
-      `$JS.API.STREAM.INFO.${stream}`,
-      EMPTY,
-      undefined,
-      NOTICE_BARRIER_WAIT_MS,
-    );
-    const info = decodeJson(reply) as {
-      state?: { last_seq?: unknown };
-      error?: { description?: string };
-    };
-    const last = info.state?.last_seq;
-    if (typeof last !== "number")
+    const ask = async (api: string, body: Uint8Array) =>
+      decodeJson(await this.replies.request(api, body, undefined, NOTICE_BARRIER_WAIT_MS)) as {
+        message?: { seq?: unknown };
+        state?: { last_seq?: unknown };
+        error?: { err_code?: number; description?: string };
+      };
+    const last = await ask(`$JS.API.STREAM.MSG.GET.${stream}`, encodeJson({ last_by_subj: subject }));
+    if (typeof last.message?.seq === "number") return last.message.seq;
+    if (last.error?.err_code !== NO_MESSAGE_FOUND)
+      throw new Error(`last notice of ${stream}: ${last.error?.description ?? "no message"}`);
+    const info = await ask(`$JS.API.STREAM.INFO.${stream}`, EMPTY);
+    if (typeof info.state?.last_seq !== "number")
       throw new Error(`stream info ${stream}: ${info.error?.description ?? "no state"}`);
-    return last;
+    return info.state.last_seq;
   };
 
   follow(channel: string, handlers: FollowHandlers): Follower {
@@ -1277,7 +1281,7 @@ class NatsFollower {
     private readonly js: JetStreamClient,
     private readonly channel: string,
     private readonly ensure: () => Promise<void>,
-    private readonly streamEnd: (stream: string) => Promise<number>,
+    private readonly streamEnd: (channel: string) => Promise<number>,
     private readonly handlers: FollowHandlers,
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
@@ -1298,7 +1302,7 @@ class NatsFollower {
 
   /** The stream's last sequence, as its leader answers. */
   private lastSequence(lost: Promise<void>): Promise<number> {
-    return unlessLost(this.streamEnd(this.stream), lost, `notices ${this.channel}`);
+    return unlessLost(this.streamEnd(this.channel), lost, `notices ${this.channel}`);
   }
 
   async barrier(): Promise<boolean> {

@@ -354,6 +354,34 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("holds a notice follower's barrier once every notice has left the stream, and covers the next notice", async () => {
+    const channel = `emptied${Date.now()}`;
+    const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
+    const followerBus = await connectNatsBus({ url: server.url, name: "follower", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    const told: unknown[] = [];
+    const follower = followerBus.follow(channel, {
+      onNotice: (payload) => told.push(payload),
+      onReset: () => {},
+    });
+    try {
+      await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
+      await announcer.announce(channel, 1);
+      await announcer.announce(channel, 2);
+      expect(await follower.barrier()).toBe(true);
+      // As when every notice aged out: no message left, the stream's last sequence still 2.
+      await (await nc.jetstreamManager()).streams.purge(`NOTICES_${channel}`);
+      expect(await follower.barrier()).toBe(true);
+      await announcer.announce(channel, 3);
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual([1, 2, 3]);
+    } finally {
+      await nc.close();
+      await followerBus.close();
+      await announcer.close();
+    }
+  });
+
   it("closes at once while NATS is down, serving and consuming, rather than waiting for a reconnect to drain", async () => {
     const port = await freePort();
     const store = tempDir("nats-down-close");
