@@ -25,12 +25,12 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { writeCatalogueHistory } from "@cheese/testing/histories";
 import {
   CHEESES_VERSION,
   cheesesCollection,
   projectCheese,
 } from "../services/catalogue/src/projections/cheeses.ts";
-import { writeCatalogueHistory } from "./harness/events.ts";
 import { benchToken, startSystem } from "./harness/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");

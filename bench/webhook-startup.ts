@@ -13,10 +13,10 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { callRpc, createInProcessBroker } from "@cheese/messaging";
 import { createLogger } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { writeHistory } from "@cheese/testing/histories";
 import { Receiver } from "@cheese/testing/receiver";
 import { blobSnapshotStore } from "../services/notification/src/delivery/snapshot.ts";
 import { start } from "../services/notification/src/main.ts";
-import { writeHistory } from "./harness/events.ts";
 
 const FINISHED = Number(process.env.BENCH_FINISHED_DELIVERIES ?? 1_000_000);
 const TARGET_MS = 10_000;

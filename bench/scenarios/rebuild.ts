@@ -11,13 +11,13 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { writeCatalogueHistory } from "@cheese/testing/histories";
 import {
   CHEESES_VERSION,
   cheesesCollection,
   cheesesOverwrites,
   projectCheese,
 } from "../../services/catalogue/src/projections/cheeses.ts";
-import { writeCatalogueHistory } from "../harness/events.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 

@@ -130,6 +130,12 @@ export class ReplicasRefusedError extends Error {
 
 /** Carries the event id next to `Nats-Msg-Id`, which the server may strip on republish. */
 const EVENT_ID_HEADER = "x-event-id";
+/**
+ * How often a key-value request answered "no responders" is asked in all, and the pause between
+ * (nats.js's own pause for a JetStream publish it retries); see `NatsKeyValue.answered`.
+ */
+const KV_NO_RESPONDERS_TRIES = 5;
+const KV_NO_RESPONDERS_RETRY_MS = 250;
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
@@ -349,9 +355,7 @@ class StreamSettings {
       try {
         await this.jsm.streams.add({ name, storage: StorageType.File, ...config });
       } catch (refused) {
-        const code = refused instanceof NatsError ? refused.api_error?.err_code : undefined;
-        if (!raced && (code === SUBJECTS_OVERLAP || code === STREAM_NAME_IN_USE))
-          return this.ensure(name, wanted, true);
+        if (!raced && lostRacedAdd(refused)) return this.ensure(name, wanted, true);
         this.rethrowRefused(refused);
       }
       return this.led(name);
@@ -400,6 +404,15 @@ class StreamSettings {
       throw new ReplicasRefusedError(this.replicas, (error as NatsError).message);
     throw error;
   }
+}
+
+/**
+ * Whether a stream's `add` was refused because another client's `add` of the same stream was
+ * under way (subjects overlap, or its name in use): the stream exists now, or is about to.
+ */
+function lostRacedAdd(error: unknown): boolean {
+  const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
+  return code === SUBJECTS_OVERLAP || code === STREAM_NAME_IN_USE;
 }
 
 /** A stream setting as the log line shows it: durations in seconds, the rest as they are. */
@@ -724,13 +737,16 @@ class NatsBus implements MessageBus {
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
-    const kv = await this.js.views
-      .kv(bucket, {
+    const open = () =>
+      this.js.views.kv(bucket, {
         history: 1,
         replicas: this.streams.replicas,
         ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
         ...(options?.readOnly ? { bindOnly: true } : {}),
-      })
+      });
+    // Several clients may open a new bucket at once; one whose `add` lost the race opens it again.
+    const kv = await open()
+      .catch((error) => (lostRacedAdd(error) ? open() : Promise.reject(error)))
       .catch((error) => this.streams.rethrowRefused(error));
     if (options?.readOnly) {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
@@ -1538,35 +1554,62 @@ class NatsKeyValue implements KeyValue {
 
   async get(key: string) {
     assertKvKey(key);
-    this.reachable(`kv get ${key}`);
-    const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
+    const entry = await this.answered(`kv get ${key}`, () => this.kv.get(key)).catch((error) =>
+      rethrowUnreachable(error, `kv get ${key}`),
+    );
     if (entry?.operation !== "PUT") return undefined;
     return { key, value: entry.value, revision: entry.revision };
   }
 
   async put(key: string, value: Uint8Array): Promise<number> {
     assertKvKey(key);
-    this.reachable(`kv put ${key}`);
-    return this.kv.put(key, value).catch((error) => rethrowUnreachable(error, `kv put ${key}`));
+    return this.answered(`kv put ${key}`, () => this.kv.put(key, value)).catch((error) =>
+      rethrowUnreachable(error, `kv put ${key}`),
+    );
   }
 
   async create(key: string, value: Uint8Array): Promise<number> {
     assertKvKey(key);
-    this.reachable(`kv create ${key}`);
-    return this.kv.create(key, value).catch((error) => rethrowConflict(error, key));
+    return this.answered(`kv create ${key}`, () => this.kv.create(key, value)).catch((error) =>
+      rethrowConflict(error, key),
+    );
   }
 
   async update(key: string, value: Uint8Array, revision: number): Promise<number> {
     assertKvKey(key);
     if (revision < 1) throw new KvConflictError(key);
-    this.reachable(`kv update ${key}`);
-    return this.kv.update(key, value, revision).catch((error) => rethrowConflict(error, key));
+    return this.answered(`kv update ${key}`, () => this.kv.update(key, value, revision)).catch((error) =>
+      rethrowConflict(error, key),
+    );
   }
 
   async delete(key: string): Promise<void> {
     assertKvKey(key);
-    this.reachable(`kv delete ${key}`);
-    await this.kv.delete(key).catch((error) => rethrowUnreachable(error, `kv delete ${key}`));
+    await this.answered(`kv delete ${key}`, () => this.kv.delete(key)).catch((error) =>
+      rethrowUnreachable(error, `kv delete ${key}`),
+    );
+  }
+
+  /**
+   * One request of the bucket, asked again while the server answers it "no responders" (503),
+   * {@link KV_NO_RESPONDERS_TRIES} times in all: when several clients open a new bucket at once,
+   * nats-server (2.9) may answer one whose open found the stream before that stream listens on
+   * its subjects, and its first write or read then gets no responder (4 clients racing to create
+   * a record in a new bucket: 15 of 300 did; each was answered 100 ms later). No responder means
+   * nobody received the request, so asking again cannot write twice. Throws
+   * {@link BusUnavailableError} while the connection is down, at every try.
+   */
+  private async answered<T>(what: string, request: () => Promise<T>): Promise<T> {
+    for (let tried = 1; ; tried++) {
+      this.reachable(what);
+      try {
+        return await request();
+      } catch (error) {
+        if (!(error instanceof NatsError && error.code === "503") || tried >= KV_NO_RESPONDERS_TRIES)
+          throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, KV_NO_RESPONDERS_RETRY_MS));
+    }
   }
 
   async deleteMatching(keyPattern: string): Promise<number> {

@@ -41,9 +41,9 @@ import {
   webhookStream,
 } from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
+import { type AttemptAuth, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
-import { type AttemptAuth, ReceiverAuth, TokenError } from "./receiver-auth.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 import type { WebhookThrottle } from "./throttle.ts";

@@ -3,6 +3,7 @@
  * SQLite tables in one transaction: through the port every append is its own durable
  * transaction, and a million would take many minutes. The file is created by the adapter first,
  * so the tables are its own; the id block goes through the port, so new ids follow the history.
+ * The benchmarks and the rebuild tests (a service's and e2e's) start from such histories.
  */
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
