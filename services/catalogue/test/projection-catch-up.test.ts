@@ -3,8 +3,8 @@ import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
+import { historicCheese } from "@cheese/testing/histories";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { historicCheese } from "../../../bench/harness/events.ts";
 import {
   CHEESES,
   CHEESES_VERSION,
