@@ -41,7 +41,7 @@ import {
   webhookStream,
 } from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
-import { type AttemptAuth, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
+import { type AttemptAuth, NO_RECEIVER_AUTH, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
@@ -794,7 +794,8 @@ export class DeliveryScheduler {
       });
     let result: AttemptResult;
     try {
-      const auth = await this.auth.forAttempt(webhookId, current.registration.auth);
+      const sealed = current.registration.auth;
+      const auth = sealed ? await this.auth.forAttempt(webhookId, sealed) : NO_RECEIVER_AUTH;
       result = await send(auth, auth.headers);
       // A 401 may be a token the receiver no longer takes: one more request, with a new one.
       if (result.statusCode === 401 && auth.refresh) {

@@ -83,7 +83,8 @@ export async function fanOut(
       ordered = new Set(passing.filter((subscriber) => subscriber.ordered).map(({ id }) => id));
     }
     if (webhookIds.length === 0 && "only" in targets) return undefined;
-    const aggregate = "only" in targets ? undefined : aggregateOf(outgoing.kind, outgoing.data);
+    // An ordered registration's deliveries join their aggregate's lane; no lane, no aggregate.
+    const aggregate = ordered.size > 0 ? aggregateOf(outgoing.kind, outgoing.data) : undefined;
     // Asked for together, the ids share one check of the allocator's block (one after the other,
     // each waited for a check of its own: a turn of the event loop and a read per delivery).
     const deliveryIds = await Promise.all(webhookIds.map(() => deps.deliveryIds.nextId()));

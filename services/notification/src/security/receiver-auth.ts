@@ -69,6 +69,9 @@ export interface AttemptAuth {
   refresh?: () => Promise<Record<string, string>>;
 }
 
+/** The attempt of a registration without an `auth`: nothing added, nothing to redact. */
+export const NO_RECEIVER_AUTH: AttemptAuth = Object.freeze({ headers: {}, credentialHeaders: [] });
+
 interface Token {
   accessToken: string;
   /** Epoch ms past which it is not used; undefined: until a receiver answers 401. */
@@ -110,8 +113,7 @@ export class ReceiverAuth {
   }
 
   /** The attempt's auth headers; a TokenError when the token endpoint gave none. */
-  async forAttempt(webhookId: number, auth: SealedAuth | null | undefined): Promise<AttemptAuth> {
-    if (!auth) return { headers: {}, credentialHeaders: [] };
+  async forAttempt(webhookId: number, auth: SealedAuth): Promise<AttemptAuth> {
     if (auth.type === "headers") {
       return {
         headers: Object.fromEntries(auth.headers.map(({ name, value }) => [name, this.options.open(value)])),
