@@ -586,13 +586,15 @@ function toAppend({ streamName, events, expectedRevision }: StreamAppend, create
     category: categoryOf(streamName),
     expected: expectedRevision,
     createdAt,
-    events: events.map((event: EventToAppend): SerialisedEvent => [
-      event.id ?? randomUUID(),
-      event.type,
-      JSON.stringify(event.data ?? null),
-      JSON.stringify(event.metadata ?? {}),
-      event.version ?? 1,
-    ]),
+    events: events.map(
+      (event: EventToAppend): SerialisedEvent => [
+        event.id ?? randomUUID(),
+        event.type,
+        JSON.stringify(event.data ?? null),
+        JSON.stringify(event.metadata ?? {}),
+        event.version ?? 1,
+      ],
+    ),
   };
 }
 
