@@ -228,6 +228,19 @@ export function createEventStoreDbStore(options: EventStoreDbOptions): EventStor
       }
     },
 
+    // Not atomic: the official client this adapter is on (@eventstore/db-client 6) appends one
+    // stream per call. Each stream is appended in turn with its own expectation; the first that
+    // fails stops the rest, and the streams before it stay written. (KurrentDB 25.1 has an atomic
+    // multi-stream append, reached only through the successor client, @kurrent/kurrentdb-client.)
+    async appendStreams(appends) {
+      if (new Set(appends.map((append) => append.streamName)).size !== appends.length)
+        throw new Error("appendStreams names each stream once");
+      const results = [];
+      for (const { streamName, events, expectedRevision } of appends)
+        results.push(await store.append(streamName, events, { expectedRevision }));
+      return results;
+    },
+
     async readStream(streamName, readOptions = {}) {
       try {
         // The server applies truncate-before here, so a deleted stream's events never come back.

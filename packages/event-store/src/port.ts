@@ -61,6 +61,14 @@ export interface AppendResult {
   position: number;
 }
 
+/** One stream's part of {@link EventStore.appendStreams}: its events and its own expectation. */
+export interface StreamAppend {
+  streamName: string;
+  /** May be empty: the stream's expectation is checked, nothing is written to it. */
+  events: EventToAppend[];
+  expectedRevision: ExpectedRevision;
+}
+
 export interface ReadStreamOptions {
   /** First revision to return (inclusive). Default 0. */
   fromRevision?: number;
@@ -124,6 +132,18 @@ export interface EventStore {
     events: EventToAppend[],
     options: { expectedRevision: ExpectedRevision },
   ): Promise<AppendResult>;
+  /**
+   * Appends to several streams (each named once) as one write: every stream's expectation
+   * holds and all its events are written, or the first stream whose expectation fails is thrown
+   * as {@link WrongExpectedRevisionError} and none of the streams is written. The results are in
+   * the order of `appends`, and so are the streams' events in the global order.
+   *
+   * Atomic in the embedded SQLite store (one savepoint of the writer's group commit). The
+   * EventStoreDB adapter appends the streams one after the other, each with its own check: a
+   * stream whose expectation fails is not written, nor any after it, but the ones before it
+   * stand (see its `appendStreams`).
+   */
+  appendStreams(appends: StreamAppend[]): Promise<AppendResult[]>;
   /** Events of one stream in revision order; an empty array when the stream does not exist. */
   readStream(streamName: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /**

@@ -1,7 +1,8 @@
 // The SQLite event store's writer thread (a worker_threads Worker started by sqlite.ts, one per
 // store). It owns the store's only writing connection and runs each group of writes the event
 // loop sends it as ONE IMMEDIATE transaction: each write in its own savepoint, in the order asked
-// for, with its own expected-revision check and its own outcome, then the COMMIT and its fsync
+// for, with its own expected-revision check and its own outcome (a write to several streams: all
+// of them in that one savepoint, all written or none), then the COMMIT and its fsync
 // (synchronous = FULL). Only after the COMMIT returned does it answer, so the event loop, which
 // meanwhile keeps serving reads on its own connection, acknowledges nothing that is not durable.
 //
@@ -13,9 +14,11 @@ import Database from "better-sqlite3";
 /**
  * @typedef {"no_stream" | "any" | "stream_exists" | number} ExpectedRevision
  * @typedef {[id: string, type: string, data: string, metadata: string, version: number]} SerialisedEvent
- * @typedef {{ kind: "append", stream: string, category: string, expected: ExpectedRevision, createdAt: string, events: SerialisedEvent[] }
+ * @typedef {{ kind: "append", stream: string, category: string, expected: ExpectedRevision, createdAt: string, events: SerialisedEvent[] }} Append
+ * @typedef {Append
+ *   | { kind: "appends", appends: Append[] }
  *   | { kind: "delete", stream: string, expected: ExpectedRevision }} Write
- * @typedef {{ wrongRevision?: { expected: ExpectedRevision, actual: number | "no_stream" }, name: string, message: string, code?: string }} WriteError
+ * @typedef {{ wrongRevision?: { stream: string, expected: ExpectedRevision, actual: number | "no_stream" }, name: string, message: string, code?: string }} WriteError
  * @typedef {{ ok: true, value: unknown } | { ok: false, error: WriteError }} Outcome
  */
 
@@ -47,9 +50,10 @@ const selectHead = db.prepare("SELECT max(position) AS head FROM events");
 
 /** A write refused because the stream is not at the revision its writer expected. */
 class WrongRevision extends Error {
-  /** @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
-  constructor(expected, actual) {
+  /** @param {string} stream @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
+  constructor(stream, expected, actual) {
     super("wrong expected revision");
+    this.stream = stream;
     this.expected = expected;
     this.actual = actual;
   }
@@ -66,20 +70,23 @@ function currentRevision(stream) {
   return { actual: row.deleted ? /** @type {const} */ ("no_stream") : row.revision, last: row.revision };
 }
 
-/** @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
-function check(expected, actual) {
+/** @param {string} stream @param {ExpectedRevision} expected @param {number | "no_stream"} actual */
+function check(stream, expected, actual) {
   const ok =
     expected === "any" ||
     (expected === "no_stream" && actual === "no_stream") ||
     (expected === "stream_exists" && actual !== "no_stream") ||
     expected === actual;
-  if (!ok) throw new WrongRevision(expected, actual);
+  if (!ok) throw new WrongRevision(stream, expected, actual);
 }
 
 /** @param {Write} write */
 function run(write) {
+  // Several streams, one after the other: the first failure throws, and the savepoint (or the
+  // transaction) this runs in takes back the streams already written.
+  if (write.kind === "appends") return write.appends.map(run);
   const { actual, last } = currentRevision(write.stream);
-  check(write.expected, actual);
+  check(write.stream, write.expected, actual);
   if (write.kind === "delete") {
     deleteEvents.run(write.stream);
     markDeleted.run(write.stream);
@@ -113,7 +120,7 @@ function run(write) {
 function describe(error) {
   if (error instanceof WrongRevision) {
     return {
-      wrongRevision: { expected: error.expected, actual: error.actual },
+      wrongRevision: { stream: error.stream, expected: error.expected, actual: error.actual },
       name: error.name,
       message: error.message,
     };

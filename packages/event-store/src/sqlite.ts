@@ -4,8 +4,10 @@ import Database from "better-sqlite3";
 import {
   categoryOf,
   type EventStore,
+  type EventToAppend,
   type ExpectedRevision,
   type RecordedEvent,
+  type StreamAppend,
   type SubscribeOptions,
   type Subscription,
   WrongExpectedRevisionError,
@@ -70,31 +72,34 @@ type EventRow = [
 
 /** What the writer thread (sqlite-writer.js) is sent: one write, its events serialised. */
 type SerialisedEvent = [id: string, type: string, data: string, metadata: string, version: number];
+interface Append {
+  kind: "append";
+  stream: string;
+  category: string;
+  expected: ExpectedRevision;
+  createdAt: string;
+  events: SerialisedEvent[];
+}
 type Write =
-  | {
-      kind: "append";
-      stream: string;
-      category: string;
-      expected: ExpectedRevision;
-      createdAt: string;
-      events: SerialisedEvent[];
-    }
+  | Append
+  /** Several streams in one savepoint: all written or none. */
+  | { kind: "appends"; appends: Append[] }
   | { kind: "delete"; stream: string; expected: ExpectedRevision };
 
 /** What it answers per write: the write's result, or why it failed (an Error does not cross threads). */
 type WriteOutcome = { ok: true; value: unknown } | { ok: false; error: WriteError };
 interface WriteError {
-  wrongRevision?: { expected: ExpectedRevision; actual: number | "no_stream" };
+  wrongRevision?: { stream: string; expected: ExpectedRevision; actual: number | "no_stream" };
   name: string;
   message: string;
   code?: string;
 }
 
 /** The error a write failed with, as the caller's thread can throw it. */
-function toError(streamName: string, error: WriteError): Error {
+function toError(error: WriteError): Error {
   if (error.wrongRevision) {
     return new WrongExpectedRevisionError(
-      streamName,
+      error.wrongRevision.stream,
       error.wrongRevision.expected,
       error.wrongRevision.actual,
     );
@@ -151,7 +156,12 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // `db`, which sees every committed write: WAL) while the writer commits. A caller hears of its
   // write only after the COMMIT returned, so an acknowledged write is durable. One group is in
   // flight at a time, so writes commit in the order they were asked for.
-  type Pending = { stream: string; resolve: (value: never) => void; reject: (error: unknown) => void };
+  /** A write waiting for its outcome, with the categories it writes (their followers are woken). */
+  type Pending = {
+    categories: readonly string[];
+    resolve: (value: never) => void;
+    reject: (error: unknown) => void;
+  };
   let queued: { writes: Write[]; pending: Pending[] } = { writes: [], pending: [] };
   let inFlight: Pending[] | undefined;
   let sendScheduled = false;
@@ -170,11 +180,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       const pending = inFlight ?? [];
       inFlight = undefined;
       thread.unref(); // referenced only while a group is in flight (send, below)
-      wakeFollowers(new Set(pending.map((write) => categoryOf(write.stream))));
+      wakeFollowers(new Set(pending.flatMap((write) => write.categories)));
       pending.forEach((write, i) => {
         const outcome = outcomes[i]!;
         if (outcome.ok) write.resolve(outcome.value as never);
-        else write.reject(toError(write.stream, outcome.error));
+        else write.reject(toError(outcome.error));
       });
       if (queued.writes.length > 0) send();
       for (const settled of [...settledWaiters]) settled();
@@ -207,7 +217,11 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       if (closing) return reject(new Error("the event store is closed"));
       if (writerFailure) return reject(writerFailure);
       queued.writes.push(write);
-      queued.pending.push({ stream: write.stream, resolve: resolve as (value: never) => void, reject });
+      const categories =
+        write.kind === "appends"
+          ? write.appends.map((append) => append.category)
+          : [write.kind === "append" ? write.category : categoryOf(write.stream)];
+      queued.pending.push({ categories, resolve: resolve as (value: never) => void, reject });
       if (!inFlight && !sendScheduled) {
         sendScheduled = true;
         setImmediate(send);
@@ -468,27 +482,26 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   return {
     append(streamName, events, { expectedRevision }) {
-      let serialised: SerialisedEvent[];
+      let write: Append;
       try {
-        // Serialised here: a value JSON cannot hold fails this append alone, before it is queued.
-        serialised = events.map((event) => [
-          event.id ?? randomUUID(),
-          event.type,
-          JSON.stringify(event.data ?? null),
-          JSON.stringify(event.metadata ?? {}),
-          event.version ?? 1,
-        ]);
+        write = toAppend({ streamName, events, expectedRevision }, new Date().toISOString());
       } catch (error) {
         return Promise.reject(error);
       }
-      return enqueue({
-        kind: "append",
-        stream: streamName,
-        category: categoryOf(streamName),
-        expected: expectedRevision,
-        createdAt: new Date().toISOString(),
-        events: serialised,
-      });
+      return enqueue(write);
+    },
+
+    appendStreams(appends) {
+      let write: Write;
+      try {
+        const named = new Set(appends.map((append) => append.streamName));
+        if (named.size !== appends.length) throw new Error("appendStreams names each stream once");
+        const createdAt = new Date().toISOString();
+        write = { kind: "appends", appends: appends.map((append) => toAppend(append, createdAt)) };
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return enqueue(write);
     },
 
     async readStream(streamName, readOptions = {}) {
@@ -559,6 +572,29 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       await closeWriter(); // writes requested before close are committed, not dropped
       if (db.open) db.close();
     },
+  };
+}
+
+/**
+ * One stream's append as the writer thread takes it. Serialised here, on the caller's side: a
+ * value JSON cannot hold fails this append alone (it throws), before anything is queued.
+ */
+function toAppend({ streamName, events, expectedRevision }: StreamAppend, createdAt: string): Append {
+  return {
+    kind: "append",
+    stream: streamName,
+    category: categoryOf(streamName),
+    expected: expectedRevision,
+    createdAt,
+    events: events.map(
+      (event: EventToAppend): SerialisedEvent => [
+        event.id ?? randomUUID(),
+        event.type,
+        JSON.stringify(event.data ?? null),
+        JSON.stringify(event.metadata ?? {}),
+        event.version ?? 1,
+      ],
+    ),
   };
 }
 

@@ -16,6 +16,11 @@ export interface EventStoreFixture {
    * with an OK status does. A string says why the adapter has no such thing (the case skips).
    */
   endSubscriptions: (() => void) | string;
+  /**
+   * `appendStreams` writes all of its streams or none. A string says why the adapter does not
+   * (the case where a later stream's expectation fails skips).
+   */
+  atomicAppends: true | string;
 }
 
 /**
@@ -27,10 +32,11 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
     let store: EventStore;
     let cleanup: (() => Promise<void>) | undefined;
     let endSubscriptions: EventStoreFixture["endSubscriptions"] = "not started";
+    let atomicAppends: EventStoreFixture["atomicAppends"] = "not started";
     const subscriptions: Subscription[] = [];
 
     beforeAll(async () => {
-      ({ store, cleanup, endSubscriptions } = await factory());
+      ({ store, cleanup, endSubscriptions, atomicAppends } = await factory());
     });
     afterAll(async () => {
       await Promise.all(subscriptions.map((subscription) => subscription.close()));
@@ -254,6 +260,71 @@ export function eventStoreContract(name: string, factory: () => Promise<EventSto
       }
       expect((await store.readStream(`${category}-existing`)).map((event) => event.revision)).toEqual([0, 1]);
       expect(await store.readStream(`${category}-raced`)).toHaveLength(1);
+    });
+
+    it("appendStreams writes every stream, each checked against its own expectation, in the order given", async () => {
+      const category = newCategory();
+      await store.append(`${category}-existing`, numbered(1), { expectedRevision: "no_stream" });
+      const results = await store.appendStreams([
+        { streamName: `${category}-new`, events: numbered(2), expectedRevision: "no_stream" },
+        { streamName: `${category}-existing`, events: numbered(1, 1), expectedRevision: 0 },
+      ]);
+      expect(results.map((result) => result.nextRevision)).toEqual([1, 1]);
+      expect(results[0]!.position).toBeLessThan(results[1]!.position);
+      expect(await store.readStream(`${category}-new`)).toMatchObject([
+        { data: { n: 0 }, revision: 0 },
+        { data: { n: 1 }, revision: 1, position: results[0]!.position },
+      ]);
+      expect(await store.readStream(`${category}-existing`)).toMatchObject([
+        { data: { n: 0 }, revision: 0 },
+        { data: { n: 1 }, revision: 1, position: results[1]!.position },
+      ]);
+    });
+
+    it("appendStreams writes none of its streams when the first one's expectation fails", async () => {
+      const category = newCategory();
+      await store.append(`${category}-taken`, numbered(1), { expectedRevision: "no_stream" });
+      await expectWrongRevision(
+        store.appendStreams([
+          { streamName: `${category}-taken`, events: numbered(1), expectedRevision: "no_stream" },
+          { streamName: `${category}-new`, events: numbered(1), expectedRevision: "no_stream" },
+        ]),
+        { streamName: `${category}-taken`, expected: "no_stream", actual: 0 },
+      );
+      expect(await store.readStream(`${category}-taken`)).toHaveLength(1);
+      expect(await store.readStream(`${category}-new`)).toEqual([]);
+    });
+
+    it("appendStreams writes none of its streams when a later one's expectation fails, beside writes that stand", async (context) => {
+      if (atomicAppends !== true) {
+        console.info(`${name}: appendStreams failing on a later stream not tested: ${atomicAppends}`);
+        context.skip();
+        return;
+      }
+      const category = newCategory();
+      await store.append(`${category}-existing`, numbered(2), { expectedRevision: "no_stream" });
+      // In one tick (one group commit in the SQLite store): the failing write and two that stand.
+      const failing = store.appendStreams([
+        { streamName: `${category}-new`, events: numbered(2), expectedRevision: "no_stream" },
+        { streamName: `${category}-existing`, events: numbered(1, 2), expectedRevision: 0 },
+      ]);
+      const standing = [
+        store.append(`${category}-beside`, numbered(1), { expectedRevision: "no_stream" }),
+        store.appendStreams([
+          { streamName: `${category}-other`, events: numbered(1), expectedRevision: "no_stream" },
+          { streamName: `${category}-existing`, events: [], expectedRevision: 1 },
+        ]),
+      ];
+      await expectWrongRevision(failing, { streamName: `${category}-existing`, expected: 0, actual: 1 });
+      await Promise.all(standing);
+      expect(await store.readStream(`${category}-new`)).toEqual([]);
+      expect((await store.readStream(`${category}-existing`)).map((event) => event.revision)).toEqual([0, 1]);
+      expect(await store.readStream(`${category}-beside`)).toHaveLength(1);
+      expect(await store.readStream(`${category}-other`)).toHaveLength(1);
+      const all = await collect(store.readAll({ categories: [category] }));
+      expect(all.map((event) => event.streamName).sort()).toEqual(
+        [`${category}-beside`, `${category}-existing`, `${category}-existing`, `${category}-other`].sort(),
+      );
     });
 
     it("returns 10,000 events over 100 streams from readAll, all of them, in strictly increasing order", async () => {

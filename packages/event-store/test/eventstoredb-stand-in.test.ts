@@ -14,6 +14,8 @@ eventStoreContract("EventStoreDB adapter contract, against the gRPC stand-in", a
   return {
     store,
     endSubscriptions: () => server.endSubscriptions(),
+    atomicAppends:
+      "the adapter appends stream after stream: @eventstore/db-client 6 has no multi-stream append",
     async cleanup() {
       await store.close();
       await server.close();

@@ -19,6 +19,8 @@ async function startEventStoreDb(): Promise<EventStoreFixture> {
       await kurrentdb.stop();
     },
     endSubscriptions: "a real KurrentDB cannot be told to end a subscription (the stand-in suite covers it)",
+    atomicAppends:
+      "the adapter appends stream after stream: @eventstore/db-client 6 has no multi-stream append",
   };
 }
 

@@ -20,6 +20,7 @@ eventStoreContract("SQLite adapter contract", async () => {
       dir.remove();
     },
     endSubscriptions: "SQLite subscriptions read the file themselves; no server can end them",
+    atomicAppends: true,
   };
 });
 

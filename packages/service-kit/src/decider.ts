@@ -3,6 +3,7 @@ import {
   type EventMetadata,
   type EventStore,
   type RecordedEvent,
+  type StreamAppend,
   WrongExpectedRevisionError,
 } from "@cheese/event-store";
 import { conflict, DomainError } from "./errors.ts";
@@ -47,16 +48,36 @@ export interface CommandResult<State, Event> {
   position: number | undefined;
 }
 
+/**
+ * A write to another stream that goes into the same append as a command's events
+ * (`handleCommand`'s `alongside`): both written, or neither (`EventStore.appendStreams`). A
+ * unique value's reservation is one (`reserveUnique`).
+ */
+export interface AlongsideWrite {
+  /** The stream it writes. */
+  readonly stream: string;
+  /**
+   * Its events and the expectation they are appended with: at first as guessed, without
+   * reading; once an append was refused on this stream (`refused`), on the stream as it is now.
+   * Undefined: nothing to write. Throwing (a `DomainError`) refuses the command.
+   */
+  decide(refused: boolean): Promise<Omit<StreamAppend, "streamName"> | undefined>;
+}
+
 export interface CommandOptions<State, Event> {
   metadata?: EventMetadata;
   /** Tries in all before a lost append race is given up (default {@link COMMAND_ATTEMPTS}). */
   attempts?: number;
   /**
-   * Runs after `decide`, before the append, with the state before and after the new events:
-   * the place for a step that must hold before the events are written (the catalogue reserves a
-   * cheese's new name here). It runs again on every retry; throwing refuses the command.
+   * Writes to other streams that go into the command's append, decided before its own stream:
+   * all are written or none. Given as a function, they depend on the change (the state before
+   * and after the new events; a cheese's new name is reserved with the change that gives it);
+   * nothing is written when the command decides no events. On a refusal every write is decided
+   * again, the refused stream's on what it holds now.
    */
-  beforeAppend?: (change: { before: State; after: State; newEvents: Event[] }) => Promise<void>;
+  alongside?:
+    | readonly AlongsideWrite[]
+    | ((change: { before: State; after: State; newEvents: Event[] }) => readonly AlongsideWrite[]);
   /**
    * The stream most likely does not exist yet (a freshly allocated id, a value seldom held
    * before): unless its state is remembered, the first try decides on the initial state without
@@ -95,6 +116,8 @@ export const CONCURRENT_CHANGE = "the resource is being changed by concurrent re
  * {@link FOLDED_STREAMS} streams handled), so the next command on it reads only the events
  * after it: a cheese updated a thousand times is not read a thousand events long each time.
  * A stream the caller expects to be new (`newStream`) is not read at all unless the guess fails.
+ * Writes to other streams that must stand or fall with the command's events (`alongside`: a
+ * unique value's reservation) go into the same append, one write for all.
  */
 export async function handleCommand<State, Command, Event extends DomainEvent>(
   store: EventStore,
@@ -108,29 +131,45 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
   // The guess: decided on the initial state (newStream) or the remembered one, unread. Only an
   // append it made counts; the store's expected revision refuses it when the stream is not
   // (or no longer) what was guessed.
-  const guess =
+  let current: { state: State; revision: number } | undefined =
     options.newStream && !remembered
       ? { state: decider.initialState(), revision: -1 }
       : options.rememberedIsCurrent
         ? remembered
         : undefined;
-  if (guess) {
-    const guessed = await decideAndAppend(store, streamName, decider, command, options, folded, guess).catch(
-      (error: unknown) => {
-        if (error instanceof WrongExpectedRevisionError || error instanceof DomainError) return undefined;
-        throw error;
-      },
-    );
-    if (guessed && guessed.newEvents.length > 0) return guessed;
-  }
-  for (let attempt = 1; ; attempt++) {
+  let guessing = current !== undefined;
+  /** Streams written alongside whose expectation refused an append: decided again on what they hold. */
+  const refused = new Set<string>();
+  let refusals = 0;
+  const attempts = (options.attempts ?? COMMAND_ATTEMPTS) + (guessing ? 1 : 0);
+  for (;;) {
     try {
-      const current = await currentState(store, streamName, decider, folded);
-      return await decideAndAppend(store, streamName, decider, command, options, folded, current);
+      current ??= await currentState(store, streamName, decider, folded);
+      const result = await decideAndAppend(
+        store,
+        streamName,
+        decider,
+        command,
+        options,
+        folded,
+        current,
+        refused,
+      );
+      if (!guessing || result.newEvents.length > 0) return result;
+      // Nothing decided on the guessed state: decided again on the stream as it is.
     } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      if (attempt >= (options.attempts ?? COMMAND_ATTEMPTS)) throw conflict(CONCURRENT_CHANGE);
+      const lost = error instanceof WrongExpectedRevisionError;
+      // Refused by its own decider on the guessed state (later ones come from alongside).
+      const refusedOnGuess = guessing && refused.size === 0 && error instanceof DomainError;
+      if (!lost && !refusedOnGuess) throw error;
+      if (lost && ++refusals >= attempts) throw conflict(CONCURRENT_CHANGE);
+      if (lost && error.streamName !== streamName) {
+        refused.add(error.streamName);
+        continue; // the own stream as it was: its expectation is checked with the next append
+      }
     }
+    guessing = false;
+    current = undefined;
   }
 }
 
@@ -158,11 +197,19 @@ async function decideAndAppend<State, Command, Event extends DomainEvent>(
   options: CommandOptions<State, Event>,
   folded: Map<string, Folded<State>>,
   { state, revision }: { state: State; revision: number },
+  refused: ReadonlySet<string>,
 ): Promise<CommandResult<State, Event>> {
   const newEvents = decider.decide(command, state);
   if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
   const next = newEvents.reduce(decider.evolve, state);
-  await options.beforeAppend?.({ before: state, after: next, newEvents });
+  const { alongside = [] } = options;
+  const others: StreamAppend[] = [];
+  for (const other of typeof alongside === "function"
+    ? alongside({ before: state, after: next, newEvents })
+    : alongside) {
+    const write = await other.decide(refused.has(other.stream));
+    if (write) others.push({ streamName: other.stream, ...write });
+  }
   // Ids given here, so that the state after the append is remembered with its last event's id.
   const metadata = options.metadata ?? {};
   const toAppend = newEvents.map((event) => ({
@@ -171,9 +218,11 @@ async function decideAndAppend<State, Command, Event extends DomainEvent>(
     data: event.data,
     metadata,
   }));
-  const result = await store.append(streamName, toAppend, {
-    expectedRevision: revision === -1 ? "no_stream" : revision,
-  });
+  const expectedRevision = revision === -1 ? "no_stream" : revision;
+  const result =
+    others.length === 0
+      ? await store.append(streamName, toAppend, { expectedRevision })
+      : (await store.appendStreams([...others, { streamName, events: toAppend, expectedRevision }])).at(-1)!;
   remember(folded, streamName, { state: next, revision: result.nextRevision, eventId: toAppend.at(-1)!.id });
   return { before: state, state: next, newEvents, revision: result.nextRevision, position: result.position };
 }

@@ -120,6 +120,8 @@ export function upcasting(store: EventStore, versions: EventVersions): EventStor
       : event;
   return {
     append: (streamName, events, options) => store.append(streamName, events.map(stamp), options),
+    appendStreams: (appends) =>
+      store.appendStreams(appends.map((append) => ({ ...append, events: append.events.map(stamp) }))),
     async readStream(streamName, options) {
       const events = await store.readStream(streamName, options);
       let split = false;

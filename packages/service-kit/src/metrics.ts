@@ -176,6 +176,11 @@ export function countingAppends(store: EventStore): EventStore {
       appendedSeries(categoryOf(streamName)).inc(events.length);
       return result;
     },
+    async appendStreams(appends) {
+      const results = await store.appendStreams(appends);
+      for (const { streamName, events } of appends) appendedSeries(categoryOf(streamName)).inc(events.length);
+      return results;
+    },
     readStream: (streamName, options) => store.readStream(streamName, options),
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),

@@ -1,16 +1,18 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { type Clock, isoNow } from "./clock.ts";
-import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
-import { conflict, isRefusal } from "./errors.ts";
+import { type AlongsideWrite, type Decider, type DomainEvent, handleCommand } from "./decider.ts";
+import { conflict } from "./errors.ts";
 
 /**
  * Unique values (a cheese name within its category, a username, an email), enforced on the
  * write side: one stream per normalised value, `Reserved` by one holder (an id) at a time,
  * appended with an expected revision, so of racing reservations exactly one wins.
  *
- * A holder reserves the value before it writes it, and releases it when it stops having it (a
- * rename, a deletion, a registration that failed half-way). Should a release be lost (a crash),
- * the rules, the same for every service:
+ * A holder reserves the value in the same append as the events that give it the value (the
+ * reservation is a write alongside them, `reserveUnique`), and releases it when it stops having
+ * it (a rename, a deletion). Should a release be lost (a crash), or the reservation stand without
+ * the holder's events (an event store whose multi-stream append is not atomic), the rules, the
+ * same for every service:
  *  - staleness: a reservation is stale when, one minute after it was made, its holder does not
  *    have the value (it was never written, was renamed or deleted);
  *  - takeover: the next holder asking for a stale value takes it over (`Reserved` with
@@ -111,44 +113,63 @@ export interface UniqueValue<S = unknown, E extends DomainEvent = DomainEvent> {
 }
 
 /**
- * Reserves the value for its holder: 409 when another holder has it, takeover when stale. A
- * value is seldom held already, so its stream is not read first: the append's expected revision
- * (`no_stream`) finds out when it is (see `newStream` in decider.ts).
+ * The value's reservation for its holder, written alongside the holder's own events (pass it in
+ * `handleCommand`'s `alongside`): both are written, or neither. A value is seldom held already,
+ * so its stream is not read first: `Reserved` goes with the `no_stream` expectation, and the
+ * append's refusal finds out when it is held (see `newStream` in decider.ts). Then, on the
+ * stream as it is: nothing to write when the holder has it already, 409 (`whenTaken`) when
+ * another holder has it, a takeover (`Reserved` with `replacing`, expecting the revision read)
+ * when that reservation is stale.
  */
-export async function reserveUnique<S, E extends DomainEvent>(
+export function reserveUnique<S, E extends DomainEvent>(
   deps: { store: EventStore; clock: Clock },
   value: UniqueValue<S, E>,
   metadata: EventMetadata = {},
-): Promise<void> {
+): AlongsideWrite {
   const decider = reservationDecider(value.whenTaken);
-  const reserve = (replacing?: number) =>
-    handleCommand(
-      deps.store,
-      value.stream,
-      decider,
-      { type: "Reserve", holder: value.holder, at: isoNow(deps.clock), ...(replacing ? { replacing } : {}) },
-      { metadata, newStream: true },
-    );
-  try {
-    await reserve();
-  } catch (error) {
-    if (!isRefusal(error, 409)) throw error;
-    // Taken: taken over only when stale, older than a minute and not had by its holder.
-    const current = (await deps.store.readStream(value.stream)).reduce(
-      datedEvolve(decider),
-      decider.initialState(),
-    );
-    if (current.holder === undefined) throw error;
-    const reservedAt = current.reservedAt ? Date.parse(current.reservedAt) : 0;
-    if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) throw error;
-    const { heldBy } = value;
-    const holder = (await deps.store.readStream(heldBy.stream(current.holder))).reduce(
-      (state, event) => heldBy.decider.evolve(state, { type: event.type, data: event.data } as E),
-      heldBy.decider.initialState(),
-    );
-    if (heldBy.values(holder).includes(value.stream)) throw error;
-    await reserve(current.holder);
-  }
+  const reserve = (state: ReservationState, replacing?: number) =>
+    decider
+      .decide(
+        {
+          type: "Reserve",
+          holder: value.holder,
+          at: isoNow(deps.clock),
+          ...(replacing === undefined ? {} : { replacing }),
+        },
+        state,
+      )
+      .map((event) => ({ ...event, metadata }));
+  return {
+    stream: value.stream,
+    async decide(refused) {
+      if (!refused) return { events: reserve(decider.initialState()), expectedRevision: "no_stream" };
+      const recorded = await deps.store.readStream(value.stream);
+      const current = recorded.reduce(datedEvolve(decider), decider.initialState());
+      const stale =
+        current.holder !== undefined &&
+        current.holder !== value.holder &&
+        (await isStale(deps, value, { holder: current.holder, reservedAt: current.reservedAt }));
+      const events = reserve(current, stale ? current.holder : undefined);
+      if (events.length === 0) return undefined;
+      return { events, expectedRevision: recorded.at(-1)?.revision ?? "no_stream" };
+    },
+  };
+}
+
+/** Stale: older than a minute, and not had by its holder (never written, renamed or deleted). */
+async function isStale<S, E extends DomainEvent>(
+  deps: { store: EventStore; clock: Clock },
+  value: UniqueValue<S, E>,
+  reservation: { holder: number; reservedAt: string | undefined },
+): Promise<boolean> {
+  const reservedAt = reservation.reservedAt ? Date.parse(reservation.reservedAt) : 0;
+  if (deps.clock.now().getTime() - reservedAt < RESERVATION_STALE_AFTER_MS) return false;
+  const { heldBy } = value;
+  const holder = (await deps.store.readStream(heldBy.stream(reservation.holder))).reduce(
+    (state, event) => heldBy.decider.evolve(state, { type: event.type, data: event.data } as E),
+    heldBy.decider.initialState(),
+  );
+  return !heldBy.values(holder).includes(value.stream);
 }
 
 /** Gives the value back; nothing happens unless `holder` has it. */

@@ -1,6 +1,7 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Decider, handleCommand } from "../src/decider.ts";
 import {
   RESERVATION_STALE_AFTER_MS,
   type ReservationEvent,
@@ -72,16 +73,18 @@ describe("reserveUnique on a real event store", () => {
   let dir: ReturnType<typeof tempDir>;
   let store: EventStore;
   let clock: ManualClock;
+  type Thing = { name: string | undefined };
+  type Named = { type: "Named"; data: { name: string } };
   /** A thing holds the name its last `Named` event gave it. */
+  const thingDecider: Decider<Thing, { name: string }, Named> = {
+    initialState: () => ({ name: undefined }),
+    evolve: (_, event) => ({ name: event.data.name }),
+    decide: ({ name }) => [{ type: "Named", data: { name } }],
+  };
   const things = {
     stream: (holder: number) => `thing-${holder}`,
-    decider: {
-      initialState: () => ({ name: undefined as string | undefined }),
-      evolve: (_: { name: string | undefined }, event: { type: string; data: unknown }) => ({
-        name: (event.data as { name: string }).name,
-      }),
-    },
-    values: (state: { name: string | undefined }) => (state.name ? [`thingname-${state.name}`] : []),
+    decider: thingDecider,
+    values: (state: Thing) => (state.name ? [`thingname-${state.name}`] : []),
   };
   const value = (holder: number, name = "brie") => ({
     stream: `thingname-${name}`,
@@ -89,9 +92,16 @@ describe("reserveUnique on a real event store", () => {
     whenTaken: "a thing with this name already exists",
     heldBy: things,
   });
-  /** The holder's own stream says it has the name now. */
-  const named = (on: EventStore, holder: number, name: string) =>
-    on.append(`thing-${holder}`, [{ type: "Named", data: { name } }], { expectedRevision: "any" });
+  /** The thing takes the name: `Named` on its stream, the name's reservation written with it. */
+  const name = (holder: number, thingName = "brie", on: EventStore = store) =>
+    handleCommand(
+      on,
+      `thing-${holder}`,
+      thingDecider,
+      { name: thingName },
+      { alongside: [reserveUnique({ store: on, clock }, value(holder, thingName))] },
+    );
+  const refused = { body: { status: 409, message: "a thing with this name already exists" } };
 
   beforeEach(() => {
     dir = tempDir("reservations");
@@ -103,55 +113,66 @@ describe("reserveUnique on a real event store", () => {
     dir.remove();
   });
 
-  it("lets exactly one of racing holders reserve a value", async () => {
-    const outcomes = await Promise.allSettled(
-      Array.from({ length: 6 }, (_, i) => reserveUnique({ store, clock }, value(i + 1))),
-    );
-    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+  it("lets exactly one of racing holders take a value; the others write nothing", async () => {
+    const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => name(i + 1)));
+    const winners = outcomes.flatMap((outcome, i) => (outcome.status === "fulfilled" ? [i + 1] : []));
+    expect(winners).toHaveLength(1);
     for (const outcome of outcomes.filter((o) => o.status === "rejected")) {
-      expect((outcome as PromiseRejectedResult).reason).toMatchObject({
-        body: { status: 409, message: "a thing with this name already exists" },
-      });
+      expect((outcome as PromiseRejectedResult).reason).toMatchObject(refused);
     }
+    for (let holder = 1; holder <= 6; holder++) {
+      expect(await store.readStream(`thing-${holder}`)).toHaveLength(holder === winners[0] ? 1 : 0);
+    }
+    expect(await store.readStream("thingname-brie")).toMatchObject([
+      { type: "Reserved", data: { holder: winners[0] } },
+    ]);
+  });
+
+  it("writes no second reservation for a holder that has the value already", async () => {
+    await name(1);
+    await name(1);
+    expect(await store.readStream("thing-1")).toHaveLength(2);
+    expect(await store.readStream("thingname-brie")).toHaveLength(1);
   });
 
   it("keeps a value for a holder that has it, however old the reservation", async () => {
-    await reserveUnique({ store, clock }, value(1));
-    await named(store, 1, "brie");
+    await name(1);
     await clock.advance(10 * RESERVATION_STALE_AFTER_MS);
-    await expect(reserveUnique({ store, clock }, value(2))).rejects.toMatchObject({ body: { status: 409 } });
+    await expect(name(2)).rejects.toMatchObject(refused);
+    expect(await store.readStream("thing-2")).toEqual([]);
   });
 
-  it("gives a value its holder never wrote a minute to be written, then lets another take it over", async () => {
-    await reserveUnique({ store, clock }, value(1));
+  it("gives a value its holder no longer has a minute, then lets another take it over", async () => {
+    await name(1);
+    await name(1, "comté"); // renamed, and the release of brie lost
     await clock.advance(RESERVATION_STALE_AFTER_MS - 1);
-    await expect(reserveUnique({ store, clock }, value(2))).rejects.toMatchObject({ body: { status: 409 } });
+    await expect(name(2)).rejects.toMatchObject(refused);
     await clock.advance(1);
-    await reserveUnique({ store, clock }, value(2));
-    await expect(reserveUnique({ store, clock }, value(3))).rejects.toMatchObject({ body: { status: 409 } });
+    await name(2);
+    expect((await store.readStream("thingname-brie")).at(-1)).toMatchObject({
+      type: "Reserved",
+      data: { holder: 2, replacing: 1 },
+    });
+    await expect(name(3)).rejects.toMatchObject(refused);
   });
 
   it("frees a released value at once", async () => {
-    await reserveUnique({ store, clock }, value(1));
-    await named(store, 1, "comté"); // renamed: without the release, the name would wait out its minute
+    await name(1);
+    await name(1, "comté"); // renamed: without the release, the name would wait out its minute
     await releaseUnique({ store }, value(1));
-    await reserveUnique({ store, clock }, value(2));
+    await name(2);
   });
 
   it("refuses a value another replica reserved, and reserves one it released, though this one remembers neither", async () => {
     const replica = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
     try {
-      await reserveUnique({ store: replica, clock }, value(1));
-      await expect(reserveUnique({ store, clock }, value(2))).rejects.toMatchObject({
-        body: { status: 409 },
-      });
-      await reserveUnique({ store: replica, clock }, value(3, "comté"));
-      await named(replica, 3, "gouda");
+      await name(1, "brie", replica);
+      await expect(name(2)).rejects.toMatchObject(refused);
+      await name(3, "comté", replica);
+      await name(3, "gouda", replica);
       await releaseUnique({ store: replica }, value(3, "comté"));
-      await reserveUnique({ store, clock }, value(4, "comté"));
-      await expect(reserveUnique({ store: replica, clock }, value(5, "comté"))).rejects.toMatchObject({
-        body: { status: 409 },
-      });
+      await name(4, "comté");
+      await expect(name(5, "comté", replica)).rejects.toMatchObject(refused);
     } finally {
       await replica.close();
     }
@@ -162,11 +183,9 @@ describe("reserveUnique on a real event store", () => {
       expectedRevision: "no_stream",
     });
     const recordedAt = Date.parse((await store.readStream("thingname-old"))[0]!.createdAt);
-    const fresh = new ManualClock(new Date(recordedAt + 1000));
-    await expect(reserveUnique({ store, clock: fresh }, value(2, "old"))).rejects.toMatchObject({
-      body: { status: 409 },
-    });
-    await fresh.advance(RESERVATION_STALE_AFTER_MS);
-    await reserveUnique({ store, clock: fresh }, value(2, "old"));
+    clock = new ManualClock(new Date(recordedAt + 1000));
+    await expect(name(2, "old")).rejects.toMatchObject(refused);
+    await clock.advance(RESERVATION_STALE_AFTER_MS);
+    await name(2, "old");
   });
 });

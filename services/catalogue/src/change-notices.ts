@@ -6,31 +6,38 @@ const CHEESE_STREAM = /^cheese-(\d+)$/;
 
 /**
  * The catalogue's event store, telling of every change to a cheese: after each append to (or
- * deletion of) a `cheese-<id>` stream, whether it succeeded or not (a failure may still have
- * written), it announces `{ cheeseId }` on the notice channel and waits until the bus has stored
- * it, so before the catalogue answers anything that depends on the change: whoever hears of the
+ * deletion of) a `cheese-<id>` stream (or to several streams, for each such one), whether it
+ * succeeded or not (a failure may still have written), it announces `{ cheeseId }` on the notice
+ * channel and waits until the bus has stored it, so before the catalogue answers anything that depends on the change: whoever hears of the
  * write (through any gateway, any NATS server) can take a barrier that covers its notice (see
  * docs/architecture.md, "Change notices"). A successful write whose notice cannot be stored
  * fails with the bus's 503: answering it would break that promise.
  */
 export function noticingChanges(store: EventStore, bus: MessageBus): EventStore {
-  const notified = async <T>(streamName: string, write: Promise<T>): Promise<T> => {
-    const id = CHEESE_STREAM.exec(streamName)?.[1];
-    if (id === undefined) return write;
+  const notified = async <T>(streamNames: string[], write: Promise<T>): Promise<T> => {
+    const ids = streamNames.flatMap((streamName) => CHEESE_STREAM.exec(streamName)?.[1] ?? []);
+    if (ids.length === 0) return write;
+    const announceAll = () => Promise.all(ids.map((id) => announce(bus, { cheeseId: Number(id) })));
     let result: T;
     try {
       result = await write;
     } catch (error) {
       // Told anyway, as far as it can be; the write's own failure is what the caller hears.
-      await announce(bus, { cheeseId: Number(id) }).catch(() => {});
+      await announceAll().catch(() => {});
       throw error;
     }
-    await announce(bus, { cheeseId: Number(id) });
+    await announceAll();
     return result;
   };
   return {
-    append: (streamName, events, options) => notified(streamName, store.append(streamName, events, options)),
-    deleteStream: (streamName, options) => notified(streamName, store.deleteStream(streamName, options)),
+    append: (streamName, events, options) =>
+      notified([streamName], store.append(streamName, events, options)),
+    appendStreams: (appends) =>
+      notified(
+        appends.map((append) => append.streamName),
+        store.appendStreams(appends),
+      ),
+    deleteStream: (streamName, options) => notified([streamName], store.deleteStream(streamName, options)),
     readStream: (streamName, options) => store.readStream(streamName, options),
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),

@@ -58,7 +58,7 @@ describe("the catalogue's handlers", () => {
       ]);
   });
 
-  it("renames a cheese: the new name reserved before the change, the old one given back after", async () => {
+  it("renames a cheese: the new name reserved in the same write as the change, the old one given back after", async () => {
     const renamed = cheeseOf(7, { ...brie, name: "Brie de Meaux" }, at, at);
     await spec
       .given(brie7)

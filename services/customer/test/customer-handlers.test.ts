@@ -58,6 +58,14 @@ describe("the customer service's handlers", () => {
       .thenRefuses({ status: 409, message: "username or email exists" }, ["customer-2"]);
   });
 
+  it("refuses an email someone has (409), and writes nothing: no customer, no reservation of its username", async () => {
+    await spec.given().when(customerRpc.register, { fields: alice }).thenReturns({});
+    await spec
+      .given()
+      .when(customerRpc.register, { fields: { ...alice, username: "bob" } })
+      .thenRefuses({ status: 409, message: "username or email exists" }, ["customer-2", "customername-bob"]);
+  });
+
   it("erases a customer: CustomerDeleted, and its username and email given back", async () => {
     await spec.given().when(customerRpc.register, { fields: alice }).thenReturns({});
     const emailStream = (await spec.store.readStream("customer-1"))[0]!.data as { emailKey: string };

@@ -16,7 +16,8 @@ import { resolveDetails } from "./names.ts";
  * POST /cheeses, top to bottom: build the cheese (category and tag ids), claim its id once per
  * Idempotency-Key (a repeat answers with the cheese as first created, 201 with the same body and
  * ETag, or with the refusal the first request met), reserve the name within the category (409
- * when taken), handle `AddCheese` on the cheese's stream, answer it.
+ * when taken), handle `AddCheese` on the cheese's stream, the name's reservation appended with
+ * it in one write, answer it.
  */
 export async function addCheese(
   deps: CatalogueDeps,
@@ -34,14 +35,14 @@ export async function addCheese(
   });
   if (claim.earlier) return replayOf(claim.earlier);
   try {
-    await reserveUnique(deps, cheeseName(claim.id, details), metadata);
+    const name = reserveUnique(deps, cheeseName(claim.id, details), metadata);
     const at = isoNow(deps.clock);
     const { state } = await handleCommand(
       deps.store,
       cheeseStream(claim.id),
       cheeseDecider,
       { type: "AddCheese", cheese: cheeseOf(claim.id, details, at, at) },
-      { metadata, newStream: true },
+      { metadata, newStream: true, alongside: [name] },
     );
     return replyOf(state);
   } catch (error) {

@@ -36,7 +36,7 @@ export async function updateCheese(
 }
 
 /**
- * Decides and writes the change; a cheese given a new (category, name) reserves it before the
+ * Decides and writes the change; a cheese given a new (category, name) reserves it in the same
  * write (409 when another cheese has it) and gives the old one back after.
  */
 async function changeCheese(
@@ -48,7 +48,7 @@ async function changeCheese(
   const metadata = contextMetadata(context);
   const change = await handleCommand(deps.store, cheeseStream(request.cheeseId), cheeseDecider, command, {
     metadata,
-    beforeAppend: (decided) => reserveNewName(deps, decided, metadata),
+    alongside: (decided) => reserveNewName(deps, decided, metadata),
   });
   await releaseOldName(deps, { before: change.before, after: change.state }, metadata, context.logger);
   return replyOf(change.state);

@@ -1,6 +1,6 @@
 import type { CheeseChanges, CheeseFields } from "@cheese/contracts";
 import { type EventMetadata, WrongExpectedRevisionError } from "@cheese/event-store";
-import { type Logger, releaseUnique, reserveUnique } from "@cheese/service-kit";
+import { type AlongsideWrite, type Logger, releaseUnique, reserveUnique } from "@cheese/service-kit";
 import {
   type CheeseChangeSet,
   type CheeseDetails,
@@ -91,17 +91,17 @@ function remember(deps: CatalogueDeps, stream: string, id: number): number {
   return id;
 }
 
-/** `beforeAppend` of a change: a cheese given a new (category, name) reserves it first. */
-export async function reserveNewName(
+/** `alongside` of a change: a cheese given a new (category, name) reserves it with the change. */
+export function reserveNewName(
   deps: CatalogueDeps,
   change: { before: CheeseState; after: CheeseState },
   metadata: EventMetadata,
-): Promise<void> {
+): AlongsideWrite[] {
   const { before, after } = change;
-  if (after.phase !== "present") return;
+  if (after.phase !== "present") return [];
   if (before.phase === "present" && cheeseNameStream(before.cheese) === cheeseNameStream(after.cheese))
-    return;
-  await reserveUnique(deps, cheeseName(after.cheese.id, after.cheese), metadata);
+    return [];
+  return [reserveUnique(deps, cheeseName(after.cheese.id, after.cheese), metadata)];
 }
 
 /**

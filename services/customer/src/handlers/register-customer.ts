@@ -123,7 +123,7 @@ async function register(
   };
   const personal = personalData(fields, passwordHash);
   try {
-    await reserveIdentity(deps, identity, metadata);
+    const reservations = reserveIdentity(deps, identity, metadata);
     const { state } = await handleCommand(
       deps.store,
       customerStream(customerId),
@@ -135,7 +135,7 @@ async function register(
         favouriteCheese: favourite.ref,
         at: isoNow(deps.clock),
       },
-      { metadata },
+      { metadata, alongside: reservations },
     );
     return customerView(deps, activeCustomer(state), context, { personal, favourite: favourite.shown });
   } catch (error) {

@@ -66,7 +66,7 @@ export async function replaceCustomer(
       checkedVersion: current.passwordVersion,
       session: request.session ?? null,
     },
-    { metadata, beforeAppend: (decided) => reserveNewIdentity(deps, decided, metadata) },
+    { metadata, alongside: (decided) => reserveNewIdentity(deps, decided, metadata) },
   );
   await releaseOldIdentity(deps, { before: change.before, after: change.state }, metadata);
   const after = activeCustomer(change.state);

@@ -1,5 +1,11 @@
 import type { EventMetadata } from "@cheese/event-store";
-import { type Holders, releaseUnique, reserveUnique, type UniqueValue } from "@cheese/service-kit";
+import {
+  type AlongsideWrite,
+  type Holders,
+  releaseUnique,
+  reserveUnique,
+  type UniqueValue,
+} from "@cheese/service-kit";
 import {
   type CustomerEvent,
   type CustomerState,
@@ -39,13 +45,16 @@ const customers: Holders<CustomerState, CustomerEvent> = {
       : [],
 };
 
-/** Reserves the username, then the email (409 when either is someone else's). */
-export async function reserveIdentity(
+/**
+ * The username's and the email's reservations, written alongside the registration (409 when
+ * either is someone else's).
+ */
+export function reserveIdentity(
   deps: CustomerDeps,
   identity: Identity,
   metadata: EventMetadata,
-): Promise<void> {
-  for (const value of uniqueValues(identity)) await reserveUnique(deps, value, metadata);
+): AlongsideWrite[] {
+  return uniqueValues(identity).map((value) => reserveUnique(deps, value, metadata));
 }
 
 /** Gives back whichever of the customer's username and email it holds. */
@@ -57,19 +66,18 @@ export async function releaseIdentity(
   for (const value of uniqueValues(identity)) await releaseUnique(deps, value, metadata);
 }
 
-/** `beforeAppend` of a profile change: a new username or email is reserved first. */
-export async function reserveNewIdentity(
+/** `alongside` of a profile change: a new username or email is reserved with the change. */
+export function reserveNewIdentity(
   deps: CustomerDeps,
   change: { before: CustomerState; after: CustomerState },
   metadata: EventMetadata,
-): Promise<void> {
+): AlongsideWrite[] {
   const { before, after } = change;
-  if (after.status !== "active") return;
-  for (const value of uniqueValues(after.customer)) {
-    const had =
-      before.status === "active" && uniqueValues(before.customer).some((old) => old.stream === value.stream);
-    if (!had) await reserveUnique(deps, value, metadata);
-  }
+  if (after.status !== "active") return [];
+  const had = before.status === "active" ? uniqueValues(before.customer).map((old) => old.stream) : [];
+  return uniqueValues(after.customer)
+    .filter((value) => !had.includes(value.stream))
+    .map((value) => reserveUnique(deps, value, metadata));
 }
 
 /** After a change: the username or email the customer no longer has is given back. */
