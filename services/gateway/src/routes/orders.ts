@@ -170,11 +170,12 @@ const cancelOrder = route(
   },
 );
 
+const fulfilment =
+  "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
+  "Any other move is 409.";
+
 const fulfilmentRoute = {
   tags: ["Store"],
-  description:
-    "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
-    "Any other move is 409.",
   responses: {
     ...commonResponses,
     200: { description: "the order", content: orderJson },
@@ -185,11 +186,12 @@ const fulfilmentRoute = {
 
 const shipOrder = route(
   {
-    ...fulfilmentRoute,
     method: "post",
     path: "/store/order/{orderId}/ship",
     operationId: "shipOrder",
+    ...fulfilmentRoute,
     summary: "Mark an approved order shipped",
+    description: fulfilment,
     access: fulfilOrders,
     request: {
       params: OrderIdParam,
@@ -214,11 +216,12 @@ const shipOrder = route(
 
 const deliverOrder = route(
   {
-    ...fulfilmentRoute,
     method: "post",
     path: "/store/order/{orderId}/deliver",
     operationId: "deliverOrder",
+    ...fulfilmentRoute,
     summary: "Mark a shipped order delivered",
+    description: fulfilment,
     access: fulfilOrders,
     request: { params: OrderIdParam },
     responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
