@@ -24,9 +24,6 @@ const createKey = route(
     method: "post",
     path: "/customer/{username}/apiKeys",
     operationId: "createApiKey",
-    summary: "Issue a personal API key (shown once; valid 90 days)",
-    description:
-      "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
     request: { params: UsernameParam },
     responses: {
       201: jsonResponse("the new key", IssuedApiKey),
@@ -48,9 +45,6 @@ const listKeys = route(
     method: "get",
     path: "/customer/{username}/apiKeys",
     operationId: "listApiKeys",
-    summary: "List one's keys that are not revoked (without the keys themselves)",
-    description:
-      "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
     request: { params: UsernameParam },
     responses: {
       200: jsonResponse("the keys", z.array(ApiKeySummary)),
@@ -71,9 +65,6 @@ const revokeKey = route(
     method: "delete",
     path: "/customer/{username}/apiKeys/{id}",
     operationId: "revokeApiKey",
-    summary: "Revoke a key: it stops working on every gateway within a second",
-    description:
-      "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
     request: { params: ApiKeyIdParam },
     responses: { 204: { description: "revoked" } },
   },

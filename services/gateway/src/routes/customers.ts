@@ -49,8 +49,6 @@ const register = route(
     method: "post",
     path: "/customer",
     operationId: "createCustomer",
-    summary: "Register an account",
-    description: "Username and email must be unique (case-insensitively). Public.",
     access: { public: true },
     request: { body: customerBody },
     responses: {
@@ -72,9 +70,6 @@ const registerMany = route(
     method: "post",
     path: "/customer/createMultiple",
     operationId: "createCustomersWithArray",
-    summary: "Register up to 100 accounts",
-    description:
-      "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
     access: { public: true },
     request: {
       body: jsonBody(CustomerBatchInput),
@@ -98,9 +93,6 @@ const login = (more: IdentityRouteDeps) =>
       method: "post",
       path: "/customer/login",
       operationId: "loginCustomer",
-      summary: "Log in: a bearer token for 24 hours",
-      description:
-        "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
       access: { public: true },
       request: { body: jsonBody(LoginInput) },
       responses: {
@@ -141,9 +133,6 @@ const logout = (more: IdentityRouteDeps) =>
       method: "get",
       path: "/customer/logout",
       operationId: "logoutCustomer",
-      summary: "End the session: the token stops working on every gateway within a second",
-      description:
-        "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       access: { bearer: true },
       responses: { ...credentialResponses, 204: { description: "logged out" } },
     },
@@ -159,9 +148,6 @@ const getCustomer = route(
     method: "get",
     path: "/customer/{username}",
     operationId: "getCustomerByName",
-    summary: "Read an account (a customer only its own; an operator key anyone's)",
-    description:
-      "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
     access: { apiKey: true, bearer: true },
     request: { params: UsernameParam },
     responses: {
@@ -186,9 +172,6 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       method: "put",
       path: "/customer/{username}",
       operationId: "updateCustomer",
-      summary: "Replace one's own account (username, email and password required)",
-      description:
-        "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
       access: { bearer: true },
       request: {
         params: UsernameParam,
@@ -245,9 +228,6 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
       method: "delete",
       path: "/customer/{username}",
       operationId: "deleteCustomer",
-      summary: "Erase one's own account, its API keys and sessions, and its personal data",
-      description:
-        "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
       access: { bearer: true },
       request: {
         params: UsernameParam,

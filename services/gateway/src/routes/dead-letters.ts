@@ -27,11 +27,6 @@ const listDeadLetters = route(
     method: "get",
     path: "/dead-letters",
     operationId: "listDeadLetters",
-    summary: "Integration events a service kept failing to handle, oldest first",
-    description:
-      "Each with the consumer that failed it, the event as published (subject, headers, payload), the last " +
-      "error and how many deliveries were made. An event lands here once its consumer has failed it for " +
-      "DEAD_LETTER_AFTER (24 h by default), retried meanwhile with a backoff of up to 5 minutes.",
     request: { query: DeadLetterListQuery },
     responses: { 200: jsonResponse("a page of dead letters", DeadLetterList) },
   },
@@ -46,10 +41,6 @@ const replayDeadLetter = route(
     method: "post",
     path: "/dead-letters/{id}/replay",
     operationId: "replayDeadLetter",
-    summary: "Hand a dead letter back to the consumer that failed it",
-    description:
-      "The event goes to that consumer only (as a first delivery; consumers are idempotent by event id), " +
-      "and leaves the list. Should it fail again, it is retried and, after DEAD_LETTER_AFTER, dead-lettered again.",
     request: { params: DeadLetterIdParam },
     responses: {
       ...notFound,
@@ -65,8 +56,6 @@ const deleteDeadLetter = route(
     method: "delete",
     path: "/dead-letters/{id}",
     operationId: "deleteDeadLetter",
-    summary: "Discard a dead letter for good",
-    description: "The event is not handled by its consumer, now or later. Other consumers are not affected.",
     request: { params: DeadLetterIdParam },
     responses: { ...notFound, 204: { description: "discarded" } },
   },

@@ -11,11 +11,6 @@ const exportCustomer = route(
     path: "/customer/{username}/export",
     operationId: "exportCustomerData",
     tags: ["Customers"],
-    summary:
-      "Everything the system holds about a customer, as one JSON document (the customer, or an operator key)",
-    description:
-      "The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. " +
-      "A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.",
     access: { apiKey: true, bearer: true },
     use: [noStore],
     request: { params: UsernameParam },

@@ -29,9 +29,6 @@ const listGrants = route(
     method: "get",
     path: "/customer/{username}/grants",
     operationId: "listOAuthGrants",
-    summary: "List the OAuth grants one gave to clients that are still live",
-    description:
-      "Each client the customer signed in to and allowed, with the scopes granted and when it was last used; revoking one ends its tokens.",
     request: { params: UsernameParam },
     responses: {
       200: jsonResponse("the grants, oldest first", z.array(OAuthGrant)),
@@ -49,9 +46,6 @@ const revokeGrant = route(
     method: "delete",
     path: "/customer/{username}/grants/{id}",
     operationId: "revokeOAuthGrant",
-    summary: "Revoke a grant: its access and refresh tokens stop working on every gateway within a second",
-    description:
-      "Ends the grant: its access tokens and its refresh token stop working on every gateway. The client must ask the customer again.",
     request: { params: GrantIdParam },
     responses: {
       204: { description: "revoked" },

@@ -23,11 +23,6 @@ const route = routes({ responses: commonResponses });
  * The history of an aggregate: every change to a cheese, an order or one's own account, oldest
  * first, as `{type, at, data}` with public facts only. Paginated like every list.
  */
-const description =
-  "Every change, oldest first, as {type, at, data}: `type` names the change, `at` is when it was recorded, " +
-  "`data` holds its public facts. Pages follow the convention of every list (limit 1 to 100, default 20; " +
-  "pass nextCursor as cursor).";
-
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
 
@@ -37,8 +32,6 @@ const cheeseHistory = route(
     path: "/cheeses/{cheeseId}/history",
     operationId: "getCheeseHistory",
     tags: ["Cheeses"],
-    summary: "What happened to a cheese, and when",
-    description: `${description} A deleted cheese's history stays readable and ends with cheese.deleted.`,
     access: readWithApiKey,
     request: { params: CheeseIdParam, query: HistoryQuery },
     responses: {
@@ -59,8 +52,6 @@ const orderHistory = route(
     path: "/store/order/{orderId}/history",
     operationId: "getOrderHistory",
     tags: ["Store"],
-    summary: "What happened to an order, and when (its customer or an operator)",
-    description: `${description} Never the shipping address or the notes. Someone else's order is 404.`,
     access: readOrders,
     use: [noStore],
     request: { params: OrderIdParam, query: HistoryQuery },
@@ -88,10 +79,6 @@ const customerHistory = route(
     path: "/customer/{username}/history",
     operationId: "getCustomerHistory",
     tags: ["Customers"],
-    summary: "What happened to one's own account, and when (the customer only)",
-    description:
-      `${description} With the personal data each change recorded (names, email, phone), which is the ` +
-      "caller's own. Key hashes and passwords never appear. Another customer's name, or an operator key, is 403.",
     access: ownAccount,
     use: [noStore],
     request: { params: UsernameParam, query: HistoryQuery },

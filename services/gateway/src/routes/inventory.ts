@@ -10,9 +10,6 @@ const getInventory = route(
     path: "/store/inventory",
     operationId: "getInventory",
     tags: ["Store"],
-    summary: "Count of cheeses per status",
-    description:
-      "How many cheeses of the catalogue have each status; every status is present, with 0 when none has it.",
     access: readWithApiKey,
     responses: {
       ...commonResponses,

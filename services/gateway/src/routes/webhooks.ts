@@ -41,10 +41,6 @@ const createWebhook = route(
     method: "post",
     path: "/webhooks",
     operationId: "createWebhook",
-    summary: "Register a receiving URL and the events wanted",
-    description:
-      "The secret is generated when absent and shown only in this response. The URL must be https and must " +
-      "not resolve to a loopback, private, link-local or metadata address (checked again at each delivery).",
     request: { body: jsonBody(WebhookInput) },
     responses: {
       201: jsonResponse("the registration, with its secret (shown only here)", WebhookCreated),
@@ -76,9 +72,6 @@ const listWebhooks = route(
     method: "get",
     path: "/webhooks",
     operationId: "listWebhooks",
-    summary: "List registrations (oldest first, paginated)",
-    description:
-      "Every registration, oldest first, paginated with limit and cursor. Secrets are never shown again after creation.",
     request: { query: WebhookListQuery },
     responses: { 200: jsonResponse("a page of registrations", WebhookList) },
   },
@@ -91,9 +84,6 @@ const getWebhook = route(
     method: "get",
     path: "/webhooks/{id}",
     operationId: "getWebhook",
-    summary: "Read a registration (never its secret)",
-    description:
-      "The registration with its status (active, paused or disabled), why, and since when; never its secret.",
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration", Webhook) },
   },
@@ -108,9 +98,6 @@ const deleteWebhook = route(
     method: "delete",
     path: "/webhooks/{id}",
     operationId: "deleteWebhook",
-    summary: "Delete a registration; its waiting deliveries are cancelled",
-    description:
-      "The registration ends; its waiting and dead-lettered deliveries are cancelled and nothing more is sent to its URL.",
     request: { params: WebhookIdParam },
     responses: { ...notFound, 204: { description: "deleted" } },
   },
@@ -125,9 +112,6 @@ const listDeliveries = route(
     method: "get",
     path: "/webhooks/{id}/deliveries",
     operationId: "listWebhookDeliveries",
-    summary: "Deliveries of a registration, newest first, with every attempt",
-    description:
-      "Newest first, paginated, optionally filtered by status and by event kind (type): each delivery with its event, status, every attempt (status code, error, duration) and when the next attempt is due; dead letters have status dead_lettered. An unknown status or type is a 400 naming the parameter. One delivery's request and answers are at /webhooks/{id}/deliveries/{deliveryId}.",
     request: { params: WebhookIdParam, query: DeliveryListQuery },
     responses: { ...notFound, 200: jsonResponse("a page of deliveries", DeliveryList) },
   },
@@ -146,11 +130,6 @@ const getDelivery = route(
     method: "get",
     path: "/webhooks/{id}/deliveries/{deliveryId}",
     operationId: "getWebhookDelivery",
-    summary: "One delivery with every attempt's request and the receiver's answer",
-    description:
-      "The delivery's body (the same bytes in every attempt) and, per attempt, the URL and headers sent " +
-      "(signature headers shown; a receiver credential such as Authorization shown as [redacted]) and the " +
-      "receiver's answer: status, headers and the first 4 KiB of its body, or the network error.",
     request: { params: DeliveryIdParam },
     responses: {
       ...deliveryNotFound,
@@ -170,12 +149,6 @@ const resendDelivery = route(
     method: "post",
     path: "/webhooks/{id}/deliveries/{deliveryId}/resend",
     operationId: "resendWebhookDelivery",
-    summary: "Send one delivered or dead-lettered delivery again, as a new round of attempts",
-    description:
-      "Starts a new round of attempts of this delivery (retried like the first), recorded in the same " +
-      "delivery: same webhook-id and body, fresh webhook-timestamp and signatures. A delivery still on " +
-      "its way (pending, attempting, retry_scheduled) or cancelled is a 409: wait for it to finish. On a " +
-      "paused or disabled registration the new round waits like any delivery.",
     request: { params: DeliveryIdParam },
     responses: {
       ...deliveryNotFound,
@@ -197,9 +170,6 @@ const testWebhook = route(
     method: "post",
     path: "/webhooks/{id}/test",
     operationId: "testWebhook",
-    summary: "Send a webhook.test event to the registration",
-    description:
-      "Sends a webhook.test event to this registration only, whatever kinds it asked for, signed and retried like any other. On a paused or disabled registration the delivery waits.",
     request: { params: WebhookIdParam },
     responses: {
       ...notFound,
@@ -220,10 +190,6 @@ const updateWebhook = route(
     method: "patch",
     path: "/webhooks/{id}",
     operationId: "updateWebhook",
-    summary: "Change a registration's url, events, filter, throttle, auth or description in place",
-    description:
-      "Only the fields given change; the rules of creation apply (https, no private address, known kinds). " +
-      "Deliveries already waiting go to the new URL. The secret changes only through rotate-secret.",
     request: { params: WebhookIdParam, body: jsonBody(WebhookPatch) },
     responses: {
       ...notFound,
@@ -255,10 +221,6 @@ const pauseWebhook = route(
     method: "post",
     path: "/webhooks/{id}/pause",
     operationId: "pauseWebhook",
-    summary: "Pause deliveries: they wait, are not attempted, and keep their attempts",
-    description:
-      "New events still create deliveries, which wait too. An attempt already in flight finishes. " +
-      "Pausing a paused or disabled registration changes nothing.",
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration, paused", Webhook) },
   },
@@ -273,9 +235,6 @@ const resumeWebhook = route(
     method: "post",
     path: "/webhooks/{id}/resume",
     operationId: "resumeWebhook",
-    summary: "Resume a paused or disabled registration; what waited goes out, oldest first",
-    description:
-      "Makes a paused or disabled registration active again: deliveries that waited go out, oldest event first. Resuming an active registration changes nothing.",
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration, active", Webhook) },
   },
@@ -290,11 +249,6 @@ const rotateSecret = route(
     method: "post",
     path: "/webhooks/{id}/rotate-secret",
     operationId: "rotateWebhookSecret",
-    summary: "Rotate the signing secret without a gap",
-    description:
-      "The new secret (shown only here) signs every delivery from now on. During the overlap (24 h unless " +
-      "overlapSeconds says otherwise, at most 7 days) webhook-signature carries two v1 signatures, new secret " +
-      "first, so receivers may switch at any time; X-Cheese-Signature carries the new secret's only.",
     use: [emptyBodyIsNoBody],
     request: { params: WebhookIdParam, body: { required: false, content: json(RotateSecretInput) } },
     responses: {
@@ -321,13 +275,6 @@ const replayWebhook = route(
     method: "post",
     path: "/webhooks/{id}/replay",
     operationId: "replayWebhook",
-    summary: "Replay finished deliveries: the dead letter queue, or a window of time",
-    description:
-      "Without a body, every dead-lettered delivery starts again. With one, the deliveries created in " +
-      "[since, until) whose status is in `status` (dead_lettered when absent) do. Each starts a new round " +
-      "of attempts with its original event id and body (receivers deduplicate on webhook-id). Deliveries " +
-      "still waiting or in flight are left alone. One call replays at most WEBHOOK_REPLAY_MAX (1000) " +
-      "deliveries; a window holding more is a 422: narrow it.",
     use: [emptyBodyIsNoBody],
     request: { params: WebhookIdParam, body: { required: false, content: json(ReplayInput) } },
     responses: {
@@ -349,12 +296,6 @@ const previewFilter = route(
     method: "post",
     path: "/webhooks/filter-preview",
     operationId: "previewWebhookFilter",
-    summary: "Try a payload filter on the most recent recorded events before saving it",
-    description:
-      "Evaluates the CEL filter on the most recent events recorded for delivery (those of a kind some " +
-      "registration wanted), of the kinds in `events` (every kind when absent), newest first, at most `limit` " +
-      "(50 when absent, at most 500). Nothing is delivered or saved. A filter that does not parse or " +
-      "type-check is a 422 naming filter, as on POST /webhooks.",
     request: { body: jsonBody(FilterPreviewInput) },
     responses: {
       200: jsonResponse("how the filter judges each event", FilterPreview),
