@@ -1,7 +1,7 @@
 import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
 import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
@@ -30,14 +30,10 @@ const createKey = route(
       409: errorResponse("too many active keys"),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const key = await callService(deps, c, customerRpc.createApiKey, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-    });
-    return c.json(key, 201);
-  },
+  forward(customerRpc.createApiKey, 201, (c) => ({
+    username: c.req.valid("param").username,
+    asCustomer: actingCustomer(c.get("caller"), false)!,
+  })),
 );
 
 const listKeys = route(
@@ -68,15 +64,10 @@ const revokeKey = route(
     request: { params: ApiKeyIdParam },
     responses: { 204: { description: "revoked" } },
   },
-  (deps) => async (c) => {
+  forward(customerRpc.revokeApiKey, 204, (c) => {
     const { username, id } = c.req.valid("param");
-    await callService(deps, c, customerRpc.revokeApiKey, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-      keyId: id,
-    });
-    return c.body(null, 204);
-  },
+    return { username, asCustomer: actingCustomer(c.get("caller"), false)!, keyId: id };
+  }),
 );
 
 export const apiKeysRoutes: Route[] = [createKey, listKeys, revokeKey];

@@ -12,7 +12,15 @@ import {
   toCheeseFields,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
-import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
+import {
+  answerPassed,
+  callService,
+  forward,
+  idempotency,
+  idempotencyOf,
+  markReplayed,
+  passService,
+} from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
@@ -193,11 +201,7 @@ const deleteCheese = cheeseRoute(
       409: errorResponse("cheese has active orders and cannot be deleted"),
     },
   },
-  (deps) => async (c) => {
-    const { cheeseId } = c.req.valid("param");
-    await callService(deps, c, catalogueRpc.deleteCheese, { cheeseId, confirmed: true });
-    return c.body(null, 204);
-  },
+  forward(catalogueRpc.deleteCheese, 204, (c) => ({ ...c.req.valid("param"), confirmed: true })),
 );
 
 export const cheeseRoutes: Route[] = [

@@ -17,6 +17,7 @@ import { hourlyRate, type PlanLimits } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
+import type { GatewayDeps } from "../deps.ts";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
@@ -120,7 +121,6 @@ const login = (more: IdentityRouteDeps) =>
         ...c.req.valid("json"),
         issuer: deps.auth.issuer,
       });
-      c.header("Cache-Control", "no-store");
       c.header("X-Rate-Limit", String(hourlyRate(more.plans[plan])));
       c.header("X-Expires-After", expiresAt);
       return c.json({ token, expiresAt }, 200);
@@ -204,19 +204,9 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       // is through (the customer service's handlers/identity/password-changes.ts); the answer
       // waits for that.
       if (passwordVersion !== null) {
-        const known = await more.identity.revocations.whenCustomerRevoked(
-          customerId,
-          deps.rpcTimeoutMs,
-          passwordVersion,
-        );
-        if (!known) {
-          throw new RemoteError({
-            status: 503,
-            type: "service_unavailable",
-            message:
-              "the password is changed, but ending the other sessions and keys is taking longer; they will stop working shortly",
-          });
-        }
+        const late =
+          "the password is changed, but ending the other sessions and keys is taking longer; they will stop working shortly";
+        await untilRevoked(more, deps, customerId, late, passwordVersion);
       }
       return c.json(customer, 200);
     },
@@ -253,14 +243,9 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
       // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
       // once customer.deleted is through (the customer service's handlers/identity/erasure.ts): the
       // answer waits for that.
-      if (!(await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs))) {
-        throw new RemoteError({
-          status: 503,
-          type: "service_unavailable",
-          message:
-            "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly",
-        });
-      }
+      const late =
+        "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly";
+      await untilRevoked(more, deps, customerId, late);
       more.identity.customers.forget(customerId);
       return c.body(null, 204);
     },
@@ -275,6 +260,27 @@ export const customersRoutes = (more: IdentityRouteDeps): Route[] => [
   replaceCustomer(more),
   deleteCustomer(more),
 ];
+
+/**
+ * Waits until every replica refuses the customer's older credentials (below `passwordVersion`, or
+ * all of them); 503 saying `late` when that takes longer than a call to a service may.
+ */
+async function untilRevoked(
+  more: IdentityRouteDeps,
+  deps: GatewayDeps,
+  customerId: number,
+  late: string,
+  passwordVersion?: number,
+): Promise<void> {
+  if (await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion)) {
+    return;
+  }
+  throw new RemoteError({
+    status: 503,
+    type: "service_unavailable",
+    message: late,
+  });
+}
 
 /**
  * Whose rights the request carries to the customer service: the customer's own id, or null for

@@ -5,7 +5,8 @@ import {
   DeadLetterReplayed,
   notificationRpc,
 } from "@cheese/contracts";
-import { callService } from "../rpc.ts";
+import { noStore } from "../middleware/no-store.ts";
+import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
@@ -27,13 +28,11 @@ const listDeadLetters = route(
     method: "get",
     path: "/dead-letters",
     operationId: "listDeadLetters",
+    use: [noStore],
     request: { query: DeadLetterListQuery },
     responses: { 200: jsonResponse("a page of dead letters", DeadLetterList) },
   },
-  (deps) => async (c) => {
-    c.header("Cache-Control", "no-store");
-    return c.json(await callService(deps, c, notificationRpc.listDeadLetters, c.req.valid("query")), 200);
-  },
+  forward(notificationRpc.listDeadLetters, 200, (c) => c.req.valid("query")),
 );
 
 const replayDeadLetter = route(
@@ -47,8 +46,7 @@ const replayDeadLetter = route(
       202: jsonResponse("the event is on its way to its consumer", DeadLetterReplayed),
     },
   },
-  (deps) => async (c) =>
-    c.json(await callService(deps, c, notificationRpc.replayDeadLetter, c.req.valid("param")), 202),
+  forward(notificationRpc.replayDeadLetter, 202, (c) => c.req.valid("param")),
 );
 
 const deleteDeadLetter = route(
@@ -59,10 +57,7 @@ const deleteDeadLetter = route(
     request: { params: DeadLetterIdParam },
     responses: { ...notFound, 204: { description: "discarded" } },
   },
-  (deps) => async (c) => {
-    await callService(deps, c, notificationRpc.deleteDeadLetter, c.req.valid("param"));
-    return c.body(null, 204);
-  },
+  forward(notificationRpc.deleteDeadLetter, 204, (c) => c.req.valid("param")),
 );
 
 export const deadLettersRoutes: Route[] = [listDeadLetters, replayDeadLetter, deleteDeadLetter];

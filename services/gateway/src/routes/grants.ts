@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
@@ -52,12 +52,10 @@ const revokeGrant = route(
       404: errorResponse("no live grant of this customer has that id"),
     },
   },
-  (deps) => async (c) => {
+  forward(identityRpc.revokeGrant, 204, (c) => {
     const { username, id } = c.req.valid("param");
-    const customerId = ownCustomer(c.get("caller"), username);
-    await callService(deps, c, identityRpc.revokeGrant, { customerId, grantId: id });
-    return c.body(null, 204);
-  },
+    return { customerId: ownCustomer(c.get("caller"), username), grantId: id };
+  }),
 );
 
 export const grantsRoutes: Route[] = [listGrants, revokeGrant];

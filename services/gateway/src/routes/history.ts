@@ -10,7 +10,7 @@ import {
 } from "@cheese/contracts";
 import type { AccessRule } from "../auth/access.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
 import { actorOf } from "./orders.ts";
@@ -39,11 +39,7 @@ const cheeseHistory = route(
       404: errorResponse("no cheese ever had this id"),
     },
   },
-  (deps) => async (c) => {
-    const { cheeseId } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    return c.json(await callService(deps, c, historyRpc.cheese, { cheeseId, cursor, limit }), 200);
-  },
+  forward(historyRpc.cheese, 200, (c) => ({ ...c.req.valid("param"), ...c.req.valid("query") })),
 );
 
 const orderHistory = route(
@@ -60,17 +56,11 @@ const orderHistory = route(
       404: errorResponse("order not found"),
     },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    const page = await callService(deps, c, historyRpc.order, {
-      orderId,
-      actor: actorOf(c.get("caller")),
-      cursor,
-      limit,
-    });
-    return c.json(page, 200);
-  },
+  forward(historyRpc.order, 200, (c) => ({
+    ...c.req.valid("param"),
+    actor: actorOf(c.get("caller")),
+    ...c.req.valid("query"),
+  })),
 );
 
 const customerHistory = route(
@@ -89,17 +79,11 @@ const customerHistory = route(
       404: errorResponse("customer not found"),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    const page = await callService(deps, c, historyRpc.customer, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-      cursor,
-      limit,
-    });
-    return c.json(page, 200);
-  },
+  forward(historyRpc.customer, 200, (c) => ({
+    ...c.req.valid("param"),
+    asCustomer: actingCustomer(c.get("caller"), false)!,
+    ...c.req.valid("query"),
+  })),
 );
 
 export const historyRoutes: Route[] = [cheeseHistory, orderHistory, customerHistory];

@@ -16,7 +16,7 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
-import { described } from "./route.ts";
+import { atRoot, described, type Operation } from "./route.ts";
 
 /**
  * The routes of the authorization server. They are documented from these definitions like every
@@ -24,12 +24,7 @@ import { described } from "./route.ts";
  * form-encoding and HTML and answer RFC 6749 errors, so their handlers read their own parameters
  * instead of going through the API's validation.
  */
-const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
-const publicAccess: { [name: string]: string[] }[] = [];
-
 const html = { "text/html": { schema: z.string() } };
-/** Every route of the gateway counts against the caller's rate limit. */
-const rateLimited = { 429: commonResponses[429] };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
 const location = {
@@ -39,29 +34,35 @@ const location = {
 const redirect = (description: string) => ({ description, headers: { Location: location } });
 const oauthError = (description: string) => jsonResponse(description, OAuthErrorBody);
 
-const authorizePageRoute = described({
+/**
+ * An endpoint of the authorization server: on the gateway root, public, and counted against the
+ * caller's rate limit like every route of the gateway.
+ */
+const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) =>
+  described({
+    ...operation,
+    tags: ["OAuth 2.0"],
+    servers: atRoot,
+    security: [],
+    responses: { ...operation.responses, 429: commonResponses[429] },
+  });
+
+const authorizePageRoute = endpoint({
   method: "get",
   path: "/oauth/authorize",
   operationId: "oauthAuthorize",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   request: { query: AuthorizationQuery },
   responses: {
     200: { description: "the HTML sign-in and consent page", content: html },
     302: redirect("a problem with the request, reported to the client (error, error_description, state)"),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
-    ...rateLimited,
   },
 });
 
-const signInRoute = described({
+const signInRoute = endpoint({
   method: "post",
   path: "/oauth/authorize",
   operationId: "oauthSignIn",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: SignInForm } } },
   },
@@ -71,17 +72,13 @@ const signInRoute = described({
     ),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
     401: { description: "wrong username or password: the page again, with the problem", content: problem },
-    ...rateLimited,
   },
 });
 
-const tokenRoute = described({
+const tokenRoute = endpoint({
   method: "post",
   path: "/oauth/token",
   operationId: "oauthToken",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenRequest } } },
   },
@@ -89,17 +86,13 @@ const tokenRoute = described({
     200: jsonResponse("the tokens", TokenResponse),
     400: oauthError("invalid_request, invalid_grant, invalid_scope, unsupported_grant_type"),
     401: oauthError("invalid_client"),
-    ...rateLimited,
   },
 });
 
-const revokeRoute = described({
+const revokeRoute = endpoint({
   method: "post",
   path: "/oauth/revoke",
   operationId: "oauthRevoke",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationRequest } } },
   },
@@ -107,33 +100,24 @@ const revokeRoute = described({
     200: { description: "revoked, or nothing to revoke" },
     400: oauthError("invalid_request"),
     401: oauthError("invalid_client"),
-    ...rateLimited,
   },
 });
 
-const jwksRoute = described({
+const jwksRoute = endpoint({
   method: "get",
   path: "/.well-known/jwks.json",
   operationId: "jwks",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   responses: {
     200: jsonResponse("a JWK set", JwkSet),
-    ...rateLimited,
   },
 });
 
-const metadataRoute = described({
+const metadataRoute = endpoint({
   method: "get",
   path: "/.well-known/oauth-authorization-server",
   operationId: "authorizationServerMetadata",
-  tags: ["OAuth 2.0"],
-  servers: atRoot,
-  security: publicAccess,
   responses: {
     200: jsonResponse("the metadata", AuthorizationServerMetadata),
-    ...rateLimited,
   },
 });
 

@@ -14,7 +14,15 @@ import { HTTPException } from "hono/http-exception";
 import type { AccessRule } from "../auth/access.ts";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
+import {
+  answerPassed,
+  callService,
+  forward,
+  idempotency,
+  idempotencyOf,
+  markReplayed,
+  passService,
+} from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
@@ -149,11 +157,10 @@ const cancelOrder = route(
       409: errorResponse("order already shipped"),
     },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    await callService(deps, c, orderingRpc.cancelOrder, { orderId, actor: actorOf(c.get("caller")) });
-    return c.body(null, 204);
-  },
+  forward(orderingRpc.cancelOrder, 204, (c) => ({
+    ...c.req.valid("param"),
+    actor: actorOf(c.get("caller")),
+  })),
 );
 
 /** Shipping and delivering: operators only (`fulfilOrders`), answering the order. */

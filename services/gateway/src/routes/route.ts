@@ -26,6 +26,9 @@ export function described(operation: Operation): RouteConfig {
   return { method, path, operationId, tags, ...operationText[operationId], ...rest };
 }
 
+/** The servers of an operation served at the gateway root, outside /v2. */
+export const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
+
 /** What a route declares besides its OpenAPI operation: who may call it and its own middleware. */
 interface Access {
   /** Who may call it: the operation's OpenAPI `security` and the middleware that enforces it. */

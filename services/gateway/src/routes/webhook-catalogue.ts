@@ -12,11 +12,11 @@ import type { Hono } from "hono";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { described, route } from "./route.ts";
+import { atRoot, described, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -25,7 +25,6 @@ import { described, route } from "./route.ts";
  * all made from the contracts' `webhookEventData` (`webhook-documents.ts` there).
  */
 const tags = ["Webhook events"];
-const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
 
 // The bodies are serialised once; the schemas below describe them.
 const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
@@ -79,7 +78,7 @@ const signingKeys = route(
     access: { public: true },
     responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
   },
-  (deps) => async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {}), 200),
+  forward(notificationRpc.signingKeys, 200, () => ({})),
 );
 
 /** The same key set at the gateway root, outside /v2 (a plain route, described in the document). */
@@ -112,11 +111,10 @@ const rotateSigningKey = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
+  forward(notificationRpc.rotateSigningKey, 200, (c) => {
     const { overlapSeconds } = c.req.valid("json");
-    const overlapMs = overlapSeconds === undefined ? undefined : overlapSeconds * 1000;
-    return c.json(await callService(deps, c, notificationRpc.rotateSigningKey, { overlapMs }), 200);
-  },
+    return { overlapMs: overlapSeconds === undefined ? undefined : overlapSeconds * 1000 };
+  }),
 );
 
 /**

@@ -20,7 +20,8 @@ import {
   WebhookPatch,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
-import { callService } from "../rpc.ts";
+import { noStore } from "../middleware/no-store.ts";
+import { callService, forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { errorResponse, json, jsonBody, jsonResponse, validationErrorResponse } from "./responses.ts";
@@ -41,6 +42,7 @@ const createWebhook = route(
     method: "post",
     path: "/webhooks",
     operationId: "createWebhook",
+    use: [noStore],
     request: { body: jsonBody(WebhookInput) },
     responses: {
       201: jsonResponse("the registration, with its secret (shown only here)", WebhookCreated),
@@ -62,7 +64,6 @@ const createWebhook = route(
       auth,
     });
     c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
-    c.header("Cache-Control", "no-store");
     return c.json(created, 201);
   },
 );
@@ -75,8 +76,7 @@ const listWebhooks = route(
     request: { query: WebhookListQuery },
     responses: { 200: jsonResponse("a page of registrations", WebhookList) },
   },
-  (deps) => async (c) =>
-    c.json(await callService(deps, c, notificationRpc.listWebhooks, c.req.valid("query")), 200),
+  forward(notificationRpc.listWebhooks, 200, (c) => c.req.valid("query")),
 );
 
 const getWebhook = route(
@@ -87,10 +87,7 @@ const getWebhook = route(
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration", Webhook) },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    return c.json(await callService(deps, c, notificationRpc.getWebhook, { webhookId }), 200);
-  },
+  forward(notificationRpc.getWebhook, 200, (c) => ({ webhookId: c.req.valid("param").id })),
 );
 
 const deleteWebhook = route(
@@ -101,10 +98,7 @@ const deleteWebhook = route(
     request: { params: WebhookIdParam },
     responses: { ...notFound, 204: { description: "deleted" } },
   },
-  (deps) => async (c) => {
-    await callService(deps, c, notificationRpc.deleteWebhook, { webhookId: c.req.valid("param").id });
-    return c.body(null, 204);
-  },
+  forward(notificationRpc.deleteWebhook, 204, (c) => ({ webhookId: c.req.valid("param").id })),
 );
 
 const listDeliveries = route(
@@ -115,14 +109,10 @@ const listDeliveries = route(
     request: { params: WebhookIdParam, query: DeliveryListQuery },
     responses: { ...notFound, 200: jsonResponse("a page of deliveries", DeliveryList) },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    const page = await callService(deps, c, notificationRpc.listDeliveries, {
-      webhookId,
-      ...c.req.valid("query"),
-    });
-    return c.json(page, 200);
-  },
+  forward(notificationRpc.listDeliveries, 200, (c) => ({
+    webhookId: c.req.valid("param").id,
+    ...c.req.valid("query"),
+  })),
 );
 
 const getDelivery = route(
@@ -130,18 +120,17 @@ const getDelivery = route(
     method: "get",
     path: "/webhooks/{id}/deliveries/{deliveryId}",
     operationId: "getWebhookDelivery",
+    use: [noStore],
     request: { params: DeliveryIdParam },
     responses: {
       ...deliveryNotFound,
       200: jsonResponse("the delivery", DeliveryDetail),
     },
   },
-  (deps) => async (c) => {
+  forward(notificationRpc.getDelivery, 200, (c) => {
     const { id, deliveryId } = c.req.valid("param");
-    const delivery = await callService(deps, c, notificationRpc.getDelivery, { webhookId: id, deliveryId });
-    c.header("Cache-Control", "no-store");
-    return c.json(delivery, 200);
-  },
+    return { webhookId: id, deliveryId };
+  }),
 );
 
 const resendDelivery = route(
@@ -156,13 +145,10 @@ const resendDelivery = route(
       409: errorResponse("the delivery is still on its way (or cancelled)"),
     },
   },
-  (deps) => async (c) => {
+  forward(notificationRpc.resendDelivery, 202, (c) => {
     const { id, deliveryId } = c.req.valid("param");
-    return c.json(
-      await callService(deps, c, notificationRpc.resendDelivery, { webhookId: id, deliveryId }),
-      202,
-    );
-  },
+    return { webhookId: id, deliveryId };
+  }),
 );
 
 const testWebhook = route(
@@ -179,10 +165,7 @@ const testWebhook = route(
       },
     },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    return c.json(await callService(deps, c, notificationRpc.sendTestEvent, { webhookId }), 202);
-  },
+  forward(notificationRpc.sendTestEvent, 202, (c) => ({ webhookId: c.req.valid("param").id })),
 );
 
 const updateWebhook = route(
@@ -224,10 +207,7 @@ const pauseWebhook = route(
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration, paused", Webhook) },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    return c.json(await callService(deps, c, notificationRpc.pauseWebhook, { webhookId }), 200);
-  },
+  forward(notificationRpc.pauseWebhook, 200, (c) => ({ webhookId: c.req.valid("param").id })),
 );
 
 const resumeWebhook = route(
@@ -238,10 +218,7 @@ const resumeWebhook = route(
     request: { params: WebhookIdParam },
     responses: { ...notFound, 200: jsonResponse("the registration, active", Webhook) },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    return c.json(await callService(deps, c, notificationRpc.resumeWebhook, { webhookId }), 200);
-  },
+  forward(notificationRpc.resumeWebhook, 200, (c) => ({ webhookId: c.req.valid("param").id })),
 );
 
 const rotateSecret = route(
@@ -249,7 +226,7 @@ const rotateSecret = route(
     method: "post",
     path: "/webhooks/{id}/rotate-secret",
     operationId: "rotateWebhookSecret",
-    use: [emptyBodyIsNoBody],
+    use: [noStore, emptyBodyIsNoBody],
     request: { params: WebhookIdParam, body: { required: false, content: json(RotateSecretInput) } },
     responses: {
       ...notFound,
@@ -257,17 +234,11 @@ const rotateSecret = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
+  forward(notificationRpc.rotateSecret, 200, (c) => {
     const { secret, overlapSeconds } = c.req.valid("json");
-    const rotated = await callService(deps, c, notificationRpc.rotateSecret, {
-      webhookId,
-      secret,
-      overlapMs: overlapSeconds === undefined ? undefined : overlapSeconds * 1000,
-    });
-    c.header("Cache-Control", "no-store");
-    return c.json(rotated, 200);
-  },
+    const overlapMs = overlapSeconds === undefined ? undefined : overlapSeconds * 1000;
+    return { webhookId: c.req.valid("param").id, secret, overlapMs };
+  }),
 );
 
 const replayWebhook = route(
@@ -283,12 +254,10 @@ const replayWebhook = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
+  forward(notificationRpc.replayDeliveries, 202, (c) => {
     const { since, until, status } = c.req.valid("json");
-    const replay = { webhookId, since, until, statuses: status };
-    return c.json(await callService(deps, c, notificationRpc.replayDeliveries, replay), 202);
-  },
+    return { webhookId: c.req.valid("param").id, since, until, statuses: status };
+  }),
 );
 
 const previewFilter = route(
@@ -302,11 +271,10 @@ const previewFilter = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
+  forward(notificationRpc.previewFilter, 200, (c) => {
     const { filter, events, limit } = c.req.valid("json");
-    const preview = { filter, events, limit: limit ?? 50 };
-    return c.json(await callService(deps, c, notificationRpc.previewFilter, preview), 200);
-  },
+    return { filter, events, limit: limit ?? 50 };
+  }),
 );
 
 export const webhooksRoutes: Route[] = [
