@@ -3,20 +3,18 @@ import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
 import { callService, forward } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
-
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's keys, or credentials of the wrong kind"),
-  404: errorResponse("customer or key not found"),
-};
 
 const route = routes({
   tags: ["API keys"],
   access: { bearer: true },
   use: [noStore],
-  responses: { ...commonResponses, ...credentialResponses },
+  responses: {
+    ...commonResponses,
+    ...credentialResponses("another customer's keys, or credentials of the wrong kind"),
+    404: errorResponse("customer or key not found"),
+  },
 });
 
 const createKey = route(

@@ -23,6 +23,7 @@ import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import {
   commonResponses,
+  credentialResponses,
   errorResponse,
   json,
   jsonBody,
@@ -40,10 +41,10 @@ export interface IdentityRouteDeps {
 
 const customerJson = { "application/json": { schema: Customer } };
 const customerBody = jsonBody(CustomerInput);
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's account, or credentials of the wrong kind"),
-};
+const ownAccount = credentialResponses("another customer's account, or credentials of the wrong kind");
+const passwordChecked = credentialResponses(
+  "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+);
 
 const register = route(
   {
@@ -134,7 +135,7 @@ const logout = (more: IdentityRouteDeps) =>
       path: "/customer/logout",
       operationId: "logoutCustomer",
       access: { bearer: true },
-      responses: { ...credentialResponses, 204: { description: "logged out" } },
+      responses: { ...ownAccount, 204: { description: "logged out" } },
     },
     () => async (c) => {
       const token = c.get("caller").token;
@@ -151,7 +152,7 @@ const getCustomer = route(
     access: { apiKey: true, bearer: true },
     request: { params: UsernameParam },
     responses: {
-      ...credentialResponses,
+      ...ownAccount,
       200: { description: "the customer", content: customerJson },
       404: errorResponse("customer not found"),
     },
@@ -178,10 +179,7 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
         body: jsonBody(CustomerUpdateInput),
       },
       responses: {
-        401: credentialResponses[401],
-        403: errorResponse(
-          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-        ),
+        ...passwordChecked,
         200: { description: "the customer", content: customerJson },
         404: errorResponse("customer not found"),
         409: errorResponse("the new username or email belongs to someone else"),
@@ -224,10 +222,7 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
         body: jsonBody(CustomerDeletion),
       },
       responses: {
-        401: credentialResponses[401],
-        403: errorResponse(
-          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-        ),
+        ...passwordChecked,
         204: { description: "erased" },
         404: errorResponse("customer not found"),
         422: validationErrorResponse,

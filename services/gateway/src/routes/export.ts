@@ -2,7 +2,7 @@ import { CustomerExport, customerRpc, orderingRpc, UsernameParam } from "@cheese
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 const exportCustomer = route(
@@ -17,8 +17,7 @@ const exportCustomer = route(
     responses: {
       ...commonResponses,
       200: jsonResponse("the export", CustomerExport),
-      401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-      403: errorResponse("another customer's account, or credentials of the wrong kind"),
+      ...credentialResponses("another customer's account, or credentials of the wrong kind"),
       404: errorResponse("customer not found, or erased"),
     },
   },

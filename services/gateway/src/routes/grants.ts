@@ -4,7 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService, forward } from "../rpc.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
 /**
@@ -12,16 +12,14 @@ import { type Route, routes } from "./route.ts";
  * in the customer service, with the authorization server; a customer reaches only its own (403
  * for any other username, existing or not, as everywhere under /customer).
  */
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's grants, or credentials of the wrong kind"),
-};
-
 const route = routes({
   tags: ["OAuth 2.0"],
   access: { bearer: true },
   use: [noStore],
-  responses: { ...commonResponses, ...credentialResponses },
+  responses: {
+    ...commonResponses,
+    ...credentialResponses("another customer's grants, or credentials of the wrong kind"),
+  },
 });
 
 const listGrants = route(

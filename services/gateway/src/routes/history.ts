@@ -14,7 +14,7 @@ import { forward } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
 import { actorOf } from "./orders.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
 const route = routes({ responses: commonResponses });
@@ -74,8 +74,7 @@ const customerHistory = route(
     request: { params: UsernameParam, query: HistoryQuery },
     responses: {
       200: jsonResponse("a page of the account's history", CustomerHistory),
-      401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-      403: errorResponse("only the customer may read their account's history"),
+      ...credentialResponses("only the customer may read their account's history"),
       404: errorResponse("customer not found"),
     },
   },
