@@ -17,12 +17,12 @@ import { actorOf } from "./orders.ts";
 import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
-const route = routes({ responses: commonResponses });
-
 /**
  * The history of an aggregate: every change to a cheese, an order or one's own account, oldest
  * first, as `{type, at, data}` with public facts only. Paginated like every list.
  */
+const route = routes({ responses: commonResponses });
+
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
 
