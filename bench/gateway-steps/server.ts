@@ -141,6 +141,7 @@ function app(): { fetch: (request: Request, env: unknown) => Response | Promise<
       {
         method: "get",
         path: "/cheeses/{cheeseId}",
+        operationId: "getCheeseById",
         access: { apiKey: true, bearer: true, oauth: ["read:cheeses"] },
         request: { params: CheeseIdParam },
         responses: { 200: { description: "the cheese" } },

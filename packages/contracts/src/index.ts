@@ -9,6 +9,7 @@ export * from "./identity.ts";
 export * from "./oauth.ts";
 export * from "./openapi-document.ts";
 export { operationExamples, withExamples } from "./openapi-examples.ts";
+export { type OperationId, operationText } from "./openapi-text.ts";
 export * from "./operator-session.ts";
 export * from "./order.ts";
 export * from "./paging.ts";

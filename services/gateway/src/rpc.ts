@@ -11,6 +11,7 @@ import { contextHeaders, histogram, type IdempotencyKey, seriesOf } from "@chees
 import type { Context, MiddlewareHandler, TypedResponse } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { JSONParsed } from "hono/utils/types";
 import type { z } from "zod";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -38,6 +39,25 @@ export function callService<Req extends z.ZodType, Res extends z.ZodType>(
   return timed(definition.subject, () =>
     callRpc(deps.bus, definition, payload, callOptions(deps, c, options.timeoutMs)),
   );
+}
+
+/**
+ * The handler of a route that only forwards: the request's validated input (`payload(c)`) to the
+ * service, and its reply as the answer with `status` (204: no body).
+ */
+export function forward<
+  C extends Context<GatewayEnv, string, {}>,
+  Req extends z.ZodType,
+  Res extends z.ZodType,
+  S extends ContentfulStatusCode | 204,
+>(definition: RpcDefinition<Req, Res>, status: S, payload: (c: C) => z.input<Req>) {
+  type Answer = S extends 204
+    ? Response & TypedResponse<null, 204, "body">
+    : Response & TypedResponse<JSONParsed<z.output<Res>>, S, "json">;
+  return (deps: GatewayDeps) => async (c: C) => {
+    const reply = await callService(deps, c, definition, payload(c));
+    return (status === 204 ? c.body(null, 204) : c.json(reply, status as ContentfulStatusCode)) as Answer;
+  };
 }
 
 /** JSON text of a `T` as a service encoded it (typed for the route it answers). */

@@ -1,4 +1,4 @@
-import { operationExamples, webhookEventKinds } from "@cheese/contracts";
+import { operationExamples, operationText, webhookEventKinds } from "@cheese/contracts";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -84,6 +84,23 @@ describe("the OpenAPI document", () => {
     ]);
     expect(problems).toEqual([]);
     for (const tag of document.tags) expect(tag.description, tag.name).toBeTruthy();
+  });
+
+  it("serves the text of every route the contracts describe, and no other", () => {
+    // The webhooks section's operations are made from the events' own text (webhook-documents.ts).
+    const served = operations(document)
+      .filter(({ where }) => where.startsWith("#/paths/"))
+      .map(({ operation }) => operation);
+    expect(served.map((operation) => operation.operationId).sort()).toEqual(
+      Object.keys(operationText).sort(),
+    );
+    for (const operation of served) {
+      const { summary, description } = operationText[operation.operationId as keyof typeof operationText];
+      expect({ summary: operation.summary, description: operation.description }).toEqual({
+        summary,
+        description,
+      });
+    }
   });
 
   it("has an example on every request body, response body and webhook payload (images' bytes aside)", () => {

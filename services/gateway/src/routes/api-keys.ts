@@ -1,22 +1,20 @@
 import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
-
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's keys, or credentials of the wrong kind"),
-  404: errorResponse("customer or key not found"),
-};
 
 const route = routes({
   tags: ["API keys"],
   access: { bearer: true },
   use: [noStore],
-  responses: { ...commonResponses, ...credentialResponses },
+  responses: {
+    ...commonResponses,
+    ...credentialResponses("another customer's keys, or credentials of the wrong kind"),
+    404: errorResponse("customer or key not found"),
+  },
 });
 
 const createKey = route(
@@ -24,23 +22,16 @@ const createKey = route(
     method: "post",
     path: "/customer/{username}/apiKeys",
     operationId: "createApiKey",
-    summary: "Issue a personal API key (shown once; valid 90 days)",
-    description:
-      "The key acts for its customer with X-API-Key: it reads what the customer may read. It is stored only as a hash; this response is the only time it is shown.",
     request: { params: UsernameParam },
     responses: {
       201: jsonResponse("the new key", IssuedApiKey),
       409: errorResponse("too many active keys"),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const key = await callService(deps, c, customerRpc.createApiKey, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-    });
-    return c.json(key, 201);
-  },
+  forward(customerRpc.createApiKey, 201, (c) => ({
+    username: c.req.valid("param").username,
+    asCustomer: actingCustomer(c.get("caller"), false)!,
+  })),
 );
 
 const listKeys = route(
@@ -48,9 +39,6 @@ const listKeys = route(
     method: "get",
     path: "/customer/{username}/apiKeys",
     operationId: "listApiKeys",
-    summary: "List one's keys that are not revoked (without the keys themselves)",
-    description:
-      "The customer's keys that are not revoked, with their prefix, plan and dates; the keys themselves were shown once, at creation.",
     request: { params: UsernameParam },
     responses: {
       200: jsonResponse("the keys", z.array(ApiKeySummary)),
@@ -71,21 +59,13 @@ const revokeKey = route(
     method: "delete",
     path: "/customer/{username}/apiKeys/{id}",
     operationId: "revokeApiKey",
-    summary: "Revoke a key: it stops working on every gateway within a second",
-    description:
-      "The key is refused from then on, on every gateway; an unknown or already revoked id is 404.",
     request: { params: ApiKeyIdParam },
     responses: { 204: { description: "revoked" } },
   },
-  (deps) => async (c) => {
+  forward(customerRpc.revokeApiKey, 204, (c) => {
     const { username, id } = c.req.valid("param");
-    await callService(deps, c, customerRpc.revokeApiKey, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-      keyId: id,
-    });
-    return c.body(null, 204);
-  },
+    return { username, asCustomer: actingCustomer(c.get("caller"), false)!, keyId: id };
+  }),
 );
 
 export const apiKeysRoutes: Route[] = [createKey, listKeys, revokeKey];

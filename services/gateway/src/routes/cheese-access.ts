@@ -1,5 +1,5 @@
 import type { AccessRule } from "../auth/access.ts";
-import { commonResponses, errorResponse } from "./responses.ts";
+import { commonResponses, credentialResponses } from "./responses.ts";
 import { routes } from "./route.ts";
 
 /** cheesy_oauth with write:cheeses, for every cheese write. */
@@ -12,10 +12,7 @@ export const writeCheeses: AccessRule = { oauth: ["write:cheeses"] };
 export const readWithApiKey: AccessRule = { apiKey: true, bearer: true, oauth: ["read:cheeses"] };
 
 /** What the access rule of a cheese route may answer. */
-export const authResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("the credentials do not grant this operation"),
-};
+export const authResponses = credentialResponses("the credentials do not grant this operation");
 
 /** A route of the catalogue: tagged Cheeses, with the answers of every one and its access rule's. */
 export const cheeseRoute = routes({ tags: ["Cheeses"], responses: { ...commonResponses, ...authResponses } });

@@ -23,10 +23,6 @@ const listCheeses = cheeseRoute(
     method: "get",
     path: "/cheeses",
     operationId: "listCheeses",
-    summary: "List cheeses (paginated)",
-    description:
-      "Keyset pagination: nextCursor stays valid while cheeses are added or removed. A request with a " +
-      "cursor may leave out sort and filters (the cursor's apply); stating different ones is 400.",
     access: { apiKey: true, oauth: ["read:cheeses"] },
     request: { query: CheeseListQuery },
     responses: {
@@ -68,9 +64,6 @@ const findByStatus = cheeseRoute(
     method: "get",
     path: "/cheeses/findByStatus",
     operationId: "findCheesesByStatus",
-    summary: "Find cheeses by status",
-    description:
-      "Every cheese with any of the statuses given (comma separated), as one unpaginated array; an unknown status is 400.",
     access: { oauth: ["read:cheeses"] },
     request: { query: FindByStatusQuery },
     responses: {
@@ -92,8 +85,6 @@ const findByTags = cheeseRoute(
     method: "get",
     path: "/cheeses/findByTags",
     operationId: "findCheesesByTags",
-    summary: "Find cheeses by tags",
-    description: "Deprecated: use GET /cheeses with the tags query parameter.",
     deprecated: true,
     access: { oauth: ["read:cheeses"] },
     request: { query: FindByTagsQuery },

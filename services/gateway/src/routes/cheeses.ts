@@ -12,7 +12,15 @@ import {
   toCheeseFields,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
-import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
+import {
+  answerPassed,
+  callService,
+  forward,
+  idempotency,
+  idempotencyOf,
+  markReplayed,
+  passService,
+} from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
@@ -35,8 +43,6 @@ const addCheese = cheeseRoute(
     method: "post",
     path: "/cheeses",
     operationId: "addCheese",
-    summary: "Add a cheese",
-    description: "The name must be unique within its category.",
     access: writeCheeses,
     use: [idempotency()],
     request: {
@@ -91,8 +97,6 @@ const replaceCheese = cheeseRoute(
     method: "put",
     path: "/cheeses",
     operationId: "updateCheese",
-    summary: "Replace a cheese",
-    description: "The id must match an existing cheese; omitted optional fields are reset.",
     access: writeCheeses,
     request: { headers: ifMatchHeader, body: jsonBody(CheeseReplacement) },
     responses: changeResponses,
@@ -114,10 +118,6 @@ const getCheese = cheeseRoute(
     method: "get",
     path: "/cheeses/{cheeseId}",
     operationId: "getCheeseById",
-    summary: "Find a cheese by id",
-    description:
-      "The cheese with its ETag (its revision): send it back in If-None-Match to get 304 when unchanged, or in If-Match on a write to refuse it when someone changed the cheese meanwhile. " +
-      "With asOf, the cheese as it was at that moment (its events up to then), with the ETag of the revision it was at and X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet or was already deleted.",
     access: readWithApiKey,
     request: { params: CheeseIdParam, query: asOfQuery(deps.clock) },
     responses: {
@@ -156,10 +156,6 @@ const updateCheese = cheeseRoute(
     method: "post",
     path: "/cheeses/{cheeseId}",
     operationId: "updateCheeseWithForm",
-    summary: "Update a cheese partially",
-    description:
-      "Only provided fields are updated: name and status as query parameters, and any CheeseInput " +
-      "field in an optional JSON body, merged (the query parameters win).",
     access: writeCheeses,
     use: [emptyBodyIsNoBody],
     request: {
@@ -189,10 +185,6 @@ const deleteCheese = cheeseRoute(
     method: "delete",
     path: "/cheeses/{cheeseId}",
     operationId: "deleteCheese",
-    summary: "Delete a cheese",
-    description:
-      "Permanent removal, cannot be undone. Placed orders for the cheese are cancelled; approved " +
-      "or shipped ones make it 409.",
     access: writeCheeses,
     request: {
       params: CheeseIdParam,
@@ -209,11 +201,7 @@ const deleteCheese = cheeseRoute(
       409: errorResponse("cheese has active orders and cannot be deleted"),
     },
   },
-  (deps) => async (c) => {
-    const { cheeseId } = c.req.valid("param");
-    await callService(deps, c, catalogueRpc.deleteCheese, { cheeseId, confirmed: true });
-    return c.body(null, 204);
-  },
+  forward(catalogueRpc.deleteCheese, 204, (c) => ({ ...c.req.valid("param"), confirmed: true })),
 );
 
 export const cheeseRoutes: Route[] = [

@@ -17,11 +17,13 @@ import { hourlyRate, type PlanLimits } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { Plan } from "../auth/credentials.ts";
+import type { GatewayDeps } from "../deps.ts";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import {
   commonResponses,
+  credentialResponses,
   errorResponse,
   json,
   jsonBody,
@@ -39,18 +41,16 @@ export interface IdentityRouteDeps {
 
 const customerJson = { "application/json": { schema: Customer } };
 const customerBody = jsonBody(CustomerInput);
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's account, or credentials of the wrong kind"),
-};
+const ownAccount = credentialResponses("another customer's account, or credentials of the wrong kind");
+const passwordChecked = credentialResponses(
+  "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
+);
 
 const register = route(
   {
     method: "post",
     path: "/customer",
     operationId: "createCustomer",
-    summary: "Register an account",
-    description: "Username and email must be unique (case-insensitively). Public.",
     access: { public: true },
     request: { body: customerBody },
     responses: {
@@ -72,9 +72,6 @@ const registerMany = route(
     method: "post",
     path: "/customer/createMultiple",
     operationId: "createCustomersWithArray",
-    summary: "Register up to 100 accounts",
-    description:
-      "Each element is validated and registered on its own, in order: partial success is possible, and a duplicate of an earlier element fails with its index. Public. Each element counts as one request against the caller's rate limit: a batch larger than the plan's burst is 422, one the bucket cannot cover now is 429 with Retry-After.",
     access: { public: true },
     request: {
       body: jsonBody(CustomerBatchInput),
@@ -98,9 +95,6 @@ const login = (more: IdentityRouteDeps) =>
       method: "post",
       path: "/customer/login",
       operationId: "loginCustomer",
-      summary: "Log in: a bearer token for 24 hours",
-      description:
-        "Checks the username and password and answers a session token (JWT) valid 24 hours, sent as `Authorization: Bearer`. X-Rate-Limit tells the requests per hour of the customer's plan.",
       access: { public: true },
       request: { body: jsonBody(LoginInput) },
       responses: {
@@ -128,7 +122,6 @@ const login = (more: IdentityRouteDeps) =>
         ...c.req.valid("json"),
         issuer: deps.auth.issuer,
       });
-      c.header("Cache-Control", "no-store");
       c.header("X-Rate-Limit", String(hourlyRate(more.plans[plan])));
       c.header("X-Expires-After", expiresAt);
       return c.json({ token, expiresAt }, 200);
@@ -141,11 +134,8 @@ const logout = (more: IdentityRouteDeps) =>
       method: "get",
       path: "/customer/logout",
       operationId: "logoutCustomer",
-      summary: "End the session: the token stops working on every gateway within a second",
-      description:
-        "Revokes the bearer token that made the call; other sessions of the customer go on working.",
       access: { bearer: true },
-      responses: { ...credentialResponses, 204: { description: "logged out" } },
+      responses: { ...ownAccount, 204: { description: "logged out" } },
     },
     () => async (c) => {
       const token = c.get("caller").token;
@@ -159,13 +149,10 @@ const getCustomer = route(
     method: "get",
     path: "/customer/{username}",
     operationId: "getCustomerByName",
-    summary: "Read an account (a customer only its own; an operator key anyone's)",
-    description:
-      "A customer reads only its own account (anyone else's is 403); an operator API key reads any.",
     access: { apiKey: true, bearer: true },
     request: { params: UsernameParam },
     responses: {
-      ...credentialResponses,
+      ...ownAccount,
       200: { description: "the customer", content: customerJson },
       404: errorResponse("customer not found"),
     },
@@ -186,19 +173,13 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       method: "put",
       path: "/customer/{username}",
       operationId: "updateCustomer",
-      summary: "Replace one's own account (username, email and password required)",
-      description:
-        "Needs `currentPassword`, the account's password (422 without it, 403 when wrong), whatever changes. A new password ends, on every gateway within 2 seconds and before this answers, every other session of the customer, every OAuth grant it gave (access and refresh tokens) and every API key it made: whoever else was in the account is out. The session that made the change goes on working.",
       access: { bearer: true },
       request: {
         params: UsernameParam,
         body: jsonBody(CustomerUpdateInput),
       },
       responses: {
-        401: credentialResponses[401],
-        403: errorResponse(
-          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-        ),
+        ...passwordChecked,
         200: { description: "the customer", content: customerJson },
         404: errorResponse("customer not found"),
         409: errorResponse("the new username or email belongs to someone else"),
@@ -221,19 +202,9 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       // is through (the customer service's handlers/identity/password-changes.ts); the answer
       // waits for that.
       if (passwordVersion !== null) {
-        const known = await more.identity.revocations.whenCustomerRevoked(
-          customerId,
-          deps.rpcTimeoutMs,
-          passwordVersion,
-        );
-        if (!known) {
-          throw new RemoteError({
-            status: 503,
-            type: "service_unavailable",
-            message:
-              "the password is changed, but ending the other sessions and keys is taking longer; they will stop working shortly",
-          });
-        }
+        const late =
+          "the password is changed, but ending the other sessions and keys is taking longer; they will stop working shortly";
+        await untilRevoked(more, deps, customerId, late, passwordVersion);
       }
       return c.json(customer, 200);
     },
@@ -245,19 +216,13 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
       method: "delete",
       path: "/customer/{username}",
       operationId: "deleteCustomer",
-      summary: "Erase one's own account, its API keys and sessions, and its personal data",
-      description:
-        "Self only, with the account's password again in the body (`currentPassword`: 422 without it, 403 when wrong), so a stolen token alone cannot erase the account. Ends every session, OAuth grant and API key of the customer on every gateway before answering, frees the username and email, and destroys the key its personal data was sealed with, so that data cannot be read again.",
       access: { bearer: true },
       request: {
         params: UsernameParam,
         body: jsonBody(CustomerDeletion),
       },
       responses: {
-        401: credentialResponses[401],
-        403: errorResponse(
-          "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
-        ),
+        ...passwordChecked,
         204: { description: "erased" },
         404: errorResponse("customer not found"),
         422: validationErrorResponse,
@@ -273,14 +238,9 @@ const deleteCustomer = (more: IdentityRouteDeps) =>
       // Everything the customer held stops working on every replica (sessions, OAuth tokens, keys)
       // once customer.deleted is through (the customer service's handlers/identity/erasure.ts): the
       // answer waits for that.
-      if (!(await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs))) {
-        throw new RemoteError({
-          status: 503,
-          type: "service_unavailable",
-          message:
-            "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly",
-        });
-      }
+      const late =
+        "the account is deleted, but revoking its sessions and keys is taking longer; they will stop working shortly";
+      await untilRevoked(more, deps, customerId, late);
       more.identity.customers.forget(customerId);
       return c.body(null, 204);
     },
@@ -295,6 +255,27 @@ export const customersRoutes = (more: IdentityRouteDeps): Route[] => [
   replaceCustomer(more),
   deleteCustomer(more),
 ];
+
+/**
+ * Waits until every replica refuses the customer's older credentials (below `passwordVersion`, or
+ * all of them); 503 saying `late` when that takes longer than a call to a service may.
+ */
+async function untilRevoked(
+  more: IdentityRouteDeps,
+  deps: GatewayDeps,
+  customerId: number,
+  late: string,
+  passwordVersion?: number,
+): Promise<void> {
+  if (await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion)) {
+    return;
+  }
+  throw new RemoteError({
+    status: 503,
+    type: "service_unavailable",
+    message: late,
+  });
+}
 
 /**
  * Whose rights the request carries to the customer service: the customer's own id, or null for

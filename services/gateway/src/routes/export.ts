@@ -2,7 +2,7 @@ import { CustomerExport, customerRpc, orderingRpc, UsernameParam } from "@cheese
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 const exportCustomer = route(
@@ -11,19 +11,13 @@ const exportCustomer = route(
     path: "/customer/{username}/export",
     operationId: "exportCustomerData",
     tags: ["Customers"],
-    summary:
-      "Everything the system holds about a customer, as one JSON document (the customer, or an operator key)",
-    description:
-      "The account, the shipping addresses of its orders, its orders, its API keys (ids, prefixes, expiry; never a key), its OAuth grants and the account's whole history. " +
-      "A customer exports only its own account (anyone else's is 403); an operator API key any. An erased account is 404.",
     access: { apiKey: true, bearer: true },
     use: [noStore],
     request: { params: UsernameParam },
     responses: {
       ...commonResponses,
       200: jsonResponse("the export", CustomerExport),
-      401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-      403: errorResponse("another customer's account, or credentials of the wrong kind"),
+      ...credentialResponses("another customer's account, or credentials of the wrong kind"),
       404: errorResponse("customer not found, or erased"),
     },
   },

@@ -3,8 +3,8 @@ import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { callService, forward } from "../rpc.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
 /**
@@ -12,16 +12,14 @@ import { type Route, routes } from "./route.ts";
  * in the customer service, with the authorization server; a customer reaches only its own (403
  * for any other username, existing or not, as everywhere under /customer).
  */
-const credentialResponses = {
-  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-  403: errorResponse("another customer's grants, or credentials of the wrong kind"),
-};
-
 const route = routes({
   tags: ["OAuth 2.0"],
   access: { bearer: true },
   use: [noStore],
-  responses: { ...commonResponses, ...credentialResponses },
+  responses: {
+    ...commonResponses,
+    ...credentialResponses("another customer's grants, or credentials of the wrong kind"),
+  },
 });
 
 const listGrants = route(
@@ -29,9 +27,6 @@ const listGrants = route(
     method: "get",
     path: "/customer/{username}/grants",
     operationId: "listOAuthGrants",
-    summary: "List the OAuth grants one gave to clients that are still live",
-    description:
-      "Each client the customer signed in to and allowed, with the scopes granted and when it was last used; revoking one ends its tokens.",
     request: { params: UsernameParam },
     responses: {
       200: jsonResponse("the grants, oldest first", z.array(OAuthGrant)),
@@ -49,21 +44,16 @@ const revokeGrant = route(
     method: "delete",
     path: "/customer/{username}/grants/{id}",
     operationId: "revokeOAuthGrant",
-    summary: "Revoke a grant: its access and refresh tokens stop working on every gateway within a second",
-    description:
-      "Ends the grant: its access tokens and its refresh token stop working on every gateway. The client must ask the customer again.",
     request: { params: GrantIdParam },
     responses: {
       204: { description: "revoked" },
       404: errorResponse("no live grant of this customer has that id"),
     },
   },
-  (deps) => async (c) => {
+  forward(identityRpc.revokeGrant, 204, (c) => {
     const { username, id } = c.req.valid("param");
-    const customerId = ownCustomer(c.get("caller"), username);
-    await callService(deps, c, identityRpc.revokeGrant, { customerId, grantId: id });
-    return c.body(null, 204);
-  },
+    return { customerId: ownCustomer(c.get("caller"), username), grantId: id };
+  }),
 );
 
 export const grantsRoutes: Route[] = [listGrants, revokeGrant];

@@ -10,23 +10,18 @@ import {
 } from "@cheese/contracts";
 import type { AccessRule } from "../auth/access.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
 import { actorOf } from "./orders.ts";
-import { commonResponses, errorResponse, jsonResponse } from "./responses.ts";
+import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
-
-const route = routes({ responses: commonResponses });
 
 /**
  * The history of an aggregate: every change to a cheese, an order or one's own account, oldest
  * first, as `{type, at, data}` with public facts only. Paginated like every list.
  */
-const description =
-  "Every change, oldest first, as {type, at, data}: `type` names the change, `at` is when it was recorded, " +
-  "`data` holds its public facts. Pages follow the convention of every list (limit 1 to 100, default 20; " +
-  "pass nextCursor as cursor).";
+const route = routes({ responses: commonResponses });
 
 const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
@@ -37,8 +32,6 @@ const cheeseHistory = route(
     path: "/cheeses/{cheeseId}/history",
     operationId: "getCheeseHistory",
     tags: ["Cheeses"],
-    summary: "What happened to a cheese, and when",
-    description: `${description} A deleted cheese's history stays readable and ends with cheese.deleted.`,
     access: readWithApiKey,
     request: { params: CheeseIdParam, query: HistoryQuery },
     responses: {
@@ -46,11 +39,7 @@ const cheeseHistory = route(
       404: errorResponse("no cheese ever had this id"),
     },
   },
-  (deps) => async (c) => {
-    const { cheeseId } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    return c.json(await callService(deps, c, historyRpc.cheese, { cheeseId, cursor, limit }), 200);
-  },
+  forward(historyRpc.cheese, 200, (c) => ({ ...c.req.valid("param"), ...c.req.valid("query") })),
 );
 
 const orderHistory = route(
@@ -59,8 +48,6 @@ const orderHistory = route(
     path: "/store/order/{orderId}/history",
     operationId: "getOrderHistory",
     tags: ["Store"],
-    summary: "What happened to an order, and when (its customer or an operator)",
-    description: `${description} Never the shipping address or the notes. Someone else's order is 404.`,
     access: readOrders,
     use: [noStore],
     request: { params: OrderIdParam, query: HistoryQuery },
@@ -69,17 +56,11 @@ const orderHistory = route(
       404: errorResponse("order not found"),
     },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    const page = await callService(deps, c, historyRpc.order, {
-      orderId,
-      actor: actorOf(c.get("caller")),
-      cursor,
-      limit,
-    });
-    return c.json(page, 200);
-  },
+  forward(historyRpc.order, 200, (c) => ({
+    ...c.req.valid("param"),
+    actor: actorOf(c.get("caller")),
+    ...c.req.valid("query"),
+  })),
 );
 
 const customerHistory = route(
@@ -88,31 +69,20 @@ const customerHistory = route(
     path: "/customer/{username}/history",
     operationId: "getCustomerHistory",
     tags: ["Customers"],
-    summary: "What happened to one's own account, and when (the customer only)",
-    description:
-      `${description} With the personal data each change recorded (names, email, phone), which is the ` +
-      "caller's own. Key hashes and passwords never appear. Another customer's name, or an operator key, is 403.",
     access: ownAccount,
     use: [noStore],
     request: { params: UsernameParam, query: HistoryQuery },
     responses: {
       200: jsonResponse("a page of the account's history", CustomerHistory),
-      401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
-      403: errorResponse("only the customer may read their account's history"),
+      ...credentialResponses("only the customer may read their account's history"),
       404: errorResponse("customer not found"),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const { cursor, limit } = c.req.valid("query");
-    const page = await callService(deps, c, historyRpc.customer, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-      cursor,
-      limit,
-    });
-    return c.json(page, 200);
-  },
+  forward(historyRpc.customer, 200, (c) => ({
+    ...c.req.valid("param"),
+    asCustomer: actingCustomer(c.get("caller"), false)!,
+    ...c.req.valid("query"),
+  })),
 );
 
 export const historyRoutes: Route[] = [cheeseHistory, orderHistory, customerHistory];

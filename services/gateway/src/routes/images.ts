@@ -30,10 +30,6 @@ const uploadImage = cheeseRoute(
     method: "post",
     path: "/cheeses/{cheeseId}/uploadImage",
     operationId: "uploadImage",
-    summary: "Upload an image of a cheese",
-    description:
-      "The format is decided from the file's bytes. The original and a 256-pixel WebP thumbnail are " +
-      "stored; the image URL joins photoUrls (first when isPrimary).",
     access: writeCheeses,
     use: [...uploadGuard()],
     request: {
@@ -126,9 +122,6 @@ const listImages = cheeseRoute(
     method: "get",
     path: "/cheeses/{cheeseId}/images",
     operationId: "listCheeseImages",
-    summary: "The images of a cheese, with caption and primary flag (beyond the spec)",
-    description:
-      "Every image uploaded for the cheese, oldest first, with its size, dimensions, caption and whether it is the primary one.",
     access: readWithApiKey,
     request: { params: CheeseIdParam },
     responses: {
@@ -149,9 +142,6 @@ const getImage = route(
     path: "/images/{file}",
     operationId: "getImage",
     tags: ["Cheeses"],
-    summary: "The bytes of an uploaded image or thumbnail (the URLs upload results give)",
-    description:
-      "Public, so the photoUrls of a cheese work in an <img> tag. Image names are never reused, so the answer may be cached for good; If-None-Match with the ETag answers 304.",
     access: { public: true },
     request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
     responses: {

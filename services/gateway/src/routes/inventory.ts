@@ -1,5 +1,5 @@
 import { catalogueRpc, Inventory } from "@cheese/contracts";
-import { callService } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { authResponses, readWithApiKey } from "./cheese-access.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
@@ -10,9 +10,6 @@ const getInventory = route(
     path: "/store/inventory",
     operationId: "getInventory",
     tags: ["Store"],
-    summary: "Count of cheeses per status",
-    description:
-      "How many cheeses of the catalogue have each status; every status is present, with 0 when none has it.",
     access: readWithApiKey,
     responses: {
       ...commonResponses,
@@ -20,10 +17,7 @@ const getInventory = route(
       200: jsonResponse("inventory map: every status with its count", Inventory),
     },
   },
-  (deps) => async (c) => {
-    const counts = await callService(deps, c, catalogueRpc.inventory, {});
-    return c.json(counts, 200);
-  },
+  forward(catalogueRpc.inventory, 200, () => ({})),
 );
 
 export const inventoryRoutes: Route[] = [getInventory];

@@ -9,13 +9,14 @@ import {
   TokenRequest,
   TokenResponse,
 } from "@cheese/contracts";
-import { type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Handler, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
+import { atRoot, described, type Operation } from "./route.ts";
 
 /**
  * The routes of the authorization server. They are documented from these definitions like every
@@ -23,12 +24,7 @@ import { commonResponses, jsonResponse } from "./responses.ts";
  * form-encoding and HTML and answer RFC 6749 errors, so their handlers read their own parameters
  * instead of going through the API's validation.
  */
-const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
-const publicAccess: { [name: string]: string[] }[] = [];
-
 const html = { "text/html": { schema: z.string() } };
-/** Every route of the gateway counts against the caller's rate limit. */
-const rateLimited = { 429: commonResponses[429] };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
 const location = {
@@ -38,35 +34,35 @@ const location = {
 const redirect = (description: string) => ({ description, headers: { Location: location } });
 const oauthError = (description: string) => jsonResponse(description, OAuthErrorBody);
 
-const authorizePageRoute: RouteConfig = {
+/**
+ * An endpoint of the authorization server: on the gateway root, public, and counted against the
+ * caller's rate limit like every route of the gateway.
+ */
+const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) =>
+  described({
+    ...operation,
+    tags: ["OAuth 2.0"],
+    servers: atRoot,
+    security: [],
+    responses: { ...operation.responses, 429: commonResponses[429] },
+  });
+
+const authorizePageRoute = endpoint({
   method: "get",
   path: "/oauth/authorize",
   operationId: "oauthAuthorize",
-  tags: ["OAuth 2.0"],
-  summary: "Sign-in and consent page (authorization code with PKCE, or implicit)",
-  description:
-    "The page a client sends the customer's browser to: it names the client and the scopes asked for, and takes the customer's username and password. Served with a Content-Security-Policy that forbids framing and scripts.",
-  servers: atRoot,
-  security: publicAccess,
   request: { query: AuthorizationQuery },
   responses: {
     200: { description: "the HTML sign-in and consent page", content: html },
     302: redirect("a problem with the request, reported to the client (error, error_description, state)"),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
-    ...rateLimited,
   },
-};
+});
 
-const signInRoute: RouteConfig = {
+const signInRoute = endpoint({
   method: "post",
   path: "/oauth/authorize",
   operationId: "oauthSignIn",
-  tags: ["OAuth 2.0"],
-  summary: "Submit the sign-in and consent form",
-  description:
-    "The page's form, submitted by the browser. Allow: redirects to the client with a code (response_type=code) or the token in the fragment (token, public clients only). Deny: redirects with error=access_denied. A wrong password shows the page again.",
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: SignInForm } } },
   },
@@ -76,20 +72,13 @@ const signInRoute: RouteConfig = {
     ),
     400: { description: "unknown client or unregistered redirect URI", content: problem },
     401: { description: "wrong username or password: the page again, with the problem", content: problem },
-    ...rateLimited,
   },
-};
+});
 
-const tokenRoute: RouteConfig = {
+const tokenRoute = endpoint({
   method: "post",
   path: "/oauth/token",
   operationId: "oauthToken",
-  tags: ["OAuth 2.0"],
-  summary: "Tokens: authorization_code (with code_verifier), client_credentials, refresh_token",
-  description:
-    "Confidential clients authenticate with HTTP Basic or client_secret_post; public clients send client_id and rely on PKCE. client_credentials is for confidential clients only.",
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenRequest } } },
   },
@@ -97,20 +86,13 @@ const tokenRoute: RouteConfig = {
     200: jsonResponse("the tokens", TokenResponse),
     400: oauthError("invalid_request, invalid_grant, invalid_scope, unsupported_grant_type"),
     401: oauthError("invalid_client"),
-    ...rateLimited,
   },
-};
+});
 
-const revokeRoute: RouteConfig = {
+const revokeRoute = endpoint({
   method: "post",
   path: "/oauth/revoke",
   operationId: "oauthRevoke",
-  tags: ["OAuth 2.0"],
-  summary: "RFC 7009 token revocation",
-  description:
-    "A refresh token ends its whole grant (every access and refresh token of it); an access token ends itself. Clients authenticate as at the token endpoint. The answer is 200 whether or not the token was valid, so it reveals nothing; a token of another client is left alone.",
-  servers: atRoot,
-  security: publicAccess,
   request: {
     body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationRequest } } },
   },
@@ -118,41 +100,26 @@ const revokeRoute: RouteConfig = {
     200: { description: "revoked, or nothing to revoke" },
     400: oauthError("invalid_request"),
     401: oauthError("invalid_client"),
-    ...rateLimited,
   },
-};
+});
 
-const jwksRoute: RouteConfig = {
+const jwksRoute = endpoint({
   method: "get",
   path: "/.well-known/jwks.json",
   operationId: "jwks",
-  tags: ["OAuth 2.0"],
-  summary: "The public keys tokens are signed with",
-  description:
-    "The Ed25519 public keys (JWK set) every access and session token is signed with, for verifying tokens without calling the gateway.",
-  servers: atRoot,
-  security: publicAccess,
   responses: {
     200: jsonResponse("a JWK set", JwkSet),
-    ...rateLimited,
   },
-};
+});
 
-const metadataRoute: RouteConfig = {
+const metadataRoute = endpoint({
   method: "get",
   path: "/.well-known/oauth-authorization-server",
   operationId: "authorizationServerMetadata",
-  tags: ["OAuth 2.0"],
-  summary: "RFC 8414 metadata",
-  description:
-    "RFC 8414 authorization server metadata: the endpoints, grant types, scopes and client authentication methods supported.",
-  servers: atRoot,
-  security: publicAccess,
   responses: {
     200: jsonResponse("the metadata", AuthorizationServerMetadata),
-    ...rateLimited,
   },
-};
+});
 
 /**
  * The authorization server's pages and endpoints on the gateway root: `/oauth/authorize`

@@ -20,9 +20,6 @@ const openSession = route(
     path: "/operator/sessions",
     operationId: "openOperatorSession",
     tags,
-    summary: "Open an operator session: a token for 8 hours",
-    description:
-      "With an operator API key. The token only checks and ends this session (GET and DELETE /operator/session); the API's other operations still take the key.",
     access: operatorKey,
     use: [operatorOnly("only operator API keys open operator sessions"), noStore],
     responses: {
@@ -53,8 +50,6 @@ const readSession = route(
     path: "/operator/session",
     operationId: "getOperatorSession",
     tags,
-    summary: "The operator session the token belongs to, while it is in force",
-    description: "401 once it expired, was ended on any gateway, or its operator key left API_KEYS.",
     access: { operatorSession: true },
     use: [noStore],
     responses: { ...sessionResponses, 200: jsonResponse("the session", OperatorSession) },
@@ -72,9 +67,6 @@ const endSession = (revocations: KnownRevocations) =>
       path: "/operator/session",
       operationId: "endOperatorSession",
       tags,
-      summary: "End the operator session: its token stops working on every gateway within a second",
-      description:
-        "The console's sign-out. The token is revoked until it would have expired; the operator key and its other sessions go on working.",
       access: { operatorSession: true },
       use: [noStore],
       responses: { ...sessionResponses, 204: { description: "ended" } },

@@ -14,7 +14,15 @@ import { HTTPException } from "hono/http-exception";
 import type { AccessRule } from "../auth/access.ts";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { answerPassed, callService, idempotency, idempotencyOf, markReplayed, passService } from "../rpc.ts";
+import {
+  answerPassed,
+  callService,
+  forward,
+  idempotency,
+  idempotencyOf,
+  markReplayed,
+  passService,
+} from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
@@ -40,11 +48,6 @@ const placeOrder = route(
     method: "post",
     path: "/store/order",
     operationId: "placeOrder",
-    summary: "Place an order for cheeses",
-    description:
-      "Every line's cheese must exist, be available and have a price. Prices are fixed now; the order " +
-      "is then checked again asynchronously and moves to approved or cancelled. Send an " +
-      "Idempotency-Key to make retries safe.",
     access: writeOrders,
     use: [idempotency()],
     request: {
@@ -85,10 +88,6 @@ const getOrder = route(
     method: "get",
     path: "/store/order/{orderId}",
     operationId: "getOrderById",
-    summary: "Find an order by id",
-    description:
-      "A customer sees only its own orders; someone else's order is 404. " +
-      "With asOf, the order as it was at that moment (its events up to then), for whoever may read it now, its shipping address and notes as they read today (redacted once the customer is erased), with X-Cheese-As-Of, when the last of those events was recorded; 404 when it did not exist yet.",
     access: readOrders,
     request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
     responses: {
@@ -120,8 +119,6 @@ const listOrders = route(
     method: "get",
     path: "/store/orders",
     operationId: "listOrders",
-    summary: "List the caller's orders (paginated, newest first)",
-    description: "A customer gets its own orders; an operator gets every order.",
     access: readOrders,
     request: { query: OrderListQuery },
     responses: {
@@ -152,9 +149,6 @@ const cancelOrder = route(
     method: "delete",
     path: "/store/order/{orderId}",
     operationId: "deleteOrder",
-    summary: "Cancel an order",
-    description:
-      "placed or approved: cancelled (204); already cancelled: 204 again; shipped or delivered: 409.",
     access: writeOrders,
     request: { params: OrderIdParam },
     responses: {
@@ -163,40 +157,33 @@ const cancelOrder = route(
       409: errorResponse("order already shipped"),
     },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    await callService(deps, c, orderingRpc.cancelOrder, { orderId, actor: actorOf(c.get("caller")) });
-    return c.body(null, 204);
-  },
+  forward(orderingRpc.cancelOrder, 204, (c) => ({
+    ...c.req.valid("param"),
+    actor: actorOf(c.get("caller")),
+  })),
 );
 
-const fulfilmentRoute = {
+/** Shipping and delivering: operators only (`fulfilOrders`), answering the order. */
+const fulfilled = { description: "the order", content: orderJson };
+const fulfilmentRoute = routes({
   tags: ["Store"],
-  description:
-    "Operators only: an operator API key, or an operator client's client-credentials token with write:orders. " +
-    "Any other move is 409.",
+  access: fulfilOrders,
+  use: [noStore],
   responses: {
     ...commonResponses,
-    200: { description: "the order", content: orderJson },
     403: errorResponse("only operators may do this"),
     404: errorResponse("order not found"),
   },
-};
+});
 
-const shipOrder = route(
+const shipOrder = fulfilmentRoute(
   {
-    ...fulfilmentRoute,
     method: "post",
     path: "/store/order/{orderId}/ship",
     operationId: "shipOrder",
-    summary: "Mark an approved order shipped",
-    access: fulfilOrders,
-    request: {
-      params: OrderIdParam,
-      body: jsonBody(ShipmentInput),
-    },
+    request: { params: OrderIdParam, body: jsonBody(ShipmentInput) },
     responses: {
-      ...fulfilmentRoute.responses,
+      200: fulfilled,
       409: errorResponse("order is not approved"),
       422: validationErrorResponse,
     },
@@ -212,16 +199,13 @@ const shipOrder = route(
   },
 );
 
-const deliverOrder = route(
+const deliverOrder = fulfilmentRoute(
   {
-    ...fulfilmentRoute,
     method: "post",
     path: "/store/order/{orderId}/deliver",
     operationId: "deliverOrder",
-    summary: "Mark a shipped order delivered",
-    access: fulfilOrders,
     request: { params: OrderIdParam },
-    responses: { ...fulfilmentRoute.responses, 409: errorResponse("order is not shipped") },
+    responses: { 200: fulfilled, 409: errorResponse("order is not shipped") },
   },
   (deps) => async (c) => {
     const { orderId } = c.req.valid("param");

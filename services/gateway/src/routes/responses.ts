@@ -18,6 +18,12 @@ export const errorResponse = (description: string) => jsonResponse(description, 
 
 export const validationErrorResponse = jsonResponse("request body failed validation", ValidationErrorBody);
 
+/** What an access rule answers: 401 without valid credentials, 403 (`forbidden`) without the right ones. */
+export const credentialResponses = (forbidden: string) => ({
+  401: errorResponse("missing or invalid credentials; see WWW-Authenticate"),
+  403: errorResponse(forbidden),
+});
+
 /** Responses every operation can give besides its own. */
 export const commonResponses = {
   400: errorResponse("malformed path or query parameter"),

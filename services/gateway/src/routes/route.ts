@@ -1,3 +1,4 @@
+import { type OperationId, operationText } from "@cheese/contracts";
 import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { type AccessRule, securityOf } from "../auth/access.ts";
@@ -9,6 +10,25 @@ export type Api = OpenAPIHono<GatewayEnv>;
 /** A route ready to register; a file's routes are listed in the order Hono tries them. */
 export type Route = (api: Api, deps: GatewayDeps) => void;
 
+/**
+ * An OpenAPI operation as the gateway declares it: what its code depends on. Its summary and
+ * description are the contracts' `operationText` of its operationId, put on by {@link described}.
+ */
+export type Operation = Omit<RouteConfig, "operationId" | "summary" | "description"> & {
+  operationId: OperationId;
+  summary?: never;
+  description?: never;
+};
+
+/** The operation with its summary and description, after its tags as every operation has them. */
+export function described(operation: Operation): RouteConfig {
+  const { method, path, operationId, tags, ...rest } = operation;
+  return { method, path, operationId, tags, ...operationText[operationId], ...rest };
+}
+
+/** The servers of an operation served at the gateway root, outside /v2. */
+export const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
+
 /** What a route declares besides its OpenAPI operation: who may call it and its own middleware. */
 interface Access {
   /** Who may call it: the operation's OpenAPI `security` and the middleware that enforces it. */
@@ -18,10 +38,10 @@ interface Access {
 }
 
 /** What the routes of one area share: their tags, access rule, first middleware, answers. */
-type Shared = Partial<Access> & Pick<Partial<RouteConfig>, "tags" | "responses">;
+type Shared = Partial<Access> & Pick<Partial<Operation>, "tags" | "responses">;
 
 /** A route's declaration: the OpenAPI operation, with its access rule unless its area states it. */
-type Declaration<S extends Shared> = RouteConfig &
+type Declaration<S extends Shared> = Operation &
   Partial<Access> &
   (S extends Pick<Access, "access"> ? {} : Access);
 
@@ -43,12 +63,12 @@ export function routes<S extends Shared>(shared: S) {
     (api, deps) => {
       const own = typeof declaration === "function" ? declaration(deps) : declaration;
       const { access = shared.access!, use = [], responses, ...operation } = own;
-      // The area's tags where the route names none, in the place a route writes them (after
-      // operationId): the document keeps its order.
-      const { method, path, operationId, ...rest } = operation;
       const config = {
-        ...("tags" in operation ? operation : { method, path, operationId, tags: shared.tags, ...rest }),
-        responses: { ...shared.responses, ...responses },
+        ...described({
+          ...operation,
+          tags: operation.tags ?? shared.tags,
+          responses: { ...shared.responses, ...responses },
+        }),
         security: securityOf(access),
         middleware: [deps.authorize(access), ...(shared.use ?? []), ...use],
       };

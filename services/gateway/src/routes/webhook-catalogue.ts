@@ -7,16 +7,16 @@ import {
   webhookCatalogues,
   webhookOperations,
 } from "@cheese/contracts";
-import { type OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Hono } from "hono";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { route } from "./route.ts";
+import { atRoot, described, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -25,7 +25,6 @@ import { route } from "./route.ts";
  * all made from the contracts' `webhookEventData` (`webhook-documents.ts` there).
  */
 const tags = ["Webhook events"];
-const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
 
 // The bodies are serialised once; the schemas below describe them.
 const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
@@ -48,10 +47,6 @@ const eventTypes = (api: OpenAPIHono<GatewayEnv>) =>
       path: "/webhooks/event-types",
       operationId: "listWebhookEventTypes",
       tags,
-      summary: "The event catalogue: every kind, when it is sent, its data schema and an example",
-      description:
-        "Every kind a registration may ask for, with when it is sent, the JSON Schema of the envelope's `data` and an " +
-        "example delivery body. The same as the OpenAPI document's `webhooks` section and /v2/asyncapi.json.",
       access: { public: true },
       responses: { ...commonResponses, 200: jsonResponse("every event kind", WebhookEventTypeList) },
     },
@@ -65,9 +60,6 @@ const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
       path: "/asyncapi.json",
       operationId: "asyncApiDocument",
       tags,
-      summary: "The AsyncAPI 3 document of the webhook events and their headers",
-      description:
-        "One channel per event kind (its address is the registration's URL), with the delivery headers and the envelope.",
       access: { public: true },
       responses: {
         ...commonResponses,
@@ -77,37 +69,29 @@ const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
     () => (c) => c.body(catalogueOf(api).asyncApi, 200, jsonHeaders) as never,
   );
 
-const keysDescription =
-  "The JWK set (OKP, Ed25519) of the system's webhook signing key: the v1a signatures in webhook-signature verify " +
-  "with it alone. During a key rotation's overlap it holds both keys, the new one first.";
-
 const signingKeys = route(
   {
     method: "get",
     path: "/webhooks/keys",
     operationId: "webhookSigningKeys",
     tags,
-    summary: "The public keys of the v1a webhook signatures (a JWK set)",
-    description: keysDescription,
     access: { public: true },
     responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
   },
-  (deps) => async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {}), 200),
+  forward(notificationRpc.signingKeys, 200, () => ({})),
 );
 
 /** The same key set at the gateway root, outside /v2 (a plain route, described in the document). */
 function wellKnownKeys(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  const route: RouteConfig = {
+  const route = described({
     method: "get",
     path: "/.well-known/webhook-keys.json",
     operationId: "wellKnownWebhookSigningKeys",
     tags,
-    summary: "The public keys of the v1a webhook signatures (a JWK set), at the gateway root",
-    description: `${keysDescription} The same set as GET /v2/webhooks/keys.`,
     servers: atRoot,
     security: [],
     responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
-  };
+  });
   api.openAPIRegistry.registerPath(route);
   app.get(route.path, async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {})));
 }
@@ -118,11 +102,6 @@ const rotateSigningKey = route(
     path: "/webhooks/keys/rotate",
     operationId: "rotateWebhookSigningKey",
     tags: ["Webhooks"],
-    summary: "Rotate the system's webhook signing key without a gap",
-    description:
-      "A new Ed25519 key signs every v1a signature from now on and is published at once. During the overlap (24 h " +
-      "unless overlapSeconds says otherwise, at most 7 days) the previous key also signs and stays published, so " +
-      "receivers holding either key set verify every delivery.",
     access: operatorKey,
     use: [operatorOnly("only operator API keys may rotate the webhook signing key"), emptyBodyIsNoBody],
     request: { body: { required: false, content: json(RotateSigningKeyInput) } },
@@ -132,11 +111,10 @@ const rotateSigningKey = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
+  forward(notificationRpc.rotateSigningKey, 200, (c) => {
     const { overlapSeconds } = c.req.valid("json");
-    const overlapMs = overlapSeconds === undefined ? undefined : overlapSeconds * 1000;
-    return c.json(await callService(deps, c, notificationRpc.rotateSigningKey, { overlapMs }), 200);
-  },
+    return { overlapMs: overlapSeconds === undefined ? undefined : overlapSeconds * 1000 };
+  }),
 );
 
 /**
