@@ -76,6 +76,11 @@ export const baseConfigShape = {
    * 5 min) before it moves to the dead letters; counted from its first failure.
    */
   DEAD_LETTER_AFTER: duration("24h").pipe(z.number().min(1000, "at least 1s")),
+  /**
+   * How long the active outbox relay's lease stands unrenewed before a standby replica of the
+   * service takes over its relaying (renewed every third of it; a clean stop hands over at once).
+   */
+  RELAY_LEASE: duration("5s").pipe(z.number().min(1000, "at least 1s")),
   /** OTLP/HTTP collector to send traces to (`<url>/v1/traces`); unset: traces are not recorded. */
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
 };

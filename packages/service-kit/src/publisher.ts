@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import {
   BusUnavailableError,
@@ -6,6 +7,7 @@ import {
   KvRecords,
   type MessageBus,
 } from "@cheese/messaging";
+import { type Clock, systemClock } from "./clock.ts";
 import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
@@ -28,7 +30,17 @@ export interface PublisherOptions {
     | undefined
     | Promise<Omit<IntegrationEvent, "id" | "headers"> | undefined>;
   logger: Logger;
+  /**
+   * How long the active relay's lease stands unrenewed before a standby replica takes over
+   * (`RELAY_LEASE`, 5 s by default); it is renewed three times as often.
+   */
+  leaseMs?: number;
+  /** The clock the lease's renewals and grace are timed by. */
+  clock?: Clock;
 }
+
+/** `RELAY_LEASE`'s default. */
+export const DEFAULT_RELAY_LEASE_MS = 5_000;
 
 const CHECKPOINT_BUCKET = "publisher_checkpoints";
 
@@ -65,6 +77,27 @@ export async function raiseCheckpoint(
   );
 }
 
+/** A relay lease: the replica holding it (null: released by a clean stop, free at once). */
+interface Lease {
+  holder: string | null;
+}
+
+/** The relays' leases, a key per service (`<service>.lease`) in the checkpoints' bucket. */
+function leaseRecords(bus: MessageBus): KvRecords<Lease> {
+  return new KvRecords(
+    bus,
+    CHECKPOINT_BUCKET,
+    jsonCodec((parsed) =>
+      typeof parsed === "object" &&
+      parsed !== null &&
+      "holder" in parsed &&
+      (typeof parsed.holder === "string" || parsed.holder === null)
+        ? { holder: parsed.holder }
+        : undefined,
+    ),
+  );
+}
+
 /** One run of the relay's subscription, from the checkpoint; a failed publish ends it. */
 interface Run {
   /** The events handed to the relay, oldest first, until each one and all before it are acked. */
@@ -75,9 +108,19 @@ interface Run {
 
 /**
  * The outbox relay: follows the service's own event store and publishes integration events.
- * The event-store event id is the message id, so a replay after a crash, or two replicas
- * relaying the same event, store it once (JetStream deduplication). The checkpoint lives in the
- * bus's key-value store, shared by replicas, and only moves forward (`raiseCheckpoint`).
+ * One replica of a service relays at a time, the holder of the service's lease (below); the
+ * others stand by. The event-store event id is the message id, so a replay after a crash, or two
+ * replicas relaying the same event for a moment (a takeover), store it once (JetStream
+ * deduplication): correctness does not rest on the lease, which only spares the second replica's
+ * work and JetStream a second publish. The checkpoint lives in the bus's key-value store, shared
+ * by replicas, and only moves forward (`raiseCheckpoint`).
+ *
+ * The lease is a key-value record naming its holder, written by compare-and-set. The holder
+ * renews it every third of `leaseMs`; a renewal that finds another holder stops its relay (its
+ * checkpoint saved). A standby takes the lease when the record is absent or released, or when it
+ * has seen the same revision for `leaseMs` by its own clock (the holder stopped renewing: killed,
+ * or cut off), so no two machines' clocks are compared. A clean stop saves the checkpoint, then
+ * releases the lease, and a standby watching it takes over at once (a restart, a rolling update).
  *
  * Publishes go out in event-store order, up to {@link PUBLISH_WINDOW} awaiting their ack at once
  * (one at a time, the ack round trip bounded a service's events per second). The checkpoint
@@ -88,6 +131,93 @@ interface Run {
  * it; consumers that care use `publishedAt`.
  */
 export async function startPublisher(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
+  const { service, bus, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const leaseMs = options.leaseMs ?? DEFAULT_RELAY_LEASE_MS;
+  const leases = leaseRecords(bus);
+  const key = `${service}.lease`;
+  const me = randomUUID();
+  /** The lease's revision while this replica holds it. */
+  let held: number | undefined;
+  /** As a standby: the revision last seen and when (by this clock) it was first seen. */
+  let seen: { revision: number; since: number } | undefined;
+  let relay: { close(): Promise<void> } | undefined;
+  let closed = false;
+
+  const take = async (revision: number) => {
+    const taken = await leases.compareAndSet(key, { holder: me }, revision);
+    if (taken === undefined) return;
+    held = taken;
+    seen = undefined;
+    logger.info("event publisher: holds the relay lease; relaying");
+    relay = await startRelay(options);
+  };
+  const step = async () => {
+    if (closed) return;
+    if (held !== undefined) {
+      const renewed = await leases.compareAndSet(key, { holder: me }, held);
+      if (renewed !== undefined) {
+        held = renewed;
+        // A relay that could not start (its checkpoint unreadable) is started again.
+        relay ??= await startRelay(options);
+        return;
+      }
+      // Another replica took it (this one's renewals stopped for the grace): it relays now.
+      held = undefined;
+      logger.warn("event publisher: another replica took over the relay lease; standing by");
+      const ended = relay;
+      relay = undefined;
+      await ended?.close();
+      return;
+    }
+    const current = await leases.get(key);
+    if (current === undefined) return take(0);
+    if (!current.value?.holder || current.value.holder === me) return take(current.revision);
+    const now = clock.now().getTime();
+    if (seen?.revision !== current.revision) seen = { revision: current.revision, since: now };
+    else if (now - seen.since >= leaseMs) return take(current.revision);
+  };
+  /** Steps run one at a time, in order. */
+  let stepping: Promise<void> = Promise.resolve();
+  const next = () => {
+    stepping = stepping.then(step).catch((error: unknown) => {
+      logger.warn({ err: error }, "event publisher: the relay lease could not be read or renewed");
+    });
+    return stepping;
+  };
+
+  await firstStep(step, logger);
+  const timer = clock.setInterval(() => void next(), Math.max(1, Math.floor(leaseMs / 3)));
+  // A released lease is taken at once, not at the next step.
+  const watching = await leases
+    .watch(key, (change) => {
+      if (held === undefined && ("deleted" in change || !change.value?.holder)) void next();
+    })
+    .catch((error: unknown) => {
+      logger.warn({ err: error }, "event publisher: the relay lease cannot be watched; it is read instead");
+      return undefined;
+    });
+
+  return {
+    async close() {
+      closed = true;
+      timer.cancel();
+      await watching?.close();
+      await stepping;
+      const ended = relay;
+      relay = undefined;
+      await ended?.close();
+      if (held !== undefined) {
+        const revision = held;
+        held = undefined;
+        await leases.compareAndSet(key, { holder: null }, revision).catch(() => {});
+      }
+    },
+  };
+}
+
+/** One replica's relay, while it holds the lease: from the shared checkpoint on. */
+async function startRelay(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
   const checkpoints = checkpointRecords(bus);
   let checkpoint = await storedCheckpoint(checkpoints, service, logger);
@@ -192,8 +322,25 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
   };
 }
 
-/** How long a starting relay asks again for its checkpoint while the bus cannot answer yet. */
+/** How long a starting relay asks again for its checkpoint or lease while the bus cannot answer yet. */
 const CHECKPOINT_READ_PATIENCE_MS = 30_000;
+
+/**
+ * The lease's first step (taken, or the standby's first sight of it), asked again while the bus
+ * cannot answer yet, as the checkpoint is (`storedCheckpoint`).
+ */
+async function firstStep(step: () => Promise<void>, logger: Logger): Promise<void> {
+  const deadline = Date.now() + CHECKPOINT_READ_PATIENCE_MS;
+  for (;;) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!(error instanceof BusUnavailableError) || Date.now() >= deadline) throw error;
+      logger.warn({ err: error }, "event publisher: its lease cannot be read yet; asking again");
+      await new Promise((next) => setTimeout(next, 500));
+    }
+  }
+}
 
 /**
  * The relay's stored checkpoint (-1: none). While the bus cannot answer (a bucket just made on

@@ -65,6 +65,8 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
         categories: ["cheese"],
         toIntegrationEvent,
         logger,
+        leaseMs: ctx.config.RELAY_LEASE,
+        clock: ctx.clock,
       }),
     );
 

@@ -87,6 +87,8 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
         categories: ["customer"],
         toIntegrationEvent,
         logger,
+        leaseMs: ctx.config.RELAY_LEASE,
+        clock: ctx.clock,
       }),
     );
     ctx.onStop(countDeliveredOrders(bus, store, logger));

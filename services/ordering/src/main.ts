@@ -96,6 +96,8 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
         categories: ["order"],
         toIntegrationEvent,
         logger,
+        leaseMs: ctx.config.RELAY_LEASE,
+        clock: ctx.clock,
       }),
     );
 
