@@ -186,7 +186,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     return stepping;
   };
 
-  await firstStep(step, logger);
+  await onceTheBusAnswers("lease", step, logger);
   const timer = clock.setInterval(() => void next(), Math.max(1, Math.floor(leaseMs / 3)));
   // A released lease is taken at once, not at the next step.
   const watching = await leases
@@ -220,7 +220,12 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
 async function startRelay(options: PublisherOptions): Promise<{ close(): Promise<void> }> {
   const { service, eventStore, bus, categories, toIntegrationEvent, logger } = options;
   const checkpoints = checkpointRecords(bus);
-  let checkpoint = await storedCheckpoint(checkpoints, service, logger);
+  // -1: none stored.
+  let checkpoint = await onceTheBusAnswers(
+    "checkpoint",
+    async () => (await checkpoints.get(service))?.value ?? -1,
+    logger,
+  );
   let saved = checkpoint;
   const runs = new Set<Run>();
 
@@ -326,39 +331,19 @@ async function startRelay(options: PublisherOptions): Promise<{ close(): Promise
 const CHECKPOINT_READ_PATIENCE_MS = 30_000;
 
 /**
- * The lease's first step (taken, or the standby's first sight of it), asked again while the bus
- * cannot answer yet, as the checkpoint is (`storedCheckpoint`).
+ * `ask`, asked again while the bus cannot answer yet (a bucket just made on a busy cluster can
+ * time out its first read), for {@link CHECKPOINT_READ_PATIENCE_MS}, rather than failing the
+ * service's start (the process would exit and be started again): the relay's checkpoint and its
+ * lease's first step (taken, or the standby's first sight of it).
  */
-async function firstStep(step: () => Promise<void>, logger: Logger): Promise<void> {
+async function onceTheBusAnswers<T>(what: string, ask: () => Promise<T>, logger: Logger): Promise<T> {
   const deadline = Date.now() + CHECKPOINT_READ_PATIENCE_MS;
   for (;;) {
     try {
-      return await step();
+      return await ask();
     } catch (error) {
       if (!(error instanceof BusUnavailableError) || Date.now() >= deadline) throw error;
-      logger.warn({ err: error }, "event publisher: its lease cannot be read yet; asking again");
-      await new Promise((next) => setTimeout(next, 500));
-    }
-  }
-}
-
-/**
- * The relay's stored checkpoint (-1: none). While the bus cannot answer (a bucket just made on
- * a busy cluster can time out its first read) it is asked again for a while, rather than failing
- * the service's start (the process would exit and be started again).
- */
-async function storedCheckpoint(
-  checkpoints: KvRecords<number>,
-  service: string,
-  logger: Logger,
-): Promise<number> {
-  const deadline = Date.now() + CHECKPOINT_READ_PATIENCE_MS;
-  for (;;) {
-    try {
-      return (await checkpoints.get(service))?.value ?? -1;
-    } catch (error) {
-      if (!(error instanceof BusUnavailableError) || Date.now() >= deadline) throw error;
-      logger.warn({ err: error }, "event publisher: its checkpoint cannot be read yet; asking again");
+      logger.warn({ err: error }, `event publisher: its ${what} cannot be read yet; asking again`);
       await new Promise((next) => setTimeout(next, 500));
     }
   }
