@@ -132,15 +132,15 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
       }),
     );
 
-    ctx.serve(orderingRpc.placeOrder, (request, context) => placeOrder(deps, request, context));
+    ctx.serve(orderingRpc.placeOrder, deps, placeOrder);
     ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }, context) => ({
       order: await getOrder(deps, orderId, actor, context),
     }));
-    ctx.serve(orderingRpc.getOrderAsOf, (request, context) => getOrderAsOf(deps, request, context));
+    ctx.serve(orderingRpc.getOrderAsOf, deps, getOrderAsOf);
     ctx.serve(orderingRpc.customerOrders, ({ customerId }, context) =>
       customerOrders(deps, customerId, context),
     );
-    ctx.serve(orderingRpc.listOrders, (request, context) => listOrders(deps, request, context));
+    ctx.serve(orderingRpc.listOrders, deps, listOrders);
     ctx.serve(orderingRpc.cancelOrder, async ({ orderId, actor }, context) => ({
       order: await cancelOrder(deps, orderId, actor, context),
     }));
