@@ -15,7 +15,7 @@ import {
 import { type OrderingConfig, orderingConfigSchema } from "./config.ts";
 import { toIntegrationEvent } from "./domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
-import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
+import type { OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
 import { orderHistory } from "./handlers/order-history.ts";
 import {
@@ -26,7 +26,7 @@ import {
   listOrders,
 } from "./handlers/order-queries.ts";
 import { reviewOrder } from "./handlers/order-review.ts";
-import { customerVaultOverBus } from "./handlers/personal-data.ts";
+import { catalogueOverBus, customerVaultOverBus } from "./handlers/other-services.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 
 import {
