@@ -47,6 +47,19 @@ export interface ServiceContext<C extends BaseConfig> {
     definition: RpcDefinition<Req, Res>,
     handler: (payload: z.output<Req>, context: HandlerContext) => Promise<ServedResult<z.input<Res>>>,
   ): void;
+  /**
+   * The same for a use case written as `(deps, payload, context)`: the request goes from the bus
+   * straight to it, with the deps the wiring built (the wiring itself never touches a request).
+   */
+  serve<Req extends z.ZodType, Res extends z.ZodType, D>(
+    definition: RpcDefinition<Req, Res>,
+    deps: D,
+    handler: (
+      deps: D,
+      payload: z.output<Req>,
+      context: HandlerContext,
+    ) => Promise<ServedResult<z.input<Res>>>,
+  ): void;
   /** Registers something to close on shutdown, after the RPC subscriptions (last in, first out). */
   onStop(closable: Closable): void;
   /** Adds a readiness check to /readyz. */
@@ -147,7 +160,14 @@ export async function startService<C extends BaseConfig, W = void>(
     readModels,
     blobs,
     clock: options.clock ?? systemClock,
-    serve(rpc, handler) {
+    serve(
+      rpc: RpcDefinition<z.ZodType, z.ZodType>,
+      handlerOrDeps: unknown,
+      useCase?: (deps: unknown, payload: unknown, context: HandlerContext) => Promise<ServedResult<unknown>>,
+    ) {
+      const handler = useCase
+        ? (payload: unknown, context: HandlerContext) => useCase(handlerOrDeps, payload, context)
+        : (handlerOrDeps as (payload: unknown, context: HandlerContext) => Promise<ServedResult<unknown>>);
       servers.push(
         serveRpc(bus, rpc, { queue: name }, async (payload, { headers }) => {
           const request = contextFromHeaders(headers);

@@ -86,15 +86,15 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
       checkedCheeses: new CheckedCheeses(),
       projection,
     };
-    ctx.serve(catalogueRpc.createCheese, (request, context) => addCheese(deps, request, context));
-    ctx.serve(catalogueRpc.replaceCheese, (request, context) => replaceCheese(deps, request, context));
-    ctx.serve(catalogueRpc.updateCheese, (request, context) => updateCheese(deps, request, context));
-    ctx.serve(catalogueRpc.deleteCheese, (request, context) => deleteCheese(deps, request, context));
-    ctx.serve(catalogueRpc.attachImage, (request, context) => attachImage(deps, request, context));
+    ctx.serve(catalogueRpc.createCheese, deps, addCheese);
+    ctx.serve(catalogueRpc.replaceCheese, deps, replaceCheese);
+    ctx.serve(catalogueRpc.updateCheese, deps, updateCheese);
+    ctx.serve(catalogueRpc.deleteCheese, deps, deleteCheese);
+    ctx.serve(catalogueRpc.attachImage, deps, attachImage);
     ctx.serve(catalogueRpc.getCheese, ({ cheeseId }) => getCheese(deps, cheeseId));
-    ctx.serve(catalogueRpc.getCheeseAsOf, (request) => getCheeseAsOf(deps, request));
-    ctx.serve(catalogueRpc.listCheeses, (request) => listCheeses(deps, request));
-    ctx.serve(catalogueRpc.findCheeses, (request) => findCheeses(deps, request));
+    ctx.serve(catalogueRpc.getCheeseAsOf, deps, getCheeseAsOf);
+    ctx.serve(catalogueRpc.listCheeses, deps, listCheeses);
+    ctx.serve(catalogueRpc.findCheeses, deps, findCheeses);
     ctx.serve(catalogueRpc.inventory, () => inventory(deps));
     ctx.serve(catalogueRpc.listImages, ({ cheeseId }) => listImages(deps, cheeseId));
     ctx.serve(historyRpc.cheese, (request) => cheeseHistory(deps.store, request));

@@ -137,16 +137,16 @@ export const customerService: ServiceDefinition<CustomerConfig, CustomerDeps> = 
     ctx.serve(customerRpc.get, async (request, context) => ({
       customer: await getCustomer(deps, request, context),
     }));
-    ctx.serve(customerRpc.replace, (request, context) => replaceCustomer(deps, request, context));
-    ctx.serve(customerRpc.delete, (request, context) => deleteCustomer(deps, request, context));
+    ctx.serve(customerRpc.replace, deps, replaceCustomer);
+    ctx.serve(customerRpc.delete, deps, deleteCustomer);
     ctx.serve(customerRpc.principal, ({ customerId }) => principal(deps, customerId));
-    ctx.serve(customerRpc.createApiKey, (request, context) => createApiKey(deps, request, context));
-    ctx.serve(customerRpc.listApiKeys, (request) => listApiKeys(deps, request));
-    ctx.serve(customerRpc.revokeApiKey, (request, context) => revokeApiKey(deps, request, context));
+    ctx.serve(customerRpc.createApiKey, deps, createApiKey);
+    ctx.serve(customerRpc.listApiKeys, deps, listApiKeys);
+    ctx.serve(customerRpc.revokeApiKey, deps, revokeApiKey);
     ctx.serve(customerRpc.authenticateApiKey, ({ keyHash }) => authenticateApiKey(deps, keyHash));
-    ctx.serve(customerRpc.sealPersonalData, (request) => sealPersonalData(deps, request));
-    ctx.serve(customerRpc.openPersonalData, (request) => openPersonalData(deps, request));
-    ctx.serve(historyRpc.customer, (request) => customerHistory(deps, request));
+    ctx.serve(customerRpc.sealPersonalData, deps, sealPersonalData);
+    ctx.serve(customerRpc.openPersonalData, deps, openPersonalData);
+    ctx.serve(historyRpc.customer, deps, customerHistory);
     ctx.serve(customerRpc.export, async (request, context) => {
       const account = await exportCustomer(deps, request, context);
       return { ...account, oauthGrants: await identity.grantsOf(account.customer.id) };

@@ -124,30 +124,30 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
 
     ctx.onStop(consumeIntegrationEvents(ctx.bus, deps, logger));
 
-    ctx.serve(notificationRpc.createWebhook, (request, context) => createWebhook(deps, request, context));
-    ctx.serve(notificationRpc.listWebhooks, (page) => listWebhooks(deps, page));
+    ctx.serve(notificationRpc.createWebhook, deps, createWebhook);
+    ctx.serve(notificationRpc.listWebhooks, deps, listWebhooks);
     ctx.serve(notificationRpc.getWebhook, ({ webhookId }) => getWebhook(deps, webhookId));
-    ctx.serve(notificationRpc.updateWebhook, (request, context) => updateWebhook(deps, request, context));
+    ctx.serve(notificationRpc.updateWebhook, deps, updateWebhook);
     ctx.serve(notificationRpc.pauseWebhook, ({ webhookId }, context) =>
       pauseWebhook(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.resumeWebhook, ({ webhookId }, context) =>
       resumeWebhook(deps, webhookId, context),
     );
-    ctx.serve(notificationRpc.rotateSecret, (request, context) => rotateSecret(deps, request, context));
+    ctx.serve(notificationRpc.rotateSecret, deps, rotateSecret);
     ctx.serve(notificationRpc.deleteWebhook, ({ webhookId }, context) =>
       deleteWebhook(deps, webhookId, context),
     );
-    ctx.serve(notificationRpc.listDeliveries, (request) => listDeliveries(deps, request));
-    ctx.serve(notificationRpc.getDelivery, (request) => getDelivery(deps, request));
-    ctx.serve(notificationRpc.resendDelivery, (request, context) => resendDelivery(deps, request, context));
+    ctx.serve(notificationRpc.listDeliveries, deps, listDeliveries);
+    ctx.serve(notificationRpc.getDelivery, deps, getDelivery);
+    ctx.serve(notificationRpc.resendDelivery, deps, resendDelivery);
     ctx.serve(notificationRpc.sendTestEvent, ({ webhookId }, context) =>
       sendTestEvent(deps, webhookId, context),
     );
     ctx.serve(notificationRpc.replayDeliveries, (request, context) =>
       replayDeliveries(deps, request, context),
     );
-    ctx.serve(notificationRpc.previewFilter, (request) => previewFilter(deps, request));
+    ctx.serve(notificationRpc.previewFilter, deps, previewFilter);
     ctx.serve(notificationRpc.signingKeys, () => signingKeys.keySet());
     ctx.serve(notificationRpc.rotateSigningKey, (request, context) =>
       rotateSigningKey(deps, request, context),

@@ -15,7 +15,7 @@ import {
 import { type OrderingConfig, orderingConfigSchema } from "./config.ts";
 import { toIntegrationEvent } from "./domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "./handlers/cheese-deleted.ts";
-import { catalogueOverBus, type OrderingDeps } from "./handlers/deps.ts";
+import type { OrderingDeps } from "./handlers/deps.ts";
 import { cancelOrder, changeOrder } from "./handlers/order-commands.ts";
 import { orderHistory } from "./handlers/order-history.ts";
 import {
@@ -26,7 +26,7 @@ import {
   listOrders,
 } from "./handlers/order-queries.ts";
 import { reviewOrder } from "./handlers/order-review.ts";
-import { customerVaultOverBus } from "./handlers/personal-data.ts";
+import { catalogueOverBus, customerVaultOverBus } from "./handlers/other-services.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 
 import {
@@ -132,15 +132,15 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
       }),
     );
 
-    ctx.serve(orderingRpc.placeOrder, (request, context) => placeOrder(deps, request, context));
+    ctx.serve(orderingRpc.placeOrder, deps, placeOrder);
     ctx.serve(orderingRpc.getOrder, async ({ orderId, actor }, context) => ({
       order: await getOrder(deps, orderId, actor, context),
     }));
-    ctx.serve(orderingRpc.getOrderAsOf, (request, context) => getOrderAsOf(deps, request, context));
+    ctx.serve(orderingRpc.getOrderAsOf, deps, getOrderAsOf);
     ctx.serve(orderingRpc.customerOrders, ({ customerId }, context) =>
       customerOrders(deps, customerId, context),
     );
-    ctx.serve(orderingRpc.listOrders, (request, context) => listOrders(deps, request, context));
+    ctx.serve(orderingRpc.listOrders, deps, listOrders);
     ctx.serve(orderingRpc.cancelOrder, async ({ orderId, actor }, context) => ({
       order: await cancelOrder(deps, orderId, actor, context),
     }));

@@ -1,4 +1,5 @@
 import {
+  type Address,
   type Cheese,
   type Order,
   type OrderActor,
@@ -18,7 +19,8 @@ import {
 } from "@cheese/service-kit";
 
 // The order aggregate (docs/ordering.md), read in the order an order is placed: its events and
-// commands, its pricing, its decider, and the integration event each of its events publishes.
+// commands, its pricing, its personal part, its decider, and the integration event each of its
+// events publishes.
 
 /**
  * Every event carries the order as it stands after the change, so the outbox relay publishes the
@@ -31,7 +33,7 @@ interface OrderChange {
   customerId: number | null;
   /**
    * A customer's order: its shipping address and notes sealed under the customer's key, `order`
-   * carrying them redacted (handlers/personal-data.ts). Absent: `order` carries them in clear
+   * carrying them redacted (`redacted`, below). Absent: `order` carries them in clear
    * (operator orders, and orders placed before addresses were sealed).
    */
   personal?: string;
@@ -158,6 +160,43 @@ export function orderTotal(lines: readonly { quantity: number; pricePerKg: numbe
   );
   const cents = Math.floor((micros + MICROS_PER_CENT / 2) / MICROS_PER_CENT);
   return cents / 100;
+}
+
+/**
+ * A customer's shipping address and notes are personal data: ordering keeps them sealed under the
+ * customer's own key (the customer service holds it), and the order in its events carries them
+ * redacted. Opened, they are put back; once the customer is erased they cannot be, and the order
+ * answers redacted: the street and city read "[erased]", state and zip code are gone, the country
+ * stays (it identifies nobody, and the Order schema needs one), the notes are null.
+ */
+export interface OrderPersonalData {
+  shippingAddress: Address;
+  notes: string | null;
+}
+
+/** An order as stored: redacted, with its sealed part, when a customer placed it. */
+export interface StoredOrder {
+  order: Order;
+  customerId: number | null;
+  personal?: string | undefined;
+}
+
+const ERASED = "[erased]";
+
+export function personalPart(order: Order): OrderPersonalData {
+  return { shippingAddress: order.shippingAddress, notes: order.notes };
+}
+
+export function redacted(order: Order): Order {
+  return {
+    ...order,
+    shippingAddress: { street: ERASED, city: ERASED, country: order.shippingAddress.country },
+    notes: null,
+  };
+}
+
+export function revealed(order: Order, personal: OrderPersonalData): Order {
+  return { ...order, shippingAddress: personal.shippingAddress, notes: personal.notes };
 }
 
 const moved = (order: Order, status: OrderStatus, at: string, extra: Partial<Order> = {}): Order => ({

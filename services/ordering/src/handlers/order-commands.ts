@@ -2,7 +2,7 @@ import type { Order, OrderActor } from "@cheese/contracts";
 import { contextMetadata, type HandlerContext, handleCommand, isoNow } from "@cheese/service-kit";
 import { type OrderCommand, orderDecider, orderStream } from "../domain/order.ts";
 import type { OrderingDeps } from "./deps.ts";
-import { revealOrder } from "./personal-data.ts";
+import { revealOrder } from "./other-services.ts";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 type Change = DistributiveOmit<

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { orderDecider, orderStream, visibleTo } from "../domain/order.ts";
 import { ORDERS, type OrderDocument } from "../projections/orders.ts";
 import type { OrderingDeps } from "./deps.ts";
-import { revealOrder, revealOrders } from "./personal-data.ts";
+import { revealOrder, revealOrders } from "./other-services.ts";
 
 /**
  * One order, folded from its stream rather than read from the projection, so a GET right after

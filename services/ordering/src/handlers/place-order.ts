@@ -8,10 +8,17 @@ import {
   type IdempotencyKey,
   isoNow,
 } from "@cheese/service-kit";
-import { checkDistinctLines, orderDecider, orderStream, priceOrder } from "../domain/order.ts";
-
+import {
+  checkDistinctLines,
+  orderDecider,
+  orderStream,
+  personalPart,
+  priceOrder,
+  redacted,
+  type StoredOrder,
+} from "../domain/order.ts";
 import type { OrderingDeps } from "./deps.ts";
-import { personalPart, redacted, revealOrder, type StoredOrder } from "./personal-data.ts";
+import { revealOrder } from "./other-services.ts";
 
 /**
  * POST /store/order, top to bottom: claim the order id (for an Idempotency-Key: a repeat answers with the order

@@ -13,7 +13,7 @@ export interface OrderDocument extends Document {
   createdAt: string;
   /** The cheeses on the order, for "orders of this cheese" queries. */
   cheeseIds: number[];
-  /** A customer's address and notes, sealed (`order` carries them redacted); see handlers/personal-data.ts. */
+  /** A customer's address and notes, sealed (`order` carries them redacted); see `redacted` in domain/order.ts. */
   personal?: string;
 }
 

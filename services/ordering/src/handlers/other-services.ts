@@ -1,35 +1,24 @@
-import { type Address, customerRpc, type Order } from "@cheese/contracts";
+import { type Cheese, customerRpc, findCheese, type Order } from "@cheese/contracts";
 import { callRpc, type MessageBus } from "@cheese/messaging";
 import { contextHeaders, type RequestContext } from "@cheese/service-kit";
+import { type OrderPersonalData, redacted, revealed, type StoredOrder } from "../domain/order.ts";
 
 /**
- * A customer's shipping address and notes are personal data: ordering keeps them sealed under the
- * customer's own key (the customer service holds it), and the order in its events carries them
- * redacted. Opened, they are put back; once the customer is erased they cannot be, and the order
- * answers redacted: the street and city read "[erased]", state and zip code are gone, the country
- * stays (it identifies nobody, and the Order schema needs one), the notes are null.
+ * What ordering asks of other services, over the bus: the catalogue for a cheese as it is now,
+ * the customer service to seal and open a customer's personal data. Either unreachable is a 503,
+ * never read as an answer.
  */
-export interface OrderPersonalData {
-  shippingAddress: Address;
-  notes: string | null;
+
+/** What ordering asks the catalogue: a cheese as it is now, or undefined when it does not exist. */
+export interface Catalogue {
+  findCheese(cheeseId: number, context: RequestContext): Promise<Cheese | undefined>;
 }
 
-const ERASED = "[erased]";
-
-export function personalPart(order: Order): OrderPersonalData {
-  return { shippingAddress: order.shippingAddress, notes: order.notes };
-}
-
-export function redacted(order: Order): Order {
+export function catalogueOverBus(bus: MessageBus, timeoutMs: number): Catalogue {
   return {
-    ...order,
-    shippingAddress: { street: ERASED, city: ERASED, country: order.shippingAddress.country },
-    notes: null,
+    findCheese: (cheeseId, context) =>
+      findCheese(bus, cheeseId, { timeoutMs, headers: contextHeaders(context) }),
   };
-}
-
-export function revealed(order: Order, personal: OrderPersonalData): Order {
-  return { ...order, shippingAddress: personal.shippingAddress, notes: personal.notes };
 }
 
 /**
@@ -46,7 +35,6 @@ export interface CustomerVault {
   ): Promise<(OrderPersonalData | null)[]>;
 }
 
-/** Over the customer service's RPC; an unreachable customer service is a 503. */
 export function customerVaultOverBus(bus: MessageBus, timeoutMs: number): CustomerVault {
   return {
     async seal(customerId, data, context) {
@@ -69,13 +57,6 @@ export function customerVaultOverBus(bus: MessageBus, timeoutMs: number): Custom
       return opened.items as (OrderPersonalData | null)[];
     },
   };
-}
-
-/** An order as stored: redacted, with its sealed part, when a customer placed it. */
-export interface StoredOrder {
-  order: Order;
-  customerId: number | null;
-  personal?: string | undefined;
 }
 
 /**
