@@ -26,11 +26,7 @@ import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { writeCatalogueHistory } from "@cheese/testing/histories";
-import {
-  CHEESES_VERSION,
-  cheesesCollection,
-  projectCheese,
-} from "../services/catalogue/src/projections/cheeses.ts";
+import { CHEESES_VERSION, cheesesProjection } from "../services/catalogue/src/projections/cheeses.ts";
 import { benchToken, startSystem } from "./harness/system.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -104,13 +100,10 @@ try {
   const store = createSqliteEventStore({ file });
   const readModels = createMemoryReadModels({ snapshotDir: join(dataDir, "catalogue", "read-models") });
   const old = await startProjection({
-    name: "cheeses",
+    ...cheesesProjection,
     version: previous,
-    collections: [cheesesCollection],
     eventStore: store,
     readModels,
-    categories: ["cheese"],
-    apply: projectCheese,
     logger: createLogger("bench", "silent"),
   });
   await old.ready;

@@ -12,12 +12,7 @@ import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { writeCatalogueHistory } from "@cheese/testing/histories";
-import {
-  CHEESES_VERSION,
-  cheesesCollection,
-  cheesesOverwrites,
-  projectCheese,
-} from "../../services/catalogue/src/projections/cheeses.ts";
+import { cheesesProjection } from "../../services/catalogue/src/projections/cheeses.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 
@@ -40,14 +35,9 @@ export const projectionRebuild: Measurement = {
       const cpuBefore = process.cpuUsage();
       const started = performance.now();
       const projection = await startProjection({
-        name: "cheeses",
-        version: CHEESES_VERSION,
-        collections: [cheesesCollection],
+        ...cheesesProjection,
         eventStore: store,
         readModels: createMemoryReadModels(),
-        categories: ["cheese"],
-        apply: projectCheese,
-        overwrites: cheesesOverwrites,
         logger: createLogger("bench", "silent"),
       });
       await projection.ready;

@@ -21,6 +21,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from "nats";
+import { askAgain } from "./ask-again.ts";
 import { pastDeadline, withDeadline } from "./deadline.ts";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -379,13 +380,13 @@ class StreamSettings {
   /** Resolves once the stream has a leader (at once outside a cluster); else a 503 after a while. */
   private async led(name: string): Promise<void> {
     if (!this.nc.info?.cluster) return;
-    const deadline = Date.now() + LEADER_WAIT_MS;
-    for (;;) {
-      const info = await this.jsm.streams.info(name).catch(() => undefined);
-      if (info?.cluster?.leader) return;
-      if (Date.now() >= deadline) throw new BusUnavailableError(`stream ${name} has no leader`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await askAgain(
+      async () => {
+        const info = await this.jsm.streams.info(name).catch(() => undefined);
+        if (!info?.cluster?.leader) throw new BusUnavailableError(`stream ${name} has no leader`);
+      },
+      { pauseMs: 100, forMs: LEADER_WAIT_MS, retryOn: (error) => error instanceof BusUnavailableError },
+    );
   }
 
   /**
@@ -1599,17 +1600,18 @@ class NatsKeyValue implements KeyValue {
    * nobody received the request, so asking again cannot write twice. Throws
    * {@link BusUnavailableError} while the connection is down, at every try.
    */
-  private async answered<T>(what: string, request: () => Promise<T>): Promise<T> {
-    for (let tried = 1; ; tried++) {
-      this.reachable(what);
-      try {
-        return await request();
-      } catch (error) {
-        if (!(error instanceof NatsError && error.code === "503") || tried >= KV_NO_RESPONDERS_TRIES)
-          throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, KV_NO_RESPONDERS_RETRY_MS));
-    }
+  private answered<T>(what: string, request: () => Promise<T>): Promise<T> {
+    return askAgain(
+      () => {
+        this.reachable(what);
+        return request();
+      },
+      {
+        pauseMs: KV_NO_RESPONDERS_RETRY_MS,
+        tries: KV_NO_RESPONDERS_TRIES,
+        retryOn: (error) => error instanceof NatsError && error.code === "503",
+      },
+    );
   }
 
   async deleteMatching(keyPattern: string): Promise<number> {

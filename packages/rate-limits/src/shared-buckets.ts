@@ -1,11 +1,18 @@
 import { jsonCodec, KvRecords, type MessageBus } from "@cheese/messaging";
 import { type Clock, type Logger, systemClock, type Timer } from "@cheese/service-kit";
-import { type Admission, type BucketState, type PlanLimits, take, tokensAt } from "./token-bucket.ts";
+import {
+  type Admission,
+  type BucketState,
+  type PlanLimits,
+  refillPerMs,
+  take,
+  tokensAt,
+} from "./token-bucket.ts";
 
-/** Idle buckets vanish after this; any bucket is full again long before (free: 6 minutes). */
-const BUCKET_TTL_MS = 24 * 3_600_000;
-/** Past this the limiter lets the request through rather than hold it up (NATS trouble). */
+/** Past this the shared state counts as unreachable (NATS trouble): see `SharedBucketsOptions.unreachable`. */
 const DEADLINE_MS = 1000;
+/** A request held back while the shared state is unreachable is asked again after this. */
+const UNREACHABLE_RETRY_MS = 1000;
 const MAX_REMEMBERED = 10_000;
 /** A replica's spending decided on its own reaches the shared key within this (docs/identity.md). */
 export const RECONCILE_MS = 50;
@@ -13,6 +20,27 @@ export const RECONCILE_MS = 50;
 const FRESH_MS = 1000;
 /** Smaller buckets are always settled with the shared key (exact): one request matters there. */
 const LOCAL_MIN_BURST = 100;
+
+export interface SharedBucketsOptions {
+  /** The NATS key-value bucket: one record per key (a caller, a webhook registration). */
+  bucket: string;
+  /** An idle record vanishes after this: longer than any of its buckets takes to be full again. */
+  ttlMs: number;
+  /**
+   * What a request gets when the shared state does not answer within a second: `admit` lets it
+   * through (an API must not go down with its limiter), `hold` refuses it for a second (a
+   * receiver must not get more than its rate), logged either way.
+   */
+  unreachable: "admit" | "hold";
+}
+
+/** The requests' buckets (the gateway's): `rate_limits`, idle a day, let through when unreachable. */
+export const REQUEST_BUCKETS: SharedBucketsOptions = {
+  bucket: "rate_limits",
+  // Any bucket is full again long before (free: 6 minutes).
+  ttlMs: 24 * 3_600_000,
+  unreachable: "admit",
+};
 
 interface Waiting {
   limits: PlanLimits;
@@ -34,9 +62,10 @@ interface Local {
 }
 
 /**
- * Token buckets shared by every gateway replica: one key per caller in a NATS key-value bucket,
- * changed only by compare-and-set on the revision read, so two replicas never both write over
- * each other's spending.
+ * Token buckets shared by every replica: one key per caller in a NATS key-value bucket, changed
+ * only by compare-and-set on the revision read, so two replicas never both write over each
+ * other's spending. The gateway's request rate limits ({@link REQUEST_BUCKETS}) and the
+ * notification service's webhook throttle (buckets of one, `perSecond`) are both these.
  *
  * A replica decides on its own while its fresh view of the key (minus what it spent since)
  * holds more than half the burst (buckets of {@link LOCAL_MIN_BURST} or more): no round trip on
@@ -55,8 +84,9 @@ export class SharedBuckets {
     bus: MessageBus,
     private readonly logger: Logger,
     private readonly clock: Clock = systemClock,
+    private readonly options: SharedBucketsOptions = REQUEST_BUCKETS,
   ) {
-    this.records = new KvRecords(bus, "rate_limits", bucketStateCodec, { ttlMs: BUCKET_TTL_MS });
+    this.records = new KvRecords(bus, options.bucket, bucketStateCodec, { ttlMs: options.ttlMs });
   }
 
   admit(callerId: string, limits: PlanLimits): Promise<Admission> {
@@ -129,8 +159,7 @@ export class SharedBuckets {
             this.scheduleReconcile(key, local);
             return;
           }
-          this.logger.warn({ err: error }, "rate limit state unavailable; letting requests through");
-          admissions = take(undefined, limits, this.clock.now().getTime(), batch.length).admissions;
+          admissions = this.unreachable(error, limits, batch.length);
         }
         for (const [i, waiting] of batch.entries()) waiting.resolve(admissions[i]!);
         if (batch.length === 0) return;
@@ -140,6 +169,24 @@ export class SharedBuckets {
       if (local.waiting.length > 0) void this.drain(key, local);
       else if (local.pending > 0) this.scheduleReconcile(key, local);
     }
+  }
+
+  /** The admissions of requests the shared state did not answer in time for. */
+  private unreachable(error: unknown, limits: PlanLimits, count: number): Admission[] {
+    const { bucket, unreachable } = this.options;
+    if (unreachable === "admit") {
+      this.logger.warn({ err: error, bucket }, "rate limit state unavailable; letting requests through");
+      return take(undefined, limits, this.clock.now().getTime(), count).admissions;
+    }
+    this.logger.warn({ err: error, bucket }, "rate limit state unavailable; holding requests back");
+    const held: Admission = {
+      allowed: false,
+      remaining: 0,
+      resetSeconds: Math.ceil(limits.burst / refillPerMs(limits) / 1000),
+      retryAfterSeconds: UNREACHABLE_RETRY_MS / 1000,
+      retryAfterMs: UNREACHABLE_RETRY_MS,
+    };
+    return Array.from({ length: count }, () => held);
   }
 
   /**

@@ -1,7 +1,9 @@
 /**
  * Token-bucket arithmetic, pure. A bucket holds up to `burst` tokens and gains `perHour` tokens
  * an hour, continuously; a request takes one. `perHour: "unlimited"` (enterprise) refills a full
- * burst every second: no hourly cap, yet never more than `burst` requests at once.
+ * burst every second: no hourly cap, yet never more than `burst` requests at once. A bucket of
+ * one (`burst: 1`, {@link perSecond}) spaces requests evenly: one every `1000 / n` ms, no burst
+ * (GCRA without a burst tolerance).
  */
 export interface PlanLimits {
   burst: number;
@@ -22,6 +24,8 @@ export interface Admission {
   resetSeconds: number;
   /** Seconds until a token is available (for Retry-After); 0 when allowed. */
   retryAfterSeconds: number;
+  /** Milliseconds until a token is available (when to ask again); 0 when allowed. */
+  retryAfterMs: number;
 }
 
 export function refillPerMs(limits: PlanLimits): number {
@@ -61,7 +65,14 @@ export function take(
       remaining: Math.floor(tokens),
       resetSeconds: Math.ceil((limits.burst - tokens) / rate / 1000),
       retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate / 1000)),
+      // Less a nanosecond of floating-point noise, so a whole interval stays whole (500 ms, not 501).
+      retryAfterMs: allowed ? 0 : Math.max(1, Math.ceil((1 - tokens) / rate - 1e-6)),
     });
   }
   return { admissions, state: { tokens, at: now } };
+}
+
+/** A rate of `n` a second with no burst: requests at least `1000 / n` ms apart. */
+export function perSecond(n: number): PlanLimits {
+  return { burst: 1, perHour: n * 3600 };
 }

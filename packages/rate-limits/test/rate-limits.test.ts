@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   hourlyRate,
   type PlanLimits,
+  perSecond,
   planLimitsSchema,
   RECONCILE_MS,
   SharedBuckets,
@@ -43,6 +44,24 @@ describe("token bucket", () => {
     const [refused] = take(empty, free, 6_000, 1).admissions;
     expect(refused).toMatchObject({ allowed: false, remaining: 0, retryAfterSeconds: 30 });
     expect(refused!.resetSeconds).toBe(360 - 6);
+  });
+
+  it("spaces a bucket of one evenly: one request an interval, none saved up for a burst", () => {
+    const twice = perSecond(2);
+    const first = take(undefined, twice, 1000, 2);
+    expect(first.admissions.map((a) => a.allowed)).toEqual([true, false]);
+    expect(first.admissions[1]!.retryAfterMs).toBe(500);
+    expect(take(first.state, twice, 1499, 1).admissions[0]).toMatchObject({
+      allowed: false,
+      retryAfterMs: 1,
+    });
+    expect(take(first.state, twice, 1500, 1).admissions[0]!.allowed).toBe(true);
+    // Long past its last request, it still lets one through, then waits a whole interval.
+    const late = take(first.state, perSecond(1000), 10_000, 2).admissions;
+    expect(late.map((a) => [a.allowed, a.retryAfterMs])).toEqual([
+      [true, 0],
+      [false, 1],
+    ]);
   });
 
   it("lets enterprise refill without an hourly cap yet caps bursts at 1000", () => {

@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
-import { RemoteError, type RemoteErrorBody } from "@cheese/messaging";
+import { askAgain, RemoteError, type RemoteErrorBody } from "@cheese/messaging";
 import { type Clock, isoNow } from "./clock.ts";
 import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
 import { conflict, DomainError } from "./errors.ts";
@@ -124,6 +124,9 @@ export interface ClaimOptions {
 /** Poll interval while a repeat waits for the first request of its key (real time). */
 const POLL_MS = 50;
 
+/** A repeat's first request of its key is still at work, and its takeover time has not come. */
+class FirstRequestAtWork extends Error {}
+
 /** Claims the work of a request for its Idempotency-Key; see the rules above. */
 export async function claimOnce(
   deps: { store: EventStore; clock: Clock },
@@ -133,38 +136,47 @@ export async function claimOnce(
   if (!idempotency) {
     return { id: await options.newId(), failed: (error) => Promise.reject(error) };
   }
+  // A repeat reads the claim again while the first request is at work, until its result or the takeover.
+  return askAgain(() => claimOrRepeat(deps, options, idempotency), {
+    pauseMs: POLL_MS,
+    retryOn: (error) => error instanceof FirstRequestAtWork,
+  });
+}
+
+/** One read of the key's claim: claimed now, or a repeat's answer; throws while the first is at work. */
+async function claimOrRepeat(
+  deps: { store: EventStore; clock: Clock },
+  options: ClaimOptions,
+  idempotency: IdempotencyKey,
+): Promise<Claim> {
   const stream = `${options.category}-${idempotency.key}`;
-  for (;;) {
-    const state = (await deps.store.readStream(stream)).reduce(
-      (folded, event) => claimDecider.evolve(folded, event as unknown as ClaimEvent),
-      claimDecider.initialState(),
-    );
-    const now = isoNow(deps.clock);
-    const claim = liveClaim(state, now);
-    if (claim) {
-      // A repeat: it answers what the first request made or met, waiting for it until the takeover.
-      if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
-      if (state.refusal) throw refusalOf(state.refusal);
-      const earlier = await firstEvent(deps.store, options.creates, claim.id);
-      const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
-      if (earlier || Date.parse(now) >= takeoverAt) {
-        const { id } = claim;
-        return { id, ...(earlier ? { earlier } : {}), failed: (error) => failed(deps, options, id, error) };
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      continue;
-    }
-    const id = await options.newId();
-    const { newEvents } = await handleCommand(
-      deps.store,
-      stream,
-      claimDecider,
-      { type: "Claim", id, fingerprint: idempotency.fingerprint, at: isoNow(deps.clock) },
-      { metadata: options.metadata ?? {}, newStream: true }, // read empty just above
-    );
-    // Otherwise a concurrent request of the key claimed first: its claim is read next.
-    if (newEvents.length > 0) return { id, failed: (error) => failed(deps, options, id, error) };
+  const state = (await deps.store.readStream(stream)).reduce(
+    (folded, event) => claimDecider.evolve(folded, event as unknown as ClaimEvent),
+    claimDecider.initialState(),
+  );
+  const now = isoNow(deps.clock);
+  const claim = liveClaim(state, now);
+  if (claim) {
+    // A repeat: it answers what the first request made or met, waiting for it until the takeover.
+    if (claim.fingerprint !== idempotency.fingerprint) throw conflict(KEY_REUSED);
+    if (state.refusal) throw refusalOf(state.refusal);
+    const earlier = await firstEvent(deps.store, options.creates, claim.id);
+    const takeoverAt = claim.claimedAt ? Date.parse(claim.claimedAt) + CLAIM_TAKEOVER_AFTER_MS : 0;
+    if (!earlier && Date.parse(now) < takeoverAt) throw new FirstRequestAtWork();
+    const { id } = claim;
+    return { id, ...(earlier ? { earlier } : {}), failed: (error) => failed(deps, options, id, error) };
   }
+  const id = await options.newId();
+  const { newEvents } = await handleCommand(
+    deps.store,
+    stream,
+    claimDecider,
+    { type: "Claim", id, fingerprint: idempotency.fingerprint, at: isoNow(deps.clock) },
+    { metadata: options.metadata ?? {}, newStream: true }, // read empty just above
+  );
+  if (newEvents.length > 0) return { id, failed: (error) => failed(deps, options, id, error) };
+  // A concurrent request of the key claimed first: its claim is read at once.
+  return claimOrRepeat(deps, options, idempotency);
 }
 
 /** The first event of the stream the work under `id` creates, once it is done. */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import {
+  askAgain,
   BusUnavailableError,
   type IntegrationEvent,
   jsonCodec,
@@ -336,15 +337,12 @@ const CHECKPOINT_READ_PATIENCE_MS = 30_000;
  * service's start (the process would exit and be started again): the relay's checkpoint and its
  * lease's first step (taken, or the standby's first sight of it).
  */
-async function onceTheBusAnswers<T>(what: string, ask: () => Promise<T>, logger: Logger): Promise<T> {
-  const deadline = Date.now() + CHECKPOINT_READ_PATIENCE_MS;
-  for (;;) {
-    try {
-      return await ask();
-    } catch (error) {
-      if (!(error instanceof BusUnavailableError) || Date.now() >= deadline) throw error;
-      logger.warn({ err: error }, `event publisher: its ${what} cannot be read yet; asking again`);
-      await new Promise((next) => setTimeout(next, 500));
-    }
-  }
+function onceTheBusAnswers<T>(what: string, ask: () => Promise<T>, logger: Logger): Promise<T> {
+  return askAgain(ask, {
+    pauseMs: 500,
+    forMs: CHECKPOINT_READ_PATIENCE_MS,
+    retryOn: (error) => error instanceof BusUnavailableError,
+    onRetry: (error) =>
+      logger.warn({ err: error }, `event publisher: its ${what} cannot be read yet; asking again`),
+  });
 }

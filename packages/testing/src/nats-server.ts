@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { askAgain } from "@cheese/messaging";
 import { nkeys } from "nats";
 import { freePort } from "./ports.ts";
 import { tempDir } from "./temp-dir.ts";
@@ -149,34 +150,37 @@ async function distinctFreePorts(count: number): Promise<number[]> {
 
 /** Polls the monitoring port's `/healthz` (503 until JetStream has a meta leader) until it is 200. */
 async function waitForHealthy(monitorPort: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "no answer";
-  while (Date.now() < deadline) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${monitorPort}/healthz`);
-      if (response.ok) return;
-      last = `${response.status} ${await response.text()}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`nats-server on monitor port ${monitorPort} not healthy within ${timeoutMs} ms: ${last}`);
+  await askAgain(
+    async () => {
+      const response = await fetch(`http://127.0.0.1:${monitorPort}/healthz`).catch((error: Error) => {
+        throw new NotYet(error.message);
+      });
+      if (!response.ok) throw new NotYet(`${response.status} ${await response.text()}`);
+    },
+    { pauseMs: 100, forMs: timeoutMs, retryOn: (error) => error instanceof NotYet },
+  ).catch((error: Error) => {
+    throw new Error(
+      `nats-server on monitor port ${monitorPort} not healthy within ${timeoutMs} ms: ${error.message}`,
+    );
+  });
 }
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
+  await askAgain(
+    async () => {
+      const open = await new Promise<boolean>((resolve) => {
+        const socket = connect(port, "127.0.0.1");
+        socket.once("connect", () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once("error", () => resolve(false));
       });
-      socket.once("error", () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+      if (!open) throw new NotYet(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
+    },
+    { pauseMs: 50, forMs: timeoutMs, retryOn: (error) => error instanceof NotYet },
+  );
 }
+
+/** The server does not answer yet: asked again. */
+class NotYet extends Error {}

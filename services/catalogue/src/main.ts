@@ -26,12 +26,7 @@ import {
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
 import { toIntegrationEvent } from "./integration-events.ts";
-import {
-  CHEESES_VERSION,
-  cheesesCollection,
-  cheesesOverwrites,
-  projectCheese,
-} from "./projections/cheeses.ts";
+import { cheesesProjection } from "./projections/cheeses.ts";
 
 export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps> = {
   name: "catalogue",
@@ -42,14 +37,9 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
   async start(ctx) {
     const { eventStore: store, readModels, logger } = ctx;
     const projection = await startProjection({
-      name: "cheeses",
-      version: CHEESES_VERSION,
-      collections: [cheesesCollection],
+      ...cheesesProjection,
       eventStore: store,
       readModels,
-      categories: ["cheese"],
-      apply: projectCheese,
-      overwrites: cheesesOverwrites,
       logger,
       // Reads switched to a rebuilt read model: replies cached from the one before may differ.
       onSwitch: () => noticeEverythingChanged(ctx.bus),

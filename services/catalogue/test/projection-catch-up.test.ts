@@ -5,18 +5,11 @@ import { createLogger, startProjection } from "@cheese/service-kit";
 import { tempDir } from "@cheese/testing";
 import { historicCheese } from "@cheese/testing/histories";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  CHEESES,
-  CHEESES_VERSION,
-  type CheeseDocument,
-  cheesesCollection,
-  cheesesOverwrites,
-  projectCheese,
-} from "../src/projections/cheeses.ts";
+import { CHEESES, type CheeseDocument, cheesesProjection } from "../src/projections/cheeses.ts";
 
 /**
  * A catch-up leaves out the CheeseUpdated and CheeseStatusChanged events that the next event of
- * their cheese writes over (`cheesesOverwrites`): the read model it builds must be the one that
+ * their cheese writes over (`cheesesProjection.overwrites`): the read model it builds must be the one that
  * applying every event builds, images, deletions and lists included.
  */
 const dir = tempDir("catalogue-catch-up");
@@ -77,21 +70,19 @@ afterAll(async () => {
   dir.remove();
 });
 
-async function build(overwrites: readonly string[] | undefined) {
+async function build(leavingOut: boolean) {
   const readModels = createMemoryReadModels();
   let applied = 0;
+  const { overwrites, apply, ...definition } = cheesesProjection;
   const projection = await startProjection({
-    name: "cheeses",
-    version: CHEESES_VERSION,
-    collections: [cheesesCollection],
+    ...definition,
     eventStore: store,
     readModels,
-    categories: ["cheese"],
     apply: async (event, models) => {
       applied += 1;
-      await projectCheese(event, models);
+      await apply(event, models);
     },
-    ...(overwrites ? { overwrites } : {}),
+    ...(leavingOut ? { overwrites } : {}),
     logger: createLogger("test", "silent"),
   });
   await projection.ready;
@@ -110,8 +101,8 @@ async function build(overwrites: readonly string[] | undefined) {
 }
 
 it("builds the read model that applying every event builds, from fewer events", async () => {
-  const everyEvent = await build(undefined);
-  const leftOut = await build(cheesesOverwrites);
+  const everyEvent = await build(false);
+  const leftOut = await build(true);
   expect(everyEvent.applied).toBe(2_400);
   expect(everyEvent.read.all).toHaveLength(150);
   expect(everyEvent.read.all.some((cheese) => cheese.images.length === 2)).toBe(true);

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { notificationRpc } from "@cheese/contracts";
+import { SharedBuckets } from "@cheese/rate-limits";
 import {
   IdAllocator,
   type ServiceDefinition,
@@ -10,9 +11,8 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
-import { DeliveryScheduler } from "./delivery/scheduler.ts";
+import { DeliveryScheduler, WEBHOOK_THROTTLE } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
-import { WebhookThrottle } from "./delivery/throttle.ts";
 import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";
@@ -111,7 +111,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER,
       retryAfterMaxMs: config.WEBHOOK_RETRY_AFTER_MAX,
-      throttle: new WebhookThrottle(ctx.bus, logger, clock),
+      throttle: new SharedBuckets(ctx.bus, logger, clock, WEBHOOK_THROTTLE),
       snapshots: blobSnapshotStore(ctx.blobs),
       snapshotEveryMs: config.WEBHOOK_SNAPSHOT_INTERVAL,
       onWebhookDisabled: sendDisabledNotice(deps, logger),

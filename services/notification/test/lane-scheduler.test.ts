@@ -3,13 +3,13 @@ import { join } from "node:path";
 import type { WebhookEventKind } from "@cheese/contracts";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { createInProcessBroker } from "@cheese/messaging";
+import { SharedBuckets } from "@cheese/rate-limits";
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
 import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DeliveryScheduler } from "../src/delivery/scheduler.ts";
-import { WebhookThrottle } from "../src/delivery/throttle.ts";
+import { DeliveryScheduler, WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { laneDecider, laneStream } from "../src/domain/lane.ts";
@@ -60,7 +60,12 @@ describe("ordered lanes across two schedulers", () => {
         maxInFlight: 50,
         disableAfterMs: 1_000_000_000,
         retryAfterMaxMs: 3_600_000,
-        throttle: new WebhookThrottle(broker.connect(), createLogger("notification", "silent"), clock),
+        throttle: new SharedBuckets(
+          broker.connect(),
+          createLogger("notification", "silent"),
+          clock,
+          WEBHOOK_THROTTLE,
+        ),
         clock,
         logger: createLogger("notification", "silent"),
       });

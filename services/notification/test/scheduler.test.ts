@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { createFileBlobStore } from "@cheese/blob-store";
 import { createSqliteEventStore, type EventStore, type RecordedEvent } from "@cheese/event-store";
 import { createInProcessBroker, type InProcessBroker } from "@cheese/messaging";
+import { SharedBuckets } from "@cheese/rate-limits";
 import { createLogger, foldEvents, handleCommand, isoNow } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
 import { tempDir } from "@cheese/testing";
@@ -14,9 +15,8 @@ import {
   verifyWebhookWithKeys,
 } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
+import { DeliveryScheduler, type SchedulerOptions, WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
-import { WebhookThrottle } from "../src/delivery/throttle.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";
@@ -69,7 +69,12 @@ describe("delivery scheduler with an injected clock", () => {
       maxInFlight: 50,
       disableAfterMs: 5 * DAY,
       retryAfterMaxMs: 3_600_000,
-      throttle: new WebhookThrottle(broker.connect(), createLogger("notification", "silent"), clock),
+      throttle: new SharedBuckets(
+        broker.connect(),
+        createLogger("notification", "silent"),
+        clock,
+        WEBHOOK_THROTTLE,
+      ),
       clock,
       logger: createLogger("notification", "silent"),
       ...options,

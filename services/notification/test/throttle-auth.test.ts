@@ -1,9 +1,10 @@
 import { MASKED_SECRET, notificationRpc, WebhookInput, WebhookPatch } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
+import { perSecond, SharedBuckets } from "@cheese/rate-limits";
 import { createLogger } from "@cheese/service-kit";
 import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { takeSlot, WebhookThrottle } from "../src/delivery/throttle.ts";
+import { WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
 import { webhookDecider } from "../src/domain/webhook.ts";
 import { notificationService } from "../src/main.ts";
 
@@ -17,34 +18,37 @@ const oauth2 = {
   scope: "hooks:write",
 };
 
-describe("the throttle's rule", () => {
-  it("grants a free slot and moves it one interval on; refuses until then", () => {
-    expect(takeSlot(undefined, 1000, 2)).toEqual({ granted: true, next: 1500 });
-    expect(takeSlot(1500, 1499, 2)).toEqual({ granted: false, retryAt: 1500 });
-    expect(takeSlot(1500, 1500, 2)).toEqual({ granted: true, next: 2000 });
-    // A slot long past does not save up a burst: the next one is an interval after now.
-    expect(takeSlot(0, 10_000, 1000)).toEqual({ granted: true, next: 10_001 });
-  });
-});
-
 describe("the shared throttle", () => {
   it("gives one slot to one of two replicas, and the other the time to ask again", async () => {
     const broker = createInProcessBroker();
     const clock = new ManualClock(new Date(at));
     const logger = createLogger("notification", "silent");
-    const first = new WebhookThrottle(broker.connect(), logger, clock);
-    const second = new WebhookThrottle(broker.connect(), logger, clock);
-    const now = clock.now().getTime();
+    const first = new SharedBuckets(broker.connect(), logger, clock, WEBHOOK_THROTTLE);
+    const second = new SharedBuckets(broker.connect(), logger, clock, WEBHOOK_THROTTLE);
 
-    const answers = await Promise.all([first.take(7, 4), second.take(7, 4)]);
-    expect(answers.filter((answer) => answer === undefined)).toHaveLength(1);
-    expect(answers.filter((answer) => answer === now + 250)).toHaveLength(1);
+    const answers = await Promise.all([first.admit("7", perSecond(4)), second.admit("7", perSecond(4))]);
+    expect(answers.filter((answer) => answer.allowed)).toHaveLength(1);
+    expect(answers.filter((answer) => !answer.allowed && answer.retryAfterMs === 250)).toHaveLength(1);
     // Another registration has slots of its own.
-    expect(await second.take(8, 4)).toBeUndefined();
+    expect((await second.admit("8", perSecond(4))).allowed).toBe(true);
 
-    await clock.advance(250);
-    const later = await Promise.all([second.take(7, 4), first.take(7, 4)]);
-    expect(later.filter((answer) => answer === undefined)).toHaveLength(1);
+    await clock.advance(249);
+    expect((await first.admit("7", perSecond(4))).allowed).toBe(false);
+    await clock.advance(1);
+    const later = await Promise.all([second.admit("7", perSecond(4)), first.admit("7", perSecond(4))]);
+    expect(later.filter((answer) => answer.allowed)).toHaveLength(1);
+  });
+
+  it("holds attempts back, to be asked again a second later, while NATS cannot be reached", async () => {
+    const bus = createInProcessBroker().connect();
+    await bus.close();
+    const throttle = new SharedBuckets(
+      bus,
+      createLogger("notification", "silent"),
+      undefined,
+      WEBHOOK_THROTTLE,
+    );
+    expect(await throttle.admit("7", perSecond(4))).toMatchObject({ allowed: false, retryAfterMs: 1000 });
   });
 });
 

@@ -1,6 +1,7 @@
 import type { Cheese, CheeseStatus } from "@cheese/contracts";
 import type { RecordedEvent } from "@cheese/event-store";
 import type { CollectionDefinition, Document, ReadModelStore } from "@cheese/read-models";
+import type { ProjectionOptions } from "@cheese/service-kit";
 import { type CheeseEvent, normaliseName, type StoredImage } from "../domain/cheese.ts";
 
 /**
@@ -82,6 +83,19 @@ export const cheesesCollection: CollectionDefinition = {
  * catch-up applies only the last (`ProjectionOptions.overwrites`).
  */
 export const cheesesOverwrites = ["CheeseUpdated", "CheeseStatusChanged"] as const;
+
+/**
+ * The `cheeses` projection as the catalogue's wiring starts it (`main.ts`), given its event store,
+ * read models and logger; its tests and benches start the same one.
+ */
+export const cheesesProjection = {
+  name: "cheeses",
+  version: CHEESES_VERSION,
+  collections: [cheesesCollection],
+  categories: ["cheese"],
+  apply: projectCheese,
+  overwrites: cheesesOverwrites,
+} satisfies Partial<ProjectionOptions>;
 
 export async function projectCheese(event: RecordedEvent, readModels: ReadModelStore): Promise<void> {
   const cheeses = readModels.collection<CheeseDocument>(CHEESES);

@@ -8,7 +8,14 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
-import { allScopes, anonymousCaller, lowerPlan, type OperatorKey, type Plan } from "./credentials.ts";
+import {
+  allScopes,
+  anonymousCaller,
+  lowerPlan,
+  type OperatorKey,
+  operatorCaller,
+  type Plan,
+} from "./credentials.ts";
 import type { TokenClaims, TokenVerifier } from "./tokens.ts";
 
 export interface AuthenticationDeps {
@@ -104,9 +111,7 @@ async function identifyApiKey(
 ): Promise<Identified> {
   const operator = deps.operatorKeys.get(apiKeyHash(apiKey));
   if (operator) {
-    return {
-      caller: { kind: "operator", id: operator.id, plan: operator.plan, scopes: new Set(), via: "api_key" },
-    };
+    return { caller: operatorCaller(operator, "api_key") };
   }
   if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { caller: anonymous, problem: "unknown API key" };
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
@@ -150,16 +155,7 @@ async function identifyToken(
     // An operator's console session: the operator's key and plan while the key is configured.
     const operator = [...deps.operatorKeys.values()].find((key) => key.id === claims.sub);
     if (!operator) return { caller: anonymous, problem: "token of an operator key no longer configured" };
-    return {
-      caller: {
-        kind: "operator",
-        id: operator.id,
-        plan: operator.plan,
-        scopes: new Set(),
-        via: "operator_session",
-        token,
-      },
-    };
+    return { caller: operatorCaller(operator, "operator_session", token) };
   }
   if (claims.kind === "client") {
     const client = deps.oauthClients.get(claims.sub);

@@ -49,6 +49,25 @@ export function anonymousCaller(ip: string, plan: Plan): Caller {
 }
 
 /**
+ * An operator key's caller, by its key (`api_key`) or by a console session issued for it
+ * (`operator_session`, with the session's token): the key's bucket and plan either way.
+ */
+export function operatorCaller(
+  operator: OperatorKey,
+  via: "api_key" | "operator_session",
+  token?: Caller["token"],
+): Caller {
+  return {
+    kind: "operator",
+    id: operator.id,
+    plan: operator.plan,
+    scopes: new Set(),
+    via,
+    ...(token ? { token } : {}),
+  };
+}
+
+/**
  * IPv4 callers are counted per address; IPv6 callers per /64, the block one subscriber gets, so
  * nobody holding a /64 has 2^64 fresh buckets.
  */

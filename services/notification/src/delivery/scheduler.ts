@@ -1,4 +1,5 @@
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
+import { perSecond, type SharedBuckets, type SharedBucketsOptions } from "@cheese/rate-limits";
 import {
   type Clock,
   DomainError,
@@ -46,7 +47,17 @@ import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
-import type { WebhookThrottle } from "./throttle.ts";
+
+/**
+ * The registrations' throttles (`rateLimit`): a bucket of one per registration in the NATS
+ * key-value bucket `webhook_throttle`, shared by the replicas; held back while unreachable.
+ */
+export const WEBHOOK_THROTTLE: SharedBucketsOptions = {
+  bucket: "webhook_throttle",
+  // A bucket of one is full again within a second (`perSecond` is at least 1).
+  ttlMs: 60_000,
+  unreachable: "hold",
+};
 
 export interface SchedulerOptions {
   store: EventStore;
@@ -66,7 +77,7 @@ export interface SchedulerOptions {
   /** The most a receiver's `Retry-After` may defer a delivery's next attempt by. */
   retryAfterMaxMs: number;
   /** The registrations' attempt slots, shared by the replicas (`rateLimit`). */
-  throttle: Pick<WebhookThrottle, "take" | "forget">;
+  throttle: Pick<SharedBuckets, "admit">;
   /** Where the schedule is saved and restored from; without it every start reads all history. */
   snapshots?: SnapshotStore;
   /** How often a changed schedule is saved (and always at a graceful stop). */
@@ -599,11 +610,11 @@ export class DeliveryScheduler {
   }
 
   /** Asks the throttle for the registration's slot; the registration's next scan waits for the next one. */
-  private async admitted(webhookId: number, perSecond: number): Promise<boolean> {
-    const retryAt = await this.options.throttle.take(webhookId, perSecond).finally(() => {
+  private async admitted(webhookId: number, rate: number): Promise<boolean> {
+    const retryAt = await this.take(webhookId, rate).finally(() => {
       this.taking.delete(webhookId);
     });
-    const until = retryAt ?? this.now() + 1000 / perSecond;
+    const until = retryAt ?? this.now() + 1000 / rate;
     this.throttledUntil.set(webhookId, until);
     this.throttleWakes.get(webhookId)?.cancel();
     this.throttleWakes.set(
@@ -617,12 +628,21 @@ export class DeliveryScheduler {
   }
 
   /** Waits for a slot of the registration (a second request within one attempt). */
-  private async slot(webhookId: number, perSecond: number): Promise<void> {
+  private async slot(webhookId: number, rate: number): Promise<void> {
     for (;;) {
-      const retryAt = await this.options.throttle.take(webhookId, perSecond);
+      const retryAt = await this.take(webhookId, rate);
       if (retryAt === undefined || this.closed) return;
       await new Promise<void>((resolve) => this.clock.setTimeout(resolve, retryAt - this.now()));
     }
+  }
+
+  /**
+   * Takes the registration's slot (its bucket of one) if it is free now: undefined when the
+   * attempt may start, else the epoch millisecond to ask again at.
+   */
+  private async take(webhookId: number, rate: number): Promise<number | undefined> {
+    const admission = await this.options.throttle.admit(String(webhookId), perSecond(rate));
+    return admission.allowed ? undefined : this.now() + admission.retryAfterMs;
   }
 
   /** A registration whose throttle was removed stops waiting for slots. */
@@ -630,7 +650,6 @@ export class DeliveryScheduler {
     if (!this.throttledUntil.delete(webhookId)) return;
     this.throttleWakes.get(webhookId)?.cancel();
     this.throttleWakes.delete(webhookId);
-    this.options.throttle.forget(webhookId);
   }
 
   private hasCapacity(webhookId: number): boolean {
