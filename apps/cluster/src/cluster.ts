@@ -81,7 +81,9 @@ export async function up(callerEnv: Record<string, string | undefined>): Promise
   mkdirSync(join(dataDir, "run"), { recursive: true });
   const logFile = join(dataDir, "run", "cluster.log");
   const log = openSync(logFile, "w");
-  const child = spawn(process.execPath, [launcher], {
+  // The node flags `up` runs with (`pnpm bench --cluster --profile`'s --cpu-prof) reach the
+  // launcher, whose services inherit its flags.
+  const child = spawn(process.execPath, [...process.execArgv, launcher], {
     env,
     detached: true,
     stdio: ["ignore", log, log],
