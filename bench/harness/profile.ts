@@ -49,8 +49,13 @@ function categoryOf({ functionName, url }: CallFrame): string {
   return url;
 }
 
-/** Which process wrote a profile: the service whose code it ran, or the launcher. */
+/**
+ * Which process wrote a profile: the service whose code it ran, an event store's SQLite writer
+ * thread (a profile of its own, `sqlite-writer.js`), or the launcher.
+ */
 function processOf(profile: CpuProfile): string {
+  if (profile.nodes.some(({ callFrame }) => callFrame.url.endsWith("/sqlite-writer.js")))
+    return "a SQLite writer thread";
   const counts = new Map<string, number>();
   for (const { callFrame } of profile.nodes) {
     const match = /\/services\/([^/]+)\/(dist|src)\//.exec(callFrame.url);

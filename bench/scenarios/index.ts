@@ -14,7 +14,7 @@ import { projectionRebuild } from "./rebuild.ts";
 export const scenarios = (options: BenchOptions): Scenario[] => [
   ...cheeseScenarios(options),
   orderWebhooks,
-  oneRegistration,
+  oneRegistration(options),
   webhookDeliveries,
   ...(options.system === "cluster" ? [] : [projectionRebuild]),
 ];
