@@ -42,12 +42,6 @@ const { values: args } = parseArgs({
 });
 const quick = args.quick;
 const cluster = args.cluster;
-if (cluster && args.profile) {
-  console.error(
-    "bench: --profile runs on the single host only (the cluster's processes start under ip netns)",
-  );
-  process.exit(64);
-}
 const options: BenchOptions = {
   system: cluster ? "cluster" : "single",
   quick,

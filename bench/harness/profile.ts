@@ -49,8 +49,21 @@ function categoryOf({ functionName, url }: CallFrame): string {
   return url;
 }
 
-/** Which process wrote a profile: the service whose code it ran, or the launcher. */
+/**
+ * Which process wrote a profile: an event store's SQLite writer thread (a profile of its own,
+ * `sqlite-writer.js`), the launcher (its balancer), or the service whose code it ran.
+ */
 function processOf(profile: CpuProfile): string {
+  if (profile.nodes.some(({ callFrame }) => callFrame.url.endsWith("/sqlite-writer.js")))
+    return "a SQLite writer thread";
+  // The launcher loads some of the services' modules beside its own; a service starts from the
+  // launcher's `service` entry, never from its `cli`.
+  if (
+    profile.nodes.some(({ callFrame }) =>
+      /\/apps\/launcher\/(dist\/cli\.js|src\/cli\.ts)$/.test(callFrame.url),
+    )
+  )
+    return "launcher";
   const counts = new Map<string, number>();
   for (const { callFrame } of profile.nodes) {
     const match = /\/services\/([^/]+)\/(dist|src)\//.exec(callFrame.url);

@@ -142,8 +142,12 @@ async function startSingleHost(options: SystemOptions): Promise<System> {
 const clusterCli = join(repoRoot, "apps", "cluster", "dist", "cli.js");
 
 /** Runs `pnpm cluster <args>` (built) with `env`; resolves with its stdout, rejects on a non-zero exit. */
-function clusterCommand(args: string[], env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, [clusterCli, ...args], {
+function clusterCommand(
+  args: string[],
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<string> {
+  const child = spawn(process.execPath, [...nodeArgs, clusterCli, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -166,12 +170,11 @@ function clusterCommand(args: string[], env: Record<string, string>): Promise<st
 }
 
 async function startCluster(options: SystemOptions): Promise<System> {
-  if (options.nodeArgs?.length) throw new Error("--profile runs on the single host only");
   const port = await freePort();
   const env = benchEnv(options, port);
   const started = performance.now();
   // `up` waits for /readyz itself (120 s); the cluster's own default, not readyTimeoutMs.
-  const info = JSON.parse(await clusterCommand(["up", "--json"], env)) as ClusterInfo;
+  const info = JSON.parse(await clusterCommand(["up", "--json"], env, options.nodeArgs)) as ClusterInfo;
   const readyMs = performance.now() - started;
   const launcherPid = hostsOwner()?.pid;
   if (launcherPid === undefined) throw new Error("the cluster is up but no launcher holds its hosts");

@@ -1,14 +1,15 @@
 /**
- * Webhook deliveries per second. On one system:
+ * Webhook deliveries per second, two measurements, each on a system of its own:
  *
- * 1. One registration for `order.placed`, orders at a fixed 300/s (after 3 s at that rate,
- *    unmeasured): the order's 201 p99 and the webhook's p99 (201 → arrival).
- * 2. Ten registrations for `order.placed`, each at a receiver of its own on this host, so every
- *    order makes ten deliveries; orders placed at rising fixed rates (open loop) until the
- *    deliveries' p99 (the order's 201 → arrival) passes a second or some never arrive. Reported:
- *    the highest delivery rate within a second, the CPU per delivery per process there, and the
- *    stage that saturates first (`order-stages.ts`: the stage whose p99 grew the most from the
- *    lowest rate to the first rate past the limit).
+ * 1. `oneRegistration`: one registration for `order.placed`, orders at a fixed 300/s (after 3 s
+ *    at that rate, unmeasured): the order's 201 p99 and the webhook's p99 (201 → arrival), the
+ *    CPU per order per process and each stage's p50 / p99 (`order-stages.ts`).
+ * 2. `webhookDeliveries`: ten registrations for `order.placed`, each at a receiver of its own on
+ *    this host, so every order makes ten deliveries; orders placed at rising fixed rates (open
+ *    loop) until the deliveries' p99 (the order's 201 → arrival) passes a second or some never
+ *    arrive. Reported: the highest delivery rate within a second, the CPU per delivery per
+ *    process there, and the stage that saturates first (`order-stages.ts`: the stage whose p99
+ *    grew the most from the lowest rate to the first rate past the limit).
  *
  * Each run (warm-ups included) starts once the system is quiet (`settle`), so that what an
  * overloaded run left queued does not count against the next.
@@ -21,7 +22,7 @@ import { clientOf, settle } from "../harness/compare.ts";
 import { monotonicUs } from "../harness/profile.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
-import { STAGES, saturatedStage, stageP99s } from "./order-stages.ts";
+import { STAGES, saturatedStage, stageP99s, stageRows } from "./order-stages.ts";
 import {
   atRate,
   cpuRow,
@@ -39,51 +40,85 @@ const REGISTRATIONS = 10;
 /** Orders per second tried with ten registrations (ten deliveries each). */
 const RATES = { full: [10, 20, 35, 50, 75, 100, 150], quick: [5, 10] };
 
+/** A system for one measurement, and `at(rate)`: a run of orders once the system is quiet. */
+async function deliveriesSystem(options: BenchOptions, name: string) {
+  const root = tempDir(name);
+  const system = await startSystem({
+    kind: options.system,
+    dataDir: join(root.path, "data"),
+    replicas: options.replicas,
+    env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
+    ...(options.profile ? { nodeArgs: options.profile.nodeArgs } : {}),
+  });
+  const registrations: Registration[] = [];
+  try {
+    const client = await clientOf(system.rootUrl, system.dataDir);
+    const cheeseIds = await orderableCheeses(client);
+    const seconds = options.quick ? 2 : 10;
+    // Each run starts on a quiet system: what an earlier run left queued is not this one's.
+    const at = async (rate: number, duration = seconds, measured = true) => {
+      await settle(system.usage, 60_000);
+      const startUs = monotonicUs();
+      const result = await atRate(system, client, registrations, cheeseIds, rate, duration);
+      // --profile: each measured rate is a window of its own (its placing and delivering).
+      options.profile?.windows.push(
+        ...(measured
+          ? [
+              {
+                scenario: `${rate} orders/s, ${registrations.length} registration(s)`,
+                startUs,
+                endUs: monotonicUs(),
+              },
+            ]
+          : []),
+      );
+      return result;
+    };
+    const stop = async () => {
+      await system.stop();
+      for (const registration of registrations) await registration.receiver.close();
+      root.remove();
+    };
+    return { system, registrations, at, stop };
+  } catch (error) {
+    await system.stop();
+    root.remove();
+    throw error;
+  }
+}
+
+/** Named for the rate it runs (--quick: 30 orders/s for 2 s; a full run: 300 for 10 s). */
+export const oneRegistration = (named: Pick<BenchOptions, "quick">): Measurement => ({
+  kind: "measurement",
+  name: named.quick
+    ? "one registration at 30 orders/s (--quick; 300 in a full run)"
+    : "one registration at 300 orders/s",
+  async run(options: BenchOptions) {
+    const { system, registrations, at, stop } = await deliveriesSystem(options, "bench-one-registration");
+    try {
+      registrations.push(await register(system));
+      const rate = options.quick ? 30 : 300;
+      await at(rate, options.quick ? 1 : 3, false);
+      const one = await at(rate);
+      if (one.placed === 0) throw new Error(`no order placed: ${JSON.stringify(one.failed)}`);
+      return [
+        rateRow(one, options.quick ? undefined : { webhookP99Ms: 150, orderP99Ms: 100 }),
+        cpuRow("order, until its webhook arrived", one.cpuMs, one.placed),
+        ...stageRows(system.dataDir, one.times),
+      ];
+    } finally {
+      await stop();
+    }
+  },
+});
+
 export const webhookDeliveries: Measurement = {
   kind: "measurement",
   name: "webhook deliveries per second",
   async run(options: BenchOptions) {
-    const root = tempDir("bench-deliveries");
-    const system = await startSystem({
-      kind: options.system,
-      dataDir: join(root.path, "data"),
-      replicas: options.replicas,
-      env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" },
-      ...(options.profile ? { nodeArgs: options.profile.nodeArgs } : {}),
-    });
-    const registrations: Registration[] = [];
+    const { system, registrations, at, stop } = await deliveriesSystem(options, "bench-deliveries");
     try {
-      const client = await clientOf(system.rootUrl, system.dataDir);
-      const cheeseIds = await orderableCheeses(client);
-      const seconds = options.quick ? 2 : 10;
-      // Each run starts on a quiet system: what an earlier run left queued is not this one's.
-      const at = async (rate: number, duration = seconds, measured = true) => {
-        await settle(system.usage, 60_000);
-        const startUs = monotonicUs();
-        const result = await atRate(system, client, registrations, cheeseIds, rate, duration);
-        // --profile: each measured rate is a window of its own (its placing and delivering).
-        options.profile?.windows.push(
-          ...(measured
-            ? [
-                {
-                  scenario: `${rate} orders/s, ${registrations.length} registration(s)`,
-                  startUs,
-                  endUs: monotonicUs(),
-                },
-              ]
-            : []),
-        );
-        return result;
-      };
       const rows: MeasuredRow[] = [];
-
-      registrations.push(await register(system));
-      const oneRate = options.quick ? 30 : 300;
-      await at(oneRate, options.quick ? 1 : 3, false);
-      const one = await at(oneRate);
-      if (one.placed === 0) throw new Error(`no order placed: ${JSON.stringify(one.failed)}`);
-      rows.push(rateRow(one, options.quick ? undefined : { webhookP99Ms: 150, orderP99Ms: 100 }));
-
       while (registrations.length < REGISTRATIONS) registrations.push(await register(system));
       const rates = options.quick ? RATES.quick : RATES.full;
       await at(rates[0]!, options.quick ? 1 : 3, false);
@@ -129,9 +164,7 @@ export const webhookDeliveries: Measurement = {
       });
       return rows;
     } finally {
-      await system.stop();
-      for (const registration of registrations) await registration.receiver.close();
-      root.remove();
+      await stop();
     }
   },
 };

@@ -7,13 +7,14 @@
  */
 import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";
-import { webhookDeliveries } from "./deliveries.ts";
+import { oneRegistration, webhookDeliveries } from "./deliveries.ts";
 import { orderWebhooks } from "./orders.ts";
 import { projectionRebuild } from "./rebuild.ts";
 
 export const scenarios = (options: BenchOptions): Scenario[] => [
   ...cheeseScenarios(options),
   orderWebhooks,
+  oneRegistration(options),
   webhookDeliveries,
   ...(options.system === "cluster" ? [] : [projectionRebuild]),
 ];

@@ -81,7 +81,10 @@ export async function up(callerEnv: Record<string, string | undefined>): Promise
   mkdirSync(join(dataDir, "run"), { recursive: true });
   const logFile = join(dataDir, "run", "cluster.log");
   const log = openSync(logFile, "w");
-  const child = spawn(process.execPath, [launcher], {
+  // A CPU profile asked of `up` (`pnpm bench --cluster --profile` runs it with --cpu-prof) is
+  // asked of the launcher, whose services inherit its flags; no other flag of `up`'s is passed.
+  const profiling = process.execArgv.filter((flag) => flag.startsWith("--cpu-prof"));
+  const child = spawn(process.execPath, [...profiling, launcher], {
     env,
     detached: true,
     stdio: ["ignore", log, log],

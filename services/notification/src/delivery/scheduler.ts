@@ -546,11 +546,17 @@ export class DeliveryScheduler {
     return status === "paused" || status === "disabled";
   }
 
-  /** Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first. */
+  /**
+   * Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first.
+   * Only a registration's oldest due deliveries, as many as it has slots free, are candidates, so
+   * a scan costs one pass over the due set however long a registration's backlog: sorting the
+   * whole backlog at every freed slot made the scheduler's own CPU grow with its backlog.
+   */
   private tick(): void {
     // Nothing starts before the schedule follows the store (a restored snapshot may be behind).
     if (this.closed || !this.following) return;
-    const due: [number, Tracked][] = [];
+    const free = this.options.maxInFlight - this.inFlight;
+    const oldest = new Map<number, Due[]>();
     for (const deliveryId of this.due) {
       const tracked = this.index.get(deliveryId);
       if (!tracked) {
@@ -558,11 +564,22 @@ export class DeliveryScheduler {
         continue;
       }
       if (this.busy.has(deliveryId) || this.inLaneWait(deliveryId, tracked)) continue;
-      if (tracked.status === "attempting") this.run(deliveryId, undefined, () => this.abandon(deliveryId));
-      else if (!this.waits(tracked.webhookId)) due.push([deliveryId, tracked]);
+      if (tracked.status === "attempting") {
+        this.run(deliveryId, undefined, () => this.abandon(deliveryId));
+        continue;
+      }
+      const { webhookId } = tracked;
+      const slots = Math.min(
+        free,
+        this.options.maxInFlightPerWebhook - (this.inFlightPerWebhook.get(webhookId) ?? 0),
+      );
+      if (slots <= 0 || this.waits(webhookId)) continue;
+      const kept = oldest.get(webhookId) ?? [];
+      if (kept.length === 0) oldest.set(webhookId, kept);
+      keepOldest(kept, [deliveryId, tracked], slots);
     }
     // Oldest event first, so what waited (a resumed registration's backlog) goes out in order.
-    due.sort(([a, x], [b, y]) => x.createdAt.localeCompare(y.createdAt) || a - b);
+    const due = [...oldest.values()].flat().sort(olderFirst);
     for (const [deliveryId, tracked] of due) {
       if (this.hasCapacity(tracked.webhookId) && !this.throttled(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
@@ -890,4 +907,22 @@ export class DeliveryScheduler {
     }
     return secret;
   }
+}
+
+/** A due delivery: its id and what the scheduler tracks of it. */
+type Due = [number, Tracked];
+
+/** By the event's time (ISO timestamps compare as strings), then by delivery id. */
+function olderFirst([a, x]: Due, [b, y]: Due): number {
+  if (x.createdAt !== y.createdAt) return x.createdAt < y.createdAt ? -1 : 1;
+  return a - b;
+}
+
+/** Keeps in `kept` (sorted, older first) the `limit` oldest of what it holds and `due`. */
+function keepOldest(kept: Due[], due: Due, limit: number): void {
+  if (kept.length >= limit && olderFirst(due, kept[kept.length - 1]!) >= 0) return;
+  let at = kept.length;
+  while (at > 0 && olderFirst(due, kept[at - 1]!) < 0) at--;
+  kept.splice(at, 0, due);
+  if (kept.length > limit) kept.pop();
 }
