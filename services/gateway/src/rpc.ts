@@ -12,6 +12,7 @@ import type { Context, MiddlewareHandler, TypedResponse } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { JSONParsed } from "hono/utils/types";
+import stableStringify from "safe-stable-stringify";
 import type { z } from "zod";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -43,20 +44,28 @@ export function callService<Req extends z.ZodType, Res extends z.ZodType>(
 
 /**
  * The handler of a route that only forwards: the request's validated input (`payload(c)`) to the
- * service, and its reply as the answer with `status` (204: no body).
+ * service, and its reply (or the part of it `answer` picks) as the answer with `status` (204: no
+ * body).
  */
 export function forward<
   C extends Context<GatewayEnv, string, {}>,
   Req extends z.ZodType,
   Res extends z.ZodType,
   S extends ContentfulStatusCode | 204,
->(definition: RpcDefinition<Req, Res>, status: S, payload: (c: C) => z.input<Req>) {
+  Body = z.output<Res>,
+>(
+  definition: RpcDefinition<Req, Res>,
+  status: S,
+  payload: (c: C) => z.input<Req>,
+  answer?: (reply: z.output<Res>) => Body,
+) {
   type Answer = S extends 204
     ? Response & TypedResponse<null, 204, "body">
-    : Response & TypedResponse<JSONParsed<z.output<Res>>, S, "json">;
+    : Response & TypedResponse<JSONParsed<NoInfer<Body>>, S, "json">;
   return (deps: GatewayDeps) => async (c: C) => {
     const reply = await callService(deps, c, definition, payload(c));
-    return (status === 204 ? c.body(null, 204) : c.json(reply, status as ContentfulStatusCode)) as Answer;
+    if (status === 204) return c.body(null, 204) as Answer;
+    return c.json(answer ? answer(reply) : reply, status as ContentfulStatusCode) as Answer;
   };
 }
 
@@ -182,22 +191,10 @@ export function idempotency(): MiddlewareHandler<GatewayEnv> {
 /** The same JSON in another key order or spacing is the same request. */
 function canonical(body: string): string {
   try {
-    return JSON.stringify(sortKeys(JSON.parse(body)));
+    return stableStringify(JSON.parse(body)) ?? body;
   } catch {
     return body;
   }
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
-    );
-  }
-  return value;
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

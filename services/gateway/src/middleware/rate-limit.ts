@@ -1,9 +1,9 @@
+import type { RatePlan } from "@cheese/contracts";
 import { RemoteError } from "@cheese/messaging";
 import { type Admission, hourlyRate, type PlanLimits, type SharedBuckets } from "@cheese/rate-limits";
 import { counter, seriesOf } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Plan } from "../auth/credentials.ts";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
@@ -53,7 +53,7 @@ export const browserPageLimits: PlanLimits = { burst: 300, perHour: 3600 };
  * request gets 429 with Retry-After.
  */
 export function rateLimit(options: {
-  plans: Record<Plan, PlanLimits>;
+  plans: Record<RatePlan, PlanLimits>;
   buckets: SharedBuckets;
   /** The browser pages' per-address limits; {@link browserPageLimits} by default. */
   pageLimits?: PlanLimits;

@@ -28,19 +28,9 @@ const tags = ["Webhook events"];
 
 // The bodies are serialised once; the schemas below describe them.
 const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
-const catalogues = new WeakMap<OpenAPIHono<GatewayEnv>, { eventTypes: string; asyncApi: string }>();
+type Catalogue = () => { eventTypes: string; asyncApi: string };
 
-/** Made on first use, when every route is registered; the same bytes ever after. */
-function catalogueOf(api: OpenAPIHono<GatewayEnv>): { eventTypes: string; asyncApi: string } {
-  let catalogue = catalogues.get(api);
-  if (!catalogue) {
-    catalogue = webhookCatalogues(openApiDocument(api));
-    catalogues.set(api, catalogue);
-  }
-  return catalogue;
-}
-
-const eventTypes = (api: OpenAPIHono<GatewayEnv>) =>
+const eventTypes = (catalogue: Catalogue) =>
   route(
     {
       method: "get",
@@ -50,10 +40,10 @@ const eventTypes = (api: OpenAPIHono<GatewayEnv>) =>
       access: { public: true },
       responses: { ...commonResponses, 200: jsonResponse("every event kind", WebhookEventTypeList) },
     },
-    () => (c) => c.body(catalogueOf(api).eventTypes, 200, jsonHeaders) as never,
+    () => (c) => c.body(catalogue().eventTypes, 200, jsonHeaders) as never,
   );
 
-const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
+const asyncApi = (catalogue: Catalogue) =>
   route(
     {
       method: "get",
@@ -66,7 +56,7 @@ const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
         200: jsonResponse("an AsyncAPI 3.1 document", z.object({ asyncapi: z.string() }).passthrough()),
       },
     },
-    () => (c) => c.body(catalogueOf(api).asyncApi, 200, jsonHeaders) as never,
+    () => (c) => c.body(catalogue().asyncApi, 200, jsonHeaders) as never,
   );
 
 const signingKeys = route(
@@ -126,7 +116,10 @@ export function webhookCatalogueRoutes(
   api: OpenAPIHono<GatewayEnv>,
   deps: GatewayDeps,
 ): void {
-  for (const each of [eventTypes(api), asyncApi(api), signingKeys]) each(api, deps);
+  // Made on first use, when every route is registered; the same bytes ever after.
+  let made: ReturnType<Catalogue> | undefined;
+  const catalogue = () => (made ??= webhookCatalogues(openApiDocument(api)));
+  for (const each of [eventTypes(catalogue), asyncApi(catalogue), signingKeys]) each(api, deps);
   wellKnownKeys(app, api, deps);
   rotateSigningKey(api, deps);
   for (const operation of webhookOperations) api.openAPIRegistry.registerWebhook(operation);
