@@ -16,7 +16,7 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
-import { atRoot, described, type Operation } from "./route.ts";
+import { atRoot, type Operation } from "./route.ts";
 
 /**
  * The routes of the authorization server. They are documented from these definitions like every
@@ -38,14 +38,11 @@ const oauthError = (description: string) => jsonResponse(description, OAuthError
  * An endpoint of the authorization server: on the gateway root, public, and counted against the
  * caller's rate limit like every route of the gateway.
  */
-const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) =>
-  described({
-    ...operation,
-    tags: ["OAuth 2.0"],
-    servers: atRoot,
-    security: [],
-    responses: { ...operation.responses, 429: commonResponses[429] },
-  });
+const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) => ({
+  ...operation,
+  tags: ["OAuth 2.0"],
+  responses: { ...operation.responses, 429: commonResponses[429] },
+});
 
 const authorizePageRoute = endpoint({
   method: "get",
@@ -147,7 +144,7 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
     });
     return c.body(answer.body, answer.status as ContentfulStatusCode, answer.headers);
   };
-  for (const definition of [
+  for (const operation of [
     jwksRoute,
     metadataRoute,
     authorizePageRoute,
@@ -155,8 +152,7 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
     tokenRoute,
     revokeRoute,
   ]) {
-    api.openAPIRegistry.registerPath(definition);
-    app.on(definition.method.toUpperCase(), definition.path, forward);
+    atRoot(app, api, operation, forward);
   }
 }
 

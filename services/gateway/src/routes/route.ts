@@ -1,6 +1,6 @@
 import { type OperationId, operationText } from "@cheese/contracts";
 import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Handler, Hono, MiddlewareHandler } from "hono";
 import { type AccessRule, securityOf } from "../auth/access.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
@@ -26,8 +26,21 @@ export function described(operation: Operation): RouteConfig {
   return { method, path, operationId, tags, ...operationText[operationId], ...rest };
 }
 
-/** The servers of an operation served at the gateway root, outside /v2. */
-export const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
+/**
+ * An operation served at the gateway root, outside /v2: public, with the root as its server in the
+ * document, and answered by `handler` (no validation of its own).
+ */
+export function atRoot(
+  app: Hono<GatewayEnv>,
+  api: Api,
+  operation: Omit<Operation, "servers" | "security">,
+  handler: Handler<GatewayEnv>,
+): void {
+  const servers = [{ url: "/", description: "the gateway root (outside /v2)" }];
+  const config = described({ ...operation, servers, security: [] });
+  api.openAPIRegistry.registerPath(config);
+  app.on(config.method.toUpperCase(), config.path, handler);
+}
 
 /** What a route declares besides its OpenAPI operation: who may call it and its own middleware. */
 interface Access {

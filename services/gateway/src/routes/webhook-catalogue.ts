@@ -12,11 +12,11 @@ import type { Hono } from "hono";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
-import { callService, forward } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { atRoot, described, route } from "./route.ts";
+import { atRoot, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -71,20 +71,14 @@ const signingKeys = route(
   forward(notificationRpc.signingKeys, 200, () => ({})),
 );
 
-/** The same key set at the gateway root, outside /v2 (a plain route, described in the document). */
-function wellKnownKeys(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  const route = described({
-    method: "get",
-    path: "/.well-known/webhook-keys.json",
-    operationId: "wellKnownWebhookSigningKeys",
-    tags,
-    servers: atRoot,
-    security: [],
-    responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
-  });
-  api.openAPIRegistry.registerPath(route);
-  app.get(route.path, async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {})));
-}
+/** The same key set at the gateway root, outside /v2. */
+const wellKnownKeys = {
+  method: "get",
+  path: "/.well-known/webhook-keys.json",
+  operationId: "wellKnownWebhookSigningKeys",
+  tags,
+  responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+} as const;
 
 const rotateSigningKey = route(
   {
@@ -120,7 +114,7 @@ export function webhookCatalogueRoutes(
   let made: ReturnType<Catalogue> | undefined;
   const catalogue = () => (made ??= webhookCatalogues(openApiDocument(api)));
   for (const each of [eventTypes(catalogue), asyncApi(catalogue), signingKeys]) each(api, deps);
-  wellKnownKeys(app, api, deps);
+  atRoot(app, api, wellKnownKeys, forward(notificationRpc.signingKeys, 200, () => ({}))(deps));
   rotateSigningKey(api, deps);
   for (const operation of webhookOperations) api.openAPIRegistry.registerWebhook(operation);
 }
