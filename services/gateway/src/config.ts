@@ -1,6 +1,6 @@
 import { oauthClientsSchema, type RatePlan, ratePlans } from "@cheese/contracts";
 import { type PlanLimits, planLimitsSchema } from "@cheese/rate-limits";
-import { baseConfigShape, duration } from "@cheese/service-kit/launch";
+import { baseConfigShape, duration, optionalUrl } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
 import { apiKeysSchema } from "./auth/credentials.ts";
@@ -27,16 +27,9 @@ export const gatewayConfigSchema = z
     /** The origin clients reach the API at; unset: http://127.0.0.1:GATEWAY_PORT (public-url.ts). */
     PUBLIC_URL: publicUrlSchema,
     /** The operator console's address (apps/console), `/console` is forwarded to; unset: none. */
-    CONSOLE_URL: z
-      .url()
-      .optional()
-      .or(z.literal("").transform(() => undefined)),
+    CONSOLE_URL: optionalUrl,
     /** `iss` of every token; unset: PUBLIC_URL. */
-    JWT_ISSUER: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .pipe(z.url().optional()),
+    JWT_ISSUER: optionalUrl,
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
     RATE_LIMIT_PLANS: planLimitsSchema(specPlanLimits),
     /**
