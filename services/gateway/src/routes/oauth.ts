@@ -18,12 +18,6 @@ import { callService } from "../rpc.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
 import { atRoot, type Operation } from "./route.ts";
 
-/**
- * The routes of the authorization server. They are documented from these definitions like every
- * other route (in /v2/openapi.json, each with the gateway root as its server), but they speak
- * form-encoding and HTML and answer RFC 6749 errors, so their handlers read their own parameters
- * instead of going through the API's validation.
- */
 const html = { "text/html": { schema: z.string() } };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
@@ -122,9 +116,10 @@ const metadataRoute = endpoint({
  * The authorization server's pages and endpoints on the gateway root: `/oauth/authorize`
  * (sign-in and consent page), `/oauth/token`, `/oauth/revoke`, `/.well-known/jwks.json` and
  * `/.well-known/oauth-authorization-server`. The customer service serves them
- * (`customer.identity.http`, docs/identity.md); the gateway documents them from these
- * definitions, applies its rate limits, and forwards each request as it came (method, path and
- * query, the headers the server reads, the form) and its answer as it comes back.
+ * (`customer.identity.http`, docs/identity.md); the gateway documents them from the definitions
+ * above, applies its rate limits, and forwards each request as it came (method, path and query,
+ * the headers the server reads, the form: they speak form-encoding and HTML and answer RFC 6749
+ * errors, so nothing here validates them) and its answer as it comes back.
  */
 export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   const forward: Handler<GatewayEnv> = async (c) => {
