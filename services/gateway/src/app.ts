@@ -5,6 +5,7 @@ import { type PlanLimits, SharedBuckets } from "@cheese/rate-limits";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
+import { TokenVerifier } from "./auth/tokens.ts";
 import { specPlanLimits } from "./config.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
@@ -53,7 +54,8 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use(observe(deps.logger));
   app.use(noSniff);
   app.use(bodySize());
-  app.use(authenticate(deps.auth, identity));
+  const tokens = new TokenVerifier(deps.bus, deps.auth.issuer, deps.rpcTimeoutMs, deps.clock);
+  app.use(authenticate({ ...deps.auth, tokens }, identity));
   if (options.rateLimits) {
     app.use(
       rateLimit({

@@ -2,6 +2,7 @@ import { type OperationId, operationText } from "@cheese/contracts";
 import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Handler, Hono, MiddlewareHandler } from "hono";
 import { type AccessRule, securityOf } from "../auth/access.ts";
+import { authorize } from "../auth/authorize.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 
@@ -83,7 +84,7 @@ export function routes<S extends Shared>(shared: S) {
           responses: { ...shared.responses, ...responses },
         }),
         security: securityOf(access),
-        middleware: [deps.authorize(access), ...(shared.use ?? []), ...use],
+        middleware: [authorize(access), ...(shared.use ?? []), ...use],
       };
       api.openapi(config as RouteConfig, handler(deps) as never);
     };
