@@ -13,12 +13,12 @@ import {
   toCustomerFields,
   UsernameParam,
 } from "@cheese/contracts";
-import { RemoteError } from "@cheese/messaging";
 import { hourlyRate, type PlanLimits } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller } from "../env.ts";
+import { refusal } from "../errors.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { callService, forward } from "../rpc.ts";
 import {
@@ -268,11 +268,7 @@ async function untilRevoked(
   if (await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion)) {
     return;
   }
-  throw new RemoteError({
-    status: 503,
-    type: "service_unavailable",
-    message: late,
-  });
+  throw refusal(503, late);
 }
 
 /**

@@ -12,14 +12,8 @@ import {
 } from "@cheese/contracts";
 import { NoRespondersError } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
-import { errorResponse as errorReply } from "../errors.ts";
-import {
-  MAX_CAPTION_LENGTH,
-  MAX_IMAGE_BYTES,
-  readUploadForm,
-  refusal,
-  uploadGuard,
-} from "../images/upload.ts";
+import { errorResponse as errorReply, refusal } from "../errors.ts";
+import { MAX_CAPTION_LENGTH, MAX_IMAGE_BYTES, readUploadForm, uploadGuard } from "../images/upload.ts";
 import { callService, forward } from "../rpc.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
