@@ -49,7 +49,7 @@ const placeOrder = route(
     path: "/store/order",
     operationId: "placeOrder",
     access: writeOrders,
-    use: [idempotency()],
+    use: [idempotency],
     request: {
       headers: z.object({
         "idempotency-key": z.string().optional().openapi({
