@@ -274,6 +274,25 @@ export const ImageUploadResult = z
   .openapi("ImageUploadResult");
 export type ImageUploadResult = z.infer<typeof ImageUploadResult>;
 
+/** The spec's image size limit, 10 MB, read as 10 MiB. */
+export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+export const MAX_CAPTION_LENGTH = 500;
+
+/** An image upload's multipart/form-data body, as documented (the gateway checks its parts). */
+export const ImageUploadForm = {
+  type: "object" as const,
+  required: ["file"],
+  properties: {
+    file: {
+      type: "string" as const,
+      format: "binary",
+      description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
+    },
+    caption: { type: "string" as const, maxLength: MAX_CAPTION_LENGTH },
+    isPrimary: { type: "boolean" as const, default: false, description: "sets the primary display image" },
+  },
+};
+
 export const imageFormats = ["jpeg", "png", "webp"] as const;
 export const ImageFormat = z.enum(imageFormats);
 export type ImageFormat = z.infer<typeof ImageFormat>;

@@ -1,4 +1,4 @@
-import type { FieldError } from "@cheese/contracts";
+import { type FieldError, MAX_CAPTION_LENGTH, MAX_IMAGE_BYTES } from "@cheese/contracts";
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
@@ -6,11 +6,8 @@ import type { GatewayEnv } from "../env.ts";
 import { errorResponse, refusal } from "../errors.ts";
 import { refuseUnreadBody } from "../middleware/body-size.ts";
 
-/** The spec's image size limit, 10 MB, read as 10 MiB. */
-export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 /** Room for the multipart boundaries, part headers and a caption around the file. */
 const MULTIPART_OVERHEAD = 64 * 1024;
-export const MAX_CAPTION_LENGTH = 500;
 
 const TOO_LARGE = `the image must be at most ${MAX_IMAGE_BYTES} bytes (10 MB)`;
 

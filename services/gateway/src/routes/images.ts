@@ -6,6 +6,7 @@ import {
   CheeseImage,
   catalogueRpc,
   detectImageFormat,
+  ImageUploadForm,
   ImageUploadResult,
   imageExtensions,
   imageMediaTypes,
@@ -13,7 +14,7 @@ import {
 import { NoRespondersError } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
 import { errorResponse as errorReply, refusal } from "../errors.ts";
-import { MAX_CAPTION_LENGTH, MAX_IMAGE_BYTES, readUploadForm, uploadGuard } from "../images/upload.ts";
+import { readUploadForm, uploadGuard } from "../images/upload.ts";
 import { callService, forward } from "../rpc.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
@@ -35,30 +36,7 @@ const uploadImage = cheeseRoute(
     use: [...uploadGuard()],
     request: {
       params: CheeseIdParam,
-      body: {
-        required: true,
-        content: {
-          "multipart/form-data": {
-            schema: {
-              type: "object",
-              required: ["file"],
-              properties: {
-                file: {
-                  type: "string",
-                  format: "binary",
-                  description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
-                },
-                caption: { type: "string", maxLength: MAX_CAPTION_LENGTH },
-                isPrimary: {
-                  type: "boolean",
-                  default: false,
-                  description: "sets the primary display image",
-                },
-              },
-            },
-          },
-        },
-      },
+      body: { required: true, content: { "multipart/form-data": { schema: ImageUploadForm } } },
     },
     responses: {
       200: {
