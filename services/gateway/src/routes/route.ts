@@ -22,7 +22,7 @@ export type Operation = Omit<RouteConfig, "operationId" | "summary" | "descripti
 };
 
 /** The operation with its summary and description, after its tags as every operation has them. */
-export function described(operation: Operation): RouteConfig {
+function described(operation: Operation): RouteConfig {
   const { method, path, operationId, tags, ...rest } = operation;
   return { method, path, operationId, tags, ...operationText[operationId], ...rest };
 }
