@@ -274,9 +274,47 @@ export const ImageUploadResult = z
   .openapi("ImageUploadResult");
 export type ImageUploadResult = z.infer<typeof ImageUploadResult>;
 
+/** The spec's image size limit, 10 MB, read as 10 MiB. */
+export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+export const MAX_CAPTION_LENGTH = 500;
+
+/** An image upload's multipart/form-data body, as documented (the gateway checks its parts). */
+export const ImageUploadForm = {
+  type: "object" as const,
+  required: ["file"],
+  properties: {
+    file: {
+      type: "string" as const,
+      format: "binary",
+      description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
+    },
+    caption: { type: "string" as const, maxLength: MAX_CAPTION_LENGTH },
+    isPrimary: { type: "boolean" as const, default: false, description: "sets the primary display image" },
+  },
+};
+
 export const imageFormats = ["jpeg", "png", "webp"] as const;
 export const ImageFormat = z.enum(imageFormats);
 export type ImageFormat = z.infer<typeof ImageFormat>;
+export const imageMediaTypes: Record<ImageFormat, string> = {
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+};
+export const imageExtensions: Record<ImageFormat, string> = { jpeg: "jpg", png: "png", webp: "webp" };
+
+/**
+ * The format an upload claims by its first bytes (magic numbers), whatever its name or declared
+ * Content-Type say. Whether it really decodes is checked by the catalogue with sharp.
+ */
+export function detectImageFormat(head: Uint8Array): ImageFormat | undefined {
+  const starts = (bytes: number[], at = 0) => bytes.every((byte, i) => head[at + i] === byte);
+  if (starts([0xff, 0xd8, 0xff])) return "jpeg";
+  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
+  // "RIFF" <size> "WEBP"
+  if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "webp";
+  return undefined;
+}
 
 /** An image attached to a cheese, as kept by the catalogue (beyond the spec: its caption and role). */
 export const CheeseImage = z

@@ -15,6 +15,11 @@ export type CustomerStatus = z.infer<typeof CustomerStatus>;
 export const ratePlans = ["free", "pro", "enterprise"] as const;
 export type RatePlan = (typeof ratePlans)[number];
 
+/** The smaller of two plans (listed smallest first). */
+export function lowerPlan(a: RatePlan, b: RatePlan): RatePlan {
+  return ratePlans.indexOf(a) <= ratePlans.indexOf(b) ? a : b;
+}
+
 /** Customers are `free` unless gold (`pro`) or platinum (`enterprise`). */
 export function planForStatus(status: CustomerStatus): RatePlan {
   if (status === "platinum") return "enterprise";

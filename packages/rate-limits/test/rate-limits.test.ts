@@ -8,6 +8,7 @@ import {
   perSecond,
   planLimitsSchema,
   RECONCILE_MS,
+  rateLimitedNetwork,
   SharedBuckets,
   take,
 } from "../src/index.ts";
@@ -163,5 +164,15 @@ describe("buckets shared by replicas", () => {
     await bus.close();
     const buckets = new SharedBuckets(bus, logger);
     expect((await buckets.admit("ip:10.0.0.3", free)).allowed).toBe(true);
+  });
+});
+
+describe("anonymous rate-limit identity", () => {
+  it("counts IPv4 callers per address and IPv6 callers per /64", () => {
+    expect(rateLimitedNetwork("203.0.113.9")).toBe("203.0.113.9");
+    expect(rateLimitedNetwork("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedNetwork("2001:db8:1:2:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedNetwork("2001:db8:1:3::1")).not.toBe(rateLimitedNetwork("2001:db8:1:2::1"));
+    expect(rateLimitedNetwork("::1")).toBe("0:0:0:0::/64");
   });
 });

@@ -25,7 +25,8 @@ const optionalUrls = z
       })
       .optional(),
   );
-const optionalUrl = z
+/** A URL, or unset (empty or absent). */
+export const optionalUrl = z
   .string()
   .optional()
   .transform((v) => (v === "" ? undefined : v))

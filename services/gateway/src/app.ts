@@ -1,10 +1,11 @@
+import type { RatePlan } from "@cheese/contracts";
 import { CustomerDirectory } from "@cheese/customer/directory";
 import { KnownRevocations } from "@cheese/customer/known-revocations";
 import { type PlanLimits, SharedBuckets } from "@cheese/rate-limits";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { authenticate, type CustomerIdentity } from "./auth/authenticate.ts";
-import type { Plan } from "./auth/credentials.ts";
+import { TokenVerifier } from "./auth/tokens.ts";
 import { specPlanLimits } from "./config.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
@@ -33,7 +34,7 @@ import { webhooksRoutes } from "./routes/webhooks.ts";
 
 export interface AppOptions {
   /** Rate plans; without them nothing is rate limited (unit tests of other behaviour). */
-  rateLimits?: Record<Plan, PlanLimits>;
+  rateLimits?: Record<RatePlan, PlanLimits>;
   /** Per-address limits of the browser pages (default `browserPageLimits`). */
   pageLimits?: PlanLimits;
 }
@@ -53,7 +54,8 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.use(observe(deps.logger));
   app.use(noSniff);
   app.use(bodySize());
-  app.use(authenticate(deps.auth, identity));
+  const tokens = new TokenVerifier(deps.bus, deps.auth.issuer, deps.rpcTimeoutMs, deps.clock);
+  app.use(authenticate({ ...deps.auth, tokens }, identity));
   if (options.rateLimits) {
     app.use(
       rateLimit({

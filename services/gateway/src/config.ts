@@ -1,13 +1,13 @@
-import { oauthClientsSchema } from "@cheese/contracts";
+import { oauthClientsSchema, type RatePlan, ratePlans } from "@cheese/contracts";
 import { type PlanLimits, planLimitsSchema } from "@cheese/rate-limits";
-import { baseConfigShape, duration } from "@cheese/service-kit/launch";
+import { baseConfigShape, duration, optionalUrl } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";
-import { apiKeysSchema, type Plan, plans } from "./auth/credentials.ts";
+import { apiKeysSchema } from "./auth/credentials.ts";
 import { publicUrlSchema } from "./public-url.ts";
 
 /** The spec's Limits table. */
-export const specPlanLimits: Record<Plan, PlanLimits> = {
+export const specPlanLimits: Record<RatePlan, PlanLimits> = {
   free: { burst: 10, perHour: 100 },
   pro: { burst: 100, perHour: 10_000 },
   enterprise: { burst: 1000, perHour: "unlimited" },
@@ -22,21 +22,14 @@ export const gatewayConfigSchema = z
     GATEWAY_HOST: z.string().min(1).default("127.0.0.1"),
     API_KEYS: apiKeysSchema,
     OAUTH_CLIENTS: oauthClientsSchema,
-    ANON_PLAN: z.enum(plans).default("free"),
+    ANON_PLAN: z.enum(ratePlans).default("free"),
     TRUSTED_PROXIES: trustedProxiesSchema,
     /** The origin clients reach the API at; unset: http://127.0.0.1:GATEWAY_PORT (public-url.ts). */
     PUBLIC_URL: publicUrlSchema,
     /** The operator console's address (apps/console), `/console` is forwarded to; unset: none. */
-    CONSOLE_URL: z
-      .url()
-      .optional()
-      .or(z.literal("").transform(() => undefined)),
+    CONSOLE_URL: optionalUrl,
     /** `iss` of every token; unset: PUBLIC_URL. */
-    JWT_ISSUER: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .pipe(z.url().optional()),
+    JWT_ISSUER: optionalUrl,
     /** Overrides of the rate plans, `plan=burst/perHour,...` (see docs/identity.md). */
     RATE_LIMIT_PLANS: planLimitsSchema(specPlanLimits),
     /**

@@ -2,10 +2,7 @@ import type { BlobStore } from "@cheese/blob-store";
 import type { ReadCache } from "@cheese/catalogue/read-cache";
 import type { MessageBus } from "@cheese/messaging";
 import type { Clock, Logger } from "@cheese/service-kit";
-import type { MiddlewareHandler } from "hono";
-import type { AccessRule } from "./auth/access.ts";
 import type { AuthenticationDeps } from "./auth/authenticate.ts";
-import type { GatewayEnv } from "./env.ts";
 
 /** What routes need from the rest of the gateway, built once in `main.ts`. */
 export interface GatewayDeps {
@@ -20,9 +17,8 @@ export interface GatewayDeps {
   publicUrl: string;
   /** Where `/console` is forwarded (`CONSOLE_URL`); unset: no console behind this gateway. */
   consoleUrl?: string | undefined;
-  /** Middleware enforcing a route's access rule (see routes/route.ts `route`). */
-  authorize: (rule: AccessRule) => MiddlewareHandler<GatewayEnv>;
-  auth: AuthenticationDeps & { issuer: string };
+  /** Who may call: the credentials configured, and the issuer of the tokens it verifies. */
+  auth: Omit<AuthenticationDeps, "tokens"> & { issuer: string };
   /** Catalogue reads kept between the catalogue's change notices; absent with `READ_CACHE=off`. */
   readCache?: ReadCache | undefined;
 }

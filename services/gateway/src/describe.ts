@@ -6,9 +6,7 @@ import { oauthClientsSchema } from "@cheese/contracts";
 import { createInProcessBroker } from "@cheese/messaging";
 import { createLogger, systemClock } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
-import { createAuthorizer } from "./auth/authorize.ts";
 import { apiKeysSchema } from "./auth/credentials.ts";
-import { TokenVerifier } from "./auth/tokens.ts";
 
 /**
  * The OpenAPI document the gateway serves at `/v2/openapi.json`, without a running system: the
@@ -27,9 +25,7 @@ export async function describeApi(): Promise<object> {
       clock: systemClock,
       rpcTimeoutMs: 1000,
       publicUrl: issuer,
-      authorize: createAuthorizer(),
       auth: {
-        tokens: new TokenVerifier(bus, issuer, 1000),
         operatorKeys: apiKeysSchema.parse(""),
         oauthClients: oauthClientsSchema.parse("[]"),
         anonymousPlan: "free",

@@ -12,10 +12,9 @@ import type { GatewayEnv } from "./env.ts";
  * allows this origin only, and no framing (the OAuth sign-in form lives on the same origin).
  */
 
-const distDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
-const swaggerUiVersion = (
-  JSON.parse(readFileSync(join(distDir, "package.json"), "utf8")) as { version: string }
-).version;
+const require = createRequire(import.meta.url);
+const distDir = dirname(require.resolve("swagger-ui-dist/package.json"));
+const swaggerUiVersion = (require("swagger-ui-dist/package.json") as { version: string }).version;
 
 /** Asset paths carry the version, so they can be cached for good. */
 const assetBase = `/docs/assets/${swaggerUiVersion}`;
@@ -42,28 +41,24 @@ interface Asset {
   integrity: string;
 }
 
-function asset(body: Uint8Array, type: string): Asset {
-  return { body, type, integrity: `sha384-${createHash("sha384").update(body).digest("base64")}` };
-}
-
-const fromDist = (file: string, type: string) => () => asset(readFileSync(join(distDir, file)), type);
-
-/** Everything the page loads, read from the package once, on first use. */
-const assetSources: Record<string, () => Asset> = {
-  "swagger-ui-bundle.js": fromDist("swagger-ui-bundle.js", "text/javascript; charset=utf-8"),
-  "swagger-ui.css": fromDist("swagger-ui.css", "text/css; charset=utf-8"),
-  "favicon-32x32.png": fromDist("favicon-32x32.png", "image/png"),
-  "oauth2-redirect.js": fromDist("oauth2-redirect.js", "text/javascript; charset=utf-8"),
-  "init.js": () => asset(Buffer.from(initializer, "utf8"), "text/javascript; charset=utf-8"),
-};
+const javascript = "text/javascript; charset=utf-8";
+/** Everything the page loads, with its type: read from the package (or made) once, on first use. */
+const assetTypes = new Map([
+  ["swagger-ui-bundle.js", javascript],
+  ["swagger-ui.css", "text/css; charset=utf-8"],
+  ["favicon-32x32.png", "image/png"],
+  ["oauth2-redirect.js", javascript],
+  ["init.js", javascript],
+]);
 const loaded = new Map<string, Asset>();
 
 function load(name: string): Asset | undefined {
-  const source = assetSources[name];
-  if (!source) return undefined;
+  const type = assetTypes.get(name);
+  if (!type) return undefined;
   let found = loaded.get(name);
   if (!found) {
-    found = source();
+    const body = name === "init.js" ? Buffer.from(initializer, "utf8") : readFileSync(join(distDir, name));
+    found = { body, type, integrity: `sha384-${createHash("sha384").update(body).digest("base64")}` };
     loaded.set(name, found);
   }
   return found;

@@ -1,3 +1,4 @@
+import type { RatePlan } from "@cheese/contracts";
 import type { Logger, RequestContext } from "@cheese/service-kit";
 
 /**
@@ -17,7 +18,7 @@ export interface Caller {
    * `client:<id>` (client credentials), `ip:<addr>`.
    */
   id: string;
-  plan: "free" | "pro" | "enterprise";
+  plan: RatePlan;
   scopes: ReadonlySet<Scope>;
   /** Set when the caller acts as a customer (bearer, customer API key, or user OAuth token). */
   customer?: { id: string; username: string };

@@ -21,6 +21,11 @@ export function errorResponse(
   return c.json(body, status as ContentfulStatusCode);
 }
 
+/** A refusal with the API's error body, to throw from anywhere a request is handled. */
+export function refusal(status: number, message: string, errors?: FieldError[]): RemoteError {
+  return new RemoteError({ status, type: errorTypeFor(status), message, ...(errors ? { errors } : {}) });
+}
+
 /**
  * Malformed path, query or header values are 400 (docs/api.md "Errors"); a body that fails validation or
  * is not JSON is 422 naming the fields.

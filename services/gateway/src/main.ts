@@ -2,8 +2,6 @@ import type { AddressInfo } from "node:net";
 import { ReadCache } from "@cheese/catalogue/read-cache";
 import { portInUse, type ServiceDefinition, type StartOptions, startService } from "@cheese/service-kit";
 import { createApp } from "./app.ts";
-import { createAuthorizer } from "./auth/authorize.ts";
-import { TokenVerifier } from "./auth/tokens.ts";
 import { type GatewayConfig, gatewayConfigSchema } from "./config.ts";
 import { defaultPublicUrl } from "./public-url.ts";
 import { createGatewayServer } from "./server.ts";
@@ -42,7 +40,6 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
       });
       ctx.onStop(readCache.follow());
     }
-    const tokens = new TokenVerifier(ctx.bus, issuer, config.RPC_TIMEOUT, ctx.clock);
     app = createApp(
       {
         bus: ctx.bus,
@@ -52,10 +49,8 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
         rpcTimeoutMs: config.RPC_TIMEOUT,
         publicUrl,
         consoleUrl: config.CONSOLE_URL,
-        authorize: createAuthorizer(),
         readCache,
         auth: {
-          tokens,
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,
           anonymousPlan: config.ANON_PLAN,

@@ -8,10 +8,11 @@ import {
   type RpcDefinition,
 } from "@cheese/messaging";
 import { contextHeaders, histogram, type IdempotencyKey, seriesOf } from "@cheese/service-kit";
-import type { Context, MiddlewareHandler, TypedResponse } from "hono";
+import type { Context, TypedResponse } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { JSONParsed } from "hono/utils/types";
+import stableStringify from "safe-stable-stringify";
 import type { z } from "zod";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
@@ -43,20 +44,28 @@ export function callService<Req extends z.ZodType, Res extends z.ZodType>(
 
 /**
  * The handler of a route that only forwards: the request's validated input (`payload(c)`) to the
- * service, and its reply as the answer with `status` (204: no body).
+ * service, and its reply (or the part of it `answer` picks) as the answer with `status` (204: no
+ * body).
  */
 export function forward<
   C extends Context<GatewayEnv, string, {}>,
   Req extends z.ZodType,
   Res extends z.ZodType,
   S extends ContentfulStatusCode | 204,
->(definition: RpcDefinition<Req, Res>, status: S, payload: (c: C) => z.input<Req>) {
+  Body = z.output<Res>,
+>(
+  definition: RpcDefinition<Req, Res>,
+  status: S,
+  payload: (c: C) => z.input<Req>,
+  answer?: (reply: z.output<Res>) => Body,
+) {
   type Answer = S extends 204
     ? Response & TypedResponse<null, 204, "body">
-    : Response & TypedResponse<JSONParsed<z.output<Res>>, S, "json">;
+    : Response & TypedResponse<JSONParsed<NoInfer<Body>>, S, "json">;
   return (deps: GatewayDeps) => async (c: C) => {
     const reply = await callService(deps, c, definition, payload(c));
-    return (status === 204 ? c.body(null, 204) : c.json(reply, status as ContentfulStatusCode)) as Answer;
+    if (status === 204) return c.body(null, 204) as Answer;
+    return c.json(answer ? answer(reply) : reply, status as ContentfulStatusCode) as Answer;
   };
 }
 
@@ -133,16 +142,10 @@ function outcomeOf(error: unknown): string {
 }
 
 /**
- * `Idempotency-Key` for POST routes (docs/api.md "Idempotency-Key"), the HTTP half: checks the
- * header (400 unless 1 to 255 visible ASCII characters) and scopes it to the caller, for the route
- * to pass down (`idempotencyOf(c)`). The service owning the write keeps the one record of the key
- * (the service kit's `claimOnce`: the claim, its takeover, its 24 h), answers a repeat with the
- * first answer (`replayed`, which the route turns into `Idempotent-Replayed: true`) and the same
- * key with another body with 409.
- *
- * Apply it per route after the access rule (the key is scoped to the authenticated caller, and
- * to the customer when a client acts for one): `use: [idempotency()]` in the route's
- * declaration (routes/route.ts).
+ * `Idempotency-Key`, the HTTP half (docs/api.md "Idempotency-Key"): 400 unless the header is 1 to
+ * 255 visible ASCII characters; else the key, scoped to the caller, for the route to pass down with
+ * `idempotencyOf(c)` to the service that keeps its one record (`claimOnce`). A route takes it in
+ * its `use`, so it runs after the access rule has found the caller.
  */
 
 const HEADER = "idempotency-key";
@@ -161,43 +164,29 @@ export function markReplayed(c: Context<GatewayEnv>, reply: { replayed?: true })
   if (reply.replayed) c.header("Idempotent-Replayed", "true");
 }
 
-export function idempotency(): MiddlewareHandler<GatewayEnv> {
-  return createMiddleware<GatewayEnv>(async (c, next) => {
-    const sent = c.req.header(HEADER);
-    if (sent === undefined) return next();
-    if (!acceptableKey.test(sent)) {
-      return errorResponse(c, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters");
-    }
-    const caller = c.get("caller");
-    scopes.set(c.req.raw, {
-      // Per caller, and per customer within a caller: every customer of one OAuth client shares
-      // the client's identity for rate limits, but never each other's keys.
-      key: sha256(`${caller.id}\n${caller.customer?.id ?? ""}\n${sent}`),
-      fingerprint: sha256(`${c.req.method} ${c.req.path}\n${canonical(await c.req.text())}`),
-    });
-    return next();
+export const idempotency = createMiddleware<GatewayEnv>(async (c, next) => {
+  const sent = c.req.header(HEADER);
+  if (sent === undefined) return next();
+  if (!acceptableKey.test(sent)) {
+    return errorResponse(c, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters");
+  }
+  const caller = c.get("caller");
+  scopes.set(c.req.raw, {
+    // Per caller, and per customer within a caller: every customer of one OAuth client shares
+    // the client's identity for rate limits, but never each other's keys.
+    key: sha256(`${caller.id}\n${caller.customer?.id ?? ""}\n${sent}`),
+    fingerprint: sha256(`${c.req.method} ${c.req.path}\n${canonical(await c.req.text())}`),
   });
-}
+  return next();
+});
 
 /** The same JSON in another key order or spacing is the same request. */
 function canonical(body: string): string {
   try {
-    return JSON.stringify(sortKeys(JSON.parse(body)));
+    return stableStringify(JSON.parse(body)) ?? body;
   } catch {
     return body;
   }
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
-    );
-  }
-  return value;
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

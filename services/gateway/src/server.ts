@@ -1,5 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
 import type { Duplex } from "node:stream";
 import { errorTypeFor } from "@cheese/contracts";
 import type { Logger } from "@cheese/service-kit";
@@ -169,16 +175,10 @@ function rawError(status: number, message: string): Response {
   return new Response(errorBody(status, message), { status, headers: errorHeaders(randomUUID()) });
 }
 
-const reasons: Record<number, string> = {
-  400: "Bad Request",
-  408: "Request Timeout",
-  431: "Request Header Fields Too Large",
-};
-
 function rawHttpResponse(status: number, message: string, requestId: string): string {
   const body = errorBody(status, message);
   return [
-    `HTTP/1.1 ${status} ${reasons[status] ?? "Error"}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
     "Content-Type: application/json",
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${requestId}`,

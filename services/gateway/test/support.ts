@@ -7,9 +7,7 @@ import { tempDir } from "@cheese/testing";
 import { fakeIdentity, TokenSigner } from "@cheese/testing/stand-ins";
 import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
-import { createAuthorizer } from "../src/auth/authorize.ts";
 import { apiKeysSchema } from "../src/auth/credentials.ts";
-import { TokenVerifier } from "../src/auth/tokens.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
@@ -55,11 +53,9 @@ export async function testGateway(
       clock,
       rpcTimeoutMs,
       publicUrl: options.publicUrl ?? "http://127.0.0.1:8080",
-      authorize: createAuthorizer(),
       readCache: options.readCache,
       consoleUrl: options.consoleUrl,
       auth: {
-        tokens: new TokenVerifier(bus, issuer, rpcTimeoutMs, clock),
         operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),
         oauthClients,
         anonymousPlan: "free",

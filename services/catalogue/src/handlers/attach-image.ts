@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { BlobStore } from "@cheese/blob-store";
-import type { CheeseImage, ImageFormat } from "@cheese/contracts";
+import { type CheeseImage, type ImageFormat, imageMediaTypes } from "@cheese/contracts";
 import {
   contextMetadata,
   type HandlerContext,
@@ -18,12 +18,6 @@ import type { CatalogueDeps } from "./deps.ts";
 export const MAX_IMAGE_PIXELS = 50_000_000;
 /** Longest side of a thumbnail. */
 export const THUMBNAIL_SIZE = 256;
-
-export const contentTypes: Record<ImageFormat, string> = {
-  jpeg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-};
 
 export interface AttachImageRequest {
   cheeseId: number;
@@ -51,7 +45,7 @@ export async function attachImage(
     const original = await readBlob(deps.blobs, request.originalKey, request.size);
     const { width, height, thumbnail } = await makeThumbnail(original, request.format);
     await deps.blobs.put(request.thumbnailKey, Readable.from([thumbnail]), thumbnail.length, {
-      contentType: contentTypes.webp,
+      contentType: imageMediaTypes.webp,
       metadata: { "cheese-id": String(request.cheeseId) },
     });
     const at = isoNow(deps.clock);
@@ -61,7 +55,7 @@ export async function attachImage(
       imageUrl: request.imageUrl,
       thumbnailUrl: request.thumbnailUrl,
       size: request.size,
-      contentType: contentTypes[request.format],
+      contentType: imageMediaTypes[request.format],
       width,
       height,
       caption: request.caption,

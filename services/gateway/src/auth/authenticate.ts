@@ -1,5 +1,11 @@
 import type { BlockList } from "node:net";
-import { apiKeyHash, CUSTOMER_API_KEY_PREFIX, type OAuthClient } from "@cheese/contracts";
+import {
+  apiKeyHash,
+  CUSTOMER_API_KEY_PREFIX,
+  lowerPlan,
+  type OAuthClient,
+  type RatePlan,
+} from "@cheese/contracts";
 import type { CustomerDirectory } from "@cheese/customer/directory";
 import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { RemoteError } from "@cheese/messaging";
@@ -8,21 +14,14 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Caller, GatewayEnv } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
-import {
-  allScopes,
-  anonymousCaller,
-  lowerPlan,
-  type OperatorKey,
-  operatorCaller,
-  type Plan,
-} from "./credentials.ts";
+import { allScopes, anonymousCaller, type OperatorKey, operatorCaller } from "./credentials.ts";
 import type { TokenClaims, TokenVerifier } from "./tokens.ts";
 
 export interface AuthenticationDeps {
   tokens: TokenVerifier;
   operatorKeys: Map<string, OperatorKey>;
   oauthClients: Map<string, OAuthClient>;
-  anonymousPlan: Plan;
+  anonymousPlan: RatePlan;
   /** Proxies whose X-Forwarded-For names the client (see client-address.ts). */
   trustedProxies?: BlockList;
 }

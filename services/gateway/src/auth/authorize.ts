@@ -10,19 +10,18 @@ const CHALLENGE = 'Bearer realm="cheese-store", ApiKey realm="cheese-store", hea
  * Enforces a route's access rule on the caller `authenticate` found: 401 with WWW-Authenticate
  * for missing or bad credentials, 403 for valid credentials of the wrong kind or scope.
  */
-export function createAuthorizer(): (rule: AccessRule) => ReturnType<typeof createMiddleware<GatewayEnv>> {
-  return (rule) =>
-    createMiddleware<GatewayEnv>(async (c, next) => {
-      if ("public" in rule) return next();
-      const problem = c.get("authProblem");
-      const caller = c.get("caller");
-      if (problem) return unauthorized(c, problem, true);
-      if (caller.kind === "anonymous") return unauthorized(c, "credentials required", false);
-      if (!allows(rule, caller)) {
-        return errorResponse(c, 403, "these credentials do not grant this operation");
-      }
-      return next();
-    });
+export function authorize(rule: AccessRule) {
+  return createMiddleware<GatewayEnv>(async (c, next) => {
+    if ("public" in rule) return next();
+    const problem = c.get("authProblem");
+    const caller = c.get("caller");
+    if (problem) return unauthorized(c, problem, true);
+    if (caller.kind === "anonymous") return unauthorized(c, "credentials required", false);
+    if (!allows(rule, caller)) {
+      return errorResponse(c, 403, "these credentials do not grant this operation");
+    }
+    return next();
+  });
 }
 
 /** Any one alternative of the rule admits the caller. */

@@ -1,17 +1,13 @@
-import { errorTypeFor, type FieldError } from "@cheese/contracts";
-import { RemoteError } from "@cheese/messaging";
+import { type FieldError, MAX_CAPTION_LENGTH, MAX_IMAGE_BYTES } from "@cheese/contracts";
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
-import { errorResponse } from "../errors.ts";
+import { errorResponse, refusal } from "../errors.ts";
 import { refuseUnreadBody } from "../middleware/body-size.ts";
 
-/** The spec's image size limit, 10 MB, read as 10 MiB. */
-export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 /** Room for the multipart boundaries, part headers and a caption around the file. */
 const MULTIPART_OVERHEAD = 64 * 1024;
-export const MAX_CAPTION_LENGTH = 500;
 
 const TOO_LARGE = `the image must be at most ${MAX_IMAGE_BYTES} bytes (10 MB)`;
 
@@ -73,11 +69,6 @@ export async function readUploadForm(c: Context<GatewayEnv>): Promise<UploadForm
   const upload = file as File;
   if (upload.size > MAX_IMAGE_BYTES) throw refusal(413, TOO_LARGE);
   return { file: upload, caption: (caption as string | null) || null, isPrimary: primary === "true" };
-}
-
-/** A refusal with the API's error body (the gateway's error handler writes it). */
-export function refusal(status: number, message: string, errors?: FieldError[]): RemoteError {
-  return new RemoteError({ status, type: errorTypeFor(status), message, ...(errors ? { errors } : {}) });
 }
 
 const invalid = (errors: FieldError[]) => refusal(422, "the upload failed validation", errors);

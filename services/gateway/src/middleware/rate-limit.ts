@@ -1,11 +1,10 @@
-import { RemoteError } from "@cheese/messaging";
+import type { RatePlan } from "@cheese/contracts";
 import { type Admission, hourlyRate, type PlanLimits, type SharedBuckets } from "@cheese/rate-limits";
 import { counter, seriesOf } from "@cheese/service-kit";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Plan } from "../auth/credentials.ts";
 import type { GatewayEnv } from "../env.ts";
-import { errorResponse } from "../errors.ts";
+import { errorResponse, refusal } from "../errors.ts";
 import { setAnswerHeader } from "./answer-headers.ts";
 
 const refusals = counter({
@@ -53,7 +52,7 @@ export const browserPageLimits: PlanLimits = { burst: 300, perHour: 3600 };
  * request gets 429 with Retry-After.
  */
 export function rateLimit(options: {
-  plans: Record<Plan, PlanLimits>;
+  plans: Record<RatePlan, PlanLimits>;
   buckets: SharedBuckets;
   /** The browser pages' per-address limits; {@link browserPageLimits} by default. */
   pageLimits?: PlanLimits;
@@ -83,12 +82,7 @@ export function rateLimit(options: {
         const counted = `${what} counts as ${more + 1} requests`;
         if (more + 1 > limits.burst) {
           const message = `${counted}; the ${caller.plan} plan allows bursts of ${limits.burst}: send at most ${limits.burst} at once`;
-          throw new RemoteError({
-            status: 422,
-            type: "validation_error",
-            message,
-            errors: [{ field: "(body)", message }],
-          });
+          throw refusal(422, message, [{ field: "(body)", message }]);
         }
         const taken = await Promise.all(
           Array.from({ length: more }, () => options.buckets.admit(caller.id, limits)),
@@ -99,11 +93,10 @@ export function rateLimit(options: {
         if (!refused) return;
         refusalsOf(caller.plan).inc();
         c.header("Retry-After", String(refused.retryAfterSeconds));
-        throw new RemoteError({
-          status: 429,
-          type: "rate_limited",
-          message: `rate limit exceeded: ${counted}, the ${caller.plan} plan allows ${allowanceOf(limits)}; retry in ${refused.retryAfterSeconds} s`,
-        });
+        throw refusal(
+          429,
+          `rate limit exceeded: ${counted}, the ${caller.plan} plan allows ${allowanceOf(limits)}; retry in ${refused.retryAfterSeconds} s`,
+        );
       });
     }
     await next();

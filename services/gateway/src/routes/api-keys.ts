@@ -1,7 +1,7 @@
 import { ApiKeyIdParam, ApiKeySummary, customerRpc, IssuedApiKey, UsernameParam } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
-import { callService, forward } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { actingCustomer } from "./customers.ts";
 import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
@@ -44,14 +44,12 @@ const listKeys = route(
       200: jsonResponse("the keys", z.array(ApiKeySummary)),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const { keys } = await callService(deps, c, customerRpc.listApiKeys, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), false)!,
-    });
-    return c.json(keys, 200);
-  },
+  forward(
+    customerRpc.listApiKeys,
+    200,
+    (c) => ({ ...c.req.valid("param"), asCustomer: actingCustomer(c.get("caller"), false)! }),
+    (reply) => reply.keys,
+  ),
 );
 
 const revokeKey = route(

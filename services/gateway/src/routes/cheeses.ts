@@ -44,7 +44,7 @@ const addCheese = cheeseRoute(
     path: "/cheeses",
     operationId: "addCheese",
     access: writeCheeses,
-    use: [idempotency()],
+    use: [idempotency],
     request: {
       headers: z.object({
         "Idempotency-Key": z

@@ -9,18 +9,18 @@ import {
   identityRpc,
   LoginInput,
   LoginResult,
+  type RatePlan,
   toCustomerFields,
   UsernameParam,
 } from "@cheese/contracts";
-import { RemoteError } from "@cheese/messaging";
 import { hourlyRate, type PlanLimits } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { CustomerIdentity } from "../auth/authenticate.ts";
-import type { Plan } from "../auth/credentials.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { Caller } from "../env.ts";
+import { refusal } from "../errors.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService } from "../rpc.ts";
+import { callService, forward } from "../rpc.ts";
 import {
   commonResponses,
   credentialResponses,
@@ -36,7 +36,7 @@ const route = routes({ tags: ["Customers"], use: [noStore], responses: commonRes
 
 export interface IdentityRouteDeps {
   identity: CustomerIdentity;
-  plans: Record<Plan, PlanLimits>;
+  plans: Record<RatePlan, PlanLimits>;
 }
 
 const customerJson = { "application/json": { schema: Customer } };
@@ -157,14 +157,12 @@ const getCustomer = route(
       404: errorResponse("customer not found"),
     },
   },
-  (deps) => async (c) => {
-    const { username } = c.req.valid("param");
-    const { customer } = await callService(deps, c, customerRpc.get, {
-      username,
-      asCustomer: actingCustomer(c.get("caller"), true),
-    });
-    return c.json(customer, 200);
-  },
+  forward(
+    customerRpc.get,
+    200,
+    (c) => ({ ...c.req.valid("param"), asCustomer: actingCustomer(c.get("caller"), true) }),
+    (reply) => reply.customer,
+  ),
 );
 
 const replaceCustomer = (more: IdentityRouteDeps) =>
@@ -270,11 +268,7 @@ async function untilRevoked(
   if (await more.identity.revocations.whenCustomerRevoked(customerId, deps.rpcTimeoutMs, passwordVersion)) {
     return;
   }
-  throw new RemoteError({
-    status: 503,
-    type: "service_unavailable",
-    message: late,
-  });
+  throw refusal(503, late);
 }
 
 /**

@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import type { Caller } from "../env.ts";
 import { noStore } from "../middleware/no-store.ts";
-import { callService, forward } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
@@ -32,11 +32,12 @@ const listGrants = route(
       200: jsonResponse("the grants, oldest first", z.array(OAuthGrant)),
     },
   },
-  (deps) => async (c) => {
-    const customerId = ownCustomer(c.get("caller"), c.req.valid("param").username);
-    const { grants } = await callService(deps, c, identityRpc.listGrants, { customerId });
-    return c.json(grants, 200);
-  },
+  forward(
+    identityRpc.listGrants,
+    200,
+    (c) => ({ customerId: ownCustomer(c.get("caller"), c.req.valid("param").username) }),
+    (reply) => reply.grants,
+  ),
 );
 
 const revokeGrant = route(

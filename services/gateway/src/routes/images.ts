@@ -1,19 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { CheeseIdParam, CheeseImage, catalogueRpc, ImageUploadResult } from "@cheese/contracts";
+import {
+  CheeseIdParam,
+  CheeseImage,
+  catalogueRpc,
+  detectImageFormat,
+  ImageUploadForm,
+  ImageUploadResult,
+  imageExtensions,
+  imageMediaTypes,
+} from "@cheese/contracts";
 import { NoRespondersError } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
-import { errorResponse as errorReply } from "../errors.ts";
-import { detectImageFormat, extensions, mediaTypes } from "../images/format.ts";
-import {
-  MAX_CAPTION_LENGTH,
-  MAX_IMAGE_BYTES,
-  readUploadForm,
-  refusal,
-  uploadGuard,
-} from "../images/upload.ts";
-import { callService } from "../rpc.ts";
+import { errorResponse as errorReply, refusal } from "../errors.ts";
+import { readUploadForm, uploadGuard } from "../images/upload.ts";
+import { callService, forward } from "../rpc.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { etagHeader, etagOf, notModified } from "./preconditions.ts";
 import { errorResponse, json, jsonResponse, validationErrorResponse } from "./responses.ts";
@@ -34,30 +36,7 @@ const uploadImage = cheeseRoute(
     use: [...uploadGuard()],
     request: {
       params: CheeseIdParam,
-      body: {
-        required: true,
-        content: {
-          "multipart/form-data": {
-            schema: {
-              type: "object",
-              required: ["file"],
-              properties: {
-                file: {
-                  type: "string",
-                  format: "binary",
-                  description: `JPEG, PNG or WebP; at most 10MB (${MAX_IMAGE_BYTES} bytes)`,
-                },
-                caption: { type: "string", maxLength: MAX_CAPTION_LENGTH },
-                isPrimary: {
-                  type: "boolean",
-                  default: false,
-                  description: "sets the primary display image",
-                },
-              },
-            },
-          },
-        },
-      },
+      body: { required: true, content: { "multipart/form-data": { schema: ImageUploadForm } } },
     },
     responses: {
       200: {
@@ -81,13 +60,13 @@ const uploadImage = cheeseRoute(
     await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
 
     const id = randomUUID();
-    const originalKey = `images/${id}.${extensions[format]}`;
+    const originalKey = `images/${id}.${imageExtensions[format]}`;
     const thumbnailKey = `images/${id}.thumb.webp`;
     const imageUrl = `${deps.publicUrl}/v2/${originalKey}`;
     const thumbnailUrl = `${deps.publicUrl}/v2/${thumbnailKey}`;
     await deps.blobs
       .put(originalKey, Readable.fromWeb(form.file.stream() as WebReadableStream), form.file.size, {
-        contentType: mediaTypes[format],
+        contentType: imageMediaTypes[format],
         metadata: { "cheese-id": String(cheeseId) },
       })
       .catch((error: unknown) => {
@@ -129,11 +108,12 @@ const listImages = cheeseRoute(
       404: errorResponse("cheese not found"),
     },
   },
-  (deps) => async (c) => {
-    const { cheeseId } = c.req.valid("param");
-    const { images } = await callService(deps, c, catalogueRpc.listImages, { cheeseId });
-    return c.json(images, 200);
-  },
+  forward(
+    catalogueRpc.listImages,
+    200,
+    (c) => c.req.valid("param"),
+    (reply) => reply.images,
+  ),
 );
 
 const getImage = route(

@@ -16,14 +16,8 @@ import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { callService } from "../rpc.ts";
 import { commonResponses, jsonResponse } from "./responses.ts";
-import { atRoot, described, type Operation } from "./route.ts";
+import { atRoot, type Operation } from "./route.ts";
 
-/**
- * The routes of the authorization server. They are documented from these definitions like every
- * other route (in /v2/openapi.json, each with the gateway root as its server), but they speak
- * form-encoding and HTML and answer RFC 6749 errors, so their handlers read their own parameters
- * instead of going through the API's validation.
- */
 const html = { "text/html": { schema: z.string() } };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
 const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
@@ -38,14 +32,11 @@ const oauthError = (description: string) => jsonResponse(description, OAuthError
  * An endpoint of the authorization server: on the gateway root, public, and counted against the
  * caller's rate limit like every route of the gateway.
  */
-const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) =>
-  described({
-    ...operation,
-    tags: ["OAuth 2.0"],
-    servers: atRoot,
-    security: [],
-    responses: { ...operation.responses, 429: commonResponses[429] },
-  });
+const endpoint = (operation: Omit<Operation, "tags" | "servers" | "security">) => ({
+  ...operation,
+  tags: ["OAuth 2.0"],
+  responses: { ...operation.responses, 429: commonResponses[429] },
+});
 
 const authorizePageRoute = endpoint({
   method: "get",
@@ -125,9 +116,10 @@ const metadataRoute = endpoint({
  * The authorization server's pages and endpoints on the gateway root: `/oauth/authorize`
  * (sign-in and consent page), `/oauth/token`, `/oauth/revoke`, `/.well-known/jwks.json` and
  * `/.well-known/oauth-authorization-server`. The customer service serves them
- * (`customer.identity.http`, docs/identity.md); the gateway documents them from these
- * definitions, applies its rate limits, and forwards each request as it came (method, path and
- * query, the headers the server reads, the form) and its answer as it comes back.
+ * (`customer.identity.http`, docs/identity.md); the gateway documents them from the definitions
+ * above, applies its rate limits, and forwards each request as it came (method, path and query,
+ * the headers the server reads, the form: they speak form-encoding and HTML and answer RFC 6749
+ * errors, so nothing here validates them) and its answer as it comes back.
  */
 export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
   const forward: Handler<GatewayEnv> = async (c) => {
@@ -147,7 +139,7 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
     });
     return c.body(answer.body, answer.status as ContentfulStatusCode, answer.headers);
   };
-  for (const definition of [
+  for (const operation of [
     jwksRoute,
     metadataRoute,
     authorizePageRoute,
@@ -155,8 +147,7 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
     tokenRoute,
     revokeRoute,
   ]) {
-    api.openAPIRegistry.registerPath(definition);
-    app.on(definition.method.toUpperCase(), definition.path, forward);
+    atRoot(app, api, operation, forward);
   }
 }
 

@@ -49,7 +49,7 @@ const placeOrder = route(
     path: "/store/order",
     operationId: "placeOrder",
     access: writeOrders,
-    use: [idempotency()],
+    use: [idempotency],
     request: {
       headers: z.object({
         "idempotency-key": z.string().optional().openapi({
@@ -188,15 +188,12 @@ const shipOrder = fulfilmentRoute(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    const { order } = await callService(deps, c, orderingRpc.shipOrder, {
-      orderId,
-      actor: actorOf(c.get("caller")),
-      ...c.req.valid("json"),
-    });
-    return c.json(order, 200);
-  },
+  forward(
+    orderingRpc.shipOrder,
+    200,
+    (c) => ({ ...c.req.valid("param"), actor: actorOf(c.get("caller")), ...c.req.valid("json") }),
+    (reply) => reply.order,
+  ),
 );
 
 const deliverOrder = fulfilmentRoute(
@@ -207,14 +204,12 @@ const deliverOrder = fulfilmentRoute(
     request: { params: OrderIdParam },
     responses: { 200: fulfilled, 409: errorResponse("order is not shipped") },
   },
-  (deps) => async (c) => {
-    const { orderId } = c.req.valid("param");
-    const { order } = await callService(deps, c, orderingRpc.deliverOrder, {
-      orderId,
-      actor: actorOf(c.get("caller")),
-    });
-    return c.json(order, 200);
-  },
+  forward(
+    orderingRpc.deliverOrder,
+    200,
+    (c) => ({ ...c.req.valid("param"), actor: actorOf(c.get("caller")) }),
+    (reply) => reply.order,
+  ),
 );
 
 export const ordersRoutes: Route[] = [placeOrder, getOrder, listOrders, cancelOrder, shipOrder, deliverOrder];

@@ -1,7 +1,8 @@
 import { type OperationId, operationText } from "@cheese/contracts";
 import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Handler, Hono, MiddlewareHandler } from "hono";
 import { type AccessRule, securityOf } from "../auth/access.ts";
+import { authorize } from "../auth/authorize.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 
@@ -21,13 +22,26 @@ export type Operation = Omit<RouteConfig, "operationId" | "summary" | "descripti
 };
 
 /** The operation with its summary and description, after its tags as every operation has them. */
-export function described(operation: Operation): RouteConfig {
+function described(operation: Operation): RouteConfig {
   const { method, path, operationId, tags, ...rest } = operation;
   return { method, path, operationId, tags, ...operationText[operationId], ...rest };
 }
 
-/** The servers of an operation served at the gateway root, outside /v2. */
-export const atRoot = [{ url: "/", description: "the gateway root (outside /v2)" }];
+/**
+ * An operation served at the gateway root, outside /v2: public, with the root as its server in the
+ * document, and answered by `handler` (no validation of its own).
+ */
+export function atRoot(
+  app: Hono<GatewayEnv>,
+  api: Api,
+  operation: Omit<Operation, "servers" | "security">,
+  handler: Handler<GatewayEnv>,
+): void {
+  const servers = [{ url: "/", description: "the gateway root (outside /v2)" }];
+  const config = described({ ...operation, servers, security: [] });
+  api.openAPIRegistry.registerPath(config);
+  app.on(config.method.toUpperCase(), config.path, handler);
+}
 
 /** What a route declares besides its OpenAPI operation: who may call it and its own middleware. */
 interface Access {
@@ -70,7 +84,7 @@ export function routes<S extends Shared>(shared: S) {
           responses: { ...shared.responses, ...responses },
         }),
         security: securityOf(access),
-        middleware: [deps.authorize(access), ...(shared.use ?? []), ...use],
+        middleware: [authorize(access), ...(shared.use ?? []), ...use],
       };
       api.openapi(config as RouteConfig, handler(deps) as never);
     };

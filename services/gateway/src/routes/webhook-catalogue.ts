@@ -12,11 +12,11 @@ import type { Hono } from "hono";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
-import { callService, forward } from "../rpc.ts";
+import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { atRoot, described, route } from "./route.ts";
+import { atRoot, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -28,19 +28,9 @@ const tags = ["Webhook events"];
 
 // The bodies are serialised once; the schemas below describe them.
 const jsonHeaders = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-cache" };
-const catalogues = new WeakMap<OpenAPIHono<GatewayEnv>, { eventTypes: string; asyncApi: string }>();
+type Catalogue = () => { eventTypes: string; asyncApi: string };
 
-/** Made on first use, when every route is registered; the same bytes ever after. */
-function catalogueOf(api: OpenAPIHono<GatewayEnv>): { eventTypes: string; asyncApi: string } {
-  let catalogue = catalogues.get(api);
-  if (!catalogue) {
-    catalogue = webhookCatalogues(openApiDocument(api));
-    catalogues.set(api, catalogue);
-  }
-  return catalogue;
-}
-
-const eventTypes = (api: OpenAPIHono<GatewayEnv>) =>
+const eventTypes = (catalogue: Catalogue) =>
   route(
     {
       method: "get",
@@ -50,10 +40,10 @@ const eventTypes = (api: OpenAPIHono<GatewayEnv>) =>
       access: { public: true },
       responses: { ...commonResponses, 200: jsonResponse("every event kind", WebhookEventTypeList) },
     },
-    () => (c) => c.body(catalogueOf(api).eventTypes, 200, jsonHeaders) as never,
+    () => (c) => c.body(catalogue().eventTypes, 200, jsonHeaders) as never,
   );
 
-const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
+const asyncApi = (catalogue: Catalogue) =>
   route(
     {
       method: "get",
@@ -66,7 +56,7 @@ const asyncApi = (api: OpenAPIHono<GatewayEnv>) =>
         200: jsonResponse("an AsyncAPI 3.1 document", z.object({ asyncapi: z.string() }).passthrough()),
       },
     },
-    () => (c) => c.body(catalogueOf(api).asyncApi, 200, jsonHeaders) as never,
+    () => (c) => c.body(catalogue().asyncApi, 200, jsonHeaders) as never,
   );
 
 const signingKeys = route(
@@ -81,20 +71,14 @@ const signingKeys = route(
   forward(notificationRpc.signingKeys, 200, () => ({})),
 );
 
-/** The same key set at the gateway root, outside /v2 (a plain route, described in the document). */
-function wellKnownKeys(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>, deps: GatewayDeps): void {
-  const route = described({
-    method: "get",
-    path: "/.well-known/webhook-keys.json",
-    operationId: "wellKnownWebhookSigningKeys",
-    tags,
-    servers: atRoot,
-    security: [],
-    responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
-  });
-  api.openAPIRegistry.registerPath(route);
-  app.get(route.path, async (c) => c.json(await callService(deps, c, notificationRpc.signingKeys, {})));
-}
+/** The same key set at the gateway root, outside /v2. */
+const wellKnownKeys = {
+  method: "get",
+  path: "/.well-known/webhook-keys.json",
+  operationId: "wellKnownWebhookSigningKeys",
+  tags,
+  responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+} as const;
 
 const rotateSigningKey = route(
   {
@@ -126,8 +110,11 @@ export function webhookCatalogueRoutes(
   api: OpenAPIHono<GatewayEnv>,
   deps: GatewayDeps,
 ): void {
-  for (const each of [eventTypes(api), asyncApi(api), signingKeys]) each(api, deps);
-  wellKnownKeys(app, api, deps);
+  // Made on first use, when every route is registered; the same bytes ever after.
+  let made: ReturnType<Catalogue> | undefined;
+  const catalogue = () => (made ??= webhookCatalogues(openApiDocument(api)));
+  for (const each of [eventTypes(catalogue), asyncApi(catalogue), signingKeys]) each(api, deps);
+  atRoot(app, api, wellKnownKeys, forward(notificationRpc.signingKeys, 200, () => ({}))(deps));
   rotateSigningKey(api, deps);
   for (const operation of webhookOperations) api.openAPIRegistry.registerWebhook(operation);
 }

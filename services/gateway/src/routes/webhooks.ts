@@ -50,18 +50,11 @@ const createWebhook = route(
     },
   },
   (deps) => async (c) => {
-    const { url, events, secret, description, signatureAlgorithms, filter, ordered, rateLimit, auth } =
-      c.req.valid("json");
+    // The read-only fields a registration may carry are ignored: the service's request takes none.
+    const input = c.req.valid("json");
     const created = await callService(deps, c, notificationRpc.createWebhook, {
-      url,
-      events,
-      secret,
-      description: description ?? null,
-      signatureAlgorithms,
-      filter,
-      ordered,
-      rateLimit,
-      auth,
+      ...input,
+      description: input.description ?? null,
     });
     c.header("Location", `${deps.publicUrl}/v2/webhooks/${created.id}`);
     return c.json(created, 201);
@@ -180,23 +173,11 @@ const updateWebhook = route(
       422: validationErrorResponse,
     },
   },
-  (deps) => async (c) => {
-    const webhookId = c.req.valid("param").id;
-    const { url, events, description, signatureAlgorithms, filter, ordered, rateLimit, auth } =
-      c.req.valid("json");
-    const changes = {
-      webhookId,
-      url,
-      events,
-      description,
-      signatureAlgorithms,
-      filter,
-      ordered,
-      rateLimit,
-      auth,
-    };
-    return c.json(await callService(deps, c, notificationRpc.updateWebhook, changes), 200);
-  },
+  // The read-only fields a patch may carry are ignored: the service's request takes none of them.
+  forward(notificationRpc.updateWebhook, 200, (c) => ({
+    ...c.req.valid("json"),
+    webhookId: c.req.valid("param").id,
+  })),
 );
 
 const pauseWebhook = route(
