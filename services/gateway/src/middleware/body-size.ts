@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
@@ -153,21 +153,20 @@ export const MAX_JSON_DEPTH = 32;
  * 5,000 nested arrays fit in 10 KB, parse fine, and then overflow the stack of whatever walks them
  * (`JSON.stringify` on the way to a service).
  */
-export const jsonDepth = createMiddleware<GatewayEnv>(async (c, next) => {
-  if (
-    c.req.method === "GET" ||
-    c.req.method === "HEAD" ||
-    !/json/i.test(c.req.header("content-type") ?? "")
-  ) {
-    return next();
-  }
+export const jsonDepth: MiddlewareHandler<GatewayEnv> = (c, next) =>
+  c.req.method === "GET" || c.req.method === "HEAD" || !/json/i.test(c.req.header("content-type") ?? "")
+    ? next()
+    : checkDepth(c, next);
+
+/** Not `async` above: a get passes on to `next()` without a promise of its own. */
+async function checkDepth(c: Context<GatewayEnv>, next: Next): Promise<Response | void> {
   if (nestingOf(await c.req.text()) > MAX_JSON_DEPTH) {
     return errorResponse(c, 422, "request body failed validation", {
       errors: [{ field: "(body)", message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
     });
   }
   return next();
-});
+}
 
 /** The deepest nesting of brackets outside strings in JSON text (valid or not). */
 function nestingOf(text: string): number {
