@@ -159,7 +159,7 @@ export const jsonDepth: MiddlewareHandler<GatewayEnv> = (c, next) =>
     : checkDepth(c, next);
 
 /** Not `async` above: a get passes on to `next()` without a promise of its own. */
-async function checkDepth(c: Context<GatewayEnv>, next: Next): Promise<Response | void> {
+async function checkDepth(c: Context<GatewayEnv>, next: Next): ReturnType<MiddlewareHandler> {
   if (nestingOf(await c.req.text()) > MAX_JSON_DEPTH) {
     return errorResponse(c, 422, "request body failed validation", {
       errors: [{ field: "(body)", message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
