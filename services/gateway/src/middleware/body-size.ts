@@ -32,7 +32,8 @@ export function bodySize() {
   const refuse = (c: Context<GatewayEnv>) =>
     refuseUnreadBody(c, `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
   const limit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: refuse });
-  return createMiddleware<GatewayEnv>(async (c, next) => {
+  // Not `async`: a request passes on to `next()` without a promise of its own.
+  const bodySized: MiddlewareHandler<GatewayEnv> = (c, next) => {
     const path = c.req.path;
     if (UPLOAD_PATH.test(path)) return next();
     const incoming = incomingOf(c);
@@ -40,10 +41,11 @@ export function bodySize() {
     const length = c.req.header("content-length");
     // An HTTP/1.1 request without Content-Length or Transfer-Encoding has no body.
     if (length === undefined) return next();
-    if (Number(length) > MAX_BODY_BYTES) return refuse(c);
+    if (Number(length) > MAX_BODY_BYTES) return Promise.resolve(refuse(c));
     readFromNode(c, incoming);
     return next();
-  });
+  };
+  return bodySized;
 }
 
 /** Hono's body cache, with where its reading from Node comes from. */
