@@ -6,11 +6,16 @@
  * bearer token). Prints CPU µs per 2xx answer of each server's process, from /proc, per round.
  *
  *   pnpm exec tsx --conditions=source bench/gateway-steps/run.ts [--seconds=5] [--rounds=2] [--steps=0,2,9]
- *     [--profile=DIR]
+ *     [--profile=DIR] [--against=DIR]
+ *
+ * `--against=DIR`: each step's server also from the checkout in DIR (another worktree, with its
+ * dependencies installed), the two loaded at the same time, 16 connections each, so both see the
+ * same neighbours; per round, this checkout's CPU per answer, DIR's, and their ratio.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runLoad } from "../harness/load.ts";
 
@@ -21,6 +26,8 @@ const rounds = Number(arg("rounds", "2"));
 const steps = arg("steps", "11,0,10,1,2,3,4,5,6,7,8,9").split(",").map(Number);
 /** `--profile=DIR`: each server writes a V8 CPU profile there when it stops. */
 const profileDir = arg("profile", "");
+/** `--against=DIR`: the checkout the servers are compared with, loaded beside them. */
+const against = arg("against", "");
 
 interface Server {
   step: number;
@@ -30,8 +37,12 @@ interface Server {
   layers: string[];
 }
 
-async function start(step: number): Promise<Server> {
-  const child = fork(fileURLToPath(new URL("./server.ts", import.meta.url)), {
+async function start(step: number, checkout?: string): Promise<Server> {
+  const script = checkout
+    ? join(checkout, "bench/gateway-steps/server.ts")
+    : fileURLToPath(new URL("./server.ts", import.meta.url));
+  const child = fork(script, {
+    ...(checkout ? { cwd: checkout } : {}),
     execArgv: [...process.execArgv, ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [])],
     env: { ...process.env, STEP: String(step) },
     // The access lines go where a process's discarded output goes: written, not kept.
@@ -50,11 +61,14 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function measure(server: Server): Promise<{ us: number; perSecond: number; p99: number }> {
+async function measure(
+  server: Server,
+  connections = 32,
+): Promise<{ us: number; perSecond: number; p99: number }> {
   const load = (window: number) =>
     runLoad({
       url: `http://127.0.0.1:${server.port}`,
-      connections: 32,
+      connections,
       seconds: window,
       next: () => ({
         method: "GET",
@@ -73,23 +87,36 @@ async function measure(server: Server): Promise<{ us: number; perSecond: number;
 }
 
 const servers: Server[] = [];
-for (const step of steps) servers.push(await start(step));
+const compared = new Map<Server, Server>();
+for (const step of steps) {
+  const server = await start(step);
+  servers.push(server);
+  if (against) compared.set(server, await start(step, against));
+}
 const results = new Map<number, string[]>();
 const loads: number[] = [];
 try {
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
       loads.push(loadavg()[0]!);
-      const { us, perSecond, p99 } = await measure(server);
+      const other = compared.get(server);
+      let cell: string;
+      if (other) {
+        const [mine, theirs] = await Promise.all([measure(server, 16), measure(other, 16)]);
+        cell = `${mine.us.toFixed(1)} µs against ${theirs.us.toFixed(1)} (${(mine.us / theirs.us).toFixed(2)})`;
+      } else {
+        const { us, perSecond, p99 } = await measure(server);
+        cell = `${us.toFixed(1)} µs (${Math.round(perSecond)}/s, p99 ${p99.toFixed(1)} ms)`;
+      }
       const cells = results.get(server.step) ?? [];
-      cells.push(`${us.toFixed(1)} µs (${Math.round(perSecond)}/s, p99 ${p99.toFixed(1)} ms)`);
+      cells.push(cell);
       results.set(server.step, cells);
-      process.stderr.write(`step ${server.step} round ${round + 1}: ${cells.at(-1)}\n`);
+      process.stderr.write(`step ${server.step} round ${round + 1}: ${cell}\n`);
     }
   }
 } finally {
   // A server leaves when its channel closes: its profile is written on that exit.
-  for (const server of servers) server.child.disconnect();
+  for (const server of [...servers, ...compared.values()]) server.child.disconnect();
 }
 const layers = servers[0]!.layers;
 console.log(`| step | layer added | ${[...Array(rounds).keys()].map((r) => `round ${r + 1}`).join(" | ")} |`);

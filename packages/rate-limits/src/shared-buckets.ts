@@ -49,6 +49,8 @@ interface Waiting {
 
 /** What this replica knows of one caller's shared bucket. */
 interface Local {
+  /** The shared key's name: the caller id in base64url. */
+  key: string;
   /** The shared state as last read or written, its revision (0: no key), and when (epoch ms). */
   view: { state: BucketState | undefined; revision: number; at: number } | undefined;
   /** Tokens this replica admitted on its own that the shared key does not hold yet. */
@@ -78,6 +80,7 @@ interface Local {
  */
 export class SharedBuckets {
   private readonly records: KvRecords<BucketState>;
+  /** By caller id. */
   private readonly keys = new Map<string, Local>();
 
   constructor(
@@ -90,8 +93,8 @@ export class SharedBuckets {
   }
 
   admit(callerId: string, limits: PlanLimits): Promise<Admission> {
-    const key = Buffer.from(callerId).toString("base64url");
-    const local = this.localOf(key, limits);
+    const local = this.localOf(callerId, limits);
+    const { key } = local;
     local.limits = limits;
     const now = this.clock.now().getTime();
     if (local.waiting.length === 0 && local.view && now - local.view.at <= FRESH_MS) {
@@ -108,11 +111,12 @@ export class SharedBuckets {
     });
   }
 
-  private localOf(key: string, limits: PlanLimits): Local {
-    let local = this.keys.get(key);
+  private localOf(callerId: string, limits: PlanLimits): Local {
+    let local = this.keys.get(callerId);
     if (!local) {
       if (this.keys.size >= MAX_REMEMBERED) this.forgetIdle();
       local = {
+        key: Buffer.from(callerId).toString("base64url"),
         view: undefined,
         pending: 0,
         limits,
@@ -121,14 +125,14 @@ export class SharedBuckets {
         last: Promise.resolve(),
         reconcile: undefined,
       };
-      this.keys.set(key, local);
+      this.keys.set(callerId, local);
     }
     return local;
   }
 
   private forgetIdle(): void {
-    for (const [key, local] of this.keys) {
-      if (local.pending === 0 && !local.settling && local.waiting.length === 0) this.keys.delete(key);
+    for (const [callerId, local] of this.keys) {
+      if (local.pending === 0 && !local.settling && local.waiting.length === 0) this.keys.delete(callerId);
     }
   }
 

@@ -70,13 +70,30 @@ export function abandonStdout(): void {
   destination.flush = (done?: (error?: Error) => void) => done?.();
 }
 
+let isoTimeAt = Number.NaN;
+let isoTimeText = "";
+
+/**
+ * pino's `isoTime` (`,"time":"<ISO 8601>"`), made once per millisecond: a busy gateway writes an
+ * access line per request, a score of them in the same millisecond, and formatting the date for
+ * each was ~1 % of its CPU per get.
+ */
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== isoTimeAt) {
+    isoTimeAt = now;
+    isoTimeText = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return isoTimeText;
+}
+
 /** A JSON logger whose every line names the service; to stdout unless given a destination. */
 export function createLogger(service: string, level = "info", destination?: DestinationStream): Logger {
   const options = {
     level,
     base: { service },
     redact: { paths: redactPaths, censor: "[redacted]" },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTime,
   };
   return pino(options, destination ?? sharedStdout());
 }

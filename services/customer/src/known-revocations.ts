@@ -17,6 +17,9 @@ import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
  * milliseconds; this only bounds the damage should a replica's watch ever miss one.
  */
 const CONFIRMED_FOR_MS = 30_000;
+/** The answers known without asking the bucket, made once. */
+const REVOKED = Promise.resolve(true);
+const NOT_REVOKED = Promise.resolve(false);
 
 /**
  * The revocations this service writes (docs/identity.md), as a caller checking credentials knows
@@ -28,6 +31,10 @@ const CONFIRMED_FOR_MS = 30_000;
 export class KnownRevocations {
   private readonly records: KvRecords<RevocationEntry>;
   private watching: Promise<Closable> | undefined;
+  /** The watch is running (`watching` resolved and not failed since). */
+  private watched = false;
+  /** The revocation keys of each credential checked, while the caller keeps it (`revocationKeysOf`). */
+  private readonly keysOf = new WeakMap<Credential, string[]>();
   private readonly revoked = new Map<string, RevocationEntry>();
   /** Keys the bucket said were not revoked, and when it said so. */
   private readonly confirmed = new Map<string, number>();
@@ -52,10 +59,32 @@ export class KnownRevocations {
     this.open().catch(() => {});
   }
 
-  /** True when the credential is revoked. A bucket that cannot be asked is a 503, never a pass. */
-  async isRevoked(credential: Credential): Promise<boolean> {
+  /**
+   * True when the credential is revoked. A bucket that cannot be asked is a 503, never a pass.
+   * Answered without waiting when the watch runs and every key of the credential is known:
+   * revoked, or confirmed not revoked by the bucket within the last 30 s. A caller that keeps the
+   * credential object for its next request (the gateway, per verified token) saves working out
+   * its keys again.
+   */
+  isRevoked(credential: Credential): Promise<boolean> {
+    let candidates = this.keysOf.get(credential);
+    if (!candidates) {
+      candidates = revocationKeysOf(credential);
+      this.keysOf.set(credential, candidates);
+    }
+    const now = this.now();
+    let confirmed = this.watched;
+    for (const key of candidates) {
+      if (revocationCovers(credential, this.revoked.get(key), now)) return REVOKED;
+      const checked = this.confirmed.get(key);
+      if (checked === undefined || now - checked >= CONFIRMED_FOR_MS) confirmed = false;
+    }
+    return confirmed ? NOT_REVOKED : this.askBucket(credential, candidates);
+  }
+
+  private async askBucket(credential: Credential, candidates: string[]): Promise<boolean> {
     try {
-      return await this.lookUp(credential);
+      return await this.lookUp(credential, candidates);
     } catch (error) {
       this.logger.error({ err: error }, "revocations cannot be checked");
       throw new RemoteError({
@@ -100,8 +129,7 @@ export class KnownRevocations {
     });
   }
 
-  private async lookUp(credential: Credential): Promise<boolean> {
-    const candidates = revocationKeysOf(credential);
+  private async lookUp(credential: Credential, candidates: string[]): Promise<boolean> {
     if (candidates.some((key) => this.covers(credential, this.revoked.get(key)))) return true;
     await this.open();
     for (const key of candidates) {
@@ -129,10 +157,16 @@ export class KnownRevocations {
       const watching = this.records.watch(">", (change) => {
         if (!("deleted" in change)) this.remember(change.key, change.value);
       });
-      watching.catch((error) => {
-        this.logger.error({ err: error }, "revocation bucket unavailable");
-        this.watching = undefined;
-      });
+      watching.then(
+        () => {
+          this.watched = this.watching === watching;
+        },
+        (error) => {
+          this.logger.error({ err: error }, "revocation bucket unavailable");
+          this.watching = undefined;
+          this.watched = false;
+        },
+      );
       this.watching = watching;
     }
     return this.watching;

@@ -153,9 +153,10 @@ describe("verified tokens are remembered, never past their expiry", () => {
       "http://127.0.0.1:8080",
     );
     const first = await tokens.verify(token);
-    // A caller changing its copy changes nothing for the next request.
-    first.scopes.push("write:cheeses");
-    expect((await tokens.verify(token)).scopes).toEqual(["read:cheeses"]);
+    // Every request with the token gets the same claims: no caller can change them for the next.
+    expect(() => (first.scopes as string[]).push("write:cheeses")).toThrow(TypeError);
+    expect(await tokens.verify(token)).toBe(first);
+    expect(first.scopes).toEqual(["read:cheeses"]);
     await clock.advance(60_000);
     await expect(tokens.verify(token)).rejects.toThrow(/exp/);
   });

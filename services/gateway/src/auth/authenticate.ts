@@ -1,6 +1,7 @@
 import type { BlockList } from "node:net";
 import {
   apiKeyHash,
+  type Credential,
   CUSTOMER_API_KEY_PREFIX,
   lowerPlan,
   type OAuthClient,
@@ -12,10 +13,10 @@ import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { Caller, GatewayEnv } from "../env.ts";
+import type { Caller, GatewayEnv, Scope } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
 import { allScopes, anonymousCaller, type OperatorKey, operatorCaller } from "./credentials.ts";
-import type { TokenClaims, TokenVerifier } from "./tokens.ts";
+import type { TokenVerifier, VerifiedClaims } from "./tokens.ts";
 
 export interface AuthenticationDeps {
   tokens: TokenVerifier;
@@ -32,7 +33,21 @@ export interface CustomerIdentity {
   customers: CustomerDirectory;
 }
 
-type Identified = { caller: Caller; problem?: string };
+/** Who is calling; no caller: the anonymous one (made only then: its address is looked up). */
+type Identified = { caller?: Caller; problem?: string };
+
+/**
+ * What a verified token's requests share, worked out on its first request and kept as long as the
+ * verifier keeps its claims (keyed by them): the revocation keys it is checked against on every
+ * request, its scopes, and, for an operator's or a client's token, the caller (it depends only on
+ * the gateway's configuration). A customer's is looked up on every request (its plan may change).
+ */
+interface TokenUse {
+  credential: Credential;
+  scopes: ReadonlySet<Scope>;
+  caller?: Caller;
+}
+const tokenUses = new WeakMap<VerifiedClaims, TokenUse>();
 
 /**
  * Works out who is calling, for every request: an API key (operator or customer), a bearer token,
@@ -42,7 +57,7 @@ type Identified = { caller: Caller; problem?: string };
 export function authenticate(deps: AuthenticationDeps, identity: CustomerIdentity) {
   return createMiddleware<GatewayEnv>(async (c, next) => {
     const result = await identify(c, deps, identity);
-    c.set("caller", result.caller);
+    c.set("caller", result.caller ?? anonymousCaller(clientIp(c, deps.trustedProxies), deps.anonymousPlan));
     if (result.problem) c.set("authProblem", result.problem);
     await next();
   });
@@ -53,30 +68,58 @@ async function identify(
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
 ): Promise<Identified> {
-  const anonymous = anonymousCaller(clientIp(c, deps.trustedProxies), deps.anonymousPlan);
   const apiKey = c.req.header("x-api-key");
-  if (apiKey !== undefined) return identifyApiKey(c, apiKey, deps, identity, anonymous);
+  if (apiKey !== undefined) return identifyApiKey(c, apiKey, deps, identity);
   const authorization = c.req.header("authorization");
-  if (authorization === undefined) return { caller: anonymous };
-  const match = /^Bearer\s+(\S+)$/i.exec(authorization);
-  if (!match) return { caller: anonymous, problem: "Authorization must be 'Bearer <token>'" };
-  let claims: TokenClaims;
+  if (authorization === undefined) return {};
+  const match = BEARER.exec(authorization);
+  if (!match) return { problem: "Authorization must be 'Bearer <token>'" };
+  let claims: VerifiedClaims;
   try {
     claims = await deps.tokens.verify(match[1]!);
   } catch (error) {
     if (error instanceof RemoteError) throw error; // the keys cannot be fetched: 503
-    return { caller: anonymous, problem: tokenProblem(error) };
+    return { problem: tokenProblem(error) };
   }
-  const revoked = await identity.revocations.isRevoked({
+  let use = tokenUses.get(claims);
+  if (!use) {
+    use = tokenUseOf(claims, deps);
+    tokenUses.set(claims, use);
+  }
+  if (await identity.revocations.isRevoked(use.credential)) return { problem: "token revoked" };
+  return use.caller ? { caller: use.caller } : identifyToken(c, claims, use, deps, identity);
+}
+
+const BEARER = /^Bearer\s+(\S+)$/i;
+
+function tokenUseOf(claims: VerifiedClaims, deps: AuthenticationDeps): TokenUse {
+  const credential: Credential = {
     jti: claims.jti,
     ...(claims.kind === "session" || claims.kind === "user" ? { customerId: claims.sub } : {}),
     ...(claims.passwordVersion !== undefined ? { passwordVersion: claims.passwordVersion } : {}),
     ...(claims.grantId !== undefined ? { grantId: claims.grantId } : {}),
-  });
-  if (revoked) {
-    return { caller: anonymous, problem: "token revoked" };
+  };
+  const scopes = new Set(claims.scopes.filter((s) => allScopes.includes(s)));
+  const token = { jti: claims.jti, exp: claims.exp };
+  const use: TokenUse = { credential, scopes };
+  if (claims.kind === "operator") {
+    // An operator's console session: the operator's key and plan while the key is configured.
+    const operator = [...deps.operatorKeys.values()].find((key) => key.id === claims.sub);
+    if (operator) use.caller = operatorCaller(operator, "operator_session", token);
+  } else if (claims.kind === "client") {
+    const client = deps.oauthClients.get(claims.sub);
+    if (client) {
+      use.caller = {
+        kind: "client",
+        id: `client:${client.id}`,
+        plan: client.plan,
+        scopes,
+        via: "oauth",
+        token,
+      };
+    }
   }
-  return identifyToken(c, claims, deps, identity, anonymous);
+  return use;
 }
 
 /**
@@ -106,17 +149,16 @@ async function identifyApiKey(
   apiKey: string,
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
-  anonymous: Caller,
 ): Promise<Identified> {
   const operator = deps.operatorKeys.get(apiKeyHash(apiKey));
   if (operator) {
     return { caller: operatorCaller(operator, "api_key") };
   }
-  if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { caller: anonymous, problem: "unknown API key" };
+  if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { problem: "unknown API key" };
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
-  if (!owner) return { caller: anonymous, problem: "unknown, revoked or expired API key" };
+  if (!owner) return { problem: "unknown, revoked or expired API key" };
   const revoked = await identity.revocations.isRevoked({ keyId: owner.keyId, customerId: owner.customerId });
-  if (revoked) return { caller: anonymous, problem: "API key revoked" };
+  if (revoked) return { problem: "API key revoked" };
   // A customer's keys spend the customer's own bucket, shared with its sessions: more keys are
   // not more requests.
   return {
@@ -143,28 +185,16 @@ const customerBucket = (customerId: number | string) => `cust:${customerId}`;
  */
 async function identifyToken(
   c: Context<GatewayEnv>,
-  claims: TokenClaims,
+  claims: VerifiedClaims,
+  { scopes }: TokenUse,
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
-  anonymous: Caller,
 ): Promise<Identified> {
-  const scopes = new Set(claims.scopes.filter((s) => allScopes.includes(s)));
   const token = { jti: claims.jti, exp: claims.exp };
-  if (claims.kind === "operator") {
-    // An operator's console session: the operator's key and plan while the key is configured.
-    const operator = [...deps.operatorKeys.values()].find((key) => key.id === claims.sub);
-    if (!operator) return { caller: anonymous, problem: "token of an operator key no longer configured" };
-    return { caller: operatorCaller(operator, "operator_session", token) };
-  }
-  if (claims.kind === "client") {
-    const client = deps.oauthClients.get(claims.sub);
-    if (!client) return { caller: anonymous, problem: "token of an unknown client" };
-    return {
-      caller: { kind: "client", id: `client:${client.id}`, plan: client.plan, scopes, via: "oauth", token },
-    };
-  }
+  if (claims.kind === "operator") return { problem: "token of an operator key no longer configured" };
+  if (claims.kind === "client") return { problem: "token of an unknown client" };
   const principal = await identity.customers.principal(Number(claims.sub), c.get("request"));
-  if (!principal) return { caller: anonymous, problem: "the customer no longer exists" };
+  if (!principal) return { problem: "the customer no longer exists" };
   const customer = { id: claims.sub, username: principal.username || (claims.username ?? "") };
   if (claims.kind === "session") {
     return {
@@ -180,7 +210,7 @@ async function identifyToken(
     };
   }
   const client = claims.clientId ? deps.oauthClients.get(claims.clientId) : undefined;
-  if (!client) return { caller: anonymous, problem: "token of an unknown client" };
+  if (!client) return { problem: "token of an unknown client" };
   return {
     caller: {
       kind: "customer",

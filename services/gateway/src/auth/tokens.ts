@@ -1,9 +1,14 @@
-import { identityRpc, type TokenClaims, tokenClaims } from "@cheese/contracts";
+import { identityRpc, type TokenClaims, type TokenScope, tokenClaims } from "@cheese/contracts";
 import { callRpc, type MessageBus, RemoteError } from "@cheese/messaging";
 import { type Clock, systemClock } from "@cheese/service-kit";
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from "jose";
 
 export type { TokenClaims } from "@cheese/contracts";
+
+/** Claims as `verify` hands them out: one frozen object per token, shared by its requests. */
+export type VerifiedClaims = Readonly<Omit<TokenClaims, "scopes">> & {
+  readonly scopes: readonly TokenScope[];
+};
 
 const SIGNING_ALG = "EdDSA";
 /** How many verified tokens `verify` remembers (the oldest is forgotten first). */
@@ -24,9 +29,10 @@ export class TokenVerifier {
    * Tokens whose signature, issuer and algorithm were verified, with their claims: checking an
    * EdDSA signature was a fifth of the gateway's CPU per request (docs/performance.md). A hit is
    * still refused once expired by this service's clock; revocation is checked by the caller on
-   * every request, cached or not.
+   * every request, cached or not. The claims are frozen: every request with the token gets the
+   * same object, which callers may key what they derive from it on.
    */
-  private readonly verified = new Map<string, TokenClaims>();
+  private readonly verified = new Map<string, VerifiedClaims>();
 
   constructor(
     private readonly bus: MessageBus,
@@ -40,19 +46,20 @@ export class TokenVerifier {
    * confusion are refused). Throws on anything wrong; a 503 RemoteError when the keys cannot be
    * fetched.
    */
-  async verify(token: string): Promise<TokenClaims> {
+  async verify(token: string): Promise<VerifiedClaims> {
     const known = this.verified.get(token);
-    if (known && known.exp > this.clock.now().getTime() / 1000)
-      return { ...known, scopes: [...known.scopes] };
+    if (known && known.exp > this.clock.now().getTime() / 1000) return known;
     const { payload } = await jwtVerify(token, (header, input) => this.key(header, input), {
       issuer: this.issuer,
       algorithms: [SIGNING_ALG],
       currentDate: this.clock.now(),
     });
     const claims = tokenClaims(payload);
+    Object.freeze(claims.scopes);
+    Object.freeze(claims);
     if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, claims);
-    return { ...claims, scopes: [...claims.scopes] };
+    return claims;
   }
 
   private async key(...args: Parameters<JWTVerifyGetKey>) {

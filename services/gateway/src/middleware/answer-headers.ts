@@ -71,8 +71,10 @@ const nodeResponseOf = (c: Context): ServerResponse | undefined =>
   (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
 
 function keyOf(headers: Record<string, string>, name: string): string | undefined {
+  if (Object.hasOwn(headers, name)) return name;
   const wanted = name.toLowerCase();
-  for (const key in headers) if (key.toLowerCase() === wanted) return key;
+  // Only a name of the same length can match: most are passed without lower-casing them.
+  for (const key in headers) if (key.length === wanted.length && key.toLowerCase() === wanted) return key;
   return undefined;
 }
 

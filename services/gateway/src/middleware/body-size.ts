@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
@@ -32,7 +32,8 @@ export function bodySize() {
   const refuse = (c: Context<GatewayEnv>) =>
     refuseUnreadBody(c, `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
   const limit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: refuse });
-  return createMiddleware<GatewayEnv>(async (c, next) => {
+  // Not `async`: a request passes on to `next()` without a promise of its own.
+  const bodySized: MiddlewareHandler<GatewayEnv> = (c, next) => {
     const path = c.req.path;
     if (UPLOAD_PATH.test(path)) return next();
     const incoming = incomingOf(c);
@@ -40,10 +41,11 @@ export function bodySize() {
     const length = c.req.header("content-length");
     // An HTTP/1.1 request without Content-Length or Transfer-Encoding has no body.
     if (length === undefined) return next();
-    if (Number(length) > MAX_BODY_BYTES) return refuse(c);
+    if (Number(length) > MAX_BODY_BYTES) return Promise.resolve(refuse(c));
     readFromNode(c, incoming);
     return next();
-  });
+  };
+  return bodySized;
 }
 
 /** Hono's body cache, with where its reading from Node comes from. */
@@ -153,21 +155,20 @@ export const MAX_JSON_DEPTH = 32;
  * 5,000 nested arrays fit in 10 KB, parse fine, and then overflow the stack of whatever walks them
  * (`JSON.stringify` on the way to a service).
  */
-export const jsonDepth = createMiddleware<GatewayEnv>(async (c, next) => {
-  if (
-    c.req.method === "GET" ||
-    c.req.method === "HEAD" ||
-    !/json/i.test(c.req.header("content-type") ?? "")
-  ) {
-    return next();
-  }
+export const jsonDepth: MiddlewareHandler<GatewayEnv> = (c, next) =>
+  c.req.method === "GET" || c.req.method === "HEAD" || !/json/i.test(c.req.header("content-type") ?? "")
+    ? next()
+    : checkDepth(c, next);
+
+/** Not `async` above: a get passes on to `next()` without a promise of its own. */
+async function checkDepth(c: Context<GatewayEnv>, next: Next): ReturnType<MiddlewareHandler> {
   if (nestingOf(await c.req.text()) > MAX_JSON_DEPTH) {
     return errorResponse(c, 422, "request body failed validation", {
       errors: [{ field: "(body)", message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
     });
   }
   return next();
-});
+}
 
 /** The deepest nesting of brackets outside strings in JSON text (valid or not). */
 function nestingOf(text: string): number {

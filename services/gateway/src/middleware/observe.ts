@@ -31,7 +31,9 @@ const durations = histogram({
   help: "Time the gateway took to answer, by method, route template and status",
   labelNames: ["method", "route", "status"],
 });
+/** Per method, route template and status: its counter, its histogram and the span's name. */
 const series = seriesOf((method, route, status) => ({
+  spanName: `${method} ${route}`,
   requests: requests.labels(method, route, status),
   duration: durations.labels(method, route, status),
 }));
@@ -87,7 +89,7 @@ export function observe(logger: Logger) {
       counted.requests.inc();
       counted.duration.observe(ms / 1000);
       if (span) {
-        span.updateName(`${method} ${route}`);
+        span.updateName(counted.spanName);
         if (span.isRecording()) {
           span.setAttributes({
             "http.request.method": method,
