@@ -479,7 +479,8 @@ class InProcessBus implements MessageBus {
     const leave = this.broker.join(options, {
       run: (event) =>
         this.track(
-          Promise.resolve().then(() => options.handler(event)),
+          // Every ack here is certain: a passed event is acked as any other.
+          Promise.resolve().then(async () => void (await options.handler(event))),
           mine,
         ),
     });

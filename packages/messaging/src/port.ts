@@ -78,8 +78,13 @@ export interface ConsumeOptions {
    * Resolve to ack; reject to have the event redelivered after a backoff (and, after
    * `deadLetterAfterMs`, dead-lettered). Events arrive in publish order per consumer, one at a
    * time (see `maxInFlight`); a replayed dead letter comes whenever it is replayed.
+   *
+   * Resolving `"passed"` says the event was let by without any effect (nobody wanted it): with
+   * `maxInFlight` above 1 it is acked without waiting for the server to confirm the ack (should
+   * that ack be lost, the event comes again after the ack wait, as after a crash).
    */
-  handler: (event: DeliveredEvent) => Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing acks as before
+  handler: (event: DeliveredEvent) => Promise<void | "passed">;
 }
 
 export interface Closable {

@@ -159,9 +159,9 @@ export function idempotencyOf(c: Context<GatewayEnv>): { idempotency?: Idempoten
   return scope ? { idempotency: scope } : {};
 }
 
-/** Marks an answer that repeats the first answer of its Idempotency-Key. */
-export function markReplayed(c: Context<GatewayEnv>, reply: { replayed?: true }): void {
-  if (reply.replayed) c.header("Idempotent-Replayed", "true");
+/** The header marking an answer that repeats the first answer of its Idempotency-Key. */
+export function replayedHeader(reply: { replayed?: true }): { "Idempotent-Replayed"?: "true" } {
+  return reply.replayed ? { "Idempotent-Replayed": "true" } : {};
 }
 
 export const idempotency = createMiddleware<GatewayEnv>(async (c, next) => {

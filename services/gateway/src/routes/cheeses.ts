@@ -18,8 +18,9 @@ import {
   forward,
   idempotency,
   idempotencyOf,
-  markReplayed,
+  type JsonText,
   passService,
+  replayedHeader,
 } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
@@ -76,10 +77,13 @@ const addCheese = cheeseRoute(
       ...idempotencyOf(c),
     });
     const { cheese, revision } = reply;
-    markReplayed(c, reply);
-    c.header("Location", `${deps.publicUrl}/v2/cheeses/${cheese.id}`);
-    c.header("ETag", etagOf(revision));
-    return c.json(cheese, 201);
+    // One plain header object (answerPassed): `c.header` and `c.json` made an undici Headers of
+    // them per create, which the node server then turned back into an object.
+    return answerPassed(c, JSON.stringify(cheese) as JsonText<typeof cheese>, 201, {
+      Location: `${deps.publicUrl}/v2/cheeses/${cheese.id}`,
+      ETag: etagOf(revision),
+      ...replayedHeader(reply),
+    });
   },
 );
 

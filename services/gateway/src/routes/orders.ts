@@ -20,8 +20,9 @@ import {
   forward,
   idempotency,
   idempotencyOf,
-  markReplayed,
+  type JsonText,
   passService,
+  replayedHeader,
 } from "../rpc.ts";
 import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
@@ -77,9 +78,10 @@ const placeOrder = route(
       ...idempotencyOf(c),
     });
     const { order } = reply;
-    markReplayed(c, reply);
-    c.header("Location", `${deps.publicUrl}/v2/store/order/${order.id}`);
-    return c.json(order, 201);
+    return answerPassed(c, JSON.stringify(order) as JsonText<typeof order>, 201, {
+      Location: `${deps.publicUrl}/v2/store/order/${order.id}`,
+      ...replayedHeader(reply),
+    });
   },
 );
 

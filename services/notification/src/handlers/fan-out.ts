@@ -168,9 +168,31 @@ export async function hasSubscriber(
 ): Promise<boolean> {
   if (kinds.length === 0) return false;
   // A registration made just before the event must see it: wait for the projection first.
-  await deps.webhooks.catchUp();
+  await registrationsCaughtUp(deps);
   for (const kind of kinds) if ((await subscribersNow(deps, kind)).length > 0) return true;
   return false;
+}
+
+/** The catch-up the asks of this turn of the event loop wait for, per deps. */
+const catchingUp = new WeakMap<NotificationDeps, Promise<boolean>>();
+
+/**
+ * The registrations' projection caught up once for every ask of one turn of the event loop: the
+ * consumer handles up to 64 events at once, each asking, and a catch-up reads the event store's
+ * head. It starts after the turn's asks (on the next check phase), so its head is read after each
+ * of them was made and covers every registration made before it; an ask made once it has started
+ * waits for the next one.
+ */
+function registrationsCaughtUp(deps: NotificationDeps): Promise<boolean> {
+  let shared = catchingUp.get(deps);
+  if (!shared) {
+    shared = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      catchingUp.delete(deps);
+      return deps.webhooks.catchUp();
+    });
+    catchingUp.set(deps, shared);
+  }
+  return shared;
 }
 
 /** A registration wanting a kind, with its filter (compiled once per filter text). */
@@ -213,7 +235,7 @@ async function subscribers(
   kind: WebhookEventKind,
   catchUp: boolean,
 ): Promise<Subscriber[]> {
-  if (catchUp) await deps.webhooks.catchUp(); // as in hasSubscriber
+  if (catchUp) await registrationsCaughtUp(deps); // as in hasSubscriber
   return subscribersNow(deps, kind);
 }
 
