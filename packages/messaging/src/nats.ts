@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
   ConsumerEvents,
@@ -35,6 +36,15 @@ import {
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
+import {
+  decodeLeaseRecord,
+  encodeLeaseRecord,
+  LEASE_HEADER,
+  LEASE_RENEW_MS,
+  LeaseHolder,
+  type LeaseRecord,
+  LeaseTable,
+} from "./read-leases.ts";
 import {
   BusUnavailableError,
   type Closable,
@@ -424,10 +434,21 @@ function shown(key: string, value: unknown): string {
   return Array.isArray(value) ? value.join(",") : String(value);
 }
 
-/** The stream and subject of a notice channel. */
-function noticeStream(channel: string): { stream: string; subject: string } {
+/**
+ * The stream and subject of a notice channel, and the subject its lease holders tell the
+ * announcers on what they applied (core NATS, not stored).
+ */
+function noticeStream(channel: string): { stream: string; subject: string; applied: string } {
   assertNoticeChannel(channel);
-  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}` };
+  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}`, applied: `notices.${channel}.applied` };
+}
+
+/** Appends a lease record to a notice channel's stream (a header, no body: it is no notice). */
+function appendLeaseRecord(replies: ReplyInbox, channel: string, record: LeaseRecord): Promise<unknown> {
+  const { stream, subject } = noticeStream(channel);
+  const h = natsHeaders();
+  h.set(LEASE_HEADER, encodeLeaseRecord(record));
+  return publishToStream(replies, subject, EMPTY, h, { expectStream: stream });
 }
 
 class NatsBus implements MessageBus {
@@ -679,19 +700,68 @@ class NatsBus implements MessageBus {
     const { stream, subject } = noticeStream(channel);
     const what = `announce ${channel}`;
     this.reachable(what);
+    const leases = this.leaseTable(channel);
     const lost = this.link.lost();
+    const sentAt = performance.now();
     const store = async () => {
       await this.ensureNotices(channel);
-      await publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
+      return publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
     };
+    let stored: PubAck;
     try {
-      await unlessLost(store(), lost, what);
+      stored = await unlessLost(store(), lost, what);
     } catch (error) {
       if (!(error instanceof NatsError && error.code === "503")) rethrowUnreachable(error, what);
       // No stream answered: deleted since it was made sure of. Made again, once.
       this.noticeStreams.delete(channel);
-      await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
+      stored = await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
     }
+    // Every lease holder that could answer without it has applied it (or its lease ran out).
+    await leases.settled(stored.seq, sentAt);
+  }
+
+  /** Per channel announced on: its lease holders, as this bus's own follower of it and their acks tell. */
+  private readonly leaseTables = new Map<string, LeaseTable>();
+
+  private leaseTable(channel: string): LeaseTable {
+    let table = this.leaseTables.get(channel);
+    if (table) return table;
+    const leases = new LeaseTable(() => performance.now());
+    table = leases;
+    this.leaseTables.set(channel, leases);
+    const follower = new NatsFollower(
+      this.js,
+      channel,
+      () => this.ensureNotices(channel),
+      this.lastSequence,
+      { onNotice: () => {}, onReset: () => {} },
+      this.log,
+      this.whileUp,
+      this.link,
+      {
+        onStart: (seq) => leases.restart(seq),
+        onRecord: (seq, record) => (record ? leases.record(seq, record) : leases.advance(seq)),
+        onStop: () => leases.stopped(),
+      },
+    );
+    const acks = this.nc.subscribe(noticeStream(channel).applied, {
+      callback: (error, msg) => {
+        if (error) return;
+        try {
+          const ack = decodeJson(msg.data) as { holder?: unknown; seq?: unknown };
+          if (typeof ack.holder === "string" && typeof ack.seq === "number") leases.acked(ack.holder, ack.seq);
+        } catch {
+          // Not an ack: ignored (the holder's lease runs out instead).
+        }
+      },
+    });
+    this.register({
+      close: async () => {
+        acks.unsubscribe();
+        await follower.close();
+      },
+    });
+    return table;
   }
 
   /**
@@ -722,6 +792,7 @@ class NatsBus implements MessageBus {
   };
 
   follow(channel: string, handlers: FollowHandlers): Follower {
+    const holder = new LeaseHolder(randomUUID(), () => performance.now());
     const follower = new NatsFollower(
       this.js,
       channel,
@@ -731,9 +802,21 @@ class NatsBus implements MessageBus {
       this.log,
       this.whileUp,
       this.link,
+      {},
+      {
+        holder,
+        append: (record) => appendLeaseRecord(this.replies, channel, record),
+        ack: (seq) => {
+          if (this.connected) this.nc.publish(noticeStream(channel).applied, encodeJson({ holder: holder.id, seq }));
+        },
+      },
     );
     const closable = this.register({ close: () => follower.close() });
-    return { close: () => closable.close(), barrier: () => follower.barrier() };
+    return {
+      close: () => closable.close(),
+      barrier: () => follower.barrier(),
+      current: () => follower.current(),
+    };
   }
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
@@ -1279,13 +1362,37 @@ class NatsConsumer {
   }
 }
 
+/** What an announcer's own follower of a channel tells its lease table. */
+interface FollowerHooks {
+  /** Started after `seq`, the channel's end as the leader just told it. */
+  onStart?(seq: number): void;
+  /** Applied `seq`: a lease record, or (undefined) a notice. */
+  onRecord?(seq: number, record: LeaseRecord | undefined): void;
+  /** Stopped following (a drop, a close): it may miss records until it starts again. */
+  onStop?(): void;
+}
+
+/** A follower's read lease: its grants appended to the channel, and its acks of what it applied. */
+interface FollowerLease {
+  holder: LeaseHolder;
+  append(record: LeaseRecord): Promise<unknown>;
+  ack(seq: number): void;
+}
+
+/** The longest a closing holder waits for its release to be stored. */
+const RELEASE_WAIT_MS = 500;
+
 /**
  * Follows a notice channel's stream with an ordered consumer (nats.js: ephemeral, no acks,
  * re-created from the next sequence when it misses a message or its heartbeats), starting after
- * the stream's last sequence as the stream leader tells it. A barrier asks the leader for the
- * last sequence again and waits until this follower has applied it. A start, a reconnect (the
- * loop starts over at the stream's new end), a re-created consumer or a gap in the sequences
- * calls `onReset`.
+ * the stream's last sequence as the stream leader tells it. A start, a reconnect (the loop starts
+ * over at the stream's new end), a re-created consumer or a gap in the sequences calls `onReset`.
+ *
+ * With a lease (a follower the bus hands out), while following it appends a grant every
+ * {@link LEASE_RENEW_MS} and tells the announcers, once per turn of the event loop, the sequence
+ * it has applied: `current()` holds while a grant it applied runs (docs/architecture.md, "Change
+ * notices and the gateway's read cache"). A barrier asks the leader for the last sequence and
+ * waits until this follower has applied it: the fallback while it holds no lease.
  */
 class NatsFollower {
   private readonly applied = new AppliedSequence();
@@ -1296,6 +1403,7 @@ class NatsFollower {
   private stopCurrent: (() => void) | undefined;
   private readonly done: Promise<void>;
   private readonly stream: string;
+  private ackQueued = false;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -1306,18 +1414,38 @@ class NatsFollower {
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
     private readonly link: Link,
+    private readonly hooks: FollowerHooks = {},
+    private readonly lease?: FollowerLease,
   ) {
     this.stream = noticeStream(channel).stream;
     this.done = this.run();
   }
 
   async close(): Promise<void> {
+    // No read is answered under the lease from here: the release may be appended.
+    this.lease?.holder.end();
     this.closing = true;
     this.following = false;
     this.closed.resolve();
     this.stopCurrent?.();
     this.applied.abandon();
+    if (this.lease) {
+      const { holder } = this.lease;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.lease.append({ holder: holder.id, released: true }).catch(() => {}),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, RELEASE_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     await this.whileUp(() => this.done);
+  }
+
+  /** True while this follower holds a lease: every notice announced so far is applied, or its announce waits for this follower. */
+  current(): boolean {
+    return this.following && this.lease !== undefined && this.lease.holder.valid;
   }
 
   /** The stream's last sequence, as its leader answers. */
@@ -1348,6 +1476,32 @@ class NatsFollower {
     }
   }
 
+  /** Tells the announcers what this follower applied, once per turn of the event loop. */
+  private queueAck(): void {
+    if (!this.lease || this.ackQueued) return;
+    this.ackQueued = true;
+    setImmediate(() => {
+      this.ackQueued = false;
+      if (this.following) this.lease?.ack(this.applied.value);
+    });
+  }
+
+  /** Asks for a grant now and every {@link LEASE_RENEW_MS} while following; returns the stop. */
+  private renewing(): () => void {
+    const lease = this.lease;
+    if (!lease) return () => {};
+    const ask = () => {
+      if (!this.following) return;
+      lease.append(lease.holder.ask()).catch((err: unknown) => {
+        // The lease runs out: reads wait for a barrier meanwhile.
+        if (this.following) this.log.warn({ err, channel: this.channel }, "read lease not renewed");
+      });
+    };
+    ask();
+    const timer = setInterval(ask, LEASE_RENEW_MS);
+    return () => clearInterval(timer);
+  }
+
   /** Like `NatsConsumer.run`: only while connected, starting over (and so resetting) at each reconnect. */
   private async run(): Promise<void> {
     while (!this.closing) {
@@ -1355,6 +1509,7 @@ class NatsFollower {
       if (this.closing) return;
       const lost = this.link.lost();
       const what = `notices ${this.channel}`;
+      let stopRenewing = () => {};
       try {
         await unlessLost(this.ensure(), lost, what);
         const start = await this.lastSequence(lost);
@@ -1376,27 +1531,17 @@ class NatsFollower {
         })().catch(() => {});
         this.applied.restart(start);
         this.handlers.onReset();
+        this.hooks.onStart?.(start);
         this.following = !this.closing;
+        this.queueAck();
+        stopRenewing = this.renewing();
         for await (const m of messages) {
           const seq = m.info.streamSequence;
           if (seq <= this.applied.value) continue;
           // A gap (notices aged out before they came): what they said is unknown.
           if (seq !== this.applied.value + 1) this.handlers.onReset();
-          let payload: unknown;
-          try {
-            payload = decodeJson(m.data);
-          } catch (err) {
-            this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
-            this.handlers.onReset();
-            this.applied.advance(seq);
-            continue;
-          }
-          try {
-            this.handlers.onNotice(payload);
-          } catch (err) {
-            this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
-          }
-          this.applied.advance(seq);
+          this.apply(seq, m);
+          this.queueAck();
         }
       } catch (err) {
         if (this.closing) return;
@@ -1405,10 +1550,43 @@ class NatsFollower {
           await Promise.race([new Promise((r) => setTimeout(r, 1_000)), this.closed.promise]);
         }
       } finally {
+        stopRenewing();
         this.following = false;
         this.applied.abandon();
+        this.hooks.onStop?.();
       }
     }
+  }
+
+  /** Applies the message `seq`: a lease record (a header, no body) or a notice for the handlers. */
+  private apply(seq: number, m: JsMsg): void {
+    const lease = m.headers?.get(LEASE_HEADER);
+    if (lease) {
+      const record = decodeLeaseRecord(lease);
+      if (record && "grant" in record && record.holder === this.lease?.holder.id)
+        this.lease.holder.applied(record.grant);
+      this.applied.advance(seq);
+      this.hooks.onRecord?.(seq, record);
+      return;
+    }
+    let payload: unknown;
+    try {
+      payload = decodeJson(m.data);
+    } catch (err) {
+      // An unreadable notice could be about anything.
+      this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
+      this.handlers.onReset();
+      this.applied.advance(seq);
+      this.hooks.onRecord?.(seq, undefined);
+      return;
+    }
+    try {
+      this.handlers.onNotice(payload);
+    } catch (err) {
+      this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+    }
+    this.applied.advance(seq);
+    this.hooks.onRecord?.(seq, undefined);
   }
 }
 

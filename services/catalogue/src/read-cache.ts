@@ -151,8 +151,9 @@ export class ReadCache {
       return ask();
     }
     const id = keyOf(key);
-    if (this.entries.has(id) && (await this.barrier())) {
-      // Looked up again after the barrier: a notice processed meanwhile dropped it.
+    // Current (its lease holds): looked up at once. Else looked up again after a barrier: a notice
+    // processed meanwhile dropped it.
+    if (this.entries.has(id) && (this.notices?.current() || (await this.barrier()))) {
       const entry = this.entries.get(id);
       if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
       else if (entry) {
