@@ -37,15 +37,6 @@ import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./j
 import { type BusLogger, consoleLogger } from "./log.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
 import {
-  decodeLeaseRecord,
-  encodeLeaseRecord,
-  LEASE_HEADER,
-  LEASE_RENEW_MS,
-  LeaseHolder,
-  type LeaseRecord,
-  LeaseTable,
-} from "./read-leases.ts";
-import {
   BusUnavailableError,
   type Closable,
   type ConsumeOptions,
@@ -72,6 +63,16 @@ import {
   RequestTimeoutError,
   toErrorReply,
 } from "./port.ts";
+import {
+  decodeLeaseRecord,
+  encodeLeaseRecord,
+  FROM_HEADER,
+  LEASE_HEADER,
+  LEASE_RENEW_MS,
+  LeaseHolder,
+  type LeaseRecord,
+  LeaseTable,
+} from "./read-leases.ts";
 import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
@@ -440,7 +441,11 @@ function shown(key: string, value: unknown): string {
  */
 function noticeStream(channel: string): { stream: string; subject: string; applied: string } {
   assertNoticeChannel(channel);
-  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}`, applied: `notices.${channel}.applied` };
+  return {
+    stream: `NOTICES_${channel}`,
+    subject: `notices.${channel}`,
+    applied: `notices.${channel}.applied`,
+  };
 }
 
 /** Appends a lease record to a notice channel's stream (a header, no body: it is no notice). */
@@ -703,9 +708,12 @@ class NatsBus implements MessageBus {
     const leases = this.leaseTable(channel);
     const lost = this.link.lost();
     const sentAt = performance.now();
+    const notice = leases.table.nextNotice();
     const store = async () => {
       await this.ensureNotices(channel);
-      return publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
+      const h = natsHeaders();
+      h.set(FROM_HEADER, `${leases.id} ${notice}`);
+      return publishToStream(this.replies, subject, encodeJson(payload), h, { expectStream: stream });
     };
     let stored: PubAck;
     try {
@@ -714,21 +722,23 @@ class NatsBus implements MessageBus {
       if (!(error instanceof NatsError && error.code === "503")) rethrowUnreachable(error, what);
       // No stream answered: deleted since it was made sure of. Made again, once.
       this.noticeStreams.delete(channel);
-      stored = await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
+      stored = await unlessLost(store(), lost, what).catch((again: unknown) =>
+        rethrowUnreachable(again, what),
+      );
     }
     // Every lease holder that could answer without it has applied it (or its lease ran out).
-    await leases.settled(stored.seq, sentAt);
+    await leases.table.settled(stored.seq, notice, sentAt);
   }
 
   /** Per channel announced on: its lease holders, as this bus's own follower of it and their acks tell. */
-  private readonly leaseTables = new Map<string, LeaseTable>();
+  private readonly leaseTables = new Map<string, { id: string; table: LeaseTable }>();
 
-  private leaseTable(channel: string): LeaseTable {
-    let table = this.leaseTables.get(channel);
-    if (table) return table;
+  private leaseTable(channel: string): { id: string; table: LeaseTable } {
+    const known = this.leaseTables.get(channel);
+    if (known) return known;
     const leases = new LeaseTable(() => performance.now());
-    table = leases;
-    this.leaseTables.set(channel, leases);
+    const id = randomUUID();
+    this.leaseTables.set(channel, { id, table: leases });
     const follower = new NatsFollower(
       this.js,
       channel,
@@ -739,8 +749,12 @@ class NatsBus implements MessageBus {
       this.whileUp,
       this.link,
       {
-        onStart: (seq) => leases.restart(seq),
-        onRecord: (seq, record) => (record ? leases.record(seq, record) : leases.advance(seq)),
+        onStart: () => leases.restart(),
+        onRecord: (seq, record, from) => {
+          if (record) leases.record(seq, record);
+          const [announcer, notice] = from?.split(" ") ?? [];
+          if (announcer === id) leases.own(seq, Number(notice));
+        },
         onStop: () => leases.stopped(),
       },
     );
@@ -749,7 +763,8 @@ class NatsBus implements MessageBus {
         if (error) return;
         try {
           const ack = decodeJson(msg.data) as { holder?: unknown; seq?: unknown };
-          if (typeof ack.holder === "string" && typeof ack.seq === "number") leases.acked(ack.holder, ack.seq);
+          if (typeof ack.holder === "string" && typeof ack.seq === "number")
+            leases.acked(ack.holder, ack.seq);
         } catch {
           // Not an ack: ignored (the holder's lease runs out instead).
         }
@@ -761,7 +776,7 @@ class NatsBus implements MessageBus {
         await follower.close();
       },
     });
-    return table;
+    return { id, table: leases };
   }
 
   /**
@@ -792,7 +807,6 @@ class NatsBus implements MessageBus {
   };
 
   follow(channel: string, handlers: FollowHandlers): Follower {
-    const holder = new LeaseHolder(randomUUID(), () => performance.now());
     const follower = new NatsFollower(
       this.js,
       channel,
@@ -804,10 +818,10 @@ class NatsBus implements MessageBus {
       this.link,
       {},
       {
-        holder,
+        holder: () => new LeaseHolder(randomUUID(), () => performance.now()),
         append: (record) => appendLeaseRecord(this.replies, channel, record),
-        ack: (seq) => {
-          if (this.connected) this.nc.publish(noticeStream(channel).applied, encodeJson({ holder: holder.id, seq }));
+        ack: (holder, seq) => {
+          if (this.connected) this.nc.publish(noticeStream(channel).applied, encodeJson({ holder, seq }));
         },
       },
     );
@@ -1364,19 +1378,23 @@ class NatsConsumer {
 
 /** What an announcer's own follower of a channel tells its lease table. */
 interface FollowerHooks {
-  /** Started after `seq`, the channel's end as the leader just told it. */
-  onStart?(seq: number): void;
-  /** Applied `seq`: a lease record, or (undefined) a notice. */
-  onRecord?(seq: number, record: LeaseRecord | undefined): void;
+  /** Started after the channel's end, as the leader just told it. */
+  onStart?(): void;
+  /** Applied `seq`: a lease record, or (undefined) a notice, `from` its announcer ({@link FROM_HEADER}). */
+  onRecord?(seq: number, record: LeaseRecord | undefined, from?: string): void;
   /** Stopped following (a drop, a close): it may miss records until it starts again. */
   onStop?(): void;
 }
 
-/** A follower's read lease: its grants appended to the channel, and its acks of what it applied. */
+/**
+ * A follower's read lease: a holder per run of its consumer (so what an announcer heard from an
+ * earlier run, whose sequences may be another stream's, never stands for this one), its grants
+ * appended to the channel, and its acks of what it applied.
+ */
 interface FollowerLease {
-  holder: LeaseHolder;
+  holder(): LeaseHolder;
   append(record: LeaseRecord): Promise<unknown>;
-  ack(seq: number): void;
+  ack(holder: string, seq: number): void;
 }
 
 /** The longest a closing holder waits for its release to be stored. */
@@ -1404,6 +1422,8 @@ class NatsFollower {
   private readonly done: Promise<void>;
   private readonly stream: string;
   private ackQueued = false;
+  /** This run's lease holder (with a lease). */
+  private holder: LeaseHolder | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -1423,17 +1443,16 @@ class NatsFollower {
 
   async close(): Promise<void> {
     // No read is answered under the lease from here: the release may be appended.
-    this.lease?.holder.end();
+    this.holder?.end();
     this.closing = true;
     this.following = false;
     this.closed.resolve();
     this.stopCurrent?.();
     this.applied.abandon();
-    if (this.lease) {
-      const { holder } = this.lease;
+    if (this.lease && this.holder) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        this.lease.append({ holder: holder.id, released: true }).catch(() => {}),
+        this.lease.append({ holder: this.holder.id, released: true }).catch(() => {}),
         new Promise((resolve) => {
           timer = setTimeout(resolve, RELEASE_WAIT_MS);
         }),
@@ -1445,7 +1464,7 @@ class NatsFollower {
 
   /** True while this follower holds a lease: every notice announced so far is applied, or its announce waits for this follower. */
   current(): boolean {
-    return this.following && this.lease !== undefined && this.lease.holder.valid;
+    return this.following && this.holder !== undefined && this.holder.valid;
   }
 
   /** The stream's last sequence, as its leader answers. */
@@ -1482,7 +1501,7 @@ class NatsFollower {
     this.ackQueued = true;
     setImmediate(() => {
       this.ackQueued = false;
-      if (this.following) this.lease?.ack(this.applied.value);
+      if (this.following && this.holder) this.lease?.ack(this.holder.id, this.applied.value);
     });
   }
 
@@ -1490,9 +1509,17 @@ class NatsFollower {
   private renewing(): () => void {
     const lease = this.lease;
     if (!lease) return () => {};
+    const earlier = this.holder;
+    const holder = lease.holder();
+    this.holder = holder;
+    if (earlier) {
+      // The earlier run's holder answers nothing any more: its announcers need not wait for it.
+      earlier.end();
+      lease.append({ holder: earlier.id, released: true }).catch(() => {});
+    }
     const ask = () => {
       if (!this.following) return;
-      lease.append(lease.holder.ask()).catch((err: unknown) => {
+      lease.append(holder.ask()).catch((err: unknown) => {
         // The lease runs out: reads wait for a barrier meanwhile.
         if (this.following) this.log.warn({ err, channel: this.channel }, "read lease not renewed");
       });
@@ -1531,7 +1558,7 @@ class NatsFollower {
         })().catch(() => {});
         this.applied.restart(start);
         this.handlers.onReset();
-        this.hooks.onStart?.(start);
+        this.hooks.onStart?.();
         this.following = !this.closing;
         this.queueAck();
         stopRenewing = this.renewing();
@@ -1563,12 +1590,12 @@ class NatsFollower {
     const lease = m.headers?.get(LEASE_HEADER);
     if (lease) {
       const record = decodeLeaseRecord(lease);
-      if (record && "grant" in record && record.holder === this.lease?.holder.id)
-        this.lease.holder.applied(record.grant);
+      if (record && "grant" in record && record.holder === this.holder?.id) this.holder.applied(record.grant);
       this.applied.advance(seq);
       this.hooks.onRecord?.(seq, record);
       return;
     }
+    const from = m.headers?.get(FROM_HEADER);
     let payload: unknown;
     try {
       payload = decodeJson(m.data);
@@ -1577,7 +1604,7 @@ class NatsFollower {
       this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
       this.handlers.onReset();
       this.applied.advance(seq);
-      this.hooks.onRecord?.(seq, undefined);
+      this.hooks.onRecord?.(seq, undefined, from);
       return;
     }
     try {
@@ -1586,7 +1613,7 @@ class NatsFollower {
       this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
     }
     this.applied.advance(seq);
-    this.hooks.onRecord?.(seq, undefined);
+    this.hooks.onRecord?.(seq, undefined, from);
   }
 }
 

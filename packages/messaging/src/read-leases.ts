@@ -37,6 +37,8 @@ export type LeaseRecord = { holder: string; grant: number } | { holder: string; 
 
 /** The header a lease record carries (its body is empty; it is no notice). */
 export const LEASE_HEADER = "Notice-Lease";
+/** The header a notice carries: its announcer and its number there (`<announcer> <n>`). */
+export const FROM_HEADER = "Notice-From";
 
 export function encodeLeaseRecord(record: LeaseRecord): string {
   return "released" in record ? `${record.holder} released` : `${record.holder} ${record.grant}`;
@@ -104,6 +106,8 @@ interface Holder {
 
 interface Waiter {
   seq: number;
+  /** The notice's number at this announcer: its follower must see it at `seq`. */
+  notice: number;
   deadline: number;
   settle: () => void;
   timer: unknown;
@@ -118,21 +122,21 @@ interface Waiter {
  */
 export class LeaseTable {
   private readonly holders = new Map<string, Holder>();
-  /** The sequence this announcer's follower has applied (its grants are all known up to it). */
-  private applied = 0;
   /** Grants from before the follower started are unknown: nothing settles early before this. */
   private blindUntil = Number.POSITIVE_INFINITY;
   private readonly waiters = new Set<Waiter>();
+  /** Where this announcer's follower saw its own notices (by number), not yet waited for. */
+  private readonly seen = new Map<number, number>();
+  private numbered = 0;
 
   constructor(
     private readonly now: Now,
     private readonly timers: Timers = realTimers,
   ) {}
 
-  /** The follower (re)started after `seq`, the channel's end as told at `now` (after the answer). */
-  restart(seq: number): void {
+  /** The follower (re)started at the channel's end, as told just now (after the answer came). */
+  restart(): void {
     this.holders.clear();
-    this.applied = seq;
     this.blindUntil = this.now() + LEASE_COUNTED_BY_ANNOUNCER_MS;
     this.check();
   }
@@ -153,12 +157,19 @@ export class LeaseTable {
       holder.grants.push({ seq, until: now + LEASE_COUNTED_BY_ANNOUNCER_MS });
       this.holders.set(record.holder, holder);
     }
-    this.advance(seq);
+    this.check();
   }
 
-  /** The follower applied up to `seq`. */
-  advance(seq: number): void {
-    if (seq > this.applied) this.applied = seq;
+  /** The number of this announcer's next notice (sent with it, {@link FROM_HEADER}). */
+  nextNotice(): number {
+    return ++this.numbered;
+  }
+
+  /** The follower applied this announcer's own notice `notice` at `seq`. */
+  own(seq: number, notice: number): void {
+    this.seen.set(notice, seq);
+    // Notices whose announce failed are never waited for: keep the latest few thousand.
+    if (this.seen.size > 4_096) for (const first of this.seen.keys()) if (this.seen.delete(first)) break;
     this.check();
   }
 
@@ -171,17 +182,20 @@ export class LeaseTable {
   }
 
   /**
-   * Resolves once no holder can answer without having applied `seq`, the notice stored after
-   * `sentAt` (when its announce was sent); by `sentAt` plus a lease at the latest.
+   * Resolves once no holder can answer without having applied `seq`, where this announcer's
+   * notice `notice` was stored after `sentAt` (when its announce was sent); by `sentAt` plus a
+   * lease at the latest.
    */
-  settled(seq: number, sentAt: number): Promise<void> {
+  settled(seq: number, notice: number, sentAt: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const waiter: Waiter = {
         seq,
+        notice,
         deadline: sentAt + LEASE_COUNTED_BY_ANNOUNCER_MS,
         settle: () => {
           this.timers.clear(waiter.timer);
           this.waiters.delete(waiter);
+          this.seen.delete(notice);
           resolve();
         },
         timer: undefined,
@@ -203,19 +217,21 @@ export class LeaseTable {
   /** Settles `waiter` when it may; else sets its timer for the moment it may. */
   private checkOne(waiter: Waiter): void {
     const now = this.now();
-    const at = Math.min(waiter.deadline, this.settlesAt(waiter.seq));
+    const at = Math.min(waiter.deadline, this.settlesAt(waiter));
     if (at <= now) return waiter.settle();
     this.timers.clear(waiter.timer);
     waiter.timer = this.timers.set(() => this.checkOne(waiter), at - now);
   }
 
   /**
-   * When `seq` settles if nothing more is heard: the last of the unknown grants' end (a follower
-   * that started lately) and the grants before `seq` of the holders that have not said they
-   * applied it; never while the follower has not applied `seq` (a grant before it may be unseen).
+   * When the waiter settles if nothing more is heard: the last of the unknown grants' end (a
+   * follower that started lately) and the grants before its sequence of the holders that have not
+   * said they applied it; never before the follower has seen the waiter's own notice there (a
+   * grant before it may be unseen; elsewhere, or not at all, the stream was made again or the
+   * follower skipped it: only the deadline is sure).
    */
-  private settlesAt(seq: number): number {
-    if (this.applied < seq) return Number.POSITIVE_INFINITY;
+  private settlesAt({ seq, notice }: Waiter): number {
+    if (this.seen.get(notice) !== seq) return Number.POSITIVE_INFINITY;
     let at = this.blindUntil;
     for (const holder of this.holders.values()) {
       if (holder.applied >= seq) continue;

@@ -79,7 +79,10 @@ describe("a lease holder", () => {
   });
 
   it("reads back the records it writes, and nothing else", () => {
-    expect(decodeLeaseRecord(encodeLeaseRecord({ holder: "abc", grant: 7 }))).toEqual({ holder: "abc", grant: 7 });
+    expect(decodeLeaseRecord(encodeLeaseRecord({ holder: "abc", grant: 7 }))).toEqual({
+      holder: "abc",
+      grant: 7,
+    });
     expect(decodeLeaseRecord(encodeLeaseRecord({ holder: "abc", released: true }))).toEqual({
       holder: "abc",
       released: true,
@@ -90,12 +93,27 @@ describe("a lease holder", () => {
 });
 
 describe("an announcer's lease table", () => {
+  /** A table whose follower started a lease ago (no unknown grants left), and its notices. */
+  function table() {
+    const time = manualTime();
+    const leases = new LeaseTable(time.now, time.timers);
+    leases.restart();
+    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
+    /** An announce stored at `seq`: its wait, and its follower seeing it there. */
+    const announce = (seq: number, sentAt = time.now()) => {
+      const notice = leases.nextNotice();
+      return { settled: leases.settled(seq, notice, sentAt), seen: () => leases.own(seq, notice) };
+    };
+    return { time, leases, announce };
+  }
+
   it("waits, after its follower starts, a whole lease: grants from before it are unknown", async () => {
     const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(10);
-    const settled = table.settled(11, time.now());
-    table.advance(11);
+    const leases = new LeaseTable(time.now, time.timers);
+    leases.restart();
+    const notice = leases.nextNotice();
+    const settled = leases.settled(11, notice, time.now());
+    leases.own(11, notice);
     expect(await isSettled(settled)).toBe(false);
     time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS - 1);
     expect(await isSettled(settled)).toBe(false);
@@ -104,59 +122,54 @@ describe("an announcer's lease table", () => {
   });
 
   it("settles once every holder with a grant before the notice said it applied it", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    table.record(1, { holder: "g1", grant: 1 });
-    table.record(2, { holder: "g2", grant: 1 });
-    const settled = table.settled(3, time.now());
-    table.advance(3);
+    const { leases, announce } = table();
+    leases.record(1, { holder: "g1", grant: 1 });
+    leases.record(2, { holder: "g2", grant: 1 });
+    const { settled, seen } = announce(3);
+    seen();
     expect(await isSettled(settled)).toBe(false);
-    table.acked("g1", 3);
+    leases.acked("g1", 3);
     expect(await isSettled(settled)).toBe(false);
-    table.acked("g2", 2); // not far enough
+    leases.acked("g2", 2); // not far enough
     expect(await isSettled(settled)).toBe(false);
-    table.acked("g2", 4);
+    leases.acked("g2", 4);
     expect(await isSettled(settled)).toBe(true);
   });
 
-  it("does not settle before its own follower has applied the notice (a grant just before it may be unseen)", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    const settled = table.settled(2, time.now());
+  it("settles with no holder at all once its follower has seen the notice, and not before", async () => {
+    const { announce } = table();
+    const { settled, seen } = announce(1);
+    expect(await isSettled(settled)).toBe(false); // a grant just before it may be unseen
+    seen();
+    expect(await isSettled(settled)).toBe(true);
+  });
+
+  it("does not settle early when its follower sees the notice elsewhere than it was stored (the stream made again)", async () => {
+    const { time, leases } = table();
+    const notice = leases.nextNotice();
+    const settled = leases.settled(5, notice, time.now());
+    leases.own(9, notice);
     expect(await isSettled(settled)).toBe(false);
-    table.record(1, { holder: "g1", grant: 1 });
-    table.advance(2);
-    expect(await isSettled(settled)).toBe(false); // g1's grant came first: it must say so
-    table.acked("g1", 2);
+    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
     expect(await isSettled(settled)).toBe(true);
   });
 
   it("does not wait for a holder whose grants all come after the notice", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    const settled = table.settled(1, time.now());
-    table.advance(1);
-    table.record(2, { holder: "g1", grant: 1 });
+    const { leases, announce } = table();
+    const { settled, seen } = announce(1);
+    seen();
+    leases.record(2, { holder: "g1", grant: 1 });
     expect(await isSettled(settled)).toBe(true);
   });
 
   it("waits for a silent holder until its grant runs out by the announcer's count, renewals after the notice aside", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    table.record(1, { holder: "g1", grant: 1 });
+    const { time, leases, announce } = table();
+    leases.record(1, { holder: "g1", grant: 1 });
     time.advance(500);
-    const settled = table.settled(2, time.now());
-    table.advance(2);
+    const { settled, seen } = announce(2);
+    seen();
     // Its renewal stored after the notice: it can only hold it once it applied the notice.
-    table.record(3, { holder: "g1", grant: 2 });
+    leases.record(3, { holder: "g1", grant: 2 });
     time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS - 501);
     expect(await isSettled(settled)).toBe(false);
     time.advance(1);
@@ -164,28 +177,22 @@ describe("an announcer's lease table", () => {
   });
 
   it("does not wait for a holder that released its lease", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    table.record(1, { holder: "g1", grant: 1 });
-    const settled = table.settled(2, time.now());
-    table.advance(2);
+    const { leases, announce } = table();
+    leases.record(1, { holder: "g1", grant: 1 });
+    const { settled, seen } = announce(2);
+    seen();
     expect(await isSettled(settled)).toBe(false);
-    table.record(3, { holder: "g1", released: true });
+    leases.record(3, { holder: "g1", released: true });
     expect(await isSettled(settled)).toBe(true);
   });
 
   it("settles a lease after the announce at the latest, its follower stopped or behind", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    table.record(1, { holder: "g1", grant: 1 });
-    table.stopped();
+    const { time, leases, announce } = table();
+    leases.record(1, { holder: "g1", grant: 1 });
+    leases.stopped();
     const sentAt = time.now();
     time.advance(30);
-    const settled = table.settled(5, sentAt);
+    const { settled } = announce(5, sentAt);
     time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS - 31);
     expect(await isSettled(settled)).toBe(false);
     time.advance(1);
@@ -193,15 +200,12 @@ describe("an announcer's lease table", () => {
   });
 
   it("forgets what it knew when its follower starts over: a whole lease again", async () => {
-    const time = manualTime();
-    const table = new LeaseTable(time.now, time.timers);
-    table.restart(0);
-    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
-    table.record(1, { holder: "g1", grant: 1 });
-    table.acked("g1", 1);
-    table.restart(5);
-    const settled = table.settled(6, time.now());
-    table.advance(6);
+    const { time, leases, announce } = table();
+    leases.record(1, { holder: "g1", grant: 1 });
+    leases.acked("g1", 100);
+    leases.restart();
+    const { settled, seen } = announce(6);
+    seen();
     expect(await isSettled(settled)).toBe(false);
     time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
     expect(await isSettled(settled)).toBe(true);
