@@ -218,7 +218,10 @@ export class LeaseTable {
   private checkOne(waiter: Waiter): void {
     const now = this.now();
     const at = Math.min(waiter.deadline, this.settlesAt(waiter));
-    if (at <= now) return waiter.settle();
+    if (at <= now) {
+      waiter.settle();
+      return;
+    }
     this.timers.clear(waiter.timer);
     waiter.timer = this.timers.set(() => this.checkOne(waiter), at - now);
   }
