@@ -1462,9 +1462,12 @@ class NatsFollower {
     await this.whileUp(() => this.done);
   }
 
-  /** True while this follower holds a lease: every notice announced so far is applied, or its announce waits for this follower. */
+  /**
+   * True while this follower holds a lease: every notice announced so far is applied, or its
+   * announce waits for this follower.
+   */
   current(): boolean {
-    return this.following && this.holder !== undefined && this.holder.valid;
+    return this.following && this.holder?.valid === true;
   }
 
   /** The stream's last sequence, as its leader answers. */
