@@ -551,6 +551,7 @@ class InProcessBus implements MessageBus {
     return {
       close: () => closable.close(),
       barrier: async () => following && applied.reach(stored.last, NOTICE_BARRIER_WAIT_MS),
+      current: () => following && applied.value >= stored.last,
     };
   }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
   ConsumerEvents,
@@ -62,6 +63,16 @@ import {
   RequestTimeoutError,
   toErrorReply,
 } from "./port.ts";
+import {
+  decodeLeaseRecord,
+  encodeLeaseRecord,
+  FROM_HEADER,
+  LEASE_HEADER,
+  LEASE_RENEW_MS,
+  LeaseHolder,
+  type LeaseRecord,
+  LeaseTable,
+} from "./read-leases.ts";
 import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
 export interface NatsBusOptions {
@@ -424,10 +435,25 @@ function shown(key: string, value: unknown): string {
   return Array.isArray(value) ? value.join(",") : String(value);
 }
 
-/** The stream and subject of a notice channel. */
-function noticeStream(channel: string): { stream: string; subject: string } {
+/**
+ * The stream and subject of a notice channel, and the subject its lease holders tell the
+ * announcers on what they applied (core NATS, not stored).
+ */
+function noticeStream(channel: string): { stream: string; subject: string; applied: string } {
   assertNoticeChannel(channel);
-  return { stream: `NOTICES_${channel}`, subject: `notices.${channel}` };
+  return {
+    stream: `NOTICES_${channel}`,
+    subject: `notices.${channel}`,
+    applied: `notices.${channel}.applied`,
+  };
+}
+
+/** Appends a lease record to a notice channel's stream (a header, no body: it is no notice). */
+function appendLeaseRecord(replies: ReplyInbox, channel: string, record: LeaseRecord): Promise<unknown> {
+  const { stream, subject } = noticeStream(channel);
+  const h = natsHeaders();
+  h.set(LEASE_HEADER, encodeLeaseRecord(record));
+  return publishToStream(replies, subject, EMPTY, h, { expectStream: stream });
 }
 
 class NatsBus implements MessageBus {
@@ -679,19 +705,78 @@ class NatsBus implements MessageBus {
     const { stream, subject } = noticeStream(channel);
     const what = `announce ${channel}`;
     this.reachable(what);
+    const leases = this.leaseTable(channel);
     const lost = this.link.lost();
+    const sentAt = performance.now();
+    const notice = leases.table.nextNotice();
     const store = async () => {
       await this.ensureNotices(channel);
-      await publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
+      const h = natsHeaders();
+      h.set(FROM_HEADER, `${leases.id} ${notice}`);
+      return publishToStream(this.replies, subject, encodeJson(payload), h, { expectStream: stream });
     };
+    let stored: PubAck;
     try {
-      await unlessLost(store(), lost, what);
+      stored = await unlessLost(store(), lost, what);
     } catch (error) {
       if (!(error instanceof NatsError && error.code === "503")) rethrowUnreachable(error, what);
       // No stream answered: deleted since it was made sure of. Made again, once.
       this.noticeStreams.delete(channel);
-      await unlessLost(store(), lost, what).catch((again: unknown) => rethrowUnreachable(again, what));
+      stored = await unlessLost(store(), lost, what).catch((again: unknown) =>
+        rethrowUnreachable(again, what),
+      );
     }
+    // Every lease holder that could answer without it has applied it (or its lease ran out).
+    await leases.table.settled(stored.seq, notice, sentAt);
+  }
+
+  /** Per channel announced on: its lease holders, as this bus's own follower of it and their acks tell. */
+  private readonly leaseTables = new Map<string, { id: string; table: LeaseTable }>();
+
+  private leaseTable(channel: string): { id: string; table: LeaseTable } {
+    const known = this.leaseTables.get(channel);
+    if (known) return known;
+    const leases = new LeaseTable(() => performance.now());
+    const id = randomUUID();
+    this.leaseTables.set(channel, { id, table: leases });
+    const follower = new NatsFollower(
+      this.js,
+      channel,
+      () => this.ensureNotices(channel),
+      this.lastSequence,
+      { onNotice: () => {}, onReset: () => {} },
+      this.log,
+      this.whileUp,
+      this.link,
+      {
+        onStart: () => leases.restart(),
+        onRecord: (seq, record, from) => {
+          if (record) leases.record(seq, record);
+          const [announcer, notice] = from?.split(" ") ?? [];
+          if (announcer === id) leases.own(seq, Number(notice));
+        },
+        onStop: () => leases.stopped(),
+      },
+    );
+    const acks = this.nc.subscribe(noticeStream(channel).applied, {
+      callback: (error, msg) => {
+        if (error) return;
+        try {
+          const ack = decodeJson(msg.data) as { holder?: unknown; seq?: unknown };
+          if (typeof ack.holder === "string" && typeof ack.seq === "number")
+            leases.acked(ack.holder, ack.seq);
+        } catch {
+          // Not an ack: ignored (the holder's lease runs out instead).
+        }
+      },
+    });
+    this.register({
+      close: async () => {
+        acks.unsubscribe();
+        await follower.close();
+      },
+    });
+    return { id, table: leases };
   }
 
   /**
@@ -731,9 +816,21 @@ class NatsBus implements MessageBus {
       this.log,
       this.whileUp,
       this.link,
+      {},
+      {
+        holder: () => new LeaseHolder(randomUUID(), () => performance.now()),
+        append: (record) => appendLeaseRecord(this.replies, channel, record),
+        ack: (holder, seq) => {
+          if (this.connected) this.nc.publish(noticeStream(channel).applied, encodeJson({ holder, seq }));
+        },
+      },
     );
     const closable = this.register({ close: () => follower.close() });
-    return { close: () => closable.close(), barrier: () => follower.barrier() };
+    return {
+      close: () => closable.close(),
+      barrier: () => follower.barrier(),
+      current: () => follower.current(),
+    };
   }
 
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
@@ -1279,13 +1376,41 @@ class NatsConsumer {
   }
 }
 
+/** What an announcer's own follower of a channel tells its lease table. */
+interface FollowerHooks {
+  /** Started after the channel's end, as the leader just told it. */
+  onStart?(): void;
+  /** Applied `seq`: a lease record, or (undefined) a notice, `from` its announcer ({@link FROM_HEADER}). */
+  onRecord?(seq: number, record: LeaseRecord | undefined, from?: string): void;
+  /** Stopped following (a drop, a close): it may miss records until it starts again. */
+  onStop?(): void;
+}
+
+/**
+ * A follower's read lease: a holder per run of its consumer (so what an announcer heard from an
+ * earlier run, whose sequences may be another stream's, never stands for this one), its grants
+ * appended to the channel, and its acks of what it applied.
+ */
+interface FollowerLease {
+  holder(): LeaseHolder;
+  append(record: LeaseRecord): Promise<unknown>;
+  ack(holder: string, seq: number): void;
+}
+
+/** The longest a closing holder waits for its release to be stored. */
+const RELEASE_WAIT_MS = 500;
+
 /**
  * Follows a notice channel's stream with an ordered consumer (nats.js: ephemeral, no acks,
  * re-created from the next sequence when it misses a message or its heartbeats), starting after
- * the stream's last sequence as the stream leader tells it. A barrier asks the leader for the
- * last sequence again and waits until this follower has applied it. A start, a reconnect (the
- * loop starts over at the stream's new end), a re-created consumer or a gap in the sequences
- * calls `onReset`.
+ * the stream's last sequence as the stream leader tells it. A start, a reconnect (the loop starts
+ * over at the stream's new end), a re-created consumer or a gap in the sequences calls `onReset`.
+ *
+ * With a lease (a follower the bus hands out), while following it appends a grant every
+ * {@link LEASE_RENEW_MS} and tells the announcers, once per turn of the event loop, the sequence
+ * it has applied: `current()` holds while a grant it applied runs (docs/architecture.md, "Change
+ * notices and the gateway's read cache"). A barrier asks the leader for the last sequence and
+ * waits until this follower has applied it: the fallback while it holds no lease.
  */
 class NatsFollower {
   private readonly applied = new AppliedSequence();
@@ -1296,6 +1421,9 @@ class NatsFollower {
   private stopCurrent: (() => void) | undefined;
   private readonly done: Promise<void>;
   private readonly stream: string;
+  private ackQueued = false;
+  /** This run's lease holder (with a lease). */
+  private holder: LeaseHolder | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -1306,18 +1434,40 @@ class NatsFollower {
     private readonly log: BusLogger,
     private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
     private readonly link: Link,
+    private readonly hooks: FollowerHooks = {},
+    private readonly lease?: FollowerLease,
   ) {
     this.stream = noticeStream(channel).stream;
     this.done = this.run();
   }
 
   async close(): Promise<void> {
+    // No read is answered under the lease from here: the release may be appended.
+    this.holder?.end();
     this.closing = true;
     this.following = false;
     this.closed.resolve();
     this.stopCurrent?.();
     this.applied.abandon();
+    if (this.lease && this.holder) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.lease.append({ holder: this.holder.id, released: true }).catch(() => {}),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, RELEASE_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     await this.whileUp(() => this.done);
+  }
+
+  /**
+   * True while this follower holds a lease: every notice announced so far is applied, or its
+   * announce waits for this follower.
+   */
+  current(): boolean {
+    return this.following && this.holder?.valid === true;
   }
 
   /** The stream's last sequence, as its leader answers. */
@@ -1348,6 +1498,40 @@ class NatsFollower {
     }
   }
 
+  /** Tells the announcers what this follower applied, once per turn of the event loop. */
+  private queueAck(): void {
+    if (!this.lease || this.ackQueued) return;
+    this.ackQueued = true;
+    setImmediate(() => {
+      this.ackQueued = false;
+      if (this.following && this.holder) this.lease?.ack(this.holder.id, this.applied.value);
+    });
+  }
+
+  /** Asks for a grant now and every {@link LEASE_RENEW_MS} while following; returns the stop. */
+  private renewing(): () => void {
+    const lease = this.lease;
+    if (!lease) return () => {};
+    const earlier = this.holder;
+    const holder = lease.holder();
+    this.holder = holder;
+    if (earlier) {
+      // The earlier run's holder answers nothing any more: its announcers need not wait for it.
+      earlier.end();
+      lease.append({ holder: earlier.id, released: true }).catch(() => {});
+    }
+    const ask = () => {
+      if (!this.following) return;
+      lease.append(holder.ask()).catch((err: unknown) => {
+        // The lease runs out: reads wait for a barrier meanwhile.
+        if (this.following) this.log.warn({ err, channel: this.channel }, "read lease not renewed");
+      });
+    };
+    ask();
+    const timer = setInterval(ask, LEASE_RENEW_MS);
+    return () => clearInterval(timer);
+  }
+
   /** Like `NatsConsumer.run`: only while connected, starting over (and so resetting) at each reconnect. */
   private async run(): Promise<void> {
     while (!this.closing) {
@@ -1355,6 +1539,7 @@ class NatsFollower {
       if (this.closing) return;
       const lost = this.link.lost();
       const what = `notices ${this.channel}`;
+      let stopRenewing = () => {};
       try {
         await unlessLost(this.ensure(), lost, what);
         const start = await this.lastSequence(lost);
@@ -1376,27 +1561,17 @@ class NatsFollower {
         })().catch(() => {});
         this.applied.restart(start);
         this.handlers.onReset();
+        this.hooks.onStart?.();
         this.following = !this.closing;
+        this.queueAck();
+        stopRenewing = this.renewing();
         for await (const m of messages) {
           const seq = m.info.streamSequence;
           if (seq <= this.applied.value) continue;
           // A gap (notices aged out before they came): what they said is unknown.
           if (seq !== this.applied.value + 1) this.handlers.onReset();
-          let payload: unknown;
-          try {
-            payload = decodeJson(m.data);
-          } catch (err) {
-            this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
-            this.handlers.onReset();
-            this.applied.advance(seq);
-            continue;
-          }
-          try {
-            this.handlers.onNotice(payload);
-          } catch (err) {
-            this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
-          }
-          this.applied.advance(seq);
+          this.apply(seq, m);
+          this.queueAck();
         }
       } catch (err) {
         if (this.closing) return;
@@ -1405,10 +1580,43 @@ class NatsFollower {
           await Promise.race([new Promise((r) => setTimeout(r, 1_000)), this.closed.promise]);
         }
       } finally {
+        stopRenewing();
         this.following = false;
         this.applied.abandon();
+        this.hooks.onStop?.();
       }
     }
+  }
+
+  /** Applies the message `seq`: a lease record (a header, no body) or a notice for the handlers. */
+  private apply(seq: number, m: JsMsg): void {
+    const lease = m.headers?.get(LEASE_HEADER);
+    if (lease) {
+      const record = decodeLeaseRecord(lease);
+      if (record && "grant" in record && record.holder === this.holder?.id) this.holder.applied(record.grant);
+      this.applied.advance(seq);
+      this.hooks.onRecord?.(seq, record);
+      return;
+    }
+    const from = m.headers?.get(FROM_HEADER);
+    let payload: unknown;
+    try {
+      payload = decodeJson(m.data);
+    } catch (err) {
+      // An unreadable notice could be about anything.
+      this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
+      this.handlers.onReset();
+      this.applied.advance(seq);
+      this.hooks.onRecord?.(seq, undefined, from);
+      return;
+    }
+    try {
+      this.handlers.onNotice(payload);
+    } catch (err) {
+      this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+    }
+    this.applied.advance(seq);
+    this.hooks.onRecord?.(seq, undefined, from);
   }
 }
 

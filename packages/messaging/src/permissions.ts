@@ -147,8 +147,11 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
   for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));
-  for (const channel of need.notices ?? [])
-    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
+  for (const channel of need.notices ?? []) {
+    // The notices and read-lease records on the stream; what lease holders applied, to announcers.
+    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
+    subscribe.push(`notices.${channel}.applied`);
+  }
   for (const subject of need.broadcasts ?? []) {
     publish.push(subject);
     subscribe.push(subject);

@@ -137,9 +137,17 @@ export interface Follower extends Closable {
    * before this call has been handed to `onNotice` (or covered by an `onReset`); false when that
    * cannot be known within a short wait (about a second): not following (starting, closed,
    * disconnected), the channel out of reach, or the notices slow to come. One round trip to the
-   * channel's owner (NATS: the stream leader) per call.
+   * channel's owner (NATS: the stream leader) per call. The fallback while `current()` is false.
    */
   barrier(): Promise<boolean>;
+  /**
+   * True when every notice whose `announce` has resolved (anywhere) has been handed to
+   * `onNotice` (or covered by an `onReset`), known without asking anyone: NATS, while this
+   * follower holds a read lease (an announce waits until each holder applied its notice or its
+   * lease ran out); in process, while it has applied the channel's last notice. Checked and acted
+   * on in the same synchronous step.
+   */
+  current(): boolean;
 }
 
 export interface KvOptions {
@@ -207,8 +215,9 @@ export interface MessageBus {
   /**
    * Appends `payload` to the notice channel `channel` (letters, digits, `_`, `-`): a small,
    * bounded, ordered log (NATS: the JetStream stream `NOTICES_<channel>` on `notices.<channel>`,
-   * kept an hour at most, with the bus's replica count). Resolves once stored, so every barrier
-   * taken afterwards by any follower covers it; rejects ({@link BusUnavailableError}) when it
+   * kept an hour at most, with the bus's replica count). Resolves once stored and every follower
+   * holding a read lease has applied it (or its lease ran out: a lease at most after the call), so
+   * every barrier taken afterwards, and every follower `current()` afterwards, covers it; rejects ({@link BusUnavailableError}) when it
    * could not be stored.
    */
   announce(channel: string, payload: unknown): Promise<void>;

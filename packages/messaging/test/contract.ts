@@ -623,6 +623,25 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(y.told).toEqual(expected);
       });
 
+      it("has a follower that says it is current after an announce resolved have it, asking no one", async () => {
+        const channel = `test_${uid()}`;
+        const announcer = await client("announcer");
+        const [x, y] = [await follower(channel), await follower(channel)];
+        // NATS: once each holds its read lease (its first grant applied).
+        await expect
+          .poll(() => x.follow.current() && y.follow.current(), { timeout: 5_000, interval: 20 })
+          .toBe(true);
+        for (let n = 1; n <= 20; n++) {
+          await announcer.announce(channel, { n });
+          for (const one of [x, y]) {
+            expect(one.follow.current()).toBe(true);
+            expect(one.told.at(-1)).toBe(JSON.stringify({ n }));
+          }
+        }
+        await x.follow.close();
+        expect(x.follow.current()).toBe(false);
+      });
+
       it("follows from the channel's end: what was announced before is not handed over", async () => {
         const channel = `test_${uid()}`;
         const announcer = await client("announcer");

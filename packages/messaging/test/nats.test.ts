@@ -7,9 +7,10 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { AckPolicy, connect, nanos } from "nats";
+import { AckPolicy, connect, nanos, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
+import { LEASE_COUNTED_BY_ANNOUNCER_MS, LEASE_HEADER } from "../src/read-leases.ts";
 import { messageBusContract } from "./contract.ts";
 
 let server: NatsServerHandle;
@@ -354,6 +355,43 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("has an announce wait for a silent read-lease holder until its lease runs out, and only until it says it applied the notice", async () => {
+    const channel = `leased${Date.now()}`;
+    const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    const js = nc.jetstream();
+    const grant = (n: number) => {
+      const h = natsHeaders();
+      h.set(LEASE_HEADER, `ghost ${n}`);
+      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+    };
+    try {
+      // Its own follower of the channel started: no holder from before is known for a lease.
+      await announcer.announce(channel, 0);
+      // A holder that takes a grant and then says nothing (a gateway cut off, or stopped dead).
+      await grant(1);
+      const before = performance.now();
+      await announcer.announce(channel, 1);
+      expect(performance.now() - before).toBeGreaterThan(LEASE_COUNTED_BY_ANNOUNCER_MS - 500);
+      // Renewed, and this time it says it applied everything: the announce does not wait it out.
+      await grant(2);
+      const acking = setInterval(
+        () => nc.publish(`notices.${channel}.applied`, JSON.stringify({ holder: "ghost", seq: 1_000_000 })),
+        20,
+      );
+      try {
+        const start = performance.now();
+        await announcer.announce(channel, 2);
+        expect(performance.now() - start).toBeLessThan(LEASE_COUNTED_BY_ANNOUNCER_MS / 2);
+      } finally {
+        clearInterval(acking);
+      }
+    } finally {
+      await nc.close();
+      await announcer.close();
+    }
+  });
+
   it("holds a notice follower's barrier once every notice has left the stream, and covers the next notice", async () => {
     const channel = `emptied${Date.now()}`;
     const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
@@ -459,6 +497,35 @@ describe("notice channels on a three-node NATS cluster", () => {
       expect(told.at(-1), `round ${n}`).toEqual({ n });
     }
     expect(told).toEqual(Array.from({ length: 300 }, (_, i) => ({ n: i + 1 })));
+  }, 60_000);
+
+  it("has a follower on another server that holds its read lease have every announce acknowledged through the first", async () => {
+    cluster ??= await loopbackCluster(3);
+    const [first, second, third] = cluster.urls as [string, string, string];
+    const announcer = await busOn(first, "lease-announcer");
+    const channel = `leases_${Date.now().toString(36)}`;
+    await announcer.announce(channel, { n: 0 });
+    const followers = await Promise.all(
+      [second, third].map(async (url) => {
+        const told: unknown[] = [];
+        const follow = (await busOn(url, "lease-follower")).follow(channel, {
+          onNotice: (p) => told.push(p),
+          onReset: () => {},
+        });
+        return { told, follow };
+      }),
+    );
+    await expect
+      .poll(() => followers.every(({ follow }) => follow.current()), { timeout: 10_000, interval: 50 })
+      .toBe(true);
+    // No barrier, no request: the announce waited for each holder to apply its notice.
+    for (let n = 1; n <= 300; n++) {
+      await announcer.announce(channel, { n });
+      for (const { told, follow } of followers) {
+        expect(follow.current(), `round ${n}`).toBe(true);
+        expect(told.at(-1), `round ${n}`).toEqual({ n });
+      }
+    }
   }, 60_000);
 });
 

@@ -8,10 +8,11 @@ const CHEESE_STREAM = /^cheese-(\d+)$/;
  * The catalogue's event store, telling of every change to a cheese: after each append to (or
  * deletion of) a `cheese-<id>` stream (or to several streams, for each such one), whether it
  * succeeded or not (a failure may still have written), it announces `{ cheeseId }` on the notice
- * channel and waits until the bus has stored it, so before the catalogue answers anything that depends on the change: whoever hears of the
- * write (through any gateway, any NATS server) can take a barrier that covers its notice (see
- * docs/architecture.md, "Change notices"). A successful write whose notice cannot be stored
- * fails with the bus's 503: answering it would break that promise.
+ * channel and waits until the bus has stored it and every gateway holding a read lease has
+ * applied it (or its lease ran out), so before the catalogue answers anything that depends on the
+ * change: a gateway that holds its lease has it, and one that does not takes a barrier that covers
+ * it (see docs/architecture.md, "Change notices"). A successful write whose notice cannot be
+ * stored fails with the bus's 503: answering it would break that promise.
  */
 export function noticingChanges(store: EventStore, bus: MessageBus): EventStore {
   const notified = async <T>(streamNames: string[], write: Promise<T>): Promise<T> => {

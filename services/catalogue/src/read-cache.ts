@@ -63,12 +63,13 @@ export interface ReadCacheOptions {
  * read-your-writes, with one NATS server or a cluster (docs/architecture.md, "Change notices and
  * the gateway's read cache"):
  *
- * - A catalogue write's notice is stored on the notice channel (it has a sequence there) before
- *   the catalogue answers the write. A hit therefore waits for a barrier taken after the request
- *   arrived (the channel's last sequence, asked of its owner, and this gateway's follower having
- *   applied up to it): once it holds, every notice of a write anyone heard of before the request
- *   has been processed, and the entry is looked up again. The hits of one event-loop turn share
- *   one barrier.
+ * - A catalogue write's notice is stored on the notice channel, and applied by every follower
+ *   holding a read lease (or that lease ran out), before the catalogue answers the write. A hit
+ *   is therefore answered at once while this gateway's follower is current (it holds its lease).
+ *   Otherwise it waits for a barrier taken after the request arrived (the channel's last
+ *   sequence, asked of its owner, and this gateway's follower having applied up to it): once it
+ *   holds, every notice of a write anyone heard of before the request has been processed, and
+ *   the entry is looked up again. The hits of one event-loop turn share one barrier.
  * - A reply is kept only when no notice for its cheese arrived while it was asked for, so a read
  *   racing a write never keeps the old state.
  * - A failed barrier, a notice that everything changed (a catalogue replica started), the
@@ -151,8 +152,9 @@ export class ReadCache {
       return ask();
     }
     const id = keyOf(key);
-    if (this.entries.has(id) && (await this.barrier())) {
-      // Looked up again after the barrier: a notice processed meanwhile dropped it.
+    // Current (its lease holds): looked up at once. Else looked up again after a barrier: a notice
+    // processed meanwhile dropped it.
+    if (this.entries.has(id) && (this.notices?.current() || (await this.barrier()))) {
       const entry = this.entries.get(id);
       if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
       else if (entry) {

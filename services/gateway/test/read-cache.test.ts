@@ -32,6 +32,8 @@ function controlledBus(inner: MessageBus) {
   const resets: (() => void)[] = [];
   const control = {
     barriers: 0,
+    /** Whether the follower may say it is current (holds its lease); off, every hit takes a barrier. */
+    leased: false,
     /** When set, each barrier waits for this test to settle it (true: then the real one). */
     held: undefined as Deferred<boolean>[] | undefined,
     connection: (connected: boolean) => {
@@ -62,6 +64,7 @@ function controlledBus(inner: MessageBus) {
           control.held.push(barrier);
           return barrier.promise.then((ok) => ok && follower.barrier());
         },
+        current: () => control.leased && follower.current(),
       };
     },
     kv: (bucket, options) => inner.kv(bucket, options),
@@ -206,6 +209,27 @@ describe("the gateway's read cache", () => {
     expect(answered).toBe(false);
     control.held[0]!.resolve(true);
     for (const hit of await Promise.all(hits)) expect(hit.body).toBe(JSON.stringify(cheese("Gruyère")));
+  });
+
+  it("answers a hit without a barrier while its follower is current (holds its lease), and takes one once it is not", async () => {
+    await get();
+    control.leased = true;
+    control.held = [];
+    const barriersBefore = control.barriers;
+    // A write acknowledged before the request: the current follower has applied its notice.
+    await write("Gruyère");
+    expect((await get()).body).toBe(JSON.stringify(cheese("Gruyère")));
+    expect((await get()).body).toBe(JSON.stringify(cheese("Gruyère")));
+    expect(state.asked).toBe(2);
+    expect(control.barriers).toBe(barriersBefore);
+    // The lease lapsed: the next hit waits for a barrier, taken after it arrived.
+    control.leased = false;
+    const hit = get();
+    await expect.poll(() => control.held?.length).toBe(1);
+    expect(control.barriers).toBe(barriersBefore + 1);
+    control.held[0]!.resolve(true);
+    expect((await hit).body).toBe(JSON.stringify(cheese("Gruyère")));
+    expect(state.asked).toBe(2);
   });
 
   describe("with a barrier out", () => {
