@@ -98,7 +98,7 @@ async function runFixture(
     progress(
       `[${fixture.name}] seeded; ${settled.quiet ? "quiet" : "still busy"} after ${(settled.ms / 1000).toFixed(1)} s`,
     );
-    const rssIdle = system.usage().rss;
+    const rssIdle = (await idleUsage(system.usage)).rss;
     let rssPeak = rssIdle;
     let scenarioPeak = rssIdle;
     const sampler = setInterval(() => {
@@ -196,6 +196,25 @@ export async function settle(
     before = now;
   }
   return { quiet: false, ms: performance.now() - started };
+}
+
+/**
+ * The system's memory once it has been quiet long enough to give back what it only needed while
+ * busy (each service releases its young generation after a second without work:
+ * packages/service-kit/src/young-generation.ts, a few seconds after start-up's or seeding's
+ * last work): after `settle`, read every second until the whole tree's RSS has not fallen by a
+ * megabyte for five readings in a row, at most 30 s.
+ */
+export async function idleUsage(usage: () => TreeUsage): Promise<TreeUsage> {
+  let last = usage();
+  let steady = 0;
+  for (let read = 0; read < 30 && steady < 5; read++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = usage();
+    steady = now.rss < last.rss - 1024 * 1024 ? 0 : steady + 1;
+    last = now;
+  }
+  return last;
 }
 
 export async function clientOf(rootUrl: string, dataDir: string): Promise<SystemClient> {
