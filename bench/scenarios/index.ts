@@ -3,7 +3,7 @@
  * Add one here: an `HttpScenario` (compared with the bare Hono baseline, ABAB, on the system its
  * fixture starts) or a `Measurement` (runs on its own, returns rows). See ../harness/scenario.ts.
  * `--cluster` runs the same scenarios on the cluster, but for the single host's stores: the
- * 100,000 fixture, the projection rebuild and the memory per 100,000 cheeses.
+ * 100,000 fixture, the projection rebuild and the memory the cheeses add.
  */
 import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";

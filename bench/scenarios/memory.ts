@@ -40,7 +40,7 @@ async function idleOn(dataDir: string, options: BenchOptions, restart: boolean):
 
 export const idleMemory: Measurement = {
   kind: "measurement",
-  name: "memory at rest, and per 100,000 cheeses",
+  name: "memory at rest, and what the cheeses add",
   async run(options: BenchOptions) {
     const root = tempDir("bench-memory");
     try {
