@@ -200,15 +200,15 @@ export async function settle(
 
 /**
  * The system's memory once it has been quiet long enough to give back what it only needed while
- * busy (each service releases its young generation after a second without work:
- * packages/service-kit/src/young-generation.ts, a few seconds after start-up's or seeding's
- * last work): after `settle`, read every second until the whole tree's RSS has not fallen by a
- * megabyte for five readings in a row, at most 30 s.
+ * busy: each service releases its young generation once V8 sees its allocation rate low over
+ * its last 5 s (packages/service-kit/src/young-generation.ts), 5–7 s after its last work. After
+ * `settle`, read every second for at least 8 s and then until the whole tree's RSS has not
+ * fallen by a megabyte for three readings in a row, at most 30 s.
  */
 export async function idleUsage(usage: () => TreeUsage): Promise<TreeUsage> {
   let last = usage();
   let steady = 0;
-  for (let read = 0; read < 30 && steady < 5; read++) {
+  for (let read = 1; read <= 30 && (read <= 8 || steady < 3); read++) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const now = usage();
     steady = now.rss < last.rss - 1024 * 1024 ? 0 : steady + 1;

@@ -26,11 +26,12 @@ type Collection = (options: { type: "minor" | "major" }) => void;
  * requests. It shrinks it only at a collection that finds the allocation rate low, and an idle
  * process allocates too little to collect at all: the grown space stays resident, ~32 MB of a
  * service with 16, and so does what the burst promoted and no longer uses (docs/performance.md,
- * "Memory"). Once the event loop has been idle for a second with a grown young generation, one
- * collection lets V8 shrink the space to its initial size: a full one (~100 ms with 100,000
- * cheeses in the read models) at most once a minute, so that a process going busy and idle by
- * turns does not pay it each time, else a scavenge (cheap: it copies only the few live young
- * objects). Under load the space grows again as before.
+ * "Memory"). Each second the event loop was idle with a grown young generation, it collects: a
+ * full collection (~100 ms with 100,000 cheeses in the read models) at most once a minute, so
+ * that a process going busy and idle by turns does not pay it each time, else a scavenge (cheap:
+ * it copies only the few live young objects). V8 shrinks the space to its initial size at the
+ * first of these that finds the allocation rate of its last 5 s low: 5–7 s after the last work.
+ * Under load the space grows again as before.
  *
  * Needs `--expose-gc` (each service's Node options carry it); without it (tests, `pnpm dev`) it
  * does nothing. Returns the function that stops it.
