@@ -98,7 +98,7 @@ async function runFixture(
     progress(
       `[${fixture.name}] seeded; ${settled.quiet ? "quiet" : "still busy"} after ${(settled.ms / 1000).toFixed(1)} s`,
     );
-    const rssIdle = system.usage().rss;
+    const rssIdle = (await idleUsage(system.usage)).rss;
     let rssPeak = rssIdle;
     let scenarioPeak = rssIdle;
     const sampler = setInterval(() => {
@@ -196,6 +196,25 @@ export async function settle(
     before = now;
   }
   return { quiet: false, ms: performance.now() - started };
+}
+
+/**
+ * The system's memory once it has been quiet long enough to give back what it only needed while
+ * busy: each service releases its young generation once V8 sees its allocation rate low over
+ * its last 5 s (packages/service-kit/src/young-generation.ts), 5–7 s after its last work. After
+ * `settle`, read every second for at least 8 s and then until the whole tree's RSS has not
+ * fallen by a megabyte for three readings in a row, at most 30 s.
+ */
+export async function idleUsage(usage: () => TreeUsage): Promise<TreeUsage> {
+  let last = usage();
+  let steady = 0;
+  for (let read = 1; read <= 30 && (read <= 8 || steady < 3); read++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = usage();
+    steady = now.rss < last.rss - 1024 * 1024 ? 0 : steady + 1;
+    last = now;
+  }
+  return last;
 }
 
 export async function clientOf(rootUrl: string, dataDir: string): Promise<SystemClient> {

@@ -3,11 +3,12 @@
  * Add one here: an `HttpScenario` (compared with the bare Hono baseline, ABAB, on the system its
  * fixture starts) or a `Measurement` (runs on its own, returns rows). See ../harness/scenario.ts.
  * `--cluster` runs the same scenarios on the cluster, but for the single host's stores: the
- * 100,000 fixture and the projection rebuild.
+ * 100,000 fixture, the projection rebuild and the memory the cheeses add.
  */
 import type { BenchOptions, Scenario } from "../harness/scenario.ts";
 import { cheeseScenarios } from "./cheeses.ts";
 import { oneRegistration, webhookDeliveries } from "./deliveries.ts";
+import { idleMemory } from "./memory.ts";
 import { orderWebhooks } from "./orders.ts";
 import { projectionRebuild } from "./rebuild.ts";
 
@@ -16,7 +17,7 @@ export const scenarios = (options: BenchOptions): Scenario[] => [
   orderWebhooks,
   oneRegistration(options),
   webhookDeliveries,
-  ...(options.system === "cluster" ? [] : [projectionRebuild]),
+  ...(options.system === "cluster" ? [] : [projectionRebuild, idleMemory]),
 ];
 
 /**

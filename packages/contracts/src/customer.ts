@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { z } from "@hono/zod-openapi";
 import { Cheese } from "./cheese.ts";
+import { type RatePlan, ratePlans } from "./config.ts";
 
 const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
 const dateTime = z.string().openapi({ format: "date-time" });
@@ -10,10 +10,6 @@ export const CustomerStatus = z
   .enum(customerStatuses)
   .openapi({ description: "tier based on purchase volume; one of: bronze, silver, gold, platinum" });
 export type CustomerStatus = z.infer<typeof CustomerStatus>;
-
-/** Rate plans (docs/identity.md "Rate limits"). */
-export const ratePlans = ["free", "pro", "enterprise"] as const;
-export type RatePlan = (typeof ratePlans)[number];
 
 /** The smaller of two plans (listed smallest first). */
 export function lowerPlan(a: RatePlan, b: RatePlan): RatePlan {
@@ -204,16 +200,6 @@ export type CustomerBatchResult = z.infer<typeof CustomerBatchResult>;
 
 /** Customer API keys start with this, so the gateway asks the customer service only about likely keys. */
 export const CUSTOMER_API_KEY_PREFIX = "chs_";
-
-/**
- * What an API key is known by once issued: the hex SHA-256 of the key as presented. The customer
- * service stores a key only as this and the gateway asks for its owner by it
- * (`customer.api_key.authenticate`), so both sides must compute it here; the gateway keeps its
- * operator keys (`API_KEYS`) the same way.
- */
-export function apiKeyHash(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
-}
 
 /** A customer's personal API key, as listed (the key itself is shown only on creation). */
 export const ApiKeySummary = z

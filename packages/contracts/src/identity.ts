@@ -2,16 +2,14 @@ import { randomUUID } from "node:crypto";
 import { defineRpc, jsonCodec } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
 import type { CryptoKey, KeyObject } from "jose";
-import { ratePlans, UsernameParam } from "./customer.ts";
+import { ratePlans, scopes, type TokenScope } from "./config.ts";
+import { UsernameParam } from "./customer.ts";
 
 /**
  * What the identity part of the customer service (the OAuth 2.0 authorization server and the
  * issuer of session tokens) shares with the gateway, which verifies its tokens and checks its
  * revocations (docs/identity.md).
  */
-
-export const scopes = ["read:cheeses", "write:cheeses", "read:orders", "write:orders"] as const;
-export type TokenScope = (typeof scopes)[number];
 
 /**
  * What a token stands for:
@@ -184,40 +182,6 @@ export const revocationCodec = jsonCodec<RevocationEntry>((parsed) => {
   if (typeof keep === "string") entry.keep = keep;
   return entry;
 });
-
-/** An OAuth client (`OAUTH_CLIENTS`): the gateway rates its tokens, the authorization server serves it. */
-export const OAuthClient = z.object({
-  id: z.string().min(1),
-  /** Omitted: a public client, which must use PKCE. */
-  secret: z.string().min(1).optional(),
-  scopes: z.array(z.enum(scopes)).default([]),
-  redirectUris: z.array(z.url()).default([]),
-  plan: z.enum(ratePlans).default("free"),
-});
-export type OAuthClient = z.infer<typeof OAuthClient>;
-
-/** `OAUTH_CLIENTS`: a JSON array of clients, by id. */
-export const oauthClientsSchema = z
-  .string()
-  .default("[]")
-  .transform((text, ctx) => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text || "[]");
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be a JSON array of clients" });
-      return z.NEVER;
-    }
-    const result = z.array(OAuthClient).safeParse(parsed);
-    if (!result.success) {
-      ctx.addIssue({
-        code: "custom",
-        message: result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "),
-      });
-      return z.NEVER;
-    }
-    return new Map(result.data.map((client) => [client.id, client]));
-  });
 
 const dateTime = z.string().openapi({ format: "date-time" });
 

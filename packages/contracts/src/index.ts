@@ -1,4 +1,5 @@
 export * from "./cheese.ts";
+export * from "./config.ts";
 export * from "./customer.ts";
 export * from "./customer-export.ts";
 export * from "./dead-letter.ts";

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { scopes } from "./config.ts";
 import { ErrorBody } from "./errors.ts";
-import { scopes } from "./identity.ts";
 
 /**
  * What the authorization server's endpoints take and answer (RFC 6749, 7009, 8414), as the

@@ -1,4 +1,4 @@
-import type { scopes as allScopes } from "./identity.ts";
+import type { scopes as allScopes } from "./config.ts";
 
 /**
  * The parts of the gateway's OpenAPI document that are not routes: its info, servers and tags,

@@ -1,5 +1,6 @@
 import { ConfigError } from "./config.ts";
 import { abandonStdout } from "./logger.ts";
+import { releaseYoungGenerationWhenIdle } from "./young-generation.ts";
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -25,7 +26,8 @@ export function portInUse(error: unknown, variable: string): ConfigError | undef
  * an IPC channel (by the launcher) also stops when that channel closes, i.e. when its parent is
  * gone, so no service outlives the launcher: watched from the first moment, since a launcher
  * killed while this process is still starting (its port already answering) leaves it running
- * forever if the close is only listened for afterwards.
+ * forever if the close is only listened for afterwards. Once started, the process gives its
+ * young generation back whenever it is idle (young-generation.ts).
  */
 export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> }>): Promise<void> {
   const parentGone = process.channel
@@ -43,6 +45,7 @@ export async function runAsProcess(start: () => Promise<{ stop(): Promise<void> 
     console.error(error);
     process.exit(1);
   }
+  releaseYoungGenerationWhenIdle();
   let signalled = false;
   const shutdown = (signal: string) => {
     if (signalled) return;

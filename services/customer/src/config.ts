@@ -1,5 +1,5 @@
 import { createPrivateKey } from "node:crypto";
-import { oauthClientsSchema } from "@cheese/contracts";
+import { oauthClientsSchema } from "@cheese/contracts/config";
 import { baseConfigShape, duration } from "@cheese/service-kit/launch";
 import { z } from "zod";
 

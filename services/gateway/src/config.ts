@@ -1,5 +1,6 @@
-import { oauthClientsSchema, type RatePlan, ratePlans } from "@cheese/contracts";
-import { type PlanLimits, planLimitsSchema } from "@cheese/rate-limits";
+import { oauthClientsSchema, type RatePlan, ratePlans } from "@cheese/contracts/config";
+import type { PlanLimits } from "@cheese/rate-limits";
+import { planLimitsSchema } from "@cheese/rate-limits/plan-limits";
 import { baseConfigShape, duration, optionalUrl } from "@cheese/service-kit/launch";
 import { z } from "zod";
 import { trustedProxiesSchema } from "./auth/client-address.ts";

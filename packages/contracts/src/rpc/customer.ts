@@ -1,5 +1,6 @@
 import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
+import { ratePlans } from "../config.ts";
 import {
   ApiKeySummary,
   Customer,
@@ -9,7 +10,6 @@ import {
   ExportedApiKey,
   IssuedApiKey,
   MAX_BATCH,
-  ratePlans,
 } from "../customer.ts";
 import { CustomerHistoryEntry } from "../history.ts";
 import { OAuthGrant } from "../identity.ts";

@@ -1,5 +1,5 @@
-import { apiKeyHash, type RatePlan, ratePlans, scopes } from "@cheese/contracts";
-import { rateLimitedNetwork } from "@cheese/rate-limits";
+import { apiKeyHash, type RatePlan, ratePlans, scopes } from "@cheese/contracts/config";
+import { rateLimitedNetwork } from "@cheese/rate-limits/address";
 import { z } from "zod";
 import type { Caller, Scope } from "../env.ts";
 

@@ -1,0 +1,74 @@
+/**
+ * What the system holds at rest, and what its data adds: the whole process tree's RSS (nats-server
+ * included), idle, on an empty DATA_DIR and on one with 100,000 cheeses (2,000 with --quick) in
+ * the catalogue's store and nothing else, so the difference is the cheeses' alone. The cheeses are
+ * written into the store, the system started once on them, left to settle (the outbox relay
+ * publishes the history) and stopped; the reading is on the restart, as a running system holds
+ * them (read models restored from their snapshots).
+ */
+import { join } from "node:path";
+import { tempDir } from "@cheese/testing";
+import { writeCatalogueHistory } from "@cheese/testing/histories";
+import { idleUsage, settle } from "../harness/compare.ts";
+import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import { startSystem, type TreeUsage } from "../harness/system.ts";
+
+const MB = 1024 * 1024;
+const mb = (bytes: number) => `${Math.round(bytes / MB)} MB`;
+const perProcess = (usage: TreeUsage) =>
+  Object.entries(usage.byProcess)
+    .map(([name, { rss }]) => `${name} ${Math.round(rss / MB)}`)
+    .join(", ");
+
+/** The system on `dataDir` once idle, its first start (when `restart`) settled and stopped before. */
+async function idleOn(dataDir: string, options: BenchOptions, restart: boolean): Promise<TreeUsage> {
+  const start = () =>
+    startSystem({ kind: options.system, dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
+  if (restart) {
+    const first = await start();
+    await settle(first.usage, 900_000);
+    await first.stop();
+  }
+  const system = await start();
+  try {
+    await settle(system.usage);
+    return await idleUsage(system.usage);
+  } finally {
+    await system.stop();
+  }
+}
+
+export const idleMemory: Measurement = {
+  kind: "measurement",
+  name: "memory at rest, and what the cheeses add",
+  async run(options: BenchOptions) {
+    const root = tempDir("bench-memory");
+    try {
+      const cheeses = options.quick ? 2_000 : 100_000;
+      const empty = await idleOn(join(root.path, "empty"), options, false);
+      const dataDir = join(root.path, "cheeses");
+      await writeCatalogueHistory(dataDir, cheeses);
+      const held = await idleOn(dataDir, options, true);
+      const added = held.rss - empty.rss;
+      const rows: MeasuredRow[] = [
+        {
+          name: "RSS idle, empty DATA_DIR",
+          value: `${mb(empty.rss)} (${perProcess(empty)})`,
+          ...(options.quick ? {} : { target: "≤ 400 MB", met: empty.rss <= 400 * MB }),
+        },
+        {
+          name: `RSS idle, ${cheeses.toLocaleString("en-US")} cheeses (restart)`,
+          value: `${mb(held.rss)} (${perProcess(held)})`,
+        },
+        {
+          name: `RSS added by ${cheeses.toLocaleString("en-US")} cheeses`,
+          value: mb(added),
+          ...(options.quick ? {} : { target: "≤ 120 MB", met: added <= 120 * MB }),
+        },
+      ];
+      return rows;
+    } finally {
+      root.remove();
+    }
+  },
+};
