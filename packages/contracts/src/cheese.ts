@@ -172,6 +172,31 @@ export const CheeseIdParam = z.object({
     .openapi({ param: { name: "cheeseId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
 
+/** POST /cheeses: a repeat of its Idempotency-Key within 24 h returns the first answer. */
+export const CheeseCreateHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .optional()
+    .openapi({
+      param: { in: "header" },
+      description: "a repeat within 24 h returns the first response and adds nothing",
+    }),
+});
+
+/** POST /cheeses/{cheeseId}: the query's name and status win over the body's. */
+export const CheeseUpdateQuery = z.object({
+  name: CheeseName.optional().openapi({ description: "new name" }),
+  status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
+});
+
+/** DELETE /cheeses/{cheeseId} asks for `X-Confirm-Delete: true`. */
+export const CheeseDeleteHeaders = z.object({
+  "X-Confirm-Delete": z
+    .string()
+    .refine((value) => value.trim().toLowerCase() === "true", { message: "must be true" })
+    .openapi({ param: { in: "header", required: true }, type: "boolean", description: "must be true" }),
+});
+
 // ---------------------------------------------------------------------------------------------
 // Listing
 
@@ -315,6 +340,9 @@ export function detectImageFormat(head: Uint8Array): ImageFormat | undefined {
   if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "webp";
   return undefined;
 }
+
+/** GET /images/{file}: an image's file name under `images/` (an unknown name is a 404). */
+export const ImageFileParam = z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) });
 
 /** An image attached to a cheese, as kept by the catalogue (beyond the spec: its caption and role). */
 export const CheeseImage = z

@@ -1,17 +1,19 @@
 import { readThrough } from "@cheese/catalogue/read-cache";
 import {
+  asOfHeader,
+  asOfQuery,
   Cheese,
+  CheeseCreateHeaders,
+  CheeseDeleteHeaders,
   CheeseIdParam,
   CheeseInput,
-  CheeseName,
   CheesePatch,
   CheeseReplacement,
-  CheeseStatus,
+  CheeseUpdateQuery,
   catalogueRpc,
   toCheeseChanges,
   toCheeseFields,
 } from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
 import {
   answerPassed,
   callService,
@@ -22,7 +24,6 @@ import {
   passService,
   replayedHeader,
 } from "../rpc.ts";
-import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
@@ -46,18 +47,7 @@ const addCheese = cheeseRoute(
     operationId: "addCheese",
     access: writeCheeses,
     use: [idempotency],
-    request: {
-      headers: z.object({
-        "Idempotency-Key": z
-          .string()
-          .optional()
-          .openapi({
-            param: { in: "header" },
-            description: "a repeat within 24 h returns the first response and adds nothing",
-          }),
-      }),
-      body: jsonBody(CheeseInput),
-    },
+    request: { headers: CheeseCreateHeaders, body: jsonBody(CheeseInput) },
     responses: {
       201: {
         ...cheeseResponse("the cheese"),
@@ -164,10 +154,7 @@ const updateCheese = cheeseRoute(
     use: [emptyBodyIsNoBody],
     request: {
       params: CheeseIdParam,
-      query: z.object({
-        name: CheeseName.optional().openapi({ description: "new name" }),
-        status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
-      }),
+      query: CheeseUpdateQuery,
       headers: ifMatchHeader,
       body: { required: false, content: json(CheesePatch) },
     },
@@ -190,15 +177,7 @@ const deleteCheese = cheeseRoute(
     path: "/cheeses/{cheeseId}",
     operationId: "deleteCheese",
     access: writeCheeses,
-    request: {
-      params: CheeseIdParam,
-      headers: z.object({
-        "X-Confirm-Delete": z
-          .string()
-          .refine((value) => value.trim().toLowerCase() === "true", { message: "must be true" })
-          .openapi({ param: { in: "header", required: true }, type: "boolean", description: "must be true" }),
-      }),
-    },
+    request: { params: CheeseIdParam, headers: CheeseDeleteHeaders },
     responses: {
       204: { description: "deleted" },
       404: errorResponse("cheese not found"),

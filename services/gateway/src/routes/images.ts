@@ -6,6 +6,7 @@ import {
   CheeseImage,
   catalogueRpc,
   detectImageFormat,
+  ImageFileParam,
   ImageUploadForm,
   ImageUploadResult,
   imageExtensions,
@@ -24,6 +25,7 @@ import { type Route, route } from "./route.ts";
 /** Blob keys are `images/<uuid>.<ext>` and `images/<uuid>.thumb.webp`; never overwritten. */
 const imageFile =
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.thumb\.webp|\.jpg|\.png|\.webp)$/;
+const binary = { schema: { type: "string" as const, format: "binary" } };
 /** Keys are never reused, so a cache may keep an image forever. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
@@ -123,7 +125,7 @@ const getImage = route(
     operationId: "getImage",
     tags: ["Cheeses"],
     access: { public: true },
-    request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
+    request: { params: ImageFileParam },
     responses: {
       200: {
         description: "the image",
@@ -131,11 +133,7 @@ const getImage = route(
           ETag: { schema: { type: "string" } },
           "Cache-Control": { schema: { type: "string" } },
         },
-        content: {
-          "image/jpeg": { schema: { type: "string", format: "binary" } },
-          "image/png": { schema: { type: "string", format: "binary" } },
-          "image/webp": { schema: { type: "string", format: "binary" } },
-        },
+        content: Object.fromEntries(Object.values(imageMediaTypes).map((type) => [type, binary])),
       },
       304: { description: "If-None-Match named the current ETag" },
       404: errorResponse("no such image"),

@@ -1,6 +1,9 @@
 import {
+  asOfHeader,
+  asOfQuery,
   Order,
   type OrderActor,
+  OrderCreateHeaders,
   OrderIdParam,
   OrderInput,
   OrderList,
@@ -9,7 +12,6 @@ import {
   ShipmentInput,
   toOrderFields,
 } from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import type { AccessRule } from "../auth/access.ts";
 import type { Caller } from "../env.ts";
@@ -24,7 +26,6 @@ import {
   passService,
   replayedHeader,
 } from "../rpc.ts";
-import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
@@ -51,14 +52,7 @@ const placeOrder = route(
     operationId: "placeOrder",
     access: writeOrders,
     use: [idempotency],
-    request: {
-      headers: z.object({
-        "idempotency-key": z.string().optional().openapi({
-          description: "a repeat with the same key within 24 h returns the first response",
-        }),
-      }),
-      body: jsonBody(OrderInput),
-    },
+    request: { headers: OrderCreateHeaders, body: jsonBody(OrderInput) },
     responses: {
       201: {
         description: "the order, status placed",

@@ -11,6 +11,7 @@ import {
   ResendResult,
   RotateSecretInput,
   SecretRotated,
+  TestEventSent,
   Webhook,
   WebhookCreated,
   WebhookIdParam,
@@ -19,7 +20,6 @@ import {
   WebhookListQuery,
   WebhookPatch,
 } from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
 import { noStore } from "../middleware/no-store.ts";
 import { callService, forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
@@ -152,10 +152,7 @@ const testWebhook = route(
     request: { params: WebhookIdParam },
     responses: {
       ...notFound,
-      202: {
-        description: "the test event is on its way",
-        content: json(z.object({ deliveryId: z.number().int().openapi({ format: "int64" }) })),
-      },
+      202: jsonResponse("the test event is on its way", TestEventSent),
     },
   },
   forward(notificationRpc.sendTestEvent, 202, (c) => ({ webhookId: c.req.valid("param").id })),
