@@ -183,6 +183,22 @@ export const CheeseCreateHeaders = z.object({
     }),
 });
 
+/** The writes of an existing cheese take the ETag the client last saw. */
+export const IfMatchHeaders = z.object({
+  "If-Match": z
+    .string()
+    .optional()
+    .openapi({
+      param: { in: "header" },
+      description: "the ETag the client last saw; 412 when the cheese has changed since",
+    }),
+});
+
+/** A cheese's answers carry its revision. */
+export const etagHeader = {
+  ETag: { description: "the cheese's revision, for If-Match", schema: { type: "string" as const } },
+};
+
 /** POST /cheeses/{cheeseId}: the query's name and status win over the body's. */
 export const CheeseUpdateQuery = z.object({
   name: CheeseName.optional().openapi({ description: "new name" }),

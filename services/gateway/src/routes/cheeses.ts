@@ -11,6 +11,8 @@ import {
   CheeseReplacement,
   CheeseUpdateQuery,
   catalogueRpc,
+  etagHeader,
+  IfMatchHeaders,
   toCheeseChanges,
   toCheeseFields,
 } from "@cheese/contracts";
@@ -27,14 +29,7 @@ import {
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
-import {
-  emptyBodyIsNoBody,
-  etagHeader,
-  etagOf,
-  ifMatchHeader,
-  notModified,
-  parseIfMatch,
-} from "./preconditions.ts";
+import { emptyBodyIsNoBody, etagOf, notModified, parseIfMatch } from "./preconditions.ts";
 import { errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
 import type { Route } from "./route.ts";
 
@@ -92,7 +87,7 @@ const replaceCheese = cheeseRoute(
     path: "/cheeses",
     operationId: "updateCheese",
     access: writeCheeses,
-    request: { headers: ifMatchHeader, body: jsonBody(CheeseReplacement) },
+    request: { headers: IfMatchHeaders, body: jsonBody(CheeseReplacement) },
     responses: changeResponses,
   },
   (deps) => async (c) => {
@@ -155,7 +150,7 @@ const updateCheese = cheeseRoute(
     request: {
       params: CheeseIdParam,
       query: CheeseUpdateQuery,
-      headers: ifMatchHeader,
+      headers: IfMatchHeaders,
       body: { required: false, content: json(CheesePatch) },
     },
     responses: changeResponses,

@@ -9,6 +9,7 @@ import {
   identityRpc,
   LoginInput,
   LoginResult,
+  loginHeaders,
   type RatePlan,
   toCustomerFields,
   UsernameParam,
@@ -25,7 +26,6 @@ import {
   commonResponses,
   credentialResponses,
   errorResponse,
-  json,
   jsonBody,
   jsonResponse,
   validationErrorResponse,
@@ -39,7 +39,6 @@ export interface IdentityRouteDeps {
   plans: Record<RatePlan, PlanLimits>;
 }
 
-const customerJson = { "application/json": { schema: Customer } };
 const customerBody = jsonBody(CustomerInput);
 const ownAccount = credentialResponses("another customer's account, or credentials of the wrong kind");
 const passwordChecked = credentialResponses(
@@ -54,7 +53,7 @@ const register = route(
     access: { public: true },
     request: { body: customerBody },
     responses: {
-      201: { description: "the new customer", content: customerJson },
+      201: jsonResponse("the new customer", Customer),
       409: errorResponse("username or email exists"),
       422: validationErrorResponse,
     },
@@ -98,20 +97,7 @@ const login = (more: IdentityRouteDeps) =>
       access: { public: true },
       request: { body: jsonBody(LoginInput) },
       responses: {
-        200: {
-          description: "the session token",
-          headers: {
-            "X-Rate-Limit": {
-              description: "requests per hour the customer's plan allows",
-              schema: { type: "integer", format: "int32" },
-            },
-            "X-Expires-After": {
-              description: "when the token expires (= expiresAt)",
-              schema: { type: "string", format: "date-time" },
-            },
-          },
-          content: json(LoginResult),
-        },
+        200: { ...jsonResponse("the session token", LoginResult), headers: loginHeaders },
         401: errorResponse("invalid username or password"),
         422: validationErrorResponse,
       },
@@ -153,7 +139,7 @@ const getCustomer = route(
     request: { params: UsernameParam },
     responses: {
       ...ownAccount,
-      200: { description: "the customer", content: customerJson },
+      200: jsonResponse("the customer", Customer),
       404: errorResponse("customer not found"),
     },
   },
@@ -178,7 +164,7 @@ const replaceCustomer = (more: IdentityRouteDeps) =>
       },
       responses: {
         ...passwordChecked,
-        200: { description: "the customer", content: customerJson },
+        200: jsonResponse("the customer", Customer),
         404: errorResponse("customer not found"),
         409: errorResponse("the new username or email belongs to someone else"),
         422: validationErrorResponse,

@@ -6,6 +6,7 @@ import {
   CheeseImage,
   catalogueRpc,
   detectImageFormat,
+  etagHeader,
   ImageFileParam,
   ImageUploadForm,
   ImageUploadResult,
@@ -18,7 +19,7 @@ import { errorResponse as errorReply, refusal } from "../errors.ts";
 import { readUploadForm, uploadGuard } from "../images/upload.ts";
 import { callService, forward } from "../rpc.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
-import { etagHeader, etagOf, notModified } from "./preconditions.ts";
+import { etagOf, notModified } from "./preconditions.ts";
 import { errorResponse, json, jsonResponse, validationErrorResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
