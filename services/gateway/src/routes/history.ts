@@ -13,7 +13,7 @@ import { noStore } from "../middleware/no-store.ts";
 import { forward } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
-import { actorOf } from "./orders.ts";
+import { actorOf, readOrders } from "./orders.ts";
 import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
@@ -23,7 +23,6 @@ import { type Route, routes } from "./route.ts";
  */
 const route = routes({ responses: commonResponses });
 
-const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
 
 const cheeseHistory = route(

@@ -35,7 +35,7 @@ const route = routes({ tags: ["Store"], use: [noStore], responses: commonRespons
 const orderJson = { "application/json": { schema: Order } };
 
 /** Reading an order: api_key, plus read:orders tokens and customers' bearer tokens. */
-const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
+export const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const writeOrders: AccessRule = { oauth: ["write:orders"] };
 /**
  * Fulfilment: an operator API key, or write:orders on a client-credentials token. The order
