@@ -261,6 +261,21 @@ export const CheeseListQuery = z.object({
 });
 export type CheeseListQuery = z.infer<typeof CheeseListQuery>;
 
+/** What the catalogue is asked for a GET /cheeses query: its filters parsed, absent ones left out. */
+export function toCheeseListRequest(query: CheeseListQuery) {
+  return {
+    limit: query.limit,
+    ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+    ...(query.sort !== undefined ? { sort: query.sort } : {}),
+    filters: {
+      ...(query.status !== undefined ? { status: splitList(query.status) as CheeseStatus[] } : {}),
+      ...(query.tags !== undefined ? { tags: splitList(query.tags) } : {}),
+      ...(query.category !== undefined ? { category: query.category } : {}),
+      ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
+    },
+  };
+}
+
 export const CheeseList = z
   .object({
     items: z.array(Cheese),

@@ -3,11 +3,10 @@ import {
   Cheese,
   CheeseList,
   CheeseListQuery,
-  type CheeseStatus,
   catalogueRpc,
   FindByStatusQuery,
   FindByTagsQuery,
-  splitList,
+  toCheeseListRequest,
 } from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { answerPassed, passService } from "../rpc.ts";
@@ -40,18 +39,7 @@ const listCheeses = cheeseRoute(
     },
   },
   (deps) => async (c) => {
-    const query = c.req.valid("query");
-    const payload = {
-      limit: query.limit,
-      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-      ...(query.sort !== undefined ? { sort: query.sort } : {}),
-      filters: {
-        ...(query.status !== undefined ? { status: splitList(query.status) as CheeseStatus[] } : {}),
-        ...(query.tags !== undefined ? { tags: splitList(query.tags) } : {}),
-        ...(query.category !== undefined ? { category: query.category } : {}),
-        ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
-      },
-    };
+    const payload = toCheeseListRequest(c.req.valid("query"));
     const { meta, body } = await readThrough(deps.readCache, { read: "listCheeses", payload }, () =>
       passService(deps, c, catalogueRpc.listCheeses, payload),
     );

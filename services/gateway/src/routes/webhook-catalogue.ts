@@ -10,14 +10,13 @@ import {
 } from "@cheese/contracts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
-import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
 import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { atRoot, route } from "./route.ts";
+import { atRoot, type RouteDeps, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -106,7 +105,7 @@ const rotateSigningKey = route(
 export function webhookCatalogueRoutes(
   app: Hono<GatewayEnv>,
   api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
+  deps: RouteDeps,
 ): void {
   // Made on first use, when every route is registered; the same bytes ever after.
   let made: ReturnType<Catalogue> | undefined;
