@@ -1,18 +1,4 @@
-import {
-  Customer,
-  CustomerBatchInput,
-  CustomerBatchResult,
-  CustomerDeletion,
-  CustomerInput,
-  CustomerUpdateInput,
-  customerRpc,
-  identityRpc,
-  LoginInput,
-  LoginResult,
-  loginHeaders,
-  toCustomerFields,
-  UsernameParam,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import { hourlyRate } from "@cheese/rate-limits";
 import { HTTPException } from "hono/http-exception";
 import type { Caller } from "../env.ts";
@@ -31,7 +17,7 @@ import { type Route, type RouteDeps, routes } from "./route.ts";
 
 const route = routes({ tags: ["Customers"], use: [noStore], responses: commonResponses });
 
-const customerBody = jsonBody(CustomerInput);
+const customerBody = jsonBody(contracts.CustomerInput);
 const ownAccount = credentialResponses("another customer's account, or credentials of the wrong kind");
 const passwordChecked = credentialResponses(
   "another customer's account, credentials of the wrong kind, or a wrong currentPassword",
@@ -45,14 +31,14 @@ const register = route(
     access: { public: true },
     request: { body: customerBody },
     responses: {
-      201: jsonResponse("the new customer", Customer),
+      201: jsonResponse("the new customer", contracts.Customer),
       409: errorResponse("username or email exists"),
       422: validationErrorResponse,
     },
   },
   (deps) => async (c) => {
-    const fields = toCustomerFields(c.req.valid("json"));
-    const { customer } = await callService(deps, c, customerRpc.register, { fields });
+    const fields = contracts.toCustomerFields(c.req.valid("json"));
+    const { customer } = await callService(deps, c, contracts.customerRpc.register, { fields });
     c.header("Location", `${deps.publicUrl}/v2/customer/${encodeURIComponent(customer.username)}`);
     return c.json(customer, 201);
   },
@@ -65,10 +51,10 @@ const registerMany = route(
     operationId: "createCustomersWithArray",
     access: { public: true },
     request: {
-      body: jsonBody(CustomerBatchInput),
+      body: jsonBody(contracts.CustomerBatchInput),
     },
     responses: {
-      200: jsonResponse("what was created, and why the rest was not", CustomerBatchResult),
+      200: jsonResponse("what was created, and why the rest was not", contracts.CustomerBatchResult),
       422: validationErrorResponse,
     },
   },
@@ -76,7 +62,7 @@ const registerMany = route(
     const elements = c.req.valid("json");
     // Each element is a registration: it counts against the caller's rate limit as one would.
     await c.get("spend")?.(elements.length - 1, `a batch of ${elements.length} registrations`);
-    return c.json(await callService(deps, c, customerRpc.registerBatch, { elements }), 200);
+    return c.json(await callService(deps, c, contracts.customerRpc.registerBatch, { elements }), 200);
   },
 );
 
@@ -86,16 +72,16 @@ const login = route(
     path: "/customer/login",
     operationId: "loginCustomer",
     access: { public: true },
-    request: { body: jsonBody(LoginInput) },
+    request: { body: jsonBody(contracts.LoginInput) },
     responses: {
-      200: { ...jsonResponse("the session token", LoginResult), headers: loginHeaders },
+      200: { ...jsonResponse("the session token", contracts.LoginResult), headers: contracts.loginHeaders },
       401: errorResponse("invalid username or password"),
       422: validationErrorResponse,
     },
   },
   (deps) => async (c) => {
     // The customer service checks the password and signs the session token.
-    const { token, expiresAt, plan } = await callService(deps, c, identityRpc.startSession, {
+    const { token, expiresAt, plan } = await callService(deps, c, contracts.identityRpc.startSession, {
       ...c.req.valid("json"),
       issuer: deps.auth.issuer,
     });
@@ -126,15 +112,15 @@ const getCustomer = route(
     path: "/customer/{username}",
     operationId: "getCustomerByName",
     access: { apiKey: true, bearer: true },
-    request: { params: UsernameParam },
+    request: { params: contracts.UsernameParam },
     responses: {
       ...ownAccount,
-      200: jsonResponse("the customer", Customer),
+      200: jsonResponse("the customer", contracts.Customer),
       404: errorResponse("customer not found"),
     },
   },
   forward(
-    customerRpc.get,
+    contracts.customerRpc.get,
     200,
     (c) => ({ ...c.req.valid("param"), asCustomer: actingCustomer(c.get("caller"), true) }),
     (reply) => reply.customer,
@@ -148,12 +134,12 @@ const replaceCustomer = route(
     operationId: "updateCustomer",
     access: { bearer: true },
     request: {
-      params: UsernameParam,
-      body: jsonBody(CustomerUpdateInput),
+      params: contracts.UsernameParam,
+      body: jsonBody(contracts.CustomerUpdateInput),
     },
     responses: {
       ...passwordChecked,
-      200: jsonResponse("the customer", Customer),
+      200: jsonResponse("the customer", contracts.Customer),
       404: errorResponse("customer not found"),
       409: errorResponse("the new username or email belongs to someone else"),
       422: validationErrorResponse,
@@ -164,10 +150,10 @@ const replaceCustomer = route(
     const { currentPassword, ...input } = c.req.valid("json");
     const caller = c.get("caller");
     const customerId = actingCustomer(caller, false)!;
-    const { customer, passwordVersion } = await callService(deps, c, customerRpc.replace, {
+    const { customer, passwordVersion } = await callService(deps, c, contracts.customerRpc.replace, {
       username,
       asCustomer: customerId,
-      fields: toCustomerFields(input),
+      fields: contracts.toCustomerFields(input),
       currentPassword,
       session: caller.token?.jti ?? null,
     });
@@ -190,8 +176,8 @@ const deleteCustomer = route(
     operationId: "deleteCustomer",
     access: { bearer: true },
     request: {
-      params: UsernameParam,
-      body: jsonBody(CustomerDeletion),
+      params: contracts.UsernameParam,
+      body: jsonBody(contracts.CustomerDeletion),
     },
     responses: {
       ...passwordChecked,
@@ -202,7 +188,7 @@ const deleteCustomer = route(
   },
   (deps) => async (c) => {
     const { username } = c.req.valid("param");
-    const { customerId } = await callService(deps, c, customerRpc.delete, {
+    const { customerId } = await callService(deps, c, contracts.customerRpc.delete, {
       username,
       asCustomer: actingCustomer(c.get("caller"), false)!,
       currentPassword: c.req.valid("json").currentPassword,

@@ -1,13 +1,4 @@
-import {
-  AsyncApiDocument,
-  notificationRpc,
-  RotateSigningKeyInput,
-  SigningKeyRotated,
-  WebhookEventTypeList,
-  WebhookSigningKeySet,
-  webhookCatalogues,
-  webhookOperations,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
 import type { GatewayEnv } from "../env.ts";
@@ -38,7 +29,10 @@ const eventTypes = (catalogue: Catalogue) =>
       operationId: "listWebhookEventTypes",
       tags,
       access: { public: true },
-      responses: { ...commonResponses, 200: jsonResponse("every event kind", WebhookEventTypeList) },
+      responses: {
+        ...commonResponses,
+        200: jsonResponse("every event kind", contracts.WebhookEventTypeList),
+      },
     },
     () => (c) => c.body(catalogue().eventTypes, 200, jsonHeaders) as never,
   );
@@ -51,7 +45,10 @@ const asyncApi = (catalogue: Catalogue) =>
       operationId: "asyncApiDocument",
       tags,
       access: { public: true },
-      responses: { ...commonResponses, 200: jsonResponse("an AsyncAPI 3.1 document", AsyncApiDocument) },
+      responses: {
+        ...commonResponses,
+        200: jsonResponse("an AsyncAPI 3.1 document", contracts.AsyncApiDocument),
+      },
     },
     () => (c) => c.body(catalogue().asyncApi, 200, jsonHeaders) as never,
   );
@@ -63,9 +60,9 @@ const signingKeys = route(
     operationId: "webhookSigningKeys",
     tags,
     access: { public: true },
-    responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+    responses: { ...commonResponses, 200: jsonResponse("a JWK set", contracts.WebhookSigningKeySet) },
   },
-  forward(notificationRpc.signingKeys, 200, () => ({})),
+  forward(contracts.notificationRpc.signingKeys, 200, () => ({})),
 );
 
 /** The same key set at the gateway root, outside /v2. */
@@ -74,7 +71,7 @@ const wellKnownKeys = {
   path: "/.well-known/webhook-keys.json",
   operationId: "wellKnownWebhookSigningKeys",
   tags,
-  responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+  responses: { ...commonResponses, 200: jsonResponse("a JWK set", contracts.WebhookSigningKeySet) },
 } as const;
 
 const rotateSigningKey = route(
@@ -85,14 +82,14 @@ const rotateSigningKey = route(
     tags: ["Webhooks"],
     access: operatorKey,
     use: [operatorOnly("only operator API keys may rotate the webhook signing key"), emptyBodyIsNoBody],
-    request: { body: { required: false, content: json(RotateSigningKeyInput) } },
+    request: { body: { required: false, content: json(contracts.RotateSigningKeyInput) } },
     responses: {
       ...operatorResponses,
-      200: jsonResponse("the new key and until when the previous one signs", SigningKeyRotated),
+      200: jsonResponse("the new key and until when the previous one signs", contracts.SigningKeyRotated),
       422: validationErrorResponse,
     },
   },
-  forward(notificationRpc.rotateSigningKey, 200, (c) => {
+  forward(contracts.notificationRpc.rotateSigningKey, 200, (c) => {
     const { overlapSeconds } = c.req.valid("json");
     return { overlapMs: overlapSeconds === undefined ? undefined : overlapSeconds * 1000 };
   }),
@@ -109,9 +106,9 @@ export function webhookCatalogueRoutes(
 ): void {
   // Made on first use, when every route is registered; the same bytes ever after.
   let made: ReturnType<Catalogue> | undefined;
-  const catalogue = () => (made ??= webhookCatalogues(openApiDocument(api)));
+  const catalogue = () => (made ??= contracts.webhookCatalogues(openApiDocument(api)));
   for (const each of [eventTypes(catalogue), asyncApi(catalogue), signingKeys]) each(api, deps);
-  atRoot(app, api, wellKnownKeys, forward(notificationRpc.signingKeys, 200, () => ({}))(deps));
+  atRoot(app, api, wellKnownKeys, forward(contracts.notificationRpc.signingKeys, 200, () => ({}))(deps));
   rotateSigningKey(api, deps);
-  for (const operation of webhookOperations) api.openAPIRegistry.registerWebhook(operation);
+  for (const operation of contracts.webhookOperations) api.openAPIRegistry.registerWebhook(operation);
 }
