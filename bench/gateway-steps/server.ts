@@ -30,13 +30,12 @@ import { OpenAPIHono } from "../../services/gateway/node_modules/@hono/zod-opena
 import { createApp } from "../../services/gateway/src/app.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
-import type { GatewayDeps } from "../../services/gateway/src/deps.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
 import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";
 import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
 import { observe } from "../../services/gateway/src/middleware/observe.ts";
 import { rateLimit } from "../../services/gateway/src/middleware/rate-limit.ts";
-import { route } from "../../services/gateway/src/routes/route.ts";
+import { type RouteDeps, route } from "../../services/gateway/src/routes/route.ts";
 import { answerPassed } from "../../services/gateway/src/rpc.ts";
 import { createGatewayServer } from "../../services/gateway/src/server.ts";
 import { observeParts } from "./observe-parts.ts";
@@ -151,7 +150,7 @@ function app(): { fetch: (request: Request, env: unknown) => Response | Promise<
         return answerPassed(c, CHEESE, 200) as never;
       },
     );
-    getCheese(api, {} as GatewayDeps);
+    getCheese(api, {} as RouteDeps);
     hono.route("/v2", api);
   } else {
     hono.get("/v2/cheeses/:id", bareAnswer);

@@ -172,6 +172,47 @@ export const CheeseIdParam = z.object({
     .openapi({ param: { name: "cheeseId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
 
+/** POST /cheeses: a repeat of its Idempotency-Key within 24 h returns the first answer. */
+export const CheeseCreateHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .optional()
+    .openapi({
+      param: { in: "header" },
+      description: "a repeat within 24 h returns the first response and adds nothing",
+    }),
+});
+
+/** The writes of an existing cheese take the ETag the client last saw. */
+export const IfMatchHeaders = z.object({
+  "If-Match": z
+    .string()
+    .optional()
+    .openapi({
+      param: { in: "header" },
+      description: "the ETag the client last saw; 412 when the cheese has changed since",
+    }),
+});
+
+/** A cheese's answers carry its revision. */
+export const etagHeader = {
+  ETag: { description: "the cheese's revision, for If-Match", schema: { type: "string" as const } },
+};
+
+/** POST /cheeses/{cheeseId}: the query's name and status win over the body's. */
+export const CheeseUpdateQuery = z.object({
+  name: CheeseName.optional().openapi({ description: "new name" }),
+  status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
+});
+
+/** DELETE /cheeses/{cheeseId} asks for `X-Confirm-Delete: true`. */
+export const CheeseDeleteHeaders = z.object({
+  "X-Confirm-Delete": z
+    .string()
+    .refine((value) => value.trim().toLowerCase() === "true", { message: "must be true" })
+    .openapi({ param: { in: "header", required: true }, type: "boolean", description: "must be true" }),
+});
+
 // ---------------------------------------------------------------------------------------------
 // Listing
 
@@ -219,6 +260,21 @@ export const CheeseListQuery = z.object({
     .openapi({ type: "boolean", description: "only organic (true) or non-organic (false) cheeses" }),
 });
 export type CheeseListQuery = z.infer<typeof CheeseListQuery>;
+
+/** What the catalogue is asked for a GET /cheeses query: its filters parsed, absent ones left out. */
+export function toCheeseListRequest(query: CheeseListQuery) {
+  return {
+    limit: query.limit,
+    ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+    ...(query.sort !== undefined ? { sort: query.sort } : {}),
+    filters: {
+      ...(query.status !== undefined ? { status: splitList(query.status) as CheeseStatus[] } : {}),
+      ...(query.tags !== undefined ? { tags: splitList(query.tags) } : {}),
+      ...(query.category !== undefined ? { category: query.category } : {}),
+      ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
+    },
+  };
+}
 
 export const CheeseList = z
   .object({
@@ -315,6 +371,9 @@ export function detectImageFormat(head: Uint8Array): ImageFormat | undefined {
   if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "webp";
   return undefined;
 }
+
+/** GET /images/{file}: an image's file name under `images/` (an unknown name is a 404). */
+export const ImageFileParam = z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) });
 
 /** An image attached to a cheese, as kept by the catalogue (beyond the spec: its caption and role). */
 export const CheeseImage = z

@@ -161,6 +161,18 @@ export const LoginResult = z
   })
   .openapi("LoginResult");
 
+/** The headers of a login's answer, beside its LoginResult. */
+export const loginHeaders = {
+  "X-Rate-Limit": {
+    description: "requests per hour the customer's plan allows",
+    schema: { type: "integer" as const, format: "int32" },
+  },
+  "X-Expires-After": {
+    description: "when the token expires (= expiresAt)",
+    schema: { type: "string" as const, format: "date-time" },
+  },
+};
+
 /** At most 100 elements (docs/identity.md); each element is validated on its own. */
 export const MAX_BATCH = 100;
 const customerInputFields = new Set(Object.keys(customerInputShape));

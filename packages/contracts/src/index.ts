@@ -1,3 +1,4 @@
+export * from "./as-of.ts";
 export * from "./cheese.ts";
 export * from "./config.ts";
 export * from "./customer.ts";

@@ -615,6 +615,9 @@ export const ResendResult = z
   })
   .openapi("ResendResult");
 
+/** POST /webhooks/{id}/test: the delivery that carries the test event. */
+export const TestEventSent = z.object({ deliveryId: z.number().int().openapi({ format: "int64" }) });
+
 export const DeliveryList = z
   .object({
     items: z.array(Delivery).openapi({ description: "newest first" }),
@@ -929,6 +932,9 @@ export const WebhookEventTypeList = z
     items: z.array(WebhookEventType).openapi({ description: "every kind a registration may ask for" }),
   })
   .openapi("WebhookEventTypeList");
+
+/** GET /asyncapi.json, as the OpenAPI document describes it (the document is made elsewhere). */
+export const AsyncApiDocument = z.object({ asyncapi: z.string() }).passthrough();
 
 /** A public key of the system's webhook signing key, as a JWK (RFC 8037). */
 export const WebhookSigningJwk = z

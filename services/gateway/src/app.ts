@@ -48,7 +48,6 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   };
   identity.revocations.start();
   identity.customers.followPlanChanges();
-  const plans = options.rateLimits ?? specPlanLimits;
 
   const app = new Hono<GatewayEnv>({ router: new MatchCache() });
   app.use(observe(deps.logger));
@@ -74,18 +73,19 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
       result.success ? undefined : validationFailure(c, result.target, result.error),
   });
   registerSecuritySchemes(api);
-  register(api, deps, cheeseRoutes);
-  register(api, deps, inventoryRoutes);
-  register(api, deps, ordersRoutes);
-  register(api, deps, customersRoutes({ identity, plans }));
-  register(api, deps, apiKeysRoutes);
-  register(api, deps, grantsRoutes);
-  webhookCatalogueRoutes(app, api, deps);
-  register(api, deps, webhooksRoutes);
-  register(api, deps, deadLettersRoutes);
-  register(api, deps, operatorSessionRoutes(identity.revocations));
-  register(api, deps, historyRoutes);
-  register(api, deps, exportRoutes);
+  const routeDeps = { ...deps, identity, plans: options.rateLimits ?? specPlanLimits };
+  register(api, routeDeps, cheeseRoutes);
+  register(api, routeDeps, inventoryRoutes);
+  register(api, routeDeps, ordersRoutes);
+  register(api, routeDeps, customersRoutes);
+  register(api, routeDeps, apiKeysRoutes);
+  register(api, routeDeps, grantsRoutes);
+  webhookCatalogueRoutes(app, api, routeDeps);
+  register(api, routeDeps, webhooksRoutes);
+  register(api, routeDeps, deadLettersRoutes);
+  register(api, routeDeps, operatorSessionRoutes);
+  register(api, routeDeps, historyRoutes);
+  register(api, routeDeps, exportRoutes);
 
   healthRoutes(app, deps);
   oauthRoutes(app, api, deps);

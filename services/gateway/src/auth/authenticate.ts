@@ -190,38 +190,24 @@ async function identifyToken(
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
 ): Promise<Identified> {
-  const token = { jti: claims.jti, exp: claims.exp };
   if (claims.kind === "operator") return { problem: "token of an operator key no longer configured" };
   if (claims.kind === "client") return { problem: "token of an unknown client" };
   const principal = await identity.customers.principal(Number(claims.sub), c.get("request"));
   if (!principal) return { problem: "the customer no longer exists" };
-  const customer = { id: claims.sub, username: principal.username || (claims.username ?? "") };
-  if (claims.kind === "session") {
-    return {
-      caller: {
-        kind: "customer",
-        id: customerBucket(claims.sub),
-        plan: principal.plan,
-        scopes,
-        customer,
-        via: "bearer",
-        token,
-      },
-    };
-  }
+  const caller: Caller = {
+    kind: "customer",
+    id: customerBucket(claims.sub),
+    plan: principal.plan,
+    scopes,
+    customer: { id: claims.sub, username: principal.username || (claims.username ?? "") },
+    via: "bearer",
+    token: { jti: claims.jti, exp: claims.exp },
+  };
+  if (claims.kind === "session") return { caller };
   const client = claims.clientId ? deps.oauthClients.get(claims.clientId) : undefined;
   if (!client) return { problem: "token of an unknown client" };
-  return {
-    caller: {
-      kind: "customer",
-      id: `client:${client.id}:${customerBucket(claims.sub)}`,
-      plan: lowerPlan(client.plan, principal.plan),
-      scopes,
-      customer,
-      via: "oauth",
-      token,
-    },
-  };
+  const plan = lowerPlan(client.plan, principal.plan);
+  return { caller: { ...caller, id: `client:${client.id}:${caller.id}`, plan, via: "oauth" } };
 }
 
 function clientIp(c: Context<GatewayEnv>, trustedProxies: BlockList | undefined): string {

@@ -1,14 +1,5 @@
 import { readThrough } from "@cheese/catalogue/read-cache";
-import {
-  Cheese,
-  CheeseList,
-  CheeseListQuery,
-  type CheeseStatus,
-  catalogueRpc,
-  FindByStatusQuery,
-  FindByTagsQuery,
-  splitList,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import { z } from "@hono/zod-openapi";
 import { answerPassed, passService } from "../rpc.ts";
 import { cheeseRoute } from "./cheese-access.ts";
@@ -16,7 +7,7 @@ import { pageHeaders } from "./pages.ts";
 import { errorResponse, json } from "./responses.ts";
 import type { Route } from "./route.ts";
 
-const cheeseArray = { "application/json": { schema: z.array(Cheese) } };
+const cheeseArray = { "application/json": { schema: z.array(contracts.Cheese) } };
 
 const listCheeses = cheeseRoute(
   {
@@ -24,7 +15,7 @@ const listCheeses = cheeseRoute(
     path: "/cheeses",
     operationId: "listCheeses",
     access: { apiKey: true, oauth: ["read:cheeses"] },
-    request: { query: CheeseListQuery },
+    request: { query: contracts.CheeseListQuery },
     responses: {
       200: {
         description: "a page of cheeses",
@@ -35,25 +26,14 @@ const listCheeses = cheeseRoute(
             schema: { type: "string" },
           },
         },
-        content: json(CheeseList),
+        content: json(contracts.CheeseList),
       },
     },
   },
   (deps) => async (c) => {
-    const query = c.req.valid("query");
-    const payload = {
-      limit: query.limit,
-      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-      ...(query.sort !== undefined ? { sort: query.sort } : {}),
-      filters: {
-        ...(query.status !== undefined ? { status: splitList(query.status) as CheeseStatus[] } : {}),
-        ...(query.tags !== undefined ? { tags: splitList(query.tags) } : {}),
-        ...(query.category !== undefined ? { category: query.category } : {}),
-        ...(query.organic !== undefined ? { organic: query.organic === "true" } : {}),
-      },
-    };
+    const payload = contracts.toCheeseListRequest(c.req.valid("query"));
     const { meta, body } = await readThrough(deps.readCache, { read: "listCheeses", payload }, () =>
-      passService(deps, c, catalogueRpc.listCheeses, payload),
+      passService(deps, c, contracts.catalogueRpc.listCheeses, payload),
     );
     return answerPassed(c, body, 200, pageHeaders(deps, c, meta));
   },
@@ -65,7 +45,7 @@ const findByStatus = cheeseRoute(
     path: "/cheeses/findByStatus",
     operationId: "findCheesesByStatus",
     access: { oauth: ["read:cheeses"] },
-    request: { query: FindByStatusQuery },
+    request: { query: contracts.FindByStatusQuery },
     responses: {
       200: { description: "cheeses with any of the statuses", content: cheeseArray },
       400: errorResponse("invalid status value"),
@@ -74,7 +54,7 @@ const findByStatus = cheeseRoute(
   (deps) => async (c) => {
     const { status } = c.req.valid("query");
     const { body } = await readThrough(deps.readCache, { read: "findCheeses", payload: { status } }, () =>
-      passService(deps, c, catalogueRpc.findCheeses, { status }),
+      passService(deps, c, contracts.catalogueRpc.findCheeses, { status }),
     );
     return answerPassed(c, body, 200);
   },
@@ -87,7 +67,7 @@ const findByTags = cheeseRoute(
     operationId: "findCheesesByTags",
     deprecated: true,
     access: { oauth: ["read:cheeses"] },
-    request: { query: FindByTagsQuery },
+    request: { query: contracts.FindByTagsQuery },
     responses: {
       200: {
         description: "cheeses with any of the tags",
@@ -106,7 +86,7 @@ const findByTags = cheeseRoute(
   (deps) => async (c) => {
     const { tags } = c.req.valid("query");
     const { body } = await readThrough(deps.readCache, { read: "findCheeses", payload: { tags } }, () =>
-      passService(deps, c, catalogueRpc.findCheeses, { tags }),
+      passService(deps, c, contracts.catalogueRpc.findCheeses, { tags }),
     );
     const successor = `${deps.publicUrl}/v2/cheeses?${new URLSearchParams({ tags: tags.join(",") })}`;
     return answerPassed(c, body, 200, {

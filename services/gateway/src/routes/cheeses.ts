@@ -1,17 +1,5 @@
 import { readThrough } from "@cheese/catalogue/read-cache";
-import {
-  Cheese,
-  CheeseIdParam,
-  CheeseInput,
-  CheeseName,
-  CheesePatch,
-  CheeseReplacement,
-  CheeseStatus,
-  catalogueRpc,
-  toCheeseChanges,
-  toCheeseFields,
-} from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
+import * as contracts from "@cheese/contracts";
 import {
   answerPassed,
   callService,
@@ -22,22 +10,18 @@ import {
   passService,
   replayedHeader,
 } from "../rpc.ts";
-import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
 import { cheeseSearchRoutes } from "./cheese-search.ts";
 import { imageRoutes } from "./images.ts";
-import {
-  emptyBodyIsNoBody,
-  etagHeader,
-  etagOf,
-  ifMatchHeader,
-  notModified,
-  parseIfMatch,
-} from "./preconditions.ts";
+import { emptyBodyIsNoBody, etagOf, notModified, parseIfMatch } from "./preconditions.ts";
 import { errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
 import type { Route } from "./route.ts";
 
-const cheeseResponse = (description: string) => ({ description, headers: etagHeader, content: json(Cheese) });
+const cheeseResponse = (description: string) => ({
+  description,
+  headers: contracts.etagHeader,
+  content: json(contracts.Cheese),
+});
 
 const addCheese = cheeseRoute(
   {
@@ -46,23 +30,12 @@ const addCheese = cheeseRoute(
     operationId: "addCheese",
     access: writeCheeses,
     use: [idempotency],
-    request: {
-      headers: z.object({
-        "Idempotency-Key": z
-          .string()
-          .optional()
-          .openapi({
-            param: { in: "header" },
-            description: "a repeat within 24 h returns the first response and adds nothing",
-          }),
-      }),
-      body: jsonBody(CheeseInput),
-    },
+    request: { headers: contracts.CheeseCreateHeaders, body: jsonBody(contracts.CheeseInput) },
     responses: {
       201: {
         ...cheeseResponse("the cheese"),
         headers: {
-          ...etagHeader,
+          ...contracts.etagHeader,
           Location: { description: "URL of the new cheese", schema: { type: "string" } },
         },
       },
@@ -72,8 +45,8 @@ const addCheese = cheeseRoute(
   },
   (deps) => async (c) => {
     // The catalogue keeps the key's record: a repeat is answered as the first request was.
-    const reply = await callService(deps, c, catalogueRpc.createCheese, {
-      fields: toCheeseFields(c.req.valid("json")),
+    const reply = await callService(deps, c, contracts.catalogueRpc.createCheese, {
+      fields: contracts.toCheeseFields(c.req.valid("json")),
       ...idempotencyOf(c),
     });
     const { cheese, revision } = reply;
@@ -102,14 +75,14 @@ const replaceCheese = cheeseRoute(
     path: "/cheeses",
     operationId: "updateCheese",
     access: writeCheeses,
-    request: { headers: ifMatchHeader, body: jsonBody(CheeseReplacement) },
+    request: { headers: contracts.IfMatchHeaders, body: jsonBody(contracts.CheeseReplacement) },
     responses: changeResponses,
   },
   (deps) => async (c) => {
     const input = c.req.valid("json");
-    const { cheese, revision } = await callService(deps, c, catalogueRpc.replaceCheese, {
+    const { cheese, revision } = await callService(deps, c, contracts.catalogueRpc.replaceCheese, {
       cheeseId: input.id,
-      fields: toCheeseFields(input),
+      fields: contracts.toCheeseFields(input),
       ifMatch: parseIfMatch(c.req.valid("header")["If-Match"]),
     });
     c.header("ETag", etagOf(revision));
@@ -123,9 +96,9 @@ const getCheese = cheeseRoute(
     path: "/cheeses/{cheeseId}",
     operationId: "getCheeseById",
     access: readWithApiKey,
-    request: { params: CheeseIdParam, query: asOfQuery(deps.clock) },
+    request: { params: contracts.CheeseIdParam, query: contracts.asOfQuery(deps.clock) },
     responses: {
-      200: { ...cheeseResponse("the cheese"), headers: { ...etagHeader, ...asOfHeader } },
+      200: { ...cheeseResponse("the cheese"), headers: { ...contracts.etagHeader, ...contracts.asOfHeader } },
       304: { description: "If-None-Match named the ETag of the cheese that would be answered" },
       404: errorResponse("cheese not found (with asOf: not there at that moment)"),
     },
@@ -135,7 +108,7 @@ const getCheese = cheeseRoute(
     const { asOf } = c.req.valid("query");
     if (asOf !== undefined) {
       // Never through the read cache: it holds the cheese as it is now.
-      const { cheese, revision, at } = await callService(deps, c, catalogueRpc.getCheeseAsOf, {
+      const { cheese, revision, at } = await callService(deps, c, contracts.catalogueRpc.getCheeseAsOf, {
         cheeseId,
         asOf,
       });
@@ -147,7 +120,7 @@ const getCheese = cheeseRoute(
     }
     // The call is passed inline, not bound to a name (docs/architecture.md, "Closures on hot paths").
     const { meta, body } = await readThrough(deps.readCache, { read: "getCheese", cheeseId }, () =>
-      passService(deps, c, catalogueRpc.getCheese, { cheeseId }),
+      passService(deps, c, contracts.catalogueRpc.getCheese, { cheeseId }),
     );
     const etag = etagOf(meta.revision);
     if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304, { ETag: etag });
@@ -163,20 +136,17 @@ const updateCheese = cheeseRoute(
     access: writeCheeses,
     use: [emptyBodyIsNoBody],
     request: {
-      params: CheeseIdParam,
-      query: z.object({
-        name: CheeseName.optional().openapi({ description: "new name" }),
-        status: CheeseStatus.optional().openapi({ description: "new status: available, pending, sold" }),
-      }),
-      headers: ifMatchHeader,
-      body: { required: false, content: json(CheesePatch) },
+      params: contracts.CheeseIdParam,
+      query: contracts.CheeseUpdateQuery,
+      headers: contracts.IfMatchHeaders,
+      body: { required: false, content: json(contracts.CheesePatch) },
     },
     responses: changeResponses,
   },
   (deps) => async (c) => {
-    const { cheese, revision } = await callService(deps, c, catalogueRpc.updateCheese, {
+    const { cheese, revision } = await callService(deps, c, contracts.catalogueRpc.updateCheese, {
       cheeseId: c.req.valid("param").cheeseId,
-      changes: toCheeseChanges(c.req.valid("json"), c.req.valid("query")),
+      changes: contracts.toCheeseChanges(c.req.valid("json"), c.req.valid("query")),
       ifMatch: parseIfMatch(c.req.valid("header")["If-Match"]),
     });
     c.header("ETag", etagOf(revision));
@@ -190,22 +160,14 @@ const deleteCheese = cheeseRoute(
     path: "/cheeses/{cheeseId}",
     operationId: "deleteCheese",
     access: writeCheeses,
-    request: {
-      params: CheeseIdParam,
-      headers: z.object({
-        "X-Confirm-Delete": z
-          .string()
-          .refine((value) => value.trim().toLowerCase() === "true", { message: "must be true" })
-          .openapi({ param: { in: "header", required: true }, type: "boolean", description: "must be true" }),
-      }),
-    },
+    request: { params: contracts.CheeseIdParam, headers: contracts.CheeseDeleteHeaders },
     responses: {
       204: { description: "deleted" },
       404: errorResponse("cheese not found"),
       409: errorResponse("cheese has active orders and cannot be deleted"),
     },
   },
-  forward(catalogueRpc.deleteCheese, 204, (c) => ({ ...c.req.valid("param"), confirmed: true })),
+  forward(contracts.catalogueRpc.deleteCheese, 204, (c) => ({ ...c.req.valid("param"), confirmed: true })),
 );
 
 export const cheeseRoutes: Route[] = [

@@ -1,10 +1,4 @@
-import {
-  DeadLetterIdParam,
-  DeadLetterList,
-  DeadLetterListQuery,
-  DeadLetterReplayed,
-  notificationRpc,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import { noStore } from "../middleware/no-store.ts";
 import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
@@ -29,10 +23,10 @@ const listDeadLetters = route(
     path: "/dead-letters",
     operationId: "listDeadLetters",
     use: [noStore],
-    request: { query: DeadLetterListQuery },
-    responses: { 200: jsonResponse("a page of dead letters", DeadLetterList) },
+    request: { query: contracts.DeadLetterListQuery },
+    responses: { 200: jsonResponse("a page of dead letters", contracts.DeadLetterList) },
   },
-  forward(notificationRpc.listDeadLetters, 200, (c) => c.req.valid("query")),
+  forward(contracts.notificationRpc.listDeadLetters, 200, (c) => c.req.valid("query")),
 );
 
 const replayDeadLetter = route(
@@ -40,13 +34,13 @@ const replayDeadLetter = route(
     method: "post",
     path: "/dead-letters/{id}/replay",
     operationId: "replayDeadLetter",
-    request: { params: DeadLetterIdParam },
+    request: { params: contracts.DeadLetterIdParam },
     responses: {
       ...notFound,
-      202: jsonResponse("the event is on its way to its consumer", DeadLetterReplayed),
+      202: jsonResponse("the event is on its way to its consumer", contracts.DeadLetterReplayed),
     },
   },
-  forward(notificationRpc.replayDeadLetter, 202, (c) => c.req.valid("param")),
+  forward(contracts.notificationRpc.replayDeadLetter, 202, (c) => c.req.valid("param")),
 );
 
 const deleteDeadLetter = route(
@@ -54,10 +48,10 @@ const deleteDeadLetter = route(
     method: "delete",
     path: "/dead-letters/{id}",
     operationId: "deleteDeadLetter",
-    request: { params: DeadLetterIdParam },
+    request: { params: contracts.DeadLetterIdParam },
     responses: { ...notFound, 204: { description: "discarded" } },
   },
-  forward(notificationRpc.deleteDeadLetter, 204, (c) => c.req.valid("param")),
+  forward(contracts.notificationRpc.deleteDeadLetter, 204, (c) => c.req.valid("param")),
 );
 
 export const deadLettersRoutes: Route[] = [listDeadLetters, replayDeadLetter, deleteDeadLetter];

@@ -24,24 +24,14 @@ const exportCustomer = route(
   (deps) => async (c) => {
     const { username } = c.req.valid("param");
     const exportedAt = deps.clock.now().toISOString();
-    const account = await callService(deps, c, customerRpc.export, {
+    const { customer, apiKeys, oauthGrants, history } = await callService(deps, c, customerRpc.export, {
       username,
       asCustomer: actingCustomer(c.get("caller"), true),
     });
-    const customerId = account.customer.id;
-    const { orders, addresses } = await callService(deps, c, orderingRpc.customerOrders, { customerId });
-    return c.json(
-      {
-        exportedAt,
-        customer: account.customer,
-        addresses,
-        orders,
-        apiKeys: account.apiKeys,
-        oauthGrants: account.oauthGrants,
-        history: account.history,
-      },
-      200,
-    );
+    const { orders, addresses } = await callService(deps, c, orderingRpc.customerOrders, {
+      customerId: customer.id,
+    });
+    return c.json({ exportedAt, customer, addresses, orders, apiKeys, oauthGrants, history }, 200);
   },
 );
 

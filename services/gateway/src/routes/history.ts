@@ -1,19 +1,10 @@
-import {
-  CheeseHistory,
-  CheeseIdParam,
-  CustomerHistory,
-  HistoryQuery,
-  historyRpc,
-  OrderHistory,
-  OrderIdParam,
-  UsernameParam,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import type { AccessRule } from "../auth/access.ts";
 import { noStore } from "../middleware/no-store.ts";
 import { forward } from "../rpc.ts";
 import { readWithApiKey } from "./cheese-access.ts";
 import { actingCustomer } from "./customers.ts";
-import { actorOf } from "./orders.ts";
+import { actorOf, readOrders } from "./orders.ts";
 import { commonResponses, credentialResponses, errorResponse, jsonResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
@@ -23,7 +14,6 @@ import { type Route, routes } from "./route.ts";
  */
 const route = routes({ responses: commonResponses });
 
-const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const ownAccount: AccessRule = { apiKey: true, bearer: true };
 
 const cheeseHistory = route(
@@ -33,13 +23,13 @@ const cheeseHistory = route(
     operationId: "getCheeseHistory",
     tags: ["Cheeses"],
     access: readWithApiKey,
-    request: { params: CheeseIdParam, query: HistoryQuery },
+    request: { params: contracts.CheeseIdParam, query: contracts.HistoryQuery },
     responses: {
-      200: jsonResponse("a page of the cheese's history", CheeseHistory),
+      200: jsonResponse("a page of the cheese's history", contracts.CheeseHistory),
       404: errorResponse("no cheese ever had this id"),
     },
   },
-  forward(historyRpc.cheese, 200, (c) => ({ ...c.req.valid("param"), ...c.req.valid("query") })),
+  forward(contracts.historyRpc.cheese, 200, (c) => ({ ...c.req.valid("param"), ...c.req.valid("query") })),
 );
 
 const orderHistory = route(
@@ -50,13 +40,13 @@ const orderHistory = route(
     tags: ["Store"],
     access: readOrders,
     use: [noStore],
-    request: { params: OrderIdParam, query: HistoryQuery },
+    request: { params: contracts.OrderIdParam, query: contracts.HistoryQuery },
     responses: {
-      200: jsonResponse("a page of the order's history", OrderHistory),
+      200: jsonResponse("a page of the order's history", contracts.OrderHistory),
       404: errorResponse("order not found"),
     },
   },
-  forward(historyRpc.order, 200, (c) => ({
+  forward(contracts.historyRpc.order, 200, (c) => ({
     ...c.req.valid("param"),
     actor: actorOf(c.get("caller")),
     ...c.req.valid("query"),
@@ -71,14 +61,14 @@ const customerHistory = route(
     tags: ["Customers"],
     access: ownAccount,
     use: [noStore],
-    request: { params: UsernameParam, query: HistoryQuery },
+    request: { params: contracts.UsernameParam, query: contracts.HistoryQuery },
     responses: {
-      200: jsonResponse("a page of the account's history", CustomerHistory),
+      200: jsonResponse("a page of the account's history", contracts.CustomerHistory),
       ...credentialResponses("only the customer may read their account's history"),
       404: errorResponse("customer not found"),
     },
   },
-  forward(historyRpc.customer, 200, (c) => ({
+  forward(contracts.historyRpc.customer, 200, (c) => ({
     ...c.req.valid("param"),
     asCustomer: actingCustomer(c.get("caller"), false)!,
     ...c.req.valid("query"),

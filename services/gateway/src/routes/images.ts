@@ -1,29 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import {
-  CheeseIdParam,
-  CheeseImage,
-  catalogueRpc,
-  detectImageFormat,
-  ImageUploadForm,
-  ImageUploadResult,
-  imageExtensions,
-  imageMediaTypes,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import { NoRespondersError } from "@cheese/messaging";
 import { z } from "@hono/zod-openapi";
 import { errorResponse as errorReply, refusal } from "../errors.ts";
 import { readUploadForm, uploadGuard } from "../images/upload.ts";
 import { callService, forward } from "../rpc.ts";
 import { cheeseRoute, readWithApiKey, writeCheeses } from "./cheese-access.ts";
-import { etagHeader, etagOf, notModified } from "./preconditions.ts";
+import { etagOf, notModified } from "./preconditions.ts";
 import { errorResponse, json, jsonResponse, validationErrorResponse } from "./responses.ts";
 import { type Route, route } from "./route.ts";
 
 /** Blob keys are `images/<uuid>.<ext>` and `images/<uuid>.thumb.webp`; never overwritten. */
 const imageFile =
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.thumb\.webp|\.jpg|\.png|\.webp)$/;
+const binary = { schema: { type: "string" as const, format: "binary" } };
 /** Keys are never reused, so a cache may keep an image forever. */
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
@@ -35,14 +27,14 @@ const uploadImage = cheeseRoute(
     access: writeCheeses,
     use: [...uploadGuard()],
     request: {
-      params: CheeseIdParam,
-      body: { required: true, content: { "multipart/form-data": { schema: ImageUploadForm } } },
+      params: contracts.CheeseIdParam,
+      body: { required: true, content: { "multipart/form-data": { schema: contracts.ImageUploadForm } } },
     },
     responses: {
       200: {
         description: "image upload result",
-        headers: etagHeader,
-        content: json(ImageUploadResult),
+        headers: contracts.etagHeader,
+        content: json(contracts.ImageUploadResult),
       },
       404: errorResponse("cheese not found"),
       409: errorResponse("the cheese already has 50 photoUrls, the most it may hold"),
@@ -54,19 +46,19 @@ const uploadImage = cheeseRoute(
   (deps) => async (c) => {
     const { cheeseId } = c.req.valid("param");
     const form = await readUploadForm(c);
-    const format = detectImageFormat(new Uint8Array(await form.file.slice(0, 16).arrayBuffer()));
+    const format = contracts.detectImageFormat(new Uint8Array(await form.file.slice(0, 16).arrayBuffer()));
     if (!format) throw refusal(415, "the file is not a JPEG, PNG or WebP image");
     // 404 before anything is stored.
-    await callService(deps, c, catalogueRpc.getCheese, { cheeseId });
+    await callService(deps, c, contracts.catalogueRpc.getCheese, { cheeseId });
 
     const id = randomUUID();
-    const originalKey = `images/${id}.${imageExtensions[format]}`;
+    const originalKey = `images/${id}.${contracts.imageExtensions[format]}`;
     const thumbnailKey = `images/${id}.thumb.webp`;
     const imageUrl = `${deps.publicUrl}/v2/${originalKey}`;
     const thumbnailUrl = `${deps.publicUrl}/v2/${thumbnailKey}`;
     await deps.blobs
       .put(originalKey, Readable.fromWeb(form.file.stream() as WebReadableStream), form.file.size, {
-        contentType: imageMediaTypes[format],
+        contentType: contracts.imageMediaTypes[format],
         metadata: { "cheese-id": String(cheeseId) },
       })
       .catch((error: unknown) => {
@@ -74,7 +66,7 @@ const uploadImage = cheeseRoute(
         throw refusal(503, "image storage is unavailable; try again");
       });
     try {
-      const { image, revision } = await callService(deps, c, catalogueRpc.attachImage, {
+      const { image, revision } = await callService(deps, c, contracts.catalogueRpc.attachImage, {
         cheeseId,
         originalKey,
         thumbnailKey,
@@ -102,14 +94,14 @@ const listImages = cheeseRoute(
     path: "/cheeses/{cheeseId}/images",
     operationId: "listCheeseImages",
     access: readWithApiKey,
-    request: { params: CheeseIdParam },
+    request: { params: contracts.CheeseIdParam },
     responses: {
-      200: jsonResponse("oldest first", z.array(CheeseImage)),
+      200: jsonResponse("oldest first", z.array(contracts.CheeseImage)),
       404: errorResponse("cheese not found"),
     },
   },
   forward(
-    catalogueRpc.listImages,
+    contracts.catalogueRpc.listImages,
     200,
     (c) => c.req.valid("param"),
     (reply) => reply.images,
@@ -123,7 +115,7 @@ const getImage = route(
     operationId: "getImage",
     tags: ["Cheeses"],
     access: { public: true },
-    request: { params: z.object({ file: z.string().openapi({ param: { name: "file", in: "path" } }) }) },
+    request: { params: contracts.ImageFileParam },
     responses: {
       200: {
         description: "the image",
@@ -131,11 +123,7 @@ const getImage = route(
           ETag: { schema: { type: "string" } },
           "Cache-Control": { schema: { type: "string" } },
         },
-        content: {
-          "image/jpeg": { schema: { type: "string", format: "binary" } },
-          "image/png": { schema: { type: "string", format: "binary" } },
-          "image/webp": { schema: { type: "string", format: "binary" } },
-        },
+        content: Object.fromEntries(Object.values(contracts.imageMediaTypes).map((type) => [type, binary])),
       },
       304: { description: "If-None-Match named the current ETag" },
       404: errorResponse("no such image"),

@@ -1,14 +1,4 @@
-import {
-  AuthorizationQuery,
-  AuthorizationServerMetadata,
-  identityRpc,
-  JwkSet,
-  OAuthErrorBody,
-  RevocationRequest,
-  SignInForm,
-  TokenRequest,
-  TokenResponse,
-} from "@cheese/contracts";
+import * as contracts from "@cheese/contracts";
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Handler, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -20,13 +10,13 @@ import { atRoot, type Operation } from "./route.ts";
 
 const html = { "text/html": { schema: z.string() } };
 /** Problems shown to the user: a page for browsers, the error body for other clients. */
-const problem = { ...html, "application/json": { schema: OAuthErrorBody } };
+const problem = { ...html, "application/json": { schema: contracts.OAuthErrorBody } };
 const location = {
   description: "the client's redirect URI with the result",
   schema: { type: "string" as const },
 };
 const redirect = (description: string) => ({ description, headers: { Location: location } });
-const oauthError = (description: string) => jsonResponse(description, OAuthErrorBody);
+const oauthError = (description: string) => jsonResponse(description, contracts.OAuthErrorBody);
 
 /**
  * An endpoint of the authorization server: on the gateway root, public, and counted against the
@@ -42,7 +32,7 @@ const authorizePageRoute = endpoint({
   method: "get",
   path: "/oauth/authorize",
   operationId: "oauthAuthorize",
-  request: { query: AuthorizationQuery },
+  request: { query: contracts.AuthorizationQuery },
   responses: {
     200: { description: "the HTML sign-in and consent page", content: html },
     302: redirect("a problem with the request, reported to the client (error, error_description, state)"),
@@ -55,7 +45,10 @@ const signInRoute = endpoint({
   path: "/oauth/authorize",
   operationId: "oauthSignIn",
   request: {
-    body: { required: true, content: { "application/x-www-form-urlencoded": { schema: SignInForm } } },
+    body: {
+      required: true,
+      content: { "application/x-www-form-urlencoded": { schema: contracts.SignInForm } },
+    },
   },
   responses: {
     303: redirect(
@@ -71,10 +64,13 @@ const tokenRoute = endpoint({
   path: "/oauth/token",
   operationId: "oauthToken",
   request: {
-    body: { required: true, content: { "application/x-www-form-urlencoded": { schema: TokenRequest } } },
+    body: {
+      required: true,
+      content: { "application/x-www-form-urlencoded": { schema: contracts.TokenRequest } },
+    },
   },
   responses: {
-    200: jsonResponse("the tokens", TokenResponse),
+    200: jsonResponse("the tokens", contracts.TokenResponse),
     400: oauthError("invalid_request, invalid_grant, invalid_scope, unsupported_grant_type"),
     401: oauthError("invalid_client"),
   },
@@ -85,7 +81,10 @@ const revokeRoute = endpoint({
   path: "/oauth/revoke",
   operationId: "oauthRevoke",
   request: {
-    body: { required: true, content: { "application/x-www-form-urlencoded": { schema: RevocationRequest } } },
+    body: {
+      required: true,
+      content: { "application/x-www-form-urlencoded": { schema: contracts.RevocationRequest } },
+    },
   },
   responses: {
     200: { description: "revoked, or nothing to revoke" },
@@ -99,7 +98,7 @@ const jwksRoute = endpoint({
   path: "/.well-known/jwks.json",
   operationId: "jwks",
   responses: {
-    200: jsonResponse("a JWK set", JwkSet),
+    200: jsonResponse("a JWK set", contracts.JwkSet),
   },
 });
 
@@ -108,7 +107,7 @@ const metadataRoute = endpoint({
   path: "/.well-known/oauth-authorization-server",
   operationId: "authorizationServerMetadata",
   responses: {
-    200: jsonResponse("the metadata", AuthorizationServerMetadata),
+    200: jsonResponse("the metadata", contracts.AuthorizationServerMetadata),
   },
 });
 
@@ -129,7 +128,7 @@ export function oauthRoutes(app: Hono<GatewayEnv>, api: OpenAPIHono<GatewayEnv>,
       const value = c.req.header(name);
       if (value !== undefined) headers[name] = value;
     }
-    const answer = await callService(deps, c, identityRpc.http, {
+    const answer = await callService(deps, c, contracts.identityRpc.http, {
       method: c.req.method,
       target: `${url.pathname}${url.search}`,
       headers,

@@ -1,5 +1,4 @@
 import { identityRpc, OperatorSession, OperatorSessionOpened } from "@cheese/contracts";
-import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { noStore } from "../middleware/no-store.ts";
 import { callService } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
@@ -60,26 +59,21 @@ const readSession = route(
   },
 );
 
-const endSession = (revocations: KnownRevocations) =>
-  route(
-    {
-      method: "delete",
-      path: "/operator/session",
-      operationId: "endOperatorSession",
-      tags,
-      access: { operatorSession: true },
-      use: [noStore],
-      responses: { ...sessionResponses, 204: { description: "ended" } },
-    },
-    () => async (c) => {
-      const { token } = c.get("caller");
-      await revocations.revokeToken(token!.jti, token!.exp * 1000);
-      return c.body(null, 204);
-    },
-  );
+const endSession = route(
+  {
+    method: "delete",
+    path: "/operator/session",
+    operationId: "endOperatorSession",
+    tags,
+    access: { operatorSession: true },
+    use: [noStore],
+    responses: { ...sessionResponses, 204: { description: "ended" } },
+  },
+  (deps) => async (c) => {
+    const { token } = c.get("caller");
+    await deps.identity.revocations.revokeToken(token!.jti, token!.exp * 1000);
+    return c.body(null, 204);
+  },
+);
 
-export const operatorSessionRoutes = (revocations: KnownRevocations): Route[] => [
-  openSession,
-  readSession,
-  endSession(revocations),
-];
+export const operatorSessionRoutes: Route[] = [openSession, readSession, endSession];

@@ -1,15 +1,4 @@
-import {
-  Order,
-  type OrderActor,
-  OrderIdParam,
-  OrderInput,
-  OrderList,
-  OrderListQuery,
-  orderingRpc,
-  ShipmentInput,
-  toOrderFields,
-} from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
+import * as contracts from "@cheese/contracts";
 import { HTTPException } from "hono/http-exception";
 import type { AccessRule } from "../auth/access.ts";
 import type { Caller } from "../env.ts";
@@ -24,17 +13,16 @@ import {
   passService,
   replayedHeader,
 } from "../rpc.ts";
-import { asOfHeader, asOfQuery } from "./as-of.ts";
 import { pageHeaders } from "./pages.ts";
 import { commonResponses, errorResponse, json, jsonBody, validationErrorResponse } from "./responses.ts";
 import { type Route, routes } from "./route.ts";
 
 const route = routes({ tags: ["Store"], use: [noStore], responses: commonResponses });
 
-const orderJson = { "application/json": { schema: Order } };
+const orderJson = { "application/json": { schema: contracts.Order } };
 
 /** Reading an order: api_key, plus read:orders tokens and customers' bearer tokens. */
-const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
+export const readOrders: AccessRule = { apiKey: true, bearer: true, oauth: ["read:orders"] };
 const writeOrders: AccessRule = { oauth: ["write:orders"] };
 /**
  * Fulfilment: an operator API key, or write:orders on a client-credentials token. The order
@@ -51,14 +39,7 @@ const placeOrder = route(
     operationId: "placeOrder",
     access: writeOrders,
     use: [idempotency],
-    request: {
-      headers: z.object({
-        "idempotency-key": z.string().optional().openapi({
-          description: "a repeat with the same key within 24 h returns the first response",
-        }),
-      }),
-      body: jsonBody(OrderInput),
-    },
+    request: { headers: contracts.OrderCreateHeaders, body: jsonBody(contracts.OrderInput) },
     responses: {
       201: {
         description: "the order, status placed",
@@ -72,8 +53,8 @@ const placeOrder = route(
   (deps) => async (c) => {
     const caller = c.get("caller");
     // The ordering service keeps the key's record: a repeat is answered as the first request was.
-    const reply = await callService(deps, c, orderingRpc.placeOrder, {
-      fields: toOrderFields(c.req.valid("json")),
+    const reply = await callService(deps, c, contracts.orderingRpc.placeOrder, {
+      fields: contracts.toOrderFields(c.req.valid("json")),
       owner: { customerId: actorOf(caller).customerId, ownerId: caller.id },
       ...idempotencyOf(c),
     });
@@ -91,9 +72,9 @@ const getOrder = route(
     path: "/store/order/{orderId}",
     operationId: "getOrderById",
     access: readOrders,
-    request: { params: OrderIdParam, query: asOfQuery(deps.clock) },
+    request: { params: contracts.OrderIdParam, query: contracts.asOfQuery(deps.clock) },
     responses: {
-      200: { description: "the order", headers: asOfHeader, content: orderJson },
+      200: { description: "the order", headers: contracts.asOfHeader, content: orderJson },
       404: errorResponse("order not found (with asOf: not there at that moment)"),
     },
   }),
@@ -101,14 +82,14 @@ const getOrder = route(
     const { orderId } = c.req.valid("param");
     const { asOf } = c.req.valid("query");
     if (asOf !== undefined) {
-      const { order, at } = await callService(deps, c, orderingRpc.getOrderAsOf, {
+      const { order, at } = await callService(deps, c, contracts.orderingRpc.getOrderAsOf, {
         orderId,
         actor: actorOf(c.get("caller")),
         asOf,
       });
       return c.json(order, 200, { "X-Cheese-As-Of": at });
     }
-    const { body } = await passService(deps, c, orderingRpc.getOrder, {
+    const { body } = await passService(deps, c, contracts.orderingRpc.getOrder, {
       orderId,
       actor: actorOf(c.get("caller")),
     });
@@ -122,7 +103,7 @@ const listOrders = route(
     path: "/store/orders",
     operationId: "listOrders",
     access: readOrders,
-    request: { query: OrderListQuery },
+    request: { query: contracts.OrderListQuery },
     responses: {
       200: {
         description: "a page of orders",
@@ -130,13 +111,13 @@ const listOrders = route(
           "X-Total-Count": { description: "equals total", schema: { type: "integer" } },
           Link: { description: 'rel="next" when there is a next page', schema: { type: "string" } },
         },
-        content: json(OrderList),
+        content: json(contracts.OrderList),
       },
     },
   },
   (deps) => async (c) => {
     const { limit, cursor, status } = c.req.valid("query");
-    const { meta, body } = await passService(deps, c, orderingRpc.listOrders, {
+    const { meta, body } = await passService(deps, c, contracts.orderingRpc.listOrders, {
       actor: actorOf(c.get("caller")),
       limit,
       ...(cursor !== undefined ? { cursor } : {}),
@@ -152,14 +133,14 @@ const cancelOrder = route(
     path: "/store/order/{orderId}",
     operationId: "deleteOrder",
     access: writeOrders,
-    request: { params: OrderIdParam },
+    request: { params: contracts.OrderIdParam },
     responses: {
       204: { description: "cancelled" },
       404: errorResponse("order not found"),
       409: errorResponse("order already shipped"),
     },
   },
-  forward(orderingRpc.cancelOrder, 204, (c) => ({
+  forward(contracts.orderingRpc.cancelOrder, 204, (c) => ({
     ...c.req.valid("param"),
     actor: actorOf(c.get("caller")),
   })),
@@ -183,7 +164,7 @@ const shipOrder = fulfilmentRoute(
     method: "post",
     path: "/store/order/{orderId}/ship",
     operationId: "shipOrder",
-    request: { params: OrderIdParam, body: jsonBody(ShipmentInput) },
+    request: { params: contracts.OrderIdParam, body: jsonBody(contracts.ShipmentInput) },
     responses: {
       200: fulfilled,
       409: errorResponse("order is not approved"),
@@ -191,7 +172,7 @@ const shipOrder = fulfilmentRoute(
     },
   },
   forward(
-    orderingRpc.shipOrder,
+    contracts.orderingRpc.shipOrder,
     200,
     (c) => ({ ...c.req.valid("param"), actor: actorOf(c.get("caller")), ...c.req.valid("json") }),
     (reply) => reply.order,
@@ -203,11 +184,11 @@ const deliverOrder = fulfilmentRoute(
     method: "post",
     path: "/store/order/{orderId}/deliver",
     operationId: "deliverOrder",
-    request: { params: OrderIdParam },
+    request: { params: contracts.OrderIdParam },
     responses: { 200: fulfilled, 409: errorResponse("order is not shipped") },
   },
   forward(
-    orderingRpc.deliverOrder,
+    contracts.orderingRpc.deliverOrder,
     200,
     (c) => ({ ...c.req.valid("param"), actor: actorOf(c.get("caller")) }),
     (reply) => reply.order,
@@ -217,7 +198,7 @@ const deliverOrder = fulfilmentRoute(
 export const ordersRoutes: Route[] = [placeOrder, getOrder, listOrders, cancelOrder, shipOrder, deliverOrder];
 
 /** Customers act on their own orders; operator keys and operator clients on all. */
-export function actorOf(caller: Caller): OrderActor {
+export function actorOf(caller: Caller): contracts.OrderActor {
   if (caller.kind === "operator" || caller.kind === "client") return { kind: caller.kind, customerId: null };
   const customerId = Number(caller.customer?.id);
   if (caller.kind !== "customer" || !Number.isSafeInteger(customerId) || customerId < 1) {

@@ -1,5 +1,4 @@
 import type { Precondition } from "@cheese/contracts";
-import { z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 
@@ -28,20 +27,6 @@ export function notModified(header: string | undefined, etag: string): boolean {
     .map((tag) => tag.trim().replace(/^W\//, ""))
     .some((tag) => tag === "*" || tag === etag);
 }
-
-export const ifMatchHeader = z.object({
-  "If-Match": z
-    .string()
-    .optional()
-    .openapi({
-      param: { in: "header" },
-      description: "the ETag the client last saw; 412 when the cheese has changed since",
-    }),
-});
-
-export const etagHeader = {
-  ETag: { description: "the cheese's revision, for If-Match", schema: { type: "string" as const } },
-};
 
 /**
  * Clients often send `Content-Type: application/json` on a request without a body; where the body

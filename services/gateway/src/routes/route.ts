@@ -1,7 +1,9 @@
-import { type OperationId, operationText } from "@cheese/contracts";
+import { type OperationId, operationText, type RatePlan } from "@cheese/contracts";
+import type { PlanLimits } from "@cheese/rate-limits";
 import type { OpenAPIHono, RouteConfig, RouteHandler } from "@hono/zod-openapi";
 import type { Handler, Hono, MiddlewareHandler } from "hono";
 import { type AccessRule, securityOf } from "../auth/access.ts";
+import type { CustomerIdentity } from "../auth/authenticate.ts";
 import { authorize } from "../auth/authorize.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
@@ -9,7 +11,10 @@ import type { GatewayEnv } from "../env.ts";
 export type Api = OpenAPIHono<GatewayEnv>;
 
 /** A route ready to register; a file's routes are listed in the order Hono tries them. */
-export type Route = (api: Api, deps: GatewayDeps) => void;
+export type Route = (api: Api, deps: RouteDeps) => void;
+
+/** What routes are made with: the gateway's dependencies, this replica's views of identity, the plans. */
+export type RouteDeps = GatewayDeps & { identity: CustomerIdentity; plans: Record<RatePlan, PlanLimits> };
 
 /**
  * An OpenAPI operation as the gateway declares it: what its code depends on. Its summary and
@@ -71,8 +76,8 @@ type Declaration<S extends Shared> = Operation &
  */
 export function routes<S extends Shared>(shared: S) {
   return <D extends Declaration<S>>(
-    declaration: D | ((deps: GatewayDeps) => D),
-    handler: (deps: GatewayDeps) => RouteHandler<D, GatewayEnv>,
+    declaration: D | ((deps: RouteDeps) => D),
+    handler: (deps: RouteDeps) => RouteHandler<D, GatewayEnv>,
   ): Route =>
     (api, deps) => {
       const own = typeof declaration === "function" ? declaration(deps) : declaration;
@@ -93,6 +98,6 @@ export function routes<S extends Shared>(shared: S) {
 export const route = routes({});
 
 /** Registers routes in the order given (Hono tries them in that order). */
-export function register(api: Api, deps: GatewayDeps, list: readonly Route[]): void {
+export function register(api: Api, deps: RouteDeps, list: readonly Route[]): void {
   for (const each of list) each(api, deps);
 }

@@ -1,22 +1,13 @@
-import {
-  notificationRpc,
-  RotateSigningKeyInput,
-  SigningKeyRotated,
-  WebhookEventTypeList,
-  WebhookSigningKeySet,
-  webhookCatalogues,
-  webhookOperations,
-} from "@cheese/contracts";
-import { type OpenAPIHono, z } from "@hono/zod-openapi";
+import * as contracts from "@cheese/contracts";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
-import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
 import { openApiDocument } from "../openapi.ts";
 import { forward } from "../rpc.ts";
 import { operatorKey, operatorOnly, operatorResponses } from "./operator.ts";
 import { emptyBodyIsNoBody } from "./preconditions.ts";
 import { commonResponses, json, jsonResponse, validationErrorResponse } from "./responses.ts";
-import { atRoot, route } from "./route.ts";
+import { atRoot, type RouteDeps, route } from "./route.ts";
 
 /**
  * What a receiver needs to know, without credentials: the event catalogue, its AsyncAPI
@@ -38,7 +29,10 @@ const eventTypes = (catalogue: Catalogue) =>
       operationId: "listWebhookEventTypes",
       tags,
       access: { public: true },
-      responses: { ...commonResponses, 200: jsonResponse("every event kind", WebhookEventTypeList) },
+      responses: {
+        ...commonResponses,
+        200: jsonResponse("every event kind", contracts.WebhookEventTypeList),
+      },
     },
     () => (c) => c.body(catalogue().eventTypes, 200, jsonHeaders) as never,
   );
@@ -53,7 +47,7 @@ const asyncApi = (catalogue: Catalogue) =>
       access: { public: true },
       responses: {
         ...commonResponses,
-        200: jsonResponse("an AsyncAPI 3.1 document", z.object({ asyncapi: z.string() }).passthrough()),
+        200: jsonResponse("an AsyncAPI 3.1 document", contracts.AsyncApiDocument),
       },
     },
     () => (c) => c.body(catalogue().asyncApi, 200, jsonHeaders) as never,
@@ -66,9 +60,9 @@ const signingKeys = route(
     operationId: "webhookSigningKeys",
     tags,
     access: { public: true },
-    responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+    responses: { ...commonResponses, 200: jsonResponse("a JWK set", contracts.WebhookSigningKeySet) },
   },
-  forward(notificationRpc.signingKeys, 200, () => ({})),
+  forward(contracts.notificationRpc.signingKeys, 200, () => ({})),
 );
 
 /** The same key set at the gateway root, outside /v2. */
@@ -77,7 +71,7 @@ const wellKnownKeys = {
   path: "/.well-known/webhook-keys.json",
   operationId: "wellKnownWebhookSigningKeys",
   tags,
-  responses: { ...commonResponses, 200: jsonResponse("a JWK set", WebhookSigningKeySet) },
+  responses: { ...commonResponses, 200: jsonResponse("a JWK set", contracts.WebhookSigningKeySet) },
 } as const;
 
 const rotateSigningKey = route(
@@ -88,14 +82,14 @@ const rotateSigningKey = route(
     tags: ["Webhooks"],
     access: operatorKey,
     use: [operatorOnly("only operator API keys may rotate the webhook signing key"), emptyBodyIsNoBody],
-    request: { body: { required: false, content: json(RotateSigningKeyInput) } },
+    request: { body: { required: false, content: json(contracts.RotateSigningKeyInput) } },
     responses: {
       ...operatorResponses,
-      200: jsonResponse("the new key and until when the previous one signs", SigningKeyRotated),
+      200: jsonResponse("the new key and until when the previous one signs", contracts.SigningKeyRotated),
       422: validationErrorResponse,
     },
   },
-  forward(notificationRpc.rotateSigningKey, 200, (c) => {
+  forward(contracts.notificationRpc.rotateSigningKey, 200, (c) => {
     const { overlapSeconds } = c.req.valid("json");
     return { overlapMs: overlapSeconds === undefined ? undefined : overlapSeconds * 1000 };
   }),
@@ -108,13 +102,13 @@ const rotateSigningKey = route(
 export function webhookCatalogueRoutes(
   app: Hono<GatewayEnv>,
   api: OpenAPIHono<GatewayEnv>,
-  deps: GatewayDeps,
+  deps: RouteDeps,
 ): void {
   // Made on first use, when every route is registered; the same bytes ever after.
   let made: ReturnType<Catalogue> | undefined;
-  const catalogue = () => (made ??= webhookCatalogues(openApiDocument(api)));
+  const catalogue = () => (made ??= contracts.webhookCatalogues(openApiDocument(api)));
   for (const each of [eventTypes(catalogue), asyncApi(catalogue), signingKeys]) each(api, deps);
-  atRoot(app, api, wellKnownKeys, forward(notificationRpc.signingKeys, 200, () => ({}))(deps));
+  atRoot(app, api, wellKnownKeys, forward(contracts.notificationRpc.signingKeys, 200, () => ({}))(deps));
   rotateSigningKey(api, deps);
-  for (const operation of webhookOperations) api.openAPIRegistry.registerWebhook(operation);
+  for (const operation of contracts.webhookOperations) api.openAPIRegistry.registerWebhook(operation);
 }

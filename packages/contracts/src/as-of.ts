@@ -1,4 +1,3 @@
-import type { Clock } from "@cheese/service-kit";
 import { z } from "@hono/zod-openapi";
 
 /**
@@ -6,7 +5,7 @@ import { z } from "@hono/zod-openapi";
  * moment"). A malformed time, or one later than now by the gateway's clock, is 400 naming asOf,
  * like any malformed query value.
  */
-export const asOfQuery = (clock: Clock) =>
+export const asOfQuery = (clock: { now(): Date }) =>
   z.object({
     asOf: z.iso
       .datetime({ offset: true, message: "must be an RFC 3339 date-time with a time zone" })
