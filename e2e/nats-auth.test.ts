@@ -122,6 +122,25 @@ describe("NATS authorization", () => {
     }
   });
 
+  it.each(["gateway", "catalogue"])(
+    "lets the %s read the notice channel's stream, and not purge or delete it",
+    async (identity) => {
+      const stream = `NOTICES_${cheeseChangeNotices.channel}`;
+      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      try {
+        const jsm = await nc.jetstreamManager();
+        const before = await jsm.streams.info(stream);
+        await expect(jsm.streams.purge(stream)).rejects.toMatchObject({ code: "PERMISSIONS_VIOLATION" });
+        await expect(jsm.streams.delete(stream)).rejects.toMatchObject({ code: "PERMISSIONS_VIOLATION" });
+        const after = await jsm.streams.info(stream);
+        expect(after.created).toBe(before.created);
+        expect(after.state.first_seq).toBe(before.state.first_seq);
+      } finally {
+        await nc.close();
+      }
+    },
+  );
+
   it.skipIf(launcherOnly("the identities the launcher keeps in DATA_DIR"))(
     "keeps each identity's seed in a file only its owner may read, and never prints one",
     () => {

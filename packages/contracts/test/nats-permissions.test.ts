@@ -62,6 +62,20 @@ describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
     expect(allowed("subscribe", `notices.${channel}.applied`)).toEqual(["catalogue"]);
   });
 
+  it("lets both ends of a notice channel make and follow its stream, and nobody purge or delete it", () => {
+    const stream = `NOTICES_${contracts.cheeseChangeNotices.channel}`;
+    for (const api of ["STREAM.CREATE", "STREAM.UPDATE", "STREAM.INFO", "STREAM.MSG.GET"])
+      expect(allowed("publish", `$JS.API.${api}.${stream}`), api).toEqual(
+        expect.arrayContaining(["catalogue", "gateway"]),
+      );
+    for (const api of ["CREATE", "MSG.NEXT", "INFO", "DELETE"])
+      expect(allowed("publish", `$JS.API.CONSUMER.${api}.${stream}.follower`), api).toEqual(
+        expect.arrayContaining(["catalogue", "gateway"]),
+      );
+    for (const api of ["STREAM.PURGE", "STREAM.DELETE", "STREAM.MSG.DELETE", "CONSUMER.DURABLE.CREATE"])
+      expect(allowed("publish", `$JS.API.${api}.${stream}`), api).toEqual([]);
+  });
+
   it("lets only the customer service send a plan change, and only the gateway hear it", () => {
     expect(allowed("publish", contracts.PLAN_CHANGED)).toEqual(["customer"]);
     expect(allowed("subscribe", contracts.PLAN_CHANGED)).toEqual(["gateway"]);

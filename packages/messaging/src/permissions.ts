@@ -115,6 +115,25 @@ function readApi(stream: string): string[] {
   ];
 }
 
+/**
+ * The JetStream API subjects both ends of a notice channel use on its stream `stream`: making
+ * sure of it (made, or brought to its settings), reading its last sequence, and following it with
+ * an ordered pull consumer. Nothing that deletes or purges it, removes a message, or keeps a
+ * durable consumer on it.
+ */
+function noticeApi(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.CREATE.${stream}`,
+    `$JS.API.STREAM.UPDATE.${stream}`,
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
+  ];
+}
+
 export interface Permissions {
   publish: string[];
   subscribe: string[];
@@ -155,11 +174,11 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   // read-lease records (grants and releases): both ends append to it and follow it. Only followers
   // say on `.applied` what they applied, and only announcers hear it.
   for (const channel of need.announces ?? []) {
-    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`);
+    publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`);
     subscribe.push(`notices.${channel}.applied`);
   }
   for (const channel of need.follows ?? []) {
-    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
+    publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
   }
   publish.push(...(need.broadcasts ?? []));
   subscribe.push(...(need.hearsBroadcasts ?? []));
