@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { customerRpc, REVOCATIONS_BUCKET, revocationCodec } from "@cheese/contracts";
+import { cheeseChangeNotices, customerRpc, REVOCATIONS_BUCKET, revocationCodec } from "@cheese/contracts";
 import { callRpc, KvRecords } from "@cheese/messaging";
 import { connectBus, createLogger } from "@cheese/service-kit";
-import { connect } from "nats";
+import { connect, Events, type NatsConnection, type NatsError } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { busConfig } from "./support/nats-identity.ts";
+import { busConfig, natsOptions } from "./support/nats-identity.ts";
 import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
@@ -78,6 +78,68 @@ describe("NATS authorization", () => {
       await bus.close();
     }
   });
+
+  it("lets the gateway only say what it applied of the catalogue's notices, and the catalogue only hear it", async () => {
+    const applied = `notices.${cheeseChangeNotices.channel}.applied`;
+    const connected: NatsConnection[] = [];
+    const as = async (identity: string) => {
+      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      connected.push(nc);
+      return nc;
+    };
+    try {
+      const catalogue = await as("catalogue");
+      const gateway = await as("gateway");
+      const catalogueErrors: unknown[] = [];
+      void (async () => {
+        for await (const status of catalogue.status())
+          if (status.type === Events.Error) catalogueErrors.push(status.permissionContext);
+      })();
+      const heard: string[] = [];
+      catalogue.subscribe(applied, { callback: (error, msg) => error || heard.push(msg.string()) });
+      await catalogue.flush();
+
+      // The catalogue's own "applied" is refused: had the server taken it, the catalogue's
+      // subscription would have it before the flush's answer.
+      catalogue.publish(applied, "forged by the catalogue");
+      await catalogue.flush();
+      expect(heard).not.toContain("forged by the catalogue");
+      await expect.poll(() => catalogueErrors).toContainEqual({ operation: "publish", subject: applied });
+
+      // The gateway's is heard (the running gateway's own acks come in between).
+      gateway.publish(applied, "from the gateway");
+      await expect.poll(() => heard).toContain("from the gateway");
+      expect(heard).not.toContain("forged by the catalogue");
+
+      // The gateway may not listen to what other lease holders applied.
+      const refused = await new Promise<NatsError | null>((resolve) => {
+        gateway.subscribe(applied, { callback: (error) => resolve(error) });
+        gateway.publish(applied, "to the gateway itself");
+      });
+      expect(refused?.permissionContext).toEqual({ operation: "subscription", subject: applied });
+    } finally {
+      await Promise.all(connected.map((nc) => nc.close()));
+    }
+  });
+
+  it.each(["gateway", "catalogue"])(
+    "lets the %s read the notice channel's stream, and not purge or delete it",
+    async (identity) => {
+      const stream = `NOTICES_${cheeseChangeNotices.channel}`;
+      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      try {
+        const jsm = await nc.jetstreamManager();
+        const before = await jsm.streams.info(stream);
+        await expect(jsm.streams.purge(stream)).rejects.toMatchObject({ code: "PERMISSIONS_VIOLATION" });
+        await expect(jsm.streams.delete(stream)).rejects.toMatchObject({ code: "PERMISSIONS_VIOLATION" });
+        const after = await jsm.streams.info(stream);
+        expect(after.created).toBe(before.created);
+        expect(after.state.first_seq).toBe(before.state.first_seq);
+      } finally {
+        await nc.close();
+      }
+    },
+  );
 
   it.skipIf(launcherOnly("the identities the launcher keeps in DATA_DIR"))(
     "keeps each identity's seed in a file only its owner may read, and never prints one",

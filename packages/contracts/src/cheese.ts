@@ -172,17 +172,6 @@ export const CheeseIdParam = z.object({
     .openapi({ param: { name: "cheeseId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
 });
 
-/** POST /cheeses: a repeat of its Idempotency-Key within 24 h returns the first answer. */
-export const CheeseCreateHeaders = z.object({
-  "Idempotency-Key": z
-    .string()
-    .optional()
-    .openapi({
-      param: { in: "header" },
-      description: "a repeat within 24 h returns the first response and adds nothing",
-    }),
-});
-
 /** The writes of an existing cheese take the ETag the client last saw. */
 export const IfMatchHeaders = z.object({
   "If-Match": z

@@ -7,6 +7,7 @@ export * from "./dead-letter.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./history.ts";
+export * from "./idempotency.ts";
 export * from "./identity.ts";
 export * from "./oauth.ts";
 export * from "./openapi-document.ts";

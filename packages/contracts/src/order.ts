@@ -129,13 +129,6 @@ export const OrderList = z
   .openapi("OrderList");
 export type OrderList = z.infer<typeof OrderList>;
 
-/** POST /store/order: a repeat of its Idempotency-Key within 24 h returns the first answer. */
-export const OrderCreateHeaders = z.object({
-  "idempotency-key": z.string().optional().openapi({
-    description: "a repeat with the same key within 24 h returns the first response",
-  }),
-});
-
 export const OrderIdParam = z.object({
   orderId: z.coerce
     .number()

@@ -1,4 +1,10 @@
-import { natsServices, permissionsOf } from "@cheese/messaging/permissions";
+import { subjectMatches } from "@cheese/messaging";
+import {
+  type NatsIdentity,
+  natsIdentities,
+  natsServices,
+  permissionsOf,
+} from "@cheese/messaging/permissions";
 import { describe, expect, it } from "vitest";
 import * as contracts from "../src/index.ts";
 
@@ -38,5 +44,40 @@ describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
       const served = permissionsOf(service).subscribe.filter((subject) => !machinery.test(subject));
       expect(served).toEqual([`${service}.>`]);
     }
+  });
+
+  /** The identities allowed to `direction` `subject` (a literal subject, matched against wildcards). */
+  function allowed(direction: "publish" | "subscribe", subject: string): NatsIdentity[] {
+    return natsIdentities.filter((identity) =>
+      permissionsOf(identity)[direction].some((pattern) => subjectMatches(pattern, subject)),
+    );
+  }
+
+  it("lets the catalogue append notices and hear what the gateway applied, and the gateway the reverse", () => {
+    const { channel } = contracts.cheeseChangeNotices;
+    // Notices (the catalogue's) and read-lease grants and releases (the gateway's) share the subject.
+    expect(allowed("publish", `notices.${channel}`).sort()).toEqual(["catalogue", "gateway"]);
+    expect(allowed("subscribe", `notices.${channel}`)).toEqual([]);
+    expect(allowed("publish", `notices.${channel}.applied`)).toEqual(["gateway"]);
+    expect(allowed("subscribe", `notices.${channel}.applied`)).toEqual(["catalogue"]);
+  });
+
+  it("lets both ends of a notice channel make and follow its stream, and nobody purge or delete it", () => {
+    const stream = `NOTICES_${contracts.cheeseChangeNotices.channel}`;
+    for (const api of ["STREAM.CREATE", "STREAM.UPDATE", "STREAM.INFO", "STREAM.MSG.GET"])
+      expect(allowed("publish", `$JS.API.${api}.${stream}`), api).toEqual(
+        expect.arrayContaining(["catalogue", "gateway"]),
+      );
+    for (const api of ["CREATE", "MSG.NEXT", "INFO", "DELETE"])
+      expect(allowed("publish", `$JS.API.CONSUMER.${api}.${stream}.follower`), api).toEqual(
+        expect.arrayContaining(["catalogue", "gateway"]),
+      );
+    for (const api of ["STREAM.PURGE", "STREAM.DELETE", "STREAM.MSG.DELETE", "CONSUMER.DURABLE.CREATE"])
+      expect(allowed("publish", `$JS.API.${api}.${stream}`), api).toEqual([]);
+  });
+
+  it("lets only the customer service send a plan change, and only the gateway hear it", () => {
+    expect(allowed("publish", contracts.PLAN_CHANGED)).toEqual(["customer"]);
+    expect(allowed("subscribe", contracts.PLAN_CHANGED)).toEqual(["gateway"]);
   });
 });

@@ -36,10 +36,14 @@ interface Needs {
   buckets?: readonly string[];
   /** Another service's key-value buckets it reads and watches, never makes or writes. */
   readsBuckets?: readonly string[];
-  /** Notice channels it announces on or follows. */
-  notices?: readonly string[];
-  /** Broadcast subjects it sends and receives. */
+  /** Notice channels it announces on: it appends notices and hears what lease holders applied. */
+  announces?: readonly string[];
+  /** Notice channels it follows: it appends its read-lease records and says what it applied. */
+  follows?: readonly string[];
+  /** Broadcast subjects it sends. */
   broadcasts?: readonly string[];
+  /** Broadcast subjects it hears. */
+  hearsBroadcasts?: readonly string[];
   /** It consumes integration events (durables on EVENTS, dead letters parked and replayed). */
   consumes?: boolean;
   /** It serves the operator API over the dead letters (lists, replays and deletes them). */
@@ -52,14 +56,14 @@ const needs: Record<NatsService, Needs> = {
     calls: ["catalogue.>", "ordering.>", "customer.>", "notification.>"],
     buckets: ["rate_limits"],
     readsBuckets: ["revocations"],
-    notices: ["catalogue_cheese_changed"],
-    broadcasts: ["broadcast.customer.plan_changed"],
+    follows: ["catalogue_cheese_changed"],
+    hearsBroadcasts: ["broadcast.customer.plan_changed"],
   },
   catalogue: {
     calls: ["ordering.cheese.active_orders"],
     publishesEvents: true,
     buckets: ["publisher_checkpoints"],
-    notices: ["catalogue_cheese_changed"],
+    announces: ["catalogue_cheese_changed"],
   },
   ordering: {
     calls: ["catalogue.cheese.get", "customer.personal_data.seal", "customer.personal_data.open"],
@@ -111,6 +115,25 @@ function readApi(stream: string): string[] {
   ];
 }
 
+/**
+ * The JetStream API subjects both ends of a notice channel use on its stream `stream`: making
+ * sure of it (made, or brought to its settings), reading its last sequence, and following it with
+ * an ordered pull consumer. Nothing that deletes or purges it, removes a message, or keeps a
+ * durable consumer on it.
+ */
+function noticeApi(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.CREATE.${stream}`,
+    `$JS.API.STREAM.UPDATE.${stream}`,
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
+  ];
+}
+
 export interface Permissions {
   publish: string[];
   subscribe: string[];
@@ -147,16 +170,19 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
   for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));
-  for (const channel of need.notices ?? []) {
-    // The notices and read-lease records on the stream; what lease holders applied, to announcers.
-    publish.push(...streamApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
+  // A notice channel's stream holds, under one subject, the announcers' notices and the followers'
+  // read-lease records (grants and releases): both ends append to it and follow it. Only followers
+  // say on `.applied` what they applied, and only announcers hear it.
+  for (const channel of need.announces ?? []) {
+    publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`);
     subscribe.push(`notices.${channel}.applied`);
   }
-  for (const subject of need.broadcasts ?? []) {
-    publish.push(subject);
-    subscribe.push(subject);
+  for (const channel of need.follows ?? []) {
+    publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
   }
-  return { publish, subscribe };
+  publish.push(...(need.broadcasts ?? []));
+  subscribe.push(...(need.hearsBroadcasts ?? []));
+  return { publish: [...new Set(publish)], subscribe: [...new Set(subscribe)] };
 }
 
 /**

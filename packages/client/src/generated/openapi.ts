@@ -3559,7 +3559,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description a repeat within 24 h returns the first response and adds nothing */
+                /** @description a repeat with the same key from the same caller within 24 h returns the first response and does nothing else; the same key with another body is 409; 1 to 255 visible ASCII characters */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5121,8 +5121,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description a repeat with the same key within 24 h returns the first response */
-                "idempotency-key"?: string;
+                /** @description a repeat with the same key from the same caller within 24 h returns the first response and does nothing else; the same key with another body is 409; 1 to 255 visible ASCII characters */
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;

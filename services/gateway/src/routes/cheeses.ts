@@ -30,7 +30,7 @@ const addCheese = cheeseRoute(
     operationId: "addCheese",
     access: writeCheeses,
     use: [idempotency],
-    request: { headers: contracts.CheeseCreateHeaders, body: jsonBody(contracts.CheeseInput) },
+    request: { headers: contracts.IdempotencyKeyHeaders, body: jsonBody(contracts.CheeseInput) },
     responses: {
       201: {
         ...cheeseResponse("the cheese"),

@@ -39,7 +39,7 @@ const placeOrder = route(
     operationId: "placeOrder",
     access: writeOrders,
     use: [idempotency],
-    request: { headers: contracts.OrderCreateHeaders, body: jsonBody(contracts.OrderInput) },
+    request: { headers: contracts.IdempotencyKeyHeaders, body: jsonBody(contracts.OrderInput) },
     responses: {
       201: {
         description: "the order, status placed",
