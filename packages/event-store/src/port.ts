@@ -93,6 +93,7 @@ export interface SubscribeOptions {
   /**
    * Called once per event, in global order. The next event is delivered only after the
    * returned promise settles. If it rejects, the subscription stops and `onError` is called.
+   * The event is read-only: a store may hand the same object to other subscriptions.
    */
   handler: (event: RecordedEvent) => Promise<void>;
   /** Called once the subscription has delivered everything that existed when it started. */

@@ -257,6 +257,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // subscription can tell whether anything was appended since it last read.
   const waiters = new Map<() => void, readonly string[]>();
   let wakeUps = 0;
+  type Page = { head: number; events: RecordedEvent[]; wakeUpsBefore: number };
+  const sharedPages = new Map<string, { after: number; page: Page }>();
   const subscriptions = new Set<Subscription>();
   let openReads = 0;
   let lastSeenHead = selectHead.get()?.head ?? -1;
@@ -264,6 +266,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
 
   function wakeAll(): void {
     wakeUps += 1;
+    sharedPages.clear();
     for (const wake of [...waiters.keys()]) wake();
   }
 
@@ -273,6 +276,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
    */
   function wakeFollowers(written: ReadonlySet<string>): void {
     wakeUps += 1;
+    sharedPages.clear();
     for (const [wake, categories] of [...waiters]) {
       if (categories.some((category) => written.has(category))) wake();
     }
@@ -308,7 +312,6 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // (one JSON.parse here, no SQLite work on this event loop). Started by the first full page
   // (a process that only follows new appends spends no thread on it), stopped once no read has
   // been asked of it for READER_IDLE_MS, so an idle process does not keep its memory.
-  type Page = { head: number; events: RecordedEvent[]; wakeUpsBefore: number };
   type PageReply =
     | { id: number; head: number; count: number; chunks: string[] }
     | { id: number; error: string };
@@ -379,6 +382,24 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     });
   }
 
+  // Subscriptions woken together that follow the same categories from the same position (a
+  // projection and the outbox relay of one service, after an append) read one page: the last short
+  // page read per set of categories, kept until the next wake-up (which empties `sharedPages`).
+  // It stays what a read would answer until then (an append announces itself with a wake-up: this
+  // process's once committed, another's when the poll sees the head move), and its `wakeUpsBefore`
+  // is the read's own, so a subscription handed it waits or reads again exactly as its reader
+  // would. Its events are handed to each such subscription: handlers do not modify them
+  // (SubscribeOptions.handler).
+  function sharedPage(key: string, after: number): Page | undefined {
+    const kept = sharedPages.get(key);
+    return kept?.after === after ? kept.page : undefined;
+  }
+  function keepPage(key: string, after: number, page: Page): void {
+    // A short page only: a full one is a catch-up's, read once per subscription.
+    if (page.events.length < PAGE_SIZE) sharedPages.set(key, { after, page });
+    else sharedPages.delete(key);
+  }
+
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
     const { categories, handler, onCaughtUp, onCheckpoint, onError, overwrites = [] } = subscribeOptions;
     const placeholders = categories.map(() => "?").join(", ");
@@ -406,13 +427,18 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
         waiters.set(wakeUp, categories);
       });
 
-    /** The page after `cursor`, read here. */
+    const pageKey = categories.join("\0");
+    /** The page after `cursor`, read here, or the one read for the same since the last wake-up. */
     const readHere = (): Page => {
+      const shared = sharedPage(pageKey, cursor);
+      if (shared) return shared;
       const wakeUpsBefore = wakeUps;
       // The head is read before the page: anything committed in between lies above it.
       const head = selectHead.get()?.head ?? -1;
       const rows = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
-      return { head, events: rows.map(toRecorded), wakeUpsBefore };
+      const page = { head, events: rows.map(toRecorded), wakeUpsBefore };
+      keepPage(pageKey, cursor, page);
+      return page;
     };
 
     let ahead: Promise<Page> | undefined;

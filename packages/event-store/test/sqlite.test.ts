@@ -82,6 +82,51 @@ describe("SQLite adapter in one process", () => {
   });
 });
 
+describe("SQLite adapter, subscriptions woken together", () => {
+  it("hands subscriptions following the same categories from the same position one read of new events", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db"), pollIntervalMs: 60_000 });
+    try {
+      const projection: RecordedEvent[] = [];
+      const relay: RecordedEvent[] = [];
+      const behind: RecordedEvent[] = [];
+      let live = 0;
+      for (const received of [projection, relay]) {
+        store.subscribe({
+          categories: ["cheese"],
+          handler: async (event) => void received.push(event),
+          onCaughtUp: () => {
+            live += 1;
+          },
+        });
+      }
+      await waitFor(() => live === 2, 2_000);
+      const first = await store.append("cheese-1", [{ type: "CheeseAdded", data: { name: "Brie" } }], {
+        expectedRevision: "no_stream",
+      });
+      await waitFor(() => projection.length === 1 && relay.length === 1, 2_000);
+      // One started later, from before the first event, reads its own page and misses nothing.
+      store.subscribe({ categories: ["cheese"], handler: async (event) => void behind.push(event) });
+      await store.append("cheese-1", [{ type: "CheeseRenamed", data: { name: "Comté" } }], {
+        expectedRevision: 0,
+      });
+      await waitFor(() => projection.length === 2 && relay.length === 2 && behind.length === 2, 2_000);
+      for (const received of [projection, relay, behind]) {
+        expect(received.map(({ type, data, position }) => ({ type, data, position }))).toEqual([
+          { type: "CheeseAdded", data: { name: "Brie" }, position: first.position },
+          { type: "CheeseRenamed", data: { name: "Comté" }, position: first.position + 1 },
+        ]);
+      }
+      // The same objects: the new rows were read and parsed once for both.
+      expect(relay[0]).toBe(projection[0]);
+      expect(relay[1]).toBe(projection[1]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter, schema versions", () => {
   it("opens a file made before events had versions: its events read as version 1, new ones keep theirs", async () => {
     const dir = tempDir("event-store");

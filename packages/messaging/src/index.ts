@@ -31,6 +31,7 @@ export {
 export { type OperatorRequestOptions, operatorRequest } from "./operator-request.ts";
 export * from "./port.ts";
 export {
+  type BodyMetaOf,
   type CallOptions,
   CheckedText,
   CheckedTexts,

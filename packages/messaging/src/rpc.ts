@@ -16,13 +16,16 @@ import {
 } from "./port.ts";
 
 /**
- * A reply its caller passes on without decoding it (the gateway's answer to a read): `body` is
- * the field of the response that becomes the caller's body, or "." for the whole response, sent
- * as JSON text; `meta` the fields the caller reads.
+ * A reply its caller passes on without decoding it (the gateway's answer to a read or a create):
+ * `body` is the field of the response that becomes the caller's body, or "." for the whole
+ * response, sent as JSON text; `meta` the fields the caller reads; `bodyMeta` fields of the body
+ * (an object field, not ".") the caller reads too, sent beside `meta` under their own names (a
+ * create's id, for its `Location`). The body itself is never given as a checked text then.
  */
 export interface PassThrough<Field extends string = string> {
   body: Field | ".";
   meta: readonly Field[];
+  bodyMeta?: readonly string[];
 }
 
 export interface RpcDefinition<
@@ -119,30 +122,44 @@ export async function callRpc<Request extends z.ZodType, Response extends z.ZodT
   if (!(reply instanceof PassedReply)) return reply as z.output<Response>;
   const body: unknown = JSON.parse(typeof reply.body === "string" ? reply.body : decoder.decode(reply.body));
   const field = definition.passThrough?.body ?? ".";
-  return (field === "." ? body : { ...(reply.meta as object), [field]: body }) as z.output<Response>;
+  if (field === ".") return body as z.output<Response>;
+  const joined: Record<string, unknown> = { ...(reply.meta as object), [field]: body };
+  for (const name of definition.passThrough?.bodyMeta ?? []) delete joined[name];
+  return joined as z.output<Response>;
 }
+
+/** The fields `bodyMeta` names of a reply's body field: what a caller reads of it beside `meta`. */
+export type BodyMetaOf<Output, Field extends string, BodyMeta extends string> = Field extends keyof Output
+  ? Pick<NonNullable<Output[Field]>, BodyMeta & keyof NonNullable<Output[Field]>>
+  : unknown;
 
 /**
  * Calls a definition with `passThrough`: its body as the JSON text the server encoded (never
- * decoded here), and the fields of `meta`.
+ * decoded here), and the fields of `meta` (with those of `bodyMeta`).
  */
 export async function callRpcPassing<
   Request extends z.ZodType,
   Response extends z.ZodType,
+  Field extends string,
   Meta extends keyof z.output<Response> & string,
+  BodyMeta extends string = never,
 >(
   bus: MessageBus,
-  definition: RpcDefinition<Request, Response> & { passThrough: { body: string; meta: readonly Meta[] } },
+  definition: RpcDefinition<Request, Response> & {
+    passThrough: { body: Field; meta: readonly Meta[]; bodyMeta?: readonly BodyMeta[] };
+  },
   payload: z.input<Request>,
   options: CallOptions,
-): Promise<{ meta: Pick<z.output<Response>, Meta>; body: string | Uint8Array }> {
+): Promise<{
+  meta: Pick<z.output<Response>, Meta> & BodyMetaOf<z.output<Response>, Field, BodyMeta>;
+  body: string | Uint8Array;
+}> {
+  type Meta_ = Pick<z.output<Response>, Meta> & BodyMetaOf<z.output<Response>, Field, BodyMeta>;
   const reply = await send(bus, definition, payload, options);
-  if (reply instanceof PassedReply) {
-    return { meta: reply.meta as Pick<z.output<Response>, Meta>, body: reply.body };
-  }
+  if (reply instanceof PassedReply) return { meta: reply.meta as Meta_, body: reply.body };
   // A server that does not pass its replies through (an older version during a rolling update).
   const split = passedReply(definition.passThrough, reply);
-  return { meta: split.meta as Pick<z.output<Response>, Meta>, body: split.body };
+  return { meta: split.meta as Meta_, body: split.body };
 }
 
 /** Kept for the request check both ways of calling share: the same 400 as the server, without the trip. */
@@ -244,6 +261,12 @@ function passedReply(
   for (const name of passThrough.meta) {
     if (texts?.has(name)) throw new Error(`checked texts in the meta field ${name}`);
     meta[name] = fields[name];
+  }
+  if (passThrough.bodyMeta) {
+    if (text || texts || passThrough.body === ".")
+      throw new Error(`bodyMeta needs the body field ${passThrough.body} as a value`);
+    const body = fields[passThrough.body] as Record<string, unknown>;
+    for (const name of passThrough.bodyMeta) meta[name] = body[name];
   }
   if (text) {
     if (texts || text.field !== passThrough.body)

@@ -1148,6 +1148,52 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect((refused as RemoteError).body).toMatchObject({ status: 404, type: "not_found" });
       });
 
+      it("passes a body through with the fields of it the caller reads (bodyMeta) beside its meta", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const addItem = defineRpc({
+          subject: `test.${uid()}.item.add`,
+          request: z.object({ name: z.string() }),
+          response: z.object({ item, revision: z.number(), replayed: z.literal(true).optional() }),
+          passThrough: { body: "item", meta: ["revision", "replayed"], bodyMeta: ["id"] },
+        });
+        serveRpc(server, addItem, { queue: "svc" }, async ({ name }) => ({
+          item: { id: 7, name },
+          revision: 0,
+        }));
+        const plain = defineRpc({
+          ...addItem,
+          subject: `test.${uid()}.item.add.plain`,
+          passThrough: undefined,
+        });
+        serveRpc(server, plain, { queue: "svc" }, async ({ name }) => ({
+          item: { id: 8, name },
+          revision: 2,
+          replayed: true as const,
+        }));
+        await server.ping();
+        const text = (body: string | Uint8Array) =>
+          typeof body === "string" ? body : new TextDecoder().decode(body);
+
+        const added = await callRpcPassing(caller, addItem, { name: "Brie" }, { timeoutMs: 2_000 });
+        expect(added.meta).toEqual({ revision: 0, id: 7 });
+        expect(text(added.body)).toBe(JSON.stringify({ id: 7, name: "Brie" }));
+        // A caller reading the whole reply gets it as the response schema has it, the id inside its item only.
+        expect(await callRpc(caller, addItem, { name: "Brie" }, { timeoutMs: 2_000 })).toEqual({
+          item: { id: 7, name: "Brie" },
+          revision: 0,
+        });
+        // A server not passing through (a rolling update): the caller splits the reply itself.
+        const older = await callRpcPassing(
+          caller,
+          { ...plain, passThrough: addItem.passThrough },
+          { name: "Comté" },
+          { timeoutMs: 2_000 },
+        );
+        expect(older.meta).toEqual({ revision: 2, replayed: true, id: 8 });
+        expect(text(older.body)).toBe(JSON.stringify({ id: 8, name: "Comté" }));
+      });
+
       it("answers replies of any size, past NATS's 1 MiB payload limit, whole and in order, plain or passed through", async () => {
         const [server, caller] = [await client("server"), await client("caller")];
         const item = z.object({ id: z.number(), name: z.string() });

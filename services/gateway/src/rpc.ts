@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import {
+  type BodyMetaOf,
   callRpc,
   callRpcPassing,
   NoRespondersError,
@@ -87,12 +88,18 @@ export function passService<
   Res extends z.ZodType,
   Field extends string,
   Meta extends keyof z.output<Res> & string,
+  BodyMeta extends string = never,
 >(
   deps: GatewayDeps,
   c: Context<GatewayEnv>,
-  definition: RpcDefinition<Req, Res> & { passThrough: { body: Field; meta: readonly Meta[] } },
+  definition: RpcDefinition<Req, Res> & {
+    passThrough: { body: Field; meta: readonly Meta[]; bodyMeta?: readonly BodyMeta[] };
+  },
   payload: z.input<Req>,
-): Promise<{ meta: Pick<z.output<Res>, Meta>; body: JsonText<BodyOf<z.output<Res>, Field>> }> {
+): Promise<{
+  meta: Pick<z.output<Res>, Meta> & BodyMetaOf<z.output<Res>, Field, BodyMeta>;
+  body: JsonText<BodyOf<z.output<Res>, Field>>;
+}> {
   return timed(definition.subject, () =>
     callRpcPassing(deps.bus, definition, payload, callOptions(deps, c, undefined)),
   );

@@ -40,6 +40,8 @@ export const catalogueRpc = {
         .optional(),
     }),
     response: CheeseReply.extend({ replayed: z.literal(true).optional() }),
+    /** The gateway answers the cheese's JSON as the catalogue encoded it, `Location` from its id. */
+    passThrough: { body: "cheese", meta: ["revision", "replayed"], bodyMeta: ["id"] },
   }),
   /** The gateway answers the cheese's JSON as the catalogue encoded it (`passThrough`). */
   getCheese: defineRpc({

@@ -6,7 +6,6 @@ import {
   forward,
   idempotency,
   idempotencyOf,
-  type JsonText,
   passService,
   replayedHeader,
 } from "../rpc.ts";
@@ -44,18 +43,16 @@ const addCheese = cheeseRoute(
     },
   },
   (deps) => async (c) => {
-    // The catalogue keeps the key's record: a repeat is answered as the first request was.
-    const reply = await callService(deps, c, contracts.catalogueRpc.createCheese, {
+    // The catalogue keeps the key's record: a repeat is answered as the first request was. Its
+    // cheese is answered as the catalogue encoded it, the headers from the reply's meta.
+    const { meta, body } = await passService(deps, c, contracts.catalogueRpc.createCheese, {
       fields: contracts.toCheeseFields(c.req.valid("json")),
       ...idempotencyOf(c),
     });
-    const { cheese, revision } = reply;
-    // One plain header object (answerPassed): `c.header` and `c.json` made an undici Headers of
-    // them per create, which the node server then turned back into an object.
-    return answerPassed(c, JSON.stringify(cheese) as JsonText<typeof cheese>, 201, {
-      Location: `${deps.publicUrl}/v2/cheeses/${cheese.id}`,
-      ETag: etagOf(revision),
-      ...replayedHeader(reply),
+    return answerPassed(c, body, 201, {
+      Location: `${deps.publicUrl}/v2/cheeses/${meta.id}`,
+      ETag: etagOf(meta.revision),
+      ...replayedHeader(meta),
     });
   },
 );
