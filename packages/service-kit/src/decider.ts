@@ -102,7 +102,12 @@ export function commandAlongside<State, Command, Event extends DomainEvent>(
       decided = undefined;
       if (newEvents.length === 0) return undefined;
       const metadata = options.metadata ?? {};
-      const events = newEvents.map((event) => ({ id: randomUUID(), type: event.type, data: event.data, metadata }));
+      const events = newEvents.map((event) => ({
+        id: randomUUID(),
+        type: event.type,
+        data: event.data,
+        metadata,
+      }));
       decided = { state: newEvents.reduce(decider.evolve, current.state), eventId: events.at(-1)!.id };
       return { events, expectedRevision: current.revision === -1 ? "no_stream" : current.revision };
     },

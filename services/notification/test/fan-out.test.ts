@@ -171,7 +171,9 @@ describe("an event's record and its deliveries, one of them refused (fanOut)", (
     );
     const failing = notificationDeps({ ...stores, store: noted }, { webhooks, deliveries: webhooks });
 
-    await expect(fanOut(failing, { ...planned, eventId: "evt_2", firstDelivery: true }, {})).rejects.toThrow();
+    await expect(
+      fanOut(failing, { ...planned, eventId: "evt_2", firstDelivery: true }, {}),
+    ).rejects.toThrow();
 
     expect(await stores.store.readStream(webhookEventStream("evt_2"))).toEqual([]);
     expect(await deliveriesIn(stores.store)).toEqual([]);
@@ -179,7 +181,9 @@ describe("an event's record and its deliveries, one of them refused (fanOut)", (
     const deps = notificationDeps(stores, { webhooks, deliveries: webhooks });
     const recorded = await fanOut(deps, { ...planned, eventId: "evt_2", firstDelivery: false }, {});
     expect(recorded!.deliveries).toHaveLength(3);
-    expect(await deliveriesIn(stores.store)).toEqual(recorded!.deliveries.map(({ deliveryId }) => deliveryId));
+    expect(await deliveriesIn(stores.store)).toEqual(
+      recorded!.deliveries.map(({ deliveryId }) => deliveryId),
+    );
   });
 });
 
