@@ -168,7 +168,7 @@ export async function fanOut(
         ),
       ),
     );
-  deps.wakeScheduler();
+  deps.wakeScheduler(written ? plan.deliveries.map(({ deliveryId }) => deliveryId) : []);
   return recorded;
 }
 
