@@ -120,7 +120,7 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * When each delivery is due (its attempt's due time, or its lease's end for one in flight) is a
  * due timer of the kit (`dueTimers`, keyed by delivery id), set from the delivery's state as it
  * is folded: a due delivery joins the due set, from which each scan starts what it may, oldest
- * event first.
+ * event first, the deliveries this process created or last claimed before other replicas'.
  *
  * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
  * time; once it is resumed they go out oldest first.
@@ -560,9 +560,9 @@ export class DeliveryScheduler {
   /**
    * Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first,
    * this process's own (`own`) before the rest. Only a registration's first due deliveries in
-   * that order, as many as it has slots free, are candidates, so
-   * a scan costs one pass over the due set however long a registration's backlog: sorting the
-   * whole backlog at every freed slot made the scheduler's own CPU grow with its backlog.
+   * that order, as many as it has slots free, are candidates, so a scan costs one pass over the
+   * due set however long a registration's backlog: sorting the whole backlog at every freed slot
+   * made the scheduler's own CPU grow with its backlog.
    */
   private tick(): void {
     // Nothing starts before the schedule follows the store (a restored snapshot may be behind).
