@@ -136,6 +136,21 @@ export async function claimOnce(
   if (!idempotency) {
     return { id: await options.newId(), failed: (error) => Promise.reject(error) };
   }
+  // Most keys are new: the claim is appended unread, with `no_stream` (the key's claim stream
+  // was read for every request, and nearly always found empty). A key used before has its append
+  // refused and its claim read: one that lapsed is claimed again there, one with another
+  // fingerprint is 409, a live one makes this request a repeat (below). A repeat's id was
+  // allocated for nothing: a gap, as ids left in a block are.
+  const id = await options.newId();
+  const stream = `${options.category}-${idempotency.key}`;
+  const { newEvents } = await handleCommand(
+    deps.store,
+    stream,
+    claimDecider,
+    { type: "Claim", id, fingerprint: idempotency.fingerprint, at: isoNow(deps.clock) },
+    { metadata: options.metadata ?? {}, newStream: true },
+  );
+  if (newEvents.length > 0) return { id, failed: (error) => failed(deps, options, id, error) };
   // A repeat reads the claim again while the first request is at work, until its result or the takeover.
   return askAgain(() => claimOrRepeat(deps, options, idempotency), {
     pauseMs: POLL_MS,

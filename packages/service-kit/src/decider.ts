@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  type AppendResult,
   type EventMetadata,
   type EventStore,
   type RecordedEvent,
@@ -62,6 +63,58 @@ export interface AlongsideWrite {
    * Undefined: nothing to write. Throwing (a `DomainError`) refuses the command.
    */
   decide(refused: boolean): Promise<Omit<StreamAppend, "streamName"> | undefined>;
+  /**
+   * Written after the command's own events rather than before. The order only shows where the
+   * streams are written one after the other (the EventStoreDB adapter): the one first is the one
+   * a crash between them leaves alone, so it goes first whose lone presence can be repaired (a
+   * reservation without its holder goes stale; a recorded plan without its deliveries is
+   * completed when its event is handled again).
+   */
+  readonly after?: boolean;
+  /** Told what the append wrote to its stream (the result of its part). */
+  appended?(result: AppendResult): void;
+}
+
+/**
+ * A command on another stream, written alongside (see {@link AlongsideWrite}), such as a webhook
+ * delivery created in the same append as the plan it belongs to. Its stream most likely does not
+ * exist (a fresh id): decided at first on the initial state with `no_stream`, unread; once
+ * refused, on the stream as it is. Its state after the append is remembered as
+ * {@link handleCommand} remembers it, so the next command on it need not read it.
+ */
+export function commandAlongside<State, Command, Event extends DomainEvent>(
+  store: EventStore,
+  streamName: string,
+  decider: Decider<State, Command, Event>,
+  command: Command,
+  options: { metadata?: EventMetadata; after?: boolean } = {},
+): AlongsideWrite {
+  const folded = foldedStreams<State>(store, decider);
+  let decided: { state: State; eventId: string } | undefined;
+  return {
+    stream: streamName,
+    ...(options.after ? { after: true } : {}),
+    async decide(refused) {
+      const current = refused
+        ? await currentState(store, streamName, decider, folded)
+        : { state: decider.initialState(), revision: -1 };
+      const newEvents = decider.decide(command, current.state);
+      decided = undefined;
+      if (newEvents.length === 0) return undefined;
+      const metadata = options.metadata ?? {};
+      const events = newEvents.map((event) => ({
+        id: randomUUID(),
+        type: event.type,
+        data: event.data,
+        metadata,
+      }));
+      decided = { state: newEvents.reduce(decider.evolve, current.state), eventId: events.at(-1)!.id };
+      return { events, expectedRevision: current.revision === -1 ? "no_stream" : current.revision };
+    },
+    appended(result) {
+      if (decided) remember(folded, streamName, { ...decided, revision: result.nextRevision });
+    },
+  };
 }
 
 export interface CommandOptions<State, Event> {
@@ -203,12 +256,12 @@ async function decideAndAppend<State, Command, Event extends DomainEvent>(
   if (newEvents.length === 0) return { before: state, state, newEvents, revision, position: undefined };
   const next = newEvents.reduce(decider.evolve, state);
   const { alongside = [] } = options;
-  const others: StreamAppend[] = [];
-  for (const other of typeof alongside === "function"
+  const others: { write: AlongsideWrite; append: StreamAppend }[] = [];
+  for (const write of typeof alongside === "function"
     ? alongside({ before: state, after: next, newEvents })
     : alongside) {
-    const write = await other.decide(refused.has(other.stream));
-    if (write) others.push({ streamName: other.stream, ...write });
+    const decided = await write.decide(refused.has(write.stream));
+    if (decided) others.push({ write, append: { streamName: write.stream, ...decided } });
   }
   // Ids given here, so that the state after the append is remembered with its last event's id.
   const metadata = options.metadata ?? {};
@@ -219,10 +272,21 @@ async function decideAndAppend<State, Command, Event extends DomainEvent>(
     metadata,
   }));
   const expectedRevision = revision === -1 ? "no_stream" : revision;
-  const result =
-    others.length === 0
-      ? await store.append(streamName, toAppend, { expectedRevision })
-      : (await store.appendStreams([...others, { streamName, events: toAppend, expectedRevision }])).at(-1)!;
+  let result: AppendResult;
+  if (others.length === 0) result = await store.append(streamName, toAppend, { expectedRevision });
+  else {
+    const first = others.filter(({ write }) => !write.after);
+    const last = others.filter(({ write }) => write.after);
+    const results = await store.appendStreams([
+      ...first.map(({ append }) => append),
+      { streamName, events: toAppend, expectedRevision },
+      ...last.map(({ append }) => append),
+    ]);
+    result = results[first.length]!;
+    [...first, ...last].forEach(({ write }, i) => {
+      write.appended?.(results[i < first.length ? i : i + 1]!);
+    });
+  }
   remember(folded, streamName, { state: next, revision: result.nextRevision, eventId: toAppend.at(-1)!.id });
   return { before: state, state: next, newEvents, revision: result.nextRevision, position: result.position };
 }

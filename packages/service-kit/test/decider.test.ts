@@ -3,6 +3,7 @@ import { tempDir } from "@cheese/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CONCURRENT_CHANGE,
+  commandAlongside,
   type Decider,
   type DomainEvent,
   handleCommand,
@@ -148,6 +149,54 @@ describe("command handling on a real event store", () => {
     expect(await handleCommand(counting, "counter-6", counter, increment(10), hint)).toMatchObject({
       state: { total: 10 },
       revision: 3,
+    });
+  });
+
+  describe("a command on another stream in the same append (commandAlongside)", () => {
+    it("is written after the command's own events when asked, unread, and remembered as written", async () => {
+      const reads: string[] = [];
+      const writes: string[][] = [];
+      const counting: EventStore = {
+        ...store,
+        readStream: (name, options) => {
+          reads.push(name);
+          return store.readStream(name, options);
+        },
+        appendStreams: (appends) => {
+          writes.push(appends.map(({ streamName }) => streamName));
+          return store.appendStreams(appends);
+        },
+      };
+      const lamps = ["lamp-21", "lamp-22"].map((name) =>
+        commandAlongside(counting, name, lamp, { type: "TurnOn" }, { after: true }),
+      );
+      const increment = { type: "Increment" as const, by: 1, max: 10 };
+      await handleCommand(counting, "counter-20", counter, increment, { newStream: true, alongside: lamps });
+
+      // One write, the command's stream first; nothing read.
+      expect(writes).toEqual([["counter-20", "lamp-21", "lamp-22"]]);
+      expect(reads).toEqual([]);
+      // The next command on a lamp decides on the state remembered, unread.
+      const off = await handleCommand(
+        counting,
+        "lamp-21",
+        lamp,
+        { type: "TurnOff" },
+        { rememberedIsCurrent: true },
+      );
+      expect(off).toMatchObject({ state: { on: false }, revision: 1 });
+      expect(reads).toEqual([]);
+    });
+
+    it("on a stream that exists decides on what it holds, with its revision", async () => {
+      await store.append("lamp-23", [{ type: "TurnedOn", data: {} }], { expectedRevision: "no_stream" });
+      const increment = { type: "Increment" as const, by: 1, max: 10 };
+      await handleCommand(store, "counter-21", counter, increment, {
+        alongside: [commandAlongside(store, "lamp-23", lamp, { type: "TurnOn" }, { after: true })],
+      });
+      // Already on: nothing more written to it; the command's own events stand.
+      expect((await store.readStream("lamp-23")).map(({ type }) => type)).toEqual(["TurnedOn"]);
+      expect(await store.readStream("counter-21")).toHaveLength(1);
     });
   });
 

@@ -97,7 +97,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       replayMax: config.WEBHOOK_REPLAY_MAX,
       laneSettleMs: config.WEBHOOK_LANE_SETTLE,
       clock,
-      wakeScheduler: () => scheduler.wake(),
+      wakeScheduler: (created) => scheduler.wake(created),
     };
     const scheduler = new DeliveryScheduler({
       store,

@@ -1,7 +1,9 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import type { Projection } from "@cheese/service-kit";
+import type { EventStore, StreamAppend } from "@cheese/event-store";
+import { handleCommand, type Projection } from "@cheese/service-kit";
 import { describe, expect, it } from "vitest";
-import { deliveryStream } from "../src/domain/delivery.ts";
+import { deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
+import { envelopeBody, webhookEventDecider, webhookEventStream } from "../src/domain/event-mapping.ts";
 import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
 import { notificationDeps, notificationStores, registerWebhook, t0 } from "./support.ts";
 
@@ -91,5 +93,132 @@ describe("fan-out to an ordered registration", () => {
     const [createdPlain] = await store.readStream(deliveryStream(plain!.deliveryId));
     expect(createdPlain!.data).toMatchObject({ dueAt: t0 });
     expect(createdPlain!.data).not.toHaveProperty("lane");
+  });
+});
+
+type Stores = ReturnType<typeof notificationStores>;
+const planned = { kind: "order.placed" as const, data: { order_id: "7" }, createdAt: t0 };
+
+/** The store, with the fan-out's writes (of its record and deliveries) noted, streams in the order given. */
+function noting(store: EventStore, change: (appends: StreamAppend[]) => StreamAppend[] = (a) => a) {
+  const writes: string[][] = [];
+  const ours = (name: string) => name.startsWith("webhookevent-") || name.startsWith("delivery-");
+  const noted: EventStore = {
+    ...store,
+    async append(streamName, events, options) {
+      if (ours(streamName)) writes.push([streamName]);
+      return store.append(streamName, events, options);
+    },
+    async appendStreams(appends) {
+      const names = appends.map(({ streamName }) => streamName);
+      if (names.some(ours)) writes.push(names);
+      return store.appendStreams(change(appends));
+    },
+  };
+  return { noted, writes };
+}
+
+async function threeRegistrations(stores: Stores) {
+  const { store, secrets } = stores;
+  const webhooks = await stores.startWebhooks();
+  for (const webhookId of [1, 2, 3])
+    await registerWebhook(store, secrets, { webhookId, events: ["order.placed"], createdAt: t0 });
+  return webhooks;
+}
+
+/** The ids of the deliveries created in the store. */
+async function deliveriesIn(store: EventStore) {
+  const found: number[] = [];
+  for await (const event of store.readAll({ categories: ["delivery"] }))
+    if (event.type === "DeliveryCreated") found.push((event.data as { deliveryId: number }).deliveryId);
+  return found.sort((a, b) => a - b);
+}
+
+/** The fan-out's writes: its event's record and the record's deliveries, together. */
+describe("an event's record and its deliveries (fanOut)", () => {
+  const stores = notificationStores("fan-out-one-write");
+
+  it("are written in one append, the record first; the event handled again finds them and adds none", async () => {
+    const webhooks = await threeRegistrations(stores);
+    const { noted, writes } = noting(stores.store);
+    const deps = notificationDeps({ ...stores, store: noted }, { webhooks, deliveries: webhooks });
+
+    const recorded = await fanOut(deps, { ...planned, eventId: "evt_1", firstDelivery: true }, {});
+
+    const ids = recorded!.deliveries.map(({ deliveryId }) => deliveryId);
+    expect(recorded!.deliveries.map(({ webhookId }) => webhookId)).toEqual([1, 2, 3]);
+    // One write (one group commit); the record ahead of its deliveries (the order that stands
+    // where a store writes the streams one after the other).
+    expect(writes).toEqual([["webhookevent-1", ...ids.map(deliveryStream)]]);
+    expect(await deliveriesIn(stores.store)).toEqual(ids);
+
+    writes.length = 0;
+    const again = await fanOut(deps, { ...planned, eventId: "evt_1", firstDelivery: false }, {});
+    expect(again!.deliveries.map(({ deliveryId }) => deliveryId)).toEqual(ids);
+    expect(writes).toEqual([]);
+    expect(await deliveriesIn(stores.store)).toEqual(ids);
+  });
+});
+
+describe("an event's record and its deliveries, one of them refused (fanOut)", () => {
+  const stores = notificationStores("fan-out-refused");
+
+  it("writes neither the record nor any delivery; handled again, the event gets them all", async () => {
+    const webhooks = await threeRegistrations(stores);
+    // The last delivery's expectation made one its stream cannot meet, on every try.
+    const { noted } = noting(stores.store, (appends) =>
+      appends.map((append, i) => (i === appends.length - 1 ? { ...append, expectedRevision: 7 } : append)),
+    );
+    const failing = notificationDeps({ ...stores, store: noted }, { webhooks, deliveries: webhooks });
+
+    await expect(
+      fanOut(failing, { ...planned, eventId: "evt_2", firstDelivery: true }, {}),
+    ).rejects.toThrow();
+
+    expect(await stores.store.readStream(webhookEventStream("evt_2"))).toEqual([]);
+    expect(await deliveriesIn(stores.store)).toEqual([]);
+
+    const deps = notificationDeps(stores, { webhooks, deliveries: webhooks });
+    const recorded = await fanOut(deps, { ...planned, eventId: "evt_2", firstDelivery: false }, {});
+    expect(recorded!.deliveries).toHaveLength(3);
+    expect(await deliveriesIn(stores.store)).toEqual(
+      recorded!.deliveries.map(({ deliveryId }) => deliveryId),
+    );
+  });
+});
+
+describe("a record left without some of its deliveries (fanOut)", () => {
+  const stores = notificationStores("fan-out-repair");
+
+  it("is completed when its event is handled again, with the record's ids (a crash between the streams where the store is not atomic)", async () => {
+    const webhooks = await threeRegistrations(stores);
+    const deps = notificationDeps(stores, { webhooks, deliveries: webhooks });
+    // As the EventStoreDB adapter may leave it: the record written, one of its two deliveries not.
+    const plan = {
+      eventId: "evt_3",
+      type: "order.placed" as const,
+      createdAt: t0,
+      body: envelopeBody("evt_3", "order.placed", t0, planned.data),
+      deliveries: [
+        { webhookId: 1, deliveryId: 101 },
+        { webhookId: 2, deliveryId: 102 },
+      ],
+    };
+    await handleCommand(stores.store, webhookEventStream("evt_3"), webhookEventDecider, {
+      type: "Record",
+      event: plan,
+    });
+    const facts = { deliveryId: 101, webhookId: 1, eventId: "evt_3", eventType: "order.placed" as const };
+    await handleCommand(stores.store, deliveryStream(101), deliveryDecider, {
+      type: "Create",
+      facts: { ...facts, body: plan.body, createdAt: t0 },
+      delays: [0],
+    });
+
+    const recorded = await fanOut(deps, { ...planned, eventId: "evt_3", firstDelivery: false }, {});
+
+    expect(recorded).toEqual(plan);
+    expect(await deliveriesIn(stores.store)).toEqual([101, 102]);
+    expect(await stores.store.readStream(deliveryStream(101))).toHaveLength(1);
   });
 });

@@ -457,6 +457,45 @@ describe("delivery scheduler with an injected clock", () => {
       expect(receiver.requests("/slow")).toHaveLength(5);
     });
 
+    it("has two replicas with a backlog each claim their own deliveries first, so no claim of one is refused", async () => {
+      // Every append either replica refused (a claim the other made first).
+      let refused = 0;
+      const counted = new Proxy(store, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver);
+          if (name !== "append" && name !== "appendStreams") return value;
+          return (...args: unknown[]) =>
+            (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch((error: unknown) => {
+              refused++;
+              throw error;
+            });
+        },
+      });
+      const options = { store: counted, maxInFlightPerWebhook: 2 };
+      const replicas = [await startScheduler(options), await startScheduler(options)];
+      let open: () => void = () => {};
+      const barrier = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      receiver.behave("/backlog", { status: 204, until: barrier });
+      await register(1, "/backlog");
+      // A backlog: four deliveries wait while the registration is paused; each replica created two.
+      await webhookCommand({ type: "Pause", webhookId: 1, now: isoNow(clock) });
+      const ids = [];
+      for (let i = 0; i < 4; i++) ids.push(await deliver(1));
+      replicas[0]!.wake([ids[0]!, ids[2]!]);
+      replicas[1]!.wake([ids[1]!, ids[3]!]);
+      await webhookCommand({ type: "Resume", webhookId: 1, now: isoNow(clock) });
+
+      // Both replicas' slots fill at once, with the four oldest, none of them twice.
+      await expect.poll(() => receiver.requests("/backlog").length).toBe(4);
+      open();
+      for (const id of ids) await expect.poll(async () => (await delivery(id)).status).toBe("delivered");
+      for (const replica of replicas) await replica.settle();
+      expect(receiver.requests("/backlog")).toHaveLength(4);
+      expect(refused).toBe(0);
+    });
+
     it("sends static headers, records their values redacted, and logs none", async () => {
       logged.length = 0;
       await startScheduler({ logger: logger() });

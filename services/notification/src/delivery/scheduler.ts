@@ -120,7 +120,7 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * When each delivery is due (its attempt's due time, or its lease's end for one in flight) is a
  * due timer of the kit (`dueTimers`, keyed by delivery id), set from the delivery's state as it
  * is folded: a due delivery joins the due set, from which each scan starts what it may, oldest
- * event first.
+ * event first, the deliveries this process created or last claimed before other replicas'.
  *
  * Deliveries of a paused or disabled registration wait: they are not claimed, whatever their due
  * time; once it is resumed they go out oldest first.
@@ -151,6 +151,12 @@ export class DeliveryScheduler {
   private readonly busy = new Set<number>();
   /** Deliveries whose time has come (their timers ran), until their state moves on. */
   private readonly due = new Set<number>();
+  /**
+   * Unfinished deliveries this process created (its fan-out) or claimed last: with several
+   * replicas following every delivery, each fills its slots with its own first, so that under a
+   * backlog they do not both claim the same oldest ones (one claim refused and read back).
+   */
+  private readonly own = new Set<number>();
   private readonly timers: DueTimers<number>;
   private readonly inFlightPerWebhook = new Map<number, number>();
   private readonly work = new Set<Promise<void>>();
@@ -227,8 +233,12 @@ export class DeliveryScheduler {
     });
   }
 
-  /** Looks for due work soon (coalesced). */
-  wake(): void {
+  /**
+   * Looks for due work soon (coalesced). `created`: deliveries this process has just created,
+   * which it goes on to prefer over those created elsewhere.
+   */
+  wake(created: Iterable<number> = []): void {
+    for (const deliveryId of created) this.own.add(deliveryId);
     if (this.tickQueued || this.closed) return;
     this.tickQueued = true;
     setImmediate(() => {
@@ -511,6 +521,7 @@ export class DeliveryScheduler {
     if (state.status === "absent") return;
     if (isFinished(state)) {
       this.index.delete(deliveryId);
+      this.own.delete(deliveryId);
       this.due.delete(deliveryId);
       this.timers.delete(deliveryId);
       this.traces.delete(deliveryId);
@@ -547,10 +558,11 @@ export class DeliveryScheduler {
   }
 
   /**
-   * Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first.
-   * Only a registration's oldest due deliveries, as many as it has slots free, are candidates, so
-   * a scan costs one pass over the due set however long a registration's backlog: sorting the
-   * whole backlog at every freed slot made the scheduler's own CPU grow with its backlog.
+   * Starts what it may of the due deliveries: abandoned attempts, then due ones oldest first,
+   * this process's own (`own`) before the rest. Only a registration's first due deliveries in
+   * that order, as many as it has slots free, are candidates, so a scan costs one pass over the
+   * due set however long a registration's backlog: sorting the whole backlog at every freed slot
+   * made the scheduler's own CPU grow with its backlog.
    */
   private tick(): void {
     // Nothing starts before the schedule follows the store (a restored snapshot may be behind).
@@ -576,15 +588,20 @@ export class DeliveryScheduler {
       if (slots <= 0 || this.waits(webhookId)) continue;
       const kept = oldest.get(webhookId) ?? [];
       if (kept.length === 0) oldest.set(webhookId, kept);
-      keepOldest(kept, [deliveryId, tracked], slots);
+      keepFirst(kept, [deliveryId, tracked], slots, this.first);
     }
-    // Oldest event first, so what waited (a resumed registration's backlog) goes out in order.
-    const due = [...oldest.values()].flat().sort(olderFirst);
+    // Oldest event first, so what waited (a resumed registration's backlog) goes out in order;
+    // this process's own deliveries before those of other replicas, which take theirs first.
+    const due = [...oldest.values()].flat().sort(this.first);
     for (const [deliveryId, tracked] of due) {
       if (this.hasCapacity(tracked.webhookId) && !this.throttled(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
     }
   }
+
+  /** Which of two due deliveries to start first: this process's own, then the older. */
+  private readonly first = (a: Due, b: Due): number =>
+    Number(this.own.has(b[0])) - Number(this.own.has(a[0])) || olderFirst(a, b);
 
   private inLaneWait(deliveryId: number, tracked: Tracked): boolean {
     return tracked.lane !== undefined && (this.waitingInLane.get(tracked.lane)?.has(deliveryId) ?? false);
@@ -733,6 +750,8 @@ export class DeliveryScheduler {
       if (!(error instanceof DomainError)) throw error;
       // Another replica moved first and our index is behind: catch up on this delivery now, so
       // the next scan does not try the same stale move again before the subscription gets here.
+      // The delivery is that replica's now.
+      this.own.delete(deliveryId);
       const events = await this.options.store.readStream(deliveryStream(deliveryId));
       const last = events[events.length - 1];
       if (last) this.track(deliveryId, foldEvents(deliveryDecider, events), last.revision);
@@ -776,6 +795,7 @@ export class DeliveryScheduler {
     else if (!(await this.admitted(webhookId, rateLimit.perSecond))) return;
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
+    this.own.add(deliveryId); // its retries are this process's first
     const delivery = claimed.state;
     const { round, attempt } = delivery;
     // Read again after the claim: a pause recorded before it makes us give the attempt back
@@ -918,11 +938,11 @@ function olderFirst([a, x]: Due, [b, y]: Due): number {
   return a - b;
 }
 
-/** Keeps in `kept` (sorted, older first) the `limit` oldest of what it holds and `due`. */
-function keepOldest(kept: Due[], due: Due, limit: number): void {
-  if (kept.length >= limit && olderFirst(due, kept[kept.length - 1]!) >= 0) return;
+/** Keeps in `kept` (sorted by `order`) the `limit` first of what it holds and `due`. */
+function keepFirst(kept: Due[], due: Due, limit: number, order: (a: Due, b: Due) => number): void {
+  if (kept.length >= limit && order(due, kept[kept.length - 1]!) >= 0) return;
   let at = kept.length;
-  while (at > 0 && olderFirst(due, kept[at - 1]!) < 0) at--;
+  while (at > 0 && order(due, kept[at - 1]!) < 0) at--;
   kept.splice(at, 0, due);
   if (kept.length > limit) kept.pop();
 }

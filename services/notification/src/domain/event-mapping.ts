@@ -208,9 +208,10 @@ export function envelopeBody(
 }
 
 /**
- * One outgoing event and the deliveries planned for it, recorded before any delivery exists.
- * A redelivered integration event finds this record and re-creates only the missing deliveries,
- * with the same ids, so a crash half way through a fan-out neither loses nor doubles one.
+ * One outgoing event and the deliveries planned for it, recorded in the append that creates
+ * them (ahead of them where the store writes streams one after the other). A redelivered
+ * integration event finds this record and re-creates only the missing deliveries, with the same
+ * ids, so a crash half way through a fan-out neither loses nor doubles one.
  */
 export interface RecordedWebhookEvent {
   eventId: string;

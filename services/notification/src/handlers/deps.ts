@@ -37,6 +37,9 @@ export interface NotificationDeps {
   laneSettleMs: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
-  /** Tells the local scheduler that deliveries were created or released, so they go out at once. */
-  wakeScheduler: () => void;
+  /**
+   * Tells the local scheduler that deliveries were created or released, so they go out at once;
+   * `created`: the deliveries this process created, which its scheduler prefers to others'.
+   */
+  wakeScheduler: (created?: Iterable<number>) => void;
 }

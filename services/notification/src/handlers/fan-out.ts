@@ -1,7 +1,7 @@
 import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventMetadata } from "@cheese/event-store";
-import { counter, handleCommand, isoNow } from "@cheese/service-kit";
-import { deliveryDecider, deliveryStream } from "../domain/delivery.ts";
+import { commandAlongside, counter, handleCommand, isoNow } from "@cheese/service-kit";
+import { type DeliveryCommand, deliveryDecider, deliveryStream } from "../domain/delivery.ts";
 import {
   envelopeBody,
   type RecordedWebhookEvent,
@@ -51,12 +51,12 @@ const filteredOut = counter({
 export type Targets = { only: number[] } | { except: number[] };
 
 /**
- * Records an outgoing event with one delivery per target, then creates those deliveries.
- * Targets are the registrations subscribed to the kind (paused and disabled ones too: their
- * deliveries wait), or the given ones (webhook.test).
- * Safe to repeat: the recorded plan is reused, and creating an existing delivery does nothing.
- * Several fan-outs may run at once (the consumer handles events concurrently); the deliveries of
- * one event are created together, so the event store commits them in one transaction.
+ * Records an outgoing event with one delivery per target and creates those deliveries, in one
+ * append (one group commit). Targets are the registrations subscribed to the kind (paused and
+ * disabled ones too: their deliveries wait), or the given ones (webhook.test).
+ * Safe to repeat: the recorded plan is reused, its missing deliveries created, and creating an
+ * existing delivery does nothing. Several fan-outs may run at once (the consumer handles events
+ * concurrently).
  */
 export async function fanOut(
   deps: NotificationDeps,
@@ -67,6 +67,7 @@ export async function fanOut(
   const stream = webhookEventStream(outgoing.eventId);
   const [existing] = outgoing.firstDelivery ? [] : await deps.store.readStream(stream, { maxCount: 1 });
   let recorded = existing?.data as RecordedWebhookEvent | undefined;
+  let written = false;
   if (!recorded) {
     const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
     let webhookIds: number[];
@@ -101,19 +102,38 @@ export async function fanOut(
       ...(outgoing.revision !== undefined ? { revision: outgoing.revision } : {}),
       deliveries,
     };
+    // The deliveries are created in the append that records their plan: one write, atomic where
+    // the store is (SQLite). Where it writes the streams one after the other (EventStoreDB), the
+    // plan goes first, so a crash between them leaves a plan whose missing deliveries a repeat of
+    // the event creates (below).
     const result = await handleCommand(
       deps.store,
       stream,
       webhookEventDecider,
       { type: "Record", event: planned },
-      // On the bus's first delivery of the event its record cannot exist: appended unread.
-      { metadata, newStream: outgoing.firstDelivery ?? false },
+      {
+        metadata,
+        // On the bus's first delivery of the event its record cannot exist: appended unread.
+        newStream: outgoing.firstDelivery ?? false,
+        alongside: deliveries.map((delivery) =>
+          commandAlongside(
+            deps.store,
+            deliveryStream(delivery.deliveryId),
+            deliveryDecider,
+            create(deps, planned, delivery),
+            { metadata, after: true },
+          ),
+        ),
+      },
     );
     recorded = result.state.recorded!;
+    written = result.newEvents.length > 0;
   }
   const plan = recorded;
-  // An ordered registration's delivery joins its lane before it exists, so that it holds its
-  // place there from the start (a later event of the aggregate cannot go first meanwhile).
+  // An ordered registration's delivery joins its lane once it exists (a lane never holds a
+  // delivery that was not created). Its first attempt waits the lane's settle time, by which the
+  // earlier events of its aggregate have joined too; one asked before it joined waits for the
+  // lane to move.
   await Promise.all(
     plan.deliveries.map(({ deliveryId, lane }) =>
       lane
@@ -132,30 +152,42 @@ export async function fanOut(
         : undefined,
     ),
   );
-  await Promise.all(
-    plan.deliveries.map(({ webhookId, deliveryId, lane }) => {
-      const facts = {
-        deliveryId,
-        webhookId,
-        eventId: plan.eventId,
-        eventType: plan.type,
-        body: plan.body,
-        createdAt: plan.createdAt,
-        ...(lane ? { lane } : {}),
-      };
-      return handleCommand(
-        deps.store,
-        deliveryStream(deliveryId),
-        deliveryDecider,
-        { type: "Create", facts, delays: lane ? settled(deps) : deps.delays },
-        // A delivery id is fresh from the allocator: its stream exists only if this fan-out is a
-        // repeat (a redelivered event), which the append's "no_stream" check finds.
-        { metadata, newStream: true },
-      );
-    }),
-  );
-  deps.wakeScheduler();
+  // A plan this fan-out did not write (a repeat of the event, or another replica's fan-out of it
+  // first) may lack deliveries: a crash between its streams' writes on a store that is not
+  // atomic. Its deliveries are created again; one that exists is left as it is.
+  if (!written)
+    await Promise.all(
+      plan.deliveries.map((delivery) =>
+        handleCommand(
+          deps.store,
+          deliveryStream(delivery.deliveryId),
+          deliveryDecider,
+          create(deps, plan, delivery),
+          // Most likely there: read first.
+          { metadata },
+        ),
+      ),
+    );
+  deps.wakeScheduler(written ? plan.deliveries.map(({ deliveryId }) => deliveryId) : []);
   return recorded;
+}
+
+/** The command that creates one delivery of a plan. */
+function create(
+  deps: NotificationDeps,
+  plan: RecordedWebhookEvent,
+  { webhookId, deliveryId, lane }: RecordedWebhookEvent["deliveries"][number],
+): DeliveryCommand {
+  const facts = {
+    deliveryId,
+    webhookId,
+    eventId: plan.eventId,
+    eventType: plan.type,
+    body: plan.body,
+    createdAt: plan.createdAt,
+    ...(lane ? { lane } : {}),
+  };
+  return { type: "Create", facts, delays: lane ? settled(deps) : deps.delays };
 }
 
 /**
