@@ -15,8 +15,9 @@ import Database from "better-sqlite3";
 const port = parentPort;
 if (!port) throw new Error("sqlite-reader.js runs as a worker thread of the SQLite event store");
 
-const db = new Database(/** @type {{ file: string }} */ (workerData).file, { fileMustExist: true });
-db.pragma("busy_timeout = 5000");
+const { file, busyTimeoutMs } = /** @type {{ file: string, busyTimeoutMs: number }} */ (workerData);
+const db = new Database(file, { fileMustExist: true });
+db.pragma(`busy_timeout = ${Number(busyTimeoutMs)}`);
 
 /** @type {import("better-sqlite3").Statement<[], { head: number | null }>} */
 const selectHead = db.prepare("SELECT max(position) AS head FROM events");

@@ -25,13 +25,14 @@ import Database from "better-sqlite3";
 const port = parentPort;
 if (!port) throw new Error("sqlite-writer.js runs as a worker thread of the SQLite event store");
 
-const db = new Database(/** @type {{ file: string }} */ (workerData).file);
+const { file, busyTimeoutMs } = /** @type {{ file: string, busyTimeoutMs: number }} */ (workerData);
+const db = new Database(file);
 db.pragma("journal_mode = WAL");
 // FULL fsyncs the WAL on every commit: an acknowledged append survives a crash or power loss.
 db.pragma("synchronous = FULL");
 // Other processes (replicas) write to the same file: wait for their lock instead of failing. The
 // wait blocks only this thread.
-db.pragma("busy_timeout = 5000");
+db.pragma(`busy_timeout = ${Number(busyTimeoutMs)}`);
 
 /** @type {import("better-sqlite3").Statement<[string], { revision: number, deleted: number }>} */
 const selectStream = db.prepare("SELECT revision, deleted FROM streams WHERE name = ?");

@@ -18,7 +18,14 @@ export interface SqliteEventStoreOptions {
   file: string;
   /** How often subscriptions look for appends made by other processes. Default 50 ms. */
   pollIntervalMs?: number;
+  /**
+   * How long a write or read waits for another connection's lock before it fails with
+   * `SQLITE_BUSY`. Default 5 s.
+   */
+  busyTimeoutMs?: number;
 }
+
+const BUSY_TIMEOUT_MS = 5_000;
 
 const PAGE_SIZE = 500;
 /** How long the reader thread stays after the last page it was asked for. */
@@ -117,7 +124,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   db.pragma("synchronous = FULL");
   // This connection reads; it writes only the schema, here, waiting for other processes' locks.
   // Appends and deletes go through the writer thread (below) and its own connection.
-  db.pragma("busy_timeout = 5000");
+  const busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   db.exec(SCHEMA);
   addVersionColumn(db);
 
@@ -174,7 +182,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   let writer: Worker | undefined;
   function startWriter(): Worker {
     const thread = new Worker(new URL("./sqlite-writer.js", import.meta.url), {
-      workerData: { file: options.file },
+      workerData: { file: options.file, busyTimeoutMs },
     });
     thread.on("message", ({ outcomes }: { outcomes: WriteOutcome[] }) => {
       const pending = inFlight ?? [];
@@ -337,7 +345,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   }
   function startReader(): Worker {
     const thread = new Worker(new URL("./sqlite-reader.js", import.meta.url), {
-      workerData: { file: options.file },
+      workerData: { file: options.file, busyTimeoutMs },
     });
     thread.on("message", (reply: PageReply) => {
       const pending = readerPending.get(reply.id);

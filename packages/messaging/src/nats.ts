@@ -687,13 +687,16 @@ class NatsBus implements MessageBus {
   private ensureNotices = (channel: string): Promise<void> => {
     let ensured = this.noticeStreams.get(channel);
     if (!ensured) {
-      // Its followers and announcers all make sure of it; whichever comes first makes it.
+      // Its followers and announcers all make sure of it; whichever comes first makes it. Its first
+      // stream is recorded before anyone follows it (a follower could hold a lease on it).
       const { stream, subject } = noticeStream(channel);
-      ensured = this.streams.ensure(stream, {
-        subjects: [subject],
-        max_age: nanos(NOTICE_MAX_AGE_MS),
-        max_msgs: NOTICE_MAX_MSGS,
-      });
+      ensured = this.streams
+        .ensure(stream, {
+          subjects: [subject],
+          max_age: nanos(NOTICE_MAX_AGE_MS),
+          max_msgs: NOTICE_MAX_MSGS,
+        })
+        .then(() => this.recordFirstStream(channel));
       // A failure is tried again by the next call.
       ensured.catch(() => this.noticeStreams.delete(channel));
       this.noticeStreams.set(channel, ensured);
@@ -730,6 +733,52 @@ class NatsBus implements MessageBus {
     await leases.table.settled(stored.seq, notice, sentAt);
   }
 
+  private noticeStreamsMade: Promise<KeyValue> | undefined;
+
+  /** The bucket of each notice channel's first stream, by its creation time (`created`). */
+  private firstNoticeStreams(): Promise<KeyValue> {
+    if (!this.noticeStreamsMade) {
+      const opened = this.kv(NOTICE_STREAMS_BUCKET);
+      opened.catch(() => {
+        if (this.noticeStreamsMade === opened) this.noticeStreamsMade = undefined;
+      });
+      this.noticeStreamsMade = opened;
+    }
+    return this.noticeStreamsMade;
+  }
+
+  /** Records the channel's stream as its first, unless one is recorded already (never changed). */
+  private async recordFirstStream(channel: string): Promise<void> {
+    const { stream } = noticeStream(channel);
+    const [info, made] = await Promise.all([this.jsm.streams.info(stream), this.firstNoticeStreams()]);
+    await made.create(channel, encodeJson(info.created)).catch((error: unknown) => {
+      if (!(error instanceof KvConflictError)) throw error;
+    });
+  }
+
+  /**
+   * Where an announcer's follower that starts now can read every grant stored before it: the
+   * stream's last sequence, when the stream still holds every record it was ever given (from
+   * sequence 1, at most {@link REPLAY_MAX_RECORDS}) and is the channel's first stream (so no
+   * follower can hold a lease from a stream made before it, unseen); else undefined (it starts at
+   * the end, and counts a lease blind).
+   */
+  private replayableEnd = async (channel: string): Promise<Replay | undefined> => {
+    const info = await this.firstStreamInfo(channel);
+    if (!info) return undefined;
+    const { first_seq: first, last_seq: last } = info.state;
+    return first <= 1 && last <= REPLAY_MAX_RECORDS ? { end: last, created: info.created } : undefined;
+  };
+
+  /** The stream's info, if it is the channel's first stream (as recorded); else undefined. */
+  private firstStreamInfo = async (channel: string): Promise<StreamInfo | undefined> => {
+    const { stream } = noticeStream(channel);
+    const [info, made] = await Promise.all([this.jsm.streams.info(stream), this.firstNoticeStreams()]);
+    const first = await made.get(channel);
+    if (!first) return undefined;
+    return decodeJson(first.value) === info.created ? info : undefined;
+  };
+
   /** Per channel announced on: its lease holders, as this bus's own follower of it and their acks tell. */
   private readonly leaseTables = new Map<string, { id: string; table: LeaseTable }>();
 
@@ -749,7 +798,10 @@ class NatsBus implements MessageBus {
       this.whileUp,
       this.link,
       {
-        onStart: () => leases.restart(),
+        replayable: () => this.replayableEnd(channel),
+        stillFirst: async (created) => (await this.firstStreamInfo(channel))?.created === created,
+        onStart: (replaying) => leases.restart(replaying),
+        onCaughtUp: () => leases.caughtUp(),
         onRecord: (seq, record, from) => {
           if (record) leases.record(seq, record);
           const [announcer, notice] = from?.split(" ") ?? [];
@@ -1376,10 +1428,25 @@ class NatsConsumer {
   }
 }
 
+/** A replay of a notice stream from its first record: its last sequence then, and its `created`. */
+interface Replay {
+  end: number;
+  created: string;
+}
+
 /** What an announcer's own follower of a channel tells its lease table. */
 interface FollowerHooks {
-  /** Started after the channel's end, as the leader just told it. */
-  onStart?(): void;
+  /** Where a start may replay the whole stream (from sequence 1), or undefined: start at its end. */
+  replayable?(): Promise<Replay | undefined>;
+  /** The channel's stream is still the first one, made at `created` (a replay's stream). */
+  stillFirst?(created: string): Promise<boolean>;
+  /** Started after the channel's end, as the leader just told it, or (`replaying`) at its start. */
+  onStart?(replaying: boolean): void;
+  /**
+   * A replay applied every record up to the end it started for, without a gap, and the stream is
+   * still the one it read.
+   */
+  onCaughtUp?(): void;
   /** Applied `seq`: a lease record, or (undefined) a notice, `from` its announcer ({@link FROM_HEADER}). */
   onRecord?(seq: number, record: LeaseRecord | undefined, from?: string): void;
   /** Stopped following (a drop, a close): it may miss records until it starts again. */
@@ -1396,6 +1463,14 @@ interface FollowerLease {
   append(record: LeaseRecord): Promise<unknown>;
   ack(holder: string, seq: number): void;
 }
+
+/**
+ * The most records an announcer's follower reads back from a notice stream's first one when it
+ * starts (a few minutes of a few gateways' grants); past that it starts at the end.
+ */
+const REPLAY_MAX_RECORDS = 10_000;
+/** Each notice channel's first stream (its `created`), by channel. */
+const NOTICE_STREAMS_BUCKET = "notice_streams";
 
 /** The longest a closing holder waits for its release to be stored. */
 const RELEASE_WAIT_MS = 500;
@@ -1424,6 +1499,8 @@ class NatsFollower {
   private ackQueued = false;
   /** This run's lease holder (with a lease). */
   private holder: LeaseHolder | undefined;
+  /** Runs of the consumer started (a replay's end is told only to the run that read it). */
+  private runs = 0;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -1540,9 +1617,14 @@ class NatsFollower {
       const lost = this.link.lost();
       const what = `notices ${this.channel}`;
       let stopRenewing = () => {};
+      const run = ++this.runs;
       try {
         await unlessLost(this.ensure(), lost, what);
-        const start = await this.lastSequence(lost);
+        // Not known, or the question failed: the follower starts at the end.
+        const replay = this.hooks.replayable
+          ? await unlessLost(this.hooks.replayable(), lost, what).catch(() => undefined)
+          : undefined;
+        const start = replay ? 0 : await this.lastSequence(lost);
         const consumer = await unlessLost(
           this.js.consumers.get(this.stream, {
             deliver_policy: DeliverPolicy.StartSequence,
@@ -1561,17 +1643,29 @@ class NatsFollower {
         })().catch(() => {});
         this.applied.restart(start);
         this.handlers.onReset();
-        this.hooks.onStart?.();
+        this.hooks.onStart?.(replay !== undefined);
         this.following = !this.closing;
         this.queueAck();
         stopRenewing = this.renewing();
+        let replaying = replay;
+        if (replaying && replaying.end === 0) {
+          this.caughtUp(run, replaying);
+          replaying = undefined;
+        }
         for await (const m of messages) {
           const seq = m.info.streamSequence;
           if (seq <= this.applied.value) continue;
-          // A gap (notices aged out before they came): what they said is unknown.
-          if (seq !== this.applied.value + 1) this.handlers.onReset();
+          if (seq !== this.applied.value + 1) {
+            // A gap (notices aged out before they came): what they said is unknown.
+            this.handlers.onReset();
+            replaying = undefined;
+          }
           this.apply(seq, m);
           this.queueAck();
+          if (replaying && seq >= replaying.end) {
+            this.caughtUp(run, replaying);
+            replaying = undefined;
+          }
         }
       } catch (err) {
         if (this.closing) return;
@@ -1586,6 +1680,20 @@ class NatsFollower {
         this.hooks.onStop?.();
       }
     }
+  }
+
+  /**
+   * A replay reached its end: told once the stream proves to be the one it read (not made again
+   * meanwhile), if this run still follows.
+   */
+  private caughtUp(run: number, replay: Replay): void {
+    const stillFirst = this.hooks.stillFirst;
+    if (!stillFirst) return;
+    void stillFirst(replay.created)
+      .catch(() => false)
+      .then((same) => {
+        if (same && run === this.runs && this.following) this.hooks.onCaughtUp?.();
+      });
   }
 
   /** Applies the message `seq`: a lease record (a header, no body) or a notice for the handlers. */

@@ -180,6 +180,10 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   for (const channel of need.follows ?? []) {
     publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
   }
+  // Each channel's first stream, recorded in `notice_streams` by whoever makes sure of the stream
+  // (before it follows it), read by an announcer that starts.
+  if (need.announces?.length || need.follows?.length)
+    publish.push(...streamApi("KV_notice_streams"), "$KV.notice_streams.>");
   publish.push(...(need.broadcasts ?? []));
   subscribe.push(...(need.hearsBroadcasts ?? []));
   return { publish: [...new Set(publish)], subscribe: [...new Set(subscribe)] };

@@ -124,6 +124,8 @@ export class LeaseTable {
   private readonly holders = new Map<string, Holder>();
   /** Grants from before the follower started are unknown: nothing settles early before this. */
   private blindUntil = Number.POSITIVE_INFINITY;
+  /** The follower started at the stream's first record and has not reached its end yet. */
+  private replaying = false;
   private readonly waiters = new Set<Waiter>();
   /** Where this announcer's follower saw its own notices (by number), not yet waited for. */
   private readonly seen = new Map<number, number>();
@@ -134,10 +136,28 @@ export class LeaseTable {
     private readonly timers: Timers = realTimers,
   ) {}
 
-  /** The follower (re)started at the channel's end, as told just now (after the answer came). */
-  restart(): void {
+  /**
+   * The follower (re)started, as told just now (after the answer came): at the channel's end, or
+   * (`replaying`) at its first record, where it reads every grant and release the stream ever
+   * held before it reaches the end ({@link caughtUp}). Either way no announce settles early for a
+   * lease's count from now, unless the replay reaches the end first.
+   */
+  restart(replaying = false): void {
     this.holders.clear();
     this.blindUntil = this.now() + LEASE_COUNTED_BY_ANNOUNCER_MS;
+    this.replaying = replaying;
+    this.check();
+  }
+
+  /**
+   * The replaying follower applied the record that was the channel's end when it started: every
+   * grant ever stored on the stream before then is in the table (counted from when it was seen,
+   * as any grant), so none is unknown any more.
+   */
+  caughtUp(): void {
+    if (!this.replaying) return;
+    this.replaying = false;
+    this.blindUntil = Number.NEGATIVE_INFINITY;
     this.check();
   }
 
@@ -145,6 +165,7 @@ export class LeaseTable {
   stopped(): void {
     this.holders.clear();
     this.blindUntil = Number.POSITIVE_INFINITY;
+    this.replaying = false;
   }
 
   /** The follower applied the lease record `seq`. */

@@ -392,6 +392,54 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("has a starting announcer read back the grants before it: no blind wait without a holder, a silent holder's grant waited out, a stream made again counted blind", async () => {
+    const channel = `replayed${Date.now()}`;
+    const nc = await connect({ servers: server.url });
+    const js = nc.jetstream();
+    const grant = (n: number) => {
+      const h = natsHeaders();
+      h.set(LEASE_HEADER, `ghost ${n}`);
+      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+    };
+    const buses: MessageBus[] = [];
+    /** A catalogue replica that starts now: its first announce, and how long it took. */
+    const firstAnnounce = async (payload: number) => {
+      const bus = await connectNatsBus({
+        url: server.url,
+        name: `announcer${payload}`,
+        logger: silentLogger,
+      });
+      buses.push(bus);
+      const start = performance.now();
+      await bus.announce(channel, payload);
+      return performance.now() - start;
+    };
+    try {
+      // No lease holder on the channel: the first write does not wait a lease blind.
+      expect(await firstAnnounce(0)).toBeLessThan(LEASE_COUNTED_BY_ANNOUNCER_MS / 2);
+      // A holder took a grant before the next replica started, then fell silent: it is waited out.
+      await grant(1);
+      expect(await firstAnnounce(1)).toBeGreaterThan(LEASE_COUNTED_BY_ANNOUNCER_MS - 500);
+      // The same holder renewing and saying what it applied: waited for only until it says so.
+      await grant(2);
+      const acking = setInterval(
+        () => nc.publish(`notices.${channel}.applied`, JSON.stringify({ holder: "ghost", seq: 1_000_000 })),
+        20,
+      );
+      try {
+        expect(await firstAnnounce(2)).toBeLessThan(LEASE_COUNTED_BY_ANNOUNCER_MS / 2);
+      } finally {
+        clearInterval(acking);
+      }
+      // The stream deleted and made again: a lease on the one before cannot be read back.
+      await (await nc.jetstreamManager()).streams.delete(`NOTICES_${channel}`);
+      expect(await firstAnnounce(3)).toBeGreaterThan(LEASE_COUNTED_BY_ANNOUNCER_MS - 500);
+    } finally {
+      for (const bus of buses) await bus.close();
+      await nc.close();
+    }
+  });
+
   it("holds a notice follower's barrier once every notice has left the stream, and covers the next notice", async () => {
     const channel = `emptied${Date.now()}`;
     const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });

@@ -121,6 +121,55 @@ describe("an announcer's lease table", () => {
     expect(await isSettled(settled)).toBe(true);
   });
 
+  it("settles at once when a follower that replays the whole stream reached its end and read no grant", async () => {
+    const time = manualTime();
+    const leases = new LeaseTable(time.now, time.timers);
+    leases.restart(true);
+    const notice = leases.nextNotice();
+    const settled = leases.settled(11, notice, time.now());
+    leases.own(11, notice);
+    expect(await isSettled(settled)).toBe(false); // still reading what came before
+    leases.caughtUp();
+    expect(await isSettled(settled)).toBe(true);
+  });
+
+  it("still waits, after a replay, for a holder whose grant it read there until it says it applied the notice", async () => {
+    const time = manualTime();
+    const leases = new LeaseTable(time.now, time.timers);
+    leases.restart(true);
+    time.advance(100);
+    leases.record(3, { holder: "g1", grant: 7 }); // stored long ago, read now: counted from now
+    leases.caughtUp();
+    const notice = leases.nextNotice();
+    const settled = leases.settled(11, notice, time.now());
+    leases.own(11, notice);
+    expect(await isSettled(settled)).toBe(false);
+    leases.acked("g1", 11);
+    expect(await isSettled(settled)).toBe(true);
+    // Silent, it is waited out by the announcer's count from when the replay read its grant.
+    const later = leases.nextNotice();
+    const silent = leases.settled(12, later, time.now());
+    leases.own(12, later);
+    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS - 1);
+    expect(await isSettled(silent)).toBe(false);
+    time.advance(1);
+    expect(await isSettled(silent)).toBe(true);
+  });
+
+  it("does not end the blind count on a replay's end after it started over at the channel's end", async () => {
+    const time = manualTime();
+    const leases = new LeaseTable(time.now, time.timers);
+    leases.restart(true);
+    leases.restart();
+    leases.caughtUp(); // a late word from the replay before: the grants from before are unknown
+    const notice = leases.nextNotice();
+    const settled = leases.settled(11, notice, time.now());
+    leases.own(11, notice);
+    expect(await isSettled(settled)).toBe(false);
+    time.advance(LEASE_COUNTED_BY_ANNOUNCER_MS);
+    expect(await isSettled(settled)).toBe(true);
+  });
+
   it("settles once every holder with a grant before the notice said it applied it", async () => {
     const { leases, announce } = table();
     leases.record(1, { holder: "g1", grant: 1 });

@@ -6,6 +6,7 @@ import type {
   ReadModelSnapshots,
   ReadModelStore,
 } from "@cheese/read-models";
+import type { Clock } from "./clock.ts";
 import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { observedGauge, projectedSeries, projectionLag } from "./metrics.ts";
@@ -61,6 +62,8 @@ export interface ProjectionOptions {
   generationCheckMs?: number;
   /** ...and how long after a switch the generation read before is dropped (default 30 s). */
   dropAfterMs?: number;
+  /** Times the pause before a failed run starts again (real time unless a test injects one). */
+  clock?: Clock;
 }
 
 /** What `apply` is told besides the event. */
@@ -273,6 +276,7 @@ export async function startProjection(options: ProjectionOptions): Promise<Proje
       eventStore,
       categories,
       logger,
+      ...(options.clock ? { clock: options.clock } : {}),
       after: () => (confirmed === -1 ? undefined : confirmed),
       overwrites: () => (unread && !caughtUpOnce ? (options.overwrites ?? []) : []),
       beforeSubscribe: async () => {

@@ -5,8 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEventStoreDbStore } from "../../event-store/src/eventstoredb.ts";
 // The EventStoreDB protocol stand-in of the event-store package's tests (no EventStoreDB runs here).
 import { startEventStoreDbStandIn } from "../../event-store/test/stand-in/eventstoredb.ts";
+import { FOLLOW_RESTART_MAX_MS, FOLLOW_RESTART_MS } from "../src/follow.ts";
 import { createLogger } from "../src/logger.ts";
 import { type ProjectionOptions, startProjection } from "../src/projection.ts";
+import { ManualClock } from "../src/testing.ts";
 
 const things: CollectionDefinition = {
   name: "things",
@@ -259,17 +261,31 @@ describe("projection restarts", () => {
       },
     };
     const seen: number[] = [];
+    const clock = new ManualClock();
     const projection = await startProjection({
       ...base(flaky),
+      clock,
       apply: async (event) => {
         seen.push(event.revision);
       },
     });
     try {
       await store.append("thing-1", [{ type: "Made", data: {} }], { expectedRevision: "no_stream" });
-      // Four failed runs in a row: pauses of 1, 2, 4 and 8 s (followStore's back-off).
-      await expect.poll(() => seen, { timeout: 25_000 }).toEqual([0]);
+      // Four failed runs in a row, each followed by followStore's pause (1, 2, 4 and 4 s), on the
+      // injected clock: moved on while nothing is applied yet.
+      let moved = 0;
+      const applied = async () => {
+        if (seen.length === 0) {
+          await clock.advance(250);
+          moved += 250;
+        }
+        return seen;
+      };
+      await expect.poll(applied, { timeout: 20_000 }).toEqual([0]);
       expect(failuresLeft).toBe(0);
+      expect(moved).toBeGreaterThanOrEqual(
+        FOLLOW_RESTART_MS + 2 * FOLLOW_RESTART_MS + 2 * FOLLOW_RESTART_MAX_MS,
+      );
     } finally {
       await projection.close();
       await store.close();

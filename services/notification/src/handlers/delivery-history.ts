@@ -1,8 +1,8 @@
-import { unavailable } from "@cheese/service-kit";
+import { type Timer, unavailable } from "@cheese/service-kit";
 import type { NotificationDeps } from "./deps.ts";
 
 /** How long a query waits for a delivery history still being rebuilt before answering 503. */
-const LOADING_WAIT_MS = 3000;
+export const LOADING_WAIT_MS = 3000;
 
 /**
  * Waits until the `deliveries` read model holds every delivery. With in-memory read models and no
@@ -12,14 +12,14 @@ const LOADING_WAIT_MS = 3000;
  * never gets here: the live one answers meanwhile.
  */
 export async function deliveryHistory(deps: NotificationDeps): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
   const loaded = await Promise.race([
     deps.deliveries.ready.then(() => true),
     new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), LOADING_WAIT_MS);
+      timer = deps.clock.setTimeout(() => resolve(false), LOADING_WAIT_MS);
     }),
   ]);
-  clearTimeout(timer);
+  timer?.cancel();
   if (!loaded) {
     throw unavailable("the delivery history is still loading; retry shortly");
   }
