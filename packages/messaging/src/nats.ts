@@ -1361,11 +1361,17 @@ class NatsConsumer {
     };
   }
 
-  /** Where a new durable starts: after what exists now, or where the durable it replaces stands. */
+  /**
+   * Where a new durable starts: after the stream's last event now, or where the durable it
+   * replaces stands. An explicit sequence rather than `DeliverPolicy.New`: on a cluster every
+   * replica of the consumer then starts there, whenever it applies the consumer's creation.
+   */
   private async startOf(startAt: "new" | { after: string }): Promise<Partial<ConsumerConfig>> {
     const replaced = startAt === "new" ? undefined : await this.consumerInfo(startAt.after);
-    if (!replaced) return { deliver_policy: DeliverPolicy.New };
-    return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: replaced.ack_floor.stream_seq + 1 };
+    const seq = replaced
+      ? replaced.ack_floor.stream_seq + 1
+      : (await this.jsm.streams.info(this.stream)).state.last_seq + 1;
+    return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: seq };
   }
 
   private async consumerInfo(durable: string): Promise<ConsumerInfo | undefined> {
