@@ -18,7 +18,7 @@ import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { previewFilter } from "./handlers/filter-preview.ts";
-import { WebhookSources } from "./handlers/integration-events.ts";
+import { SOURCES_READY_TIMEOUT_MS, WebhookSources } from "./handlers/integration-events.ts";
 import { observeDeadLetters } from "./handlers/metrics.ts";
 import {
   createWebhook,
@@ -103,7 +103,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       replayMax: config.WEBHOOK_REPLAY_MAX,
       laneSettleMs: config.WEBHOOK_LANE_SETTLE,
       clock,
-      wantKinds: (kinds) => webhookSources.want(kinds),
+      wantKinds: (kinds) => webhookSources.want(kinds, SOURCES_READY_TIMEOUT_MS),
       wakeScheduler: (created) => scheduler.wake(created),
     };
     const webhookSources = new WebhookSources(ctx.bus, deps, logger);

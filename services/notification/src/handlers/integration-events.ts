@@ -1,5 +1,11 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import { type Consumer, consumeEvents, type DeliveredEvent, type MessageBus } from "@cheese/messaging";
+import {
+  BusUnavailableError,
+  type Consumer,
+  consumeEvents,
+  type DeliveredEvent,
+  type MessageBus,
+} from "@cheese/messaging";
 import {
   contextFromHeaders,
   contextMetadata,
@@ -18,12 +24,14 @@ import type { NotificationDeps } from "./deps.ts";
 import { fanOut, hasSubscriber } from "./fan-out.ts";
 
 /**
- * The durable of every source service's integration events, shared by the replicas: one per
- * source (`notification-webhooks-catalogue`…), each with a single filter subject (what
- * nats-server 2.9 takes), created when the first registration wanting one of its kinds is
- * recorded. An event no registration has ever wanted is never fetched.
+ * The durable of one source service's integration events (`notification-webhooks-catalogue`…),
+ * shared by the replicas: on nats-server 2.9 one filter subject (`events.catalogue.cheese.>`),
+ * the exact subjects on 2.10. Created when the first registration wanting one of its kinds is
+ * recorded: an event of a source no registration has ever wanted is never fetched.
  */
 export const webhookConsumer = (source: string) => `notification-webhooks-${source}`;
+/** How long a registration waits for its sources' durables before it is refused (503). */
+export const SOURCES_READY_TIMEOUT_MS = 5_000;
 /** The one durable of every source before them: replaced by theirs at start, then deleted. */
 export const LEGACY_WEBHOOK_CONSUMER = "notification-webhooks";
 /**
@@ -82,9 +90,26 @@ export class WebhookSources {
       this.logger.info({ durable: LEGACY_WEBHOOK_CONSUMER }, "replaced by one durable per source; deleted");
   }
 
-  /** Resolves once every source of `kinds` is consumed here (its durable exists). */
-  async want(kinds: readonly WebhookEventKind[]): Promise<void> {
-    await Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source).ready()));
+  /**
+   * Resolves once every source of `kinds` is consumed here (its durable exists). With
+   * `timeoutMs`, fails with a 503 when the bus has not made them by then: the registration
+   * asking is then not recorded (the durables, once made, stay).
+   */
+  async want(kinds: readonly WebhookEventKind[], timeoutMs?: number): Promise<void> {
+    const ready = Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source).ready()));
+    if (timeoutMs === undefined) return void (await ready);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new BusUnavailableError(`the durables of ${kinds.join(", ")} not made in time`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([ready, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private consumer(source: string): Consumer {
