@@ -1331,22 +1331,36 @@ class NatsConsumer {
    * starts anywhere but at the stream's start is added with the place it has, if it exists.
    */
   private async ensureDurable(): Promise<void> {
+    const add = (start: Partial<ConsumerConfig>) =>
+      this.jsm.consumers.add(this.stream, {
+        durable_name: this.options.durable,
+        ...this.filter(),
+        ack_policy: AckPolicy.Explicit,
+        ...start,
+        ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+        // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
+        max_deliver: -1,
+        // Adding an existing durable with another max_ack_pending updates it (an editable field).
+        max_ack_pending: this.maxInFlight,
+      });
     const startAt = this.options.startAt ?? "all";
-    const start =
-      startAt === "all" || this.source.stream === DEAD_LETTER_STREAM
-        ? { deliver_policy: DeliverPolicy.All }
-        : ((await this.placeOf(this.options.durable)) ?? (await this.startOf(startAt)));
-    await this.jsm.consumers.add(this.stream, {
-      durable_name: this.options.durable,
-      ...this.filter(),
-      ack_policy: AckPolicy.Explicit,
-      ...start,
-      ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
-      // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
-      max_deliver: -1,
-      // Adding an existing durable with another max_ack_pending updates it (an editable field).
-      max_ack_pending: this.maxInFlight,
-    });
+    if (startAt === "all" || this.source.stream === DEAD_LETTER_STREAM) {
+      await add({ deliver_policy: DeliverPolicy.All });
+      return;
+    }
+    const place = await this.placeOf(this.options.durable);
+    if (place) {
+      await add(place);
+      return;
+    }
+    try {
+      await add(await this.startOf(startAt));
+    } catch (error) {
+      // Another client made it meanwhile, from its own reading of the stream: take its place.
+      const made = await this.placeOf(this.options.durable);
+      if (!made) throw error;
+      await add(made);
+    }
   }
 
   /** Where an existing durable was created to start (its config's), or undefined without it. */

@@ -275,6 +275,27 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         expect(got.map((e) => e.payload)).toEqual(["after", "while closed", "last"]);
       });
 
+      it("makes one durable of two clients creating it with startAt new at once: an event reaches one of them, once", async () => {
+        const [a, b] = [await client("a"), await client("b")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `raced-${uid()}`;
+        const got: string[] = [];
+        const consumers = [a, b].map((bus, i) =>
+          bus.consume({
+            durable,
+            subjects: [subject],
+            startAt: "new",
+            handler: async (event) => void got.push(`${i}:${event.payload}`),
+          }),
+        );
+        await Promise.all(consumers.map((consumer) => consumer.ready()));
+        const [first, last] = [`first-${uid()}`, `last-${uid()}`];
+        await a.publish({ id: first, subject, payload: "first" });
+        await a.publish({ id: last, subject, payload: "last" });
+        await waitFor(() => got.length >= 2, "both events");
+        expect(got.map((entry) => entry.split(":")[1]).sort()).toEqual(["first", "last"]);
+      });
+
       it("starts a durable replacing another at its first unacknowledged event; deleteDurable removes the old one", async () => {
         const bus = await client();
         const subject = `events.test${uid()}.thing.happened`;
