@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,6 +62,50 @@ describe("webhooks with two notification replicas", () => {
     for (const delivery of items) {
       expect(delivery.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
     }
+  });
+
+  it("delivers the events of a source first wanted on one replica from either, also after a restart", async () => {
+    // No registration of this suite wants a customer kind before: the customer events' durable
+    // is created by this registration, before its 201.
+    const hook = await register("/customers", ["customer.created"]);
+    // The killed process ran a replica of the customer service too: right after a kill the
+    // system may answer a create 503 (with Retry-After) for a moment, and a client asks again.
+    const newCustomer = async () => {
+      let username = "";
+      await expect
+        .poll(
+          async () => {
+            username = `replica_${randomUUID().slice(0, 8)}`;
+            const body = { username, email: `${username}@example.com`, password: "correct horse battery" };
+            return (await api("POST", "/customer", body, {})).status;
+          },
+          { timeout: 20_000, interval: 250 },
+        )
+        .toBe(201);
+      return username;
+    };
+    const arrived = (username: string) =>
+      expect
+        .poll(
+          () =>
+            receiver
+              .requests("/customers")
+              .some((r) => verifyWebhook(hook.secret, r.rawBody, r.headers).data.username === username),
+          { timeout: 20_000, interval: 100 },
+        )
+        .toBe(true);
+    await arrived(await newCustomer());
+    // Each replica in turn is killed: the other, whichever recorded the registration, takes the
+    // events; then the first, restarted, takes them alone, its source found in its read model.
+    const [first, second] = system.pids().notification!;
+    for (const killed of [first!, second!]) {
+      process.kill(killed, "SIGKILL");
+      await expect.poll(() => system.pids().notification!.includes(killed)).toBe(false);
+      await arrived(await newCustomer());
+      await expect.poll(() => system.pids().notification!.length, { timeout: 30_000, interval: 200 }).toBe(2);
+    }
+    await arrived(await newCustomer());
+    expect([...countById(receiver.requests("/customers")).values()].every((n) => n === 1)).toBe(true);
   });
 
   it("delivers each event once to a healthy receiver", async () => {

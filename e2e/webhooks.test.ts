@@ -69,6 +69,10 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
   };
 
   it("sends cheese.new_arrival, signed, when a cheese is created, and only to registrations that want it", async () => {
+    // Created while no registration wants a catalogue kind: it happened before the registration.
+    const before = await api("POST", "/cheeses", { name: "Unwatched Tomme", pricePerKg: 20 }, auth.bearer);
+    expect(before.status).toBe(201);
+    // The first registration for a catalogue kind: every cheese created after its 201 reaches it.
     const arrivals = await register("/arrivals", ["cheese.new_arrival"]);
     await register("/orders-only", ["order.placed"]);
     const created = await api(
@@ -103,6 +107,7 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
       deadLettered: false,
     });
     expect(String(delivery.id)).toBe(request!.headers["x-cheese-delivery"]);
+    expect(await deliveries(arrivals.id)).toHaveLength(1);
     expect(receiver.requests("/orders-only")).toHaveLength(0);
   });
 

@@ -26,6 +26,7 @@ import { AppliedSequence, NOTICE_BARRIER_WAIT_MS } from "./notices.ts";
 import {
   type Closable,
   type ConsumeOptions,
+  type Consumer,
   closedForRequests,
   type DeadLetter,
   type DeadLetterListener,
@@ -200,8 +201,27 @@ class Broker {
     for (const durable of this.durables.values()) this.pump(durable);
   }
 
-  /** The durable of that name; a new one starts at the oldest retained event (deliver-all). */
-  private durable(name: string): Durable {
+  /** Deletes a durable with what it holds; false if there was none. */
+  deleteDurable(name: string): boolean {
+    const d = this.durables.get(name);
+    if (!d) return false;
+    for (const p of d.pending.values()) clearTimeout(p.timer);
+    this.durables.delete(name);
+    return true;
+  }
+
+  /** Where a durable created now starts (`ConsumeOptions.startAt`). */
+  private startOf(startAt: NonNullable<ConsumeOptions["startAt"]>): number {
+    if (startAt === "all") return 1;
+    const replaced = startAt === "new" ? undefined : this.durables.get(startAt.after);
+    if (!replaced) return this.lastSeq + 1;
+    // Its first unacknowledged event (replayed dead letters have negative keys).
+    const held = [...replaced.pending.keys()].filter((key) => key > 0);
+    return Math.min(replaced.nextSeq, ...held);
+  }
+
+  /** The durable of that name; a new one starts where `startAt` says (deliver-all by default). */
+  private durable(name: string, startAt: NonNullable<ConsumeOptions["startAt"]> = "all"): Durable {
     let d = this.durables.get(name);
     if (!d) {
       d = {
@@ -211,7 +231,7 @@ class Broker {
         deadLetterAfterMs: this.deadLetterAfterMs,
         maxInFlight: 1,
         replays: [],
-        nextSeq: 1,
+        nextSeq: this.startOf(startAt),
         members: [],
         turn: 0,
         pending: new Map(),
@@ -222,7 +242,7 @@ class Broker {
   }
 
   join(options: ConsumeOptions, member: Member): () => void {
-    const durable = this.durable(options.durable);
+    const durable = this.durable(options.durable, options.startAt ?? "all");
     // Like re-adding a NATS durable: the latest options win.
     durable.subjects = options.subjects;
     durable.maxRedeliveryDelayMs = options.maxRedeliveryDelayMs ?? DEFAULT_MAX_REDELIVERY_DELAY_MS;
@@ -473,7 +493,7 @@ class InProcessBus implements MessageBus {
     this.broker.publish(event);
   }
 
-  consume(options: ConsumeOptions): Closable {
+  consume(options: ConsumeOptions): Consumer {
     this.assertOpen();
     const mine: Work = new Set();
     const leave = this.broker.join(options, {
@@ -484,10 +504,17 @@ class InProcessBus implements MessageBus {
           mine,
         ),
     });
-    return this.register(async () => {
+    const closable = this.register(async () => {
       leave();
       await Promise.allSettled([...mine]);
     });
+    // The durable exists from the join on.
+    return { close: () => closable.close(), ready: async () => {} };
+  }
+
+  async deleteDurable(name: string): Promise<boolean> {
+    this.assertOpen();
+    return this.broker.deleteDurable(name);
   }
 
   async broadcast(subject: string, payload: unknown): Promise<void> {

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
+  type ConsumerConfig,
   ConsumerEvents,
+  type ConsumerInfo,
   connect,
   createInbox,
   DeliverPolicy,
@@ -40,6 +42,7 @@ import {
   BusUnavailableError,
   type Closable,
   type ConsumeOptions,
+  type Consumer,
   closedForRequests,
   type DeadLetter,
   type DeadLetterListener,
@@ -151,6 +154,7 @@ const KV_NO_RESPONDERS_RETRY_MS = 250;
 /** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
+const CONSUMER_NOT_FOUND = 10014;
 /** `add` refused while another's `add` of the same stream is under way. */
 const STREAM_NAME_IN_USE = 10058;
 const SUBJECTS_OVERLAP = 10065;
@@ -640,7 +644,7 @@ class NatsBus implements MessageBus {
    * Two pull consumers of the same durable name: one on the EVENTS stream, one on the dead
    * letters replayed to this durable (see {@link NatsDeadLetters}).
    */
-  consume(options: ConsumeOptions): Closable {
+  consume(options: ConsumeOptions): Consumer {
     const consumers = [eventsSource(this.stream, options.subjects), replaySource(options.durable)].map(
       (source) =>
         new NatsConsumer(
@@ -656,7 +660,20 @@ class NatsBus implements MessageBus {
           this.letters,
         ),
     );
-    return this.register({ close: async () => void (await Promise.all(consumers.map((c) => c.close()))) });
+    const registered = this.register({
+      close: async () => void (await Promise.all(consumers.map((c) => c.close()))),
+    });
+    return { close: () => registered.close(), ready: () => consumers[0]!.ready() };
+  }
+
+  async deleteDurable(name: string): Promise<boolean> {
+    this.reachable(`delete consumer ${name}`);
+    try {
+      return await this.jsm.consumers.delete(this.stream, name);
+    } catch (error) {
+      if (error instanceof NatsError && error.api_error?.err_code === CONSUMER_NOT_FOUND) return false;
+      rethrowUnreachable(error, `delete consumer ${name}`);
+    }
   }
 
   deadLetters(): DeadLetters {
@@ -1111,6 +1128,23 @@ function eventsSource(stream: string, subjects: string[]): ConsumerSource {
   };
 }
 
+/**
+ * The narrowest single filter taking every one of `subjects`: their common leading tokens and
+ * `>` (`events.>` at widest), or the subject itself when they are all one.
+ */
+function coveringSubject(subjects: string[]): string {
+  const split = subjects.map((s) => s.split("."));
+  if (split.every((tokens) => tokens.join(".") === subjects[0])) return subjects[0]!;
+  const shortest = Math.min(...split.map((tokens) => tokens.length));
+  const common: string[] = [];
+  for (let i = 0; i < shortest - 1; i++) {
+    const token = split[0]![i]!;
+    if (token === ">" || split.some((tokens) => tokens[i] !== token)) break;
+    common.push(token);
+  }
+  return [...common, ">"].join(".");
+}
+
 function replaySource(durable: string): ConsumerSource {
   const subject = `${REPLAY_SUBJECT}.${durable}`;
   return {
@@ -1175,6 +1209,8 @@ class NatsConsumer {
   private readonly failing = new Map<number, number>();
   /** Resolved by `close`, so a loop waiting for the connection stops waiting. */
   private readonly closed = signal();
+  /** Resolved once the durable is known to exist on the server. */
+  private readonly exists = signal();
   private readonly stream: string;
 
   constructor(
@@ -1205,6 +1241,16 @@ class NatsConsumer {
     if (!this.nc.isClosed()) await this.whileUp(() => this.nc.flush());
   }
 
+  /** Resolves once the durable exists; rejects if this consumer closes first. */
+  ready(): Promise<void> {
+    return Promise.race([
+      this.exists.promise,
+      this.closed.promise.then(() => {
+        throw new Error(`consumer ${this.options.durable} closed before its durable existed`);
+      }),
+    ]);
+  }
+
   /** Resolves when the connection is up, or this consumer closing (then `closing` is true). */
   private async connectionUp(): Promise<void> {
     await Promise.race([this.link.whenUp(), this.closed.promise]);
@@ -1228,6 +1274,7 @@ class NatsConsumer {
         if (this.source.stream === DEAD_LETTER_STREAM)
           await unlessLost(this.letters.ensureStream(), lost, `consumer ${this.options.durable}`);
         await unlessLost(this.ensureDurable(), lost, `consumer ${this.options.durable}`);
+        this.exists.resolve();
         const consumer = await unlessLost(
           this.js.consumers.get(this.stream, this.options.durable),
           lost,
@@ -1266,27 +1313,88 @@ class NatsConsumer {
     return Math.max(1, this.options.maxInFlight ?? 1);
   }
 
-  /** Multiple filter subjects need nats-server 2.10; older servers get one filter or the whole stream. */
+  /**
+   * Multiple filter subjects need nats-server 2.10; older servers get one filter, the narrowest
+   * wildcard taking them all (`events.catalogue.cheese.>` for two catalogue events).
+   */
   private filter(): { filter_subject?: string; filter_subjects?: string[] } {
     const { subjects } = this.source;
     if (subjects.length === 1) return { filter_subject: subjects[0]! };
     const [major = 0, minor = 0] = (this.nc.info?.version ?? "0.0").split(".").map(Number);
     if (major > 2 || (major === 2 && minor >= 10)) return { filter_subjects: subjects };
-    return { filter_subject: "events.>" };
+    return { filter_subject: coveringSubject(subjects) };
   }
 
+  /**
+   * Adds the durable, or updates the one there: re-adding it with another `max_ack_pending` (or,
+   * on 2.10, other filters) updates those, and its place in the stream stays. A durable that
+   * starts anywhere but at the stream's start is added with the place it has, if it exists.
+   */
   private async ensureDurable(): Promise<void> {
-    await this.jsm.consumers.add(this.stream, {
-      durable_name: this.options.durable,
-      ...this.filter(),
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
-      // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
-      max_deliver: -1,
-      // Adding an existing durable with another max_ack_pending updates it (an editable field).
-      max_ack_pending: this.maxInFlight,
-    });
+    const add = (start: Partial<ConsumerConfig>) =>
+      this.jsm.consumers.add(this.stream, {
+        durable_name: this.options.durable,
+        ...this.filter(),
+        ack_policy: AckPolicy.Explicit,
+        ...start,
+        ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+        // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
+        max_deliver: -1,
+        // Adding an existing durable with another max_ack_pending updates it (an editable field).
+        max_ack_pending: this.maxInFlight,
+      });
+    const startAt = this.options.startAt ?? "all";
+    if (startAt === "all" || this.source.stream === DEAD_LETTER_STREAM) {
+      await add({ deliver_policy: DeliverPolicy.All });
+      return;
+    }
+    const place = await this.placeOf(this.options.durable);
+    if (place) {
+      await add(place);
+      return;
+    }
+    try {
+      await add(await this.startOf(startAt));
+    } catch (error) {
+      // Another client made it meanwhile, from its own reading of the stream: take its place.
+      const made = await this.placeOf(this.options.durable);
+      if (!made) throw error;
+      await add(made);
+    }
+  }
+
+  /** Where an existing durable was created to start (its config's), or undefined without it. */
+  private async placeOf(durable: string): Promise<Partial<ConsumerConfig> | undefined> {
+    const info = await this.consumerInfo(durable);
+    if (!info) return undefined;
+    const { deliver_policy, opt_start_seq, opt_start_time } = info.config;
+    return {
+      deliver_policy,
+      ...(opt_start_seq !== undefined ? { opt_start_seq } : {}),
+      ...(opt_start_time !== undefined ? { opt_start_time } : {}),
+    };
+  }
+
+  /**
+   * Where a new durable starts: after the stream's last event now, or where the durable it
+   * replaces stands. An explicit sequence rather than `DeliverPolicy.New`: on a cluster every
+   * replica of the consumer then starts there, whenever it applies the consumer's creation.
+   */
+  private async startOf(startAt: "new" | { after: string }): Promise<Partial<ConsumerConfig>> {
+    const replaced = startAt === "new" ? undefined : await this.consumerInfo(startAt.after);
+    const seq = replaced
+      ? replaced.ack_floor.stream_seq + 1
+      : (await this.jsm.streams.info(this.stream)).state.last_seq + 1;
+    return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: seq };
+  }
+
+  private async consumerInfo(durable: string): Promise<ConsumerInfo | undefined> {
+    try {
+      return await this.jsm.consumers.info(this.stream, durable);
+    } catch (error) {
+      if (error instanceof NatsError && error.api_error?.err_code === CONSUMER_NOT_FOUND) return undefined;
+      throw error;
+    }
   }
 
   private async handle(m: JsMsg): Promise<void> {

@@ -52,6 +52,14 @@ export interface ConsumeOptions {
   /** Subject filters, NATS wildcards allowed (`events.ordering.>`). */
   subjects: string[];
   /**
+   * Where the durable starts when this call creates it; an existing durable keeps its place.
+   * `"all"` (the default): the stream's first retained event. `"new"`: the events published once
+   * it exists (see {@link Consumer.ready}). `{ after: name }`: it replaces the durable `name` of
+   * the same stream, starting at the first event that one has not acknowledged (events it had
+   * acknowledged beyond that come again: handling must be idempotent), or `"new"` without it.
+   */
+  startAt?: "all" | "new" | { after: string };
+  /**
    * Ack deadline: an event not acked by then is redelivered (its handler's process or the server
    * died). While the handler runs the consumer keeps extending it, so a slow handler keeps its event.
    */
@@ -89,6 +97,15 @@ export interface ConsumeOptions {
 
 export interface Closable {
   close(): Promise<void>;
+}
+
+/** A durable being consumed (`MessageBus.consume`). */
+export interface Consumer extends Closable {
+  /**
+   * Resolves once the durable exists on the bus (found or created): every event published after
+   * that reaches it. Waits while the bus is unreachable; rejects if the consumer is closed first.
+   */
+  ready(): Promise<void>;
 }
 
 export interface KvEntry {
@@ -208,7 +225,12 @@ export interface MessageBus {
   serve(subject: string, options: { queue: string }, handler: RequestHandler): Closable;
   /** Publishes durably; resolves once the bus has stored the event. */
   publish(event: IntegrationEvent): Promise<void>;
-  consume(options: ConsumeOptions): Closable;
+  consume(options: ConsumeOptions): Consumer;
+  /**
+   * Deletes a durable of the events stream with the events it holds unacknowledged (another
+   * durable replacing it starts with `startAt: { after: name }`); false if there was none.
+   */
+  deleteDurable(name: string): Promise<boolean>;
   /** Fire-and-forget broadcast to every current subscriber (no queue group, no persistence). */
   broadcast(subject: string, payload: unknown): Promise<void>;
   onBroadcast(subject: string, handler: (payload: unknown) => void): Closable;

@@ -8,6 +8,7 @@ import { z } from "zod";
 import {
   type Closable,
   type ConsumeOptions,
+  type Consumer,
   type DeliveredEvent,
   type Headers,
   type MessageBus,
@@ -348,7 +349,7 @@ export interface ConsumeEventsOptions<Definition extends EventDefinition>
 export function consumeEvents<Definition extends EventDefinition>(
   bus: MessageBus,
   options: ConsumeEventsOptions<Definition>,
-): Closable {
+): Consumer {
   const { events, handler, onInvalid, wanted, ...rest } = options;
   const bySubject = new Map<string, EventDefinition>(events.map((d) => [d.subject, d]));
   return bus.consume({

@@ -254,6 +254,81 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         ]);
       });
 
+      it("starts a durable created with startAt new at the events published once it is ready, and keeps its place after", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `new-${uid()}`;
+        await bus.publish({ id: `before-${uid()}`, subject, payload: "before" });
+        const got: DeliveredEvent[] = [];
+        const handler = async (event: DeliveredEvent) => void got.push(event);
+        const first = bus.consume({ durable, subjects: [subject], startAt: "new", handler });
+        await first.ready();
+        await bus.publish({ id: `after-${uid()}`, subject, payload: "after" });
+        await waitFor(() => got.length === 1, "the event published once it was ready");
+        await first.close();
+        // Published while nobody consumes: the durable holds it, "new" does not start it again.
+        await bus.publish({ id: `while-${uid()}`, subject, payload: "while closed" });
+        const second = bus.consume({ durable, subjects: [subject], startAt: "new", handler });
+        await second.ready();
+        await bus.publish({ id: `last-${uid()}`, subject, payload: "last" });
+        await waitFor(() => got.length === 3, "the events published since");
+        expect(got.map((e) => e.payload)).toEqual(["after", "while closed", "last"]);
+      });
+
+      it("makes one durable of two clients creating it with startAt new at once: an event reaches one of them, once", async () => {
+        const [a, b] = [await client("a"), await client("b")];
+        const subject = `events.test${uid()}.thing.happened`;
+        const durable = `raced-${uid()}`;
+        const got: string[] = [];
+        const consumers = [a, b].map((bus, i) =>
+          bus.consume({
+            durable,
+            subjects: [subject],
+            startAt: "new",
+            handler: async (event) => void got.push(`${i}:${event.payload}`),
+          }),
+        );
+        await Promise.all(consumers.map((consumer) => consumer.ready()));
+        const [first, last] = [`first-${uid()}`, `last-${uid()}`];
+        await a.publish({ id: first, subject, payload: "first" });
+        await a.publish({ id: last, subject, payload: "last" });
+        await waitFor(() => got.length >= 2, "both events");
+        expect(got.map((entry) => entry.split(":")[1]).sort()).toEqual(["first", "last"]);
+      });
+
+      it("starts a durable replacing another at its first unacknowledged event; deleteDurable removes the old one", async () => {
+        const bus = await client();
+        const subject = `events.test${uid()}.thing.happened`;
+        const old = `old-${uid()}`;
+        const stuck = held();
+        const handledByOld: unknown[] = [];
+        const oldConsumer = bus.consume({
+          durable: old,
+          subjects: [subject],
+          handler: async (event) => {
+            handledByOld.push(event.payload);
+            if (event.payload === 3) await stuck.opened;
+          },
+        });
+        for (const n of [1, 2, 3, 4]) await bus.publish({ id: `${n}-${uid()}`, subject, payload: n });
+        await waitFor(() => handledByOld.includes(3), "the old durable at its third event");
+        const got: unknown[] = [];
+        const replacement = bus.consume({
+          durable: `replacement-${uid()}`,
+          subjects: [subject],
+          startAt: { after: old },
+          handler: async (event) => void got.push(event.payload),
+        });
+        await replacement.ready();
+        await bus.publish({ id: `5-${uid()}`, subject, payload: 5 });
+        await waitFor(() => got.length === 3, "the events from the old durable's first unacknowledged on");
+        expect(got).toEqual([3, 4, 5]);
+        stuck.open();
+        await oldConsumer.close();
+        expect(await bus.deleteDurable(old)).toBe(true);
+        expect(await bus.deleteDurable(old)).toBe(false);
+      });
+
       it("refuses to publish outside events.>, where nothing would store it", async () => {
         const bus = await client();
         await expect(bus.publish({ id: uid(), subject: `test.${uid()}.lost`, payload: 1 })).rejects.toThrow(

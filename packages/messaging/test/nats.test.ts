@@ -97,6 +97,32 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("asks the server for a consumer's subjects only: on nats-server 2.9 through the narrowest wildcard taking them all", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "filters", logger: silentLogger });
+    const area = `filters${Date.now()}`;
+    const durable = `filtered-${Date.now()}`;
+    try {
+      const consumer = bus.consume({
+        durable,
+        subjects: [`events.${area}.cheese.added`, `events.${area}.cheese.status_changed`],
+        handler: async () => {},
+      });
+      await consumer.ready();
+      const { config } = await (await nc.jetstreamManager()).consumers.info("EVENTS", durable);
+      const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
+      if (major > 2 || (major === 2 && minor >= 10))
+        expect(config.filter_subjects).toEqual([
+          `events.${area}.cheese.added`,
+          `events.${area}.cheese.status_changed`,
+        ]);
+      else expect(config.filter_subject).toBe(`events.${area}.cheese.>`);
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
   it("redelivers after ackWaitMs an event whose client went away without acking it (a crashed process)", async () => {
     const nc = await connect({ servers: server.url });
     const bus = await connectNatsBus({ url: server.url, name: "survivor", logger: silentLogger });

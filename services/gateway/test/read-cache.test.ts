@@ -49,6 +49,7 @@ function controlledBus(inner: MessageBus) {
     serve: (subject, options, handler) => inner.serve(subject, options, handler),
     publish: (event) => inner.publish(event),
     consume: (options) => inner.consume(options),
+    deleteDurable: (name) => inner.deleteDurable(name),
     broadcast: (subject, payload) => inner.broadcast(subject, payload),
     onBroadcast: (subject, handler) => inner.onBroadcast(subject, handler),
     announce: (channel, payload) => inner.announce(channel, payload),

@@ -18,7 +18,7 @@ import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/
 import type { NotificationDeps } from "./handlers/deps.ts";
 import { sendDisabledNotice } from "./handlers/disabled-notice.ts";
 import { previewFilter } from "./handlers/filter-preview.ts";
-import { consumeIntegrationEvents } from "./handlers/integration-events.ts";
+import { SOURCES_READY_TIMEOUT_MS, WebhookSources } from "./handlers/integration-events.ts";
 import { observeDeadLetters } from "./handlers/metrics.ts";
 import {
   createWebhook,
@@ -61,10 +61,16 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
     );
     const signingKeys = new WebhookSigningKeys(store, secrets, clock);
     await signingKeys.ensure();
+    // The sources wanted by registrations recorded on any replica are consumed here too.
+    let sources: WebhookSources | undefined;
     const { projection: webhooks, changes: webhookChanges } = await startWebhooksProjection({
       eventStore: store,
       readModels,
       logger,
+      onKinds: (kinds) =>
+        void sources
+          ?.want(kinds)
+          .catch((err) => logger.error({ err, kinds }, "could not consume the events of these kinds")),
     });
     ctx.onStop(webhooks);
     // The delivery history may be long: requests are served before it is loaded (its queries
@@ -97,8 +103,10 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       replayMax: config.WEBHOOK_REPLAY_MAX,
       laneSettleMs: config.WEBHOOK_LANE_SETTLE,
       clock,
+      wantKinds: (kinds) => webhookSources.want(kinds, SOURCES_READY_TIMEOUT_MS),
       wakeScheduler: (created) => scheduler.wake(created),
     };
+    const webhookSources = new WebhookSources(ctx.bus, deps, logger);
     const scheduler = new DeliveryScheduler({
       store,
       secrets,
@@ -122,7 +130,9 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
     ctx.onStop(scheduler);
     await scheduler.ready;
 
-    ctx.onStop(consumeIntegrationEvents(ctx.bus, deps, logger));
+    ctx.onStop(webhookSources);
+    sources = webhookSources;
+    await webhookSources.start();
 
     ctx.serve(notificationRpc.createWebhook, deps, createWebhook);
     ctx.serve(notificationRpc.listWebhooks, deps, listWebhooks);

@@ -15,6 +15,7 @@ import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { z } from "zod";
+import { LEGACY_WEBHOOK_CONSUMER, webhookConsumer } from "../src/handlers/integration-events.ts";
 import { start } from "../src/main.ts";
 
 /**
@@ -88,6 +89,46 @@ describe("webhook delivery by the notification service", () => {
     for (const service of running.splice(0)) await service.stop();
     expect(receiver.requests("/arrivals")).toHaveLength(1);
     expect(receiver.requests("/orders")).toHaveLength(0);
+  });
+
+  it("takes over from the single durable of every event of earlier versions: what it had not acknowledged arrives, once", async () => {
+    await startReplica();
+    const hook = await register("/arrivals", ["cheese.new_arrival"]);
+    for (const service of running.splice(0)) await service.stop();
+    // What an earlier version leaves: its one durable of every event, which had taken cheese 1,
+    // and no durable per source.
+    const old = bus();
+    const taken: string[] = [];
+    const legacy = old.consume({
+      durable: LEGACY_WEBHOOK_CONSUMER,
+      subjects: ["events.>"],
+      startAt: "new",
+      handler: async (event) => void taken.push(event.id),
+    });
+    await publishEvent(old, catalogueEvents.cheeseAdded, {
+      id: randomUUID(),
+      payload: { cheese: cheese(1) },
+    });
+    await expect.poll(() => taken.length).toBe(1);
+    await legacy.close();
+    expect(await old.deleteDurable(webhookConsumer("catalogue"))).toBe(true);
+    for (const id of [2, 3])
+      await publishEvent(old, catalogueEvents.cheeseAdded, {
+        id: randomUUID(),
+        payload: { cheese: cheese(id) },
+      });
+
+    await startReplica();
+    await receiver.waitFor("/arrivals", 2);
+    await expect
+      .poll(async () => (await deliveries(hook.id)).map((d: { status: string }) => d.status))
+      .toEqual(["delivered", "delivered"]);
+    const names = receiver
+      .requests("/arrivals")
+      .map((r) => verifyWebhook(hook.secret, r.rawBody, r.headers).data.name)
+      .sort();
+    expect(names).toEqual(["Cheese 2", "Cheese 3"]);
+    expect(await old.deleteDurable(LEGACY_WEBHOOK_CONSUMER)).toBe(false);
   });
 
   it("fans out events concurrently, each once, with created_at their publish time, so sorting by it restores publish order", async () => {

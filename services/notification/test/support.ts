@@ -108,6 +108,7 @@ export function notificationDeps(
     allowPrivateUrls: false,
     replayMax: 10,
     laneSettleMs: 0,
+    wantKinds: async () => {},
     wakeScheduler: () => {},
     ...given,
   };

@@ -1,3 +1,4 @@
+import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventStore } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
@@ -37,6 +38,11 @@ export interface NotificationDeps {
   laneSettleMs: number;
   /** Name resolution for the SSRF guard (tests); the system resolver by default. */
   resolve?: Resolver;
+  /**
+   * Resolves once the events that may become these kinds are consumed (`WebhookSources.want`):
+   * awaited before a registration wanting them is recorded.
+   */
+  wantKinds: (kinds: readonly WebhookEventKind[]) => Promise<void>;
   /**
    * Tells the local scheduler that deliveries were created or released, so they go out at once;
    * `created`: the deliveries this process created, which its scheduler prefers to others'.

@@ -1,4 +1,11 @@
-import { type Closable, consumeEvents, type DeliveredEvent, type MessageBus } from "@cheese/messaging";
+import type { WebhookEventKind } from "@cheese/contracts";
+import {
+  BusUnavailableError,
+  type Consumer,
+  consumeEvents,
+  type DeliveredEvent,
+  type MessageBus,
+} from "@cheese/messaging";
 import {
   contextFromHeaders,
   contextMetadata,
@@ -12,35 +19,130 @@ import {
   tracerFor,
 } from "@cheese/service-kit";
 import { eventIdFor, kindsBySubject, mappedEvents, toWebhookEvent } from "../domain/event-mapping.ts";
+import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
 import type { NotificationDeps } from "./deps.ts";
 import { fanOut, hasSubscriber } from "./fan-out.ts";
 
-export const WEBHOOK_CONSUMER = "notification-webhooks";
 /**
- * Events of the durable in flight at once, across the replicas. One at a time, each event's
- * fan-out (two event-store commits, an ack round trip) bounded the whole pipeline to ~60 events/s;
- * concurrent fan-outs also share their commits.
+ * The durable of one source service's integration events (`notification-webhooks-catalogue`…),
+ * shared by the replicas: on nats-server 2.9 one filter subject (`events.catalogue.cheese.>`),
+ * the exact subjects on 2.10. Created when the first registration wanting one of its kinds is
+ * recorded: an event of a source no registration has ever wanted is never fetched.
+ */
+export const webhookConsumer = (source: string) => `notification-webhooks-${source}`;
+/** How long a registration waits for its sources' durables before it is refused (503). */
+export const SOURCES_READY_TIMEOUT_MS = 5_000;
+/** The one durable of every source before them: replaced by theirs at start, then deleted. */
+export const LEGACY_WEBHOOK_CONSUMER = "notification-webhooks";
+/**
+ * Events of a source's durable in flight at once, across the replicas. One at a time, each
+ * event's fan-out (two event-store commits, an ack round trip) bounded the whole pipeline to ~60
+ * events/s; concurrent fan-outs also share their commits.
  */
 export const WEBHOOK_CONSUMER_IN_FLIGHT = 64;
-
 /**
  * Whether an event's subscribers are asked for before it is handled (its first delivery): the
  * registrations are then caught up once for it, there, and not again in its fan-out.
  */
 const subscribersAsked = (event: DeliveredEvent) => event.deliveryCount === 1;
 
+/** The source service of a mapped event (`events.<source>.…`), and its source's events. */
+const sourceOf = (subject: string) => subject.split(".")[1]!;
+const eventsOf = (source: string) => mappedEvents.filter(({ subject }) => sourceOf(subject) === source);
+
+/** The sources whose events may become one of `kinds`. */
+function sourcesOf(kinds: readonly WebhookEventKind[]): Set<string> {
+  const wanted = new Set(kinds);
+  const sources = new Set<string>();
+  for (const [subject, mapped] of kindsBySubject)
+    if (mapped.some((kind) => wanted.has(kind))) sources.add(sourceOf(subject));
+  return sources;
+}
+
 /**
- * Turns every service's integration events into webhook events, through one durable consumer
- * shared by the replicas (each event handled by one of them). Up to
+ * The durables this replica consumes, one per source service some registration has wanted a
+ * kind of (now or before: they only widen). `want` is awaited before a registration wanting new
+ * kinds is recorded, so its source's durable exists, and takes every event published after it,
+ * before the registration's 201. Every replica starts with the sources of every registration in
+ * its read model (deleted ones too) and follows the registrations recorded elsewhere through
+ * the `webhooks` projection, which calls `want` for each.
+ */
+export class WebhookSources {
+  private readonly consumers = new Map<string, Consumer>();
+  private closed = false;
+
+  constructor(
+    private readonly bus: MessageBus,
+    private readonly deps: NotificationDeps,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Start-up: consumes the sources of every registration recorded so far; on the first start
+   * after the single durable of all events, theirs start where it stood, and it is deleted.
+   */
+  async start(): Promise<void> {
+    const documents = await this.deps.readModels
+      .collection<WebhookDocument>(WEBHOOKS)
+      .find({ events: { $in: [...new Set([...kindsBySubject.values()].flat())] } });
+    await this.want(documents.flatMap((document) => document.events));
+    if (await this.bus.deleteDurable(LEGACY_WEBHOOK_CONSUMER))
+      this.logger.info({ durable: LEGACY_WEBHOOK_CONSUMER }, "replaced by one durable per source; deleted");
+  }
+
+  /**
+   * Resolves once every source of `kinds` is consumed here (its durable exists). With
+   * `timeoutMs`, fails with a 503 when the bus has not made them by then: the registration
+   * asking is then not recorded (the durables, once made, stay).
+   */
+  async want(kinds: readonly WebhookEventKind[], timeoutMs?: number): Promise<void> {
+    const ready = Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source).ready()));
+    if (timeoutMs === undefined) return void (await ready);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new BusUnavailableError(`the durables of ${kinds.join(", ")} not made in time`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([ready, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private consumer(source: string): Consumer {
+    let consumer = this.consumers.get(source);
+    if (!consumer) {
+      if (this.closed) throw new Error("webhook sources closed");
+      consumer = consumeSource(this.bus, source, this.deps, this.logger);
+      this.consumers.set(source, consumer);
+    }
+    return consumer;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.consumers.values()].map((consumer) => consumer.close()));
+  }
+}
+
+/**
+ * Turns one source service's integration events into webhook events, through its durable shared
+ * by the replicas (each event handled by one of them). Up to
  * {@link WEBHOOK_CONSUMER_IN_FLIGHT} events are handled at once, so they may be recorded out of
  * publish order; each webhook event's `created_at` is its integration event's publish time, so
  * sorting by it restores publish order. Handling is idempotent by event id, so a redelivery
  * after a crash creates nothing twice.
  */
-export function consumeIntegrationEvents(bus: MessageBus, deps: NotificationDeps, logger: Logger): Closable {
+function consumeSource(bus: MessageBus, source: string, deps: NotificationDeps, logger: Logger): Consumer {
   return consumeEvents(bus, {
-    durable: WEBHOOK_CONSUMER,
-    events: mappedEvents,
+    durable: webhookConsumer(source),
+    events: eventsOf(source),
+    // Created by the first registration wanting the source's kinds: from then on. The first
+    // start after the single durable of all events: where that one stood.
+    startAt: { after: LEGACY_WEBHOOK_CONSUMER },
     maxInFlight: WEBHOOK_CONSUMER_IN_FLIGHT,
     // An event first delivered when no registration subscribes to any kind it may become costs
     // nothing more: no parsing, no event-store read or append (a redelivered one may have a

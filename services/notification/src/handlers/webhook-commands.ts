@@ -86,6 +86,8 @@ export async function createWebhook(
   if (request.filter) checkFilter(request.filter, events);
   const auth = request.auth ? await sealedAuth(deps, request.auth) : null;
   const secret = request.secret ?? generateWebhookSecret();
+  // Its events consumed before it is recorded: every one published after its 201 reaches it.
+  await deps.wantKinds(events);
   const webhookId = await deps.webhookIds.nextId();
   const registration = {
     webhookId,
@@ -145,6 +147,7 @@ export async function updateWebhook(
   const filter = changes.filter !== undefined ? changes.filter : live.registration.filter;
   if (filter && (changes.filter !== undefined || changes.events !== undefined))
     checkFilter(filter, changes.events ?? live.registration.events);
+  if (changes.events) await deps.wantKinds(changes.events);
   return changeWebhook(deps, { type: "Update", webhookId, changes, now: iso(deps) }, context);
 }
 

@@ -32,6 +32,10 @@ export const webhooksCollection: CollectionDefinition = {
       sort: { _id: 1 },
     },
     {
+      name: "start: the registrations ever recorded wanting one of the kinds (deleted ones too)",
+      filter: { events: { $in: ["order.created", "cheese.new_arrival"] } },
+    },
+    {
       name: "fan-out: the registrations wanting a kind",
       filter: { deleted: false, events: "order.created" },
       sort: { _id: 1 },
@@ -48,18 +52,25 @@ export async function startWebhooksProjection(options: {
   eventStore: EventStore;
   readModels: ReadModelStore;
   logger: Logger;
+  /** Told the kinds of each registration recorded or changed, on whichever replica. */
+  onKinds?: (kinds: WebhookEventKind[]) => void;
 }): Promise<{ projection: Projection; changes: () => number }> {
   let changes = 0;
+  const { onKinds, ...rest } = options;
   const projection = await startProjection({
     name: "webhooks",
     version: WEBHOOKS_VERSION,
     collections: [webhooksCollection],
-    ...options,
+    ...rest,
     categories: ["webhook"],
     apply: async (event, models) => {
       changes++;
       await projectWebhook(event, models);
       changes++;
+      const domainEvent = { type: event.type, data: event.data } as WebhookEvent;
+      if (domainEvent.type === "WebhookRegistered") onKinds?.(domainEvent.data.events);
+      if (domainEvent.type === "WebhookUpdated" && domainEvent.data.events)
+        onKinds?.(domainEvent.data.events);
     },
   });
   return { projection, changes: () => changes };
