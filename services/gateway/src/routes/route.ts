@@ -7,6 +7,7 @@ import type { CustomerIdentity } from "../auth/authenticate.ts";
 import { authorize } from "../auth/authorize.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
+import { requestChecks } from "./request-checks.ts";
 
 export type Api = OpenAPIHono<GatewayEnv>;
 
@@ -82,16 +83,25 @@ export function routes<S extends Shared>(shared: S) {
     (api, deps) => {
       const own = typeof declaration === "function" ? declaration(deps) : declaration;
       const { access = shared.access!, use = [], responses, ...operation } = own;
-      const config = {
+      const config: RouteConfig = {
         ...described({
           ...operation,
           tags: operation.tags ?? shared.tags,
           responses: { ...shared.responses, ...responses },
         }),
         security: securityOf(access),
-        middleware: [authorize(access), ...(shared.use ?? []), ...use],
       };
-      api.openapi(config as RouteConfig, handler(deps) as never);
+      // The document gets the whole declaration; @hono/zod-openapi checks the body only, after
+      // the query, path and header checks of requestChecks.
+      api.openAPIRegistry.registerPath(config);
+      const { checks, rest } = requestChecks(config.request);
+      const served = {
+        ...config,
+        request: rest,
+        hide: true,
+        middleware: [authorize(access), ...(shared.use ?? []), ...use, ...checks],
+      };
+      api.openapi(served as RouteConfig, handler(deps) as never);
     };
 }
 
