@@ -14,15 +14,17 @@ const DECLARED_AS = { query: "query", param: "params", header: "headers" } as co
 type Request = NonNullable<RouteConfig["request"]>;
 
 /**
- * A route's query, path and header checks, as middleware that answers a bad value with the same
- * 400 as every other validation failure (`validationFailure`) and otherwise puts the parsed value
- * where `c.req.valid(...)` reads it, then passes the request on without a promise of its own: zod's
- * synchronous `safeParse` (none of these schemas refines asynchronously). @hono/zod-openapi's own
- * validators are an async middleware each over `safeParseAsync`, awaiting the check and then the
- * hook, and each reads `Content-Type` first: on a get by id, two of them cost more than the route.
- * The body is still checked by @hono/zod-openapi (it has to be read first).
+ * A route's query, path and header checks, as one middleware that answers the first bad value (in
+ * that order) with the same 400 as every other validation failure (`validationFailure`) and
+ * otherwise puts each parsed value where `c.req.valid(...)` reads it, then passes the request on
+ * without a promise of its own: zod's synchronous `safeParse` (none of these schemas refines
+ * asynchronously). @hono/zod-openapi's own validators are an async middleware each over
+ * `safeParseAsync`, awaiting the check and then the hook, and each reads `Content-Type` first: on
+ * a get by id, two of them cost more than the route. The body is still checked by
+ * @hono/zod-openapi (it has to be read first).
  *
- * Returns the checks and the request declaration left for @hono/zod-openapi (the body alone).
+ * Returns the middleware (none when nothing is declared) and the request declaration left for
+ * @hono/zod-openapi (the body alone).
  */
 export function requestChecks(request: Request | undefined): {
   checks: MiddlewareHandler<GatewayEnv>[];
@@ -31,24 +33,33 @@ export function requestChecks(request: Request | undefined): {
   if (!request) return { checks: [], rest: request };
   const { query, params, headers, ...rest } = request;
   const declared = { query, params, headers };
-  const checks: MiddlewareHandler<GatewayEnv>[] = [];
+  const parts: Part[] = [];
   for (const target of TARGETS) {
     const schema = declared[DECLARED_AS[target]];
-    if (schema) checks.push(check(target, schema as z.ZodType));
+    if (schema) {
+      const read =
+        target === "header" ? headerReader(schema as z.ZodType) : target === "query" ? queryOf : paramsOf;
+      parts.push({ target, schema: schema as z.ZodType, read });
+    }
   }
-  return { checks, rest };
-}
-
-function check(target: Target, schema: z.ZodType): MiddlewareHandler<GatewayEnv> {
-  const read = target === "header" ? headerReader(schema) : target === "query" ? queryOf : paramsOf;
+  if (parts.length === 0) return { checks: [], rest };
   // Not `async`: a request that passes goes on to `next()` without a promise of its own.
   const checked: MiddlewareHandler<GatewayEnv> = (c, next) => {
-    const result = schema.safeParse(read(c));
-    if (!result.success) return Promise.resolve(validationFailure(c, target, result.error));
-    c.req.addValidatedData(target, result.data as object);
+    for (const { target, schema, read } of parts) {
+      const result = schema.safeParse(read(c));
+      if (!result.success) return Promise.resolve(validationFailure(c, target, result.error));
+      c.req.addValidatedData(target, result.data as object);
+    }
     return next();
   };
-  return checked;
+  return { checks: [checked], rest };
+}
+
+/** One part of the request checked: where it is, its schema, and how it is read. */
+interface Part {
+  target: Target;
+  schema: z.ZodType;
+  read: (c: Context<GatewayEnv>) => Record<string, string | string[]>;
 }
 
 /** The query as Hono's validator gives it: a name sent once is a string, sent more often a list. */
