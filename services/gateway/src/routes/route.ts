@@ -95,17 +95,30 @@ export function routes<S extends Shared>(shared: S) {
       // the query, path and header checks of requestChecks.
       api.openAPIRegistry.registerPath(config);
       const { checks, rest } = requestChecks(config.request);
+      const [first, ...later] = [...(shared.use ?? []), ...use, ...checks];
       const served = {
         ...config,
         request: rest,
         hide: true,
-        middleware: [authorize(access), ...(shared.use ?? []), ...use, ...checks],
+        middleware: first ? [admitted(authorize(access), first), ...later] : [authorize(access)],
       };
       api.openapi(served as RouteConfig, handler(deps) as never);
     };
 }
 
 export const route = routes({});
+
+/**
+ * The access rule's middleware and the route's first one after it, as one step of Hono's compose
+ * (each step is an async dispatch and its await, whatever the middleware does). The access rule
+ * does nothing after `next()`, so whatever the other throws reaches Hono's error handler as it
+ * did from a step of its own.
+ */
+function admitted(access: MiddlewareHandler<GatewayEnv>, then: MiddlewareHandler<GatewayEnv>) {
+  // `then` answers (a refusal) or passes on: what it returns goes back to Hono as `access`'s.
+  const both: MiddlewareHandler<GatewayEnv> = (c, next) => access(c, () => then(c, next) as Promise<void>);
+  return both;
+}
 
 /** Registers routes in the order given (Hono tries them in that order). */
 export function register(api: Api, deps: RouteDeps, list: readonly Route[]): void {
