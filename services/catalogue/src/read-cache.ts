@@ -150,7 +150,8 @@ export class ReadCache {
 
   /**
    * The catalogue's reply for `key`: the kept one when there is one and it is still current,
-   * else `ask()`'s, kept for the next read when nothing changed meanwhile.
+   * else `ask()`'s, kept for the next read when nothing changed meanwhile. A hit while this
+   * gateway's lease holds is the reply itself, not a promise: nothing is waited for.
    */
   read<Reply extends KeptReply<unknown>>(key: ReadKey, ask: () => Promise<Reply>): Reply | Promise<Reply> {
     const outcome = this.outcomes.get(key.read)!;

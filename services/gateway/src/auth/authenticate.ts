@@ -201,17 +201,25 @@ export function tokenProblem(error: unknown): string {
   }
 }
 
-async function identifyApiKey(
+function identifyApiKey(
   c: Context<GatewayEnv>,
   apiKey: string,
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
-): Promise<Identified> {
+): Identified | Promise<Identified> {
   const operator = deps.operatorKeys.get(apiKeyHash(apiKey));
   if (operator) {
     return { caller: operatorCaller(operator, "api_key") };
   }
   if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { problem: "unknown API key" };
+  return identifyCustomerKey(c, apiKey, identity);
+}
+
+async function identifyCustomerKey(
+  c: Context<GatewayEnv>,
+  apiKey: string,
+  identity: CustomerIdentity,
+): Promise<Identified> {
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
   if (!owner) return { problem: "unknown, revoked or expired API key" };
   const revoked = await identity.revocations.isRevoked({ keyId: owner.keyId, customerId: owner.customerId });
