@@ -92,7 +92,11 @@ export class SharedBuckets {
     this.records = new KvRecords(bus, options.bucket, bucketStateCodec, { ttlMs: options.ttlMs });
   }
 
-  admit(callerId: string, limits: PlanLimits): Promise<Admission> {
+  /**
+   * The caller's admission for one request: at once (not a promise) when this replica decides on
+   * its own, else once the shared key has been read and written.
+   */
+  admit(callerId: string, limits: PlanLimits): Admission | Promise<Admission> {
     const local = this.localOf(callerId, limits);
     const { key } = local;
     local.limits = limits;
@@ -102,7 +106,7 @@ export class SharedBuckets {
       if (limits.burst >= LOCAL_MIN_BURST && available - 1 >= Math.ceil(limits.burst / 2)) {
         local.pending += 1;
         this.scheduleReconcile(key, local);
-        return Promise.resolve(take({ tokens: available, at: now }, limits, now, 1).admissions[0]!);
+        return take({ tokens: available, at: now }, limits, now, 1).admissions[0]!;
       }
     }
     return new Promise((resolve) => {

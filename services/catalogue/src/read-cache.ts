@@ -8,6 +8,13 @@ const readCacheAnswers = counter({
   labelNames: ["read", "outcome"],
 });
 
+/** The counters of one read's outcomes. */
+interface Outcome {
+  hit: ReturnType<typeof readCacheAnswers.labels>;
+  miss: ReturnType<typeof readCacheAnswers.labels>;
+  bypass: ReturnType<typeof readCacheAnswers.labels>;
+}
+
 /** A passed-through reply as the gateway keeps it: the body as the service encoded it, and its meta. */
 export interface KeptReply<Meta> {
   meta: Meta;
@@ -97,7 +104,7 @@ export class ReadCache {
   private next: { done: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
   /** A barrier is out (its request for the channel's last sequence sent, not yet settled). */
   private barrierOut = false;
-  private readonly outcomes = new Map(
+  private readonly outcomes = new Map<ReadName, Outcome>(
     reads.map((read) => [
       read,
       {
@@ -143,27 +150,33 @@ export class ReadCache {
 
   /**
    * The catalogue's reply for `key`: the kept one when there is one and it is still current,
-   * else `ask()`'s, kept for the next read when nothing changed meanwhile.
+   * else `ask()`'s, kept for the next read when nothing changed meanwhile. A hit while this
+   * gateway's lease holds is the reply itself, not a promise: nothing is waited for.
    */
-  async read<Reply extends KeptReply<unknown>>(key: ReadKey, ask: () => Promise<Reply>): Promise<Reply> {
+  read<Reply extends KeptReply<unknown>>(key: ReadKey, ask: () => Promise<Reply>): Reply | Promise<Reply> {
     const outcome = this.outcomes.get(key.read)!;
     if (!this.connected) {
       outcome.bypass.inc();
       return ask();
     }
     const id = keyOf(key);
-    // Current (its lease holds): looked up at once. Else looked up again after a barrier: a notice
-    // processed meanwhile dropped it.
-    if (this.entries.has(id) && (this.notices?.current() || (await this.barrier()))) {
-      const entry = this.entries.get(id);
-      if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
-      else if (entry) {
-        // Most recently used last: eviction takes the first.
-        this.entries.delete(id);
-        this.entries.set(id, entry);
-        outcome.hit.inc();
-        return entry.reply as Reply;
-      }
+    // Current (its lease holds): looked up at once, and a hit answered without a promise. Else
+    // looked up again after a barrier: a notice processed meanwhile dropped it.
+    if (this.entries.has(id) && this.notices?.current()) {
+      const hit = this.hit<Reply>(id, outcome);
+      if (hit) return hit;
+    }
+    return this.readAfterBarrier(id, outcome, ask);
+  }
+
+  private async readAfterBarrier<Reply extends KeptReply<unknown>>(
+    id: string,
+    outcome: Outcome,
+    ask: () => Promise<Reply>,
+  ): Promise<Reply> {
+    if (this.entries.has(id) && !this.notices?.current() && (await this.barrier())) {
+      const hit = this.hit<Reply>(id, outcome);
+      if (hit) return hit;
     }
     outcome.miss.inc();
     const mine: Asking = { stale: false };
@@ -178,6 +191,20 @@ export class ReadCache {
       asking.delete(mine);
       if (asking.size === 0) this.asking.delete(id);
     }
+  }
+
+  /** The kept reply, counted as a hit, unless it is too old (then dropped) or gone. */
+  private hit<Reply>(id: string, outcome: Outcome): Reply | undefined {
+    const entry = this.entries.get(id);
+    if (entry && this.options.clock.now().getTime() - entry.keptAt > this.options.maxAgeMs) this.drop(id);
+    else if (entry) {
+      // Most recently used last: eviction takes the first.
+      this.entries.delete(id);
+      this.entries.set(id, entry);
+      outcome.hit.inc();
+      return entry.reply as Reply;
+    }
+    return undefined;
   }
 
   /** How many replies are kept (for tests and metrics). */
@@ -278,6 +305,6 @@ export function readThrough<Reply extends KeptReply<unknown>>(
   cache: ReadCache | undefined,
   key: ReadKey,
   ask: () => Promise<Reply>,
-): Promise<Reply> {
+): Reply | Promise<Reply> {
   return cache ? cache.read(key, ask) : ask();
 }

@@ -17,9 +17,6 @@ import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
  * milliseconds; this only bounds the damage should a replica's watch ever miss one.
  */
 const CONFIRMED_FOR_MS = 30_000;
-/** The answers known without asking the bucket, made once. */
-const REVOKED = Promise.resolve(true);
-const NOT_REVOKED = Promise.resolve(false);
 
 /**
  * The revocations this service writes (docs/identity.md), as a caller checking credentials knows
@@ -61,12 +58,12 @@ export class KnownRevocations {
 
   /**
    * True when the credential is revoked. A bucket that cannot be asked is a 503, never a pass.
-   * Answered without waiting when the watch runs and every key of the credential is known:
+   * Answered at once (not a promise) when the watch runs and every key of the credential is known:
    * revoked, or confirmed not revoked by the bucket within the last 30 s. A caller that keeps the
    * credential object for its next request (the gateway, per verified token) saves working out
    * its keys again.
    */
-  isRevoked(credential: Credential): Promise<boolean> {
+  isRevoked(credential: Credential): boolean | Promise<boolean> {
     let candidates = this.keysOf.get(credential);
     if (!candidates) {
       candidates = revocationKeysOf(credential);
@@ -75,11 +72,11 @@ export class KnownRevocations {
     const now = this.now();
     let confirmed = this.watched;
     for (const key of candidates) {
-      if (revocationCovers(credential, this.revoked.get(key), now)) return REVOKED;
+      if (revocationCovers(credential, this.revoked.get(key), now)) return true;
       const checked = this.confirmed.get(key);
       if (checked === undefined || now - checked >= CONFIRMED_FOR_MS) confirmed = false;
     }
-    return confirmed ? NOT_REVOKED : this.askBucket(credential, candidates);
+    return confirmed ? false : this.askBucket(credential, candidates);
   }
 
   private async askBucket(credential: Credential, candidates: string[]): Promise<boolean> {

@@ -68,17 +68,21 @@ export function createGatewayServer(
         logger.info({ requestId, correlationId: requestId, status: 400 }, "malformed request");
         return;
       }
-      // An answer with `Connection: close` before the body was read (413): Node would destroy the
-      // socket once the answer is written, resetting a client still sending, which can lose the
-      // answer; the connection closes gently instead.
-      response.once("prefinish", () => {
-        // Node's flag: this answer is the connection's last (`Connection: close`).
-        const last = (response as ServerResponse & { _last?: boolean })._last;
-        if (request.complete || !last) return;
-        const socket = request.socket;
-        socket.destroySoon = () => closeGently(socket);
-      });
-      response.once("finish", () => drainUnread(request));
+      // What follows is for a body left unread; a request without one (most: gets) has been read
+      // to its end by the time its answer is written, and skips it.
+      if (hasBody(request)) {
+        // An answer with `Connection: close` before the body was read (413): Node would destroy the
+        // socket once the answer is written, resetting a client still sending, which can lose the
+        // answer; the connection closes gently instead.
+        response.once("prefinish", () => {
+          // Node's flag: this answer is the connection's last (`Connection: close`).
+          const last = (response as ServerResponse & { _last?: boolean })._last;
+          if (request.complete || !last) return;
+          const socket = request.socket;
+          socket.destroySoon = () => closeGently(socket);
+        });
+        response.once("finish", () => drainUnread(request));
+      }
       void listener(request, response);
     },
   );
@@ -114,6 +118,12 @@ export function createGatewayServer(
     closeGently(socket, answer);
   });
   return server;
+}
+
+/** The request has a body: sent chunked, or with a Content-Length above 0 (HTTP/1.1 framing). */
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers["content-length"];
+  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && Number(length) !== 0);
 }
 
 /**

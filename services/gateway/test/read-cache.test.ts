@@ -242,7 +242,7 @@ describe("the gateway's read cache", () => {
     };
     /** A read straight at the cache (it asks for its barrier at once), and whether it is answered. */
     const read = () => {
-      const reading = { answered: false, reply: cache.read(key, ask) };
+      const reading = { answered: false, reply: Promise.resolve(cache.read(key, ask)) };
       void reading.reply.then(() => {
         reading.answered = true;
       });

@@ -11,8 +11,7 @@ import type { CustomerDirectory } from "@cheese/customer/directory";
 import type { KnownRevocations } from "@cheese/customer/known-revocations";
 import { RemoteError } from "@cheese/messaging";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import type { Context } from "hono";
-import { createMiddleware } from "hono/factory";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import type { Caller, GatewayEnv, Scope } from "../env.ts";
 import { clientAddress } from "./client-address.ts";
 import { allScopes, anonymousCaller, type OperatorKey, operatorCaller } from "./credentials.ts";
@@ -45,49 +44,106 @@ type Identified = { caller?: Caller; problem?: string };
 interface TokenUse {
   credential: Credential;
   scopes: ReadonlySet<Scope>;
-  caller?: Caller;
+  /** An operator's or a client's token: who it is, the same on every request. */
+  identified?: Identified;
 }
 const tokenUses = new WeakMap<VerifiedClaims, TokenUse>();
+
+/** No credentials: the anonymous caller. */
+const NOBODY: Identified = Object.freeze({});
 
 /**
  * Works out who is calling, for every request: an API key (operator or customer), a bearer token,
  * or nobody (counted by client IP). Bad credentials do not stop the request here; they are
  * remembered and the route's access rule answers 401 (public routes ignore them).
+ *
+ * Not `async`: a caller known at once (a token verified before, its revocations known, an
+ * operator's key) passes on to `next()` without a promise of its own; only what has to be asked
+ * (a customer's key or caller, a token not verified yet, a revocation not confirmed) waits.
  */
-export function authenticate(deps: AuthenticationDeps, identity: CustomerIdentity) {
-  return createMiddleware<GatewayEnv>(async (c, next) => {
-    const result = await identify(c, deps, identity);
-    c.set("caller", result.caller ?? anonymousCaller(clientIp(c, deps.trustedProxies), deps.anonymousPlan));
-    if (result.problem) c.set("authProblem", result.problem);
-    await next();
-  });
+export function authenticate(
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+): MiddlewareHandler<GatewayEnv> {
+  const authenticated: MiddlewareHandler<GatewayEnv> = (c, next) => {
+    const found = identify(c, deps, identity);
+    if (found instanceof Promise) return found.then((result) => proceed(c, result, deps, next));
+    return proceed(c, found, deps, next);
+  };
+  return authenticated;
 }
 
-async function identify(
+function proceed(
+  c: Context<GatewayEnv>,
+  result: Identified,
+  deps: AuthenticationDeps,
+  next: Next,
+): Promise<void> {
+  c.set("caller", result.caller ?? anonymousCaller(clientIp(c, deps.trustedProxies), deps.anonymousPlan));
+  if (result.problem) c.set("authProblem", result.problem);
+  return next();
+}
+
+function identify(
   c: Context<GatewayEnv>,
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
-): Promise<Identified> {
+): Identified | Promise<Identified> {
   const apiKey = c.req.header("x-api-key");
   if (apiKey !== undefined) return identifyApiKey(c, apiKey, deps, identity);
   const authorization = c.req.header("authorization");
-  if (authorization === undefined) return {};
+  if (authorization === undefined) return NOBODY;
   const match = BEARER.exec(authorization);
   if (!match) return { problem: "Authorization must be 'Bearer <token>'" };
+  const known = deps.tokens.known(match[1]!);
+  return known ? identifyClaims(c, known, deps, identity) : verifyThenIdentify(c, match[1]!, deps, identity);
+}
+
+async function verifyThenIdentify(
+  c: Context<GatewayEnv>,
+  token: string,
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+): Promise<Identified> {
   let claims: VerifiedClaims;
   try {
-    claims = await deps.tokens.verify(match[1]!);
+    claims = await deps.tokens.verify(token);
   } catch (error) {
     if (error instanceof RemoteError) throw error; // the keys cannot be fetched: 503
     return { problem: tokenProblem(error) };
   }
+  return identifyClaims(c, claims, deps, identity);
+}
+
+function identifyClaims(
+  c: Context<GatewayEnv>,
+  claims: VerifiedClaims,
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+): Identified | Promise<Identified> {
   let use = tokenUses.get(claims);
   if (!use) {
     use = tokenUseOf(claims, deps);
     tokenUses.set(claims, use);
   }
-  if (await identity.revocations.isRevoked(use.credential)) return { problem: "token revoked" };
-  return use.caller ? { caller: use.caller } : identifyToken(c, claims, use, deps, identity);
+  const revoked = identity.revocations.isRevoked(use.credential);
+  if (revoked instanceof Promise) {
+    const used = use;
+    return revoked.then((yes) => identifyUse(c, claims, used, yes, deps, identity));
+  }
+  return identifyUse(c, claims, use, revoked, deps, identity);
+}
+
+function identifyUse(
+  c: Context<GatewayEnv>,
+  claims: VerifiedClaims,
+  use: TokenUse,
+  revoked: boolean,
+  deps: AuthenticationDeps,
+  identity: CustomerIdentity,
+): Identified | Promise<Identified> {
+  if (revoked) return { problem: "token revoked" };
+  return use.identified ?? identifyToken(c, claims, use, deps, identity);
 }
 
 const BEARER = /^Bearer\s+(\S+)$/i;
@@ -105,11 +161,11 @@ function tokenUseOf(claims: VerifiedClaims, deps: AuthenticationDeps): TokenUse 
   if (claims.kind === "operator") {
     // An operator's console session: the operator's key and plan while the key is configured.
     const operator = [...deps.operatorKeys.values()].find((key) => key.id === claims.sub);
-    if (operator) use.caller = operatorCaller(operator, "operator_session", token);
+    if (operator) use.identified = { caller: operatorCaller(operator, "operator_session", token) };
   } else if (claims.kind === "client") {
     const client = deps.oauthClients.get(claims.sub);
     if (client) {
-      use.caller = {
+      const caller: Caller = {
         kind: "client",
         id: `client:${client.id}`,
         plan: client.plan,
@@ -117,6 +173,7 @@ function tokenUseOf(claims: VerifiedClaims, deps: AuthenticationDeps): TokenUse 
         via: "oauth",
         token,
       };
+      use.identified = { caller };
     }
   }
   return use;
@@ -144,17 +201,25 @@ export function tokenProblem(error: unknown): string {
   }
 }
 
-async function identifyApiKey(
+function identifyApiKey(
   c: Context<GatewayEnv>,
   apiKey: string,
   deps: AuthenticationDeps,
   identity: CustomerIdentity,
-): Promise<Identified> {
+): Identified | Promise<Identified> {
   const operator = deps.operatorKeys.get(apiKeyHash(apiKey));
   if (operator) {
     return { caller: operatorCaller(operator, "api_key") };
   }
   if (!apiKey.startsWith(CUSTOMER_API_KEY_PREFIX)) return { problem: "unknown API key" };
+  return identifyCustomerKey(c, apiKey, identity);
+}
+
+async function identifyCustomerKey(
+  c: Context<GatewayEnv>,
+  apiKey: string,
+  identity: CustomerIdentity,
+): Promise<Identified> {
   const owner = await identity.customers.keyOwner(apiKey, c.get("request"));
   if (!owner) return { problem: "unknown, revoked or expired API key" };
   const revoked = await identity.revocations.isRevoked({ keyId: owner.keyId, customerId: owner.customerId });

@@ -64,7 +64,9 @@ export function rateLimit(options: {
     const page = isBrowserPage(c.req.path);
     const pageVisitor = page && caller.kind === "anonymous";
     const limits = pageVisitor ? pageLimits : options.plans[caller.plan];
-    const admission = await options.buckets.admit(pageVisitor ? `page:${caller.id}` : caller.id, limits);
+    // Decided here (not a promise) while this replica's view of the bucket holds: no turn waited.
+    const admitted = options.buckets.admit(pageVisitor ? `page:${caller.id}` : caller.id, limits);
+    const admission = admitted instanceof Promise ? await admitted : admitted;
     const headers = limitHeaders(limits, admission);
     if (!admission.allowed) {
       for (const [name, value] of Object.entries(headers)) c.header(name, value);

@@ -116,9 +116,11 @@ const getCheese = cheeseRoute(
       return c.json(cheese, 200, { ETag: etag, "X-Cheese-As-Of": at });
     }
     // The call is passed inline, not bound to a name (docs/architecture.md, "Closures on hot paths").
-    const { meta, body } = await readThrough(deps.readCache, { read: "getCheese", cheeseId }, () =>
+    // A hit is the reply itself, not a promise: no turn waited.
+    const read = readThrough(deps.readCache, { read: "getCheese", cheeseId }, () =>
       passService(deps, c, contracts.catalogueRpc.getCheese, { cheeseId }),
     );
+    const { meta, body } = read instanceof Promise ? await read : read;
     const etag = etagOf(meta.revision);
     if (notModified(c.req.header("if-none-match"), etag)) return c.body(null, 304, { ETag: etag });
     return answerPassed(c, body, 200, { ETag: etag });

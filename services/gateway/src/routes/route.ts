@@ -7,6 +7,7 @@ import type { CustomerIdentity } from "../auth/authenticate.ts";
 import { authorize } from "../auth/authorize.ts";
 import type { GatewayDeps } from "../deps.ts";
 import type { GatewayEnv } from "../env.ts";
+import { requestChecks } from "./request-checks.ts";
 
 export type Api = OpenAPIHono<GatewayEnv>;
 
@@ -82,20 +83,42 @@ export function routes<S extends Shared>(shared: S) {
     (api, deps) => {
       const own = typeof declaration === "function" ? declaration(deps) : declaration;
       const { access = shared.access!, use = [], responses, ...operation } = own;
-      const config = {
+      const config: RouteConfig = {
         ...described({
           ...operation,
           tags: operation.tags ?? shared.tags,
           responses: { ...shared.responses, ...responses },
         }),
         security: securityOf(access),
-        middleware: [authorize(access), ...(shared.use ?? []), ...use],
       };
-      api.openapi(config as RouteConfig, handler(deps) as never);
+      // The document gets the whole declaration; @hono/zod-openapi checks the body only, after
+      // the query, path and header checks of requestChecks.
+      api.openAPIRegistry.registerPath(config);
+      const { checks, rest } = requestChecks(config.request);
+      const [first, ...later] = [...(shared.use ?? []), ...use, ...checks];
+      const served = {
+        ...config,
+        request: rest,
+        hide: true,
+        middleware: first ? [admitted(authorize(access), first), ...later] : [authorize(access)],
+      };
+      api.openapi(served as RouteConfig, handler(deps) as never);
     };
 }
 
 export const route = routes({});
+
+/**
+ * The access rule's middleware and the route's first one after it, as one step of Hono's compose
+ * (each step is an async dispatch and its await, whatever the middleware does). The access rule
+ * does nothing after `next()`, so whatever the other throws reaches Hono's error handler as it
+ * did from a step of its own.
+ */
+function admitted(access: MiddlewareHandler<GatewayEnv>, then: MiddlewareHandler<GatewayEnv>) {
+  // `then` answers (a refusal) or passes on: what it returns goes back to Hono as `access`'s.
+  const both: MiddlewareHandler<GatewayEnv> = (c, next) => access(c, () => then(c, next) as Promise<void>);
+  return both;
+}
 
 /** Registers routes in the order given (Hono tries them in that order). */
 export function register(api: Api, deps: RouteDeps, list: readonly Route[]): void {
