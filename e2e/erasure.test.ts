@@ -190,7 +190,7 @@ describe("erasure", () => {
         if (!stream.config.name.startsWith("KV_")) continue;
         const bucket = stream.config.name.slice("KV_".length);
         const owner =
-          bucket === "publisher_checkpoints"
+          bucket === "publisher_checkpoints" || bucket === "notice_streams"
             ? owners.catalogue
             : bucket === "rate_limits"
               ? owners.gateway
