@@ -95,6 +95,13 @@ describe("metrics and traces of the running system", () => {
 
   it("carries the caller's trace into the customer service as well, and on with its event", async () => {
     const traceId = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    // Notification takes the customer's events once a registration wants one of their kinds.
+    const hook = await api.post(
+      "/webhooks",
+      { url: receiver.url("/customers"), events: ["customer.created"] },
+      operator.apiKey,
+    );
+    expect(hook.status).toBe(201);
     const username = `traced_${Date.now()}`;
     const created = await api.post(
       "/customer",
