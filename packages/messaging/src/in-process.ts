@@ -214,7 +214,7 @@ class Broker {
   private startOf(startAt: NonNullable<ConsumeOptions["startAt"]>): number {
     if (startAt === "all") return 1;
     const replaced = startAt === "new" ? undefined : this.durables.get(startAt.after);
-    if (!replaced) return this.lastSeq + 1;
+    if (!replaced) return startAt !== "new" && startAt.otherwise === "all" ? 1 : this.lastSeq + 1;
     // Its first unacknowledged event (replayed dead letters have negative keys).
     const held = [...replaced.pending.keys()].filter((key) => key > 0);
     return Math.min(replaced.nextSeq, ...held);

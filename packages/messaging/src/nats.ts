@@ -1380,8 +1380,12 @@ class NatsConsumer {
    * replaces stands. An explicit sequence rather than `DeliverPolicy.New`: on a cluster every
    * replica of the consumer then starts there, whenever it applies the consumer's creation.
    */
-  private async startOf(startAt: "new" | { after: string }): Promise<Partial<ConsumerConfig>> {
+  private async startOf(
+    startAt: "new" | { after: string; otherwise?: "all" | "new" },
+  ): Promise<Partial<ConsumerConfig>> {
     const replaced = startAt === "new" ? undefined : await this.consumerInfo(startAt.after);
+    if (!replaced && startAt !== "new" && startAt.otherwise === "all")
+      return { deliver_policy: DeliverPolicy.All };
     const seq = replaced
       ? replaced.ack_floor.stream_seq + 1
       : (await this.jsm.streams.info(this.stream)).state.last_seq + 1;

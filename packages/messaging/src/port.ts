@@ -56,9 +56,10 @@ export interface ConsumeOptions {
    * `"all"` (the default): the stream's first retained event. `"new"`: the events published once
    * it exists (see {@link Consumer.ready}). `{ after: name }`: it replaces the durable `name` of
    * the same stream, starting at the first event that one has not acknowledged (events it had
-   * acknowledged beyond that come again: handling must be idempotent), or `"new"` without it.
+   * acknowledged beyond that come again: handling must be idempotent), or `otherwise` without it
+   * (`"new"` by default).
    */
-  startAt?: "all" | "new" | { after: string };
+  startAt?: "all" | "new" | { after: string; otherwise?: "all" | "new" };
   /**
    * Ack deadline: an event not acked by then is redelivered (its handler's process or the server
    * died). While the handler runs the consumer keeps extending it, so a slow handler keeps its event.

@@ -103,7 +103,7 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       replayMax: config.WEBHOOK_REPLAY_MAX,
       laneSettleMs: config.WEBHOOK_LANE_SETTLE,
       clock,
-      wantKinds: (kinds) => webhookSources.want(kinds, SOURCES_READY_TIMEOUT_MS),
+      wantKinds: (kinds) => webhookSources.wantNew(kinds, SOURCES_READY_TIMEOUT_MS),
       wakeScheduler: (created) => scheduler.wake(created),
     };
     const webhookSources = new WebhookSources(ctx.bus, deps, logger);

@@ -131,6 +131,27 @@ describe("webhook delivery by the notification service", () => {
     expect(await old.deleteDurable(LEGACY_WEBHOOK_CONSUMER)).toBe(false);
   });
 
+  it("takes a source's events from the stream's start when its durable is gone and registrations for it are recorded (the bus lost its state)", async () => {
+    await startReplica();
+    const hook = await register("/arrivals", ["cheese.new_arrival"]);
+    for (const service of running.splice(0)) await service.stop();
+    const other = bus();
+    // The bus lost the durable (a restore brings the stores back, not NATS); the catalogue's
+    // relay publishes its events again before notification is back.
+    expect(await other.deleteDurable(webhookConsumer("catalogue"))).toBe(true);
+    await publishEvent(other, catalogueEvents.cheeseAdded, {
+      id: randomUUID(),
+      payload: { cheese: cheese(7) },
+    });
+
+    await startReplica();
+    const [request] = await receiver.waitFor("/arrivals", 1);
+    expect(verifyWebhook(hook.secret, request!.rawBody, request!.headers).data.name).toBe("Cheese 7");
+    await expect
+      .poll(async () => (await deliveries(hook.id)).map((d: { status: string }) => d.status))
+      .toEqual(["delivered"]);
+  });
+
   it("fans out events concurrently, each once, with created_at their publish time, so sorting by it restores publish order", async () => {
     await startReplica();
     const hook = await register("/arrivals", ["cheese.new_arrival"]);

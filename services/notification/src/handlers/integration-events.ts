@@ -91,13 +91,23 @@ export class WebhookSources {
   }
 
   /**
-   * Resolves once every source of `kinds` is consumed here (its durable exists). With
-   * `timeoutMs`, fails with a 503 when the bus has not made them by then: the registration
-   * asking is then not recorded (the durables, once made, stay).
+   * Resolves once every source of `kinds`, wanted by registrations already recorded, is consumed
+   * here (its durable exists). A durable missing for them (the bus lost its state, or a restore
+   * brought the registrations back without it) starts at the stream's first event: every event
+   * since the registrations were made is taken again, handled once by its event id.
    */
-  async want(kinds: readonly WebhookEventKind[], timeoutMs?: number): Promise<void> {
-    const ready = Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source).ready()));
-    if (timeoutMs === undefined) return void (await ready);
+  async want(kinds: readonly WebhookEventKind[]): Promise<void> {
+    await Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source, "all").ready()));
+  }
+
+  /**
+   * For a registration about to be recorded: resolves once every source of `kinds` is consumed
+   * here, a durable made now starting after the stream's last event. Fails with a 503 when the
+   * bus has not made them within `timeoutMs`: the registration is then not recorded (the
+   * durables, once made, stay).
+   */
+  async wantNew(kinds: readonly WebhookEventKind[], timeoutMs: number): Promise<void> {
+    const ready = Promise.all([...sourcesOf(kinds)].map((source) => this.consumer(source, "new").ready()));
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -112,11 +122,12 @@ export class WebhookSources {
     }
   }
 
-  private consumer(source: string): Consumer {
+  /** The source's consumer; made now, a missing durable starts where `otherwise` says. */
+  private consumer(source: string, otherwise: "all" | "new"): Consumer {
     let consumer = this.consumers.get(source);
     if (!consumer) {
       if (this.closed) throw new Error("webhook sources closed");
-      consumer = consumeSource(this.bus, source, this.deps, this.logger);
+      consumer = consumeSource(this.bus, source, otherwise, this.deps, this.logger);
       this.consumers.set(source, consumer);
     }
     return consumer;
@@ -136,13 +147,20 @@ export class WebhookSources {
  * sorting by it restores publish order. Handling is idempotent by event id, so a redelivery
  * after a crash creates nothing twice.
  */
-function consumeSource(bus: MessageBus, source: string, deps: NotificationDeps, logger: Logger): Consumer {
+function consumeSource(
+  bus: MessageBus,
+  source: string,
+  otherwise: "all" | "new",
+  deps: NotificationDeps,
+  logger: Logger,
+): Consumer {
   return consumeEvents(bus, {
     durable: webhookConsumer(source),
     events: eventsOf(source),
     // Created by the first registration wanting the source's kinds: from then on. The first
-    // start after the single durable of all events: where that one stood.
-    startAt: { after: LEGACY_WEBHOOK_CONSUMER },
+    // start after the single durable of all events: where that one stood. Missing while
+    // registrations for it are recorded: from the stream's start (`WebhookSources.want`).
+    startAt: { after: LEGACY_WEBHOOK_CONSUMER, otherwise },
     maxInFlight: WEBHOOK_CONSUMER_IN_FLIGHT,
     // An event first delivered when no registration subscribes to any kind it may become costs
     // nothing more: no parsing, no event-store read or append (a redelivered one may have a
