@@ -101,13 +101,7 @@ export function commandAlongside<State, Command, Event extends DomainEvent>(
       const newEvents = decider.decide(command, current.state);
       decided = undefined;
       if (newEvents.length === 0) return undefined;
-      const metadata = options.metadata ?? {};
-      const events = newEvents.map((event) => ({
-        id: randomUUID(),
-        type: event.type,
-        data: event.data,
-        metadata,
-      }));
+      const events = toNewEvents(newEvents, options.metadata);
       decided = { state: newEvents.reduce(decider.evolve, current.state), eventId: events.at(-1)!.id };
       return { events, expectedRevision: current.revision === -1 ? "no_stream" : current.revision };
     },
@@ -115,6 +109,14 @@ export function commandAlongside<State, Command, Event extends DomainEvent>(
       if (decided) remember(folded, streamName, { ...decided, revision: result.nextRevision });
     },
   };
+}
+
+/**
+ * A decision's events as appended, their ids given here, so that the state after the append is
+ * remembered with its last event's id.
+ */
+function toNewEvents(newEvents: readonly DomainEvent[], metadata: EventMetadata = {}) {
+  return newEvents.map((event) => ({ id: randomUUID(), type: event.type, data: event.data, metadata }));
 }
 
 export interface CommandOptions<State, Event> {
@@ -263,14 +265,7 @@ async function decideAndAppend<State, Command, Event extends DomainEvent>(
     const decided = await write.decide(refused.has(write.stream));
     if (decided) others.push({ write, append: { streamName: write.stream, ...decided } });
   }
-  // Ids given here, so that the state after the append is remembered with its last event's id.
-  const metadata = options.metadata ?? {};
-  const toAppend = newEvents.map((event) => ({
-    id: randomUUID(),
-    type: event.type,
-    data: event.data,
-    metadata,
-  }));
+  const toAppend = toNewEvents(newEvents, options.metadata);
   const expectedRevision = revision === -1 ? "no_stream" : revision;
   let result: AppendResult;
   if (others.length === 0) result = await store.append(streamName, toAppend, { expectedRevision });
