@@ -38,6 +38,7 @@ import {
   type IncomingRequest,
   type IntegrationEvent,
   type KeyValue,
+  KvBucketMissingError,
   KvConflictError,
   type KvEntry,
   type KvOptions,
@@ -587,7 +588,7 @@ class InProcessBus implements MessageBus {
     assertKvBucket(bucket);
     // As on NATS, a bucket opened read only is another service's: bound, never made.
     if (options?.readOnly && !this.broker.hasBucket(bucket)) {
-      throw new Error(`key-value bucket ${bucket} does not exist (yet)`);
+      throw new KvBucketMissingError(bucket);
     }
     const store = this.broker.bucket(bucket, options?.ttlMs);
     return {

@@ -54,6 +54,7 @@ import {
   type Headers,
   type IntegrationEvent,
   type KeyValue,
+  KvBucketMissingError,
   KvConflictError,
   type KvOptions,
   type MessageBus,
@@ -918,7 +919,11 @@ class NatsBus implements MessageBus {
     if (options?.readOnly) {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
       // again later), not a watch that never starts.
-      await this.jsm.streams.info(`KV_${bucket}`).catch((error) => this.streams.rethrowRefused(error));
+      await this.jsm.streams.info(`KV_${bucket}`).catch((error) => {
+        if (error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)
+          throw new KvBucketMissingError(bucket);
+        return this.streams.rethrowRefused(error);
+      });
     } else {
       // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
       await this.streams.ensure(`KV_${bucket}`, {});

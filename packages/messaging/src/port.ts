@@ -327,6 +327,14 @@ export function closedForRequests(subject: string): BusUnavailableError {
   return new BusUnavailableError(`request ${subject}: the connection is closed`);
 }
 
+/** A bucket opened read only (`KvOptions.readOnly`) that its owner has not made yet. */
+export class KvBucketMissingError extends Error {
+  override readonly name = "KvBucketMissingError";
+  constructor(readonly bucket: string) {
+    super(`key-value bucket ${bucket} does not exist (yet)`);
+  }
+}
+
 export class KvConflictError extends Error {
   override readonly name = "KvConflictError";
   constructor(readonly key: string) {

@@ -14,6 +14,7 @@ import {
   defineEvent,
   defineRpc,
   jsonCodec,
+  KvBucketMissingError,
   KvConflictError,
   KvRecords,
   type MessageBus,
@@ -767,7 +768,9 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
 
       it("opens another service's bucket read only once it exists, and never makes it", async () => {
         const bucket = `b-${uid()}`;
-        await expect((await client("reader")).kv(bucket, { readOnly: true })).rejects.toThrow();
+        await expect((await client("reader")).kv(bucket, { readOnly: true })).rejects.toBeInstanceOf(
+          KvBucketMissingError,
+        );
         await (await (await client("owner")).kv(bucket)).put("k", bytes("v"));
         const read = await (await client("reader")).kv(bucket, { readOnly: true });
         expect(text((await read.get("k"))?.value)).toBe("v");

@@ -9,7 +9,14 @@ import {
   revocationKeys,
   revocationKeysOf,
 } from "@cheese/contracts";
-import { type Closable, callRpc, KvRecords, type MessageBus, RemoteError } from "@cheese/messaging";
+import {
+  type Closable,
+  callRpc,
+  KvBucketMissingError,
+  KvRecords,
+  type MessageBus,
+  RemoteError,
+} from "@cheese/messaging";
 import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
 
 /**
@@ -17,6 +24,9 @@ import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
  * milliseconds; this only bounds the damage should a replica's watch ever miss one.
  */
 const CONFIRMED_FOR_MS = 30_000;
+
+/** How often a replica started before the customer service made the bucket tries to open it again. */
+const OPEN_AGAIN_MS = 1_000;
 
 /**
  * The revocations this service writes (docs/identity.md), as a caller checking credentials knows
@@ -51,9 +61,14 @@ export class KnownRevocations {
     clock.setInterval(() => this.prune(), 60_000);
   }
 
-  /** Opens the bucket and its watch ahead of the first request. */
+  /**
+   * Opens the bucket and its watch ahead of the first request, trying again every second while it
+   * cannot (on a first start the gateway may be up before the customer service has made the bucket).
+   */
   start(): void {
-    this.open().catch(() => {});
+    this.open().catch(() => {
+      this.clock.setTimeout(() => this.start(), OPEN_AGAIN_MS);
+    });
   }
 
   /**
@@ -159,7 +174,8 @@ export class KnownRevocations {
           this.watched = this.watching === watching;
         },
         (error) => {
-          this.logger.error({ err: error }, "revocation bucket unavailable");
+          if (error instanceof KvBucketMissingError) this.logger.info("revocation bucket not made yet");
+          else this.logger.error({ err: error }, "revocation bucket unavailable");
           this.watching = undefined;
           this.watched = false;
         },
