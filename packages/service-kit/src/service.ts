@@ -178,27 +178,40 @@ export async function startService<C extends BaseConfig, W = void>(
             request.trace,
           );
           request.trace = trace;
-          const log = contextLogger(logger, request);
+          // The request's logger (a child naming its ids) is made when first used: most requests log
+          // nothing, and a child of a redacting logger cost ~8 KB of garbage per request (a create
+          // allocated ~110 KB in the catalogue) and ~1.3 % of the catalogue's CPU.
+          let requestLogger: Logger | undefined;
+          const log = () => {
+            requestLogger ??= contextLogger(logger, request);
+            return requestLogger;
+          };
           const started = performance.now();
           let status: number | undefined;
           try {
-            const reply = await handler(payload, { ...request, logger: log });
+            const reply = await handler(payload, {
+              ...request,
+              get logger() {
+                return log();
+              },
+            });
             // debug: the gateway's access line already records every request at info (the profile of a
             // get showed this line, its redaction and its relay by the launcher at ~15 % of the service).
-            log.debug({ subject: rpc.subject, ms: Math.round(performance.now() - started) }, "handled");
+            if (logger.isLevelEnabled("debug"))
+              log().debug({ subject: rpc.subject, ms: Math.round(performance.now() - started) }, "handled");
             return reply;
           } catch (error) {
             status = 500;
             if (error instanceof RemoteError) {
               status = error.body.status;
-              log.info({ subject: rpc.subject, status }, "refused");
+              log().info({ subject: rpc.subject, status }, "refused");
             } else if (isDependencyUnavailable(error)) {
               // The dependency, not the request: 503 with Retry-After, whichever is down.
-              log.error({ err: error, subject: rpc.subject }, `${error.dependency} unavailable`);
+              log().error({ err: error, subject: rpc.subject }, `${error.dependency} unavailable`);
               status = 503;
               throw serviceUnavailable(`${error.dependency} is unavailable; try again`);
             } else {
-              log.error({ err: error, subject: rpc.subject }, "handler failed");
+              log().error({ err: error, subject: rpc.subject }, "handler failed");
             }
             throw error;
           } finally {
