@@ -267,6 +267,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   let wakeUps = 0;
   type Page = { head: number; events: RecordedEvent[]; wakeUpsBefore: number };
   const sharedPages = new Map<string, { after: number; page: Page }>();
+  /** Every subscription's categories (as a page key and a set) and where it stands. */
+  type Follower = { key: string; categories: ReadonlySet<string>; cursor: () => number };
+  const followers = new Set<Follower>();
   const subscriptions = new Set<Subscription>();
   let openReads = 0;
   let lastSeenHead = selectHead.get()?.head ?? -1;
@@ -393,6 +396,9 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
   // Subscriptions woken together that follow the same categories from the same position (a
   // projection and the outbox relay of one service, after an append) read one page: the last short
   // page read per set of categories, kept until the next wake-up (which empties `sharedPages`).
+  // Those that follow other categories from the same position (the webhook scheduler and the
+  // deliveries projection) read one page of all their categories, each kept its own part of it
+  // (`readTogether`).
   // It stays what a read would answer until then (an append announces itself with a wake-up: this
   // process's once committed, another's when the poll sees the head move), and its `wakeUpsBefore`
   // is the read's own, so a subscription handed it waits or reads again exactly as its reader
@@ -406,6 +412,37 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
     // A short page only: a full one is a catch-up's, read once per subscription.
     if (page.events.length < PAGE_SIZE) sharedPages.set(key, { after, page });
     else sharedPages.delete(key);
+  }
+  /**
+   * For `reader`, the page after `after` read together with the other subscriptions standing at
+   * the same position but following other categories: one read of all their categories, each
+   * one's events kept for it. Undefined when none stands there, or when the page read is full (a
+   * part of it would not hold every event up to the head): the reader then reads its own.
+   */
+  function readTogether(reader: Follower, after: number, head: number, wakeUpsBefore: number) {
+    const together = [...followers].filter(
+      (follower) =>
+        follower.key !== reader.key && follower.categories.size > 0 && follower.cursor() === after,
+    );
+    if (together.length === 0) return undefined;
+    const categories = new Set(reader.categories);
+    for (const follower of together) for (const category of follower.categories) categories.add(category);
+    const rows = categoriesPage(categories.size).all(
+      ...categories,
+      after,
+      Number.MAX_SAFE_INTEGER,
+      PAGE_SIZE,
+    );
+    if (rows.length === PAGE_SIZE) return undefined;
+    const events = rows.map(toRecorded);
+    for (const follower of together) {
+      const own = events.filter((event) => follower.categories.has(categoryOf(event.streamName)));
+      keepPage(follower.key, after, { head, events: own, wakeUpsBefore });
+    }
+    const own = events.filter((event) => reader.categories.has(categoryOf(event.streamName)));
+    const page = { head, events: own, wakeUpsBefore };
+    keepPage(reader.key, after, page);
+    return page;
   }
 
   function subscribe(subscribeOptions: SubscribeOptions): Subscription {
@@ -436,6 +473,7 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       });
 
     const pageKey = categories.join("\0");
+    const follower: Follower = { key: pageKey, categories: new Set(categories), cursor: () => cursor };
     /** The page after `cursor`, read here, or the one read for the same since the last wake-up. */
     const readHere = (): Page => {
       const shared = sharedPage(pageKey, cursor);
@@ -443,6 +481,8 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       const wakeUpsBefore = wakeUps;
       // The head is read before the page: anything committed in between lies above it.
       const head = selectHead.get()?.head ?? -1;
+      const together = selectPage ? readTogether(follower, cursor, head, wakeUpsBefore) : undefined;
+      if (together) return together;
       const rows = selectPage ? selectPage.all(...categories, cursor, PAGE_SIZE) : [];
       const page = { head, events: rows.map(toRecorded), wakeUpsBefore };
       keepPage(pageKey, cursor, page);
@@ -506,10 +546,12 @@ export function createSqliteEventStore(options: SqliteEventStoreOptions): EventS
       })
       .finally(() => {
         closed = true;
+        followers.delete(follower);
         subscriptions.delete(subscription);
         stopPollingIfIdle();
       });
     subscriptions.add(subscription);
+    followers.add(follower);
     startPolling();
     return subscription;
   }

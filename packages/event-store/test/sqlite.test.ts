@@ -127,6 +127,51 @@ describe("SQLite adapter, subscriptions woken together", () => {
   });
 });
 
+describe("SQLite adapter, subscriptions of other categories woken together", () => {
+  it("hands subscriptions standing at the same position one read of all their categories, each its own events", async () => {
+    const dir = tempDir("event-store");
+    const store = createSqliteEventStore({ file: join(dir.path, "events.db"), pollIntervalMs: 60_000 });
+    try {
+      const scheduler: RecordedEvent[] = [];
+      const projection: RecordedEvent[] = [];
+      let live = 0;
+      for (const [categories, received] of [
+        [["delivery", "webhook"], scheduler],
+        [["delivery"], projection],
+      ] as const) {
+        store.subscribe({
+          categories: [...categories],
+          handler: async (event) => void received.push(event),
+          onCaughtUp: () => {
+            live += 1;
+          },
+        });
+      }
+      await waitFor(() => live === 2, 2_000);
+      const append = (stream: string) =>
+        store.append(stream, [{ type: "Happened", data: { stream } }], { expectedRevision: "any" });
+      await append("delivery-1");
+      await waitFor(() => scheduler.length === 1 && projection.length === 1, 2_000);
+      // Only the scheduler follows it: the projection, not woken, stays where it stood.
+      await append("webhook-1");
+      await waitFor(() => scheduler.length === 2, 2_000);
+      await append("delivery-2"); // the two stand apart now: each reads its own
+      await waitFor(() => scheduler.length === 3 && projection.length === 2, 2_000);
+      await append("delivery-3"); // together again
+      await waitFor(() => scheduler.length === 4 && projection.length === 3, 2_000);
+      const streams = (received: RecordedEvent[]) => received.map((event) => event.streamName);
+      expect(streams(scheduler)).toEqual(["delivery-1", "webhook-1", "delivery-2", "delivery-3"]);
+      expect(streams(projection)).toEqual(["delivery-1", "delivery-2", "delivery-3"]);
+      // The same objects where they stood together: read and parsed once for both.
+      expect(scheduler[0]).toBe(projection[0]);
+      expect(scheduler[3]).toBe(projection[2]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});
+
 describe("SQLite adapter, schema versions", () => {
   it("opens a file made before events had versions: its events read as version 1, new ones keep theirs", async () => {
     const dir = tempDir("event-store");

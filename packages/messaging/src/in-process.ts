@@ -500,8 +500,7 @@ class InProcessBus implements MessageBus {
     const leave = this.broker.join(options, {
       run: (event) =>
         this.track(
-          // Every ack here is certain: a passed event is acked as any other.
-          Promise.resolve().then(async () => void (await options.handler(event))),
+          Promise.resolve().then(() => options.handler(event)),
           mine,
         ),
     });

@@ -1434,9 +1434,8 @@ class NatsConsumer {
       },
       workingIntervalMs(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     );
-    let passed = false;
     try {
-      passed = (await this.options.handler(event)) === "passed";
+      await this.options.handler(event);
     } catch (err) {
       if ((this.newest.get(seq) ?? 0) > deliveryCount) return;
       await this.retryOrDeadLetter(m, event, err);
@@ -1446,8 +1445,9 @@ class NatsConsumer {
       if (this.newest.get(seq) === deliveryCount) this.newest.delete(seq);
     }
     this.failing.delete(seq);
-    // A lost plain ack holds one of several slots until the ack wait, not the whole durable.
-    if (passed && this.maxInFlight > 1) m.ack();
+    // A lost plain ack holds one of several slots until the ack wait, not the whole durable, and
+    // its event comes again, as after a crash (ConsumeOptions.handler).
+    if (this.maxInFlight > 1) m.ack();
     else await this.confirmAck(m);
     if (this.source.removeWhenSettled) await this.letters.remove(m.seq).catch(() => {});
   }

@@ -88,12 +88,12 @@ export interface ConsumeOptions {
    * `deadLetterAfterMs`, dead-lettered). Events arrive in publish order per consumer, one at a
    * time (see `maxInFlight`); a replayed dead letter comes whenever it is replayed.
    *
-   * Resolving `"passed"` says the event was let by without any effect (nobody wanted it): with
-   * `maxInFlight` above 1 it is acked without waiting for the server to confirm the ack (should
-   * that ack be lost, the event comes again after the ack wait, as after a crash).
+   * With `maxInFlight` 1 the ack is confirmed by the server (sent again until it is): a lost one
+   * would hold the whole durable until the event's ack wait. With more, it is acked without
+   * waiting for the confirmation: a lost ack holds one slot of several, and the event comes again
+   * after the ack wait, as after a crash, which the handler takes as any redelivery.
    */
-  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing acks as before
-  handler: (event: DeliveredEvent) => Promise<void | "passed">;
+  handler: (event: DeliveredEvent) => Promise<void>;
 }
 
 export interface Closable {

@@ -340,7 +340,7 @@ export interface ConsumeEventsOptions<Definition extends EventDefinition>
   onInvalid: (event: DeliveredEvent, error: Error) => void;
   /**
    * Asked first, before the payload is parsed: an event it answers false for is acked without
-   * reaching the handler (a plain ack, not waiting for its confirmation: see `ConsumeOptions`). For a consumer that needs only some of its events at a time (the
+   * reaching the handler (acked as a handled one is: see `ConsumeOptions.handler`). For a consumer that needs only some of its events at a time (the
    * notification service, events no webhook subscribes to), so that those cost no parsing.
    */
   wanted?: (event: DeliveredEvent) => boolean | Promise<boolean>;
@@ -358,7 +358,7 @@ export function consumeEvents<Definition extends EventDefinition>(
     handler: async (event) => {
       const definition = bySubject.get(event.subject);
       if (!definition) return onInvalid(event, new Error(`no definition for ${event.subject}`));
-      if (wanted && !(await wanted(event))) return "passed";
+      if (wanted && !(await wanted(event))) return;
       const parsed = definition.schema.safeParse(event.payload);
       if (!parsed.success) return onInvalid(event, parsed.error);
       await handler({ ...event, payload: parsed.data } as TypedEvent<Definition>);

@@ -231,16 +231,42 @@ export async function handleCommand<State, Command, Event extends DomainEvent>(
 /**
  * The state a stream folds to now, read as {@link handleCommand} reads it, from the same memory:
  * from a state remembered for it (by a command or an earlier read), only the events from that
- * one on (the one to show the stream was not deleted and written again since). Each call reads
- * the store, so it sees every event recorded before it (a pause recorded before an attempt),
- * without reading and folding the whole stream each time. The state is shared: read it only.
+ * one on (the one to show the stream was not deleted and written again since). Every call is
+ * answered by a read of the store that starts after it, so it sees every event recorded before
+ * it (a pause recorded before an attempt), without reading and folding the whole stream each
+ * time. The calls for one stream asked while no read of it has started yet share the next one
+ * (it starts in the next turn of the event loop, after every one of them: the webhook
+ * scheduler's attempts started or claimed together read their registration once, not once
+ * each). The state is shared: read it only.
  */
-export async function readState<State, Event extends DomainEvent>(
+export function readState<State, Event extends DomainEvent>(
   store: EventStore,
   streamName: string,
   decider: Pick<Decider<State, unknown, Event>, "initialState" | "evolve">,
 ): Promise<State> {
-  return (await currentState(store, streamName, decider, foldedStreams<State>(store, decider))).state;
+  const waiting = waitingReads<State>(store, decider);
+  let read = waiting.get(streamName);
+  if (!read) {
+    read = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => {
+        waiting.delete(streamName); // asked for from now on: the next read
+        return currentState(store, streamName, decider, foldedStreams<State>(store, decider));
+      })
+      .then(({ state }) => state);
+    waiting.set(streamName, read);
+  }
+  return read;
+}
+
+/** The reads of {@link readState} not started yet, per store, decider and stream. */
+const waitingByStore = new WeakMap<EventStore, WeakMap<object, Map<string, Promise<unknown>>>>();
+
+function waitingReads<State>(store: EventStore, decider: object): Map<string, Promise<State>> {
+  const byDecider = waitingByStore.get(store) ?? new WeakMap<object, Map<string, Promise<unknown>>>();
+  waitingByStore.set(store, byDecider);
+  const streams = byDecider.get(decider) ?? new Map<string, Promise<unknown>>();
+  byDecider.set(decider, streams);
+  return streams as Map<string, Promise<State>>;
 }
 
 /** One try: decide on `current`, append with its revision as the expected revision, remember. */

@@ -123,6 +123,26 @@ describe("command handling on a real event store", () => {
     expect(await readState(counting, "counter-7", counter)).toEqual({ total: 0 });
   });
 
+  it("answers the reads of one stream asked together with one read, which sees every event recorded before each", async () => {
+    const reads: string[] = [];
+    const counting: EventStore = {
+      ...store,
+      readStream: async (name, options) => {
+        reads.push(name);
+        return store.readStream(name, options);
+      },
+    };
+    const one = { type: "Incremented", data: { by: 1 } };
+    await store.append("counter-5", [one], { expectedRevision: "no_stream" });
+    const together = await Promise.all([1, 2, 3].map(() => readState(counting, "counter-5", counter)));
+    expect(together).toEqual([{ total: 1 }, { total: 1 }, { total: 1 }]);
+    expect(reads).toEqual(["counter-5"]);
+    // Asked after that read: a read of its own, which sees what was recorded since.
+    await store.append("counter-5", [one], { expectedRevision: 0 });
+    expect(await readState(counting, "counter-5", counter)).toEqual({ total: 2 });
+    expect(reads).toEqual(["counter-5", "counter-5"]);
+  });
+
   it("decides on a remembered state unread when told it is current, and on the stream when it has moved since", async () => {
     const reads: string[] = [];
     const counting: EventStore = {

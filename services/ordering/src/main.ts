@@ -25,7 +25,7 @@ import {
   getOrderAsOf,
   listOrders,
 } from "./handlers/order-queries.ts";
-import { reviewOrder } from "./handlers/order-review.ts";
+import { REVIEW_TAKEOVER_MS, reviewOrder } from "./handlers/order-review.ts";
 import { catalogueOverBus, customerVaultOverBus } from "./handlers/other-services.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 
@@ -51,15 +51,19 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
     // The process manager: every placed order gets a review ORDER_AUTO_APPROVE_DELAY after
     // placement (the kit's due timers). Its schedule is the set of placed orders, so it follows
     // the projection.
+    // The replica that placed an order reviews it; the others only if it has not done so
+    // REVIEW_TAKEOVER_MS after its due time (their timer is dropped once they see the outcome).
     const reviews = dueTimers<number>({
       name: "order review",
       clock,
       logger,
       run: (orderId) => reviewOrder({ store, clock, catalogue }, orderId),
     });
-    const review = (order: Order) => {
+    const placedHere = new Set<number>();
+    const review = (order: Order, takeover: boolean) => {
       if (reviews.dueAt(order.id) !== undefined) return;
-      reviews.set(order.id, Date.parse(order.createdAt) + config.ORDER_AUTO_APPROVE_DELAY);
+      const due = Date.parse(order.createdAt) + config.ORDER_AUTO_APPROVE_DELAY;
+      reviews.set(order.id, takeover ? due + REVIEW_TAKEOVER_MS : due);
     };
     ctx.onStop(reviews);
     let live = false;
@@ -76,7 +80,7 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
         // Reviews follow the orders reads reach, not a rebuild beside them.
         if (!live || rebuilding) return;
         const { order } = event.data as { order: Order };
-        if (order.status === "placed") review(order);
+        if (order.status === "placed") review(order, !placedHere.delete(order.id));
         else reviews.delete(order.id);
       },
     });
@@ -84,8 +88,10 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
     ctx.onStop(serveRebuildRequests(ctx.bus, "ordering", { orders: projection }, logger));
     await projection.ready;
     live = true;
+    // Placed before this start, by this replica's predecessor or another: reviewed at their time,
+    // at once if it has passed (an order placed just before a crash is reviewed now).
     for (const { order } of await readModels.collection<OrderDocument>(ORDERS).find({ status: "placed" })) {
-      review(order);
+      review(order, false);
     }
 
     ctx.onStop(
@@ -109,6 +115,7 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
       readModels,
       projection,
       vault,
+      placedHere,
     };
     ctx.onStop(
       consumeEvents(bus, {

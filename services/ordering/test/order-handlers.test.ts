@@ -3,6 +3,7 @@ import { type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
+import { REVIEW_TAKEOVER_MS } from "../src/handlers/order-review.ts";
 import { orderingService } from "../src/main.ts";
 import { newBroker } from "./support.ts";
 
@@ -151,5 +152,22 @@ describe("ordering's handlers", () => {
     expect(await status()).toBe("placed");
     await spec.clock.advance(1);
     await expect.poll(status).toBe("approved");
+  });
+
+  it("reviews an order another replica placed only REVIEW_TAKEOVER_MS after the one it placed itself", async () => {
+    const now = spec.clock.now().toISOString();
+    const elsewhere = placed(950);
+    elsewhere.data.order = { ...elsewhere.data.order, createdAt: now, updatedAt: now };
+    const { order } = await spec
+      .given({ "order-950": [elsewhere] })
+      .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
+      .thenReturns({});
+    const status = async (orderId: number) =>
+      (await spec.call(orderingRpc.getOrder, { orderId, actor: customer })).order.status;
+    await spec.clock.advance(HOUR);
+    await expect.poll(() => status(order.id)).toBe("approved");
+    expect(await status(950)).toBe("placed"); // its placing replica has the time to review it
+    await spec.clock.advance(REVIEW_TAKEOVER_MS);
+    await expect.poll(() => status(950)).toBe("approved");
   });
 });

@@ -14,4 +14,9 @@ export interface OrderingDeps {
   projection: Projection;
   /** Seals and opens customers' addresses and notes (the customer service). */
   vault: CustomerVault;
+  /**
+   * Orders this process is placing, until the `orders` projection schedules their review: this
+   * replica reviews them at their due time, the others only `REVIEW_TAKEOVER_MS` later (`order-review.ts`).
+   */
+  placedHere: Set<number>;
 }

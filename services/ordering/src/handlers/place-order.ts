@@ -55,6 +55,7 @@ export async function placeOrder(
             order: redacted(order),
             personal: await deps.vault.seal(owner.customerId, personalPart(order), context),
           };
+    deps.placedHere.add(claim.id); // before the projection can see it: reviewed here first
     await handleCommand(
       deps.store,
       orderStream(claim.id),
@@ -64,6 +65,7 @@ export async function placeOrder(
     );
     return { order };
   } catch (error) {
+    deps.placedHere.delete(claim.id);
     return replayed(deps, await claim.failed(error), context);
   }
 }
