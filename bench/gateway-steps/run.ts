@@ -6,11 +6,14 @@
  * bearer token). Prints CPU µs per 2xx answer of each server's process, from /proc, per round.
  *
  *   pnpm exec tsx --conditions=source bench/gateway-steps/run.ts [--seconds=5] [--rounds=2] [--steps=0,2,9]
- *     [--profile=DIR] [--against=DIR]
+ *     [--profile=DIR] [--against=DIR] [--create]
  *
  * `--against=DIR`: each step's server also from the checkout in DIR (another worktree, with its
  * dependencies installed), the two loaded at the same time, 16 connections each, so both see the
  * same neighbours; per round, this checkout's CPU per answer, DIR's, and their ratio.
+ *
+ * `--create`: step 9 (`createApp`) answering `POST /v2/cheeses` (the catalogue's reply from
+ * memory) instead of the get: what a create costs the gateway itself, its body's checks included.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -23,11 +26,27 @@ const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const seconds = Number(arg("seconds", "5"));
 const rounds = Number(arg("rounds", "2"));
-const steps = arg("steps", "11,0,10,1,2,3,4,5,6,7,8,9").split(",").map(Number);
+const steps = arg("steps", process.argv.includes("--create") ? "9" : "11,0,10,1,2,3,4,5,6,7,8,9")
+  .split(",")
+  .map(Number);
 /** `--profile=DIR`: each server writes a V8 CPU profile there when it stops. */
 const profileDir = arg("profile", "");
 /** `--against=DIR`: the checkout the servers are compared with, loaded beside them. */
 const against = arg("against", "");
+/** `--create`: creates (step 9 only). */
+const create = process.argv.includes("--create");
+
+/** A create's body, as the bench's `POST /v2/cheeses` sends one. */
+const NEW_CHEESE = JSON.stringify({
+  name: "Bench 1",
+  category: { name: "Category 1" },
+  tags: [{ name: "t1" }, { name: "u1" }],
+  status: "pending",
+  origin: "FR",
+  pricePerKg: 11,
+  ageMonths: 1,
+  organic: false,
+});
 
 interface Server {
   step: number;
@@ -44,7 +63,7 @@ async function start(step: number, checkout?: string): Promise<Server> {
   const child = fork(script, {
     ...(checkout ? { cwd: checkout } : {}),
     execArgv: [...process.execArgv, ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [])],
-    env: { ...process.env, STEP: String(step) },
+    env: { ...process.env, STEP: String(step), ...(create ? { ROUTE: "create" } : {}) },
     // The access lines go where a process's discarded output goes: written, not kept.
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
@@ -70,11 +89,18 @@ async function measure(
       url: `http://127.0.0.1:${server.port}`,
       connections,
       seconds: window,
-      next: () => ({
-        method: "GET",
-        path: "/v2/cheeses/5",
-        headers: { authorization: `Bearer ${server.token}` },
-      }),
+      next: create
+        ? () => ({
+            method: "POST",
+            path: "/v2/cheeses",
+            body: NEW_CHEESE,
+            headers: { authorization: `Bearer ${server.token}` },
+          })
+        : () => ({
+            method: "GET",
+            path: "/v2/cheeses/5",
+            headers: { authorization: `Bearer ${server.token}` },
+          }),
     });
   await load(2);
   const before = cpuSeconds(server.child.pid!);

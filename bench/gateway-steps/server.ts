@@ -56,27 +56,45 @@ export const CHEESE = JSON.stringify({
 const ETAG = '"3"';
 
 const step = Number(process.env.STEP ?? 0);
+/** `ROUTE=create`: `createApp`'s `POST /v2/cheeses`, the catalogue's `createCheese` answered from memory. */
+const create = process.env.ROUTE === "create";
 const logger = createLogger("gateway", "info");
 const key = await loadSigningKey(join(mkdtempSync(join(tmpdir(), "gateway-steps-")), "key.json"));
 const issuer = "http://127.0.0.1";
 const signer = new TokenIssuer(key, systemClock);
 const oauthClients = oauthClientsSchema.parse(
-  JSON.stringify([{ id: "ops", secret: "ops-secret", scopes: ["read:cheeses"], plan: "enterprise" }]),
+  JSON.stringify([
+    { id: "ops", secret: "ops-secret", scopes: ["read:cheeses", "write:cheeses"], plan: "enterprise" },
+  ]),
 );
-const { token } = await signer.issue({ kind: "client", sub: "ops", scopes: ["read:cheeses"] }, 3600, issuer);
+const { token } = await signer.issue(
+  { kind: "client", sub: "ops", scopes: ["read:cheeses", "write:cheeses"] },
+  3600,
+  issuer,
+);
 const plans = {
   free: { burst: 10, perHour: 100 },
   pro: { burst: 100, perHour: 10_000 },
   enterprise: { burst: 1_000_000, perHour: "unlimited" as const },
 };
 
-/** A bus on which the catalogue's `getCheese` answers at once, as a cache in the gateway would. */
+/**
+ * A bus on which the catalogue's `getCheese` answers at once, as a cache in the gateway would, and
+ * its `createCheese` with a new cheese (the request encoded, as a bus sending it would).
+ */
 function answeringBus(): MessageBus {
   const bus = createInProcessBroker().connect("gateway");
-  const reply = new PassedReply({ revision: 3 }, CHEESE);
+  const got = new PassedReply({ revision: 3 }, CHEESE);
+  const created = new PassedReply({ revision: 1, id: 5 }, CHEESE);
   const request = bus.request.bind(bus);
-  bus.request = (subject, payload, options) =>
-    subject === catalogueRpc.getCheese.subject ? Promise.resolve(reply) : request(subject, payload, options);
+  bus.request = (subject, payload, options) => {
+    if (subject === catalogueRpc.getCheese.subject) return Promise.resolve(got);
+    if (subject === catalogueRpc.createCheese.subject) {
+      JSON.stringify(payload);
+      return Promise.resolve(created);
+    }
+    return request(subject, payload, options);
+  };
   return bus;
 }
 const bus = answeringBus();
@@ -124,6 +142,7 @@ const layers: [string, MiddlewareHandler<GatewayEnv> | undefined][] = [
 ];
 
 function app(): { fetch: (request: Request, env: unknown) => Response | Promise<Response> } {
+  if (create && step !== 9) throw new Error("ROUTE=create runs step 9 (createApp) only");
   if (step === 10 || step === 11) return bareWithHeaders(step === 10);
   if (step >= 12) return bareBehind(layers[step]![1]!);
   if (step >= 9) return createApp({ ...deps(), auth }, { rateLimits: plans });
