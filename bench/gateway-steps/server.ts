@@ -31,7 +31,7 @@ import { createApp } from "../../services/gateway/src/app.ts";
 import { authenticate } from "../../services/gateway/src/auth/authenticate.ts";
 import { TokenVerifier } from "../../services/gateway/src/auth/tokens.ts";
 import type { GatewayEnv } from "../../services/gateway/src/env.ts";
-import { handleError, validationFailure } from "../../services/gateway/src/errors.ts";
+import { handleError } from "../../services/gateway/src/errors.ts";
 import { bodySize, jsonDepth, noSniff } from "../../services/gateway/src/middleware/body-size.ts";
 import { observe } from "../../services/gateway/src/middleware/observe.ts";
 import { rateLimit } from "../../services/gateway/src/middleware/rate-limit.ts";
@@ -150,10 +150,7 @@ function app(): { fetch: (request: Request, env: unknown) => Response | Promise<
   for (const [, layer] of layers.slice(0, step + 1)) if (layer) hono.use(layer);
   if (step >= 8) {
     hono.onError(handleError);
-    const api = new OpenAPIHono<GatewayEnv>({
-      defaultHook: (result, c) =>
-        result.success ? undefined : validationFailure(c, result.target, result.error),
-    });
+    const api = new OpenAPIHono<GatewayEnv>();
     const getCheese = route(
       {
         method: "get",

@@ -10,7 +10,7 @@ import { specPlanLimits } from "./config.ts";
 import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
-import { errorResponse, handleError, validationFailure } from "./errors.ts";
+import { errorResponse, handleError } from "./errors.ts";
 import { bodySize, jsonDepth, noSniff } from "./middleware/body-size.ts";
 import { observe } from "./middleware/observe.ts";
 import { rateLimit } from "./middleware/rate-limit.ts";
@@ -68,10 +68,9 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   app.onError(handleError);
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
 
-  const api = new OpenAPIHono<GatewayEnv>({
-    defaultHook: (result, c) =>
-      result.success ? undefined : validationFailure(c, result.target, result.error),
-  });
+  // Routes check their requests themselves (`routes/request-checks.ts`): no validator of
+  // @hono/zod-openapi's runs, so it has no hook.
+  const api = new OpenAPIHono<GatewayEnv>();
   registerSecuritySchemes(api);
   const routeDeps = { ...deps, identity, plans: options.rateLimits ?? specPlanLimits };
   register(api, routeDeps, cheeseRoutes);

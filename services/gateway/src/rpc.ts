@@ -9,8 +9,7 @@ import {
   type RpcDefinition,
 } from "@cheese/messaging";
 import { contextHeaders, histogram, type IdempotencyKey, seriesOf } from "@cheese/service-kit";
-import type { Context, TypedResponse } from "hono";
-import { createMiddleware } from "hono/factory";
+import type { Context, MiddlewareHandler, Next, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { JSONParsed } from "hono/utils/types";
 import stableStringify from "safe-stable-stringify";
@@ -171,12 +170,20 @@ export function replayedHeader(reply: { replayed?: true }): { "Idempotent-Replay
   return reply.replayed ? { "Idempotent-Replayed": "true" } : {};
 }
 
-export const idempotency = createMiddleware<GatewayEnv>(async (c, next) => {
+// Not `async`: a request without the header passes on to `next()` without a promise of its own.
+export const idempotency: MiddlewareHandler<GatewayEnv> = (c, next) => {
   const sent = c.req.header(HEADER);
   if (sent === undefined) return next();
   if (!acceptableKey.test(sent)) {
-    return errorResponse(c, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters");
+    return Promise.resolve(
+      errorResponse(c, 400, "Idempotency-Key must be 1 to 255 visible ASCII characters"),
+    );
   }
+  return scoped(c, next, sent);
+};
+
+/** Keeps the request's key, scoped to its caller, with the fingerprint of its body. */
+async function scoped(c: Context<GatewayEnv>, next: Next, sent: string): Promise<void> {
   const caller = c.get("caller");
   scopes.set(c.req.raw, {
     // Per caller, and per customer within a caller: every customer of one OAuth client shares
@@ -185,7 +192,7 @@ export const idempotency = createMiddleware<GatewayEnv>(async (c, next) => {
     fingerprint: sha256(`${c.req.method} ${c.req.path}\n${canonical(await c.req.text())}`),
   });
   return next();
-});
+}
 
 /** The same JSON in another key order or spacing is the same request. */
 function canonical(body: string): string {

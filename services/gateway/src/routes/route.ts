@@ -91,14 +91,13 @@ export function routes<S extends Shared>(shared: S) {
         }),
         security: securityOf(access),
       };
-      // The document gets the whole declaration; @hono/zod-openapi checks the body only, after
-      // the query, path and header checks of requestChecks.
+      // The document gets the whole declaration; @hono/zod-openapi is given none of it to check
+      // (requestChecks checks the query, path, header and JSON body).
       api.openAPIRegistry.registerPath(config);
-      const { checks, rest } = requestChecks(config.request);
-      const [first, ...later] = [...(shared.use ?? []), ...use, ...checks];
+      const [first, ...later] = [...(shared.use ?? []), ...use, ...requestChecks(config.request)];
       const served = {
         ...config,
-        request: rest,
+        request: undefined,
         hide: true,
         middleware: first ? [admitted(authorize(access), first), ...later] : [authorize(access)],
       };
