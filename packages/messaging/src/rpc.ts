@@ -1,8 +1,9 @@
 /**
  * Typed, validated RPC and integration events on top of a {@link MessageBus}. Definitions live
- * once in `@cheese/contracts`. A request is checked on both sides (the caller's 400 saves the
- * trip); a reply once, by the server that makes it (`serveRpc`), which sends what it checked:
- * unknown fields dropped, defaults and transforms applied. The caller takes it as it comes.
+ * once in `@cheese/contracts`. A request is checked once, by the server that serves it
+ * (`serveRpc`, which trusts no caller: 400 listing the issues); a reply once, by the server that
+ * makes it, which sends what it checked: unknown fields dropped, defaults and transforms applied.
+ * The caller takes it as it comes.
  */
 import { z } from "zod";
 import {
@@ -109,9 +110,10 @@ export interface RpcContext {
 }
 
 /**
- * Validates the request (the same 400 the server would answer) and sends it as given (so
- * transforms run once, on the server). The reply is the one the server checked against the
- * response schema (`serveRpc`); a passed-through reply is joined back into the whole response.
+ * Sends the request as given, unchecked: its server checks it (an invalid one is its 400) and
+ * runs its transforms, once; what the gateway sends is made of what its route already checked.
+ * The reply is the one the server checked against the response schema (`serveRpc`); a
+ * passed-through reply is joined back into the whole response.
  */
 export async function callRpc<Request extends z.ZodType, Response extends z.ZodType>(
   bus: MessageBus,
@@ -119,7 +121,7 @@ export async function callRpc<Request extends z.ZodType, Response extends z.ZodT
   payload: z.input<Request>,
   options: CallOptions,
 ): Promise<z.output<Response>> {
-  const reply = await send(bus, definition, payload, options);
+  const reply = await bus.request(definition.subject, payload, options);
   if (!(reply instanceof PassedReply)) return reply as z.output<Response>;
   const body: unknown = JSON.parse(typeof reply.body === "string" ? reply.body : decoder.decode(reply.body));
   const field = definition.passThrough?.body ?? ".";
@@ -156,23 +158,11 @@ export async function callRpcPassing<
   body: string | Uint8Array;
 }> {
   type Meta_ = Pick<z.output<Response>, Meta> & BodyMetaOf<z.output<Response>, Field, BodyMeta>;
-  const reply = await send(bus, definition, payload, options);
+  const reply = await bus.request(definition.subject, payload, options);
   if (reply instanceof PassedReply) return { meta: reply.meta as Meta_, body: reply.body };
   // A server that does not pass its replies through (an older version during a rolling update).
   const split = passedReply(definition.passThrough, reply);
   return { meta: split.meta as Meta_, body: split.body };
-}
-
-/** Kept for the request check both ways of calling share: the same 400 as the server, without the trip. */
-async function send<Request extends z.ZodType>(
-  bus: MessageBus,
-  definition: RpcDefinition<Request>,
-  payload: z.input<Request>,
-  options: CallOptions,
-): Promise<unknown> {
-  const request = definition.request.safeParse(payload);
-  if (!request.success) throw badRequest(definition.subject, request.error);
-  return bus.request(definition.subject, payload, options);
 }
 
 const decoder = new TextDecoder();
