@@ -139,15 +139,21 @@ export const CheeseChanges = CheeseFields.partial().extend({
 });
 export type CheeseChanges = z.infer<typeof CheeseChanges>;
 
+/** What a body's fields become in a command: read-only fields dropped, category and tags by name. */
+const NOT_COPIED = new Set(["id", "createdAt", "updatedAt", "category", "tags"]);
+
+/**
+ * The command's fields of a create's or a replacement's body, in the body's order. A loop, not a
+ * rest pattern (`{ id, ...fields }`): copying all but a few keys that way took 1.5 µs, this 0.15.
+ */
 export function toCheeseFields(input: CheeseInput | CheeseReplacement): CheeseFields {
-  const { id: _id, createdAt: _c, updatedAt: _u, category, tags, ...fields } = input;
-  return {
-    ...fields,
-    ...(category ? { category: { name: category.name } } : {}),
-    ...(tags ? { tags: tags.map((tag) => ({ name: tag.name })) } : {}),
-    status: input.status ?? "available",
-    organic: input.organic ?? false,
-  };
+  const fields: Record<string, unknown> = {};
+  for (const key in input) if (!NOT_COPIED.has(key)) fields[key] = input[key as keyof typeof input];
+  if (input.category) fields.category = { name: input.category.name };
+  if (input.tags) fields.tags = input.tags.map((tag) => ({ name: tag.name }));
+  fields.status = input.status ?? "available";
+  fields.organic = input.organic ?? false;
+  return fields as CheeseFields;
 }
 
 /** Body fields first, then the query parameters, which win when both name the same field. */
