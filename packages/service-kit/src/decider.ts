@@ -258,15 +258,23 @@ export function readState<State, Event extends DomainEvent>(
   return read;
 }
 
+/** Something kept per store, decider and stream name. */
+type PerStream<V> = WeakMap<EventStore, WeakMap<object, Map<string, V>>>;
+
+/** The map of one store and decider in `kept`, made on first use. */
+function streamsOf<V>(kept: PerStream<V>, store: EventStore, decider: object): Map<string, V> {
+  const byDecider = kept.get(store) ?? new WeakMap<object, Map<string, V>>();
+  kept.set(store, byDecider);
+  const streams = byDecider.get(decider) ?? new Map<string, V>();
+  byDecider.set(decider, streams);
+  return streams;
+}
+
 /** The reads of {@link readState} not started yet, per store, decider and stream. */
-const waitingByStore = new WeakMap<EventStore, WeakMap<object, Map<string, Promise<unknown>>>>();
+const waitingByStore: PerStream<Promise<unknown>> = new WeakMap();
 
 function waitingReads<State>(store: EventStore, decider: object): Map<string, Promise<State>> {
-  const byDecider = waitingByStore.get(store) ?? new WeakMap<object, Map<string, Promise<unknown>>>();
-  waitingByStore.set(store, byDecider);
-  const streams = byDecider.get(decider) ?? new Map<string, Promise<unknown>>();
-  byDecider.set(decider, streams);
-  return streams as Map<string, Promise<State>>;
+  return streamsOf(waitingByStore, store, decider) as Map<string, Promise<State>>;
 }
 
 /** One try: decide on `current`, append with its revision as the expected revision, remember. */
@@ -321,14 +329,10 @@ interface Folded<State> {
 
 /** Streams whose folded state is remembered, per store and decider. */
 const FOLDED_STREAMS = 1_000;
-const foldedByStore = new WeakMap<EventStore, WeakMap<object, Map<string, Folded<unknown>>>>();
+const foldedByStore: PerStream<Folded<unknown>> = new WeakMap();
 
 function foldedStreams<State>(store: EventStore, decider: object): Map<string, Folded<State>> {
-  const byDecider = foldedByStore.get(store) ?? new WeakMap<object, Map<string, Folded<unknown>>>();
-  foldedByStore.set(store, byDecider);
-  const streams = byDecider.get(decider) ?? new Map<string, Folded<unknown>>();
-  byDecider.set(decider, streams);
-  return streams as Map<string, Folded<State>>;
+  return streamsOf(foldedByStore, store, decider) as Map<string, Folded<State>>;
 }
 
 /** Keeps the newest state of a stream, the least recently used streams making room. */
