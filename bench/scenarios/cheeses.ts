@@ -16,7 +16,7 @@ import { startSystem } from "../harness/system.ts";
 const statuses = ["available", "pending", "sold"] as const;
 
 /** The body of a new cheese; `n` makes its name unique. */
-function newCheese(n: number, prefix: string) {
+export function newCheese(n: number, prefix: string) {
   return {
     name: `${prefix} ${n}`,
     category: { name: `Category ${n % 4}` },
