@@ -21,6 +21,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runLoad } from "../harness/load.ts";
+import { newCheese } from "../scenarios/cheeses.ts";
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -37,16 +38,7 @@ const against = arg("against", "");
 const create = process.argv.includes("--create");
 
 /** A create's body, as the bench's `POST /v2/cheeses` sends one. */
-const NEW_CHEESE = JSON.stringify({
-  name: "Bench 1",
-  category: { name: "Category 1" },
-  tags: [{ name: "t1" }, { name: "u1" }],
-  status: "pending",
-  origin: "FR",
-  pricePerKg: 11,
-  ageMonths: 1,
-  organic: false,
-});
+const NEW_CHEESE = JSON.stringify(newCheese(1, "Bench"));
 
 interface Server {
   step: number;
