@@ -1,7 +1,9 @@
 import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
+import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
+import { natsOptions } from "./support/nats-identity.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 import { webhookCalls } from "./support/webhooks.ts";
 
@@ -51,6 +53,20 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
     return envelope;
   };
 
+  /** How many `cheese.added` integration events the EVENTS stream holds, read as operators do. */
+  const addedEventsPublished = async () => {
+    const monitor = await connect(natsOptions(system, "monitor"));
+    try {
+      const subject = "events.catalogue.cheese.added";
+      const { state } = await (await monitor.jetstreamManager()).streams.info("EVENTS", {
+        subjects_filter: subject,
+      });
+      return (state.subjects as Record<string, number> | undefined)?.[subject] ?? 0;
+    } finally {
+      await monitor.close();
+    }
+  };
+
   /** A customer's personal API key: valid credentials, but not an operator's. */
   const customerApiKey = async () => {
     const username = `hooks_${Date.now()}`;
@@ -69,9 +85,13 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
   };
 
   it("sends cheese.new_arrival, signed, when a cheese is created, and only to registrations that want it", async () => {
-    // Created while no registration wants a catalogue kind: it happened before the registration.
+    // Created while no registration wants a catalogue kind, and published before the registration:
+    // the promise is about publication (docs/webhooks.md, "Sources"), and the outbox relay
+    // publishes an append a little after its 201, from whichever catalogue replica holds the lease.
+    const published = await addedEventsPublished();
     const before = await api("POST", "/cheeses", { name: "Unwatched Tomme", pricePerKg: 20 }, auth.bearer);
     expect(before.status).toBe(201);
+    await expect.poll(addedEventsPublished).toBe(published + 1);
     // The first registration for a catalogue kind: every cheese created after its 201 reaches it.
     const arrivals = await register("/arrivals", ["cheese.new_arrival"]);
     await register("/orders-only", ["order.placed"]);
