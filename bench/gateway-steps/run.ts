@@ -14,6 +14,14 @@
  *
  * `--create`: step 9 (`createApp`) answering `POST /v2/cheeses` (the catalogue's reply from
  * memory) instead of the get: what a create costs the gateway itself, its body's checks included.
+ *
+ * `--in-process[=GETS]`: no load generator and no sockets: each server is handed GETS gets
+ * (default 2,000) one after the other as Node's parser would hand them (`server.ts`), `--bursts`
+ * times per round (default 10), with `--against` alternating with DIR's server burst by burst;
+ * per round, the median CPU µs per get (from `process.cpuUsage`) and, against DIR, the median of
+ * the bursts' ratios. On a loaded machine the load generator and the scheduling of sockets swing
+ * a get's CPU by a third between windows; this leaves the gateway's own path, interleaved finely
+ * enough that both checkouts see the same neighbours.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -36,6 +44,11 @@ const profileDir = arg("profile", "");
 const against = arg("against", "");
 /** `--create`: creates (step 9 only). */
 const create = process.argv.includes("--create");
+/** `--in-process[=GETS]`: gets handed to each server in process, GETS a burst. */
+const inProcess = process.argv.some((a) => a === "--in-process" || a.startsWith("--in-process="));
+const burstGets = Number(arg("in-process", "2000"));
+const bursts = Number(arg("bursts", "10"));
+if (inProcess && create) throw new Error("--in-process hands gets only, not creates");
 
 /** A create's body, as the bench's `POST /v2/cheeses` sends one. */
 const NEW_CHEESE = JSON.stringify(newCheese(1, "Bench"));
@@ -55,7 +68,12 @@ async function start(step: number, checkout?: string): Promise<Server> {
   const child = fork(script, {
     ...(checkout ? { cwd: checkout } : {}),
     execArgv: [...process.execArgv, ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [])],
-    env: { ...process.env, STEP: String(step), ...(create ? { ROUTE: "create" } : {}) },
+    env: {
+      ...process.env,
+      STEP: String(step),
+      ...(create ? { ROUTE: "create" } : {}),
+      ...(inProcess ? { IN_PROCESS: "1" } : {}),
+    },
     // The access lines go where a process's discarded output goes: written, not kept.
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
@@ -104,6 +122,43 @@ async function measure(
   return { us: (used * 1e6) / result.ok, perSecond: result.okPerSecond, p99: result.p99 };
 }
 
+/** CPU µs per get of a burst of gets handed to the server in process (`--in-process`). */
+function burst(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`step ${server.step} exited (${code})`));
+    server.child.once("exit", exited);
+    server.child.once("message", (message: { usPerGet: number }) => {
+      server.child.off("exit", exited);
+      resolve(message.usPerGet);
+    });
+    server.child.send({ gets: burstGets });
+  });
+}
+
+/** Every burst's ratio to the compared server's, over the rounds. */
+const allRatios: number[] = [];
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** One round of `--in-process`: the bursts, alternating with the compared server's when there is one. */
+async function inProcessRound(server: Server, other: Server | undefined): Promise<string> {
+  const mine: number[] = [];
+  const theirs: number[] = [];
+  for (let i = 0; i < bursts; i++) {
+    if (!other) mine.push(await burst(server));
+    else if (i % 2 === 0) {
+      mine.push(await burst(server));
+      theirs.push(await burst(other));
+    } else {
+      theirs.push(await burst(other));
+      mine.push(await burst(server));
+    }
+  }
+  if (!other) return `${median(mine).toFixed(1)} µs (median of ${bursts} bursts)`;
+  const ratios = mine.map((us, i) => us / theirs[i]!);
+  allRatios.push(...ratios);
+  return `${median(mine).toFixed(1)} µs against ${median(theirs).toFixed(1)} (${median(ratios).toFixed(3)}, bursts ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`;
+}
+
 const servers: Server[] = [];
 const compared = new Map<Server, Server>();
 for (const step of steps) {
@@ -114,12 +169,15 @@ for (const step of steps) {
 const results = new Map<number, string[]>();
 const loads: number[] = [];
 try {
+  // Warmed up first, unmeasured, as the load generator's windows are.
+  if (inProcess) for (const server of [...servers, ...compared.values()]) await burst(server);
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
       loads.push(loadavg()[0]!);
       const other = compared.get(server);
       let cell: string;
-      if (other) {
+      if (inProcess) cell = await inProcessRound(server, other);
+      else if (other) {
         const [mine, theirs] = await Promise.all([measure(server, 16), measure(other, 16)]);
         cell = `${mine.us.toFixed(1)} µs against ${theirs.us.toFixed(1)} (${(mine.us / theirs.us).toFixed(2)})`;
       } else {
@@ -142,6 +200,15 @@ console.log(`| ---- | ----------- | ${[...Array(rounds).keys()].map(() => "---")
 for (const step of steps) {
   console.log(`| ${step} | ${layers[step]} | ${results.get(step)!.join(" | ")} |`);
 }
+if (allRatios.length > 0) {
+  const sorted = [...allRatios].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.floor(q * (sorted.length - 1))]!.toFixed(3);
+  console.log(
+    `\nall ${sorted.length} bursts against ${against}: median ratio ${at(0.5)}, quartiles ${at(0.25)}–${at(0.75)}`,
+  );
+}
 console.log(
-  `\nload average (1 min) ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, ${seconds} s windows`,
+  `\nload average (1 min) ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, ${
+    inProcess ? `${bursts} bursts of ${burstGets} gets in process` : `${seconds} s windows`
+  }`,
 );

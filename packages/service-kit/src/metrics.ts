@@ -1,13 +1,14 @@
 import { categoryOf, type EventStore } from "@cheese/event-store";
 import type { DeadLetter } from "@cheese/messaging";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
 
 /**
  * Metrics (docs/operations.md, "Metrics"): one Prometheus registry per process, served at
  * `/metrics` on the health port of every service the process runs. Labels take few values
  * (route templates, subjects, categories, outcomes), never ids or raw paths. A metric's series
- * are looked up once per label combination and kept (`seriesOf`), so counting a request
- * allocates nothing.
+ * are looked up once per label combination and kept (`seriesOf`), and a kept series adds to its
+ * value in the registry at once (`KeptCounter`, `KeptHistogram`), so counting a request
+ * allocates nothing and hashes nothing.
  */
 export const metricsRegistry = new Registry();
 
@@ -27,12 +28,115 @@ interface MetricDefinition<L extends string> {
 }
 
 export function counter<L extends string>(definition: MetricDefinition<L>): Counter<L> {
-  return new Counter({ ...definition, registers: [metricsRegistry] });
+  return new KeptCounter({ ...definition, registers: [metricsRegistry] });
 }
 
 /** Latencies in seconds, from 5 ms to 10 s (prom-client's default buckets). */
 export function histogram<L extends string>(definition: MetricDefinition<L>): Histogram<L> {
-  return new Histogram({ ...definition, registers: [metricsRegistry] });
+  return new KeptHistogram({ ...definition, registers: [metricsRegistry] });
+}
+
+/** What prom-client keeps of a metric: its series by the hash of their labels. */
+interface SeriesMap<Entry> {
+  hashMap: Record<string, Entry | undefined>;
+}
+interface HistogramEntry {
+  labels: Record<string, string | number>;
+  sum: number;
+  count: number;
+  bucketValues: Record<string, number>;
+}
+
+/**
+ * prom-client's counter, whose labelled series (`labels(...)`) find their value once. prom-client's
+ * own series builds its labels' hash (a string) and validates them on every `inc`, then looks the
+ * string up (~0.4 µs, three times per get through the gateway); this one keeps the hash its first
+ * `inc` returns and adds to the value it names. Anything else (the value gone after `reset()` or
+ * `remove()`, a value prom-client refuses) goes through prom-client's `inc` as before.
+ */
+class KeptCounter<L extends string> extends Counter<L> {
+  override labels(...values: string[]): Counter.Internal;
+  override labels(labels: LabelValues<L>): Counter.Internal;
+  override labels(...args: unknown[]): Counter.Internal {
+    const series = (super.labels as (...args: unknown[]) => Counter.Internal)(...args);
+    const kept = this as unknown as SeriesMap<{ value: number }>;
+    let hash: string | undefined;
+    return {
+      inc(value?: number) {
+        const entry = hash === undefined ? undefined : kept.hashMap[hash];
+        if (entry !== undefined && (value === undefined || (value >= 0 && Number.isFinite(value)))) {
+          entry.value += value ?? 1;
+          return;
+        }
+        // prom-client's `inc` returns the hash it counted under.
+        hash = (series.inc(value) as unknown as { labelHash?: string } | undefined)?.labelHash;
+      },
+    };
+  }
+}
+
+/**
+ * prom-client's histogram, whose labelled series (`labels(...)`) find their entry once: prom-client's
+ * own series builds and hashes its labels and makes an object of them on every `observe` (~0.9 µs,
+ * once per request through the gateway). The hash is prom-client's (the label names sorted,
+ * `name:value,` each), checked against the entry its first `observe` made or found; should it not
+ * name that entry (another prom-client), every `observe` goes through prom-client's as before.
+ */
+class KeptHistogram<L extends string> extends Histogram<L> {
+  override labels(...values: string[]): Histogram.Internal<L>;
+  override labels(labels: LabelValues<L>): Histogram.Internal<L>;
+  override labels(...args: unknown[]): Histogram.Internal<L> {
+    const series = (super.labels as (...args: unknown[]) => Histogram.Internal<L>)(...args);
+    const metric = this as unknown as SeriesMap<HistogramEntry> & {
+      labelNames: string[];
+      upperBounds: readonly number[];
+    };
+    const labels: Record<string, string> = {};
+    if (args.length === 1 && typeof args[0] === "object" && args[0] !== null) {
+      for (const [name, value] of Object.entries(args[0]))
+        if (value !== undefined) labels[name] = String(value);
+    } else {
+      metric.labelNames.forEach((name, i) => {
+        if (args[i] !== undefined) labels[name] = String(args[i]);
+      });
+    }
+    let candidate = "";
+    for (const name of [...metric.labelNames].sort()) {
+      if (labels[name] !== undefined) candidate += `${name}:${labels[name]},`;
+    }
+    const bounds = metric.upperBounds;
+    const keys = bounds.map(String);
+    // undefined: not looked for yet; null: prom-client's entry is not under this hash.
+    let hash: string | null | undefined;
+    return {
+      observe(value: number) {
+        const entry = hash ? metric.hashMap[hash] : undefined;
+        if (entry === undefined || !Number.isFinite(value)) {
+          series.observe(value);
+          if (hash === undefined) hash = sameLabels(metric.hashMap[candidate], labels) ? candidate : null;
+          return;
+        }
+        entry.sum += value;
+        entry.count += 1;
+        for (let i = 0; i < bounds.length; i++) {
+          if (value <= bounds[i]!) {
+            if (Object.hasOwn(entry.bucketValues, keys[i]!)) entry.bucketValues[keys[i]!]! += 1;
+            break;
+          }
+        }
+      },
+      startTimer: series.startTimer,
+    };
+  }
+}
+
+function sameLabels(entry: HistogramEntry | undefined, labels: Record<string, string>): boolean {
+  if (!entry) return false;
+  const names = Object.keys(entry.labels).filter((name) => entry.labels[name] !== undefined);
+  return (
+    names.length === Object.keys(labels).length &&
+    names.every((name) => String(entry.labels[name]) === labels[name])
+  );
 }
 
 type LabelValue = string | number;

@@ -11,7 +11,7 @@ import { consoleProxy } from "./console-proxy.ts";
 import type { GatewayDeps } from "./deps.ts";
 import type { GatewayEnv } from "./env.ts";
 import { errorResponse, handleError } from "./errors.ts";
-import { bodySize, jsonDepth, noSniff } from "./middleware/body-size.ts";
+import { bodySize, jsonDepth } from "./middleware/body-size.ts";
 import { observe } from "./middleware/observe.ts";
 import { rateLimit } from "./middleware/rate-limit.ts";
 import { documentationRoutes, registerSecuritySchemes } from "./openapi.ts";
@@ -51,7 +51,6 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
 
   const app = new Hono<GatewayEnv>({ router: new MatchCache() });
   app.use(observe(deps.logger));
-  app.use(noSniff);
   app.use(bodySize());
   const tokens = new TokenVerifier(deps.bus, deps.auth.issuer, deps.rpcTimeoutMs, deps.clock);
   app.use(authenticate({ ...deps.auth, tokens }, identity));

@@ -1,10 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { createMiddleware } from "hono/factory";
 import type { GatewayEnv } from "../env.ts";
 import { errorResponse } from "../errors.ts";
-import { setAnswerHeader } from "./answer-headers.ts";
 import { incomingOf } from "./request-header.ts";
 
 /** Every JSON or form body we take is small; the largest, a batch of 100 customers, is ~50 KB. */
@@ -140,12 +138,6 @@ export function refuseUnreadBody(c: Context<GatewayEnv>, message: string): Respo
   c.header("Connection", "close");
   return errorResponse(c, 413, message);
 }
-
-/** Browsers must take every response for the type it declares (images included). */
-export const noSniff = createMiddleware<GatewayEnv>(async (c, next) => {
-  await next();
-  setAnswerHeader(c, "X-Content-Type-Options", "nosniff");
-});
 
 /** The deepest JSON body we take; our deepest schema (an order's address) is 3 levels. */
 export const MAX_JSON_DEPTH = 32;
