@@ -52,7 +52,7 @@ describe("NATS adapter specifics", () => {
       await bus.announce("bounded", { cheeseId: 1 });
       const info = await (await nc.jetstreamManager()).streams.info("NOTICES_bounded");
       expect(info.config).toMatchObject({
-        subjects: ["notices.bounded"],
+        subjects: ["notices.bounded", "notices.bounded.lease"],
         max_age: nanos(3_600_000),
         max_msgs: 100_000,
         num_replicas: 1,
@@ -389,7 +389,7 @@ describe("NATS adapter specifics", () => {
     const grant = (n: number) => {
       const h = natsHeaders();
       h.set(LEASE_HEADER, `ghost ${n}`);
-      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+      return js.publish(`notices.${channel}.lease`, new Uint8Array(), { headers: h });
     };
     try {
       // Its own follower of the channel started: no holder from before is known for a lease.
@@ -425,7 +425,7 @@ describe("NATS adapter specifics", () => {
     const grant = (n: number) => {
       const h = natsHeaders();
       h.set(LEASE_HEADER, `ghost ${n}`);
-      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+      return js.publish(`notices.${channel}.lease`, new Uint8Array(), { headers: h });
     };
     const buses: MessageBus[] = [];
     /** A catalogue replica that starts now: its first announce, and how long it took. */
