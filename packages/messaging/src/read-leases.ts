@@ -341,8 +341,9 @@ export class LeaseTable {
       }
       at = byLeases;
     } else if (byLeases <= now) {
-      // Only its mark is missing: the stream's leader is asked, unless it was for this notice.
-      if (!waiter.asked) this.ask();
+      // Only its mark is missing: the stream's leader is asked, unless it was for this notice, or
+      // a holder's mark for it waits for a lease record the follower is about to read.
+      if (!waiter.asked && !this.pending.some(({ through }) => through >= waiter.seq)) this.ask();
       at = waiter.deadline;
     } else at = waiter.asked ? waiter.deadline : byLeases;
     at = Math.min(at, waiter.deadline);
