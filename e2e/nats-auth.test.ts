@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { cheeseChangeNotices, customerRpc, REVOCATIONS_BUCKET, revocationCodec } from "@cheese/contracts";
 import { callRpc, KvRecords } from "@cheese/messaging";
 import { connectBus, createLogger } from "@cheese/service-kit";
-import { connect, Events, type NatsConnection, type NatsError } from "nats";
+import { connect, Events, type NatsConnection, type NatsError, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { busConfig, natsOptions } from "./support/nats-identity.ts";
@@ -117,6 +117,59 @@ describe("NATS authorization", () => {
         gateway.publish(applied, "to the gateway itself");
       });
       expect(refused?.permissionContext).toEqual({ operation: "subscription", subject: applied });
+    } finally {
+      await Promise.all(connected.map((nc) => nc.close()));
+    }
+  });
+
+  it("lets only the catalogue append a notice, and only the gateway a read-lease record", async () => {
+    const { channel } = cheeseChangeNotices;
+    const stream = `NOTICES_${channel}`;
+    const [notices, leases] = [`notices.${channel}`, `notices.${channel}.lease`];
+    const connected: NatsConnection[] = [];
+    const as = async (identity: string) => {
+      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      connected.push(nc);
+      const refused: unknown[] = [];
+      void (async () => {
+        for await (const status of nc.status())
+          if (status.type === Events.Error) refused.push(status.permissionContext);
+      })();
+      return { nc, js: nc.jetstream(), refused };
+    };
+    /** The header of a lease record (a release: no lease holder waits on it). */
+    const release = (holder: string) => {
+      const h = natsHeaders();
+      h.set("Notice-Lease", `${holder} released`);
+      return h;
+    };
+    try {
+      const catalogue = await as("catalogue");
+      const gateway = await as("gateway");
+      const jsm = await catalogue.nc.jetstreamManager();
+      const last = (subject: string) =>
+        jsm.streams.getMessage(stream, { last_by_subj: subject }).then(
+          (m) => ({ seq: m.seq, data: m.string(), lease: m.header?.get("Notice-Lease") ?? "" }),
+          () => undefined,
+        );
+
+      // Each appends its own: stored, in the stream's one order.
+      const notice = await catalogue.js.publish(notices, JSON.stringify({ all: true }));
+      const record = await gateway.js.publish(leases, new Uint8Array(), { headers: release("e2e-gateway") });
+      expect(record.seq).toBeGreaterThan(notice.seq);
+
+      // A notice forged by a gateway, a lease record forged by the catalogue: refused by the server.
+      gateway.nc.publish(notices, JSON.stringify({ forged: "by the gateway" }));
+      catalogue.nc.publish(leases, new Uint8Array(), { headers: release("forged-by-the-catalogue") });
+      await Promise.all([gateway.nc.flush(), catalogue.nc.flush()]);
+      await expect.poll(() => gateway.refused).toContainEqual({ operation: "publish", subject: notices });
+      await expect.poll(() => catalogue.refused).toContainEqual({ operation: "publish", subject: leases });
+      expect((await last(notices))?.data).not.toContain("forged");
+      // The running gateway's renewals come in between: whatever is last, it is not the forgery.
+      expect((await last(leases))?.lease).not.toContain("forged");
+      await expect(
+        gateway.js.publish(notices, JSON.stringify({ forged: "by the gateway" }), { timeout: 1_000 }),
+      ).rejects.toThrow();
     } finally {
       await Promise.all(connected.map((nc) => nc.close()));
     }

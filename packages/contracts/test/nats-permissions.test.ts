@@ -53,11 +53,13 @@ describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
     );
   }
 
-  it("lets the catalogue append notices and hear what the gateway applied, and the gateway the reverse", () => {
+  it("lets the catalogue append notices and hear what the gateway applied, and the gateway append lease records and say what it applied", () => {
     const { channel } = contracts.cheeseChangeNotices;
-    // Notices (the catalogue's) and read-lease grants and releases (the gateway's) share the subject.
-    expect(allowed("publish", `notices.${channel}`).sort()).toEqual(["catalogue", "gateway"]);
+    // Notices are the catalogue's alone, read-lease grants and releases the gateway's alone.
+    expect(allowed("publish", `notices.${channel}`)).toEqual(["catalogue"]);
+    expect(allowed("publish", `notices.${channel}.lease`)).toEqual(["gateway"]);
     expect(allowed("subscribe", `notices.${channel}`)).toEqual([]);
+    expect(allowed("subscribe", `notices.${channel}.lease`)).toEqual([]);
     expect(allowed("publish", `notices.${channel}.applied`)).toEqual(["gateway"]);
     expect(allowed("subscribe", `notices.${channel}.applied`)).toEqual(["catalogue"]);
   });

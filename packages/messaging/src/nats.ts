@@ -70,12 +70,13 @@ import {
 import {
   decodeLeaseRecord,
   encodeLeaseRecord,
-  FROM_HEADER,
   LEASE_HEADER,
   LEASE_RENEW_MS,
   LeaseHolder,
+  type LeaseMark,
   type LeaseRecord,
   LeaseTable,
+  realTimers,
 } from "./read-leases.ts";
 import { assertKvBucket, assertKvKey, assertNoticeChannel, subjectMatches } from "./subjects.ts";
 
@@ -441,24 +442,27 @@ function shown(key: string, value: unknown): string {
 }
 
 /**
- * The stream and subject of a notice channel, and the subject its lease holders tell the
- * announcers on what they applied (core NATS, not stored).
+ * A notice channel's stream and its two subjects there: the announcers' notices (`subject`) and
+ * the followers' read-lease records (`lease`), each appended by one side only, so that an
+ * announcer's follower reads the lease records alone; and the subject its lease holders tell the
+ * announcers on what they applied (`applied`: core NATS, not stored).
  */
-function noticeStream(channel: string): { stream: string; subject: string; applied: string } {
+function noticeStream(channel: string): { stream: string; subject: string; lease: string; applied: string } {
   assertNoticeChannel(channel);
   return {
     stream: `NOTICES_${channel}`,
     subject: `notices.${channel}`,
+    lease: `notices.${channel}.lease`,
     applied: `notices.${channel}.applied`,
   };
 }
 
-/** Appends a lease record to a notice channel's stream (a header, no body: it is no notice). */
+/** Appends a lease record to a notice channel's stream (a header, no body), under its lease subject. */
 function appendLeaseRecord(replies: ReplyInbox, channel: string, record: LeaseRecord): Promise<unknown> {
-  const { stream, subject } = noticeStream(channel);
+  const { stream, lease } = noticeStream(channel);
   const h = natsHeaders();
   h.set(LEASE_HEADER, encodeLeaseRecord(record));
-  return publishToStream(replies, subject, EMPTY, h, { expectStream: stream });
+  return publishToStream(replies, lease, EMPTY, h, { expectStream: stream });
 }
 
 class NatsBus implements MessageBus {
@@ -707,10 +711,10 @@ class NatsBus implements MessageBus {
     if (!ensured) {
       // Its followers and announcers all make sure of it; whichever comes first makes it. Its first
       // stream is recorded before anyone follows it (a follower could hold a lease on it).
-      const { stream, subject } = noticeStream(channel);
+      const { stream, subject, lease } = noticeStream(channel);
       ensured = this.streams
         .ensure(stream, {
-          subjects: [subject],
+          subjects: [subject, lease],
           max_age: nanos(NOTICE_MAX_AGE_MS),
           max_msgs: NOTICE_MAX_MSGS,
         })
@@ -729,12 +733,9 @@ class NatsBus implements MessageBus {
     const leases = this.leaseTable(channel);
     const lost = this.link.lost();
     const sentAt = performance.now();
-    const notice = leases.table.nextNotice();
     const store = async () => {
       await this.ensureNotices(channel);
-      const h = natsHeaders();
-      h.set(FROM_HEADER, `${leases.id} ${notice}`);
-      return publishToStream(this.replies, subject, encodeJson(payload), h, { expectStream: stream });
+      return publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
     };
     let stored: PubAck;
     try {
@@ -748,7 +749,7 @@ class NatsBus implements MessageBus {
       );
     }
     // Every lease holder that could answer without it has applied it (or its lease ran out).
-    await leases.table.settled(stored.seq, notice, sentAt);
+    await leases.table.settled(stored.seq, sentAt);
   }
 
   private noticeStreamsMade: Promise<KeyValue> | undefined;
@@ -776,7 +777,7 @@ class NatsBus implements MessageBus {
 
   /**
    * Where an announcer's follower that starts now can read every grant stored before it: the
-   * stream's last sequence, when the stream still holds every record it was ever given (from
+   * stream's last lease record, when the stream still holds every record it was ever given (from
    * sequence 1, at most {@link REPLAY_MAX_RECORDS}) and is the channel's first stream (so no
    * follower can hold a lease from a stream made before it, unseen); else undefined (it starts at
    * the end, and counts a lease blind).
@@ -785,7 +786,8 @@ class NatsBus implements MessageBus {
     const info = await this.firstStreamInfo(channel);
     if (!info) return undefined;
     const { first_seq: first, last_seq: last } = info.state;
-    return first <= 1 && last <= REPLAY_MAX_RECORDS ? { end: last, created: info.created } : undefined;
+    if (first > 1 || last > REPLAY_MAX_RECORDS) return undefined;
+    return { end: (await this.lastLease(channel))?.seq ?? 0, created: info.created };
   };
 
   /** The stream's info, if it is the channel's first stream (as recorded); else undefined. */
@@ -803,7 +805,11 @@ class NatsBus implements MessageBus {
   private leaseTable(channel: string): { id: string; table: LeaseTable } {
     const known = this.leaseTables.get(channel);
     if (known) return known;
-    const leases = new LeaseTable(() => performance.now());
+    const leases = new LeaseTable(
+      () => performance.now(),
+      realTimers,
+      () => this.lastLease(channel),
+    );
     const id = randomUUID();
     this.leaseTables.set(channel, { id, table: leases });
     const follower = new NatsFollower(
@@ -816,15 +822,17 @@ class NatsBus implements MessageBus {
       this.whileUp,
       this.link,
       {
+        // Its lease records only: an announcer's follower never reads a notice.
+        only: noticeStream(channel).lease,
+        startAt: async () => {
+          const mark = await this.lastLease(channel);
+          return { seq: mark?.seq ?? 0, mark };
+        },
         replayable: () => this.replayableEnd(channel),
         stillFirst: async (created) => (await this.firstStreamInfo(channel))?.created === created,
-        onStart: (replaying) => leases.restart(replaying),
+        onStart: (replaying, mark) => leases.restart(replaying, mark),
         onCaughtUp: () => leases.caughtUp(),
-        onRecord: (seq, record, from) => {
-          if (record) leases.record(seq, record);
-          const [announcer, notice] = from?.split(" ") ?? [];
-          if (announcer === id) leases.own(seq, Number(notice));
-        },
+        onRecord: (seq, record, stored) => leases.record(seq, record, stored),
         onStop: () => leases.stopped(),
       },
     );
@@ -832,9 +840,14 @@ class NatsBus implements MessageBus {
       callback: (error, msg) => {
         if (error) return;
         try {
-          const ack = decodeJson(msg.data) as { holder?: unknown; seq?: unknown };
-          if (typeof ack.holder === "string" && typeof ack.seq === "number")
-            leases.acked(ack.holder, ack.seq);
+          const ack = decodeJson(msg.data) as { holder?: unknown; seq?: unknown; lease?: unknown };
+          if (typeof ack.holder !== "string" || typeof ack.seq !== "number") return;
+          const [seq, record] = Array.isArray(ack.lease) ? ack.lease : [];
+          leases.acked(
+            ack.holder,
+            ack.seq,
+            typeof seq === "number" && typeof record === "string" ? { seq, record } : undefined,
+          );
         } catch {
           // Not an ack: ignored (the holder's lease runs out instead).
         }
@@ -849,31 +862,64 @@ class NatsBus implements MessageBus {
     return { id, table: leases };
   }
 
+  /** A JetStream API request on a notice channel's stream, through the bus's own reply inbox. */
+  private async askNotices(api: string, body: Uint8Array): Promise<NoticeApiAnswer> {
+    return decodeJson(
+      await this.replies.request(api, body, undefined, NOTICE_BARRIER_WAIT_MS),
+    ) as NoticeApiAnswer;
+  }
+
   /**
-   * A notice channel's last sequence, asked of its stream's leader: the channel's last notice
-   * (JetStream's message get, which only the leader answers; a direct get may come from a replica
-   * behind). The stream holds that one subject, so its last notice is its last message; the
-   * stream info (also the leader's only) is asked only when it holds none (every notice aged out),
-   * as it answers with three times the bytes and costs the servers more. Through the bus's own
-   * reply inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
+   * A notice channel's last notice's sequence, asked of its stream's leader (JetStream's message
+   * get, which only the leader answers; a direct get may come from a replica behind): lease
+   * records, on a subject of their own, after it need no follower's wait. The stream's last
+   * sequence (its info, also the leader's only) when it holds no notice (every one aged out),
+   * asked only then as it answers with three times the bytes and costs the servers more. Through
+   * the bus's own reply inbox, not nats.js's JetStream manager: it is on the read cache's hot path.
    */
   private lastSequence = async (channel: string): Promise<number> => {
     const { stream, subject } = noticeStream(channel);
     this.reachable(`notices ${stream}`);
-    const ask = async (api: string, body: Uint8Array) =>
-      decodeJson(await this.replies.request(api, body, undefined, NOTICE_BARRIER_WAIT_MS)) as {
-        message?: { seq?: unknown };
-        state?: { last_seq?: unknown };
-        error?: { err_code?: number; description?: string };
-      };
-    const last = await ask(`$JS.API.STREAM.MSG.GET.${stream}`, encodeJson({ last_by_subj: subject }));
+    const last = await this.askNotices(
+      `$JS.API.STREAM.MSG.GET.${stream}`,
+      encodeJson({ last_by_subj: subject }),
+    );
     if (typeof last.message?.seq === "number") return last.message.seq;
     if (last.error?.err_code !== NO_MESSAGE_FOUND)
       throw new Error(`last notice of ${stream}: ${last.error?.description ?? "no message"}`);
-    const info = await ask(`$JS.API.STREAM.INFO.${stream}`, EMPTY);
+    return this.streamEnd(channel);
+  };
+
+  /** A notice channel's stream's last sequence (notice or lease record), asked of its leader. */
+  private streamEnd = async (channel: string): Promise<number> => {
+    const { stream } = noticeStream(channel);
+    this.reachable(`notices ${stream}`);
+    const info = await this.askNotices(`$JS.API.STREAM.INFO.${stream}`, EMPTY);
     if (typeof info.state?.last_seq !== "number")
       throw new Error(`stream info ${stream}: ${info.error?.description ?? "no state"}`);
     return info.state.last_seq;
+  };
+
+  /**
+   * A notice channel's last lease record (null: it holds none), asked of its stream's leader: an
+   * announcer's mark for the notices stored before it asked (`LeaseTable`).
+   */
+  private lastLease = async (channel: string): Promise<LeaseMark | null> => {
+    const { stream, lease } = noticeStream(channel);
+    this.reachable(`notices ${stream}`);
+    const last = await this.askNotices(
+      `$JS.API.STREAM.MSG.GET.${stream}`,
+      encodeJson({ last_by_subj: lease }),
+    );
+    if (typeof last.message?.seq === "number") {
+      const headers = Buffer.from(String(last.message.hdrs ?? ""), "base64").toString("latin1");
+      const record = LEASE_HEADER_LINE.exec(headers)?.[1]?.trim();
+      if (record === undefined) throw new Error(`last lease record of ${stream}: no ${LEASE_HEADER}`);
+      return { seq: last.message.seq, record };
+    }
+    if (last.error?.err_code !== NO_MESSAGE_FOUND)
+      throw new Error(`last lease record of ${stream}: ${last.error?.description ?? "no message"}`);
+    return null;
   };
 
   follow(channel: string, handlers: FollowHandlers): Follower {
@@ -886,12 +932,15 @@ class NatsBus implements MessageBus {
       this.log,
       this.whileUp,
       this.link,
-      {},
+      // It reads the whole stream, from its end: notices and lease records in their one order.
+      { startAt: async () => ({ seq: await this.streamEnd(channel) }) },
       {
         holder: () => new LeaseHolder(randomUUID(), () => performance.now()),
         append: (record) => appendLeaseRecord(this.replies, channel, record),
-        ack: (holder, seq) => {
-          if (this.connected) this.nc.publish(noticeStream(channel).applied, encodeJson({ holder, seq }));
+        ack: (holder, seq, mark) => {
+          if (!this.connected) return;
+          const ack = mark ? { holder, seq, lease: [mark.seq, mark.record] } : { holder, seq };
+          this.nc.publish(noticeStream(channel).applied, encodeJson(ack));
         },
       },
     );
@@ -1545,7 +1594,20 @@ class NatsConsumer {
   }
 }
 
-/** A replay of a notice stream from its first record: its last sequence then, and its `created`. */
+/** An answer of the JetStream API on a notice stream: a message get's, or a stream info's. */
+interface NoticeApiAnswer {
+  message?: { seq?: unknown; hdrs?: unknown };
+  state?: { last_seq?: unknown };
+  error?: { err_code?: number; description?: string };
+}
+
+/** The lease record's header line in a stored message's headers (a message get's `hdrs`). */
+const LEASE_HEADER_LINE = new RegExp(`^${LEASE_HEADER}:(.*)$`, "im");
+
+/**
+ * A replay of a notice stream from its first record: the last record it reads to (for an
+ * announcer's follower, the last lease record then), and the stream's `created`.
+ */
 interface Replay {
   end: number;
   created: string;
@@ -1553,19 +1615,29 @@ interface Replay {
 
 /** What an announcer's own follower of a channel tells its lease table. */
 interface FollowerHooks {
+  /** The one subject of the stream it reads (a filtered consumer); else every record. */
+  only?: string;
+  /**
+   * Where it starts when it does not replay: after `seq`, with (`mark`) the stream's last lease
+   * record then; else after the channel's last notice.
+   */
+  startAt?(): Promise<{ seq: number; mark?: LeaseMark | null }>;
   /** Where a start may replay the whole stream (from sequence 1), or undefined: start at its end. */
   replayable?(): Promise<Replay | undefined>;
   /** The channel's stream is still the first one, made at `created` (a replay's stream). */
   stillFirst?(created: string): Promise<boolean>;
-  /** Started after the channel's end, as the leader just told it, or (`replaying`) at its start. */
-  onStart?(replaying: boolean): void;
+  /**
+   * Started after the channel's end (`mark`: its last lease record then), as the leader just told
+   * it, or (`replaying`) at its start.
+   */
+  onStart?(replaying: boolean, mark?: LeaseMark | null): void;
   /**
    * A replay applied every record up to the end it started for, without a gap, and the stream is
    * still the one it read.
    */
   onCaughtUp?(): void;
-  /** Applied `seq`: a lease record, or (undefined) a notice, `from` its announcer ({@link FROM_HEADER}). */
-  onRecord?(seq: number, record: LeaseRecord | undefined, from?: string): void;
+  /** Applied the lease record `seq` (`stored`: its header as stored; `record` undefined: unreadable). */
+  onRecord?(seq: number, record: LeaseRecord | undefined, stored: string): void;
   /** Stopped following (a drop, a close): it may miss records until it starts again. */
   onStop?(): void;
 }
@@ -1578,7 +1650,8 @@ interface FollowerHooks {
 interface FollowerLease {
   holder(): LeaseHolder;
   append(record: LeaseRecord): Promise<unknown>;
-  ack(holder: string, seq: number): void;
+  /** Says it applied up to `seq`; `mark`: the last lease record it applied in this run. */
+  ack(holder: string, seq: number, mark: LeaseMark | undefined): void;
 }
 
 /**
@@ -1618,6 +1691,10 @@ class NatsFollower {
   private holder: LeaseHolder | undefined;
   /** Runs of the consumer started (a replay's end is told only to the run that read it). */
   private runs = 0;
+  /** The last notice this run applied (a barrier's answer below it: the stream was made again). */
+  private lastNotice = 0;
+  /** The last lease record this run applied: an announcer's mark, sent with each ack. */
+  private lastLease: LeaseMark | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -1679,7 +1756,7 @@ class NatsFollower {
     try {
       const last = await Promise.race([this.lastSequence(this.link.lost()), late]);
       if (last === undefined || !this.following) return false;
-      if (last < this.applied.value) {
+      if (last < this.lastNotice) {
         // The stream was made again and its sequences started over: follow it from its new end.
         this.stopCurrent?.();
         return false;
@@ -1698,7 +1775,7 @@ class NatsFollower {
     this.ackQueued = true;
     setImmediate(() => {
       this.ackQueued = false;
-      if (this.following && this.holder) this.lease?.ack(this.holder.id, this.applied.value);
+      if (this.following && this.holder) this.lease?.ack(this.holder.id, this.applied.value, this.lastLease);
     });
   }
 
@@ -1741,11 +1818,18 @@ class NatsFollower {
         const replay = this.hooks.replayable
           ? await unlessLost(this.hooks.replayable(), lost, what).catch(() => undefined)
           : undefined;
-        const start = replay ? 0 : await this.lastSequence(lost);
+        const from = replay
+          ? { seq: 0 }
+          : this.hooks.startAt
+            ? await unlessLost(this.hooks.startAt(), lost, what)
+            : { seq: await this.lastSequence(lost) };
+        const start = from.seq;
+        const only = this.hooks.only;
         const consumer = await unlessLost(
           this.js.consumers.get(this.stream, {
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: start + 1,
+            ...(only ? { filterSubjects: only } : {}),
           }),
           lost,
           what,
@@ -1756,11 +1840,18 @@ class NatsFollower {
         void lost.then(() => messages.stop());
         void (async () => {
           for await (const status of await messages.status())
-            if (status.type === ConsumerEvents.OrderedConsumerRecreated) this.handlers.onReset();
+            if (status.type === ConsumerEvents.OrderedConsumerRecreated) {
+              this.handlers.onReset();
+              // Re-created from where it was, perhaps in a stream made again: an announcer's
+              // follower starts over at the stream's end (and counts a lease blind) instead.
+              if (only) messages.stop();
+            }
         })().catch(() => {});
         this.applied.restart(start);
+        this.lastNotice = 0;
+        this.lastLease = undefined;
         this.handlers.onReset();
-        this.hooks.onStart?.(replay !== undefined);
+        this.hooks.onStart?.(replay !== undefined, from.mark);
         this.following = !this.closing;
         this.queueAck();
         stopRenewing = this.renewing();
@@ -1772,7 +1863,9 @@ class NatsFollower {
         for await (const m of messages) {
           const seq = m.info.streamSequence;
           if (seq <= this.applied.value) continue;
-          if (seq !== this.applied.value + 1) {
+          // A filtered follower's sequences skip the notices: a gap there says nothing (a lease
+          // record aged out is an hour old, its grant long run out).
+          if (!only && seq !== this.applied.value + 1) {
             // A gap (notices aged out before they came): what they said is unknown.
             this.handlers.onReset();
             replaying = undefined;
@@ -1820,10 +1913,11 @@ class NatsFollower {
       const record = decodeLeaseRecord(lease);
       if (record && "grant" in record && record.holder === this.holder?.id) this.holder.applied(record.grant);
       this.applied.advance(seq);
-      this.hooks.onRecord?.(seq, record);
+      this.lastLease = { seq, record: lease.trim() };
+      this.hooks.onRecord?.(seq, record, lease.trim());
       return;
     }
-    const from = m.headers?.get(FROM_HEADER);
+    this.lastNotice = seq;
     let payload: unknown;
     try {
       payload = decodeJson(m.data);
@@ -1832,7 +1926,6 @@ class NatsFollower {
       this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
       this.handlers.onReset();
       this.applied.advance(seq);
-      this.hooks.onRecord?.(seq, undefined, from);
       return;
     }
     try {
@@ -1841,7 +1934,6 @@ class NatsFollower {
       this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
     }
     this.applied.advance(seq);
-    this.hooks.onRecord?.(seq, undefined, from);
   }
 }
 

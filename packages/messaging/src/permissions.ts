@@ -36,9 +36,9 @@ interface Needs {
   buckets?: readonly string[];
   /** Another service's key-value buckets it reads and watches, never makes or writes. */
   readsBuckets?: readonly string[];
-  /** Notice channels it announces on: it appends notices and hears what lease holders applied. */
+  /** Notice channels it announces on: it appends notices (never a lease record) and hears what lease holders applied. */
   announces?: readonly string[];
-  /** Notice channels it follows: it appends its read-lease records and says what it applied. */
+  /** Notice channels it follows: it appends its read-lease records (never a notice) and says what it applied. */
   follows?: readonly string[];
   /** Broadcast subjects it sends. */
   broadcasts?: readonly string[];
@@ -170,15 +170,20 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
   for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));
-  // A notice channel's stream holds, under one subject, the announcers' notices and the followers'
-  // read-lease records (grants and releases): both ends append to it and follow it. Only followers
+  // A notice channel's stream holds the announcers' notices (`notices.<channel>`) and the
+  // followers' read-lease records (grants and releases, `notices.<channel>.lease`): each end
+  // appends only its own, so neither can pass for the other; both follow the stream. Only followers
   // say on `.applied` what they applied, and only announcers hear it.
   for (const channel of need.announces ?? []) {
     publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`);
     subscribe.push(`notices.${channel}.applied`);
   }
   for (const channel of need.follows ?? []) {
-    publish.push(...noticeApi(`NOTICES_${channel}`), `notices.${channel}`, `notices.${channel}.applied`);
+    publish.push(
+      ...noticeApi(`NOTICES_${channel}`),
+      `notices.${channel}.lease`,
+      `notices.${channel}.applied`,
+    );
   }
   // Each channel's first stream, recorded in `notice_streams` by whoever makes sure of the stream
   // (before it follows it), read by an announcer that starts.

@@ -52,7 +52,7 @@ describe("NATS adapter specifics", () => {
       await bus.announce("bounded", { cheeseId: 1 });
       const info = await (await nc.jetstreamManager()).streams.info("NOTICES_bounded");
       expect(info.config).toMatchObject({
-        subjects: ["notices.bounded"],
+        subjects: ["notices.bounded", "notices.bounded.lease"],
         max_age: nanos(3_600_000),
         max_msgs: 100_000,
         num_replicas: 1,
@@ -381,6 +381,47 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("has an announcer's follower take the lease records alone, none of the notices, its own or another announcer's", async () => {
+    const channel = `split${Date.now()}`;
+    const first = await connectNatsBus({ url: server.url, name: "announcer1", logger: silentLogger });
+    const second = await connectNatsBus({ url: server.url, name: "announcer2", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    try {
+      for (let n = 0; n < 5; n++) {
+        await first.announce(channel, n);
+        await second.announce(channel, n);
+      }
+      const h = natsHeaders();
+      h.set(LEASE_HEADER, "ghost released");
+      const release = await nc
+        .jetstream()
+        .publish(`notices.${channel}.lease`, new Uint8Array(), { headers: h });
+      const jsm = await nc.jetstreamManager();
+      const followers = async () => {
+        const infos = [];
+        for await (const info of jsm.consumers.list(`NOTICES_${channel}`)) infos.push(info);
+        return infos;
+      };
+      // Each announcer's consumer is handed the release, stored after the ten notices, and nothing else.
+      await expect
+        .poll(async () =>
+          (await followers()).map((info) => [info.delivered.consumer_seq, info.delivered.stream_seq]),
+        )
+        .toEqual([
+          [1, release.seq],
+          [1, release.seq],
+        ]);
+      expect((await followers()).map((info) => info.config.filter_subject)).toEqual([
+        `notices.${channel}.lease`,
+        `notices.${channel}.lease`,
+      ]);
+    } finally {
+      await nc.close();
+      await first.close();
+      await second.close();
+    }
+  });
+
   it("has an announce wait for a silent read-lease holder until its lease runs out, and only until it says it applied the notice", async () => {
     const channel = `leased${Date.now()}`;
     const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
@@ -389,7 +430,7 @@ describe("NATS adapter specifics", () => {
     const grant = (n: number) => {
       const h = natsHeaders();
       h.set(LEASE_HEADER, `ghost ${n}`);
-      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+      return js.publish(`notices.${channel}.lease`, new Uint8Array(), { headers: h });
     };
     try {
       // Its own follower of the channel started: no holder from before is known for a lease.
@@ -425,7 +466,7 @@ describe("NATS adapter specifics", () => {
     const grant = (n: number) => {
       const h = natsHeaders();
       h.set(LEASE_HEADER, `ghost ${n}`);
-      return js.publish(`notices.${channel}`, new Uint8Array(), { headers: h });
+      return js.publish(`notices.${channel}.lease`, new Uint8Array(), { headers: h });
     };
     const buses: MessageBus[] = [];
     /** A catalogue replica that starts now: its first announce, and how long it took. */
