@@ -587,7 +587,7 @@ class NatsBus implements MessageBus {
   }
 
   private async answer(msg: Msg, handler: RequestHandler): Promise<void> {
-    const headers = fromNatsHeaders(msg.headers);
+    const headers = receivedHeaders(msg);
     if (pastDeadline(headers)) {
       // The caller has given up; its answer was a 503. Doing the work now would contradict it.
       this.log.warn({ subject: msg.subject }, "request arrived after its caller's deadline; not handled");
@@ -2245,6 +2245,41 @@ function encodedHeaders(headers: Headers): MsgHdrs {
   }
   const bytes = Buffer.from(`${text}\r\n\r\n`);
   return { encode: () => bytes } as unknown as MsgHdrs;
+}
+
+/** What {@link receivedHeaders} reads of nats.js's `MsgImpl` (2.x): the bytes received, the header section's length. */
+interface ReceivedMsg {
+  _msg?: { hdr?: unknown };
+  _rdata?: unknown;
+  _headers?: unknown;
+}
+
+const headerText = new TextDecoder();
+
+/**
+ * A request's headers, read from the bytes received in one pass: nats.js's `headers` decodes
+ * them into a `MsgHdrsImpl`, each key canonicalised into a new string and looked up by listing
+ * every key (five headers: ~5.9 KB of garbage against ~1.2 KB, in process). The same reading:
+ * lines after the status line, a key up to the first ":", its value trimmed, a key's first
+ * value. A message not shaped as nats.js 2.x makes them, or whose headers nats.js already
+ * decoded, is read through `headers`.
+ */
+function receivedHeaders(msg: Msg): Headers {
+  const { _msg, _rdata, _headers } = msg as unknown as ReceivedMsg;
+  const length = _msg?.hdr;
+  if (_headers !== undefined || typeof length !== "number" || !(_rdata instanceof Uint8Array))
+    return fromNatsHeaders(msg.headers);
+  const out: Headers = {};
+  if (length <= 0) return out;
+  const lines = headerText.decode(_rdata.subarray(0, length)).split("\r\n");
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(":");
+    if (colon < 0) continue;
+    const key = line.slice(0, colon);
+    if (!Object.hasOwn(out, key)) out[key] = line.slice(colon + 1).trim();
+  }
+  return out;
 }
 
 function fromNatsHeaders(h: MsgHdrs | undefined): Headers {
