@@ -18,6 +18,8 @@ import {
   RemoteError,
 } from "./port.ts";
 
+export { CheckedText };
+
 /**
  * A reply its caller passes on without decoding it (the gateway's answer to a read or a create):
  * `body` is the field of the response that becomes the caller's body, or "." for the whole
@@ -60,8 +62,6 @@ export function defineRpc<
  * of the reply and joins these texts as the list, instead of checking and encoding every item
  * again on every reply.
  */
-export { CheckedText };
-
 export class CheckedTexts {
   constructor(readonly texts: readonly string[]) {}
 }

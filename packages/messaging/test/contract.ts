@@ -1475,6 +1475,7 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
           durable: `d-${uid()}`,
           events: [added],
           handler: async (event) => void received.push(event.payload),
+          onInvalid: (event) => received.push({ invalid: event.payload }),
         });
         await waitFor(() => received.length === 1, "the event");
         expect(received).toEqual([{ cheese: { id: 1, name } }]);
