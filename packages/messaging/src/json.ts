@@ -2,7 +2,31 @@
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/**
+ * The JSON text of one value, checked against its schema by this process when it was made
+ * (`checkedJson`), typically once per version of a document and kept, so that it is not checked
+ * and encoded again where it is sent:
+ * - as the body field of a reply passed through (`passThrough.body`, a field, not "."):
+ *   `serveRpc` checks the rest of the reply (the response schema without that field) and sends
+ *   this text as the body; `fields` are those of the value a definition's `bodyMeta` names;
+ * - as an integration event's payload: the bus sends the text as the payload.
+ *
+ * Written into other JSON (`JSON.stringify`) as the value it is the text of.
+ */
+export class CheckedText {
+  constructor(
+    readonly text: string,
+    readonly fields?: Readonly<Record<string, unknown>>,
+  ) {}
+
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
+}
+
+/** A {@link CheckedText} is sent as its text. */
 export function encodeJson(value: unknown): Uint8Array {
+  if (value instanceof CheckedText) return encoder.encode(value.text);
   return value === undefined ? new Uint8Array(0) : encoder.encode(JSON.stringify(value));
 }
 

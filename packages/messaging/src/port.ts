@@ -31,6 +31,7 @@ export interface IntegrationEvent {
   id: string;
   /** Subject, e.g. `events.catalogue.cheese.created` (see docs/architecture.md). */
   subject: string;
+  /** Sent as JSON; a `CheckedText` (a payload checked when it was made) as its text. */
   payload: unknown;
   headers?: Headers;
 }

@@ -6,6 +6,7 @@
  * The caller takes it as it comes.
  */
 import { z } from "zod";
+import { CheckedText } from "./json.ts";
 import {
   type Closable,
   type ConsumeOptions,
@@ -16,6 +17,8 @@ import {
   PassedReply,
   RemoteError,
 } from "./port.ts";
+
+export { CheckedText };
 
 /**
  * A reply its caller passes on without decoding it (the gateway's answer to a read or a create):
@@ -61,17 +64,6 @@ export function defineRpc<
  */
 export class CheckedTexts {
   constructor(readonly texts: readonly string[]) {}
-}
-
-/**
- * The JSON text of one value, checked against its schema by this server when it was made
- * ({@link checkedJson}), typically once per version of a document and kept: a handler returns it
- * as the body field of a reply passed through (`passThrough.body`, a field, not "."), and
- * `serveRpc` checks the rest of the reply (the response schema without that field) and sends this
- * text as the body, instead of checking and encoding the value again on every reply.
- */
-export class CheckedText {
-  constructor(readonly text: string) {}
 }
 
 /**
@@ -254,9 +246,11 @@ function passedReply(
     meta[name] = fields[name];
   }
   if (passThrough.bodyMeta) {
-    if (text || texts || passThrough.body === ".")
-      throw new Error(`bodyMeta needs the body field ${passThrough.body} as a value`);
-    const body = fields[passThrough.body] as Record<string, unknown>;
+    const body = text ? text.checked.fields : (fields[passThrough.body] as Record<string, unknown>);
+    if (!body || texts || passThrough.body === ".")
+      throw new Error(
+        `bodyMeta needs the body field ${passThrough.body} as a value, or its fields beside its text`,
+      );
     for (const name of passThrough.bodyMeta) meta[name] = body[name];
   }
   if (text) {

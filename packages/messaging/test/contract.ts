@@ -1433,6 +1433,54 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
         );
       });
 
+      it("passes a body's checked text through with the fields of it bodyMeta names, given beside it", async () => {
+        const [server, caller] = [await client("server"), await client("caller")];
+        const item = z.object({ id: z.number(), name: z.string() });
+        const addItem = defineRpc({
+          subject: `test.${uid()}.checked.add`,
+          request: z.object({ fields: z.boolean() }),
+          response: z.object({ item, revision: z.number() }),
+          passThrough: { body: "item", meta: ["revision"], bodyMeta: ["id"] },
+        });
+        const kept = checkedJson(item, { id: 9, name: "Comté" });
+        serveRpc(server, addItem, { queue: "svc" }, async ({ fields }) => ({
+          item: fields ? new CheckedText(kept, { id: 9 }) : new CheckedText(kept),
+          revision: 0,
+        }));
+        await server.ping();
+        const added = await callRpcPassing(caller, addItem, { fields: true }, { timeoutMs: 2_000 });
+        expect(added.meta).toEqual({ revision: 0, id: 9 });
+        expect(typeof added.body === "string" ? added.body : new TextDecoder().decode(added.body)).toBe(kept);
+        // Without the fields bodyMeta names, the caller could not read them: a bug, a 500.
+        const refused = await callRpc(caller, addItem, { fields: false }, { timeoutMs: 2_000 }).catch(
+          (e: unknown) => (e as RemoteError).body,
+        );
+        expect(refused).toMatchObject({ status: 500, type: "internal_error" });
+      });
+
+      it("publishes an event whose payload is a checked text as that text", async () => {
+        const bus = await client();
+        const added = defineEvent({
+          subject: `events.test${uid()}.cheese.added`,
+          schema: z.object({ cheese: z.object({ id: z.number(), name: z.string() }) }),
+        });
+        const name = 'Brie "de Meaux" é\n🧀';
+        await bus.publish({
+          id: uid(),
+          subject: added.subject,
+          payload: new CheckedText(`{"cheese":${JSON.stringify({ id: 1, name })}}`),
+        });
+        const received: unknown[] = [];
+        consumeEvents(bus, {
+          durable: `d-${uid()}`,
+          events: [added],
+          handler: async (event) => void received.push(event.payload),
+          onInvalid: (event) => received.push({ invalid: event.payload }),
+        });
+        await waitFor(() => received.length === 1, "the event");
+        expect(received).toEqual([{ cheese: { id: 1, name } }]);
+      });
+
       it("publishes validated events and consumes them typed; invalid ones are acked and reported", async () => {
         const bus = await client();
         const area = `test${uid()}`;

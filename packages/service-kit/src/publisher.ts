@@ -12,7 +12,17 @@ import { type Clock, systemClock } from "./clock.ts";
 import { followStore } from "./follow.ts";
 import type { Logger } from "./logger.ts";
 import { CORRELATION_ID_HEADER, REQUEST_ID_HEADER } from "./request-context.ts";
-import { endSpan, extractTrace, injectTrace, SpanKind, startSpan, tracerFor } from "./tracing.ts";
+import {
+  endSpan,
+  extractTrace,
+  injectTrace,
+  passTrace,
+  recordsSpans,
+  type Span,
+  SpanKind,
+  startSpan,
+  tracerFor,
+} from "./tracing.ts";
 
 export interface PublisherOptions {
   service: string;
@@ -250,17 +260,25 @@ async function startRelay(options: PublisherOptions): Promise<{ close(): Promise
       [CORRELATION_ID_HEADER]: String(event.metadata.correlationId ?? ""),
       [STREAM_REVISION_HEADER]: String(event.revision),
     };
-    // The command's trace goes on with the event (a producer span under it), when it has one.
-    const traced = typeof event.metadata.traceparent === "string";
-    const { span, context } = traced
-      ? startSpan(
+    // The command's trace goes on with the event, when it has one: under a producer span where
+    // this service's spans are recorded, as the command left it where they are not (an unrecorded
+    // span's only trace is a new span id: extracting, starting and injecting it was ~3 % of the
+    // catalogue's CPU during creates).
+    let span: Span | undefined;
+    if (typeof event.metadata.traceparent === "string") {
+      if (recordsSpans(service)) {
+        const started = startSpan(
           tracerFor(service),
           `publish ${integration.subject}`,
           SpanKind.PRODUCER,
           extractTrace(event.metadata),
-        )
-      : { span: undefined, context: undefined };
-    injectTrace(context, headers);
+        );
+        span = started.span;
+        injectTrace(started.context, headers);
+      } else {
+        passTrace(event.metadata, headers);
+      }
+    }
     // Called in event-store order and written to the connection at once, so stored in that order.
     return bus.publish({ ...integration, id: event.id, headers }).then(
       () => span?.end(),

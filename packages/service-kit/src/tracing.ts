@@ -65,6 +65,22 @@ export function injectTrace(context: TraceContext | undefined, carrier: Record<s
   if (context) propagator.inject(context, carrier, { set: (c, key, value) => (c[key] = value) });
 }
 
+/** A W3C `traceparent` as the propagator reads one: version 00, trace and span ids not all zeros. */
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * Copies `traceparent` (and `tracestate`) from `from` to `carrier` as they are, when `from` has a
+ * valid one: the trace goes on without a span of this process's own, for a process whose spans
+ * are not recorded ({@link recordsSpans}). Extracting the context, starting an unrecorded span
+ * and injecting it cost ~10 µs, copying 0.3 (in process).
+ */
+export function passTrace(from: Record<string, unknown>, carrier: Record<string, string>): void {
+  const { traceparent, tracestate } = from;
+  if (typeof traceparent !== "string" || !TRACEPARENT.test(traceparent)) return;
+  carrier.traceparent = traceparent;
+  if (typeof tracestate === "string" && tracestate !== "") carrier.tracestate = tracestate;
+}
+
 /** The trace id of the context's span, or undefined. */
 export function traceIdOf(context: TraceContext | undefined): string | undefined {
   const span = context && trace.getSpanContext(context);
@@ -195,6 +211,11 @@ export function startTracing(service: string, options: TracingOptions = {}): { s
       clearTimeout(timer);
     },
   };
+}
+
+/** Whether `service`'s spans are recorded and exported (its tracing started with an exporter or endpoint). */
+export function recordsSpans(service: string): boolean {
+  return byService.has(service);
 }
 
 /** The tracer of `service`: recording when its tracing is on, ids only otherwise. */

@@ -146,7 +146,8 @@ describe("a service's metrics and traces", () => {
 });
 
 describe("the outbox relay", () => {
-  it("publishes an event with the trace of the command that appended it", async () => {
+  /** Relays a traced event and an untraced one; what the consumer received. */
+  const relayed = async () => {
     const dir = tempDir("relay-trace");
     const bus = createInProcessBus();
     const store = createSqliteEventStore({ file: `${dir.path}/events.sqlite` });
@@ -174,10 +175,10 @@ describe("the outbox relay", () => {
         expectedRevision: "no_stream",
       });
       await expect.poll(() => received.length).toBe(2);
-      expect(received[0]!.headers.traceparent).toMatch(childOf(TRACE_ID));
       expect(received[0]!.headers["x-request-id"]).toBe("r-1");
       // An event appended outside any request goes on without a trace.
       expect(received[1]!.headers.traceparent).toBeUndefined();
+      return received;
     } finally {
       await publisher.close();
       await consumer.close();
@@ -185,6 +186,26 @@ describe("the outbox relay", () => {
       await store.close();
       dir.remove();
     }
+  };
+
+  it("publishes an event under a producer span in the trace of the command that appended it", async () => {
+    const spans = new InMemorySpanExporter();
+    const tracing = startTracing("widgets", { exporter: spans });
+    try {
+      const [traced] = await relayed();
+      expect(traced!.headers.traceparent).toMatch(childOf(TRACE_ID));
+      const producer = spans.getFinishedSpans().find((span) => span.kind === SpanKind.PRODUCER);
+      expect(producer?.name).toBe("publish events.widgets.widget.made");
+      expect(producer?.parentSpanContext?.spanId).toBe(CALLER_SPAN);
+      expect(traced!.headers.traceparent).toContain(producer!.spanContext().spanId);
+    } finally {
+      await tracing.stop();
+    }
+  });
+
+  it("passes the command's trace on as it is when the service's spans are not recorded", async () => {
+    const [traced] = await relayed();
+    expect(traced!.headers.traceparent).toBe(traceparent);
   });
 });
 

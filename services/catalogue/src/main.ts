@@ -25,7 +25,7 @@ import {
 } from "./handlers/cheese-queries.ts";
 import { deleteCheese } from "./handlers/delete-cheese.ts";
 import type { CatalogueDeps } from "./handlers/deps.ts";
-import { toIntegrationEvent } from "./integration-events.ts";
+import { integrationEvents } from "./integration-events.ts";
 import { cheesesProjection } from "./projections/cheeses.ts";
 
 export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps> = {
@@ -47,13 +47,14 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
     ctx.onStop(projection);
     ctx.onStop(serveRebuildRequests(ctx.bus, "catalogue", { cheeses: projection }, logger));
     await projection.ready;
+    const checkedCheeses = new CheckedCheeses();
     ctx.onStop(
       await startPublisher({
         service: "catalogue",
         eventStore: store,
         bus: ctx.bus,
         categories: ["cheese"],
-        toIntegrationEvent,
+        toIntegrationEvent: integrationEvents(checkedCheeses),
         logger,
         leaseMs: ctx.config.RELAY_LEASE,
         clock: ctx.clock,
@@ -73,7 +74,7 @@ export const catalogueService: ServiceDefinition<CatalogueConfig, CatalogueDeps>
       // Half the gateway's deadline: ordering's silence becomes our 503 before the gateway gives up.
       orderingTimeoutMs: Math.max(100, Math.floor(ctx.config.RPC_TIMEOUT / 2)),
       readModels,
-      checkedCheeses: new CheckedCheeses(),
+      checkedCheeses,
       projection,
     };
     ctx.serve(catalogueRpc.createCheese, deps, addCheese);

@@ -1,4 +1,5 @@
 import type { CheeseFields, CheeseReply } from "@cheese/contracts";
+import { CheckedText, type ServedResult } from "@cheese/messaging";
 import {
   claimOnce,
   contextMetadata,
@@ -17,13 +18,13 @@ import { resolveDetails } from "./names.ts";
  * Idempotency-Key (a repeat answers with the cheese as first created, 201 with the same body and
  * ETag, or with the refusal the first request met), reserve the name within the category (409
  * when taken), handle `AddCheese` on the cheese's stream, the name's reservation appended with
- * it in one write, answer it.
+ * it in one write, answer it (its JSON checked once for the answer and the relay's event).
  */
 export async function addCheese(
   deps: CatalogueDeps,
   request: { fields: CheeseFields; idempotency?: IdempotencyKey | undefined },
   context: HandlerContext,
-): Promise<CheeseReply & { replayed?: true }> {
+): Promise<ServedResult<CheeseReply & { replayed?: true }>> {
   const metadata = contextMetadata(context);
   const details = await resolveDetails(deps, request.fields);
   const claim = await claimOnce(deps, {
@@ -44,7 +45,12 @@ export async function addCheese(
       { type: "AddCheese", cheese: cheeseOf(claim.id, details, at, at) },
       { metadata, newStream: true, alongside: [name] },
     );
-    return replyOf(state);
+    const { cheese, revision } = replyOf(state);
+    // Checked once for the reply and the relay's `cheese.added`, whichever comes first.
+    return {
+      cheese: new CheckedText(deps.checkedCheeses.text(cheese, revision), { id: cheese.id }),
+      revision,
+    };
   } catch (error) {
     return replayOf(await claim.failed(error));
   }
