@@ -919,8 +919,9 @@ class NatsBus implements MessageBus {
       encodeJson({ last_by_subj: lease }),
     );
     if (typeof last.message?.seq === "number") {
-      const headers = Buffer.from(String(last.message.hdrs ?? ""), "base64").toString("latin1");
-      const record = LEASE_HEADER_LINE.exec(headers)?.[1]?.trim();
+      const record = headersOfText(Buffer.from(String(last.message.hdrs ?? ""), "base64").toString("latin1"))[
+        LEASE_HEADER
+      ];
       if (record === undefined) throw new Error(`last lease record of ${stream}: no ${LEASE_HEADER}`);
       return { seq: last.message.seq, record };
     }
@@ -1611,9 +1612,6 @@ interface NoticeApiAnswer {
   error?: { err_code?: number; description?: string };
 }
 
-/** The lease record's header line in a stored message's headers (a message get's `hdrs`). */
-const LEASE_HEADER_LINE = new RegExp(`^${LEASE_HEADER}:(.*)$`, "im");
-
 /**
  * A replay of a notice stream from its first record: the last record it reads to (for an
  * announcer's follower, the last lease record then), and the stream's `created`.
@@ -1924,7 +1922,7 @@ class NatsFollower {
       if (record && "grant" in record && record.holder === this.holder?.id) this.holder.applied(record.grant);
       this.applied.advance(seq);
       this.lastLease = { seq, record: lease.trim() };
-      this.hooks.onRecord?.(seq, record, lease.trim());
+      this.hooks.onRecord?.(seq, record, this.lastLease.record);
       return;
     }
     this.lastNotice = seq;
@@ -2269,9 +2267,17 @@ function receivedHeaders(msg: Msg): Headers {
   const length = _msg?.hdr;
   if (_headers !== undefined || typeof length !== "number" || !(_rdata instanceof Uint8Array))
     return fromNatsHeaders(msg.headers);
+  return length <= 0 ? {} : headersOfText(headerText.decode(_rdata.subarray(0, length)));
+}
+
+/**
+ * Headers from their text as NATS carries them (a received message's, or a stored one's from a
+ * message get): lines after the status line, a key up to the first ":", its value trimmed, a
+ * key's first value.
+ */
+function headersOfText(text: string): Headers {
   const out: Headers = {};
-  if (length <= 0) return out;
-  const lines = headerText.decode(_rdata.subarray(0, length)).split("\r\n");
+  const lines = text.split("\r\n");
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     const colon = line.indexOf(":");
