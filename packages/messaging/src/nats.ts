@@ -365,7 +365,7 @@ class StreamSettings {
     try {
       info = await this.jsm.streams.info(name);
     } catch (error) {
-      if (!(error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)) throw error;
+      if (apiErrorCode(error) !== STREAM_NOT_FOUND) throw error;
       this.assertClustered();
       // Several services may race to create it. An identical config makes `add` idempotent once
       // the stream exists, but while another's `add` is still under way the server may refuse
@@ -416,7 +416,7 @@ class StreamSettings {
   }
 
   rethrowRefused(error: unknown): never {
-    const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
+    const code = apiErrorCode(error);
     const tooFewServers = code === INSUFFICIENT_RESOURCES || code === NO_PEERS_FOR_PLACEMENT;
     if (code === REPLICAS_NOT_SUPPORTED || (tooFewServers && this.replicas > 1))
       throw new ReplicasRefusedError(this.replicas, (error as NatsError).message);
@@ -424,12 +424,17 @@ class StreamSettings {
   }
 }
 
+/** The JetStream API error code a failed JetStream request carries (`err_code`), if any. */
+function apiErrorCode(error: unknown): number | undefined {
+  return error instanceof NatsError ? error.api_error?.err_code : undefined;
+}
+
 /**
  * Whether a stream's `add` was refused because another client's `add` of the same stream was
  * under way (subjects overlap, or its name in use): the stream exists now, or is about to.
  */
 function lostRacedAdd(error: unknown): boolean {
-  const code = error instanceof NatsError ? error.api_error?.err_code : undefined;
+  const code = apiErrorCode(error);
   return code === SUBJECTS_OVERLAP || code === STREAM_NAME_IN_USE;
 }
 
@@ -683,7 +688,7 @@ class NatsBus implements MessageBus {
     try {
       return await this.jsm.consumers.delete(this.stream, name);
     } catch (error) {
-      if (error instanceof NatsError && error.api_error?.err_code === CONSUMER_NOT_FOUND) return false;
+      if (apiErrorCode(error) === CONSUMER_NOT_FOUND) return false;
       rethrowUnreachable(error, `delete consumer ${name}`);
     }
   }
@@ -977,8 +982,7 @@ class NatsBus implements MessageBus {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
       // again later), not a watch that never starts.
       await this.jsm.streams.info(`KV_${bucket}`).catch((error) => {
-        if (error instanceof NatsError && error.api_error?.err_code === STREAM_NOT_FOUND)
-          throw new KvBucketMissingError(bucket);
+        if (apiErrorCode(error) === STREAM_NOT_FOUND) throw new KvBucketMissingError(bucket);
         return this.streams.rethrowRefused(error);
       });
     } else {
@@ -1461,7 +1465,7 @@ class NatsConsumer {
     try {
       return await this.jsm.consumers.info(this.stream, durable);
     } catch (error) {
-      if (error instanceof NatsError && error.api_error?.err_code === CONSUMER_NOT_FOUND) return undefined;
+      if (apiErrorCode(error) === CONSUMER_NOT_FOUND) return undefined;
       throw error;
     }
   }
@@ -2049,7 +2053,7 @@ class NatsDeadLetters implements DeadLetters {
   /** Removes a message of the stream; one already gone is no error. */
   async remove(seq: number): Promise<void> {
     await this.jsm.streams.deleteMessage(DEAD_LETTER_STREAM, seq, false).catch((error) => {
-      if (!(error instanceof NatsError && error.api_error?.err_code === NO_MESSAGE_FOUND)) throw error;
+      if (apiErrorCode(error) !== NO_MESSAGE_FOUND) throw error;
     });
   }
 
@@ -2066,7 +2070,7 @@ class NatsDeadLetters implements DeadLetters {
     try {
       return await this.jsm.streams.getMessage(DEAD_LETTER_STREAM, query as { seq: number });
     } catch (error) {
-      if (error instanceof NatsError && error.api_error?.err_code === NO_MESSAGE_FOUND) return undefined;
+      if (apiErrorCode(error) === NO_MESSAGE_FOUND) return undefined;
       throw error;
     }
   }
@@ -2207,8 +2211,7 @@ class NatsKeyValue implements KeyValue {
 }
 
 function rethrowConflict(error: unknown, key: string): never {
-  if (error instanceof NatsError && error.api_error?.err_code === WRONG_LAST_SEQUENCE)
-    throw new KvConflictError(key);
+  if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) throw new KvConflictError(key);
   rethrowUnreachable(error, `kv write ${key}`);
 }
 
