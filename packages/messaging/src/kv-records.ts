@@ -123,7 +123,11 @@ export class KvRecords<T> {
     return (await this.open()).deleteMatching(keyPattern);
   }
 
-  /** Calls `onChange` for every later change of records matching `keyPattern` (NATS wildcards). */
+  /**
+   * Calls `onChange` with the later states of records matching `keyPattern` (NATS wildcards): the
+   * last state of each always, a state overwritten before the watcher took it not always
+   * (`KeyValue.watch`).
+   */
   async watch(
     keyPattern: string,
     onChange: (change: { key: string; value: T | undefined } | { key: string; deleted: true }) => void,

@@ -131,7 +131,12 @@ export interface KeyValue {
    * (for personal data); resolves with how many keys it deleted.
    */
   deleteMatching(keyPattern: string): Promise<number>;
-  /** Calls `onChange` for every later change of keys matching `keyPattern` (NATS wildcards). */
+  /**
+   * Calls `onChange` with the later states of keys matching `keyPattern` (NATS wildcards), in
+   * order. A bucket keeps one revision per key: a value overwritten or deleted before the watcher
+   * took it (a watcher lagging under load) arrives as its successor only, so the last state of
+   * each key always arrives, not always every step to it.
+   */
   watch(keyPattern: string, onChange: (entry: KvEntry | { key: string; deleted: true }) => void): Closable;
 }
 

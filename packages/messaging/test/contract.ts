@@ -981,7 +981,10 @@ export function messageBusContract(name: string, factory: () => Promise<BusBacke
               { interval: 20 },
             )
             .toBe(true);
+          // Each state taken before the next is written: a bucket keeps one revision per key, so
+          // a watcher lagging under load would be handed the deletion alone (port.ts).
           await writer.put("t.1", { count: 1, by: ["w"] });
+          await waitFor(() => seen.some((c) => (c as { key: string }).key === "t.1"), "the value");
           await writer.delete("t.1");
           await waitFor(() => seen.some((c) => (c as { deleted?: true }).deleted), "the deletion");
           expect(seen.filter((c) => (c as { key: string }).key === "t.1")).toEqual([
