@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { tempDir } from "@cheese/testing";
@@ -590,8 +591,9 @@ describe("SQLite adapter across processes", () => {
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
     });
-    // "close", not "exit": at "exit" the pipe may still hold lines the child wrote before it died
-    // (under load, the last acknowledgements of a SIGKILLed writer), and they count.
+    // "close", not "exit": at "exit" the pipe may still hold lines the child wrote before it
+    // ended, and they count. (A writer that is SIGKILLed writes its acknowledgements to a file:
+    // lines still on their way to stdout die with it.)
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
       child.once("close", (code, signal) => resolve({ code, signal })),
     );
@@ -673,16 +675,18 @@ describe("SQLite adapter across processes", () => {
     }
   });
 
+  /** What a killed writer acknowledged: the lines of its acknowledgements file. */
+  const acknowledgements = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").split("\n") : []);
+
   it("every acknowledged append survives SIGKILL of the writing process", async () => {
     const file = newFile();
-    const writer = runFixture("append-forever.ts", [file]);
-    await waitFor(() => writer.stdout().split("\n").length > 300, 30_000);
+    const acks = `${file}.acks`;
+    const writer = runFixture("append-forever.ts", [file, acks]);
+    await waitFor(() => acknowledgements(acks).length > 300, 30_000);
     writer.child.kill("SIGKILL");
     expect((await writer.exited).signal).toBe("SIGKILL");
 
-    const acknowledged = writer
-      .stdout()
-      .split("\n")
+    const acknowledged = acknowledgements(acks)
       .filter((line) => line !== "")
       .map(Number);
     const lastAcknowledged = acknowledged[acknowledged.length - 1]!;
@@ -693,14 +697,15 @@ describe("SQLite adapter across processes", () => {
 
   it("every acknowledged append survives SIGKILL while many appends share each commit", async () => {
     const file = newFile();
+    const acks = `${file}.acks`;
     const writers = 16;
-    const writer = runFixture("append-concurrently.ts", [file, String(writers)]);
-    await waitFor(() => writer.stdout().split("\n").length > 1_000, 30_000);
+    const writer = runFixture("append-concurrently.ts", [file, acks, String(writers)]);
+    await waitFor(() => acknowledgements(acks).length > 1_000, 30_000);
     writer.child.kill("SIGKILL");
     expect((await writer.exited).signal).toBe("SIGKILL");
 
     const acknowledged = new Map<string, number>();
-    for (const line of writer.stdout().split("\n")) {
+    for (const line of acknowledgements(acks)) {
       if (!line.includes(" ")) continue; // the last line may be cut
       const [writerNumber, revision] = line.split(" ").map(Number) as [number, number];
       const stream = `crash-${writerNumber}`;
