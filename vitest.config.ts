@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { defineConfig } from "vitest/config";
+import { defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
 
 // Tests import workspace packages from their TypeScript source (the `source` export condition);
 // processes the tests start run the built JavaScript, as `pnpm start` and the image do.
@@ -9,6 +9,28 @@ const conditions = ["source", "node", "development|production"];
 
 /** A few unit files read or start the built code too (the OpenAPI document, the launcher). */
 const build = "e2e/support/build-setup.ts";
+
+/** Unit tests, port contract suites, and the bench's own tests. */
+const unit: TestProjectInlineConfiguration = {
+  extends: true,
+  test: {
+    name: "unit",
+    include: [
+      "packages/*/test/**/*.test.ts",
+      "services/*/test/**/*.test.ts",
+      "apps/*/test/**/*.test.ts",
+      "bench/test/**/*.test.ts",
+    ],
+    // The files of a worker thread share its module graph and global scope instead of loading
+    // everything again each: on two cores these files took ~100 s so, ~250 s each in a fresh
+    // process. So a unit file leaves nothing behind it (a timer, an env variable, a patched
+    // global); the setup file guards the one global a library sets on import.
+    pool: "threads",
+    setupFiles: ["vitest.unit-setup.ts"],
+    globalSetup: [build],
+    sequence: { groupOrder: 0 },
+  },
+};
 
 // One run covers unit tests, port contract suites and end-to-end tests, as two projects run one
 // after the other. Suites that start servers do it themselves; container suites print why they
@@ -31,31 +53,7 @@ export default defineConfig({
     reporters: ["default"],
     projects: [
       // `pnpm test:e2e:containers [files…]` runs end-to-end suites only, each on the image.
-      ...(process.env.E2E_STACK === "containers"
-        ? []
-        : [
-            {
-              extends: true,
-              test: {
-                name: "unit",
-                include: [
-                  "packages/*/test/**/*.test.ts",
-                  "services/*/test/**/*.test.ts",
-                  "apps/*/test/**/*.test.ts",
-                  "bench/test/**/*.test.ts",
-                ],
-                // The files of a worker thread share its module graph and global scope instead
-                // of loading everything again each: on two cores these files took ~100 s so,
-                // ~250 s each in a fresh process. So a unit file leaves nothing behind it (a
-                // timer, an env variable, a patched global); the setup file guards the one global
-                // a library sets on import.
-                pool: "threads",
-                setupFiles: ["vitest.unit-setup.ts"],
-                globalSetup: [build],
-                sequence: { groupOrder: 0 },
-              },
-            },
-          ]),
+      ...(process.env.E2E_STACK === "containers" ? [] : [unit]),
       {
         extends: true,
         test: {
