@@ -1,5 +1,5 @@
-// Setup of every unit test file, in workers whose files share one global scope (`isolate: false`
-// in vitest.config.ts).
+// Setup of every unit test file, in worker threads whose files share one global scope (the
+// threads pool without isolation, vitest.config.ts).
 //
 // Node's own fetch and the npm `undici` (which some tests import for its Agent and `request`)
 // share one global dispatcher slot: the first of them to load fills it, and the npm one, loaded

@@ -706,7 +706,7 @@ describe("SQLite adapter across processes", () => {
 
     const acknowledged = new Map<string, number>();
     for (const line of acknowledgements(acks)) {
-      if (!line.includes(" ")) continue; // the last line may be cut
+      if (!line.includes(" ")) continue; // the empty string after the last newline
       const [writerNumber, revision] = line.split(" ").map(Number) as [number, number];
       const stream = `crash-${writerNumber}`;
       acknowledged.set(stream, Math.max(acknowledged.get(stream) ?? -1, revision));
