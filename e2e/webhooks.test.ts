@@ -209,14 +209,26 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
         interval: 500,
       })
       .toBe(3);
-    // Dead-lettered, every delivery is over: each attempt's request arrived before it was recorded.
+    // Dead-lettered, every delivery is over: each attempt recorded with an answer arrived before it
+    // was recorded. The attempt the kill interrupted is recorded with outcome "unknown" once its
+    // lease ends; the receiver got it unless the kill fell between its claim and its send.
     const perEvent = new Map<string, number>();
     for (const request of receiver.requests("/killed")) {
       const id = envelopeOf(request).id;
       perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
     }
-    expect([...perEvent.values()]).toEqual([6, 6, 6]);
-    for (const delivery of await deliveries(hook.id)) expect(delivery.attempts).toHaveLength(6);
+    const all = await deliveries(hook.id);
+    expect(all).toHaveLength(3);
+    for (const delivery of all) {
+      expect(delivery.attempts).toHaveLength(6);
+      const unknown = delivery.attempts.filter((a: { outcome: string }) => a.outcome === "unknown").length;
+      const received = perEvent.get(delivery.eventId) ?? 0;
+      const said = `${delivery.eventId}: ${unknown} attempt(s) of unknown outcome`;
+      expect(received, said).toBeLessThanOrEqual(6);
+      expect(received, said).toBeGreaterThanOrEqual(6 - unknown);
+    }
+    // One process died, so at most one attempt of all of them can be missing.
+    expect([...perEvent.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(17);
   });
 
   it("keeps a receiver that sleeps past the time-out from delaying another receiver", async () => {
