@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ClusterInfo } from "@cheese/cluster/cluster";
+import { type ClusterInfo, jetStreamState } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
 import { tempDir } from "@cheese/testing";
 import { connect, nkeyAuthenticator } from "nats";
@@ -141,6 +141,12 @@ describe.skipIf(reason)("pnpm cluster", () => {
       Object.values(replicas).every((n) => n === 3),
       JSON.stringify(replicas),
     ).toBe(true);
+    // What a start that never gets ready prints: each node's view of the meta leader and of each
+    // stream's leader and the other nodes keeping it (/healthz may still say a consumer is catching up).
+    const state = await jetStreamState(data.path);
+    for (const { name } of running.nats)
+      expect(state).toMatch(new RegExp(`^  ${name}: /healthz \\d{3} .*; meta leader nats-\\d of 3$`, "m"));
+    expect(state.match(/^ {4}EVENTS: leader nats-\d; peers nats-\d.*, nats-\d.*$/gm)).toHaveLength(3);
   });
 
   it("refuses an up on the DATA_DIR it runs on, naming DATA_DIR and its launcher (exit 78)", async () => {

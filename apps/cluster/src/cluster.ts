@@ -103,8 +103,12 @@ export async function up(callerEnv: Record<string, string | undefined>): Promise
     }
     if ((await ready(url)) && (await everyGatewayReady(dataDir))) break;
     if (Date.now() > deadline) {
+      const jetStream = await jetStreamState(dataDir);
       await down(dataDir);
-      throw new Error(`the cluster was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${tail(logFile)}`);
+      throw new Error(
+        `the cluster was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${tail(logFile)}\n` +
+          `JetStream as each NATS node saw it:\n${jetStream}`,
+      );
     }
     await new Promise((next) => setTimeout(next, 250));
   }
@@ -199,6 +203,62 @@ async function ready(url: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+interface Jsz {
+  meta_cluster?: { leader?: string; cluster_size?: number };
+  account_details?: {
+    stream_detail?: {
+      name: string;
+      cluster?: {
+        leader?: string;
+        replicas?: { name: string; current: boolean; offline?: boolean; lag?: number }[];
+      };
+    }[];
+  }[];
+}
+
+/**
+ * What each NATS node of the cluster says of JetStream (its `/healthz` and `/jsz`): the meta
+ * leader, and each stream's leader and peers (the other nodes keeping it, as this node sees them:
+ * offline, or behind by so many operations), so a start that never gets ready says whether the
+ * meta group or one stream's group has no leader, and on which nodes.
+ */
+export async function jetStreamState(dataDir: string): Promise<string> {
+  let nodes: ClusterInfo["nats"];
+  try {
+    nodes = info(dataDir).nats;
+  } catch (error) {
+    return `  (no processes.json to find the nodes: ${(error as Error).message})`;
+  }
+  const lines = await Promise.all(
+    nodes.map(async ({ name, url }) => {
+      const monitor = url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+      const get = async (path: string) => {
+        const response = await fetch(`${monitor}${path}`, { signal: AbortSignal.timeout(2000) });
+        return { status: response.status, body: await response.text() };
+      };
+      try {
+        const health = await get("/healthz");
+        const jsz = JSON.parse((await get("/jsz?accounts=true&streams=true")).body) as Jsz;
+        const streams = (jsz.account_details ?? []).flatMap(({ stream_detail = [] }) =>
+          stream_detail.map(({ name: stream, cluster }) => {
+            const replicas = (cluster?.replicas ?? [])
+              .map((r) => `${r.name}${r.offline ? " offline" : r.current ? "" : ` behind ${r.lag ?? "?"}`}`)
+              .join(", ");
+            return `    ${stream}: leader ${cluster?.leader ?? "none"}; peers ${replicas || "none"}`;
+          }),
+        );
+        return [
+          `  ${name}: /healthz ${health.status} ${health.body.trim()}; meta leader ${jsz.meta_cluster?.leader ?? "none"} of ${jsz.meta_cluster?.cluster_size ?? "?"}`,
+          ...streams,
+        ].join("\n");
+      } catch (error) {
+        return `  ${name}: no answer from ${monitor} (${(error as Error).message})`;
+      }
+    }),
+  );
+  return lines.join("\n");
 }
 
 function tail(file: string): string {
