@@ -145,7 +145,12 @@ describe.skipIf(reason)("pnpm cluster", () => {
     // stream's leader and the other nodes keeping it (/healthz may still say a consumer is catching up).
     const state = await jetStreamState(data.path);
     for (const { name } of running.nats)
-      expect(state).toMatch(new RegExp(`^  ${name}: /healthz \\d{3} .*; meta leader nats-\\d of 3$`, "m"));
+      expect(state).toMatch(
+        new RegExp(
+          `^  ${name}: /healthz \\d{3} .*; meta leader nats-\\d of 3; routes to nats-\\d, nats-\\d$`,
+          "m",
+        ),
+      );
     expect(state.match(/^ {4}EVENTS: leader nats-\d; peers nats-\d.*, nats-\d.*$/gm)).toHaveLength(3);
   });
 

@@ -219,10 +219,11 @@ interface Jsz {
 }
 
 /**
- * What each NATS node of the cluster says of JetStream (its `/healthz` and `/jsz`): the meta
- * leader, and each stream's leader and peers (the other nodes keeping it, as this node sees them:
- * offline, or behind by so many operations), so a start that never gets ready says whether the
- * meta group or one stream's group has no leader, and on which nodes.
+ * What each NATS node of the cluster says of JetStream (its `/healthz`, `/jsz` and `/routez`): the
+ * meta leader, the nodes it has routes to, and each stream's leader and peers (the other nodes
+ * keeping it, as this node sees them: offline, or behind by so many operations), so a start that
+ * never gets ready says whether the meta group or one stream's group has no leader, on which
+ * nodes, and whether a route is missing.
  */
 export async function jetStreamState(dataDir: string): Promise<string> {
   let nodes: ClusterInfo["nats"];
@@ -231,6 +232,7 @@ export async function jetStreamState(dataDir: string): Promise<string> {
   } catch (error) {
     return `  (no processes.json to find the nodes: ${(error as Error).message})`;
   }
+  const nodeAt = new Map(nodes.map(({ name, url }) => [new URL(url).hostname, name]));
   const lines = await Promise.all(
     nodes.map(async ({ name, url }) => {
       const monitor = url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
@@ -241,6 +243,8 @@ export async function jetStreamState(dataDir: string): Promise<string> {
       try {
         const health = await get("/healthz");
         const jsz = JSON.parse((await get("/jsz?accounts=true&streams=true")).body) as Jsz;
+        const routez = JSON.parse((await get("/routez")).body) as { routes?: { ip: string }[] };
+        const routes = [...new Set((routez.routes ?? []).map(({ ip }) => nodeAt.get(ip) ?? ip))].sort();
         const streams = (jsz.account_details ?? []).flatMap(({ stream_detail = [] }) =>
           stream_detail.map(({ name: stream, cluster }) => {
             const replicas = (cluster?.replicas ?? [])
@@ -250,7 +254,7 @@ export async function jetStreamState(dataDir: string): Promise<string> {
           }),
         );
         return [
-          `  ${name}: /healthz ${health.status} ${health.body.trim()}; meta leader ${jsz.meta_cluster?.leader ?? "none"} of ${jsz.meta_cluster?.cluster_size ?? "?"}`,
+          `  ${name}: /healthz ${health.status} ${health.body.trim()}; meta leader ${jsz.meta_cluster?.leader ?? "none"} of ${jsz.meta_cluster?.cluster_size ?? "?"}; routes to ${routes.join(", ") || "none"}`,
           ...streams,
         ].join("\n");
       } catch (error) {
