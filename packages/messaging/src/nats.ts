@@ -37,7 +37,14 @@ import {
 } from "./delivery.ts";
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "./json.ts";
 import { type BusLogger, consoleLogger } from "./log.ts";
-import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_MAX_AGE_MS, NOTICE_MAX_MSGS } from "./notices.ts";
+import {
+  AppliedSequence,
+  NOTICE_BARRIER_WAIT_MS,
+  NOTICE_BATCH_MAX,
+  NOTICE_COUNT_HEADER,
+  NOTICE_MAX_AGE_MS,
+  NOTICE_MAX_MSGS,
+} from "./notices.ts";
 import {
   BusUnavailableError,
   type Closable,
@@ -738,16 +745,45 @@ class NatsBus implements MessageBus {
     return ensured;
   };
 
+  /** Per channel, the notices announced in this turn of the event loop, stored together after it. */
+  private readonly noticeBatches = new Map<string, { payloads: unknown[]; stored: Promise<void> }>();
+
+  /**
+   * The notices announced in one turn of the event loop on a channel are stored as one message
+   * (up to {@link NOTICE_BATCH_MAX}; `Notice-Count` and their array when more than one), and each
+   * announce resolves with it: one append, one ack and one delivery to each follower for the
+   * writes a group commit answered together, instead of one each.
+   */
   async announce(channel: string, payload: unknown): Promise<void> {
+    this.reachable(`announce ${channel}`);
+    let batch = this.noticeBatches.get(channel);
+    if (!batch || batch.payloads.length >= NOTICE_BATCH_MAX) {
+      const payloads: unknown[] = [];
+      const stored = new Promise<void>((next) => setImmediate(next)).then(() => {
+        if (this.noticeBatches.get(channel)?.payloads === payloads) this.noticeBatches.delete(channel);
+        return this.storeNotices(channel, payloads);
+      });
+      batch = { payloads, stored };
+      this.noticeBatches.set(channel, batch);
+    }
+    batch.payloads.push(payload);
+    return batch.stored;
+  }
+
+  private async storeNotices(channel: string, payloads: unknown[]): Promise<void> {
     const { stream, subject } = noticeStream(channel);
     const what = `announce ${channel}`;
     this.reachable(what);
     const leases = this.leaseTable(channel);
     const lost = this.link.lost();
     const sentAt = performance.now();
+    const [data, headers] =
+      payloads.length === 1
+        ? [encodeJson(payloads[0]), undefined]
+        : [encodeJson(payloads), { [NOTICE_COUNT_HEADER]: String(payloads.length) }];
     const store = async () => {
       await this.ensureNotices(channel);
-      return publishToStream(this.replies, subject, encodeJson(payload), undefined, { expectStream: stream });
+      return publishToStream(this.replies, subject, data, headers, { expectStream: stream });
     };
     let stored: PubAck;
     try {
@@ -1930,9 +1966,13 @@ class NatsFollower {
       return;
     }
     this.lastNotice = seq;
-    let payload: unknown;
+    let payloads: unknown[];
     try {
-      payload = decodeJson(m.data);
+      const payload = decodeJson(m.data);
+      const count = m.headers?.get(NOTICE_COUNT_HEADER);
+      if (!count) payloads = [payload];
+      else if (Array.isArray(payload) && payload.length === Number(count)) payloads = payload;
+      else throw new Error(`${NOTICE_COUNT_HEADER}: ${count}, not the number of notices in the message`);
     } catch (err) {
       // An unreadable notice could be about anything.
       this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
@@ -1940,10 +1980,12 @@ class NatsFollower {
       this.applied.advance(seq);
       return;
     }
-    try {
-      this.handlers.onNotice(payload);
-    } catch (err) {
-      this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+    for (const payload of payloads) {
+      try {
+        this.handlers.onNotice(payload);
+      } catch (err) {
+        this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+      }
     }
     this.applied.advance(seq);
   }

@@ -7,6 +7,14 @@ export const NOTICE_MAX_AGE_MS = 3_600_000;
 export const NOTICE_MAX_MSGS = 100_000;
 
 /**
+ * Marks a stored notice message that holds several notices (NATS): its value is how many, its body
+ * their JSON array, in the order they were announced. A message without it holds one notice.
+ */
+export const NOTICE_COUNT_HEADER = "Notice-Count";
+/** The most notices one stored message holds (those announced in one turn of the event loop). */
+export const NOTICE_BATCH_MAX = 256;
+
+/**
  * The highest sequence of a channel a follower has applied, and the barriers waiting for it.
  * Sequences only grow between restarts; a restart sets the follower at the channel's end.
  */

@@ -535,6 +535,43 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("stores the notices announced in one turn as one message, handed to a follower one by one in order", async () => {
+    const channel = `together${Date.now()}`;
+    const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
+    const followerBus = await connectNatsBus({ url: server.url, name: "follower", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    const told: unknown[] = [];
+    let resets = 0;
+    const follower = followerBus.follow(channel, {
+      onNotice: (payload) => told.push(payload),
+      onReset: () => resets++,
+    });
+    try {
+      await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
+      const stream = async () =>
+        (await (await nc.jetstreamManager()).streams.info(`NOTICES_${channel}`)).state;
+      const before = await stream();
+      resets = 0;
+      // Five writes answered together (one group commit): five announces in one turn.
+      await Promise.all([1, 2, 3, 4, 5].map((n) => announcer.announce(channel, { n })));
+      await announcer.announce(channel, { n: 6 });
+      expect(await follower.barrier()).toBe(true);
+      expect(told).toEqual([1, 2, 3, 4, 5, 6].map((n) => ({ n })));
+      expect(resets).toBe(0);
+      // Grants of the follower's lease may have been stored meanwhile: count the notices' subject.
+      const after = await stream();
+      const notices = await (await nc.jetstreamManager()).streams.info(`NOTICES_${channel}`, {
+        subjects_filter: `notices.${channel}`,
+      });
+      expect(after.last_seq).toBeGreaterThan(before.last_seq);
+      expect(notices.state.subjects?.[`notices.${channel}`]).toBe(2);
+    } finally {
+      await nc.close();
+      await followerBus.close();
+      await announcer.close();
+    }
+  });
+
   it("closes at once while NATS is down, serving and consuming, rather than waiting for a reconnect to drain", async () => {
     const port = await freePort();
     const store = tempDir("nats-down-close");
