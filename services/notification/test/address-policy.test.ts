@@ -118,6 +118,25 @@ describe("the URL policy at registration", () => {
     expect(await webhookUrlProblem("https://nowhere.example.com/", strict)).toMatch(/does not resolve/);
   });
 
+  it("refuses a name under .invalid without asking a resolver (RFC 6761)", async () => {
+    const asked: string[] = [];
+    const recording = {
+      allowPrivate: false,
+      resolve: async (host: string) => {
+        asked.push(host);
+        return resolve(host);
+      },
+    };
+    expect(await webhookUrlProblem("https://no-such-host.invalid/hooks", recording)).toBe(
+      "host no-such-host.invalid does not resolve",
+    );
+    expect(await webhookUrlProblem("https://NO-SUCH-HOST.INVALID./hooks", recording)).toMatch(
+      /does not resolve/,
+    );
+    expect(await webhookUrlProblem("https://invalid.example.com/", recording)).toMatch(/does not resolve/);
+    expect(asked).toEqual(["invalid.example.com"]);
+  });
+
   it("refuses literal private addresses in every spelling the URL parser accepts", async () => {
     for (const url of [
       "https://127.0.0.1/",

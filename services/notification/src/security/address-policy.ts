@@ -119,6 +119,9 @@ export async function webhookUrlProblem(text: string, policy: UrlPolicy): Promis
     const reason = forbiddenAddressReason(host);
     return reason ? `must not target a ${reason} address (${host})` : undefined;
   }
+  // RFC 6761: a name under `.invalid` never resolves, so no resolver is asked (a slow one would
+  // hold the registration past its deadline for an answer known beforehand).
+  if (/(^|\.)invalid\.?$/.test(host)) return `host ${host} does not resolve`;
   let addresses: LookupAddress[];
   try {
     addresses = await (policy.resolve ?? systemResolver)(host);
