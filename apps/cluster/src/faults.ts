@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assertHostsPossible, bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { type ClusterInfo, down, info, up } from "./cluster.ts";
+import { type ClusterInfo, down, info, jetStreamState, up } from "./cluster.ts";
 import { Load } from "./load.ts";
 import { type SlowLinkMechanism, slowLink, slowLinkMechanism } from "./slow-link.ts";
 
@@ -95,6 +95,9 @@ export async function runFaults({
     await load.stop();
     say(`load stopped: ${summary(load)}`);
     passed = await check(load, receiver, webhookId, recoveries, say);
+    // While the cluster still runs: a check that failed for want of a stream's leader, a replica
+    // left behind or a missing route shows here (the run's logs are at warn level).
+    if (!passed) say(`what each NATS node says now:\n${await jetStreamState(dataDir)}`);
   } finally {
     await load.stop();
     await receiver.close();
