@@ -227,8 +227,6 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
       expect(received, said).toBeLessThanOrEqual(6);
       expect(received, said).toBeGreaterThanOrEqual(6 - unknown);
     }
-    // One process died, so at most one attempt of all of them can be missing.
-    expect([...perEvent.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(17);
   });
 
   it("keeps a receiver that sleeps past the time-out from delaying another receiver", async () => {
