@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type ClusterInfo, jetStreamState } from "@cheese/cluster/cluster";
+import { type ClusterInfo, jetStreamState, monitorUrl } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
 import { tempDir } from "@cheese/testing";
 import { connect, nkeyAuthenticator } from "nats";
@@ -127,7 +127,7 @@ describe.skipIf(reason)("pnpm cluster", () => {
     const log = readFileSync(join(data.path, "run", "cluster.log"), "utf8");
     expect(log.split("\n").filter((line) => line.includes('"msg":"process exited"'))).toEqual([]);
     // The JetStream stream of integration events is kept on all three nodes.
-    const monitor = running.nats[0]!.url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+    const monitor = monitorUrl(running.nats[0]!.url);
     const jsz = (await (await fetch(`${monitor}/jsz?accounts=true&streams=true&config=true`)).json()) as {
       meta_cluster: { cluster_size: number };
       account_details?: { stream_detail?: { name: string; config: { num_replicas: number } }[] }[];

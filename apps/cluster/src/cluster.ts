@@ -205,6 +205,11 @@ async function ready(url: string): Promise<boolean> {
   }
 }
 
+/** A NATS node's monitoring address (`/healthz`, `/jsz`, `/routez`), from its client URL. */
+export function monitorUrl(natsUrl: string): string {
+  return natsUrl.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+}
+
 interface Jsz {
   meta_cluster?: { leader?: string; cluster_size?: number };
   account_details?: {
@@ -235,7 +240,7 @@ export async function jetStreamState(dataDir: string): Promise<string> {
   const nodeAt = new Map(nodes.map(({ name, url }) => [new URL(url).hostname, name]));
   const lines = await Promise.all(
     nodes.map(async ({ name, url }) => {
-      const monitor = url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+      const monitor = monitorUrl(url);
       const get = async (path: string) => {
         const response = await fetch(`${monitor}${path}`, { signal: AbortSignal.timeout(2000) });
         return { status: response.status, body: await response.text() };

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assertHostsPossible, bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { type ClusterInfo, down, info, jetStreamState, up } from "./cluster.ts";
+import { type ClusterInfo, down, info, jetStreamState, monitorUrl, up } from "./cluster.ts";
 import { Load } from "./load.ts";
 import { type SlowLinkMechanism, slowLink, slowLinkMechanism } from "./slow-link.ts";
 
@@ -197,7 +197,7 @@ async function untilWhole(dataDir: string): Promise<void> {
     const nodesUp = await Promise.all(
       now.nats.map(async ({ url, pid }) => {
         if (!pid) return false;
-        const monitor = url.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
+        const monitor = monitorUrl(url);
         try {
           return (await fetch(`${monitor}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok;
         } catch {
