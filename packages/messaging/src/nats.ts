@@ -1007,6 +1007,11 @@ class NatsBus implements MessageBus {
       this.js.views.kv(bucket, {
         history: 1,
         replicas: this.streams.replicas,
+        // Reads asked of the bucket's leader: a direct get (nats.js's default) may be answered by
+        // a replica that has not applied the last write yet (12–15 of 300 reads right after a
+        // write did, nats-server 2.9), and a compare-and-set on the revision read then fails, for
+        // as long as that replica stays behind (a standby's take of a relay lease did so).
+        allow_direct: false,
         ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
         ...(options?.readOnly ? { bindOnly: true } : {}),
       });

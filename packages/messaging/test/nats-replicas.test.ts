@@ -115,6 +115,69 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
   }, 60_000);
 });
 
+describe("a key-value record on a three-node cluster", () => {
+  let cluster: NatsClusterHandle;
+  beforeAll(async () => {
+    cluster = await startNatsCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("is read at the revision just written through another server, 300 rounds (a compare-and-set acts on it)", async () => {
+    const [first, , last] = cluster.nodes;
+    const writer = await connectNatsBus({
+      url: first!.url,
+      name: "writer",
+      replicas: 3,
+      logger: recordingLogger(),
+    });
+    const reader = await connectNatsBus({
+      url: last!.url,
+      name: "reader",
+      replicas: 3,
+      logger: recordingLogger(),
+    });
+    try {
+      const written = await writer.kv("leases");
+      const read = await reader.kv("leases");
+      await written.put("relay", new TextEncoder().encode("0"));
+      // The bucket's leader on the writer's server: the reader's server holds a replica, which
+      // learns of a write a moment after the writer is told it is stored.
+      await expect
+        .poll(
+          async () => {
+            const leader = (await streamInfo(first!.url, "KV_leases")).cluster?.leader;
+            if (leader !== first!.name) await stepDown(first!.url, "KV_leases");
+            return leader;
+          },
+          { timeout: 30_000, interval: 1_000 },
+        )
+        .toBe(first!.name);
+      const stale: string[] = [];
+      for (let round = 1; round <= 300; round++) {
+        const revision = await written.put("relay", new TextEncoder().encode(String(round)));
+        const seen = await read.get("relay");
+        if (seen?.revision !== revision) stale.push(`round ${round}: ${seen?.revision} for ${revision}`);
+      }
+      expect(stale).toEqual([]);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  }, 90_000);
+});
+
+/** Asks a stream's leader to step down (another replica is elected). */
+async function stepDown(url: string, name: string): Promise<void> {
+  const nc = await connect({ servers: url });
+  try {
+    await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${name}`, undefined, { timeout: 5_000 });
+  } finally {
+    await nc.close();
+  }
+}
+
 describe("more than one replica on a server outside any cluster", () => {
   it("is refused with ReplicasRefusedError, whether EVENTS is new or made earlier with one", async () => {
     const server = await startNatsServer();

@@ -158,8 +158,8 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
   const take = async (revision: number) => {
     const taken = await leases.compareAndSet(key, { holder: me }, revision);
     if (taken === undefined) {
-      // Another replica took it first, or the revision read was not the record's last (a read
-      // answered by a replica behind): said, so a relay that never resumes shows why.
+      // Another replica took it first, or its holder renewed it after the read: said, so a relay
+      // that never resumes shows why.
       logger.warn({ revision }, "event publisher: the relay lease was not at the revision read; not taken");
       return;
     }
