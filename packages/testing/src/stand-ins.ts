@@ -126,15 +126,26 @@ export class TokenSigner {
   }
 }
 
+/** The revocations bucket, empty, as the customer service makes it. */
+export async function makeRevocationsBucket(bus: MessageBus): Promise<void> {
+  await new KvRecords(bus, REVOCATIONS_BUCKET, revocationCodec, { ttlMs: REVOCATION_TTL_MS }).open();
+}
+
 /**
  * The customer service's authorization server, stood in for where the gateway only verifies
  * tokens: it publishes its signer's key (`customer.identity.jwks`), makes the revocations bucket
  * (holding none), and `issue` signs tokens for `issuer`. It serves none of the OAuth endpoints:
  * those are the customer service's own, driven through the gateway by the end-to-end suites.
  */
-export async function fakeIdentity(bus: MessageBus, issuer: string, signer = new TokenSigner()) {
-  // The customer service makes the revocations bucket the gateway watches read only: empty here.
-  await new KvRecords(bus, REVOCATIONS_BUCKET, revocationCodec, { ttlMs: REVOCATION_TTL_MS }).open();
+export async function fakeIdentity(
+  bus: MessageBus,
+  issuer: string,
+  signer = new TokenSigner(),
+  options: { revocations?: boolean } = {},
+) {
+  // The customer service makes the revocations bucket the gateway watches read only: empty here
+  // (not made with `revocations: false`: a customer service that has not started yet).
+  if (options.revocations !== false) await makeRevocationsBucket(bus);
   const served = serveRpc(bus, identityRpc.jwks, { queue: "customer" }, () => signer.jwks());
   return {
     issue: (claims: Omit<TokenClaims, "jti" | "iat" | "exp">, ttlSeconds: number) =>

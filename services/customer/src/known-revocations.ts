@@ -25,6 +25,9 @@ import { type Clock, type Logger, systemClock } from "@cheese/service-kit";
  */
 const CONFIRMED_FOR_MS = 30_000;
 
+/** The key `answers` reads: never written, so its read costs the bucket one lookup. */
+const READINESS_PROBE_KEY = revocationKeys.token("readiness-probe");
+
 /** How often a replica started before the customer service made the bucket tries to open it again. */
 const OPEN_AGAIN_MS = 1_000;
 
@@ -105,6 +108,17 @@ export class KnownRevocations {
         message: "credentials cannot be checked right now",
       });
     }
+  }
+
+  /**
+   * Whether credentials can be checked now: the bucket's watch runs and the bucket answers a read
+   * (asked of its leader). The gateway's `/readyz` says it, so a gateway is not sent requests it
+   * could only answer "credentials cannot be checked right now" (503).
+   */
+  async answers(): Promise<boolean> {
+    await this.open();
+    await this.records.get(READINESS_PROBE_KEY);
+    return this.watched;
   }
 
   /** Revokes one token until it expires (`untilMs`), on every replica (logout). */

@@ -85,7 +85,7 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   register(api, routeDeps, historyRoutes);
   register(api, routeDeps, exportRoutes);
 
-  healthRoutes(app, deps);
+  healthRoutes(app, deps, identity.revocations);
   oauthRoutes(app, api, deps);
   documentationRoutes(app, api);
   if (deps.consoleUrl) consoleProxy(app, deps.consoleUrl);

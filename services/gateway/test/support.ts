@@ -29,6 +29,8 @@ export async function testGateway(
     publicUrl?: string;
     readCache?: ReadCache;
     consoleUrl?: string;
+    /** False: the revocations bucket is not made (a customer service not started yet). */
+    revocations?: boolean;
   } = {},
 ) {
   const dir = tempDir("gateway");
@@ -44,7 +46,9 @@ export async function testGateway(
       ...(options.clients ?? []),
     ]),
   );
-  const identity = await fakeIdentity(bus, issuer, SIGNER.at(clock));
+  const identity = await fakeIdentity(bus, issuer, SIGNER.at(clock), {
+    revocations: options.revocations ?? true,
+  });
   const app = createApp(
     {
       bus,

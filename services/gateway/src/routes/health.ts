@@ -7,11 +7,21 @@ import type { GatewayEnv } from "../env.ts";
 /** Deadline for one service's health answer, within /readyz's own: /readyz never hangs. */
 const SERVICE_HEALTH_TIMEOUT_MS = READINESS_DEADLINE_MS - 500;
 
-/** `/healthz`: the process is up. `/readyz`: NATS answers and every service says it is ready. */
-export function healthRoutes(app: Hono<GatewayEnv>, deps: GatewayDeps): void {
+/**
+ * `/healthz`: the process is up. `/readyz`: NATS answers, every service says it is ready, and
+ * credentials can be checked (`revocations`: the revocations bucket is watched and answers).
+ */
+export function healthRoutes(
+  app: Hono<GatewayEnv>,
+  deps: GatewayDeps,
+  revocations: { answers(): Promise<boolean> },
+): void {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
-    const checks: Record<string, () => Promise<boolean>> = { nats: () => deps.bus.ping() };
+    const checks: Record<string, () => Promise<boolean>> = {
+      nats: () => deps.bus.ping(),
+      revocations: () => revocations.answers(),
+    };
     for (const service of backendServices) {
       checks[service] = async () => {
         const answer = (await deps.bus.request(
