@@ -174,7 +174,12 @@ export class SortedIndex {
       blocks.push([entry]);
       return;
     }
-    let [b, i] = this.place(document);
+    // After the last document (a creation's increasing time and id): at the end, no search.
+    const lastBlock = blocks[blocks.length - 1]!;
+    let [b, i] =
+      this.order(lastBlock[lastBlock.length - 1]!.document, document) < 0
+        ? [blocks.length - 1, lastBlock.length]
+        : this.place(document);
     if (b === blocks.length) {
       b -= 1;
       i = blocks[b]!.length;

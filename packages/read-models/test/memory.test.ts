@@ -125,6 +125,39 @@ it("in-memory indexes over many blocks: cursor pages both ways, counts and count
   expect(await docs.count()).toBe(model.size);
 });
 
+it("in-memory index kept per write when most documents come last (creations): pages in order across blocks", async () => {
+  const store = createMemoryReadModels({ checkQueries: false });
+  await store.defineProjection({
+    name: "catalogue",
+    version: 1,
+    collections: [{ name: "cheeses", indexes: [{ keys: { createdAt: 1, _id: 1 } }], queries: [] }],
+  });
+  const docs = store.collection("cheeses");
+  await docs.upsert(1, 1, { $set: { createdAt: "2026-00000" } });
+  // The first read builds the index; every write after is one add to it.
+  expect(await docs.find({}, { sort: { createdAt: 1, _id: 1 }, limit: 1 })).toHaveLength(1);
+  const model = new Map<number, string>([[1, "2026-00000"]]);
+  for (let id = 2; id <= 2_000; id++) {
+    // Nine of ten after every document before them; every tenth back in time, among them.
+    const createdAt = `2026-${String(id % 10 === 0 ? id - 1_000 : id).padStart(5, "0")}`;
+    model.set(id, createdAt);
+    await docs.upsert(id, 1, { $set: { createdAt } });
+  }
+  const order = [...model.entries()]
+    .sort(([a, x], [b, y]) => (x < y ? -1 : x > y ? 1 : a - b))
+    .map(([id]) => id);
+  for (const way of [1, -1] as const) {
+    const walked: number[] = [];
+    for (let page = 0; page * 100 < order.length; page++)
+      walked.push(
+        ...(await docs.find({}, { sort: { createdAt: way, _id: way }, limit: 100, skip: page * 100 })).map(
+          (doc) => doc._id as number,
+        ),
+      );
+    expect(walked).toEqual(way === 1 ? order : [...order].reverse());
+  }
+});
+
 describe("declared queries", () => {
   const cheeses: CollectionDefinition = {
     name: "cheeses",
