@@ -85,7 +85,10 @@ export function createApp(deps: GatewayDeps, options: AppOptions = {}): Hono<Gat
   register(api, routeDeps, historyRoutes);
   register(api, routeDeps, exportRoutes);
 
-  healthRoutes(app, deps, identity.revocations);
+  // Credentials checkable: on the API's /readyz and on the health port's (the probes').
+  const revocations = () => identity.revocations.answers();
+  deps.addCheck?.("revocations", revocations);
+  healthRoutes(app, deps, revocations);
   oauthRoutes(app, api, deps);
   documentationRoutes(app, api);
   if (deps.consoleUrl) consoleProxy(app, deps.consoleUrl);

@@ -1,7 +1,7 @@
 import type { BlobStore } from "@cheese/blob-store";
 import type { ReadCache } from "@cheese/catalogue/read-cache";
 import type { MessageBus } from "@cheese/messaging";
-import type { Clock, Logger } from "@cheese/service-kit";
+import type { Clock, Logger, ReadinessCheck } from "@cheese/service-kit";
 import type { AuthenticationDeps } from "./auth/authenticate.ts";
 
 /** What routes need from the rest of the gateway, built once in `main.ts`. */
@@ -21,4 +21,6 @@ export interface GatewayDeps {
   auth: Omit<AuthenticationDeps, "tokens"> & { issuer: string };
   /** Catalogue reads kept between the catalogue's change notices; absent with `READ_CACHE=off`. */
   readCache?: ReadCache | undefined;
+  /** Adds a check to the process's own `/readyz` (its health port), as `/readyz` here has it. */
+  addCheck?: (name: string, check: ReadinessCheck) => void;
 }

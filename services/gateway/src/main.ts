@@ -50,6 +50,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig, GatewayWiring> = {
         publicUrl,
         consoleUrl: config.CONSOLE_URL,
         readCache,
+        addCheck: (name, check) => ctx.addCheck(name, check),
         auth: {
           operatorKeys: config.API_KEYS,
           oauthClients: config.OAUTH_CLIENTS,

@@ -8,6 +8,7 @@ import { fakeIdentity, TokenSigner } from "@cheese/testing/stand-ins";
 import type { AppOptions } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
 import { apiKeysSchema } from "../src/auth/credentials.ts";
+import type { GatewayDeps } from "../src/deps.ts";
 
 export const OPERATOR_KEY = "test-operator-key";
 export const OPERATOR_CLIENT = { id: "ops", secret: "ops-secret" };
@@ -31,6 +32,8 @@ export async function testGateway(
     consoleUrl?: string;
     /** False: the revocations bucket is not made (a customer service not started yet). */
     revocations?: boolean;
+    /** Told of the checks the app adds to its process's health port. */
+    addCheck?: GatewayDeps["addCheck"];
   } = {},
 ) {
   const dir = tempDir("gateway");
@@ -59,6 +62,7 @@ export async function testGateway(
       publicUrl: options.publicUrl ?? "http://127.0.0.1:8080",
       readCache: options.readCache,
       consoleUrl: options.consoleUrl,
+      addCheck: options.addCheck,
       auth: {
         operatorKeys: apiKeysSchema.parse(`${OPERATOR_KEY}:pro`),
         oauthClients,

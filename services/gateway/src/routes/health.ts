@@ -14,13 +14,13 @@ const SERVICE_HEALTH_TIMEOUT_MS = READINESS_DEADLINE_MS - 500;
 export function healthRoutes(
   app: Hono<GatewayEnv>,
   deps: GatewayDeps,
-  revocations: { answers(): Promise<boolean> },
+  revocations: () => Promise<boolean>,
 ): void {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     const checks: Record<string, () => Promise<boolean>> = {
       nats: () => deps.bus.ping(),
-      revocations: () => revocations.answers(),
+      revocations,
     };
     for (const service of backendServices) {
       checks[service] = async () => {
