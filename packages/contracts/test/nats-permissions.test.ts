@@ -20,7 +20,7 @@ const rpcSubjects = Object.values(contracts)
   );
 
 /** Subjects of the bus's own machinery, not RPCs. */
-const machinery = /^(\$JS\.|\$KV\.|_INBOX\.|events\.|deadletters\.|notices\.|broadcast\.)/;
+const machinery = /^(\$JS\.|\$KV\.|_INBOX\.|events\.|deadletters\.|notices\.|broadcast\.|relay\.)/;
 
 describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
   it("found the contracts' RPC definitions", () => {
@@ -52,6 +52,15 @@ describe("NATS permissions (packages/messaging/src/permissions.ts)", () => {
       permissionsOf(identity)[direction].some((pattern) => subjectMatches(pattern, subject)),
     );
   }
+
+  it("lets only a service with an outbox relay answer and ask for its own relay-lease holders", () => {
+    for (const service of ["catalogue", "ordering", "customer"]) {
+      const holder = `relay.${service}.holder.0b7c6a52-1d5e-4a53-8d8e-6a2f0f1c9e11`;
+      expect(allowed("subscribe", holder), holder).toEqual([service]);
+      expect(allowed("publish", holder), holder).toEqual([service]);
+    }
+    expect(allowed("subscribe", "relay.notification.holder.x")).toEqual([]);
+  });
 
   it("lets the catalogue append notices and hear what the gateway applied, and the gateway append lease records and say what it applied", () => {
     const { channel } = contracts.cheeseChangeNotices;

@@ -30,7 +30,7 @@ export function publicKeyVariable(identity: NatsIdentity): string {
 interface Needs {
   /** The RPC subjects it asks (it serves `<service>.>`: its RPCs and `<service>.health`). */
   calls: readonly string[];
-  /** It publishes `events.<service>.>` through its outbox relay. */
+  /** It publishes `events.<service>.>` through its outbox relay (and asks after its relay lease's holder). */
   publishesEvents?: boolean;
   /** Key-value buckets it opens (its own: it makes and writes them). */
   buckets?: readonly string[];
@@ -166,7 +166,12 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
   const publish = ["_INBOX.>", "$JS.API.INFO", ...need.calls];
   const subscribe = [`${identity}.>`, "_INBOX.>"];
   publish.push(...streamApi("EVENTS"));
-  if (need.publishesEvents) publish.push(`events.${identity}.>`);
+  // Its outbox relay publishes its events; each replica answers for itself as a relay-lease
+  // holder, and a standby asks the holder (`relay.<service>.holder.<id>`).
+  if (need.publishesEvents) {
+    publish.push(`events.${identity}.>`, `relay.${identity}.holder.*`);
+    subscribe.push(`relay.${identity}.holder.*`);
+  }
   if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
   for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
   for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));

@@ -7,6 +7,7 @@ import {
   jsonCodec,
   KvRecords,
   type MessageBus,
+  NoRespondersError,
 } from "@cheese/messaging";
 import { type Clock, systemClock } from "./clock.ts";
 import { followStore } from "./follow.ts";
@@ -109,6 +110,14 @@ function leaseRecords(bus: MessageBus): KvRecords<Lease> {
   );
 }
 
+/**
+ * The subject a relay replica answers on while its process is on the bus: a standby that finds
+ * nobody answering for the lease's holder takes the lease at once.
+ */
+function holderSubject(service: string, holder: string): string {
+  return `relay.${service}.holder.${holder}`;
+}
+
 /** One run of the relay's subscription, from the checkpoint; a failed publish ends it. */
 interface Run {
   /** The events handed to the relay, oldest first, until each one and all before it are acked. */
@@ -128,10 +137,15 @@ interface Run {
  *
  * The lease is a key-value record naming its holder, written by compare-and-set. The holder
  * renews it every third of `leaseMs`; a renewal that finds another holder stops its relay (its
- * checkpoint saved). A standby takes the lease when the record is absent or released, or when it
- * has seen the same revision for `leaseMs` by its own clock (the holder stopped renewing: killed,
- * or cut off), so no two machines' clocks are compared. A clean stop saves the checkpoint, then
- * releases the lease, and a standby watching it takes over at once (a restart, a rolling update).
+ * checkpoint saved). A standby takes the lease when the record is absent or released; when
+ * nobody answers for its holder (`relay.<service>.holder.<id>`, which every replica serves while
+ * its process is on the bus: "no responders" means the holder's process is gone, a crash or a
+ * SIGKILL, or off the bus), asked at each of the standby's steps, a third of `leaseMs` apart; or
+ * when it has seen the same revision for `leaseMs` by its own clock (the holder stopped renewing
+ * but answers: cut off from the bucket, stuck), so no two machines' clocks are compared. A clean
+ * stop saves the checkpoint, then releases the lease, and a standby watching it takes over at once
+ * (a restart, a rolling update); a replica started after its predecessor died holding the lease
+ * takes it at its first step.
  *
  * Publishes go out in event-store order, up to {@link PUBLISH_WINDOW} awaiting their ack at once
  * (one at a time, the ack round trip bounded a service's events per second). The checkpoint
@@ -188,11 +202,24 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
     }
     const current = await leases.get(key);
     if (current === undefined) return take(0);
-    if (!current.value?.holder || current.value.holder === me) return take(current.revision);
+    const holder = current.value?.holder;
+    if (!holder || holder === me) return take(current.revision);
     const now = clock.now().getTime();
     if (seen?.revision !== current.revision) seen = { revision: current.revision, since: now };
     else if (now - seen.since >= leaseMs) return take(current.revision);
+    if (await holderGone(holder)) {
+      logger.info("event publisher: nobody answers for the relay lease's holder; taking it over");
+      return take(current.revision);
+    }
   };
+  /** Whether nobody answers for `holder`: its process is gone (or off the bus), not only slow. */
+  const holderGone = (holder: string) =>
+    bus.request(holderSubject(service, holder), {}, { timeoutMs: leaseMs / 3 }).then(
+      () => false,
+      (error: unknown) => error instanceof NoRespondersError,
+    );
+  // This replica answers for itself while its process is on the bus (see `holderGone`).
+  const answering = bus.serve(holderSubject(service, me), { queue: me }, async () => ({}));
   /** Steps run one at a time, in order. */
   let stepping: Promise<void> = Promise.resolve();
   const next = () => {
@@ -220,6 +247,7 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
       timer.cancel();
       await watching?.close();
       await stepping;
+      await answering.close();
       const ended = relay;
       relay = undefined;
       await ended?.close();

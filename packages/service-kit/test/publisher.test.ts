@@ -1,6 +1,7 @@
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import {
   BusUnavailableError,
+  type Closable,
   connectNatsBus,
   createInProcessBus,
   type IntegrationEvent,
@@ -26,6 +27,8 @@ function heldBus(inner: MessageBus) {
   const bus: MessageBus = {
     ...inner,
     kv: (bucket, options) => inner.kv(bucket, options),
+    serve: (subject, options, handler) => inner.serve(subject, options, handler),
+    request: (subject, payload, options) => inner.request(subject, payload, options),
     publish: (event) => {
       sent.push(event.id);
       pending++;
@@ -125,6 +128,8 @@ describe("the outbox relay's window", () => {
     const bus: MessageBus = {
       ...inner,
       publish: (event) => inner.publish(event),
+      serve: (subject, options, handler) => inner.serve(subject, options, handler),
+      request: (subject, payload, options) => inner.request(subject, payload, options),
       kv: async (bucket, options) => {
         const kv = await inner.kv(bucket, options);
         const get = kv.get.bind(kv);
@@ -276,8 +281,15 @@ function countingBus(inner: MessageBus) {
   const sent: string[] = [];
   let dead = false;
   const refuse = () => Promise.reject(new BusUnavailableError("the process is gone"));
+  const served: Closable[] = [];
   const bus: MessageBus = {
     ...inner,
+    serve: (subject, options, handler) => {
+      const closable = inner.serve(subject, options, handler);
+      served.push(closable);
+      return closable;
+    },
+    request: (subject, payload, options) => (dead ? refuse() : inner.request(subject, payload, options)),
     publish: (event) => {
       if (dead) return refuse();
       sent.push(event.id);
@@ -294,10 +306,16 @@ function countingBus(inner: MessageBus) {
       });
     },
   };
-  const kill = () => {
+  /** Its writes fail from now on, and it still answers what it serves: cut off from the bucket, or stuck. */
+  const stall = () => {
     dead = true;
   };
-  return { bus, sent, kill };
+  /** Its process is gone: its writes fail and nothing it served answers any more. */
+  const kill = async () => {
+    dead = true;
+    for (const closable of served.splice(0)) await closable.close();
+  };
+  return { bus, sent, kill, stall };
 }
 
 describe.each(adapters)("one relay of a service active at a time ($adapter bus)", ({ open }) => {
@@ -407,14 +425,44 @@ describe.each(adapters)("one relay of a service active at a time ($adapter bus)"
     await expect.poll(() => [...got].sort()).toEqual([...ids, ...next].sort());
   });
 
-  it("given two replicas, when the active one's process dies without releasing, then the other publishes within the grace", async () => {
+  it("given two replicas, when the active one's process dies without releasing, then the other publishes at its next step", async () => {
     const got = received();
     const first = await replica();
     const second = await replica();
     await appendWidgets(3);
     await expect.poll(() => new Set(got).size).toBe(3);
     const [active, standby] = first.sent.length > 0 ? [first, second] : [second, first];
-    active.kill();
+    await active.kill();
+    const next = await appendWidgets(3);
+    // One step, not the grace: nobody answers for the holder.
+    await clock.advance(LEASE_MS / 3);
+    // It starts from the last checkpoint saved: what followed is published again, stored once.
+    await expect.poll(() => standby.sent).toEqual(expect.arrayContaining(next));
+    await expect.poll(() => new Set(got).size).toBe(6);
+    expect(got.filter((id) => next.includes(id)).sort()).toEqual([...next].sort());
+  });
+
+  it("given one replica that died holding the lease, when the next one starts (a restart), then it publishes at once", async () => {
+    const got = received();
+    const before = await replica();
+    const ids = await appendWidgets(2);
+    await expect.poll(() => got).toEqual(ids);
+    await before.kill();
+    // No time passes: the restarted replica finds nobody answering for the holder it reads.
+    const after = await replica();
+    const next = await appendWidgets(2);
+    await expect.poll(() => after.sent).toEqual(expect.arrayContaining(next));
+    await expect.poll(() => [...new Set(got)].sort()).toEqual([...ids, ...next].sort());
+  });
+
+  it("given two replicas, when the active one stops renewing but still answers (cut off from the bucket), then the other publishes once the grace has passed", async () => {
+    const got = received();
+    const first = await replica();
+    const second = await replica();
+    await appendWidgets(3);
+    await expect.poll(() => new Set(got).size).toBe(3);
+    const [active, standby] = first.sent.length > 0 ? [first, second] : [second, first];
+    active.stall();
     const next = await appendWidgets(3);
     // Within the grace the lease may still be alive: the standby waits for it to lapse.
     await pass(LEASE_MS + LEASE_MS / 3, { renewed: false });
