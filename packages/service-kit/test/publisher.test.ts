@@ -425,21 +425,33 @@ describe.each(adapters)("one relay of a service active at a time ($adapter bus)"
     await expect.poll(() => [...got].sort()).toEqual([...ids, ...next].sort());
   });
 
-  it("given two replicas, when the active one's process dies without releasing, then the other publishes at its next step", async () => {
+  /** Two replicas, three events published: the active one and the standby. */
+  const twoRelaying = async () => {
     const got = received();
     const first = await replica();
     const second = await replica();
     await appendWidgets(3);
     await expect.poll(() => new Set(got).size).toBe(3);
     const [active, standby] = first.sent.length > 0 ? [first, second] : [second, first];
+    return { got, active, standby };
+  };
+  /**
+   * The standby published `next`, starting from the last checkpoint saved: what followed it is
+   * published again, stored once.
+   */
+  const tookOver = async (standby: { sent: string[] }, got: string[], next: string[]) => {
+    await expect.poll(() => standby.sent).toEqual(expect.arrayContaining(next));
+    await expect.poll(() => new Set(got).size).toBe(6);
+    expect(got.filter((id) => next.includes(id)).sort()).toEqual([...next].sort());
+  };
+
+  it("given two replicas, when the active one's process dies without releasing, then the other publishes at its next step", async () => {
+    const { got, active, standby } = await twoRelaying();
     await active.kill();
     const next = await appendWidgets(3);
     // One step, not the grace: nobody answers for the holder.
     await clock.advance(LEASE_MS / 3);
-    // It starts from the last checkpoint saved: what followed is published again, stored once.
-    await expect.poll(() => standby.sent).toEqual(expect.arrayContaining(next));
-    await expect.poll(() => new Set(got).size).toBe(6);
-    expect(got.filter((id) => next.includes(id)).sort()).toEqual([...next].sort());
+    await tookOver(standby, got, next);
   });
 
   it("given one replica that died holding the lease, when the next one starts (a restart), then it publishes at once", async () => {
@@ -456,20 +468,12 @@ describe.each(adapters)("one relay of a service active at a time ($adapter bus)"
   });
 
   it("given two replicas, when the active one stops renewing but still answers (cut off from the bucket), then the other publishes once the grace has passed", async () => {
-    const got = received();
-    const first = await replica();
-    const second = await replica();
-    await appendWidgets(3);
-    await expect.poll(() => new Set(got).size).toBe(3);
-    const [active, standby] = first.sent.length > 0 ? [first, second] : [second, first];
+    const { got, active, standby } = await twoRelaying();
     active.stall();
     const next = await appendWidgets(3);
     // Within the grace the lease may still be alive: the standby waits for it to lapse.
     await pass(LEASE_MS + LEASE_MS / 3, { renewed: false });
-    // It starts from the last checkpoint saved: what followed is published again, stored once.
-    await expect.poll(() => standby.sent).toEqual(expect.arrayContaining(next));
-    await expect.poll(() => new Set(got).size).toBe(6);
-    expect(got.filter((id) => next.includes(id)).sort()).toEqual([...next].sort());
+    await tookOver(standby, got, next);
   });
 
   it("given one replica alone (a single process), when events are stored, then it publishes them without waiting", async () => {
