@@ -23,6 +23,14 @@ const MAX_DRAIN_BYTES = 11 * 1024 * 1024;
 export const REQUEST_TIMEOUT_MS = 60_000;
 /** How often Node looks for requests past their time: the bound is kept within this. */
 const TIMEOUT_CHECK_MS = 1_000;
+/**
+ * How long a kept-alive connection may stay idle before the gateway closes it (`Keep-Alive:
+ * timeout=65`; Node's default is 5 s): longer than the idle timeouts of the proxies and load
+ * balancers put in front (60 s is common), so the gateway is not the side that closes a connection
+ * the other is about to reuse, which a proxy answers with a 502 and a client with "other side
+ * closed" (seen in CI: a test's client busy 5.9 s reused a connection the gateway closed at 5 s).
+ */
+export const KEEP_ALIVE_MS = 65_000;
 
 /**
  * The gateway's HTTP server: the app behind Node's HTTP parser, and the spec's error body with an
@@ -56,6 +64,7 @@ export function createGatewayServer(
       requireHostHeader: false,
       requestTimeout,
       headersTimeout: requestTimeout,
+      keepAliveTimeout: KEEP_ALIVE_MS,
       connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, requestTimeout),
     },
     (request: IncomingMessage, response: ServerResponse) => {

@@ -4,7 +4,7 @@ import { Readable } from "node:stream";
 import { createLogger } from "@cheese/service-kit";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGatewayServer } from "../src/server.ts";
+import { createGatewayServer, KEEP_ALIVE_MS } from "../src/server.ts";
 import { testGateway } from "./support.ts";
 
 /** The gateway's app behind its real HTTP server, as main.ts runs it. */
@@ -132,6 +132,14 @@ describe("the gateway's HTTP server", () => {
     } finally {
       await connection.close();
     }
+  });
+
+  it("keeps an idle connection 65 s and says so (Keep-Alive: timeout=65), past a proxy's usual 60 s", async () => {
+    const answer = await request(`${origin}/healthz`);
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers["keep-alive"]).toBe(`timeout=${KEEP_ALIVE_MS / 1000}`);
+    expect(KEEP_ALIVE_MS).toBeGreaterThan(60_000);
+    await answer.body.dump();
   });
 
   it("answers a 20 KB header with 431, the JSON error body and an X-Request-Id", async () => {
