@@ -247,7 +247,6 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
       timer.cancel();
       await watching?.close();
       await stepping;
-      await answering.close();
       const ended = relay;
       relay = undefined;
       await ended?.close();
@@ -256,6 +255,8 @@ export async function startPublisher(options: PublisherOptions): Promise<{ close
         held = undefined;
         await leases.compareAndSet(key, { holder: null }, revision).catch(() => {});
       }
+      // Answered until the lease is released: a standby asking meanwhile waits for the release.
+      await answering.close();
     },
   };
 }
