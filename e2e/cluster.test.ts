@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ClusterInfo, jetStreamState, monitorUrl } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
+import { askAgain } from "@cheese/messaging";
 import { tempDir } from "@cheese/testing";
 import { connect, nkeyAuthenticator } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -195,12 +196,14 @@ describe.skipIf(reason)("pnpm cluster", () => {
         headers: { ...bearer, "content-type": "application/json", "idempotency-key": name.replace(" ", "-") },
         body: JSON.stringify({ name, pricePerKg: 10 }),
       });
-    let created = await create();
-    for (let tries = 1; created.status === 503 && tries < 20; tries++) {
-      await created.text();
-      await new Promise((next) => setTimeout(next, 500));
-      created = await create();
-    }
+    const created = await askAgain(
+      async () => {
+        const answer = await create();
+        if (answer.status === 503) throw new Unavailable(`503 ${await answer.text()}`);
+        return answer;
+      },
+      { pauseMs: 500, tries: 20, retryOn: (error) => error instanceof Unavailable },
+    );
     const body = await created.text();
     expect(created.status, body).toBe(201);
     const { id } = JSON.parse(body) as { id: number };
@@ -274,3 +277,6 @@ describe.skipIf(reason)("pnpm cluster without root", () => {
     expect(refused.stderr).toContain("needs root");
   });
 });
+
+/** The gateway answered 503 (retryable): asked again. */
+class Unavailable extends Error {}
