@@ -81,7 +81,10 @@ export async function build({ force = false, quiet = false } = {}) {
         // Several entries share their modules through chunks, so module state exists once, and
         // a dynamic import() stays lazy: its module and the packages it imports load on demand.
         splitting: true,
-        keepNames: true,
+        // No `keepNames`: JavaScript names a function from its binding itself, and keepNames made
+        // every function bound to a name inside another set that name again (a defineProperty)
+        // each time the outer one ran, on every request's path. Only a function the bundle
+        // renamed to tell two modules' apart (`upcast2`) shows that name in a stack trace.
         metafile: true,
         logLevel: "warning",
       });

@@ -172,7 +172,7 @@ export class KnownRevocations {
     return false;
   }
 
-  /** Whether a stored revocation applies to the credential (a method: see "Closures on hot paths"). */
+  /** Whether a stored revocation applies to the credential. */
   private covers(credential: Credential, entry: RevocationEntry | undefined): boolean {
     return revocationCovers(credential, entry, this.now());
   }

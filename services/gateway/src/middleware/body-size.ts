@@ -54,7 +54,7 @@ const SOURCE = Symbol("the node request the body is read from");
  * Makes the request's body, where Hono keeps the promise of each reading of it (and derives the
  * others from), Node's request read to its end on first use: as text for JSON (what the
  * validators and `jsonDepth` read), as bytes otherwise (a form stays byte for byte). Module-level
- * functions, not closures (docs/architecture.md, "Closures on hot paths").
+ * functions, not closures made per request.
  */
 function readFromNode(c: Context<GatewayEnv>, incoming: IncomingMessage): void {
   const cache = c.req.bodyCache as BodyCache;

@@ -115,7 +115,6 @@ const getCheese = cheeseRoute(
       }
       return c.json(cheese, 200, { ETag: etag, "X-Cheese-As-Of": at });
     }
-    // The call is passed inline, not bound to a name (docs/architecture.md, "Closures on hot paths").
     // A hit is the reply itself, not a promise: no turn waited.
     const read = readThrough(deps.readCache, { read: "getCheese", cheeseId }, () =>
       passService(deps, c, contracts.catalogueRpc.getCheese, { cheeseId }),
