@@ -6,7 +6,10 @@
  *   pnpm bench:side-by-side --against=DIR [--scenario=create|get] [--rounds=3] [--seconds=10]
  *
  * `DIR` is another checkout (a `git worktree add` of the commit to compare), installed and built
- * (`node scripts/build.mjs`): its own harness starts its own build. After an unmeasured window on
+ * (`node scripts/build.mjs`): its own harness starts its own build. Both are loaded by this
+ * checkout's load generator, one copy of it in this process, so the sides differ only in their
+ * systems (with each checkout's own copy, two systems of the same commit read 8 % apart, every
+ * round the same way). After an unmeasured window on
  * each side, each round runs a 3 s warm-up and a measured window on each side at 32 connections,
  * the order swapped every round; the
  * systems are the single host's layout, each on an empty `DATA_DIR` seeded with 20 cheeses. Both
@@ -17,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { clientOf as ClientOf } from "./harness/compare.ts";
-import type { runLoad as RunLoad } from "./harness/load.ts";
+import { runLoad } from "./harness/load.ts";
 import type { startSystem as StartSystem, System } from "./harness/system.ts";
 import { newCheese } from "./scenarios/cheeses.ts";
 
@@ -37,16 +40,14 @@ const seconds = Number(values.seconds);
 interface Harness {
   startSystem: typeof StartSystem;
   clientOf: typeof ClientOf;
-  runLoad: typeof RunLoad;
 }
 
 async function harnessOf(root: string): Promise<Harness> {
-  const [system, compare, load] = await Promise.all([
+  const [system, compare] = await Promise.all([
     import(join(root, "bench/harness/system.ts")),
     import(join(root, "bench/harness/compare.ts")),
-    import(join(root, "bench/harness/load.ts")),
   ]);
-  return { startSystem: system.startSystem, clientOf: compare.clientOf, runLoad: load.runLoad };
+  return { startSystem: system.startSystem, clientOf: compare.clientOf };
 }
 
 interface Side {
@@ -86,7 +87,7 @@ const request = (side: Side) =>
 
 async function window(side: Side, windowSeconds: number, measured: boolean): Promise<void> {
   const before = side.system.usage().byProcess;
-  const result = await side.harness.runLoad({
+  const result = await runLoad({
     url: side.system.rootUrl,
     connections: 32,
     seconds: windowSeconds,
