@@ -11,7 +11,7 @@ import type { Baseline } from "./baseline.ts";
 import { type LoadResult, runLoad } from "./load.ts";
 import { monotonicUs, type Window } from "./profile.ts";
 import type { BenchOptions, Fixture, FixtureData, HttpScenario, SystemClient } from "./scenario.ts";
-import { benchToken, startSystem, type TreeUsage } from "./system.ts";
+import { benchToken, type System, startSystem, type TreeUsage } from "./system.ts";
 
 /** A window's result with the CPU each process spent on it, ms per 2xx answer. */
 export interface WindowResult extends LoadResult {
@@ -94,8 +94,7 @@ async function runFixture(
     const client = await clientOf(system.rootUrl, dataDir);
     const data: FixtureData = await fixture.seed(client, options);
     await options.baseline.seed(data.collections);
-    // Profiled, an idle system spends ~0.36 of a core (every process's and thread's sampler).
-    const settled = await settle(system.usage, undefined, options.nodeArgs ? 0.5 : 0.2);
+    const settled = await settle(system);
     progress(
       `[${fixture.name}] seeded; ${settled.quiet ? "quiet" : "still busy"} after ${(settled.ms / 1000).toFixed(1)} s (${settled.cores.toFixed(2)} of a core in its last second)`,
     );
@@ -180,13 +179,12 @@ async function measuredWindow(
 
 /**
  * Waits until the system has worked through what seeding left behind (projections, the outbox
- * relay publishing a restored history, consumers): its process tree below `quietCores` (a fifth of
- * a core) over a second, at most `timeoutMs`.
+ * relay publishing a restored history, consumers): its process tree below its `quietCores` over
+ * a second, at most `timeoutMs`.
  */
 export async function settle(
-  usage: () => TreeUsage,
+  { usage, quietCores }: Pick<System, "usage" | "quietCores">,
   timeoutMs = 180_000,
-  quietCores = 0.2,
 ): Promise<{ quiet: boolean; ms: number; cores: number }> {
   const started = performance.now();
   const cpu = () => Object.values(usage().byProcess).reduce((sum, u) => sum + u.cpuMs, 0);

@@ -42,6 +42,11 @@ export interface System {
   receiverHost: string;
   /** Memory and CPU of every process of the system, now. */
   usage(): TreeUsage;
+  /**
+   * Below this much of a core over a second, the system counts as idle (`settle`): a fifth, or
+   * half under `--cpu-prof`, whose samplers alone keep an idle system at ~0.36.
+   */
+  quietCores: number;
   stop(): Promise<void>;
 }
 
@@ -55,6 +60,9 @@ export interface SystemOptions {
   /** How long /readyz may take (120 s; a long history to rebuild takes longer). */
   readyTimeoutMs?: number;
 }
+
+const quietCoresOf = (options: SystemOptions): number =>
+  options.nodeArgs?.some((flag) => flag.startsWith("--cpu-prof")) ? 0.5 : 0.2;
 
 /** What every benchmark system runs with: the bench's credentials, nothing throttled. */
 function benchEnv(options: SystemOptions, port: number): Record<string, string> {
@@ -134,6 +142,7 @@ async function startSingleHost(options: SystemOptions): Promise<System> {
     readyMs: performance.now() - started,
     receiverHost: "127.0.0.1",
     usage: () => processUsage(underPid(launcherPid)),
+    quietCores: quietCoresOf(options),
     stop,
   };
 }
@@ -188,6 +197,7 @@ async function startCluster(options: SystemOptions): Promise<System> {
     readyMs,
     receiverHost: bridgeAddress,
     usage: () => processUsage(select),
+    quietCores: quietCoresOf(options),
     stop: async () => {
       await clusterCommand(["down"], { DATA_DIR: info.dataDir });
     },

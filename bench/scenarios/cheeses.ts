@@ -96,7 +96,7 @@ const manyCheeses = (options: BenchOptions): Fixture => ({
       replicas: options.replicas,
       readyTimeoutMs: 900_000,
     });
-    await settle(first.usage, 900_000);
+    await settle(first, 900_000);
     await first.stop();
   },
   async seed(system, options) {

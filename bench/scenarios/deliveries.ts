@@ -57,7 +57,7 @@ async function deliveriesSystem(options: BenchOptions, name: string) {
     const seconds = options.quick ? 2 : 10;
     // Each run starts on a quiet system: what an earlier run left queued is not this one's.
     const at = async (rate: number, duration = seconds, measured = true) => {
-      await settle(system.usage, 60_000);
+      await settle(system, 60_000);
       const startUs = monotonicUs();
       const result = await atRate(system, client, registrations, cheeseIds, rate, duration);
       // --profile: each measured rate is a window of its own (its placing and delivering).

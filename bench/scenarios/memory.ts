@@ -26,12 +26,12 @@ async function idleOn(dataDir: string, options: BenchOptions, restart: boolean):
     startSystem({ kind: options.system, dataDir, replicas: options.replicas, readyTimeoutMs: 900_000 });
   if (restart) {
     const first = await start();
-    await settle(first.usage, 900_000);
+    await settle(first, 900_000);
     await first.stop();
   }
   const system = await start();
   try {
-    await settle(system.usage);
+    await settle(system);
     return await idleUsage(system.usage);
   } finally {
     await system.stop();
