@@ -87,7 +87,12 @@ export function commandAlongside<State, Command, Event extends DomainEvent>(
   streamName: string,
   decider: Decider<State, Command, Event>,
   command: Command,
-  options: { metadata?: EventMetadata; after?: boolean } = {},
+  options: {
+    metadata?: EventMetadata;
+    after?: boolean;
+    /** Told the stream's state and revision once the append wrote its events. */
+    appended?: (written: { state: State; revision: number }) => void;
+  } = {},
 ): AlongsideWrite {
   const folded = foldedStreams<State>(store, decider);
   let decided: { state: State; eventId: string } | undefined;
@@ -106,7 +111,9 @@ export function commandAlongside<State, Command, Event extends DomainEvent>(
       return { events, expectedRevision: current.revision === -1 ? "no_stream" : current.revision };
     },
     appended(result) {
-      if (decided) remember(folded, streamName, { ...decided, revision: result.nextRevision });
+      if (!decided) return;
+      remember(folded, streamName, { ...decided, revision: result.nextRevision });
+      options.appended?.({ state: decided.state, revision: result.nextRevision });
     },
   };
 }

@@ -105,6 +105,8 @@ export const notificationService: ServiceDefinition<NotificationConfig, Notifica
       clock,
       wantKinds: (kinds) => webhookSources.wantNew(kinds, SOURCES_READY_TIMEOUT_MS),
       wakeScheduler: (created) => scheduler.wake(created),
+      firstAttempt: (deliveryId, webhookId, metadata) =>
+        scheduler.firstAttempt(deliveryId, webhookId, metadata),
     };
     const webhookSources = new WebhookSources(ctx.bus, deps, logger);
     const scheduler = new DeliveryScheduler({

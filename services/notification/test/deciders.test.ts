@@ -61,6 +61,20 @@ describe("delivery decider", () => {
     given([created]).when({ type: "Create", facts, delays }).thenEmits([]);
   });
 
+  it("claims the first attempt in the append that creates the delivery, when it is due by then", () => {
+    given([])
+      .when({ type: "Create", facts, delays, startAt: plus(1) })
+      .thenEmits([created, started(1, plus(1))]);
+    // Not due yet (a first delay): created only, claimed later as any other.
+    given([])
+      .when({ type: "Create", facts, delays: [250, 1000], startAt: plus(1) })
+      .thenEmits([{ type: "DeliveryCreated", data: { ...facts, dueAt: plus(250) } }]);
+    // Already created (the fan-out ran twice): nothing, no claim either.
+    given([created])
+      .when({ type: "Create", facts, delays, startAt: plus(1) })
+      .thenEmits([]);
+  });
+
   it("claims a due attempt once: a second claim of the same attempt is refused", () => {
     given([created])
       .when({ type: "StartAttempt", now: plus(1) })

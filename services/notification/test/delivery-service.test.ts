@@ -255,8 +255,15 @@ describe("webhook delivery by the notification service", () => {
     await startReplica({ WEBHOOK_RETRY_DELAYS: "0,50ms,50ms,50ms,50ms,50ms" });
     await startReplica({ WEBHOOK_RETRY_DELAYS: "0,50ms,50ms,50ms,50ms,50ms" });
     receiver.behave("/shared", { status: 500 });
-    const hook = await register("/shared", ["webhook.test"]);
-    for (let i = 0; i < 4; i++) await rpc(notificationRpc.sendTestEvent, { webhookId: hook.id });
+    const hook = await register("/shared", ["webhook.test", "cheese.new_arrival"]);
+    // Test events (first attempts claimed by a scheduler) and integration events (claimed by the
+    // fan-out that creates them, in the same append), all retried by either replica.
+    for (let i = 0; i < 2; i++) await rpc(notificationRpc.sendTestEvent, { webhookId: hook.id });
+    for (const id of [5, 6])
+      await publishEvent(bus(), catalogueEvents.cheeseAdded, {
+        id: randomUUID(),
+        payload: { cheese: cheese(id) },
+      });
 
     await expect
       .poll(async () => (await deliveries(hook.id)).filter((d) => d.status === "dead_lettered").length, {

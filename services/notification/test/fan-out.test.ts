@@ -1,11 +1,18 @@
 import type { WebhookEventKind } from "@cheese/contracts";
 import type { EventStore, StreamAppend } from "@cheese/event-store";
+import { createInProcessBroker } from "@cheese/messaging";
+import { SharedBuckets } from "@cheese/rate-limits";
 import { handleCommand, type Projection } from "@cheese/service-kit";
-import { describe, expect, it } from "vitest";
+import { ManualClock } from "@cheese/service-kit/testing";
+import { Receiver } from "@cheese/testing/receiver";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DeliveryScheduler, WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
 import { deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody, webhookEventDecider, webhookEventStream } from "../src/domain/event-mapping.ts";
 import { fanOut, hasSubscriber } from "../src/handlers/fan-out.ts";
-import { notificationDeps, notificationStores, registerWebhook, t0 } from "./support.ts";
+import { generateWebhookSecret } from "../src/security/secrets.ts";
+import { WebhookSigningKeys } from "../src/security/signing-keys.ts";
+import { notificationDeps, notificationStores, registerWebhook, silentLogger, t0 } from "./support.ts";
 
 const stockKinds: WebhookEventKind[] = ["cheese.low_stock", "cheese.out_of_stock", "cheese.back_in_stock"];
 
@@ -220,5 +227,138 @@ describe("a record left without some of its deliveries (fanOut)", () => {
     expect(recorded).toEqual(plan);
     expect(await deliveriesIn(stores.store)).toEqual([101, 102]);
     expect(await stores.store.readStream(deliveryStream(101))).toHaveLength(1);
+  });
+});
+
+/**
+ * A fan-out wired to a scheduler over the same (noted) store, as `main.ts` wires them, sending to
+ * a local receiver; for the tests of one `describe`.
+ */
+function withScheduler(name: string) {
+  const stores = notificationStores(name);
+  let receiver: Receiver;
+  let scheduler: DeliveryScheduler | undefined;
+  beforeEach(async () => {
+    receiver = await Receiver.start();
+  });
+  afterEach(async () => {
+    await scheduler?.close();
+    scheduler = undefined;
+    await receiver.close();
+  });
+
+  const startFanOut = async (maxInFlightPerWebhook: number) => {
+    const webhooks = await stores.startWebhooks();
+    const { noted, writes } = noting(stores.store);
+    const clock = new ManualClock(new Date(t0));
+    scheduler = new DeliveryScheduler({
+      store: noted,
+      secrets: stores.secrets,
+      signingKeys: new WebhookSigningKeys(stores.store, stores.secrets, clock),
+      delays: [0, 60_000],
+      timeoutMs: 1000,
+      leaseMs: 6000,
+      allowPrivate: true,
+      maxInFlightPerWebhook,
+      maxInFlight: 50,
+      disableAfterMs: 3_600_000,
+      retryAfterMaxMs: 3_600_000,
+      throttle: new SharedBuckets(createInProcessBroker().connect(), silentLogger, clock, WEBHOOK_THROTTLE),
+      clock,
+      logger: silentLogger,
+    });
+    scheduler.start();
+    await scheduler.ready;
+    const local = scheduler;
+    const deps = notificationDeps(
+      { ...stores, store: noted },
+      {
+        webhooks,
+        deliveries: webhooks,
+        clock,
+        delays: [0, 60_000],
+        wakeScheduler: (created) => local.wake(created),
+        firstAttempt: (deliveryId, webhookId, metadata) =>
+          local.firstAttempt(deliveryId, webhookId, metadata),
+      },
+    );
+    return { deps, writes, scheduler: local, clock };
+  };
+  const register = (webhookId: number, extra: { rateLimit?: { perSecond: number } } = {}) =>
+    registerWebhook(stores.store, stores.secrets, {
+      webhookId,
+      events: ["order.placed"],
+      createdAt: t0,
+      url: receiver.url(`/hook-${webhookId}`),
+      secret: generateWebhookSecret(),
+      ...extra,
+    });
+  const typesOf = async (deliveryId: number) =>
+    (await stores.store.readStream(deliveryStream(deliveryId))).map((event) => event.type);
+
+  return { startFanOut, register, typesOf, receiver: () => receiver };
+}
+
+/**
+ * The first attempt of a delivery that may go at once is claimed in the append that creates it
+ * (the local scheduler holds a slot for it): a delivery is two writes, not three, and goes out
+ * without waiting for a claim of its own.
+ */
+describe("the first attempt claimed as its delivery is created (fanOut and the scheduler)", () => {
+  const { startFanOut, register, typesOf, receiver } = withScheduler("fan-out-first-attempt");
+
+  it("sends each delivery at once, created and claimed in one write, its result in another", async () => {
+    for (const webhookId of [1, 2]) await register(webhookId);
+    const { deps, writes, scheduler } = await startFanOut(5);
+
+    const recorded = await fanOut(deps, { ...planned, eventId: "evt_1", firstDelivery: true }, {});
+    const ids = recorded!.deliveries.map(({ deliveryId }) => deliveryId);
+    await receiver().waitFor("/hook-1", 1);
+    await receiver().waitFor("/hook-2", 1);
+    await scheduler.settle();
+
+    for (const id of ids)
+      expect(await typesOf(id)).toEqual(["DeliveryCreated", "AttemptStarted", "AttemptSucceeded"]);
+    // The record with both deliveries (created and claimed), then each result: no claim of its own.
+    expect(writes).toEqual([
+      ["webhookevent-1", ...ids.map(deliveryStream)],
+      ...ids.map((id) => [deliveryStream(id)]),
+    ]);
+  });
+});
+
+describe("what cannot go at once is claimed by the scheduler (fanOut and the scheduler)", () => {
+  const { startFanOut, register, typesOf, receiver } = withScheduler("fan-out-first-attempt-later");
+
+  it("leaves to the scheduler what cannot go at once: a throttled registration's, and one past the slots", async () => {
+    await register(1, { rateLimit: { perSecond: 1 } });
+    await register(2);
+    const { deps, writes, scheduler, clock } = await startFanOut(1);
+
+    // Two events at once: registration 2 has one slot, so its second delivery waits for it.
+    const [first, second] = await Promise.all(
+      ["evt_a", "evt_b"].map((eventId) => fanOut(deps, { ...planned, eventId, firstDelivery: true }, {})),
+    );
+    await receiver().waitFor("/hook-2", 2);
+    await receiver().waitFor("/hook-1", 1);
+    // The throttle's next slot, a second on.
+    await scheduler.settle();
+    await clock.advance(1000);
+    await receiver().waitFor("/hook-1", 2);
+    await scheduler.settle();
+
+    const [throttled, plain] = first!.deliveries.map(({ deliveryId }) => deliveryId);
+    const [, waited] = second!.deliveries.map(({ deliveryId }) => deliveryId);
+    const claims = (id: number) =>
+      writes.filter((names) => names.length === 1 && names[0] === deliveryStream(id));
+    // Created and claimed together: the unthrottled one with a slot free. The others claimed on
+    // their own (a write), then their result (another).
+    expect(claims(plain!)).toHaveLength(1);
+    expect(claims(throttled!)).toHaveLength(2);
+    expect(claims(waited!)).toHaveLength(2);
+    for (const id of [throttled!, plain!, waited!])
+      expect(await typesOf(id)).toEqual(["DeliveryCreated", "AttemptStarted", "AttemptSucceeded"]);
+    expect(receiver().requests("/hook-1")).toHaveLength(2);
+    expect(receiver().requests("/hook-2")).toHaveLength(2);
   });
 });

@@ -110,6 +110,7 @@ export function notificationDeps(
     laneSettleMs: 0,
     wantKinds: async () => {},
     wakeScheduler: () => {},
+    firstAttempt: () => undefined,
     ...given,
   };
 }

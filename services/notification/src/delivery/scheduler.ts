@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent } from "@cheese/event-store";
+import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
 import { perSecond, type SharedBuckets, type SharedBucketsOptions } from "@cheese/rate-limits";
 import {
   type Clock,
@@ -41,6 +41,7 @@ import {
   webhookDecider,
   webhookStream,
 } from "../domain/webhook.ts";
+import type { FirstAttempt } from "../handlers/deps.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import { type AttemptAuth, NO_RECEIVER_AUTH, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
@@ -248,6 +249,42 @@ export class DeliveryScheduler {
   }
 
   /**
+   * Takes the first attempt of a delivery the fan-out is about to create (`deliveryId`, of
+   * `webhookId`, recorded with `metadata`: its trace), so that the append creating it claims the
+   * attempt too (`Create`'s `startAt`): one append, one read of the registration and one
+   * hand-over fewer per delivery than a claim of its own. A slot of the registration is held for it at once; undefined when it cannot go at
+   * once (no slot free, the registration waits, is throttled, or the schedule does not follow the
+   * store yet). The caller tells the handle what the append wrote: `claimed` with the state the
+   * delivery has after it (the attempt is sent, as any claimed attempt is), or `unclaimed` (the
+   * slot is given back; the delivery, if created, is scheduled as any other). The registration is
+   * read after the claim, as for every attempt, so a pause recorded before it withdraws it unsent.
+   */
+  firstAttempt(deliveryId: number, webhookId: number, metadata: EventMetadata): FirstAttempt | undefined {
+    if (this.closed || !this.following || this.busy.has(deliveryId)) return undefined;
+    const view = this.webhooks.get(webhookId);
+    if (this.waits(webhookId) || view?.status === "deleted") return undefined;
+    if (this.throttledUntil.has(webhookId) || !this.hasCapacity(webhookId)) return undefined;
+    let settle: (claimed: { state: DeliveryState; revision: number } | undefined) => void = () => {};
+    const outcome = new Promise<{ state: DeliveryState; revision: number } | undefined>((resolve) => {
+      settle = resolve;
+    });
+    this.run(deliveryId, webhookId, async (answered) => {
+      const claimed = await outcome;
+      if (!claimed) return;
+      this.keepTrace(deliveryId, metadata);
+      this.track(deliveryId, claimed.state, claimed.revision);
+      if (claimed.state.status !== "attempting") return;
+      this.own.add(deliveryId);
+      await this.sendClaimed(webhookId, deliveryId, claimed.state, undefined, answered);
+    });
+    return {
+      startAt: this.nowIso(),
+      claimed: (state, revision) => settle({ state, revision }),
+      unclaimed: () => settle(undefined),
+    };
+  }
+
+  /**
    * Scans for due work now and waits until everything it started is recorded. Tests that advance
    * an injected clock use it to know the scheduler has acted (or has had the chance to) before
    * asserting what it did.
@@ -439,16 +476,8 @@ export class DeliveryScheduler {
   private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {
     const deliveryId = Number(event.streamName.slice(event.streamName.indexOf("-") + 1));
     const domainEvent = { type: event.type, data: event.data } as DeliveryEvent;
-    const { traceparent, tracestate } = event.metadata;
-    if (
-      (event.type === "DeliveryCreated" || event.type === "DeliveryReplayed") &&
-      typeof traceparent === "string"
-    ) {
-      this.traces.set(
-        deliveryId,
-        typeof tracestate === "string" ? { traceparent, tracestate } : { traceparent },
-      );
-    }
+    if (event.type === "DeliveryCreated" || event.type === "DeliveryReplayed")
+      this.keepTrace(deliveryId, event.metadata);
     const tracked = this.index.get(deliveryId);
     const finished = this.finished.get(deliveryId);
     // Our own appends are tracked before the subscription brings them back; health still counts
@@ -477,6 +506,15 @@ export class DeliveryScheduler {
     this.track(deliveryId, next, revision);
     await this.followLane(deliveryId, domainEvent);
     await this.followHealth(next.status === "absent" ? undefined : next.webhookId, domainEvent);
+  }
+
+  /** The trace the delivery's attempts are spans of: the one its creation (or replay) was recorded in. */
+  private keepTrace(deliveryId: number, { traceparent, tracestate }: EventMetadata): void {
+    if (typeof traceparent !== "string") return;
+    this.traces.set(
+      deliveryId,
+      typeof tracestate === "string" ? { traceparent, tracestate } : { traceparent },
+    );
   }
 
   /** Folds an attempt's result into its registration's health; a long enough failing run disables it. */
@@ -770,7 +808,6 @@ export class DeliveryScheduler {
   }
 
   private async attemptOf(webhookId: number, deliveryId: number, answered: () => void): Promise<void> {
-    const { logger, delays } = this.options;
     // The registration's own stream decides, read just before the claim: a pause or a deletion
     // recorded before this point stops the attempt even if our view has not seen it yet.
     const registration = (await readState(
@@ -796,7 +833,23 @@ export class DeliveryScheduler {
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     this.own.add(deliveryId); // its retries are this process's first
-    const delivery = claimed.state;
+    await this.sendClaimed(webhookId, deliveryId, claimed.state, turn, answered, { throttled: true });
+  }
+
+  /**
+   * Sends an attempt this process has claimed and records its result. `throttled`: the
+   * registration's throttle slot was taken before the claim; otherwise (an attempt claimed as its
+   * delivery was created) one is taken here should the registration have a `rateLimit`.
+   */
+  private async sendClaimed(
+    webhookId: number,
+    deliveryId: number,
+    delivery: Exclude<DeliveryState, { status: "absent" }>,
+    turn: { sequence: number } | undefined,
+    answered: () => void,
+    { throttled = false } = {},
+  ): Promise<void> {
+    const { logger, delays } = this.options;
     const { round, attempt } = delivery;
     // Read again after the claim: a pause recorded before it makes us give the attempt back
     // unsent, so no attempt claimed after a pause ever goes out.
@@ -818,6 +871,8 @@ export class DeliveryScheduler {
       return;
     }
 
+    const perSecond = current.registration.rateLimit?.perSecond;
+    if (!throttled && perSecond) await this.slot(webhookId, perSecond);
     const { signatureAlgorithms } = current.registration;
     const headers = deliveryHeaders({
       secrets: this.secretsOf(current),
@@ -856,7 +911,6 @@ export class DeliveryScheduler {
       // A 401 may be a token the receiver no longer takes: one more request, with a new one.
       if (result.statusCode === 401 && auth.refresh) {
         const fresh = await auth.refresh();
-        const perSecond = current.registration.rateLimit?.perSecond;
         if (perSecond) await this.slot(webhookId, perSecond);
         result = await send(auth, fresh);
       }

@@ -87,7 +87,12 @@ export type DeliveryEvent =
   | DomainEvent<"DeliveryCancelled", { reason: string; at: string }>;
 
 export type DeliveryCommand =
-  | { type: "Create"; facts: DeliveryFacts; delays: RetryDelays }
+  /**
+   * `startAt`: the creating process claims the first attempt in the same append (its scheduler
+   * holds a slot for it), when the attempt is due by then; otherwise the delivery waits to be
+   * claimed as any other.
+   */
+  | { type: "Create"; facts: DeliveryFacts; delays: RetryDelays; startAt?: string }
   | { type: "StartAttempt"; now: string }
   | {
       type: "RecordResult";
@@ -190,9 +195,17 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
     if (command.type === "Create") {
       if (state.status !== "absent") return []; // idempotent: the fan-out may run twice
       const delay = command.delays[0] ?? 0;
-      return [
-        { type: "DeliveryCreated", data: { ...command.facts, dueAt: at(command.facts.createdAt, delay) } },
-      ];
+      const created: DeliveryEvent = {
+        type: "DeliveryCreated",
+        data: { ...command.facts, dueAt: at(command.facts.createdAt, delay) },
+      };
+      const { startAt } = command;
+      if (startAt === undefined || Date.parse(created.data.dueAt) > Date.parse(startAt)) return [created];
+      const started = deliveryDecider.decide(
+        { type: "StartAttempt", now: startAt },
+        deliveryDecider.evolve(state, created),
+      );
+      return [created, ...started];
     }
     if (state.status === "absent") throw notFound("delivery not found");
     switch (command.type) {

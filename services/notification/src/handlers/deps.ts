@@ -1,8 +1,8 @@
 import type { WebhookEventKind } from "@cheese/contracts";
-import type { EventStore } from "@cheese/event-store";
+import type { EventMetadata, EventStore } from "@cheese/event-store";
 import type { ReadModelStore } from "@cheese/read-models";
 import type { Clock, IdAllocator, Projection } from "@cheese/service-kit";
-import type { RetryDelays } from "../domain/delivery.ts";
+import type { DeliveryState, RetryDelays } from "../domain/delivery.ts";
 import type { Resolver } from "../security/address-policy.ts";
 import type { SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
@@ -48,4 +48,21 @@ export interface NotificationDeps {
    * `created`: the deliveries this process created, which its scheduler prefers to others'.
    */
   wakeScheduler: (created?: Iterable<number>) => void;
+  /**
+   * The local scheduler takes the first attempt of a delivery about to be created, holding a
+   * slot of its registration: the append that creates it claims the attempt too (`Create`'s
+   * `startAt`), and the fan-out tells the handle what it wrote. Undefined when the attempt cannot
+   * go at once (`DeliveryScheduler.firstAttempt`).
+   */
+  firstAttempt: (deliveryId: number, webhookId: number, metadata: EventMetadata) => FirstAttempt | undefined;
+}
+
+/** The first attempt of a delivery being created, taken by the local scheduler. */
+export interface FirstAttempt {
+  /** The claim's time: `Create`'s `startAt`. */
+  startAt: string;
+  /** The append created the delivery: its state and revision after it (attempting once claimed). */
+  claimed(state: DeliveryState, revision: number): void;
+  /** The append did not create it, or failed: the slot is given back. */
+  unclaimed(): void;
 }

@@ -11,7 +11,7 @@ import {
 import { type CompiledFilter, compileFilter } from "../domain/filter.ts";
 import { aggregateOf, laneDecider, laneStream } from "../domain/lane.ts";
 import { WEBHOOKS, type WebhookDocument } from "../projections/webhooks.ts";
-import type { NotificationDeps } from "./deps.ts";
+import type { FirstAttempt, NotificationDeps } from "./deps.ts";
 
 export interface Outgoing {
   eventId: string;
@@ -72,6 +72,8 @@ export async function fanOut(
     const createdAt = outgoing.createdAt ?? isoNow(deps.clock);
     let webhookIds: number[];
     let ordered = new Set<number>();
+    /** Registrations whose first attempt may be claimed as the delivery is created (unthrottled). */
+    let unthrottled = new Set<number>();
     if ("only" in targets) webhookIds = targets.only;
     else {
       const wanting = (await subscribers(deps, outgoing.kind, !outgoing.subscribersCaughtUp)).filter(
@@ -82,6 +84,7 @@ export async function fanOut(
       const passing = wanting.filter((subscriber) => passes(subscriber, input));
       webhookIds = passing.map(({ id }) => id);
       ordered = new Set(passing.filter((subscriber) => subscriber.ordered).map(({ id }) => id));
+      unthrottled = new Set(passing.filter((subscriber) => !subscriber.throttled).map(({ id }) => id));
     }
     if (webhookIds.length === 0 && "only" in targets) return undefined;
     // An ordered registration's deliveries join their aggregate's lane; no lane, no aggregate.
@@ -102,32 +105,52 @@ export async function fanOut(
       ...(outgoing.revision !== undefined ? { revision: outgoing.revision } : {}),
       deliveries,
     };
+    // A delivery that may go at once has its first attempt taken by the local scheduler, which
+    // holds a slot for it: the append that creates it claims the attempt too (not one in a lane,
+    // which waits its turn, nor a throttled registration's, which waits for its slot).
+    const firstAttempts = new Map<number, FirstAttempt>();
+    for (const { deliveryId, webhookId, lane } of deliveries) {
+      const first =
+        lane || !unthrottled.has(webhookId) ? undefined : deps.firstAttempt(deliveryId, webhookId, metadata);
+      if (first) firstAttempts.set(deliveryId, first);
+    }
     // The deliveries are created in the append that records their plan: one write, atomic where
     // the store is (SQLite). Where it writes the streams one after the other (EventStoreDB), the
     // plan goes first, so a crash between them leaves a plan whose missing deliveries a repeat of
     // the event creates (below).
-    const result = await handleCommand(
-      deps.store,
-      stream,
-      webhookEventDecider,
-      { type: "Record", event: planned },
-      {
-        metadata,
-        // On the bus's first delivery of the event its record cannot exist: appended unread.
-        newStream: outgoing.firstDelivery ?? false,
-        alongside: deliveries.map((delivery) =>
-          commandAlongside(
-            deps.store,
-            deliveryStream(delivery.deliveryId),
-            deliveryDecider,
-            create(deps, planned, delivery),
-            { metadata, after: true },
+    try {
+      const result = await handleCommand(
+        deps.store,
+        stream,
+        webhookEventDecider,
+        { type: "Record", event: planned },
+        {
+          metadata,
+          // On the bus's first delivery of the event its record cannot exist: appended unread.
+          newStream: outgoing.firstDelivery ?? false,
+          alongside: deliveries.map((delivery) =>
+            commandAlongside(
+              deps.store,
+              deliveryStream(delivery.deliveryId),
+              deliveryDecider,
+              create(deps, planned, delivery, firstAttempts.get(delivery.deliveryId)?.startAt),
+              {
+                metadata,
+                after: true,
+                appended: ({ state, revision }) => {
+                  firstAttempts.get(delivery.deliveryId)?.claimed(state, revision);
+                  firstAttempts.delete(delivery.deliveryId);
+                },
+              },
+            ),
           ),
-        ),
-      },
-    );
-    recorded = result.state.recorded!;
-    written = result.newEvents.length > 0;
+        },
+      );
+      recorded = result.state.recorded!;
+      written = result.newEvents.length > 0;
+    } finally {
+      for (const first of firstAttempts.values()) first.unclaimed();
+    }
   }
   const plan = recorded;
   // An ordered registration's delivery joins its lane once it exists (a lane never holds a
@@ -172,11 +195,12 @@ export async function fanOut(
   return recorded;
 }
 
-/** The command that creates one delivery of a plan. */
+/** The command that creates one delivery of a plan (its first attempt claimed at `startAt`, if given). */
 function create(
   deps: NotificationDeps,
   plan: RecordedWebhookEvent,
   { webhookId, deliveryId, lane }: RecordedWebhookEvent["deliveries"][number],
+  startAt?: string,
 ): DeliveryCommand {
   const facts = {
     deliveryId,
@@ -187,7 +211,12 @@ function create(
     createdAt: plan.createdAt,
     ...(lane ? { lane } : {}),
   };
-  return { type: "Create", facts, delays: lane ? settled(deps) : deps.delays };
+  return {
+    type: "Create",
+    facts,
+    delays: lane ? settled(deps) : deps.delays,
+    ...(startAt !== undefined ? { startAt } : {}),
+  };
 }
 
 /**
@@ -232,6 +261,8 @@ interface Subscriber {
   id: number;
   filter: CompiledFilter | null;
   ordered: boolean;
+  /** It has a `rateLimit`: each attempt waits for its slot. */
+  throttled: boolean;
 }
 
 /**
@@ -292,6 +323,7 @@ async function subscribersNow(deps: NotificationDeps, kind: WebhookEventKind): P
     id: document._id,
     filter: compiledFilter(document.webhook.filter ?? null),
     ordered: document.webhook.ordered ?? false,
+    throttled: (document.webhook.rateLimit ?? null) !== null,
   }));
   if (deps.webhookChanges() === changes) {
     const byKind = cached?.changes === changes ? cached.byKind : new Map<WebhookEventKind, Subscriber[]>();
