@@ -252,18 +252,19 @@ export class DeliveryScheduler {
    * Takes the first attempt of a delivery the fan-out is about to create (`deliveryId`, of
    * `webhookId`, recorded with `metadata`: its trace), so that the append creating it claims the
    * attempt too (`Create`'s `startAt`): one append, one read of the registration and one
-   * hand-over fewer per delivery than a claim of its own. A slot of the registration is held for it at once; undefined when it cannot go at
-   * once (no slot free, the registration waits, is throttled, or the schedule does not follow the
-   * store yet). The caller tells the handle what the append wrote: `claimed` with the state the
-   * delivery has after it (the attempt is sent, as any claimed attempt is), or `unclaimed` (the
-   * slot is given back; the delivery, if created, is scheduled as any other). The registration is
-   * read after the claim, as for every attempt, so a pause recorded before it withdraws it unsent.
+   * hand-over fewer per delivery than a claim of its own. A slot of the registration is held for
+   * it at once; undefined when it cannot go at once (no slot free, the registration not active as
+   * last followed, throttled, or the schedule not following the store yet). The caller tells the
+   * handle what the append wrote: `claimed` with the state the delivery has after it (the attempt
+   * is sent, as any claimed attempt is), or `unclaimed` (the slot is given back; the delivery, if
+   * created, is scheduled as any other). The registration is read after the claim, as for every
+   * attempt, so a pause recorded before it withdraws it unsent.
    */
   firstAttempt(deliveryId: number, webhookId: number, metadata: EventMetadata): FirstAttempt | undefined {
-    if (this.closed || !this.following || this.busy.has(deliveryId)) return undefined;
-    const view = this.webhooks.get(webhookId);
-    if (this.waits(webhookId) || view?.status === "deleted") return undefined;
-    if (this.throttledUntil.has(webhookId) || !this.hasCapacity(webhookId)) return undefined;
+    if (this.closed || !this.following) return undefined;
+    const status = this.webhooks.get(webhookId)?.status ?? "active";
+    if (status !== "active" || this.throttledUntil.has(webhookId) || !this.hasCapacity(webhookId))
+      return undefined;
     let settle: (claimed: { state: DeliveryState; revision: number } | undefined) => void = () => {};
     const outcome = new Promise<{ state: DeliveryState; revision: number } | undefined>((resolve) => {
       settle = resolve;
@@ -833,13 +834,14 @@ export class DeliveryScheduler {
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     this.own.add(deliveryId); // its retries are this process's first
-    await this.sendClaimed(webhookId, deliveryId, claimed.state, turn, answered, { throttled: true });
+    await this.sendClaimed(webhookId, deliveryId, claimed.state, turn, answered, { slotTaken: true });
   }
 
   /**
-   * Sends an attempt this process has claimed and records its result. `throttled`: the
-   * registration's throttle slot was taken before the claim; otherwise (an attempt claimed as its
-   * delivery was created) one is taken here should the registration have a `rateLimit`.
+   * Sends an attempt this process has claimed and records its result. `slotTaken`: the
+   * registration's throttle was asked before the claim (its slot taken, or none needed); otherwise
+   * (an attempt claimed as its delivery was created) a slot is taken here should the registration
+   * have a `rateLimit`.
    */
   private async sendClaimed(
     webhookId: number,
@@ -847,7 +849,7 @@ export class DeliveryScheduler {
     delivery: Exclude<DeliveryState, { status: "absent" }>,
     turn: { sequence: number } | undefined,
     answered: () => void,
-    { throttled = false } = {},
+    { slotTaken = false } = {},
   ): Promise<void> {
     const { logger, delays } = this.options;
     const { round, attempt } = delivery;
@@ -872,7 +874,7 @@ export class DeliveryScheduler {
     }
 
     const perSecond = current.registration.rateLimit?.perSecond;
-    if (!throttled && perSecond) await this.slot(webhookId, perSecond);
+    if (!slotTaken && perSecond) await this.slot(webhookId, perSecond);
     const { signatureAlgorithms } = current.registration;
     const headers = deliveryHeaders({
       secrets: this.secretsOf(current),
