@@ -25,7 +25,14 @@ import { tempDir } from "@cheese/testing";
 import { startBaseline } from "./harness/baseline.ts";
 import { compareWithBaseline } from "./harness/compare.ts";
 import { summariseProfiles, type Window } from "./harness/profile.ts";
-import { cpuTable, harnessProblems, header, httpTables, measurementTable } from "./harness/report.ts";
+import {
+  cpuTable,
+  harnessProblems,
+  header,
+  httpTables,
+  measurementTable,
+  natsTable,
+} from "./harness/report.ts";
 import type { BenchOptions, HttpScenario, Measurement } from "./harness/scenario.ts";
 import { selection } from "./harness/select.ts";
 import { scenarios, scripts } from "./scenarios/index.ts";
@@ -83,6 +90,8 @@ if (http.length > 0) {
     );
     windows = results.flatMap((r) => r.windows);
     console.log(`\n${httpTables(results)}\n\n${cpuTable(results)}`);
+    const nats = natsTable(results);
+    if (nats) console.log(`\n${nats}`);
     problems.push(...harnessProblems(results));
   } finally {
     await baseline.stop();

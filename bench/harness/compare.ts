@@ -9,6 +9,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import type { Baseline } from "./baseline.ts";
 import { type LoadResult, runLoad } from "./load.ts";
+import { type NatsTraffic, trafficPerUnit } from "./nats-traffic.ts";
 import { monotonicUs, type Window } from "./profile.ts";
 import type { BenchOptions, Fixture, FixtureData, HttpScenario, SystemClient } from "./scenario.ts";
 import { benchToken, type System, startSystem, type TreeUsage } from "./system.ts";
@@ -17,6 +18,8 @@ import { benchToken, type System, startSystem, type TreeUsage } from "./system.t
 export interface WindowResult extends LoadResult {
   /** Per process of the target (`nats-server`, `gateway`, ..., or `baseline`), and `load generator`. */
   cpuMsPerRequest: Record<string, number>;
+  /** A cluster's window: its nats-servers' messages per 2xx answer, in words (`trafficPerUnit`). */
+  natsPerRequest?: string;
 }
 
 export interface ScenarioResult {
@@ -115,16 +118,19 @@ async function runFixture(
         const result: ScenarioResult = { scenario, system: [], baseline: [], rssPeak: 0 };
         scenarioPeak = system.usage().rss;
         for (let round = 1; round <= options.rounds; round++) {
-          for (const [target, url, usage, into] of [
-            ["system", system.rootUrl, system.usage, result.system],
-            ["baseline", options.baseline.rootUrl, options.baseline.usage, result.baseline],
+          for (const [target, url, usage, traffic, into] of [
+            ["system", system.rootUrl, system.usage, system.natsTraffic, result.system],
+            ["baseline", options.baseline.rootUrl, options.baseline.usage, undefined, result.baseline],
           ] as const) {
             if (options.warmupSeconds > 0) {
               await runLoad({ url, connections: options.connections, seconds: options.warmupSeconds, next });
             }
             const startUs = monotonicUs();
-            const measured = await measuredWindow(usage, target === "baseline" ? "baseline" : undefined, () =>
-              runLoad({ url, connections: options.connections, seconds: options.seconds, next }),
+            const measured = await measuredWindow(
+              usage,
+              target === "baseline" ? "baseline" : undefined,
+              () => runLoad({ url, connections: options.connections, seconds: options.seconds, next }),
+              traffic,
             );
             if (target === "system") windows.push({ scenario: scenario.name, startUs, endUs: monotonicUs() });
             into.push(measured);
@@ -155,13 +161,18 @@ async function runFixture(
   }
 }
 
-/** Runs a load window and adds the CPU every process of the target (and this one) spent. */
+/**
+ * Runs a load window and adds the CPU every process of the target (and this one) spent, and the
+ * messages its nats-servers carried when it says (read outside the CPU's readings).
+ */
 async function measuredWindow(
   usage: () => TreeUsage,
   /** Counts every process of the target under this one name. */
   label: string | undefined,
   load: () => Promise<LoadResult>,
+  natsTraffic?: () => Promise<NatsTraffic>,
 ): Promise<WindowResult> {
+  const trafficBefore = await natsTraffic?.();
   const before = usage().byProcess;
   const ownBefore = process.cpuUsage();
   const result = await load();
@@ -174,7 +185,14 @@ async function measuredWindow(
     cpuMsPerRequest[key] = (cpuMsPerRequest[key] ?? 0) + perRequest(cpuMs - (before[name]?.cpuMs ?? 0));
   }
   cpuMsPerRequest["load generator"] = perRequest((own.user + own.system) / 1000);
-  return { ...result, cpuMsPerRequest };
+  const trafficAfter = trafficBefore && (await natsTraffic?.());
+  return {
+    ...result,
+    cpuMsPerRequest,
+    ...(trafficBefore && trafficAfter
+      ? { natsPerRequest: trafficPerUnit(trafficBefore, trafficAfter, result.ok) }
+      : {}),
+  };
 }
 
 /**

@@ -132,6 +132,25 @@ export function cpuTable(fixtures: FixtureResult[]): string {
   ].join("\n");
 }
 
+/**
+ * A cluster's: the messages its nats-servers carried per 2xx answer, in each scenario's best round
+ * (undefined on the single host, whose nats-server serves no monitoring).
+ */
+export function natsTable(fixtures: FixtureResult[]): string | undefined {
+  const rows = fixtures
+    .flatMap((f) => f.scenarios)
+    .flatMap((r) => {
+      const words = best(r.system).natsPerRequest;
+      return words === undefined ? [] : [`| ${r.scenario.name} | ${words} |`];
+    });
+  if (rows.length === 0) return undefined;
+  return [
+    "| NATS messages per 2xx answer | the servers, the clients, the streams |",
+    "|---|---|",
+    ...rows,
+  ].join("\n");
+}
+
 export function measurementTable(name: string, rows: MeasuredRow[]): string {
   return [
     `| ${name} | value | target |`,

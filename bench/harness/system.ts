@@ -17,9 +17,10 @@ import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, statSync 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@cheese/testing";
-import type { ClusterInfo } from "../../apps/cluster/src/cluster.ts";
+import { type ClusterInfo, monitorUrl } from "../../apps/cluster/src/cluster.ts";
 import { bridgeAddress, hostsOwner } from "../../apps/launcher/src/hosts.ts";
 import { launcherNodeOptions } from "../../apps/launcher/src/node-options.ts";
+import { type NatsTraffic, readNatsTraffic } from "./nats-traffic.ts";
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -42,6 +43,11 @@ export interface System {
   receiverHost: string;
   /** Memory and CPU of every process of the system, now. */
   usage(): TreeUsage;
+  /**
+   * The messages its nats-servers have carried so far, from their monitoring ports: a cluster's
+   * only (the single host's nats-server serves no monitoring).
+   */
+  natsTraffic?: () => Promise<NatsTraffic>;
   /**
    * Below this much of a core over a second, the system counts as idle (`settle`): a fifth, or
    * half under `--cpu-prof`, whose samplers alone keep an idle system at ~0.36.
@@ -197,6 +203,7 @@ async function startCluster(options: SystemOptions): Promise<System> {
     readyMs,
     receiverHost: bridgeAddress,
     usage: () => processUsage(select),
+    natsTraffic: () => readNatsTraffic(info.nats.map(({ url }) => monitorUrl(url))),
     quietCores: quietCoresOf(options),
     stop: async () => {
       await clusterCommand(["down"], { DATA_DIR: info.dataDir });

@@ -26,6 +26,7 @@ import { STAGES, saturatedStage, stageP99s, stageRows } from "./order-stages.ts"
 import {
   atRate,
   cpuRow,
+  natsRows,
   orderableCheeses,
   type RateResult,
   type Registration,
@@ -104,6 +105,7 @@ export const oneRegistration = (named: Pick<BenchOptions, "quick">): Measurement
       return [
         rateRow(one, options.quick ? undefined : { webhookP99Ms: 150, orderP99Ms: 100 }),
         cpuRow("order, until its webhook arrived", one.cpuMs, one.placed),
+        ...natsRows("order", one, one.placed),
         ...stageRows(system.dataDir, one.times),
       ];
     } finally {
@@ -131,6 +133,7 @@ export const webhookDeliveries: Measurement = {
         rows.push(rateRow(result, at500 ? { webhookP99Ms: 150 } : undefined));
         // Per rate, so that two runs compare at the same rate (it falls as the rate rises).
         rows.push(cpuRow("delivery", result.cpuMs, result.delivered));
+        rows.push(...natsRows("delivery", result, result.delivered));
         rows.push({
           name: "  stage p99s",
           value: runs.at(-1)!.stages

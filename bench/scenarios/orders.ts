@@ -16,6 +16,7 @@ import { stageRows } from "./order-stages.ts";
 import {
   atRate,
   cpuRow,
+  natsRows,
   orderableCheeses,
   type RateResult,
   type Registration,
@@ -52,6 +53,7 @@ export const orderWebhooks: Measurement = {
       if (fixed.placed === 0) throw new Error(`no order placed: ${JSON.stringify(fixed.failed)}`);
       rows.push(rateRow(fixed, options.quick ? undefined : { webhookP99Ms: 150 }));
       rows.push(cpuRow("order, until its webhook arrived", fixed.cpuMs, fixed.placed));
+      rows.push(...natsRows("order", fixed, fixed.placed));
       rows.push(...stageRows(system.dataDir, fixed.times));
       if (!options.quick) {
         // Rising rates until the webhooks' p99 passes a second (or some never arrive).

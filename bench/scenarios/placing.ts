@@ -6,6 +6,7 @@
  */
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { ms } from "../harness/compare.ts";
+import { type NatsTraffic, trafficPerUnit } from "../harness/nats-traffic.ts";
 import { percentiles } from "../harness/percentiles.ts";
 import type { MeasuredRow, SystemClient } from "../harness/scenario.ts";
 import { BENCH_API_KEY, type System, type TreeUsage } from "../harness/system.ts";
@@ -67,6 +68,8 @@ export interface RateResult {
   times: Map<string, OrderTimes>;
   /** CPU ms each process of the system spent from the first order to the last arrival. */
   cpuMs: Record<string, number>;
+  /** The nats-servers' counters before the first order and after the last arrival (a cluster's). */
+  nats?: { before: NatsTraffic; after: NatsTraffic };
 }
 
 /** CPU ms per process between two readings, largest first; processes below 0.5 ms left out. */
@@ -90,6 +93,7 @@ export async function atRate(
   const answered = new Map<string, { sentAt: number; answeredAt: number }>();
   const failed: Record<string, number> = {};
   const sends: Promise<void>[] = [];
+  const natsBefore = await system.natsTraffic?.();
   const usageBefore = system.usage();
   const start = performance.now() + 50;
   const firstSentAt = Date.now() + 50;
@@ -135,6 +139,7 @@ export async function atRate(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const usageAfter = system.usage();
+  const natsAfter = natsBefore && (await system.natsTraffic?.());
   const orderIdOf = (key: string) => key.slice(0, key.indexOf(" "));
   const orders = percentiles([...answered.values()].map((o) => o.answeredAt - o.sentAt));
   const webhooks = percentiles(
@@ -157,6 +162,7 @@ export async function atRate(
       [...arrivals].map(([key, receivedAt]) => [key, { ...answered.get(orderIdOf(key))!, receivedAt }]),
     ),
     cpuMs: cpuBetween(usageBefore, usageAfter),
+    ...(natsBefore && natsAfter ? { nats: { before: natsBefore, after: natsAfter } } : {}),
   };
 }
 
@@ -201,6 +207,17 @@ export function rateRow(
         }
       : {}),
   };
+}
+
+/** The nats-servers' messages per unit (order or delivery) of a cluster's run: a row; none on the single host. */
+export function natsRows(what: string, result: Pick<RateResult, "nats">, units: number): MeasuredRow[] {
+  if (!result.nats) return [];
+  return [
+    {
+      name: `  NATS messages per ${what}`,
+      value: trafficPerUnit(result.nats.before, result.nats.after, units),
+    },
+  ];
 }
 
 /** CPU per unit (order or delivery) per process, from a run's `cpuMs`: a row. */

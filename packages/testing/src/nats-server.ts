@@ -62,6 +62,8 @@ export interface NatsClusterNode {
   name: string;
   url: string;
   port: number;
+  /** Its monitoring endpoint (`/varz`, `/jsz`, `/healthz`), `http://127.0.0.1:<port>`. */
+  monitorUrl: string;
 }
 
 export interface NatsClusterHandle {
@@ -110,7 +112,12 @@ export async function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
     await stop();
     throw error;
   }
-  const nodes = specs.map((s) => ({ name: s.name, port: s.port, url: `nats://127.0.0.1:${s.port}` }));
+  const nodes = specs.map((s) => ({
+    name: s.name,
+    port: s.port,
+    url: `nats://127.0.0.1:${s.port}`,
+    monitorUrl: `http://127.0.0.1:${s.monitorPort}`,
+  }));
   return { url: nodes.map((n) => n.url).join(","), nodes, stop };
 }
 
