@@ -1,6 +1,6 @@
 /**
  * What a cluster's nats-servers carried over a measured window, read from their own counters on
- * the monitoring port: `/varz` (messages in and out of each server), `/routez` (the part of them
+ * the monitoring port: `/varz` (messages into each server), `/routez` (the part of them
  * that crossed to another server), `/connz` (each client connection's, summed by its name: the
  * service, both replicas together) and `/jsz` (each stream's last sequence: what was stored).
  * Divided by the window's answers, orders or deliveries, it says how many messages each costs
@@ -8,8 +8,8 @@
  */
 
 export interface NatsTraffic {
-  /** Messages into and out of every server together; `routes*`: those over the routes between them. */
-  servers: { in: number; out: number; routesIn: number };
+  /** Messages into every server together; `routesIn`: those of them that came over a route. */
+  servers: { in: number; routesIn: number };
   /** Per client connection name: messages it sent (the servers' in) and received (their out). */
   clients: Record<string, { sent: number; received: number }>;
   /** Per stream: its last sequence, the highest any server reports. */
@@ -18,7 +18,6 @@ export interface NatsTraffic {
 
 interface Varz {
   in_msgs: number;
-  out_msgs: number;
 }
 interface Routez {
   routes?: { in_msgs: number }[];
@@ -35,7 +34,7 @@ interface Jsz {
  * with it, so clients connected throughout are what this counts (the services' connections are).
  */
 export async function readNatsTraffic(monitors: readonly string[]): Promise<NatsTraffic> {
-  const traffic: NatsTraffic = { servers: { in: 0, out: 0, routesIn: 0 }, clients: {}, streams: {} };
+  const traffic: NatsTraffic = { servers: { in: 0, routesIn: 0 }, clients: {}, streams: {} };
   await Promise.all(
     monitors.map(async (monitor) => {
       const get = async <T>(path: string): Promise<T> => {
@@ -50,7 +49,6 @@ export async function readNatsTraffic(monitors: readonly string[]): Promise<Nats
         get<Jsz>("/jsz?accounts=true&streams=true"),
       ]);
       traffic.servers.in += varz.in_msgs;
-      traffic.servers.out += varz.out_msgs;
       for (const route of routez.routes ?? []) traffic.servers.routesIn += route.in_msgs;
       for (const connection of connz.connections ?? []) {
         const name = connection.name || "(unnamed)";
