@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { connectNatsBus, type MessageBus } from "@cheese/messaging";
 import { startNatsCluster } from "@cheese/testing";
-import { type NatsTraffic, readNatsTraffic } from "./harness/nats-traffic.ts";
+import { type NatsTraffic, readNatsTraffic, trafficPerUnit } from "./harness/nats-traffic.ts";
 import { processUsage, underPid } from "./harness/system.ts";
 
 const { values } = parseArgs({
@@ -71,13 +71,11 @@ async function run(withDurable: boolean): Promise<string> {
     await allHandled(200 + count);
     const cpu = serversCpuMs() - cpuBefore;
     const trafficAfter = await readNatsTraffic(monitors);
-    const per = (n: number) => (n / count).toFixed(2);
+    const took = ((performance.now() - start) / 1000).toFixed(1);
     return [
-      `${withDurable ? "one durable" : "no durable "}: the three servers ${(cpu / count).toFixed(3)} ms of CPU per event`,
-      `messages in ${per(trafficAfter.servers.in - trafficBefore.servers.in)}`,
-      `of them over the routes ${per(trafficAfter.servers.routesIn - trafficBefore.servers.routesIn)}`,
-      `(${((performance.now() - start) / 1000).toFixed(1)} s)`,
-    ].join(", ");
+      `${withDurable ? "one durable" : "no durable "} (${took} s): the three servers ${(cpu / count).toFixed(3)} ms of CPU per event`,
+      `messages per event: ${trafficPerUnit(trafficBefore, trafficAfter, count)}`,
+    ].join("; ");
   } finally {
     await Promise.allSettled(buses.map((bus) => bus.close()));
     await cluster.stop();
