@@ -124,9 +124,9 @@ async function injectFaults(
   const recoveries: Recovery[] = [];
   const started = Date.now();
   const healed = async (fault: string) => {
-    const ms = await untilReady(cluster.url);
+    const { ms, down } = await untilReady(cluster.url);
     recoveries.push({ fault, ms });
-    say(`${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s`);
+    say(`${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}`);
     // The next fault starts on a whole cluster: every process and node back.
     await untilWhole(dataDir);
   };
@@ -174,19 +174,45 @@ function pause(ms: number): Promise<void> {
   return new Promise((next) => setTimeout(next, ms));
 }
 
-/** Milliseconds until `/readyz` answers 200 (polled every 100 ms; gives up after a minute). */
-async function untilReady(url: string): Promise<number> {
+/**
+ * Milliseconds until `/readyz` answers 200 (polled every 100 ms; gives up after a minute), and
+ * for each check its 503s named down, from its first such answer to its last.
+ */
+async function untilReady(url: string): Promise<{ ms: number; down: Map<string, DownSpan> }> {
   const started = Date.now();
+  const down = new Map<string, DownSpan>();
   while (Date.now() - started < 60_000) {
     try {
-      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) })).status === 200)
-        return Date.now() - started;
+      const answer = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      if (answer.status === 200) return { ms: Date.now() - started, down };
+      const { checks } = (await answer.json().catch(() => ({}))) as { checks?: Record<string, string> };
+      const at = Date.now() - started;
+      for (const [name, state] of Object.entries(checks ?? {})) {
+        if (state !== "down") continue;
+        const span = down.get(name);
+        if (span) span.last = at;
+        else down.set(name, { first: at, last: at });
+      }
     } catch {
       // not answering yet
     }
     await pause(100);
   }
-  return Date.now() - started;
+  return { ms: Date.now() - started, down };
+}
+
+/** When a check was first and last named down after a heal, in ms from the heal. */
+interface DownSpan {
+  first: number;
+  last: number;
+}
+
+/** " (down meanwhile: revocations 0.1-9.8 s, ...)", or nothing when no check was named down. */
+function downMeanwhile(down: Map<string, DownSpan>): string {
+  if (down.size === 0) return "";
+  const s = (ms: number) => (ms / 1000).toFixed(1);
+  const spans = [...down].map(([name, { first, last }]) => `${name} ${s(first)}-${s(last)} s`);
+  return ` (down meanwhile: ${spans.join(", ")})`;
 }
 
 /** Waits until every NATS node and every service process runs (the launcher restarted the killed one). */
