@@ -31,6 +31,18 @@ const READINESS_PROBE_KEY = revocationKeys.token("readiness-probe");
 /** How often a replica started before the customer service made the bucket tries to open it again. */
 const OPEN_AGAIN_MS = 1_000;
 
+/** How often a replica reads the bucket to know that it answers (`answers`). */
+const PROBE_EVERY_MS = 5_000;
+
+/**
+ * How long after the bucket's last answer a replica still says it can check credentials. A
+ * bucket shared by every replica loses its leader for seconds at a time (a NATS node rejoining
+ * after a partition forces an election: 4-9 s a round, seen up to ~10 s); meanwhile each replica
+ * still checks the credentials it confirmed within `CONFIRMED_FOR_MS`, and saying none of them
+ * ready would take every gateway out of its balancer at once.
+ */
+const ANSWERED_WITHIN_MS = CONFIRMED_FOR_MS;
+
 /**
  * The revocations this service writes (docs/identity.md), as a caller checking credentials knows
  * them (the gateway, `@cheese/customer/known-revocations`): it watches the bucket, read only (a
@@ -50,6 +62,10 @@ export class KnownRevocations {
   private readonly confirmed = new Map<string, number>();
   /** Waiting for a key to be revoked (`whenRevoked`). */
   private readonly waiting = new Map<string, Set<() => void>>();
+  /** The read `answers` relies on, in flight: one at a time. */
+  private probing: Promise<void> | undefined;
+  /** When the bucket last answered that read; undefined: not yet. */
+  private answeredAt: number | undefined;
 
   constructor(
     private readonly bus: MessageBus,
@@ -62,6 +78,7 @@ export class KnownRevocations {
       readOnly: true,
     });
     clock.setInterval(() => this.prune(), 60_000);
+    clock.setInterval(() => void this.probe(), PROBE_EVERY_MS);
   }
 
   /**
@@ -111,14 +128,36 @@ export class KnownRevocations {
   }
 
   /**
-   * Whether credentials can be checked now: the bucket's watch runs and the bucket answers a read
-   * (asked of its leader). The gateway's `/readyz` says it, so a gateway is not sent requests it
-   * could only answer "credentials cannot be checked right now" (503).
+   * Whether credentials can be checked now: the bucket's watch runs and the bucket answered a read
+   * (asked of its leader, every `PROBE_EVERY_MS`) within `ANSWERED_WITHIN_MS`; before its first
+   * answer, this waits for one. The gateway's `/readyz` says it, so a gateway is not sent requests
+   * it could only answer "credentials cannot be checked right now" (503).
    */
   async answers(): Promise<boolean> {
-    await this.open();
-    await this.records.get(READINESS_PROBE_KEY);
-    return this.watched;
+    if (this.answeredAt === undefined) {
+      try {
+        await this.open();
+      } catch {
+        return false;
+      }
+      await this.probe();
+    }
+    return this.watched && this.answeredAt !== undefined && this.now() - this.answeredAt < ANSWERED_WITHIN_MS;
+  }
+
+  /** Reads a key that is never written from the bucket, unless that read is in flight. */
+  private probe(): Promise<void> {
+    this.probing ??= (async () => {
+      try {
+        await this.records.get(READINESS_PROBE_KEY);
+        this.answeredAt = this.now();
+      } catch {
+        // unanswered: `answeredAt` stays as it was
+      } finally {
+        this.probing = undefined;
+      }
+    })();
+    return this.probing;
   }
 
   /** Revokes one token until it expires (`untilMs`), on every replica (logout). */
