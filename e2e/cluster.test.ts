@@ -153,6 +153,12 @@ describe.skipIf(reason)("pnpm cluster", () => {
         ),
       );
     expect(state.match(/^ {4}EVENTS: leader nats-\d; peers nats-\d.*, nats-\d.*$/gm)).toHaveLength(3);
+    // Each durable's place, once: under its stream, on the node leading it.
+    expect(
+      state.match(
+        /^ {4}EVENTS: .*\n(?: {6}durable .*\n)*? {6}durable ordering-cheese-deleted: delivered \d+, ack floor \d+, awaiting ack \d+, redelivered \d+, left \d+$/gm,
+      ),
+    ).toHaveLength(1);
   });
 
   it("refuses an up on the DATA_DIR it runs on, naming DATA_DIR and its launcher (exit 78)", async () => {

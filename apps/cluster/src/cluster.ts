@@ -219,6 +219,15 @@ interface Jsz {
         leader?: string;
         replicas?: { name: string; current: boolean; offline?: boolean; lag?: number }[];
       };
+      consumer_detail?: {
+        name: string;
+        delivered?: { stream_seq: number };
+        ack_floor?: { stream_seq: number };
+        num_ack_pending?: number;
+        num_redelivered?: number;
+        num_pending?: number;
+        cluster?: { leader?: string };
+      }[];
     }[];
   }[];
 }
@@ -228,7 +237,9 @@ interface Jsz {
  * meta leader, the nodes it has routes to, and each stream's leader and peers (the other nodes
  * keeping it, as this node sees them: offline, or behind by so many operations), so a start that
  * never gets ready says whether the meta group or one stream's group has no leader, on which
- * nodes, and whether a route is missing.
+ * nodes, and whether a route is missing. Under the node leading them, each durable's place: the
+ * last event delivered and the ack floor (stream sequences), how many await an ack, how many were
+ * redelivered, how many are left (a webhook that never arrived shows whether its event was passed).
  */
 export async function jetStreamState(dataDir: string): Promise<string> {
   let nodes: ClusterInfo["nats"];
@@ -247,15 +258,24 @@ export async function jetStreamState(dataDir: string): Promise<string> {
       };
       try {
         const health = await get("/healthz");
-        const jsz = JSON.parse((await get("/jsz?accounts=true&streams=true")).body) as Jsz;
+        const jsz = JSON.parse((await get("/jsz?accounts=true&streams=true&consumers=true")).body) as Jsz;
         const routez = JSON.parse((await get("/routez")).body) as { routes?: { ip: string }[] };
         const routes = [...new Set((routez.routes ?? []).map(({ ip }) => nodeAt.get(ip) ?? ip))].sort();
         const streams = (jsz.account_details ?? []).flatMap(({ stream_detail = [] }) =>
-          stream_detail.map(({ name: stream, cluster }) => {
+          stream_detail.flatMap(({ name: stream, cluster, consumer_detail = [] }) => {
             const replicas = (cluster?.replicas ?? [])
               .map((r) => `${r.name}${r.offline ? " offline" : r.current ? "" : ` behind ${r.lag ?? "?"}`}`)
               .join(", ");
-            return `    ${stream}: leader ${cluster?.leader ?? "none"}; peers ${replicas || "none"}`;
+            const durables = consumer_detail
+              .filter((consumer) => consumer.cluster?.leader === name)
+              .map(
+                (c) =>
+                  `      durable ${c.name}: delivered ${c.delivered?.stream_seq ?? "?"}, ack floor ${c.ack_floor?.stream_seq ?? "?"}, awaiting ack ${c.num_ack_pending ?? "?"}, redelivered ${c.num_redelivered ?? "?"}, left ${c.num_pending ?? "?"}`,
+              );
+            return [
+              `    ${stream}: leader ${cluster?.leader ?? "none"}; peers ${replicas || "none"}`,
+              ...durables,
+            ];
           }),
         );
         return [

@@ -302,11 +302,12 @@ async function check(
   // Every placed order's order.placed reached the receiver; no webhook-id came with two bodies.
   const missing = () => orders.filter(({ id }) => !received(receiver).placedOrders.has(String(id)));
   await within(SETTLE_MS, async () => missing().length === 0);
-  const missingWebhooks = missing().length;
+  const notArrived = missing().map(({ id }) => id);
+  const missingWebhooks = notArrived.length;
   const got = received(receiver);
   line(
     missingWebhooks === 0,
-    `every placed order's order.placed arrived (${got.placedOrders.size} received, ${missingWebhooks} missing)`,
+    `every placed order's order.placed arrived (${got.placedOrders.size} received, ${missingWebhooks} missing${missingWebhooks ? `: orders ${notArrived.slice(0, 10).join(", ")}` : ""})`,
   );
   line(
     got.conflicting.length === 0,
