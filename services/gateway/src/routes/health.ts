@@ -9,7 +9,8 @@ const SERVICE_HEALTH_TIMEOUT_MS = READINESS_DEADLINE_MS - 500;
 
 /**
  * `/healthz`: the process is up. `/readyz`: NATS answers, every service says it is ready, and
- * credentials can be checked (`revocations`: the revocations bucket is watched and answers).
+ * credentials can be checked (`revocations`: the revocations bucket is watched and has answered a
+ * read within 30 s, `KnownRevocations.answers`).
  */
 export function healthRoutes(
   app: Hono<GatewayEnv>,
