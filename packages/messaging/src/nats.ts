@@ -274,7 +274,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
   });
   try {
     coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open
-    const jsm = await nc.jetstreamManager();
+    const jsm = await untilAnswered("JetStream", () => nc.jetstreamManager());
     const stream = options.eventsStream ?? "EVENTS";
     const log = options.logger ?? consoleLogger;
     const streams = new StreamSettings(nc, jsm, options.replicas ?? 1, log);
@@ -343,15 +343,33 @@ type WantedStream = Partial<
   Pick<StreamConfig, "subjects" | "duplicate_window" | "max_age" | "max_bytes" | "max_msgs">
 >;
 
+/** How long {@link StreamSettings.ensure} waits for a stream's leader (an election takes ~1 s). */
+const LEADER_WAIT_MS = 30_000;
+
+/**
+ * A JetStream API request that makes or opens a stream, asked again while it times out, for up
+ * to {@link LEADER_WAIT_MS}; any other failure is thrown at once. nats-server answers nothing
+ * about a replicated stream just made (by another client) until its first leader is elected, a
+ * second on a quiet cluster but past the request's 5 s time-out on a loaded one (a service
+ * starting beside nine others on a fresh, loaded cluster once exited with that time-out), and
+ * nothing at all while it stalls.
+ * Each request asked again here is idempotent: an `add` of a stream already made with the same
+ * settings answers it as it is. Still unanswered after that: a {@link BusUnavailableError} (503).
+ */
+function untilAnswered<T>(what: string, ask: () => Promise<T>): Promise<T> {
+  const timedOut = (error: unknown) => error instanceof NatsError && error.code === ErrorCode.Timeout;
+  return askAgain(ask, { pauseMs: 100, forMs: LEADER_WAIT_MS, retryOn: timedOut }).catch((error: unknown) => {
+    if (timedOut(error)) throw new BusUnavailableError(`${what}: no answer from JetStream`, error);
+    throw error;
+  });
+}
+
 /**
  * Makes the streams this bus relies on (`EVENTS`, each key-value bucket's `KV_<bucket>`) have
  * the replica count and limits configured: creates a stream that is missing, and updates one
  * made earlier with other settings (every setting here is one JetStream lets a stream change,
  * the replica count included on a clustered server), logging one line naming what it changed.
  */
-/** How long {@link StreamSettings.ensure} waits for a stream's leader (an election takes ~1 s). */
-const LEADER_WAIT_MS = 30_000;
-
 class StreamSettings {
   constructor(
     private readonly nc: NatsConnection,
@@ -370,7 +388,7 @@ class StreamSettings {
     const config = { ...wanted, num_replicas: this.replicas };
     let info: StreamInfo;
     try {
-      info = await this.jsm.streams.info(name);
+      info = await untilAnswered(`stream ${name}`, () => this.jsm.streams.info(name));
     } catch (error) {
       if (apiErrorCode(error) !== STREAM_NOT_FOUND) throw error;
       this.assertClustered();
@@ -378,7 +396,9 @@ class StreamSettings {
       // the stream exists, but while another's `add` is still under way the server may refuse
       // this one (subjects overlap): the stream is then read again, as if it had been there.
       try {
-        await this.jsm.streams.add({ name, storage: StorageType.File, ...config });
+        await untilAnswered(`stream ${name}`, () =>
+          this.jsm.streams.add({ name, storage: StorageType.File, ...config }),
+        );
       } catch (refused) {
         if (!raced && lostRacedAdd(refused)) return this.ensure(name, wanted, true);
         this.rethrowRefused(refused);
@@ -392,7 +412,9 @@ class StreamSettings {
     });
     if (changes.length > 0) {
       if (current.num_replicas !== config.num_replicas) this.assertClustered();
-      await this.jsm.streams.update(name, { ...current, ...config }).catch((e) => this.rethrowRefused(e));
+      await untilAnswered(`stream ${name}`, () =>
+        this.jsm.streams.update(name, { ...current, ...config }),
+      ).catch((e) => this.rethrowRefused(e));
       this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
       return this.led(name);
     }
@@ -1004,17 +1026,19 @@ class NatsBus implements MessageBus {
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
     const open = () =>
-      this.js.views.kv(bucket, {
-        history: 1,
-        replicas: this.streams.replicas,
-        // Reads asked of the bucket's leader: a direct get (nats.js's default) may be answered by
-        // a replica that has not applied the last write yet (12–15 of 300 reads right after a
-        // write did, nats-server 2.9), and a compare-and-set on the revision read then fails, for
-        // as long as that replica stays behind (a standby's take of a relay lease did so).
-        allow_direct: false,
-        ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
-        ...(options?.readOnly ? { bindOnly: true } : {}),
-      });
+      untilAnswered(`bucket ${bucket}`, () =>
+        this.js.views.kv(bucket, {
+          history: 1,
+          replicas: this.streams.replicas,
+          // Reads asked of the bucket's leader: a direct get (nats.js's default) may be answered by
+          // a replica that has not applied the last write yet (12–15 of 300 reads right after a
+          // write did, nats-server 2.9), and a compare-and-set on the revision read then fails, for
+          // as long as that replica stays behind (a standby's take of a relay lease did so).
+          allow_direct: false,
+          ...(options?.ttlMs ? { ttl: options.ttlMs } : {}),
+          ...(options?.readOnly ? { bindOnly: true } : {}),
+        }),
+      );
     // Several clients may open a new bucket at once; one whose `add` lost the race opens it again.
     const kv = await open()
       .catch((error) => (lostRacedAdd(error) ? open() : Promise.reject(error)))
@@ -1022,7 +1046,7 @@ class NatsBus implements MessageBus {
     if (options?.readOnly) {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
       // again later), not a watch that never starts.
-      await this.jsm.streams.info(`KV_${bucket}`).catch((error) => {
+      await untilAnswered(`bucket ${bucket}`, () => this.jsm.streams.info(`KV_${bucket}`)).catch((error) => {
         if (apiErrorCode(error) === STREAM_NOT_FOUND) throw new KvBucketMissingError(bucket);
         return this.streams.rethrowRefused(error);
       });

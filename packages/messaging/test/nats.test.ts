@@ -282,6 +282,35 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("opens a key-value bucket asked for while the server stalls past a request's time-out once it answers, rather than failing", async () => {
+    // What a service opening a bucket another replica has just made on a loaded cluster meets: the
+    // stream answers nothing until its first leader is elected. A stopped (SIGSTOP) server is that
+    // silence on one host. Before, the open failed with the client's TIMEOUT and the service exited.
+    const port = await freePort();
+    const store = tempDir("nats-stall");
+    const server = await natsServerOn(port, store.path);
+    const bus = await connectNatsBus({
+      url: `nats://127.0.0.1:${port}`,
+      name: "stall",
+      logger: silentLogger,
+    });
+    try {
+      server.kill("SIGSTOP");
+      const opening = bus.kv("stall_test");
+      // Past the JetStream request's 5 s time-out, within the client's ping allowance (2 × 3 s).
+      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      server.kill("SIGCONT");
+      const kv = await opening;
+      await kv.put("k", new TextEncoder().encode("v"));
+      expect(new TextDecoder().decode((await kv.get("k"))?.value)).toBe("v");
+    } finally {
+      server.kill("SIGCONT");
+      await bus.close().catch(() => {});
+      await killed(server);
+      store.remove();
+    }
+  }, 20_000);
+
   it("consumes again at once after a NATS restart, with a consumer started during the outage too, each event once", async () => {
     // A consumer's JetStream requests (creating or checking its durable) sent while the
     // connection is down are dropped by nats.js when it dials again: each waited out its 5 s
