@@ -44,7 +44,7 @@ export async function setup(project: TestProject): Promise<void> {
 
   // docker-here makes nats-server:local (Debian's nats-server); elsewhere the official image.
   const natsImage = (await containerImageUnavailableReason("nats-server:local"))
-    ? "nats:2.10-alpine"
+    ? "nats:2.11-alpine"
     : "nats-server:local";
   const natsMissing = await containerImageUnavailableReason(natsImage);
   if (natsMissing) throw new Error(`E2E_STACK=containers: ${natsMissing}`);
