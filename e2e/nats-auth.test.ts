@@ -194,6 +194,49 @@ describe("NATS authorization", () => {
     },
   );
 
+  it.each(["gateway", "catalogue", "ordering", "customer", "notification"])(
+    "lets the %s read EVENTS, and not purge or delete it nor remove an event",
+    async (identity) => {
+      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      try {
+        const jsm = await nc.jetstreamManager();
+        const before = await jsm.streams.info("EVENTS");
+        expect(before.state.messages).toBeGreaterThan(0); // the registration's events at least
+        const refused = { code: "PERMISSIONS_VIOLATION" };
+        await expect(jsm.streams.purge("EVENTS")).rejects.toMatchObject(refused);
+        await expect(jsm.streams.delete("EVENTS")).rejects.toMatchObject(refused);
+        await expect(jsm.streams.deleteMessage("EVENTS", before.state.first_seq)).rejects.toMatchObject(
+          refused,
+        );
+        const after = await jsm.streams.info("EVENTS");
+        expect(after.created).toBe(before.created);
+        expect(after.state.first_seq).toBe(before.state.first_seq);
+        expect((await jsm.streams.getMessage("EVENTS", { seq: before.state.first_seq })).seq).toBe(
+          before.state.first_seq,
+        );
+      } finally {
+        await nc.close();
+      }
+    },
+  );
+
+  it("lets the gateway use its rate-limit bucket, and not purge or delete it", async () => {
+    const nc = await connect({ ...natsOptions(system, "gateway"), reconnect: false });
+    try {
+      const jsm = await nc.jetstreamManager();
+      const before = await jsm.streams.info("KV_rate_limits");
+      await expect(jsm.streams.purge("KV_rate_limits")).rejects.toMatchObject({
+        code: "PERMISSIONS_VIOLATION",
+      });
+      await expect(jsm.streams.delete("KV_rate_limits")).rejects.toMatchObject({
+        code: "PERMISSIONS_VIOLATION",
+      });
+      expect((await jsm.streams.info("KV_rate_limits")).created).toBe(before.created);
+    } finally {
+      await nc.close();
+    }
+  });
+
   it.skipIf(launcherOnly("the identities the launcher keeps in DATA_DIR"))(
     "keeps each identity's seed in a file only its owner may read, and never prints one",
     () => {

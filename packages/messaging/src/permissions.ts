@@ -81,16 +81,28 @@ const needs: Record<NatsService, Needs> = {
   notification: { calls: [], buckets: ["webhook_throttle"], consumes: true, managesDeadLetters: true },
 };
 
-/** Every JetStream API subject that works on the stream `stream` and its consumers. */
-function streamApi(stream: string): string[] {
+/**
+ * The JetStream API subjects a service uses on the stream `stream` and its consumers: making sure
+ * of it (made, or brought to its settings), reading it (a message by sequence or subject, its
+ * last sequence), its durable and ordered consumers and their acks, and, with `erases`, removing
+ * one message (a key-value value's bytes, a dead letter that was replayed or dropped). Nothing
+ * that deletes or purges the stream, snapshots or restores it, moves its leaders or peers, or
+ * removes one of `EVENTS`' events.
+ */
+function streamApi(stream: string, { erases = false }: { erases?: boolean } = {}): string[] {
   return [
-    `$JS.API.STREAM.*.${stream}`,
-    `$JS.API.STREAM.MSG.*.${stream}`,
+    `$JS.API.STREAM.CREATE.${stream}`,
+    `$JS.API.STREAM.UPDATE.${stream}`,
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    ...(erases ? [`$JS.API.STREAM.MSG.DELETE.${stream}`] : []),
     `$JS.API.DIRECT.GET.${stream}`,
     `$JS.API.DIRECT.GET.${stream}.>`,
-    `$JS.API.CONSUMER.*.${stream}`,
-    `$JS.API.CONSUMER.*.${stream}.>`,
+    `$JS.API.CONSUMER.CREATE.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
     `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
     `$JS.ACK.${stream}.>`,
     `$JS.FC.${stream}.>`,
@@ -172,8 +184,10 @@ export function permissionsOf(identity: NatsIdentity): Permissions {
     publish.push(`events.${identity}.>`, `relay.${identity}.holder.*`);
     subscribe.push(`relay.${identity}.holder.*`);
   }
-  if (need.consumes || need.managesDeadLetters) publish.push(...streamApi("DEAD_LETTERS"), "deadletters.>");
-  for (const bucket of need.buckets ?? []) publish.push(...streamApi(`KV_${bucket}`), `$KV.${bucket}.>`);
+  if (need.consumes || need.managesDeadLetters)
+    publish.push(...streamApi("DEAD_LETTERS", { erases: true }), "deadletters.>");
+  for (const bucket of need.buckets ?? [])
+    publish.push(...streamApi(`KV_${bucket}`, { erases: true }), `$KV.${bucket}.>`);
   for (const bucket of need.readsBuckets ?? []) publish.push(...readApi(`KV_${bucket}`));
   // A notice channel's stream holds the announcers' notices (`notices.<channel>`) and the
   // followers' read-lease records (grants and releases, `notices.<channel>.lease`): each end
