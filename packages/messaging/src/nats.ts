@@ -274,9 +274,9 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
   });
   try {
     coalesceWrites(nc); // inside: should it throw, the connection is closed, not left open
-    const jsm = await untilAnswered("JetStream", () => nc.jetstreamManager());
-    const stream = options.eventsStream ?? "EVENTS";
     const log = options.logger ?? consoleLogger;
+    const jsm = await untilAnswered("JetStream", log, () => nc.jetstreamManager());
+    const stream = options.eventsStream ?? "EVENTS";
     const streams = new StreamSettings(nc, jsm, options.replicas ?? 1, log);
     const maxAgeMs = options.eventsMaxAgeMs ?? DEFAULT_EVENTS_MAX_AGE_MS;
     await streams.ensure(stream, {
@@ -356,9 +356,14 @@ const LEADER_WAIT_MS = 30_000;
  * Each request asked again here is idempotent: an `add` of a stream already made with the same
  * settings answers it as it is. Still unanswered after that: a {@link BusUnavailableError} (503).
  */
-function untilAnswered<T>(what: string, ask: () => Promise<T>): Promise<T> {
+function untilAnswered<T>(what: string, log: BusLogger, ask: () => Promise<T>): Promise<T> {
   const timedOut = (error: unknown) => error instanceof NatsError && error.code === ErrorCode.Timeout;
-  return askAgain(ask, { pauseMs: 100, forMs: LEADER_WAIT_MS, retryOn: timedOut }).catch((error: unknown) => {
+  return askAgain(ask, {
+    pauseMs: 100,
+    forMs: LEADER_WAIT_MS,
+    retryOn: timedOut,
+    onRetry: () => log.warn({ what }, `${what}: JetStream did not answer in time; asking again`),
+  }).catch((error: unknown) => {
     if (timedOut(error)) throw new BusUnavailableError(`${what}: no answer from JetStream`, error);
     throw error;
   });
@@ -388,7 +393,7 @@ class StreamSettings {
     const config = { ...wanted, num_replicas: this.replicas };
     let info: StreamInfo;
     try {
-      info = await untilAnswered(`stream ${name}`, () => this.jsm.streams.info(name));
+      info = await untilAnswered(`stream ${name}`, this.log, () => this.jsm.streams.info(name));
     } catch (error) {
       if (apiErrorCode(error) !== STREAM_NOT_FOUND) throw error;
       this.assertClustered();
@@ -396,7 +401,7 @@ class StreamSettings {
       // the stream exists, but while another's `add` is still under way the server may refuse
       // this one (subjects overlap): the stream is then read again, as if it had been there.
       try {
-        await untilAnswered(`stream ${name}`, () =>
+        await untilAnswered(`stream ${name}`, this.log, () =>
           this.jsm.streams.add({ name, storage: StorageType.File, ...config }),
         );
       } catch (refused) {
@@ -412,7 +417,7 @@ class StreamSettings {
     });
     if (changes.length > 0) {
       if (current.num_replicas !== config.num_replicas) this.assertClustered();
-      await untilAnswered(`stream ${name}`, () =>
+      await untilAnswered(`stream ${name}`, this.log, () =>
         this.jsm.streams.update(name, { ...current, ...config }),
       ).catch((e) => this.rethrowRefused(e));
       this.log.info({ stream: name, changes }, `stream ${name} updated: ${changes.join(", ")}`);
@@ -1026,7 +1031,7 @@ class NatsBus implements MessageBus {
   async kv(bucket: string, options?: KvOptions): Promise<KeyValue> {
     assertKvBucket(bucket);
     const open = () =>
-      untilAnswered(`bucket ${bucket}`, () =>
+      untilAnswered(`bucket ${bucket}`, this.log, () =>
         this.js.views.kv(bucket, {
           history: 1,
           replicas: this.streams.replicas,
@@ -1046,10 +1051,12 @@ class NatsBus implements MessageBus {
     if (options?.readOnly) {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
       // again later), not a watch that never starts.
-      await untilAnswered(`bucket ${bucket}`, () => this.jsm.streams.info(`KV_${bucket}`)).catch((error) => {
-        if (apiErrorCode(error) === STREAM_NOT_FOUND) throw new KvBucketMissingError(bucket);
-        return this.streams.rethrowRefused(error);
-      });
+      await untilAnswered(`bucket ${bucket}`, this.log, () => this.jsm.streams.info(`KV_${bucket}`)).catch(
+        (error) => {
+          if (apiErrorCode(error) === STREAM_NOT_FOUND) throw new KvBucketMissingError(bucket);
+          return this.streams.rethrowRefused(error);
+        },
+      );
     } else {
       // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
       await this.streams.ensure(`KV_${bucket}`, {});

@@ -289,10 +289,11 @@ describe("NATS adapter specifics", () => {
     const port = await freePort();
     const store = tempDir("nats-stall");
     const server = await natsServerOn(port, store.path);
+    const warned: string[] = [];
     const bus = await connectNatsBus({
       url: `nats://127.0.0.1:${port}`,
       name: "stall",
-      logger: silentLogger,
+      logger: { ...silentLogger, warn: (_details, message) => warned.push(message) },
     });
     try {
       server.kill("SIGSTOP");
@@ -303,6 +304,8 @@ describe("NATS adapter specifics", () => {
       const kv = await opening;
       await kv.put("k", new TextEncoder().encode("v"));
       expect(new TextDecoder().decode((await kv.get("k"))?.value)).toBe("v");
+      // The operator is told of the wait.
+      expect(warned).toContain("bucket stall_test: JetStream did not answer in time; asking again");
     } finally {
       server.kill("SIGCONT");
       await bus.close().catch(() => {});
