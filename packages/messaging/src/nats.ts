@@ -348,13 +348,13 @@ const LEADER_WAIT_MS = 30_000;
 
 /**
  * A JetStream API request that makes or opens a stream, asked again while it times out, for up
- * to {@link LEADER_WAIT_MS}; any other failure is thrown at once. nats-server answers nothing
- * about a replicated stream just made (by another client) until its first leader is elected, a
- * second on a quiet cluster but past the request's 5 s time-out on a loaded one (a service
- * starting beside nine others on a fresh, loaded cluster once exited with that time-out), and
- * nothing at all while it stalls.
- * Each request asked again here is idempotent: an `add` of a stream already made with the same
- * settings answers it as it is. Still unanswered after that: a {@link BusUnavailableError} (503).
+ * to {@link LEADER_WAIT_MS}, each retry logged; any other failure is thrown at once. nats-server
+ * answers nothing about a replicated stream just made (by another client) until its first leader
+ * is elected: a second on a quiet cluster, past the request's 5 s time-out on a loaded one (a
+ * service starting beside nine others on a fresh cluster once exited with that time-out). Nor
+ * does a server that stalls. Each request asked again here is idempotent: an `add` of a stream
+ * already made with the same settings answers it as it is. Still unanswered after that: a
+ * {@link BusUnavailableError} (503).
  */
 function untilAnswered<T>(what: string, log: BusLogger, ask: () => Promise<T>): Promise<T> {
   const timedOut = (error: unknown) => error instanceof NatsError && error.code === ErrorCode.Timeout;
