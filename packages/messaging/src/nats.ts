@@ -164,6 +164,8 @@ const KV_NO_RESPONDERS_RETRY_MS = 250;
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
+/** A consumer's create refused: one of that name exists with another configuration (2.10 on). */
+const CONSUMER_EXISTS = 10148;
 /** `add` refused while another's `add` of the same stream is under way. */
 const STREAM_NAME_IN_USE = 10058;
 const SUBJECTS_OVERLAP = 10065;
@@ -1458,32 +1460,44 @@ class NatsConsumer {
    * Multiple filter subjects need nats-server 2.10; older servers get one filter, the narrowest
    * wildcard taking them all (`events.catalogue.cheese.>` for two catalogue events).
    */
-  private filter(): { filter_subject?: string; filter_subjects?: string[] } {
+  private filter(): { filter_subject: string | undefined; filter_subjects: string[] | undefined } {
+    // Each names the other as undefined, so an update replaces a durable's filter of the other
+    // kind (a server refuses both at once).
     const { subjects } = this.source;
-    if (subjects.length === 1) return { filter_subject: subjects[0]! };
+    if (subjects.length === 1) return { filter_subject: subjects[0]!, filter_subjects: undefined };
     const [major = 0, minor = 0] = (this.nc.info?.version ?? "0.0").split(".").map(Number);
-    if (major > 2 || (major === 2 && minor >= 10)) return { filter_subjects: subjects };
-    return { filter_subject: coveringSubject(subjects) };
+    if (major > 2 || (major === 2 && minor >= 10))
+      return { filter_subject: undefined, filter_subjects: subjects };
+    return { filter_subject: coveringSubject(subjects), filter_subjects: undefined };
   }
 
   /**
-   * Adds the durable, or updates the one there: re-adding it with another `max_ack_pending` (or,
-   * on 2.10, other filters) updates those, and its place in the stream stays. A durable that
+   * Adds the durable, or updates the one there: its `ack_wait`, `max_deliver`, `max_ack_pending`
+   * and (from 2.10) filters become these, and its place in the stream stays. A durable that
    * starts anywhere but at the stream's start is added with the place it has, if it exists.
+   * nats-server 2.9 takes the add of an existing durable as an update; 2.10 and later refuse it
+   * when the configuration differs ("consumer already exists"), and the durable is updated.
    */
   private async ensureDurable(): Promise<void> {
+    const editable = {
+      ...this.filter(),
+      ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
+      // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
+      max_deliver: -1,
+      max_ack_pending: this.maxInFlight,
+    };
     const add = (start: Partial<ConsumerConfig>) =>
-      this.jsm.consumers.add(this.stream, {
-        durable_name: this.options.durable,
-        ...this.filter(),
-        ack_policy: AckPolicy.Explicit,
-        ...start,
-        ack_wait: nanos(this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
-        // Never given up on by the server: a failing event is dead-lettered by time (`handle`).
-        max_deliver: -1,
-        // Adding an existing durable with another max_ack_pending updates it (an editable field).
-        max_ack_pending: this.maxInFlight,
-      });
+      this.jsm.consumers
+        .add(this.stream, {
+          durable_name: this.options.durable,
+          ack_policy: AckPolicy.Explicit,
+          ...start,
+          ...editable,
+        })
+        .catch((error: unknown) => {
+          if (apiErrorCode(error) !== CONSUMER_EXISTS) throw error;
+          return this.jsm.consumers.update(this.stream, this.options.durable, editable);
+        });
     const startAt = this.options.startAt ?? "all";
     if (startAt === "all" || this.source.stream === DEAD_LETTER_STREAM) {
       await add({ deliver_policy: DeliverPolicy.All });
