@@ -53,8 +53,8 @@ say "built in $((SECONDS - started)) s"
 free_port() {
   node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
-nats_image=nats-server:local
-docker image inspect "$nats_image" >/dev/null 2>&1 || nats_image=nats:2.11-alpine
+nats_image=$("$repo/deploy/checks/nats-image.sh") || fail "no NATS image (deploy/checks/nats-image.sh)"
+say "NATS from $nats_image"
 nats_port=$(free_port)
 containers+=("$run_id-nats")
 docker run -d --name "$run_id-nats" --network host "$nats_image" \

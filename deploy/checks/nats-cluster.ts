@@ -13,6 +13,20 @@ type Manifest = any;
  */
 const NODES = 3;
 
+/**
+ * The nats-server release line the suites run (`scripts/install-nats-server.sh` puts it on PATH)
+ * and so the one every deployment's NATS image must be of: `nats:<line>-alpine`.
+ */
+const NATS_LINE = readFileSync(new URL("../nats/line", import.meta.url), "utf8").trim();
+
+/** A NATS image not of the line the suites run. */
+function imageProblems(where: string, image: unknown): string[] {
+  const expected = `nats:${NATS_LINE}-alpine`;
+  return image === expected
+    ? []
+    : [`${where}: runs ${image}, not ${expected} (the line the suites run, deploy/nats/line)`];
+}
+
 /** The value following `flag` in a server's arguments (`--routes a,b` → "a,b"). */
 function flagValue(args: string[], ...flags: string[]): string | undefined {
   const at = args.findIndex((arg) => flags.includes(arg));
@@ -71,6 +85,7 @@ export function composeNatsProblems(composeFile: string): string[] {
   const volumes = new Map<string, string>();
   for (const [name, definition] of nats) {
     const args: string[] = (definition.command ?? []).map(String);
+    problems.push(...imageProblems(`docker-compose: ${name}`, definition.image));
     problems.push(...serverProblems(`docker-compose: ${name}`, args, names));
     const store = flagValue(args, "-sd", "--store_dir");
     const volume = (definition.volumes ?? [])
@@ -107,6 +122,7 @@ export function kubernetesNatsProblems(overlay: "dev" | "prod", objects: Manifes
     const container = set.spec.template.spec.containers.find((c: Manifest) =>
       String(c.image).startsWith("nats:"),
     );
+    problems.push(...imageProblems(where, container.image));
     problems.push(...serverProblems(where, (container.args ?? container.command ?? []).map(String), nodes));
     if ((set.spec?.volumeClaimTemplates ?? []).length === 0)
       problems.push(`${where}: no volumeClaimTemplates, so its nodes have no store of their own`);

@@ -14,7 +14,7 @@ import type { RunningSystem, SystemOptions } from "./running-system.ts";
 export interface ContainerStack {
   /** The project's image (built from the Dockerfile, or E2E_IMAGE). */
   image: string;
-  /** The image a NATS server runs from (`nats-server:local` where docker-here made it). */
+  /** The image a NATS server runs from, of the deployment's line (`deploy/checks/nats-image.sh`). */
   natsImage: string;
   /** Variables pointing the services at the production stores that could start. */
   env: Record<string, string>;

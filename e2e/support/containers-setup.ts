@@ -42,10 +42,11 @@ export async function setup(project: TestProject): Promise<void> {
   const imageMissing = await containerImageUnavailableReason(image);
   if (imageMissing) throw new Error(`E2E_STACK=containers: ${imageMissing}`);
 
-  // docker-here makes nats-server:local (Debian's nats-server); elsewhere the official image.
-  const natsImage = (await containerImageUnavailableReason("nats-server:local"))
-    ? "nats:2.11-alpine"
-    : "nats-server:local";
+  // The deployment's NATS line: built on docker-here's nats-server:local, elsewhere the official image.
+  const natsImage = execFileSync(join(repoRoot, "deploy/checks/nats-image.sh"), {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   const natsMissing = await containerImageUnavailableReason(natsImage);
   if (natsMissing) throw new Error(`E2E_STACK=containers: ${natsMissing}`);
 

@@ -131,7 +131,9 @@ async function spawnNatsServer(args: string[]): Promise<{ failed: Promise<never>
   const failed = new Promise<never>((_, reject) => {
     child.once("error", (error) =>
       reject(
-        new Error(`cannot start nats-server (is it on PATH? apt-get install nats-server): ${error.message}`),
+        new Error(
+          `cannot start nats-server (is it on PATH? scripts/install-nats-server.sh): ${error.message}`,
+        ),
       ),
     );
     child.once("exit", (code) => reject(new Error(`nats-server exited with ${code}: ${stderr}`)));
