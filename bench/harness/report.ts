@@ -9,6 +9,15 @@ const number = (n: number) => Math.round(n).toLocaleString("en-US");
 const mb = (bytes: number) => `${number(bytes / 1024 / 1024)} MB`;
 const check = (met: boolean | undefined) => (met === undefined ? "" : met ? " ✅" : " ❌");
 
+/** The nats-server on PATH, which the launcher and the cluster run ("nats-server v2.15.1"). */
+function natsServerVersion(): string {
+  try {
+    return execFileSync("nats-server", ["--version"], { encoding: "utf8" }).trim().replace(":", "");
+  } catch {
+    return "no nats-server on PATH";
+  }
+}
+
 export function header(options: BenchOptions): string {
   let commit = "unknown";
   try {
@@ -23,7 +32,7 @@ export function header(options: BenchOptions): string {
   return [
     `### pnpm bench${options.system === "cluster" ? " --cluster" : ""}${options.quick ? " --quick" : ""}: commit ${commit}, ${new Date().toISOString().slice(0, 16)}Z`,
     "",
-    `Node ${process.version}, ${availableParallelism()} CPUs, load average ${loadavg()
+    `Node ${process.version}, ${natsServerVersion()}, ${availableParallelism()} CPUs, load average ${loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")} at the start; ${
       options.system === "cluster"
