@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Puts a nats-server of the line the deployment runs (NATS_LINE) on PATH, in /usr/local/bin (or the
-# directory given as $1), unless the one on PATH already is of that line.
+# Puts a nats-server of the line the deployment runs (deploy/nats/line) on PATH, in /usr/local/bin
+# (or the directory given as $1), unless the one on PATH already is of that line.
 #
 # The deployment pins the official image of that line (deploy/docker-compose.yml, the dev overlay:
 # nats:<line>-alpine), and the suites, `pnpm start` and `pnpm cluster` run a nats-server from PATH:
 # so the tests run the servers' line that production runs. Debian stable's own nats-server (2.9 in
 # bookworm) behaves otherwise where it matters here (consumer updates, replicated consumers).
 #
-# The binary comes from Debian testing's nats-server package, downloaded by apt from a source list
+# The binary comes from Debian testing's (forky) nats-server package, downloaded by apt from a source list
 # of its own (signatures checked against Debian's archive keyring as for any apt download; the
 # machine's apt sources, lists and installed packages are left as they are), and only the binary is
 # taken out of it (the package itself wants testing's systemd and libc). Needs root, apt-get and
@@ -15,8 +15,8 @@
 # on PATH.
 set -euo pipefail
 
-# The nats-server release line the deployment pins; deploy/check.ts holds the deployment to it.
-NATS_LINE=2.15
+# The nats-server release line the deployment pins; `pnpm check:deploy` holds the images to it.
+NATS_LINE=$(cat "$(dirname "$0")/../deploy/nats/line")
 into=${1:-/usr/local/bin}
 
 line_of() { # "nats-server: v2.15.1" → 2.15
@@ -41,7 +41,7 @@ apt-get "${apt_options[@]}" -qq update
 version=$(apt-cache "${apt_options[@]}" policy nats-server | sed -nE 's/^ *Candidate: (.*)$/\1/p')
 if [[ "$version" != "$NATS_LINE".* ]]; then
   echo "install-nats-server: Debian testing has nats-server ${version:-none}, not of the $NATS_LINE line." >&2
-  echo "Run the suites on the line it has, then move NATS_LINE here and the deployment's image to it." >&2
+  echo "Run the suites on the line it has, then move deploy/nats/line and the deployment's images to it." >&2
   exit 1
 fi
 (cd "$work/deb" && apt-get "${apt_options[@]}" -qq download "nats-server=$version")
