@@ -123,6 +123,48 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("takes over a durable of one covering filter made on nats-server 2.9 with its exact subjects on 2.10 and later, where it stood", async () => {
+    const nc = await connect({ servers: server.url });
+    const bus = await connectNatsBus({ url: server.url, name: "refiltered", logger: silentLogger });
+    const area = `refiltered${Date.now()}`;
+    const durable = `refiltered-${Date.now()}`;
+    const [added, changed, deleted] = ["added", "status_changed", "deleted"].map(
+      (kind) => `events.${area}.cheese.${kind}`,
+    ) as [string, string, string];
+    try {
+      const jsm = await nc.jetstreamManager();
+      // As a service on 2.9 made it: one covering wildcard.
+      await jsm.consumers.add("EVENTS", {
+        durable_name: durable,
+        filter_subject: `events.${area}.cheese.>`,
+        ack_policy: AckPolicy.Explicit,
+      });
+      await bus.publish({ id: `before-${Date.now()}`, subject: added, payload: "before" });
+      // Handled and acked before the takeover: not handed out again after it.
+      const taken = await (await nc.jetstream().consumers.get("EVENTS", durable)).next({ expires: 5_000 });
+      await taken?.ackAck();
+      await bus.publish({ id: `gone-${Date.now()}`, subject: deleted, payload: "deleted" });
+      await bus.publish({ id: `after-${Date.now()}`, subject: changed, payload: "after" });
+      const handled: unknown[] = [];
+      const consumer = bus.consume({
+        durable,
+        subjects: [added, changed],
+        handler: async (event) => void handled.push(event.payload),
+      });
+      await consumer.ready();
+      await expect.poll(() => handled, { timeout: 5_000 }).toEqual(["after"]);
+      const { config } = await jsm.consumers.info("EVENTS", durable);
+      const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
+      if (major > 2 || (major === 2 && minor >= 10)) {
+        expect(config.filter_subjects).toEqual([added, changed]);
+        expect(config.filter_subject ?? "").toBe("");
+      } else expect(config.filter_subject).toBe(`events.${area}.cheese.>`);
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
   it("redelivers after ackWaitMs an event whose client went away without acking it (a crashed process)", async () => {
     const nc = await connect({ servers: server.url });
     const bus = await connectNatsBus({ url: server.url, name: "survivor", logger: silentLogger });
