@@ -91,7 +91,7 @@ export async function runFaults({
     if (registered?.status !== 201) throw new Error(`webhook not registered: ${JSON.stringify(registered)}`);
     const webhookId = (registered.json as { id: number }).id;
     await load.start();
-    const recoveries = await injectFaults(dataDir, cluster, mechanism, short, say);
+    const recoveries = await injectFaults(dataDir, cluster, load, mechanism, short, say);
     await load.stop();
     say(`load stopped: ${summary(load)}`);
     passed = await check(load, receiver, webhookId, recoveries, say);
@@ -113,22 +113,37 @@ function summary(load: Load): string {
   return `${statuses.map(([status, n]) => `${n}×${status}`).join(", ")}; ${load.answers.unanswered} unanswered`;
 }
 
-/** Runs the faults, one at a time; after each heal, how long `/readyz` took to be 200 again. */
+/**
+ * Runs the faults, one at a time; after each heal, how long `/readyz` took to be 200 again, and
+ * the load's 503s and unanswered requests from the fault's start until the cluster was whole again.
+ */
 async function injectFaults(
   dataDir: string,
   cluster: ClusterInfo,
+  load: Load,
   mechanism: SlowLinkMechanism,
   short: boolean,
   say: (line: string) => void,
 ): Promise<Recovery[]> {
   const recoveries: Recovery[] = [];
   const started = Date.now();
+  const refusals = () => ({
+    refused: load.answers.byStatus.get(503) ?? 0,
+    unanswered: load.answers.unanswered,
+  });
+  /** Counted from the fault's start, which is when the fault before it left the cluster whole. */
+  let before = refusals();
   const healed = async (fault: string) => {
     const { ms, down } = await untilReady(cluster.url);
     recoveries.push({ fault, ms });
-    say(`${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}`);
     // The next fault starts on a whole cluster: every process and node back.
     await untilWhole(dataDir);
+    const now = refusals();
+    say(
+      `${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}; ` +
+        `${now.refused - before.refused} 503s, ${now.unanswered - before.unanswered} unanswered`,
+    );
+    before = now;
   };
   const services = ["catalogue", "ordering", "customer", "notification", "gateway"];
   for (let round = 0; short ? round < 1 : Date.now() - started < LONG_RUN_MS; round++) {
