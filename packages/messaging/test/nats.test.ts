@@ -7,7 +7,7 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { AckPolicy, connect, nanos, headers as natsHeaders } from "nats";
+import { AckPolicy, connect, type NatsConnection, nanos, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
 import { LEASE_COUNTED_BY_ANNOUNCER_MS, LEASE_HEADER } from "../src/read-leases.ts";
@@ -26,6 +26,12 @@ messageBusContract("nats", async () => ({
   connect: (name) => connectNatsBus({ url: server.url, name, logger: silentLogger }),
   cleanup: async () => {},
 }));
+
+/** Whether the server is 2.10 or later: a consumer filters on a list of subjects there. */
+function takesSubjectLists(nc: NatsConnection): boolean {
+  const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
+  return major > 2 || (major === 2 && minor >= 10);
+}
 
 describe("NATS adapter specifics", () => {
   it("creates the EVENTS stream on events.> with the duplicate window, and updates it", async () => {
@@ -110,8 +116,7 @@ describe("NATS adapter specifics", () => {
       });
       await consumer.ready();
       const { config } = await (await nc.jetstreamManager()).consumers.info("EVENTS", durable);
-      const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
-      if (major > 2 || (major === 2 && minor >= 10))
+      if (takesSubjectLists(nc))
         expect(config.filter_subjects).toEqual([
           `events.${area}.cheese.added`,
           `events.${area}.cheese.status_changed`,
@@ -154,8 +159,7 @@ describe("NATS adapter specifics", () => {
       await consumer.ready();
       await expect.poll(() => handled, { timeout: 5_000 }).toEqual(["after"]);
       const { config } = await jsm.consumers.info("EVENTS", durable);
-      const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
-      if (major > 2 || (major === 2 && minor >= 10)) {
+      if (takesSubjectLists(nc)) {
         expect(config.filter_subjects).toEqual([added, changed]);
         expect(config.filter_subject ?? "").toBe("");
       } else expect(config.filter_subject).toBe(`events.${area}.cheese.>`);
