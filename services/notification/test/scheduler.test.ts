@@ -196,6 +196,25 @@ describe("delivery scheduler with an injected clock", () => {
     await expect.poll(() => notices.length).toBe(1);
   });
 
+  it("disables a registration that asked before its next attempt can start, though that attempt is due at once", async () => {
+    const scheduler = await startScheduler();
+    receiver.behave("/unwanted", { status: 400, headers: { "webhook-delivery": "disable" } });
+    await register(1, "/unwanted");
+    const deliveryId = await deliver(1, [0, 0, 0]);
+    await expect.poll(async () => (await webhook(1)).status).toBe("disabled");
+    await scheduler.settle();
+    expect(receiver.requests("/unwanted")).toHaveLength(1);
+    // It waits for a resume with its next attempt due, as every delivery of a disabled registration does.
+    expect(await delivery(deliveryId)).toMatchObject({ status: "retry_scheduled", attempt: 1 });
+    // However slow the store or the scheduler: the next attempt is claimed only after the failure
+    // is recorded, and the registration was disabled before that, so every claim finds it disabled.
+    const positionOf = async (stream: string, type: string) =>
+      (await store.readStream(stream)).find((event) => event.type === type)!.position;
+    expect(await positionOf(webhookStream(1), "WebhookDisabled")).toBeLessThan(
+      await positionOf(deliveryStream(deliveryId), "AttemptFailed"),
+    );
+  });
+
   it("does not disable a registration that succeeded within the period", async () => {
     const scheduler = await startScheduler();
     let calls = 0;

@@ -28,6 +28,7 @@ import {
   deliveryStream,
   isFinished,
   type RetryDelays,
+  steerOf,
 } from "../domain/delivery.ts";
 import { laneDecider, sequenceOf } from "../domain/lane.ts";
 import {
@@ -526,19 +527,6 @@ export class DeliveryScheduler {
     view.failingSince = evolveHealth(view, event).failingSince;
     if (event.type !== "AttemptFailed" || view.status !== "active" || view.failingSince === null) return;
     const now = event.data.finishedAt;
-    const { steer } = event.data;
-    if (steer === "gone" || steer === "disable") {
-      await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
-        type: "DisableAsAsked",
-        webhookId,
-        steer,
-        failingSince: view.failingSince,
-        now,
-      }).catch((error: unknown) => {
-        if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
-      });
-      return;
-    }
     if (!failedLongEnough(view.failingSince, now, this.options.disableAfterMs)) return;
     if (view.disableAskedFor === view.failingSince) return;
     view.disableAskedFor = view.failingSince;
@@ -934,12 +922,18 @@ export class DeliveryScheduler {
     // The receiver is done with this attempt: its slot goes to its next due delivery while the
     // result is recorded (the result's commit held the slot about as long as the request).
     answered();
+    const now = this.nowIso();
+    // A receiver that asks to be disabled is disabled before its attempt's failure is recorded:
+    // the next attempt is claimed only after that record, and a claim reads the registration
+    // again, so no replica sends it another request, however soon the retry table says.
+    const steer = steerOf(result);
+    if (steer === "gone" || steer === "disable") await this.disableAsAsked(webhookId, steer, now);
     const recorded = await this.command(deliveryId, {
       type: "RecordResult",
       round,
       attempt,
       result,
-      now: this.nowIso(),
+      now,
       delays,
       retryAfterMaxMs: this.options.retryAfterMaxMs,
     });
@@ -957,6 +951,23 @@ export class DeliveryScheduler {
     else if (result.ok) logger.info(facts, "webhook delivered");
     else
       logger.info({ ...facts, error: result.error, status: recorded.state.status }, "webhook attempt failed");
+  }
+
+  /** Disables a registration whose receiver asked (410 Gone, `webhook-delivery: disable`) at `now`. */
+  private async disableAsAsked(webhookId: number, steer: "gone" | "disable", now: string): Promise<void> {
+    const { failingSince } = evolveHealth(this.view(webhookId), {
+      type: "AttemptFailed",
+      data: { finishedAt: now },
+    });
+    await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
+      type: "DisableAsAsked",
+      webhookId,
+      steer,
+      failingSince: failingSince ?? now,
+      now,
+    }).catch((error: unknown) => {
+      if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
+    });
   }
 
   private async abandon(deliveryId: number): Promise<void> {

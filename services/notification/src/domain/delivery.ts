@@ -356,10 +356,17 @@ function askedFor(result: AttemptResult, now: string): { retryAfter?: string; st
     const time = retryAfterTime(result.retryAfter, Date.parse(now));
     if (time !== undefined) asked.retryAfter = new Date(time).toISOString();
   }
-  const header = result.webhookDelivery?.trim().toLowerCase();
-  if (result.statusCode === 410) asked.steer = "gone";
-  else if (header === "disable" || header === "abort") asked.steer = header;
+  const steer = steerOf(result);
+  if (steer) asked.steer = steer;
   return asked;
+}
+
+/** What a failed attempt's answer asks of the registration or the delivery ("Receivers steer"), if anything. */
+export function steerOf(result: AttemptResult): Steer | undefined {
+  if (result.ok) return undefined;
+  if (result.statusCode === 410) return "gone";
+  const header = result.webhookDelivery?.trim().toLowerCase();
+  return header === "disable" || header === "abort" ? header : undefined;
 }
 
 const YEAR_SECONDS = 365 * 24 * 3600;
