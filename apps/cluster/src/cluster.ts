@@ -290,6 +290,39 @@ export async function jetStreamState(dataDir: string): Promise<string> {
   return lines.join("\n");
 }
 
+/**
+ * What depends on one NATS node, asked of its monitor: the service replicas connected to it (by
+ * their host's address) and the JetStream streams and consumers (durable or not) it leads, e.g.
+ * "clients catalogue#1, gateway#2; leads 3 of 9 streams, 5 of 14 consumers". A cut-off of that
+ * node costs what its clients asked and what its leaders held until the cluster moved on.
+ */
+export async function dependents(dataDir: string, nodeName: string): Promise<string> {
+  const { nats, services } = info(dataDir);
+  const node = nats.find(({ name }) => name === nodeName);
+  if (!node) return `no node ${nodeName}`;
+  const monitor = monitorUrl(node.url);
+  const get = async <T>(path: string) =>
+    (await (await fetch(`${monitor}${path}`, { signal: AbortSignal.timeout(2000) })).json()) as T;
+  try {
+    const connz = await get<{ connections?: { ip: string; name?: string }[] }>("/connz?limit=4096");
+    const replicaAt = new Map(services.map(({ name, replica, address }) => [address, `${name}#${replica}`]));
+    const clients = (connz.connections ?? [])
+      .map(({ ip, name }) => replicaAt.get(ip) ?? `${name ?? "?"} at ${ip}`)
+      .sort();
+    const jsz = await get<Jsz>("/jsz?accounts=true&streams=true&consumers=true");
+    const streams = (jsz.account_details ?? []).flatMap(({ stream_detail = [] }) => stream_detail);
+    const consumers = streams.flatMap(({ consumer_detail = [] }) => consumer_detail);
+    const led = (assets: { cluster?: { leader?: string } }[]) =>
+      assets.filter(({ cluster }) => cluster?.leader === nodeName).length;
+    return (
+      `clients ${clients.join(", ") || "none"}; ` +
+      `leads ${led(streams)} of ${streams.length} streams, ${led(consumers)} of ${consumers.length} consumers`
+    );
+  } catch (error) {
+    return `no answer from ${monitor} (${(error as Error).message})`;
+  }
+}
+
 function tail(file: string): string {
   try {
     return readFileSync(file, "utf8").split("\n").slice(-40).join("\n");

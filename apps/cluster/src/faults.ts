@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assertHostsPossible, bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { type ClusterInfo, down, info, jetStreamState, monitorUrl, up } from "./cluster.ts";
+import { type ClusterInfo, dependents, down, info, jetStreamState, monitorUrl, up } from "./cluster.ts";
 import { Load } from "./load.ts";
 import { type SlowLinkMechanism, slowLink, slowLinkMechanism } from "./slow-link.ts";
 
@@ -151,12 +151,12 @@ async function injectFaults(
     const now = info(dataDir);
 
     const killed = now.nats.find(({ name }) => name === node.name);
-    say(`(a) SIGKILL ${node.name} (pid ${killed?.pid})`);
+    say(`(a) SIGKILL ${node.name} (pid ${killed?.pid}; ${await dependents(dataDir, node.name)})`);
     if (killed?.pid) process.kill(killed.pid, "SIGKILL");
     await healed(`(a) ${node.name} killed`);
 
     const cut = cluster.nats[(round + 1) % cluster.nats.length]!;
-    say(`(b) cutting ${cut.name} off for ${FAULT_MS / 1000} s`);
+    say(`(b) cutting ${cut.name} off for ${FAULT_MS / 1000} s (${await dependents(dataDir, cut.name)})`);
     const filter = (verb: "-I" | "-D") => {
       inNamespace(cut.netns, ["iptables", verb, "INPUT", "-i", "eth0", "-j", "DROP"]);
       inNamespace(cut.netns, ["iptables", verb, "OUTPUT", "-o", "eth0", "-j", "DROP"]);
