@@ -359,7 +359,15 @@ describe.skipIf(!executablePath)("in a browser", () => {
         "The receiver answered 410 Gone: the registration was disabled.",
       );
       await page.getByRole("link", { name: `← Webhook #${gone.webhookId}` }).click();
-      expect(await page.locator("dd[data-status]").getAttribute("data-status")).toBe("disabled");
+      // The registration is disabled before the attempt is recorded, but its page reads another
+      // read model, which may follow a moment later.
+      const webhookUrl = page.url();
+      await expect
+        .poll(async () => {
+          await page.goto(webhookUrl);
+          return page.locator("dd[data-status]").getAttribute("data-status");
+        })
+        .toBe("disabled");
       expect(await page.locator("dd[data-status]").textContent()).toContain("410 Gone");
     });
 
