@@ -919,15 +919,16 @@ export class DeliveryScheduler {
       });
     }
     endSpan(span, result.ok ? undefined : (result.error ?? "failed"));
+    const now = this.nowIso();
+    // A receiver that asks to be disabled is disabled before its slot is given back and its
+    // attempt's failure recorded: this delivery's next attempt is claimed only after that record,
+    // another only in a free slot, and every claim reads the registration again, so no attempt
+    // starts after its answer, however soon the retry table says (others under way still end).
+    const steer = steerOf(result);
+    if (steer === "gone" || steer === "disable") await this.disableAsAsked(webhookId, steer, now);
     // The receiver is done with this attempt: its slot goes to its next due delivery while the
     // result is recorded (the result's commit held the slot about as long as the request).
     answered();
-    const now = this.nowIso();
-    // A receiver that asks to be disabled is disabled before its attempt's failure is recorded:
-    // the next attempt is claimed only after that record, and a claim reads the registration
-    // again, so no replica sends it another request, however soon the retry table says.
-    const steer = steerOf(result);
-    if (steer === "gone" || steer === "disable") await this.disableAsAsked(webhookId, steer, now);
     const recorded = await this.command(deliveryId, {
       type: "RecordResult",
       round,
