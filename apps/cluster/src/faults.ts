@@ -48,7 +48,8 @@ export async function runFaults({
     operatorKey: `faults-${randomBytes(12).toString("hex")}`,
     client: { id: "faults-client", secret: randomBytes(16).toString("hex") },
   };
-  const say = (line: string) => console.log(`faults: ${line}`);
+  // Timed to the millisecond (UTC), to be set beside the launcher's log (run/cluster.log).
+  const say = (line: string) => console.log(`faults: ${new Date().toISOString().slice(11, 23)} ${line}`);
   // What a slow link needs is checked before anything starts (root first: the check needs it).
   assertHostsPossible();
   const mechanism = slowLinkMechanism();
@@ -129,6 +130,7 @@ async function injectFaults(
   const started = Date.now();
   const refusals = () => ({
     refused: load.answers.byStatus.get(503) ?? 0,
+    refusedFor: new Map(load.answers.refusedFor),
     unanswered: load.answers.unanswered,
   });
   /** Counted from the fault's start, which is when the fault before it left the cluster whole. */
@@ -141,7 +143,8 @@ async function injectFaults(
     const now = refusals();
     say(
       `${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}; ` +
-        `${now.refused - before.refused} 503s, ${now.unanswered - before.unanswered} unanswered`,
+        `${now.refused - before.refused} 503s${mostRefused(before.refusedFor, now.refusedFor)}, ` +
+        `${now.unanswered - before.unanswered} unanswered`,
     );
     before = now;
   };
@@ -182,6 +185,17 @@ async function injectFaults(
     }
   }
   return recoveries;
+}
+
+/** " (12× POST /v2/cheeses: catalogue is unavailable; try again, 3× ...)": the three most frequent 503s between two counts. */
+function mostRefused(before: Map<string, number>, now: Map<string, number>): string {
+  const since = [...now]
+    .map(([why, n]) => [why, n - (before.get(why) ?? 0)] as const)
+    .filter(([, n]) => n > 0)
+    .sort(([, a], [, b]) => b - a);
+  if (since.length === 0) return "";
+  const shown = since.slice(0, 3).map(([why, n]) => `${n}× ${why}`);
+  return ` (${shown.join(", ")}${since.length > 3 ? ", …" : ""})`;
 }
 
 /** Waits (as the load goes on) for the length of a fault. Not before an assertion: the fault's duration. */

@@ -16,6 +16,8 @@ export interface Acknowledged {
 export interface Answers {
   /** Requests answered, by status. */
   byStatus: Map<number, number>;
+  /** The 503s by request and message, e.g. "POST /v2/store/order: ordering is unavailable; try again". */
+  refusedFor: Map<string, number>;
   /** Answers that break the rule: a 5xx other than 503, or a 503 without Retry-After. */
   failures: string[];
   /** Requests that got no answer: the connection closed (a killed gateway) or it timed out. */
@@ -37,7 +39,7 @@ const IDEMPOTENT_ATTEMPTS = 3;
 
 export class Load {
   readonly acknowledged: Acknowledged = { cheeses: [], customers: [], orders: [] };
-  readonly answers: Answers = { byStatus: new Map(), failures: [], unanswered: 0 };
+  readonly answers: Answers = { byStatus: new Map(), refusedFor: new Map(), failures: [], unanswered: 0 };
   /** Customers with a session token, waiting to place orders. */
   private readonly buyers: { username: string; bearer: string; placed: number }[] = [];
   private running = false;
@@ -82,6 +84,11 @@ export class Load {
       json = JSON.parse(text);
     } catch {
       json = undefined;
+    }
+    if (status === 503) {
+      const message = (json as { message?: unknown } | undefined)?.message;
+      const why = `${method} ${path.split("?")[0]!.replace(/\/\d+/g, "/{id}")}: ${typeof message === "string" ? message : text.slice(0, 80)}`;
+      this.answers.refusedFor.set(why, (this.answers.refusedFor.get(why) ?? 0) + 1);
     }
     return { status, json };
   }
