@@ -293,8 +293,8 @@ export async function jetStreamState(dataDir: string): Promise<string> {
 /**
  * What depends on one NATS node, asked of its monitor: the service replicas connected to it (by
  * their host's address) and the JetStream streams and consumers (durable or not) it leads, e.g.
- * "clients catalogue#1, gateway#2; leads 3 of 9 streams, 5 of 14 consumers". A cut-off of that
- * node costs what its clients asked and what its leaders held until the cluster moved on.
+ * "clients catalogue#1, gateway#2; leads 3 of 9 streams, 5 of 14 consumers": what a fault of
+ * that node can cost is set against it (docs/operations.md, "Where the 503s fall").
  */
 export async function dependents(dataDir: string, nodeName: string): Promise<string> {
   const { nats, services } = info(dataDir);
