@@ -36,6 +36,7 @@ import {
   failedLongEnough,
   type LiveWebhook,
   signingSecrets,
+  type WebhookCommand,
   type WebhookEvent,
   type WebhookState,
   type WebhookStatus,
@@ -530,14 +531,12 @@ export class DeliveryScheduler {
     if (!failedLongEnough(view.failingSince, now, this.options.disableAfterMs)) return;
     if (view.disableAskedFor === view.failingSince) return;
     view.disableAskedFor = view.failingSince;
-    await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
+    await this.disable({
       type: "Disable",
       webhookId,
       failingSince: view.failingSince,
       afterMs: this.options.disableAfterMs,
       now,
-    }).catch((error: unknown) => {
-      if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
     });
   }
 
@@ -954,21 +953,24 @@ export class DeliveryScheduler {
       logger.info({ ...facts, error: result.error, status: recorded.state.status }, "webhook attempt failed");
   }
 
-  /** Disables a registration whose receiver asked (410 Gone, `webhook-delivery: disable`) at `now`. */
-  private async disableAsAsked(webhookId: number, steer: "gone" | "disable", now: string): Promise<void> {
-    const { failingSince } = evolveHealth(this.view(webhookId), {
-      type: "AttemptFailed",
-      data: { finishedAt: now },
-    });
-    await handleCommand(this.options.store, webhookStream(webhookId), webhookDecider, {
-      type: "DisableAsAsked",
-      webhookId,
-      steer,
-      failingSince: failingSince ?? now,
-      now,
-    }).catch((error: unknown) => {
-      if (!(error instanceof DomainError)) throw error; // deleted meanwhile: nothing to disable
-    });
+  /**
+   * Disables a registration whose receiver asked (410 Gone, `webhook-delivery: disable`) at `now`,
+   * ending the failing run under way, or the one this answer starts.
+   */
+  private disableAsAsked(webhookId: number, steer: "gone" | "disable", now: string): Promise<void> {
+    const failingSince = this.view(webhookId).failingSince ?? now;
+    return this.disable({ type: "DisableAsAsked", webhookId, steer, failingSince, now });
+  }
+
+  /** Applies a disabling command to its registration; one deleted meanwhile has nothing to disable. */
+  private async disable(
+    command: Extract<WebhookCommand, { type: "Disable" | "DisableAsAsked" }>,
+  ): Promise<void> {
+    await handleCommand(this.options.store, webhookStream(command.webhookId), webhookDecider, command).catch(
+      (error: unknown) => {
+        if (!(error instanceof DomainError)) throw error;
+      },
+    );
   }
 
   private async abandon(deliveryId: number): Promise<void> {
