@@ -1271,6 +1271,12 @@ function eventsSource(stream: string, subjects: string[]): ConsumerSource {
   };
 }
 
+/** Whether the connected server is nats-server 2.10 or later, where a consumer filters on a list of subjects. */
+export function takesSubjectLists(nc: NatsConnection): boolean {
+  const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
+  return major > 2 || (major === 2 && minor >= 10);
+}
+
 /**
  * The narrowest single filter taking every one of `subjects`: their common leading tokens and
  * `>` (`events.>` at widest), or the subject itself when they are all one.
@@ -1465,9 +1471,7 @@ class NatsConsumer {
     // kind (a server refuses both at once).
     const { subjects } = this.source;
     if (subjects.length === 1) return { filter_subject: subjects[0]!, filter_subjects: undefined };
-    const [major = 0, minor = 0] = (this.nc.info?.version ?? "0.0").split(".").map(Number);
-    if (major > 2 || (major === 2 && minor >= 10))
-      return { filter_subject: undefined, filter_subjects: subjects };
+    if (takesSubjectLists(this.nc)) return { filter_subject: undefined, filter_subjects: subjects };
     return { filter_subject: coveringSubject(subjects), filter_subjects: undefined };
   }
 

@@ -7,9 +7,10 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { AckPolicy, connect, type NatsConnection, nanos, headers as natsHeaders } from "nats";
+import { AckPolicy, connect, nanos, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
+import { takesSubjectLists } from "../src/nats.ts";
 import { LEASE_COUNTED_BY_ANNOUNCER_MS, LEASE_HEADER } from "../src/read-leases.ts";
 import { messageBusContract } from "./contract.ts";
 
@@ -26,12 +27,6 @@ messageBusContract("nats", async () => ({
   connect: (name) => connectNatsBus({ url: server.url, name, logger: silentLogger }),
   cleanup: async () => {},
 }));
-
-/** Whether the server is 2.10 or later: a consumer filters on a list of subjects there. */
-function takesSubjectLists(nc: NatsConnection): boolean {
-  const [major = 0, minor = 0] = (nc.info?.version ?? "0.0").split(".").map(Number);
-  return major > 2 || (major === 2 && minor >= 10);
-}
 
 describe("NATS adapter specifics", () => {
   it("creates the EVENTS stream on events.> with the duplicate window, and updates it", async () => {
