@@ -160,8 +160,13 @@ const EVENT_ID_HEADER = "x-event-id";
  */
 const KV_NO_RESPONDERS_TRIES = 5;
 const KV_NO_RESPONDERS_RETRY_MS = 250;
-/** JetStream API error code for "wrong last sequence" (a KV compare-and-set lost). */
-const WRONG_LAST_SEQUENCE = 10071;
+/**
+ * The JetStream API error codes of "wrong last sequence": a KV compare-and-set lost. 10071 names
+ * the key's current sequence. 10164 names none: a replicated stream (nats-server 2.11 on) gives it
+ * when another write expecting a sequence of the same key is still in flight, as when two
+ * replicas record the same key at once. nats.js 2.29 knows only the first.
+ */
+const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
 /** A consumer's create refused: one of that name exists with another configuration (2.10 on). */
@@ -2307,7 +2312,7 @@ class NatsKeyValue implements KeyValue {
 }
 
 function rethrowConflict(error: unknown, key: string): never {
-  if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) throw new KvConflictError(key);
+  if (WRONG_LAST_SEQUENCE.has(apiErrorCode(error) ?? 0)) throw new KvConflictError(key);
   rethrowUnreachable(error, `kv write ${key}`);
 }
 

@@ -1,7 +1,13 @@
 import { type NatsClusterHandle, startNatsCluster, startNatsServer } from "@cheese/testing";
 import { connect, nanos } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BusLogger, connectNatsBus, type MessageBus, ReplicasRefusedError } from "../src/index.ts";
+import {
+  type BusLogger,
+  connectNatsBus,
+  KvConflictError,
+  type MessageBus,
+  ReplicasRefusedError,
+} from "../src/index.ts";
 
 /** A logger that keeps its info lines, to see what the bus says it changed. */
 function recordingLogger(): BusLogger & { lines: string[] } {
@@ -154,6 +160,56 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
     } finally {
       await reader.close();
       await writer.close();
+    }
+  }, 90_000);
+
+  it("answers a compare-and-set that loses a race to a write still in flight with KvConflictError", async () => {
+    // Three clients, one on each server, race to create the same keys and then to update them
+    // from the same revision: the way two replicas of a service record the same thing at start.
+    // A replicated stream refuses a write whose key has another such write in flight with an
+    // error of its own (10164, "wrong last sequence" without a sequence; 10071 otherwise).
+    const buses = await Promise.all(
+      cluster.nodes.map(({ url }, i) =>
+        connectNatsBus({ url, name: `racer-${i}`, replicas: 3, logger: recordingLogger() }),
+      ),
+    );
+    try {
+      const buckets = await Promise.all(buses.map((bus) => bus.kv("races")));
+      const outcome = (settled: PromiseSettledResult<number>[]) =>
+        settled.map((result) =>
+          result.status === "fulfilled"
+            ? "written"
+            : result.reason instanceof KvConflictError
+              ? "conflict"
+              : String(result.reason),
+        );
+      const seen: string[] = [];
+      for (let round = 0; round < 40; round++) {
+        const key = `key-${round}`;
+        const created = outcome(
+          await Promise.allSettled(
+            buckets.flatMap((kv) => [1, 2].map((n) => kv.create(key, new TextEncoder().encode(`${n}`)))),
+          ),
+        );
+        const revision = (await buckets[0]!.get(key))!.revision;
+        const updated = outcome(
+          await Promise.allSettled(
+            buckets.flatMap((kv) =>
+              [1, 2].map(() => kv.update(key, new TextEncoder().encode("u"), revision)),
+            ),
+          ),
+        );
+        for (const results of [created, updated]) {
+          seen.push(...results.filter((r) => r !== "written" && r !== "conflict"));
+          expect(
+            results.filter((r) => r === "written"),
+            results.join(", "),
+          ).toHaveLength(1);
+        }
+      }
+      expect(seen).toEqual([]);
+    } finally {
+      for (const bus of buses) await bus.close();
     }
   }, 90_000);
 });
