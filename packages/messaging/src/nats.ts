@@ -396,7 +396,11 @@ class StreamSettings {
    * of it then waits for its whole time-out (a service starting on a fresh cluster failed its
    * first key-value read so, and exited).
    */
-  async ensure(name: string, wanted: WantedStream, raced = false): Promise<void> {
+  ensure(name: string, wanted: WantedStream): Promise<void> {
+    return afterRacedAdds(() => this.ensureOnce(name, wanted));
+  }
+
+  private async ensureOnce(name: string, wanted: WantedStream): Promise<void> {
     const config = { ...wanted, num_replicas: this.replicas };
     let info: StreamInfo;
     try {
@@ -406,15 +410,10 @@ class StreamSettings {
       this.assertClustered();
       // Several services may race to create it. An identical config makes `add` idempotent once
       // the stream exists, but while another's `add` is still under way the server may refuse
-      // this one (subjects overlap): the stream is then read again, as if it had been there.
-      try {
-        await untilAnswered(`stream ${name}`, this.log, () =>
-          this.jsm.streams.add({ name, storage: StorageType.File, ...config }),
-        );
-      } catch (refused) {
-        if (!raced && lostRacedAdd(refused)) return this.ensure(name, wanted, true);
-        this.rethrowRefused(refused);
-      }
+      // this one (subjects overlap, name in use): `ensure` then reads it again.
+      await untilAnswered(`stream ${name}`, this.log, () =>
+        this.jsm.streams.add({ name, storage: StorageType.File, ...config }),
+      ).catch((refused) => this.rethrowRefused(refused));
       return this.led(name);
     }
     const current = info.config;
@@ -477,6 +476,16 @@ function apiErrorCode(error: unknown): number | undefined {
 function lostRacedAdd(error: unknown): boolean {
   const code = apiErrorCode(error);
   return code === SUBJECTS_OVERLAP || code === STREAM_NAME_IN_USE;
+}
+
+/**
+ * `make` (which reads the stream first, and adds it only when missing) asked again while its
+ * `add` loses to another client's still under way: on a loaded cluster a stream being made can
+ * stay unseen for more than one ask (a service starting beside nine others exited on the second
+ * refusal). Within the leader wait; still refused after it, the refusal is thrown.
+ */
+function afterRacedAdds<T>(make: () => Promise<T>): Promise<T> {
+  return askAgain(make, { pauseMs: 100, forMs: LEADER_WAIT_MS, retryOn: lostRacedAdd });
 }
 
 /** A stream setting as the log line shows it: durations in seconds, the rest as they are. */
@@ -1052,9 +1061,7 @@ class NatsBus implements MessageBus {
         }),
       );
     // Several clients may open a new bucket at once; one whose `add` lost the race opens it again.
-    const kv = await open()
-      .catch((error) => (lostRacedAdd(error) ? open() : Promise.reject(error)))
-      .catch((error) => this.streams.rethrowRefused(error));
+    const kv = await afterRacedAdds(open).catch((error) => this.streams.rethrowRefused(error));
     if (options?.readOnly) {
       // Bound, not made: a bucket its owner has not made yet is an error now (the caller opens it
       // again later), not a watch that never starts.
