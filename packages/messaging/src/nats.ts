@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
+  type ApiError,
   type ConsumerConfig,
   ConsumerEvents,
   type ConsumerInfo,
@@ -168,6 +169,8 @@ const KV_NO_RESPONDERS_RETRY_MS = 250;
  */
 const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
 const STREAM_NOT_FOUND = 10059;
+/** A message refused because another publish of its id is still in flight (a replicated stream). */
+const DUPLICATE_IN_PROCESS = 10158;
 const CONSUMER_NOT_FOUND = 10014;
 /** A consumer's create refused: one of that name exists with another configuration (2.10 on). */
 const CONSUMER_EXISTS = 10148;
@@ -1228,7 +1231,26 @@ const PUBLISH_TIMEOUT_MS = 5_000;
  * fails with the `NatsError` `js.publish` fails with (code "503" when no stream takes the
  * subject, "TIMEOUT" when nothing answered), so callers tell the cases apart as before.
  */
-async function publishToStream(
+function publishToStream(
+  replies: ReplyInbox,
+  subject: string,
+  data: Uint8Array,
+  headers: Headers | undefined,
+  options: { msgID?: string; expectStream?: string },
+): Promise<PubAck> {
+  const publish = () => publishOnce(replies, subject, data, headers, options);
+  if (options.msgID === undefined) return publish();
+  // A replicated stream refuses a message whose id another publish of it still has in flight
+  // (two replays of one dead letter at once, two relays in a handover): asked again once that
+  // one is stored, it is acknowledged as the duplicate it is.
+  return askAgain(publish, {
+    pauseMs: 20,
+    forMs: PUBLISH_TIMEOUT_MS,
+    retryOn: (error) => apiErrorCode(error) === DUPLICATE_IN_PROCESS,
+  });
+}
+
+async function publishOnce(
   replies: ReplyInbox,
   subject: string,
   data: Uint8Array,
@@ -1246,9 +1268,15 @@ async function publishToStream(
     if (error instanceof RequestTimeoutError) throw NatsError.errorForCode(ErrorCode.Timeout);
     throw error;
   }
-  const ack = decodeJson(reply) as Partial<PubAck> & { error?: { code?: number; description?: string } };
-  if (ack.error)
-    throw new NatsError(ack.error.description ?? "JetStream refused the message", `${ack.error.code}`);
+  const ack = decodeJson(reply) as Partial<PubAck> & { error?: ApiError };
+  if (ack.error) {
+    const refused = new NatsError(
+      ack.error.description ?? "JetStream refused the message",
+      `${ack.error.code}`,
+    );
+    refused.api_error = ack.error;
+    throw refused;
+  }
   if (typeof ack.stream !== "string" || ack.stream === "" || typeof ack.seq !== "number")
     throw NatsError.errorForCode(ErrorCode.JetStreamInvalidAck);
   return { stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true };
@@ -2062,6 +2090,7 @@ const DEAD_LETTER_STREAM = "DEAD_LETTERS";
 const PARKED_SUBJECT = "deadletters.parked";
 const REPLAY_SUBJECT = "deadletters.replay";
 const NO_MESSAGE_FOUND = 10037;
+const MESSAGE_DELETE_FAILED = 10057;
 /** A durable's name is one subject token. */
 const DURABLE_NAME = /^[A-Za-z0-9_-]+$/;
 
@@ -2158,10 +2187,18 @@ class NatsDeadLetters implements DeadLetters {
     return true;
   }
 
-  /** Removes a message of the stream; one already gone is no error. */
+  /**
+   * Removes a message of the stream; one already gone is no error. A replicated stream says so
+   * as a failed delete (10057) whose description is "no message found".
+   */
   async remove(seq: number): Promise<void> {
     await this.jsm.streams.deleteMessage(DEAD_LETTER_STREAM, seq, false).catch((error) => {
-      if (apiErrorCode(error) !== NO_MESSAGE_FOUND) throw error;
+      const code = apiErrorCode(error);
+      const gone =
+        code === NO_MESSAGE_FOUND ||
+        (code === MESSAGE_DELETE_FAILED &&
+          (error as NatsError).api_error?.description === "no message found");
+      if (!gone) throw error;
     });
   }
 

@@ -163,6 +163,51 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
     }
   }, 90_000);
 
+  it("replays a dead letter once when clients of three servers replay it at once", async () => {
+    const buses = await Promise.all(
+      cluster.nodes.map(({ url }, i) =>
+        connectNatsBus({ url, name: `replayer-${i}`, replicas: 3, logger: recordingLogger() }),
+      ),
+    );
+    try {
+      const [first] = buses as [MessageBus, ...MessageBus[]];
+      const subject = "events.test.letter.made";
+      const handled: string[] = [];
+      let broken = true;
+      first.consume({
+        durable: "replay-race",
+        subjects: [subject],
+        maxRedeliveryDelayMs: 50,
+        deadLetterAfterMs: 200,
+        handler: async (event) => {
+          if (broken) throw new Error("down");
+          handled.push(event.id);
+        },
+      });
+      for (let round = 0; round < 5; round++) {
+        broken = true;
+        await first.publish({ id: `letter-${round}`, subject, payload: { round } });
+        const letters = first.deadLetters();
+        await expect
+          .poll(async () => (await letters.list({ durable: "replay-race", limit: 10 })).items.length, {
+            timeout: 15_000,
+          })
+          .toBe(1);
+        const [letter] = (await letters.list({ durable: "replay-race", limit: 1 })).items;
+        broken = false;
+        const replayed = await Promise.allSettled(
+          buses.flatMap((bus) => [1, 2].map(() => bus.deadLetters().replay(letter!.id))),
+        );
+        expect(replayed.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))).toEqual([]);
+        await expect.poll(() => handled.filter((id) => id === `letter-${round}`)).toHaveLength(1);
+      }
+      // Each handled once, a late second replay of an earlier round included.
+      expect(handled).toEqual([0, 1, 2, 3, 4].map((round) => `letter-${round}`));
+    } finally {
+      for (const bus of buses) await bus.close();
+    }
+  }, 120_000);
+
   it("answers a compare-and-set that loses a race to a write still in flight with KvConflictError", async () => {
     // Three clients, one on each server, race to create the same keys and then to update them
     // from the same revision: the way two replicas of a service record the same thing at start.
