@@ -2187,18 +2187,10 @@ class NatsDeadLetters implements DeadLetters {
     return true;
   }
 
-  /**
-   * Removes a message of the stream; one already gone is no error. A replicated stream says so
-   * as a failed delete (10057) whose description is "no message found".
-   */
+  /** Removes a message of the stream; one already gone is no error. */
   async remove(seq: number): Promise<void> {
     await this.jsm.streams.deleteMessage(DEAD_LETTER_STREAM, seq, false).catch((error) => {
-      const code = apiErrorCode(error);
-      const gone =
-        code === NO_MESSAGE_FOUND ||
-        (code === MESSAGE_DELETE_FAILED &&
-          (error as NatsError).api_error?.description === "no message found");
-      if (!gone) throw error;
+      if (!messageGone(error)) throw error;
     });
   }
 
@@ -2219,6 +2211,18 @@ class NatsDeadLetters implements DeadLetters {
       throw error;
     }
   }
+}
+
+/**
+ * Whether a message delete failed because the message was gone already: 10037 from one server, a
+ * failed delete (10057) saying "no message found" from a replicated stream.
+ */
+function messageGone(error: unknown): boolean {
+  const code = apiErrorCode(error);
+  return (
+    code === NO_MESSAGE_FOUND ||
+    (code === MESSAGE_DELETE_FAILED && (error as NatsError).api_error?.description === "no message found")
+  );
 }
 
 function seqOf(id: string | undefined): number | undefined {
@@ -2312,7 +2316,7 @@ class NatsKeyValue implements KeyValue {
       const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
       if (entry?.operation === "PUT") {
         await this.eraseRevision(entry.revision).catch((error) => {
-          if (!(error instanceof NatsError && /no message found/i.test(error.message))) throw error;
+          if (!messageGone(error)) throw error;
         });
       }
       await this.delete(key);
