@@ -1231,15 +1231,9 @@ const PUBLISH_TIMEOUT_MS = 5_000;
  * fails with the `NatsError` `js.publish` fails with (code "503" when no stream takes the
  * subject, "TIMEOUT" when nothing answered), so callers tell the cases apart as before.
  */
-function publishToStream(
-  replies: ReplyInbox,
-  subject: string,
-  data: Uint8Array,
-  headers: Headers | undefined,
-  options: { msgID?: string; expectStream?: string },
-): Promise<PubAck> {
-  const publish = () => publishOnce(replies, subject, data, headers, options);
-  if (options.msgID === undefined) return publish();
+function publishToStream(...message: Parameters<typeof publishOnce>): Promise<PubAck> {
+  const publish = () => publishOnce(...message);
+  if (message[4].msgID === undefined) return publish();
   // A replicated stream refuses a message whose id another publish of it still has in flight
   // (two replays of one dead letter at once, two relays in a handover): asked again once that
   // one is stored, it is acknowledged as the duplicate it is.

@@ -163,12 +163,16 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
     }
   }, 90_000);
 
-  it("replays a dead letter once when clients of three servers replay it at once", async () => {
-    const buses = await Promise.all(
+  /** A client of each server of the cluster, as the replicas of a service are. */
+  const busOnEachServer = (name: string) =>
+    Promise.all(
       cluster.nodes.map(({ url }, i) =>
-        connectNatsBus({ url, name: `replayer-${i}`, replicas: 3, logger: recordingLogger() }),
+        connectNatsBus({ url, name: `${name}-${i}`, replicas: 3, logger: recordingLogger() }),
       ),
     );
+
+  it("replays a dead letter once when clients of three servers replay it at once", async () => {
+    const buses = await busOnEachServer("replayer");
     try {
       const [first] = buses as [MessageBus, ...MessageBus[]];
       const subject = "events.test.letter.made";
@@ -213,11 +217,7 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
     // from the same revision: the way two replicas of a service record the same thing at start.
     // A replicated stream refuses a write whose key has another such write in flight with an
     // error of its own (10164, "wrong last sequence" without a sequence; 10071 otherwise).
-    const buses = await Promise.all(
-      cluster.nodes.map(({ url }, i) =>
-        connectNatsBus({ url, name: `racer-${i}`, replicas: 3, logger: recordingLogger() }),
-      ),
-    );
+    const buses = await busOnEachServer("racer");
     try {
       const buckets = await Promise.all(buses.map((bus) => bus.kv("races")));
       const outcome = (settled: PromiseSettledResult<number>[]) =>
