@@ -20,7 +20,10 @@ const serviceEntry = fileURLToPath(
 );
 const launcherFlags = launcherNodeOptions.split(" ");
 const MAX_BACKOFF_MS = 5000;
-/** Lines of a process's stderr kept, to repeat why it refused its configuration. */
+/**
+ * Lines of a process's stderr kept since its start, to repeat why it refused its configuration
+ * or why it exited.
+ */
 const KEPT_STDERR_LINES = 20;
 
 interface Instance {
@@ -175,7 +178,9 @@ export class Supervisor {
       // A process that ran a while gets an immediate restart; one that keeps crashing backs off.
       if (Date.now() - started > 10_000) instance.restarts = 0;
       const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** instance.restarts++);
-      const said = instance.passOutput ? {} : { lastLine: instance.stderr.at(-1) };
+      // What it said last on standard error, in the same record: a failed start's error (printed
+      // over several lines, among every other process's) or nats-server's last lines.
+      const said = instance.stderr.length > 0 ? { stderr: instance.stderr.join("\n") } : {};
       logger.error(
         { process: instance.label, exit: signal ?? code, restartInMs: delay, ...said },
         "process exited",
