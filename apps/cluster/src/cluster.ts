@@ -323,6 +323,37 @@ export async function dependents(dataDir: string, nodeName: string): Promise<str
   }
 }
 
+/**
+ * The service replicas' NATS connections each node closed since `since` (ms since the epoch), with
+ * the reason it gave, asked of the nodes' monitors (`/connz?state=closed`): "ordering#1 on nats-3:
+ * Slow Consumer (Write Deadline)". A client that reconnects has had its connection closed by the
+ * server (a slow consumer, a stale connection) or has given it up (the server seen as gone: then
+ * the node closes it later, "Client Closed" or a read error). A node killed meanwhile has
+ * forgotten its own.
+ */
+export async function closedSince(dataDir: string, since: number): Promise<string[]> {
+  const { nats, services } = info(dataDir);
+  const replicaAt = new Map(services.map(({ name, replica, address }) => [address, `${name}#${replica}`]));
+  const perNode = await Promise.all(
+    nats.map(async ({ name, url }) => {
+      try {
+        const answer = await fetch(`${monitorUrl(url)}/connz?state=closed&limit=4096`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        const { connections = [] } = (await answer.json()) as {
+          connections?: { ip: string; stop?: string; reason?: string }[];
+        };
+        return connections
+          .filter(({ ip, stop }) => replicaAt.has(ip) && stop !== undefined && Date.parse(stop) >= since)
+          .map(({ ip, reason }) => `${replicaAt.get(ip)} on ${name}: ${reason ?? "no reason given"}`);
+      } catch {
+        return [];
+      }
+    }),
+  );
+  return perNode.flat().sort();
+}
+
 function tail(file: string): string {
   try {
     return readFileSync(file, "utf8").split("\n").slice(-40).join("\n");

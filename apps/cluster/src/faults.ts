@@ -4,7 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assertHostsPossible, bridgeAddress, inNamespace } from "@cheese/launcher/hosts";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { type ClusterInfo, dependents, down, info, jetStreamState, monitorUrl, up } from "./cluster.ts";
+import {
+  type ClusterInfo,
+  closedSince,
+  dependents,
+  down,
+  info,
+  jetStreamState,
+  monitorUrl,
+  up,
+} from "./cluster.ts";
 import { Load } from "./load.ts";
 import { type SlowLinkMechanism, slowLink, slowLinkMechanism } from "./slow-link.ts";
 
@@ -135,18 +144,22 @@ async function injectFaults(
   });
   /** Counted from the fault's start, which is when the fault before it left the cluster whole. */
   let before = refusals();
+  let faultStarted = Date.now();
   const healed = async (fault: string) => {
     const { ms, down } = await untilReady(cluster.url);
     recoveries.push({ fault, ms });
     // The next fault starts on a whole cluster: every process and node back.
     await untilWhole(dataDir);
     const now = refusals();
+    const closed = await closedSince(dataDir, faultStarted);
     say(
       `${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}; ` +
         `${now.refused - before.refused} 503s${mostRefused(before.refusedFor, now.refusedFor)}, ` +
-        `${now.unanswered - before.unanswered} unanswered`,
+        `${now.unanswered - before.unanswered} unanswered; ` +
+        `NATS connections closed: ${closed.length === 0 ? "none" : closed.join(", ")}`,
     );
     before = now;
+    faultStarted = Date.now();
   };
   const services = ["catalogue", "ordering", "customer", "notification", "gateway"];
   for (let round = 0; short ? round < 1 : Date.now() - started < LONG_RUN_MS; round++) {
