@@ -14,7 +14,7 @@ COPY . .
 # console (apps/console, beside each gateway) calls the API through it.
 RUN mkdir -p /all /prod \
  && cp --parents package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc scripts/build-argon2.mjs \
-      */*/package.json /all/ \
+      patches/*.patch */*/package.json /all/ \
  && cp -a /all/. /prod/ \
  && rm -rf /prod/packages/testing /prod/apps/cluster
 
