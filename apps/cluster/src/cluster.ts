@@ -210,6 +210,16 @@ export function monitorUrl(natsUrl: string): string {
   return natsUrl.replace(/^nats:/, "http:").replace(/:4222$/, ":8222");
 }
 
+/** A node's monitor asked `path`, for 2 s at most. */
+function askMonitor(natsUrl: string, path: string): Promise<Response> {
+  return fetch(`${monitorUrl(natsUrl)}${path}`, { signal: AbortSignal.timeout(2000) });
+}
+
+/** Each service replica (`catalogue#1`) by its host's address, the client address a node sees. */
+function replicasByAddress(services: ClusterInfo["services"]): Map<string, string> {
+  return new Map(services.map(({ name, replica, address }) => [address, `${name}#${replica}`]));
+}
+
 interface Jsz {
   meta_cluster?: { leader?: string; cluster_size?: number };
   account_details?: {
@@ -251,9 +261,8 @@ export async function jetStreamState(dataDir: string): Promise<string> {
   const nodeAt = new Map(nodes.map(({ name, url }) => [new URL(url).hostname, name]));
   const lines = await Promise.all(
     nodes.map(async ({ name, url }) => {
-      const monitor = monitorUrl(url);
       const get = async (path: string) => {
-        const response = await fetch(`${monitor}${path}`, { signal: AbortSignal.timeout(2000) });
+        const response = await askMonitor(url, path);
         return { status: response.status, body: await response.text() };
       };
       try {
@@ -283,7 +292,7 @@ export async function jetStreamState(dataDir: string): Promise<string> {
           ...streams,
         ].join("\n");
       } catch (error) {
-        return `  ${name}: no answer from ${monitor} (${(error as Error).message})`;
+        return `  ${name}: no answer from ${monitorUrl(url)} (${(error as Error).message})`;
       }
     }),
   );
@@ -300,12 +309,10 @@ export async function dependents(dataDir: string, nodeName: string): Promise<str
   const { nats, services } = info(dataDir);
   const node = nats.find(({ name }) => name === nodeName);
   if (!node) return `no node ${nodeName}`;
-  const monitor = monitorUrl(node.url);
-  const get = async <T>(path: string) =>
-    (await (await fetch(`${monitor}${path}`, { signal: AbortSignal.timeout(2000) })).json()) as T;
+  const get = async <T>(path: string) => (await (await askMonitor(node.url, path)).json()) as T;
   try {
     const connz = await get<{ connections?: { ip: string; name?: string }[] }>("/connz?limit=4096");
-    const replicaAt = new Map(services.map(({ name, replica, address }) => [address, `${name}#${replica}`]));
+    const replicaAt = replicasByAddress(services);
     const clients = (connz.connections ?? [])
       .map(({ ip, name }) => replicaAt.get(ip) ?? `${name ?? "?"} at ${ip}`)
       .sort();
@@ -319,7 +326,7 @@ export async function dependents(dataDir: string, nodeName: string): Promise<str
       `leads ${led(streams)} of ${streams.length} streams, ${led(consumers)} of ${consumers.length} consumers`
     );
   } catch (error) {
-    return `no answer from ${monitor} (${(error as Error).message})`;
+    return `no answer from ${monitorUrl(node.url)} (${(error as Error).message})`;
   }
 }
 
@@ -333,13 +340,11 @@ export async function dependents(dataDir: string, nodeName: string): Promise<str
  */
 export async function closedSince(dataDir: string, since: number): Promise<string[]> {
   const { nats, services } = info(dataDir);
-  const replicaAt = new Map(services.map(({ name, replica, address }) => [address, `${name}#${replica}`]));
+  const replicaAt = replicasByAddress(services);
   const perNode = await Promise.all(
     nats.map(async ({ name, url }) => {
       try {
-        const answer = await fetch(`${monitorUrl(url)}/connz?state=closed&limit=4096`, {
-          signal: AbortSignal.timeout(2000),
-        });
+        const answer = await askMonitor(url, "/connz?state=closed&limit=4096");
         const { connections = [] } = (await answer.json()) as {
           connections?: { ip: string; stop?: string; reason?: string }[];
         };

@@ -141,17 +141,17 @@ async function injectFaults(
     refused: load.answers.byStatus.get(503) ?? 0,
     refusedFor: new Map(load.answers.refusedFor),
     unanswered: load.answers.unanswered,
+    at: Date.now(),
   });
   /** Counted from the fault's start, which is when the fault before it left the cluster whole. */
   let before = refusals();
-  let faultStarted = Date.now();
   const healed = async (fault: string) => {
     const { ms, down } = await untilReady(cluster.url);
     recoveries.push({ fault, ms });
     // The next fault starts on a whole cluster: every process and node back.
     await untilWhole(dataDir);
     const now = refusals();
-    const closed = await closedSince(dataDir, faultStarted);
+    const closed = await closedSince(dataDir, before.at);
     say(
       `${fault}: healed, /readyz 200 after ${(ms / 1000).toFixed(1)} s${downMeanwhile(down)}; ` +
         `${now.refused - before.refused} 503s${mostRefused(before.refusedFor, now.refusedFor)}, ` +
@@ -159,7 +159,6 @@ async function injectFaults(
         `NATS connections closed: ${closed.length === 0 ? "none" : closed.join(", ")}`,
     );
     before = now;
-    faultStarted = Date.now();
   };
   const services = ["catalogue", "ordering", "customer", "notification", "gateway"];
   for (let round = 0; short ? round < 1 : Date.now() - started < LONG_RUN_MS; round++) {
