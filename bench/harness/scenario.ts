@@ -27,6 +27,12 @@ export interface BenchOptions {
   /** REPLICAS of every service (1 on a single host, 2 in a cluster, unless `--replicas`). */
   replicas: number;
   /**
+   * `--rate`: the orders a second of the one-registration measurement (300; 30 with `--quick`).
+   * Its targets are judged at 300 only: another rate is for a machine that 300 saturates, or for
+   * finding where a system starts to queue.
+   */
+  oneRegistrationRate: number;
+  /**
    * `--profile`: the node flags the system's processes start with (`--cpu-prof`), and where a
    * measurement adds the spans of the monotonic clock its profiles are summarised over.
    */

@@ -11,6 +11,7 @@ const options = (quick: boolean, system: BenchOptions["system"] = "single"): Ben
   seconds: 2,
   rounds: 1,
   replicas: 1,
+  oneRegistrationRate: quick ? 30 : 300,
 });
 
 const namesOf = (all: Scenario[]) =>
@@ -34,6 +35,22 @@ describe("bench scenario names", () => {
     expect(names).toContain("2,000 cheeses and orders (--quick; 100,000 in a full run)");
     expect(names).toContain("40 cheeses (--quick; 200 in a full run)");
     expect(names.filter((name) => /among 100,000$|^100,000 cheeses|^200 cheeses/.test(name))).toEqual([]);
+  });
+
+  it("name the one-registration measurement for the rate it runs (--rate)", () => {
+    const names = (rate: number, quick = false) =>
+      namesOf(scenarios({ ...options(quick), oneRegistrationRate: rate })).filter((name) =>
+        name.startsWith("one registration"),
+      );
+    expect(names(300)).toEqual(["one registration at 300 orders/s"]);
+    expect(names(75)).toEqual(["one registration at 75 orders/s"]);
+    expect(names(50, true)).toEqual(["one registration at 50 orders/s (--quick; 300 in a full run)"]);
+    // `--only=one registration` selects it whatever its rate.
+    const all = scenarios({ ...options(false), oneRegistrationRate: 75 });
+    const wanted = selection("one registration", namesOf(all));
+    expect(all.filter((s) => s.kind === "measurement" && wanted(s.name)).map((s) => s.name)).toEqual([
+      "one registration at 75 orders/s",
+    ]);
   });
 
   it.each([false, true])("--only=100,000 selects the list among the large fixture (quick: %s)", (quick) => {
