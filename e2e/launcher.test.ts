@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { processNodeOptions } from "@cheese/launcher/node-options";
 import { acceptsConnections, processAlive } from "@cheese/testing";
 import { Client } from "undici";
@@ -48,6 +50,16 @@ describe.skipIf(launcherOnly("the gateway balancer of REPLICAS=2"))("pnpm start 
         );
       }
     }
+  });
+
+  it("runs its nats-server with its share of the machine's cores as GOMAXPROCS", () => {
+    const { natsPid } = JSON.parse(readFileSync(join(system.dataDir, "run", "processes.json"), "utf8"));
+    const goMaxProcs = readFileSync(`/proc/${natsPid}/environ`, "utf8")
+      .split("\0")
+      .find((variable) => variable.startsWith("GOMAXPROCS="));
+    // The cores over the processes sharing them: nats-server, and two each of the gateway, the
+    // catalogue and the process of ordering, customer and notification.
+    expect(goMaxProcs).toBe(`GOMAXPROCS=${Math.max(1, Math.floor(availableParallelism() / 7))}`);
   });
 
   it("keeps serving through the balancer when one gateway process dies", async () => {

@@ -20,7 +20,13 @@ import {
 import { assertHostsPossible, type Host, makeHosts, removeHosts } from "./hosts.ts";
 import { type Backend, onLoopback, startLoadBalancer } from "./load-balancer.ts";
 import { dataDirIdentities } from "./nats-identities.ts";
-import { findNatsServer, type RunningNats, startNatsCluster, startNatsServer } from "./nats-server.ts";
+import {
+  findNatsServer,
+  natsServerProcs,
+  type RunningNats,
+  startNatsCluster,
+  startNatsServer,
+} from "./nats-server.ts";
 import { createLineWriter, lineDestination } from "./output.ts";
 import { Supervisor } from "./supervisor.ts";
 
@@ -99,6 +105,9 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   // One host per NATS node and per process (`LAUNCH_HOSTS=netns`), made before anything starts.
   const hosts = onHosts ? makeHosts(hostNames(backends, config.REPLICAS), dataDir) : undefined;
   const hostOf = (name: string): Host | undefined => hosts?.get(name);
+  // The processes that share the machine's cores: the nats-servers, and every replica of every
+  // process of the services (the gateway's included).
+  const sharing = (hosts ? NATS_NODES.length : 1) + (backends.length + 1) * config.REPLICAS;
   let nats: RunningNats[] = [];
   try {
     if (hosts && natsBinary) {
@@ -106,12 +115,17 @@ async function main(): Promise<{ stop(): Promise<void> }> {
         natsBinary,
         dataDir,
         authorization,
+        natsServerProcs(sharing),
         NATS_NODES.map((name) => ({ name, ...(hostOf(name) as Host) })),
       );
       log.info(`started a NATS cluster of ${nats.length} (${nats.map((node) => node.url).join(", ")})`);
     } else if (!config.NATS_URL && natsBinary) {
       // Never on the gateway's port, which nothing holds until the gateway starts.
-      nats = [await startNatsServer(natsBinary, dataDir, authorization, [config.GATEWAY_PORT])];
+      nats = [
+        await startNatsServer(natsBinary, dataDir, authorization, natsServerProcs(sharing), [
+          config.GATEWAY_PORT,
+        ]),
+      ];
       log.info(`started ${natsBinary} at ${nats[0]?.url} (JetStream data in ${dataDir}/nats)`);
     }
   } catch (error) {

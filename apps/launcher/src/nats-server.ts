@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { freeListenPort } from "@cheese/service-kit/launch";
 
@@ -24,7 +25,26 @@ export function findNatsServer(): string | undefined {
  */
 const setpriv = process.platform === "linux" ? onPath("setpriv") : undefined;
 
+/**
+ * GOMAXPROCS for each nats-server the launcher starts, when the environment does not set one: its
+ * share of the machine's cores, `cores / processes` (the nats-servers and the services' processes
+ * the launcher starts, which share them), at least 1. Go sizes its scheduler to every core it
+ * sees: with more Ps than the server's share, a goroutine woken by a message (several per message)
+ * sets an idle P's thread spinning for work, on cores the services need. On the 2-core machine,
+ * where this is 1, that was 12-17 % of the nats-servers' CPU per order below saturation, single
+ * host and cluster alike (docs/performance.md, "NATS").
+ */
+export function natsServerProcs(
+  processes: number,
+  cores = availableParallelism(),
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  return env.GOMAXPROCS || String(Math.max(1, Math.floor(cores / processes)));
+}
+
 interface NatsServerOptions {
+  /** Its GOMAXPROCS (`natsServerProcs`). */
+  procs: string;
   host: string;
   port: number;
   storeDir: string;
@@ -66,12 +86,14 @@ export async function startNatsServer(
   binary: string,
   dataDir: string,
   authorization: string,
+  procs: string,
   avoid: readonly number[] = [],
 ): Promise<RunningNats> {
   const port = await freeListenPort("127.0.0.1", { avoid });
   const storeDir = resolve(join(dataDir, "nats"));
   mkdirSync(storeDir, { recursive: true });
   const options = {
+    procs,
     host: "127.0.0.1",
     port,
     storeDir,
@@ -103,6 +125,7 @@ export async function startNatsCluster(
   binary: string,
   dataDir: string,
   authorization: string,
+  procs: string,
   nodes: { name: string; address: string; netns: string; exec: string[] }[],
 ): Promise<RunningNats[]> {
   const routes = nodes.map(({ address }) => `nats://${address}:${ROUTE_PORT}`);
@@ -112,6 +135,7 @@ export async function startNatsCluster(
       const storeDir = resolve(join(dataDir, "nats", name));
       mkdirSync(storeDir, { recursive: true });
       const options: NatsServerOptions = {
+        procs,
         host: address,
         port: CLIENT_PORT,
         storeDir,
@@ -215,11 +239,11 @@ async function runNatsServer(binary: string, options: NatsServerOptions): Promis
  * it gets SIGUSR2 (lame duck, then exit: see `LAME_DUCK`) when the process that started it
  * dies, however it died (SIGKILL, a crash, a signal before its handlers were set), so no
  * nats-server outlives its launcher. Its output is read (a full pipe would block it); what it
- * prints is the caller's to use or drop.
+ * prints is the caller's to use or drop. `ip netns exec` and setpriv pass its environment on.
  */
 function spawnNatsServer(
   binary: string,
-  { host, port, storeDir, configFile, cluster, exec = [] }: NatsServerOptions,
+  { procs, host, port, storeDir, configFile, cluster, exec = [] }: NatsServerOptions,
 ): ChildProcess {
   const args = ["-c", configFile, "-a", host, "-p", String(port), "-js", "-sd", storeDir];
   if (cluster) {
@@ -228,7 +252,11 @@ function spawnNatsServer(
   }
   const command = setpriv ? [setpriv, "--pdeathsig", "SIGUSR2", "--", binary, ...args] : [binary, ...args];
   const [file, ...argv] = [...exec, ...command] as [string, ...string[]];
-  const child = spawn(file, argv, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, argv, {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, GOMAXPROCS: procs },
+  });
   child.stdout?.resume();
   child.stderr?.resume();
   return child;
