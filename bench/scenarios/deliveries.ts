@@ -1,9 +1,10 @@
 /**
  * Webhook deliveries per second, two measurements, each on a system of its own:
  *
- * 1. `oneRegistration`: one registration for `order.placed`, orders at a fixed 300/s (`--rate`; after 3 s
- *    at that rate, unmeasured): the order's 201 p99 and the webhook's p99 (201 → arrival), the
- *    CPU per order per process and each stage's p50 / p99 (`order-stages.ts`).
+ * 1. `oneRegistration`: one registration for `order.placed`, orders at a fixed 300/s (another
+ *    with `--rate`; after 3 s at that rate, unmeasured): the order's 201 p99 and the webhook's
+ *    p99 (201 → arrival), the CPU per order per process and each stage's p50 / p99
+ *    (`order-stages.ts`).
  * 2. `webhookDeliveries`: ten registrations for `order.placed`, each at a receiver of its own on
  *    this host, so every order makes ten deliveries; orders placed at rising fixed rates (open
  *    loop) until the deliveries' p99 (the order's 201 → arrival) passes a second or some never
