@@ -49,6 +49,19 @@ export function listenPortRanges(): { launcher: PortRange; tests: PortRange } {
   return { launcher: { low: LOWEST, high: middle }, tests: { low: middle, high: Math.max(middle, low) } };
 }
 
+/**
+ * The Fetch standard's "bad ports": `fetch` (undici, and every browser) refuses to connect to
+ * them ("bad port"), so no HTTP server of ours may listen on one. 10080 is within the launcher's
+ * range: a gateway behind the balancer on it was unreachable by fetch, its console's calls back
+ * to it too.
+ */
+const FETCH_BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104,
+  109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515,
+  526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049,
+  3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
 /** Ports this process handed out lately (epoch ms): not handed out again before they are bound. */
 const handedOut = new Map<number, number>();
 const HANDED_OUT_MS = 120_000;
@@ -59,9 +72,9 @@ const HANDED_OUT_MS = 120_000;
  * back into that range when closed, where any process on the machine binding port 0 (a health
  * server, say) may get it before ours listens, and then answers in its place. It is chosen
  * `within` a range (the launcher's half of `listenPortRanges` by default), never one of `avoid`
- * (a port already promised to another process, such as `GATEWAY_PORT`), and never one this
- * process handed out in the last two minutes. Falls back to the kernel's choice when no port of
- * the range is free.
+ * (a port already promised to another process, such as `GATEWAY_PORT`), never one this process
+ * handed out in the last two minutes, and never one `fetch` refuses (`FETCH_BAD_PORTS`). Falls
+ * back to the kernel's choice when no port of the range is free.
  */
 export async function freeListenPort(
   host = "127.0.0.1",
@@ -71,7 +84,7 @@ export async function freeListenPort(
   const avoid = new Set(options.avoid ?? []);
   const now = Date.now();
   for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
-  const usable = (port: number) => !avoid.has(port) && !handedOut.has(port);
+  const usable = (port: number) => !avoid.has(port) && !handedOut.has(port) && !FETCH_BAD_PORTS.has(port);
   const span = high - low;
   for (let tries = 0; span > 0 && tries < 20; tries++) {
     const candidate = low + Math.floor(Math.random() * span);

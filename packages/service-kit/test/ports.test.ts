@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { freeListenPort, listenPortRanges } from "../src/ports.ts";
@@ -37,6 +38,19 @@ describe("a port to listen on a moment later", () => {
     expect([low, low + 1, low + 2]).not.toContain(
       await freeListenPort("127.0.0.1", { within, avoid: [low] }),
     );
+  });
+
+  it("is never a port fetch refuses to connect to (10080, within the launcher's range)", async () => {
+    // A range holding 10080 alone: never that port, but the kernel's choice, which fetch reaches.
+    const port = await freeListenPort("127.0.0.1", { within: { low: 10_080, high: 10_081 } });
+    expect(port).not.toBe(10_080);
+    const http = createHttpServer((_, response) => response.end("ok"));
+    await new Promise<void>((resolve) => http.listen(port, "127.0.0.1", resolve));
+    try {
+      expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe("ok");
+    } finally {
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 
   it("picks the launcher's ports and the tests' from halves that never meet", () => {
