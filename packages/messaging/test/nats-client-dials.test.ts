@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
  * the attempt's socket went on sending SYNs; once the node was reachable again it connected,
  * unread, and when that socket closed the client took it for its own connection closing: it
  * left its live connection open and unanswered (the server later closed it as stale, which did
- * the same again), over and over (docs/operations.md, "The slowed link's 503s"). Dropping a
+ * the same again), over and over (docs/operations.md, "The NATS client is patched"). Dropping a
  * port's SYNs takes root and iptables; elsewhere the suite says why it skips.
  */
 function unavailable(): string | undefined {
