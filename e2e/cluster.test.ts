@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ClusterInfo, jetStreamState, monitorUrl } from "@cheese/cluster/cluster";
 import { inNamespace } from "@cheese/launcher/hosts";
+import { launcherNodeOptions } from "@cheese/launcher/node-options";
 import { askAgain } from "@cheese/messaging";
 import { tempDir } from "@cheese/testing";
 import { connect, nkeyAuthenticator } from "nats";
@@ -86,6 +87,10 @@ describe.skipIf(reason)("pnpm cluster", () => {
   it("up --json says where every node and process runs, once /readyz is 200", async () => {
     expect(running.url).toBe(`http://127.0.0.1:${env.GATEWAY_PORT}`);
     expect(running.dataDir).toBe(data.path);
+    // The launcher runs as `pnpm start` runs it, with its own V8 options.
+    const { launcher } = JSON.parse(readFileSync(join(data.path, "run", "processes.json"), "utf8"));
+    const launcherArgs = readFileSync(`/proc/${launcher}/cmdline`, "utf8").split("\0");
+    expect(launcherArgs).toEqual(expect.arrayContaining(launcherNodeOptions.split(" ")));
     // NATS lets in only the identities the launcher made; the operators' may read JetStream's
     // state, and nothing that a service does.
     expect(running.natsCredentials).toBe(join(data.path, "nats-identities", "monitor.nk"));

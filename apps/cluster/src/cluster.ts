@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { assertDataDirFree } from "@cheese/launcher/data-dir";
 import { assertHostsPossible, existingNamespaces, hostsOwner, removeHosts } from "@cheese/launcher/hosts";
 import { monitorSeedFile } from "@cheese/launcher/nats-identities";
+import { launcherNodeOptions } from "@cheese/launcher/node-options";
 import { ConfigError, replaceFile } from "@cheese/service-kit/launch";
 
 /** What `pnpm cluster up --json` prints (and `faults` works from). */
@@ -81,10 +82,11 @@ export async function up(callerEnv: Record<string, string | undefined>): Promise
   mkdirSync(join(dataDir, "run"), { recursive: true });
   const logFile = join(dataDir, "run", "cluster.log");
   const log = openSync(logFile, "w");
-  // A CPU profile asked of `up` (`pnpm bench --cluster --profile` runs it with --cpu-prof) is
-  // asked of the launcher, whose services inherit its flags; no other flag of `up`'s is passed.
+  // The launcher runs with the V8 options `pnpm start` gives it. A CPU profile asked of `up`
+  // (`pnpm bench --cluster --profile` runs it with --cpu-prof) is asked of the launcher, whose
+  // services inherit its flags; no other flag of `up`'s is passed.
   const profiling = process.execArgv.filter((flag) => flag.startsWith("--cpu-prof"));
-  const child = spawn(process.execPath, [...profiling, launcher], {
+  const child = spawn(process.execPath, [...launcherNodeOptions.split(" "), ...profiling, launcher], {
     env,
     detached: true,
     stdio: ["ignore", log, log],
