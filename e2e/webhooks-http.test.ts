@@ -2,24 +2,7 @@ import { Receiver } from "@cheese/testing/receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayAndNotification, PUBLIC_URL } from "./support/gateway-in-process.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";
-
-const allKinds = [
-  "order.placed",
-  "order.confirmed",
-  "order.shipped",
-  "order.delivered",
-  "order.cancelled",
-  "cheese.new_arrival",
-  "cheese.low_stock",
-  "cheese.out_of_stock",
-  "cheese.back_in_stock",
-  "customer.created",
-  "customer.updated",
-  "customer.subscription_changed",
-  "api_key.expiring",
-  "webhook.test",
-  "webhook.disabled",
-];
+import { everyKind } from "./support/webhooks.ts";
 
 /** A response body as loosely typed JSON, for assertions. */
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
@@ -477,7 +460,7 @@ describe("webhook registrations over HTTP", () => {
       "webhook_id",
     ]);
     expect(Object.keys(doc.paths["/webhooks/{id}/test"].post.responses)).toContain("202");
-    expect(Object.keys(doc.webhooks).sort()).toEqual([...allKinds].sort());
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...everyKind].sort());
     const shipped = doc.webhooks["order.shipped"].post;
     const schemaRef = shipped.requestBody.content["application/json"].schema.$ref as string;
     const envelope = doc.components.schemas[schemaRef.split("/").pop()!];

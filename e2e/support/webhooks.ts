@@ -2,6 +2,29 @@ import type { Receiver } from "@cheese/testing/receiver";
 import { expect } from "vitest";
 import { json, type RunningSystem } from "./system.ts";
 
+/**
+ * Every event kind a registration may ask for: the spec's (docs/webhooks.md, "Event kinds") and
+ * our `webhook.disabled`. Written out here, not imported from the contracts, so that the suites
+ * check the served lists and documents against the kinds a user was promised.
+ */
+export const everyKind = [
+  "order.placed",
+  "order.confirmed",
+  "order.shipped",
+  "order.delivered",
+  "order.cancelled",
+  "cheese.new_arrival",
+  "cheese.low_stock",
+  "cheese.out_of_stock",
+  "cheese.back_in_stock",
+  "customer.created",
+  "customer.updated",
+  "customer.subscription_changed",
+  "api_key.expiring",
+  "webhook.test",
+  "webhook.disabled",
+];
+
 /** What the webhook calls go to, asked at each call (the suites start it in `beforeAll`). */
 export interface WebhookTarget {
   system: RunningSystem;
