@@ -21,13 +21,12 @@ export {
 } from "./kv-records.ts";
 export { type BusLogger, consoleLogger, silentLogger } from "./log.ts";
 export {
-  BusAuthorizationError,
   connectNatsBus,
   DEFAULT_EVENTS_MAX_AGE_MS,
   DEFAULT_EVENTS_MAX_BYTES,
   type NatsBusOptions,
-  ReplicasRefusedError,
-} from "./nats.ts";
+} from "./nats/bus.ts";
+export { BusAuthorizationError, ReplicasRefusedError } from "./nats/errors.ts";
 export { type OperatorRequestOptions, operatorRequest } from "./operator-request.ts";
 export * from "./port.ts";
 export {

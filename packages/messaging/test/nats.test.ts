@@ -10,7 +10,7 @@ import {
 import { AckPolicy, connect, nanos, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
-import { takesSubjectLists } from "../src/nats.ts";
+import { takesSubjectLists } from "../src/nats/consumer.ts";
 import { LEASE_COUNTED_BY_ANNOUNCER_MS, LEASE_HEADER } from "../src/read-leases.ts";
 import { messageBusContract } from "./contract.ts";
 
