@@ -39,6 +39,7 @@ import {
 } from "../port.ts";
 import { assertKvBucket } from "../subjects.ts";
 import { eventsSource, NatsConsumer, replaySource } from "./consumer.ts";
+import type { BusContext } from "./context.ts";
 import { NatsDeadLetters } from "./dead-letters.ts";
 import {
   apiErrorCode,
@@ -176,6 +177,8 @@ class NatsBus implements MessageBus {
   private up = resolved();
   /** Handlers of {@link MessageBus.onConnectionChange}. */
   private readonly watchers = new Set<(connected: boolean) => void>();
+  /** What the bus's parts share of it (context.ts), made once. */
+  private readonly context: BusContext;
   private readonly notices: NoticeChannels;
 
   constructor(
@@ -212,7 +215,7 @@ class NatsBus implements MessageBus {
       }
     })();
     void nc.closed().then(() => this.up.resolve());
-    this.notices = new NoticeChannels({
+    this.context = {
       nc,
       jsm,
       js,
@@ -225,7 +228,8 @@ class NatsBus implements MessageBus {
       whileUp: this.whileUp,
       register: (closable) => this.register(closable),
       kv: (bucket) => this.kv(bucket),
-    });
+    };
+    this.notices = new NoticeChannels(this.context);
   }
 
   /**
@@ -359,19 +363,7 @@ class NatsBus implements MessageBus {
    */
   consume(options: ConsumeOptions): Consumer {
     const consumers = [eventsSource(this.stream, options.subjects), replaySource(options.durable)].map(
-      (source) =>
-        new NatsConsumer(
-          this.nc,
-          this.jsm,
-          this.js,
-          this.replies,
-          source,
-          options,
-          this.log,
-          this.whileUp,
-          this.link,
-          this.letters,
-        ),
+      (source) => new NatsConsumer(this.context, source, options, this.letters),
     );
     const registered = this.register({
       close: async () => void (await Promise.all(consumers.map((c) => c.close()))),

@@ -6,8 +6,6 @@ import {
   type ConsumerConfig,
   type ConsumerInfo,
   DeliverPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
   type JsMsg,
   type NatsConnection,
   nanos,
@@ -20,14 +18,13 @@ import {
   workingIntervalMs,
 } from "../delivery.ts";
 import { decodeJson } from "../json.ts";
-import type { BusLogger } from "../log.ts";
 import { BusUnavailableError, type ConsumeOptions, type DeadLetter, type DeliveredEvent } from "../port.ts";
 import { subjectMatches } from "../subjects.ts";
+import type { BusContext } from "./context.ts";
 import { DEAD_LETTER_STREAM, type NatsDeadLetters, REPLAY_SUBJECT } from "./dead-letters.ts";
 import { apiErrorCode, CONSUMER_EXISTS, CONSUMER_NOT_FOUND } from "./errors.ts";
 import { EVENT_ID_HEADER, fromNatsHeaders } from "./headers.ts";
-import { type Link, signal, unlessLost } from "./link.ts";
-import type { ReplyInbox } from "./reply-inbox.ts";
+import { signal, unlessLost } from "./link.ts";
 
 /** The JetStream ack payload, and how an unconfirmed ack is retried (see `confirmAck`). */
 const ACK = new TextEncoder().encode("+ACK");
@@ -130,15 +127,9 @@ export class NatsConsumer {
   private readonly stream: string;
 
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly jsm: JetStreamManager,
-    private readonly js: JetStreamClient,
-    private readonly replies: ReplyInbox,
+    private readonly bus: BusContext,
     private readonly source: ConsumerSource,
     private readonly options: ConsumeOptions,
-    private readonly log: BusLogger,
-    private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
-    private readonly link: Link,
     private readonly letters: NatsDeadLetters,
   ) {
     this.stream = source.stream;
@@ -150,11 +141,11 @@ export class NatsConsumer {
     this.closed.resolve();
     this.stopCurrent?.();
     // A JetStream request of the loop (re-creating the durable) may wait for its time-out.
-    await this.whileUp(() => this.done);
+    await this.bus.whileUp(() => this.done);
     await Promise.allSettled([...this.inFlight]);
     // Acks sent while closing are fire-and-forget; make sure the server has them before anyone
     // else takes over.
-    if (!this.nc.isClosed()) await this.whileUp(() => this.nc.flush());
+    if (!this.bus.nc.isClosed()) await this.bus.whileUp(() => this.bus.nc.flush());
   }
 
   /** Resolves once the durable exists; rejects if this consumer closes first. */
@@ -169,7 +160,7 @@ export class NatsConsumer {
 
   /** Resolves when the connection is up, or this consumer closing (then `closing` is true). */
   private async connectionUp(): Promise<void> {
-    await Promise.race([this.link.whenUp(), this.closed.promise]);
+    await Promise.race([this.bus.link.whenUp(), this.closed.promise]);
   }
 
   /**
@@ -185,14 +176,14 @@ export class NatsConsumer {
     while (!this.closing) {
       await this.connectionUp();
       if (this.closing) return;
-      const lost = this.link.lost();
+      const lost = this.bus.link.lost();
       try {
         if (this.source.stream === DEAD_LETTER_STREAM)
           await unlessLost(this.letters.ensureStream(), lost, `consumer ${this.options.durable}`);
         await unlessLost(this.ensureDurable(), lost, `consumer ${this.options.durable}`);
         this.exists.resolve();
         const consumer = await unlessLost(
-          this.js.consumers.get(this.stream, this.options.durable),
+          this.bus.js.consumers.get(this.stream, this.options.durable),
           lost,
           `consumer ${this.options.durable}`,
         );
@@ -216,10 +207,10 @@ export class NatsConsumer {
           this.inFlight.add(work);
         }
       } catch (err) {
-        if (this.closing || this.nc.isClosed()) return;
+        if (this.closing || this.bus.nc.isClosed()) return;
         // The connection dropped under a request: wait for the reconnect (top of the loop).
         if (err instanceof BusUnavailableError) continue;
-        this.log.error({ err, durable: this.options.durable }, "consumer failed; retrying");
+        this.bus.log.error({ err, durable: this.options.durable }, "consumer failed; retrying");
         await new Promise((r) => setTimeout(r, 1_000));
       }
     }
@@ -238,7 +229,7 @@ export class NatsConsumer {
     // kind (a server refuses both at once).
     const { subjects } = this.source;
     if (subjects.length === 1) return { filter_subject: subjects[0]!, filter_subjects: undefined };
-    if (takesSubjectLists(this.nc)) return { filter_subject: undefined, filter_subjects: subjects };
+    if (takesSubjectLists(this.bus.nc)) return { filter_subject: undefined, filter_subjects: subjects };
     return { filter_subject: coveringSubject(subjects), filter_subjects: undefined };
   }
 
@@ -258,7 +249,7 @@ export class NatsConsumer {
       max_ack_pending: this.maxInFlight,
     };
     const add = (start: Partial<ConsumerConfig>) =>
-      this.jsm.consumers
+      this.bus.jsm.consumers
         .add(this.stream, {
           durable_name: this.options.durable,
           ack_policy: AckPolicy.Explicit,
@@ -267,7 +258,7 @@ export class NatsConsumer {
         })
         .catch((error: unknown) => {
           if (apiErrorCode(error) !== CONSUMER_EXISTS) throw error;
-          return this.jsm.consumers.update(this.stream, this.options.durable, editable);
+          return this.bus.jsm.consumers.update(this.stream, this.options.durable, editable);
         });
     const startAt = this.options.startAt ?? "all";
     if (startAt === "all" || this.source.stream === DEAD_LETTER_STREAM) {
@@ -314,13 +305,13 @@ export class NatsConsumer {
       return { deliver_policy: DeliverPolicy.All };
     const seq = replaced
       ? replaced.ack_floor.stream_seq + 1
-      : (await this.jsm.streams.info(this.stream)).state.last_seq + 1;
+      : (await this.bus.jsm.streams.info(this.stream)).state.last_seq + 1;
     return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: seq };
   }
 
   private async consumerInfo(durable: string): Promise<ConsumerInfo | undefined> {
     try {
-      return await this.jsm.consumers.info(this.stream, durable);
+      return await this.bus.jsm.consumers.info(this.stream, durable);
     } catch (error) {
       if (apiErrorCode(error) === CONSUMER_NOT_FOUND) return undefined;
       throw error;
@@ -338,7 +329,7 @@ export class NatsConsumer {
     try {
       event = { ...this.source.decode(m), deliveryCount };
     } catch (err) {
-      this.log.error({ ...base, err }, "undecodable event dropped");
+      this.bus.log.error({ ...base, err }, "undecodable event dropped");
       m.term();
       return;
     }
@@ -390,7 +381,7 @@ export class NatsConsumer {
     );
     if (!this.failing.has(seq)) {
       this.failing.set(seq, now);
-      this.log.warn(
+      this.bus.log.warn(
         { ...details, deliveryCount: event.deliveryCount, err },
         "event handler failed; retrying",
       );
@@ -419,12 +410,12 @@ export class NatsConsumer {
         `${this.stream}:${seq}:${firstFailedAt}`,
       );
     } catch (parkError) {
-      this.log.warn({ ...details, err: parkError }, "could not store a dead letter; the event stays");
+      this.bus.log.warn({ ...details, err: parkError }, "could not store a dead letter; the event stays");
       m.nak(delayMs);
       return;
     }
     this.failing.delete(seq);
-    this.log.error(
+    this.bus.log.error(
       { ...details, deliveryCount: event.deliveryCount, err, deadLetter: letter.id },
       "event dead-lettered",
     );
@@ -448,15 +439,15 @@ export class NatsConsumer {
     const giveUpAt = Date.now() + (this.options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS);
     while (true) {
       await this.connectionUp();
-      const lost = this.link.lost();
+      const lost = this.bus.link.lost();
       try {
-        const confirmed = this.replies.request(ackSubject, ACK, undefined, ACK_CONFIRM_TIMEOUT_MS);
+        const confirmed = this.bus.replies.request(ackSubject, ACK, undefined, ACK_CONFIRM_TIMEOUT_MS);
         await unlessLost(confirmed, lost, `ack ${m.seq}`);
         return;
       } catch (err) {
-        if (this.closing || this.nc.isClosed() || Date.now() > giveUpAt) return m.ack();
+        if (this.closing || this.bus.nc.isClosed() || Date.now() > giveUpAt) return m.ack();
         if (err instanceof BusUnavailableError) continue; // sent again once reconnected
-        this.log.warn(
+        this.bus.log.warn(
           { durable: this.options.durable, seq: m.seq, err },
           "ack not confirmed; sending it again",
         );

@@ -1,9 +1,8 @@
 /**
  * A notice channel's stream, followed in order, with its read lease.
  */
-import { ConsumerEvents, DeliverPolicy, type JetStreamClient, type JsMsg } from "nats";
+import { ConsumerEvents, DeliverPolicy, type JsMsg } from "nats";
 import { decodeJson } from "../json.ts";
-import type { BusLogger } from "../log.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_COUNT_HEADER } from "../notices.ts";
 import { BusUnavailableError, type FollowHandlers } from "../port.ts";
 import {
@@ -15,7 +14,8 @@ import {
   type LeaseRecord,
 } from "../read-leases.ts";
 import { assertNoticeChannel } from "../subjects.ts";
-import { type Link, signal, unlessLost } from "./link.ts";
+import type { BusContext } from "./context.ts";
+import { signal, unlessLost } from "./link.ts";
 
 /**
  * A notice channel's stream and its two subjects there: the announcers' notices (`subject`) and
@@ -123,14 +123,11 @@ export class NatsFollower {
   private lastLease: LeaseMark | undefined;
 
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly bus: BusContext,
     private readonly channel: string,
     private readonly ensure: () => Promise<void>,
     private readonly streamEnd: (channel: string) => Promise<number>,
     private readonly handlers: FollowHandlers,
-    private readonly log: BusLogger,
-    private readonly whileUp: (work: () => Promise<unknown>) => Promise<void>,
-    private readonly link: Link,
     private readonly hooks: FollowerHooks = {},
     private readonly lease?: FollowerLease,
   ) {
@@ -156,7 +153,7 @@ export class NatsFollower {
       ]);
       clearTimeout(timer);
     }
-    await this.whileUp(() => this.done);
+    await this.bus.whileUp(() => this.done);
   }
 
   /**
@@ -180,7 +177,7 @@ export class NatsFollower {
       timer = setTimeout(() => resolve(undefined), NOTICE_BARRIER_WAIT_MS);
     });
     try {
-      const last = await Promise.race([this.lastSequence(this.link.lost()), late]);
+      const last = await Promise.race([this.lastSequence(this.bus.link.lost()), late]);
       if (last === undefined || !this.following) return false;
       if (last < this.lastNotice) {
         // The stream was made again and its sequences started over: follow it from its new end.
@@ -221,7 +218,7 @@ export class NatsFollower {
       if (!this.following) return;
       lease.append(holder.ask()).catch((err: unknown) => {
         // The lease runs out: reads wait for a barrier meanwhile.
-        if (this.following) this.log.warn({ err, channel: this.channel }, "read lease not renewed");
+        if (this.following) this.bus.log.warn({ err, channel: this.channel }, "read lease not renewed");
       });
     };
     ask();
@@ -232,9 +229,9 @@ export class NatsFollower {
   /** Like `NatsConsumer.run`: only while connected, starting over (and so resetting) at each reconnect. */
   private async run(): Promise<void> {
     while (!this.closing) {
-      await Promise.race([this.link.whenUp(), this.closed.promise]);
+      await Promise.race([this.bus.link.whenUp(), this.closed.promise]);
       if (this.closing) return;
-      const lost = this.link.lost();
+      const lost = this.bus.link.lost();
       const what = `notices ${this.channel}`;
       let stopRenewing = () => {};
       const run = ++this.runs;
@@ -252,7 +249,7 @@ export class NatsFollower {
         const start = from.seq;
         const only = this.hooks.only;
         const consumer = await unlessLost(
-          this.js.consumers.get(this.stream, {
+          this.bus.js.consumers.get(this.stream, {
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: start + 1,
             ...(only ? { filterSubjects: only } : {}),
@@ -306,7 +303,7 @@ export class NatsFollower {
       } catch (err) {
         if (this.closing) return;
         if (!(err instanceof BusUnavailableError)) {
-          this.log.error({ err, channel: this.channel }, "following notices failed; retrying");
+          this.bus.log.error({ err, channel: this.channel }, "following notices failed; retrying");
           await Promise.race([new Promise((r) => setTimeout(r, 1_000)), this.closed.promise]);
         }
       } finally {
@@ -353,7 +350,7 @@ export class NatsFollower {
       else throw new Error(`${NOTICE_COUNT_HEADER}: ${count}, not the number of notices in the message`);
     } catch (err) {
       // An unreadable notice could be about anything.
-      this.log.error({ err, channel: this.channel, seq }, "unreadable notice");
+      this.bus.log.error({ err, channel: this.channel, seq }, "unreadable notice");
       this.handlers.onReset();
       this.applied.advance(seq);
       return;
@@ -362,7 +359,7 @@ export class NatsFollower {
       try {
         this.handlers.onNotice(payload);
       } catch (err) {
-        this.log.error({ err, channel: this.channel, seq }, "notice handler failed");
+        this.bus.log.error({ err, channel: this.channel, seq }, "notice handler failed");
       }
     }
     this.applied.advance(seq);

@@ -3,16 +3,8 @@
  * for the lease holders) and following them.
  */
 import { randomUUID } from "node:crypto";
-import {
-  type JetStreamClient,
-  type JetStreamManager,
-  type NatsConnection,
-  NatsError,
-  nanos,
-  type StreamInfo,
-} from "nats";
+import { NatsError, nanos, type StreamInfo } from "nats";
 import { decodeJson, encodeJson } from "../json.ts";
-import type { BusLogger } from "../log.ts";
 import {
   NOTICE_BARRIER_WAIT_MS,
   NOTICE_BATCH_MAX,
@@ -20,14 +12,7 @@ import {
   NOTICE_MAX_AGE_MS,
   NOTICE_MAX_MSGS,
 } from "../notices.ts";
-import {
-  BusUnavailableError,
-  type Closable,
-  type Follower,
-  type FollowHandlers,
-  type KeyValue,
-  KvConflictError,
-} from "../port.ts";
+import { type Follower, type FollowHandlers, type KeyValue, KvConflictError } from "../port.ts";
 import {
   encodeLeaseRecord,
   LEASE_HEADER,
@@ -37,12 +22,12 @@ import {
   LeaseTable,
   realTimers,
 } from "../read-leases.ts";
+import type { BusContext } from "./context.ts";
 import { NO_MESSAGE_FOUND, rethrowUnreachable } from "./errors.ts";
 import { NatsFollower, noticeStream, type Replay } from "./follower.ts";
 import { headersOfText } from "./headers.ts";
-import { type Link, unlessLost } from "./link.ts";
+import { unlessLost } from "./link.ts";
 import { EMPTY, type PubAck, publishToStream, type ReplyInbox } from "./reply-inbox.ts";
-import type { StreamSettings } from "./streams.ts";
 
 /**
  * The most records an announcer's follower reads back from a notice stream's first one when it
@@ -73,31 +58,13 @@ function appendLeaseRecord(replies: ReplyInbox, channel: string, record: LeaseRe
   );
 }
 
-/** What the notice channels use of the bus they are part of. */
-export interface NoticeBus {
-  readonly nc: NatsConnection;
-  readonly jsm: JetStreamManager;
-  readonly js: JetStreamClient;
-  readonly replies: ReplyInbox;
-  readonly streams: StreamSettings;
-  readonly log: BusLogger;
-  readonly link: Link;
-  /** Throws {@link BusUnavailableError} while the connection is down. */
-  reachable(what: string): void;
-  connected(): boolean;
-  whileUp(work: () => Promise<unknown>): Promise<void>;
-  /** Closed with the bus. */
-  register(closable: Closable): Closable;
-  kv(bucket: string): Promise<KeyValue>;
-}
-
 /**
  * The bus's notice channels (`MessageBus.announce` and `follow`): each channel's stream, made
  * sure of once, the notices of one turn stored together, the followers, and the lease table of
  * the channels this bus announces on.
  */
 export class NoticeChannels {
-  constructor(private readonly bus: NoticeBus) {}
+  constructor(private readonly bus: BusContext) {}
 
   /** Notice channels whose stream this bus has made sure of. */
   private readonly noticeStreams = new Map<string, Promise<void>>();
@@ -238,14 +205,11 @@ export class NoticeChannels {
     const id = randomUUID();
     this.leaseTables.set(channel, { id, table: leases });
     const follower = new NatsFollower(
-      this.bus.js,
+      this.bus,
       channel,
       () => this.ensureNotices(channel),
       this.lastSequence,
       { onNotice: () => {}, onReset: () => {} },
-      this.bus.log,
-      this.bus.whileUp,
-      this.bus.link,
       {
         // Its lease records only: an announcer's follower never reads a notice.
         only: noticeStream(channel).lease,
@@ -350,14 +314,11 @@ export class NoticeChannels {
 
   follow(channel: string, handlers: FollowHandlers): Follower {
     const follower = new NatsFollower(
-      this.bus.js,
+      this.bus,
       channel,
       () => this.ensureNotices(channel),
       this.lastSequence,
       handlers,
-      this.bus.log,
-      this.bus.whileUp,
-      this.bus.link,
       // It reads the whole stream, from its end: notices and lease records in their one order.
       { startAt: async () => ({ seq: await this.streamEnd(channel) }) },
       {
