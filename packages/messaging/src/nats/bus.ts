@@ -442,10 +442,7 @@ class NatsBus implements MessageBus {
       // nats.js leaves a bucket that exists as it is: one made with another replica count is updated.
       await this.streams.ensure(`KV_${bucket}`, {});
     }
-    // Erasing a value's bytes (not only marking its key deleted) goes through the KV's stream.
-    const eraseRevision = (revision: number) =>
-      this.jsm.streams.deleteMessage(`KV_${bucket}`, revision, true);
-    return new NatsKeyValue(kv, (c) => this.register(c), this.log, eraseRevision, this.reachable);
+    return new NatsKeyValue(this.context, bucket, kv);
   }
 
   onConnectionChange(handler: (connected: boolean) => void): Closable {

@@ -9,9 +9,10 @@ import type { ReplyInbox } from "./reply-inbox.ts";
 import type { StreamSettings } from "./streams.ts";
 
 /**
- * What the parts of the bus (its consumers, notice channels and followers) share of it: the
- * connection and JetStream, the reply inbox, the stream settings, the log, and the connection's
- * state. The bus makes one (`NatsBus.context`) and hands it to each part it makes.
+ * What the parts of the bus (its consumers, notice channels, followers and key-value buckets)
+ * share of it: the connection and JetStream, the reply inbox, the stream settings, the log, and
+ * the connection's state. The bus makes one (`NatsBus.context`) and hands it to each part it
+ * makes.
  */
 export interface BusContext {
   readonly nc: NatsConnection;

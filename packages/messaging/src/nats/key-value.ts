@@ -3,9 +3,9 @@
  */
 import { type KV, NatsError } from "nats";
 import { askAgain } from "../ask-again.ts";
-import type { BusLogger } from "../log.ts";
 import { BusUnavailableError, type Closable, type KeyValue, KvConflictError } from "../port.ts";
 import { assertKvKey } from "../subjects.ts";
+import type { BusContext } from "./context.ts";
 import { apiErrorCode, messageGone, rethrowUnreachable, WRONG_LAST_SEQUENCE } from "./errors.ts";
 
 /**
@@ -17,11 +17,9 @@ const KV_NO_RESPONDERS_RETRY_MS = 250;
 
 export class NatsKeyValue implements KeyValue {
   constructor(
+    private readonly bus: BusContext,
+    private readonly bucket: string,
     private readonly kv: KV,
-    private readonly register: (closable: Closable) => Closable,
-    private readonly log: BusLogger,
-    private readonly eraseRevision: (revision: number) => Promise<boolean>,
-    private readonly reachable: (what: string) => void,
   ) {}
 
   async get(key: string) {
@@ -74,7 +72,7 @@ export class NatsKeyValue implements KeyValue {
   private answered<T>(what: string, request: () => Promise<T>): Promise<T> {
     return askAgain(
       () => {
-        this.reachable(what);
+        this.bus.reachable(what);
         return request();
       },
       {
@@ -86,7 +84,7 @@ export class NatsKeyValue implements KeyValue {
   }
 
   async deleteMatching(keyPattern: string): Promise<number> {
-    this.reachable(`kv keys ${keyPattern}`);
+    this.bus.reachable(`kv keys ${keyPattern}`);
     const keys: string[] = [];
     try {
       for await (const key of await this.kv.keys(keyPattern)) keys.push(key);
@@ -94,10 +92,11 @@ export class NatsKeyValue implements KeyValue {
       rethrowUnreachable(error, `kv keys ${keyPattern}`);
     }
     for (const key of keys) {
-      // The value's message is overwritten in the stream's files (a plain delete only marks it).
+      // The value's message is overwritten in the stream's files (a plain delete only marks it):
+      // erasing its bytes goes through the bucket's stream.
       const entry = await this.kv.get(key).catch((error) => rethrowUnreachable(error, `kv get ${key}`));
       if (entry?.operation === "PUT") {
-        await this.eraseRevision(entry.revision).catch((error) => {
+        await this.bus.jsm.streams.deleteMessage(`KV_${this.bucket}`, entry.revision, true).catch((error) => {
           if (!messageGone(error)) throw error;
         });
       }
@@ -125,14 +124,14 @@ export class NatsKeyValue implements KeyValue {
             if (e.operation === "PUT") onChange({ key: e.key, value: e.value, revision: e.revision });
             else onChange({ key: e.key, deleted: true });
           } catch (err) {
-            this.log.error({ err, key: e.key }, "kv watch handler failed");
+            this.bus.log.error({ err, key: e.key }, "kv watch handler failed");
           }
         }
       })();
       return iter;
     });
-    started.catch((err) => this.log.error({ err, keyPattern }, "kv watch failed"));
-    return this.register({
+    started.catch((err) => this.bus.log.error({ err, keyPattern }, "kv watch failed"));
+    return this.bus.register({
       close: async () => {
         stopped = true;
         (await started.catch(() => undefined))?.stop();
