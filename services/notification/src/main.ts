@@ -11,8 +11,9 @@ import {
   startService,
 } from "@cheese/service-kit";
 import { type NotificationConfig, notificationConfigSchema } from "./config.ts";
-import { DeliveryScheduler, WEBHOOK_THROTTLE } from "./delivery/scheduler.ts";
+import { DeliveryScheduler } from "./delivery/scheduler.ts";
 import { blobSnapshotStore } from "./delivery/snapshot.ts";
+import { WEBHOOK_THROTTLE } from "./delivery/throttle-gate.ts";
 import { notificationEventVersions } from "./domain/event-versions.ts";
 import { deleteDeadLetter, listDeadLetters, replayDeadLetter } from "./handlers/dead-letters.ts";
 import type { NotificationDeps } from "./handlers/deps.ts";

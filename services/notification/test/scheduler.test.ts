@@ -15,8 +15,9 @@ import {
   verifyWebhookWithKeys,
 } from "@cheese/webhook-signature";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DeliveryScheduler, type SchedulerOptions, WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
+import { DeliveryScheduler, type SchedulerOptions } from "../src/delivery/scheduler.ts";
 import { blobSnapshotStore, type SnapshotStore } from "../src/delivery/snapshot.ts";
+import { WEBHOOK_THROTTLE } from "../src/delivery/throttle-gate.ts";
 import { type DeliveryState, deliveryDecider, deliveryStream } from "../src/domain/delivery.ts";
 import { envelopeBody } from "../src/domain/event-mapping.ts";
 import { type LiveWebhook, type WebhookState, webhookDecider, webhookStream } from "../src/domain/webhook.ts";

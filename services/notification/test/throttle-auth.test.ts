@@ -4,7 +4,7 @@ import { perSecond, SharedBuckets } from "@cheese/rate-limits";
 import { createLogger } from "@cheese/service-kit";
 import { ManualClock, type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { WEBHOOK_THROTTLE } from "../src/delivery/scheduler.ts";
+import { WEBHOOK_THROTTLE } from "../src/delivery/throttle-gate.ts";
 import { webhookDecider } from "../src/domain/webhook.ts";
 import { notificationService } from "../src/main.ts";
 

@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
-import { perSecond, type SharedBuckets, type SharedBucketsOptions } from "@cheese/rate-limits";
+import type { SharedBuckets } from "@cheese/rate-limits";
 import {
   type Clock,
   DomainError,
@@ -50,17 +50,7 @@ import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
-
-/**
- * The registrations' throttles (`rateLimit`): a bucket of one per registration in the NATS
- * key-value bucket `webhook_throttle`, shared by the replicas; held back while unreachable.
- */
-export const WEBHOOK_THROTTLE: SharedBucketsOptions = {
-  bucket: "webhook_throttle",
-  // A bucket of one is full again within a second (`perSecond` is at least 1).
-  ttlMs: 60_000,
-  unreachable: "hold",
-};
+import { ThrottleGate } from "./throttle-gate.ts";
 
 export interface SchedulerOptions {
   store: EventStore;
@@ -170,11 +160,7 @@ export class DeliveryScheduler {
    * receiver gets it as `traceparent`.
    */
   private readonly traces = new Map<number, TraceCarrier>();
-  /** Throttled registrations: when this process may next ask for an attempt slot (epoch ms). */
-  private readonly throttledUntil = new Map<number, number>();
-  /** Throttled registrations with an attempt asking for its slot now. */
-  private readonly taking = new Set<number>();
-  private readonly throttleWakes = new Map<number, Timer>();
+  private readonly throttles: ThrottleGate;
   private readonly auth: ReceiverAuth;
   private inFlight = 0;
   private position: number | undefined;
@@ -197,6 +183,7 @@ export class DeliveryScheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.clock = options.clock ?? systemClock;
+    this.throttles = new ThrottleGate(options.throttle, this.clock, () => this.wake());
     this.auth = new ReceiverAuth({
       open: (sealed) => this.open(sealed),
       timeoutMs: options.timeoutMs,
@@ -265,7 +252,7 @@ export class DeliveryScheduler {
   firstAttempt(deliveryId: number, webhookId: number, metadata: EventMetadata): FirstAttempt | undefined {
     if (this.closed || !this.following) return undefined;
     const status = this.webhooks.get(webhookId)?.status ?? "active";
-    if (status !== "active" || this.throttledUntil.has(webhookId) || !this.hasCapacity(webhookId))
+    if (status !== "active" || this.throttles.has(webhookId) || !this.hasCapacity(webhookId))
       return undefined;
     let settle: (claimed: { state: DeliveryState; revision: number } | undefined) => void = () => {};
     const outcome = new Promise<{ state: DeliveryState; revision: number } | undefined>((resolve) => {
@@ -304,7 +291,7 @@ export class DeliveryScheduler {
     this.closed = true;
     await this.timers.close();
     this.snapshotTimer?.cancel();
-    for (const timer of this.throttleWakes.values()) timer.cancel();
+    this.throttles.close();
     await (await this.following)?.close();
     // Attempts in flight end within the receiver time-out; their results are recorded.
     await Promise.allSettled([...this.work]);
@@ -620,7 +607,7 @@ export class DeliveryScheduler {
     // this process's own deliveries before those of other replicas, which take theirs first.
     const due = [...oldest.values()].flat().sort(this.first);
     for (const [deliveryId, tracked] of due) {
-      if (this.hasCapacity(tracked.webhookId) && !this.throttled(tracked.webhookId))
+      if (this.hasCapacity(tracked.webhookId) && !this.throttles.waits(tracked.webhookId))
         this.run(deliveryId, tracked.webhookId, (answered) => this.attempt(deliveryId, answered));
     }
   }
@@ -655,61 +642,6 @@ export class DeliveryScheduler {
       }
       return undefined;
     }
-  }
-
-  /**
-   * Whether a throttled registration's deliveries wait: until its next slot, and while one of
-   * them asks for it. Otherwise the caller's delivery is the one that asks.
-   */
-  private throttled(webhookId: number): boolean {
-    const until = this.throttledUntil.get(webhookId);
-    if (until === undefined) return false;
-    if (until > this.now() || this.taking.has(webhookId)) return true;
-    this.taking.add(webhookId);
-    return false;
-  }
-
-  /** Asks the throttle for the registration's slot; the registration's next scan waits for the next one. */
-  private async admitted(webhookId: number, rate: number): Promise<boolean> {
-    const retryAt = await this.take(webhookId, rate).finally(() => {
-      this.taking.delete(webhookId);
-    });
-    const until = retryAt ?? this.now() + 1000 / rate;
-    this.throttledUntil.set(webhookId, until);
-    this.throttleWakes.get(webhookId)?.cancel();
-    this.throttleWakes.set(
-      webhookId,
-      this.clock.setTimeout(() => {
-        this.throttleWakes.delete(webhookId);
-        this.wake();
-      }, until - this.now()),
-    );
-    return retryAt === undefined;
-  }
-
-  /** Waits for a slot of the registration (a second request within one attempt). */
-  private async slot(webhookId: number, rate: number): Promise<void> {
-    for (;;) {
-      const retryAt = await this.take(webhookId, rate);
-      if (retryAt === undefined || this.closed) return;
-      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, retryAt - this.now()));
-    }
-  }
-
-  /**
-   * Takes the registration's slot (its bucket of one) if it is free now: undefined when the
-   * attempt may start, else the epoch millisecond to ask again at.
-   */
-  private async take(webhookId: number, rate: number): Promise<number | undefined> {
-    const admission = await this.options.throttle.admit(String(webhookId), perSecond(rate));
-    return admission.allowed ? undefined : this.now() + admission.retryAfterMs;
-  }
-
-  /** A registration whose throttle was removed stops waiting for slots. */
-  private unthrottled(webhookId: number): void {
-    if (!this.throttledUntil.delete(webhookId)) return;
-    this.throttleWakes.get(webhookId)?.cancel();
-    this.throttleWakes.delete(webhookId);
   }
 
   private hasCapacity(webhookId: number): boolean {
@@ -791,7 +723,7 @@ export class DeliveryScheduler {
     try {
       await this.attemptOf(webhookId, deliveryId, answered);
     } finally {
-      this.taking.delete(webhookId);
+      this.throttles.asked(webhookId);
     }
   }
 
@@ -816,8 +748,8 @@ export class DeliveryScheduler {
     const turn = lane ? await this.laneTurn(deliveryId, lane) : undefined;
     if (lane && !turn) return;
     const rateLimit = registration.registration.rateLimit ?? null;
-    if (!rateLimit) this.unthrottled(webhookId);
-    else if (!(await this.admitted(webhookId, rateLimit.perSecond))) return;
+    if (!rateLimit) this.throttles.lifted(webhookId);
+    else if (!(await this.throttles.admitted(webhookId, rateLimit.perSecond))) return;
     const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
     if (claimed?.state.status !== "attempting") return;
     this.own.add(deliveryId); // its retries are this process's first
@@ -861,7 +793,7 @@ export class DeliveryScheduler {
     }
 
     const perSecond = current.registration.rateLimit?.perSecond;
-    if (!slotTaken && perSecond) await this.slot(webhookId, perSecond);
+    if (!slotTaken && perSecond) await this.throttles.slot(webhookId, perSecond, () => this.closed);
     const { signatureAlgorithms } = current.registration;
     const headers = deliveryHeaders({
       secrets: this.secretsOf(current),
@@ -900,7 +832,7 @@ export class DeliveryScheduler {
       // A 401 may be a token the receiver no longer takes: one more request, with a new one.
       if (result.statusCode === 401 && auth.refresh) {
         const fresh = await auth.refresh();
-        if (perSecond) await this.slot(webhookId, perSecond);
+        if (perSecond) await this.throttles.slot(webhookId, perSecond, () => this.closed);
         result = await send(auth, fresh);
       }
     } catch (error) {

@@ -22,7 +22,7 @@ export interface Registration {
    * (domain/lane.ts). Absent in registrations made before lanes existed: false.
    */
   ordered?: boolean;
-  /** At most this many attempts per second (its throttle: `WEBHOOK_THROTTLE` in delivery/scheduler.ts); absent or null: no throttle. */
+  /** At most this many attempts per second (its throttle: `WEBHOOK_THROTTLE` in delivery/throttle-gate.ts); absent or null: no throttle. */
   rateLimit?: WebhookRateLimit | null;
   /** How attempts authenticate to the receiver, its secrets sealed; absent or null: signatures only. */
   auth?: SealedAuth | null;
