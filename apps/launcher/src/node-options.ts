@@ -38,10 +38,10 @@ export const serviceNodeOptions: Record<ServiceName, string> = {
 
 /**
  * The launcher's own V8 options, which `pnpm start` starts it with (package.json's `start`;
- * `pnpm cluster` and the benchmark harness the same way): it holds no data and passes the services' output on, yet
- * V8's default young generation grew resident in full during start-up (its new space 34 MB, 9 MB
- * of it used; the launcher 102–108 MB RSS idle against 86 MB with these). The supervisor does not
- * pass them on to the services, which run with their own (above).
+ * `pnpm cluster` and the benchmark harness the same way): it holds no data and passes the
+ * services' output on, yet V8's default young generation grew resident in full during start-up
+ * (its new space 34 MB, 9 MB of it used; the launcher 102–108 MB RSS idle against 86 MB with
+ * these). The supervisor does not pass them on to the services, which run with their own (above).
  */
 export const launcherNodeOptions = "--max-semi-space-size=1";
 
