@@ -37,6 +37,7 @@ import {
 } from "./harness/report.ts";
 import type { BenchOptions, HttpScenario, Measurement } from "./harness/scenario.ts";
 import { selection } from "./harness/select.ts";
+import { ONE_REGISTRATION_RATE } from "./scenarios/deliveries.ts";
 import { scenarios, scripts } from "./scenarios/index.ts";
 
 const { values: args } = parseArgs({
@@ -60,7 +61,7 @@ const options: BenchOptions = {
   seconds: quick ? 2 : 10,
   rounds: quick ? 1 : 2,
   replicas: Number(args.replicas ?? (cluster ? 2 : 1)),
-  oneRegistrationRate: Number(args.rate ?? (quick ? 30 : 300)),
+  oneRegistrationRate: Number(args.rate ?? (quick ? 30 : ONE_REGISTRATION_RATE)),
 };
 if (!(Number.isInteger(options.oneRegistrationRate) && options.oneRegistrationRate > 0))
   throw new Error(`--rate takes a whole number of orders a second above 0, not ${args.rate}`);
