@@ -56,7 +56,10 @@ export const SUBJECTS_OVERLAP = 10065;
 export const REPLICAS_NOT_SUPPORTED = 10074;
 export const INSUFFICIENT_RESOURCES = 10023;
 export const NO_PEERS_FOR_PLACEMENT = 10005;
-/** A message get or delete found no message there; a replicated stream's failed delete (see `messageGone`). */
+/**
+ * A message get or delete found no message there; a replicated stream's failed delete says it
+ * otherwise (see `messageGone`).
+ */
 export const NO_MESSAGE_FOUND = 10037;
 const MESSAGE_DELETE_FAILED = 10057;
 
