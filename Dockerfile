@@ -16,7 +16,7 @@ RUN mkdir -p /all /prod \
  && cp --parents package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc scripts/build-argon2.mjs \
       patches/*.patch */*/package.json /all/ \
  && cp -a /all/. /prod/ \
- && rm -rf /prod/packages/testing /prod/apps/cluster
+ && rm -rf /prod/packages/testing /prod/packages/service-testing /prod/apps/cluster
 
 FROM node:${NODE_MAJOR}-bookworm-slim AS deps
 # argon2 and better-sqlite3 are compiled from source (see scripts/build-argon2.mjs).

@@ -24,8 +24,8 @@ import { fileURLToPath } from "node:url";
 import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
+import { writeCatalogueHistory } from "@cheese/service-testing/histories";
 import { tempDir } from "@cheese/testing";
-import { writeCatalogueHistory } from "@cheese/testing/histories";
 import { CHEESES_VERSION, cheesesProjection } from "../services/catalogue/src/projections/cheeses.ts";
 import { benchToken, startSystem } from "./harness/system.ts";
 

@@ -1,4 +1,4 @@
-import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/service-testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayWith } from "./support/gateway-in-process.ts";
 import { OPERATOR_CLIENT, OPERATOR_KEY } from "./support/system.ts";

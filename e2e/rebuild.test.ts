@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeCatalogueHistory } from "@cheese/service-testing/histories";
 import { outputOf, tempDir } from "@cheese/testing";
-import { writeCatalogueHistory } from "@cheese/testing/histories";
 import { afterAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
 import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";

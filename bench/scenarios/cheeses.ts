@@ -8,7 +8,11 @@
  * would show. The baseline holds the same cheeses exactly as the API returns them.
  */
 
-import { historicCheese, writeCatalogueHistory, writeOrderingHistory } from "@cheese/testing/histories";
+import {
+  historicCheese,
+  writeCatalogueHistory,
+  writeOrderingHistory,
+} from "@cheese/service-testing/histories";
 import { settle } from "../harness/compare.ts";
 import type { BenchOptions, Doc, Fixture, FixtureData, HttpScenario, Targets } from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";

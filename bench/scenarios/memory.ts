@@ -7,8 +7,8 @@
  * them (read models restored from their snapshots).
  */
 import { join } from "node:path";
+import { writeCatalogueHistory } from "@cheese/service-testing/histories";
 import { tempDir } from "@cheese/testing";
-import { writeCatalogueHistory } from "@cheese/testing/histories";
 import { idleUsage, settle } from "../harness/compare.ts";
 import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
 import { startSystem, type TreeUsage } from "../harness/system.ts";

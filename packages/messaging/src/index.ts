@@ -1,4 +1,3 @@
-export { type AskAgainOptions, askAgain } from "./ask-again.ts";
 export { DEADLINE_HEADER } from "./deadline.ts";
 export {
   DEFAULT_ACK_WAIT_MS,

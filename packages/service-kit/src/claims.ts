@@ -1,5 +1,6 @@
+import { askAgain } from "@cheese/ask-again";
 import type { EventMetadata, EventStore, RecordedEvent } from "@cheese/event-store";
-import { askAgain, RemoteError, type RemoteErrorBody } from "@cheese/messaging";
+import { RemoteError, type RemoteErrorBody } from "@cheese/messaging";
 import { type Clock, isoNow } from "./clock.ts";
 import { type Decider, type DomainEvent, handleCommand } from "./decider.ts";
 import { conflict, DomainError } from "./errors.ts";

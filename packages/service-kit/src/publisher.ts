@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { askAgain } from "@cheese/ask-again";
 import type { EventStore, RecordedEvent } from "@cheese/event-store";
 import {
-  askAgain,
   BusUnavailableError,
   type IntegrationEvent,
   jsonCodec,

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { askAgain } from "@cheese/messaging";
+import { askAgain } from "@cheese/ask-again";
 import { nkeys } from "nats";
 import { freePort } from "./ports.ts";
 import { tempDir } from "./temp-dir.ts";

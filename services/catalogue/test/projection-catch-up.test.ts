@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { createSqliteEventStore, type EventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
+import { historicCheese } from "@cheese/service-testing/histories";
 import { tempDir } from "@cheese/testing";
-import { historicCheese } from "@cheese/testing/histories";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CHEESES, type CheeseDocument, cheesesProjection } from "../src/projections/cheeses.ts";
 

@@ -1,4 +1,4 @@
-import { readModelIndexSuite } from "@cheese/testing/read-model-indexes";
+import { readModelIndexSuite } from "@cheese/service-testing/read-model-indexes";
 import { cheesesCollection } from "../src/projections/cheeses.ts";
 
 await readModelIndexSuite("catalogue", [cheesesCollection]);

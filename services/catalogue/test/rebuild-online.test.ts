@@ -1,8 +1,8 @@
 import { catalogueRpc } from "@cheese/contracts";
 import { callRpc, createInProcessBroker, type InProcessBroker, type MessageBus } from "@cheese/messaging";
 import { createLogger, metricsRegistry, type RebuildReply, type RunningService } from "@cheese/service-kit";
+import { writeCatalogueHistory } from "@cheese/service-testing/histories";
 import { tempDir } from "@cheese/testing";
-import { writeCatalogueHistory } from "@cheese/testing/histories";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { start } from "../src/main.ts";
 

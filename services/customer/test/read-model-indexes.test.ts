@@ -1,4 +1,4 @@
-import { readModelIndexSuite } from "@cheese/testing/read-model-indexes";
+import { readModelIndexSuite } from "@cheese/service-testing/read-model-indexes";
 import { apiKeysCollection } from "../src/projections/api-keys.ts";
 
 await readModelIndexSuite("customer", [apiKeysCollection]);

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { apiKeyHash, catalogueRpc, identityRpc } from "@cheese/contracts";
 import { createInProcessBroker, serveRpc } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
-import { TokenSigner } from "@cheese/testing/stand-ins";
+import { TokenSigner } from "@cheese/service-testing/stand-ins";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenVerifier } from "../src/auth/tokens.ts";

@@ -1,6 +1,6 @@
 import { createInProcessBroker } from "@cheese/messaging";
 import { type ReadinessCheck, runChecks } from "@cheese/service-kit";
-import { makeRevocationsBucket } from "@cheese/testing/stand-ins";
+import { makeRevocationsBucket } from "@cheese/service-testing/stand-ins";
 import { describe, expect, it } from "vitest";
 import { backendServices } from "../src/config.ts";
 import { testGateway } from "./support.ts";

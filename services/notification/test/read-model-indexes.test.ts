@@ -1,4 +1,4 @@
-import { readModelIndexSuite } from "@cheese/testing/read-model-indexes";
+import { readModelIndexSuite } from "@cheese/service-testing/read-model-indexes";
 import { deliveriesCollection } from "../src/projections/deliveries.ts";
 import { webhooksCollection } from "../src/projections/webhooks.ts";
 

@@ -2,7 +2,7 @@ import type { EventStore } from "@cheese/event-store";
 import type { FindOptions, ReadModelStore } from "@cheese/read-models";
 import { contextFromHeaders } from "@cheese/service-kit";
 import { ManualClock } from "@cheese/service-kit/testing";
-import { address } from "@cheese/testing/stand-ins";
+import { address } from "@cheese/service-testing/stand-ins";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { cancelOrdersOfDeletedCheese } from "../src/handlers/cheese-deleted.ts";

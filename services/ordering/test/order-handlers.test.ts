@@ -1,6 +1,6 @@
 import { Order, orderingRpc } from "@cheese/contracts";
 import { type ServiceSpec, serviceSpec } from "@cheese/service-kit/testing";
-import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/service-testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { REVIEW_TAKEOVER_MS } from "../src/handlers/order-review.ts";

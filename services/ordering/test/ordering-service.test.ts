@@ -8,7 +8,7 @@ import {
   type RpcDefinition,
 } from "@cheese/messaging";
 import { ManualClock } from "@cheese/service-kit/testing";
-import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/testing/stand-ins";
+import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/service-testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newBroker, orderingOn } from "./support.ts";
 

@@ -1,4 +1,4 @@
-import { readModelIndexSuite } from "@cheese/testing/read-model-indexes";
+import { readModelIndexSuite } from "@cheese/service-testing/read-model-indexes";
 import { ordersCollection } from "../src/projections/orders.ts";
 
 await readModelIndexSuite("ordering", [ordersCollection]);

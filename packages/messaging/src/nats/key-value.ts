@@ -1,8 +1,9 @@
 /**
  * A JetStream key-value bucket behind the bus's KeyValue port.
  */
+
+import { askAgain } from "@cheese/ask-again";
 import { type KV, NatsError } from "nats";
-import { askAgain } from "../ask-again.ts";
 import { BusUnavailableError, type Closable, type KeyValue, KvConflictError } from "../port.ts";
 import { assertKvKey } from "../subjects.ts";
 import type { BusContext } from "./context.ts";

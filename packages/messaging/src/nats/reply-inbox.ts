@@ -1,8 +1,9 @@
 /**
  * Requests and their replies through one inbox subscription, and JetStream publishes through it.
  */
+
+import { askAgain } from "@cheese/ask-again";
 import { type ApiError, createInbox, ErrorCode, type NatsConnection, NatsError } from "nats";
-import { askAgain } from "../ask-again.ts";
 import { decodeJson } from "../json.ts";
 import {
   closedForRequests,

@@ -1,6 +1,8 @@
 /**
  * The JetStream streams the bus relies on, made or brought to their settings, and led.
  */
+
+import { askAgain } from "@cheese/ask-again";
 import {
   ErrorCode,
   type JetStreamManager,
@@ -10,7 +12,6 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from "nats";
-import { askAgain } from "../ask-again.ts";
 import type { BusLogger } from "../log.ts";
 import { BusUnavailableError } from "../port.ts";
 import {

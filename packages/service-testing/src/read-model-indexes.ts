@@ -1,7 +1,6 @@
 import { type CollectionDefinition, declarationProblems, queryPlanProblems } from "@cheese/read-models";
+import { containerImageUnavailableReason, MONGO_IMAGE, startMongoContainer } from "@cheese/testing";
 import { describe, expect, it } from "vitest";
-import { containerImageUnavailableReason } from "./docker.ts";
-import { MONGO_IMAGE, startMongoContainer } from "./mongo.ts";
 
 /**
  * The suite each service runs on the collections its projections declare (every query it runs
