@@ -5,22 +5,16 @@ import {
   DomainError,
   type DueTimers,
   dueTimers,
-  endSpan,
-  extractTrace,
   type Follower,
   foldEvents,
   followStore,
   handleCommand,
   type Logger,
   readState,
-  SpanKind,
-  startSpan,
   systemClock,
   type Timer,
-  tracerFor,
 } from "@cheese/service-kit";
 import {
-  type AttemptResult,
   type DeliveryCommand,
   type DeliveryEvent,
   type DeliveryState,
@@ -34,8 +28,6 @@ import { laneDecider, sequenceOf } from "../domain/lane.ts";
 import {
   evolveHealth,
   failedLongEnough,
-  type LiveWebhook,
-  signingSecrets,
   type WebhookCommand,
   type WebhookEvent,
   type WebhookState,
@@ -44,25 +36,16 @@ import {
   webhookStream,
 } from "../domain/webhook.ts";
 import type { FirstAttempt } from "../handlers/deps.ts";
-import type { Resolver } from "../security/address-policy.ts";
-import { type AttemptAuth, NO_RECEIVER_AUTH, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
-import type { SealedSecret, SecretBox } from "../security/secrets.ts";
-import type { WebhookSigningKeys } from "../security/signing-keys.ts";
-import { deliveryHeaders, sendAttempt } from "./sender.ts";
+import { ReceiverCalls, type ReceiverCallsOptions } from "./receiver-calls.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 import { ThrottleGate } from "./throttle-gate.ts";
 
-export interface SchedulerOptions {
+/** The receivers' calls take `secrets`, `signingKeys`, `timeoutMs`, `allowPrivate` and `resolve`. */
+export interface SchedulerOptions extends Omit<ReceiverCallsOptions, "clock"> {
   store: EventStore;
-  secrets: SecretBox;
-  /** The system's Ed25519 keys, for the registrations that ask for v1a signatures. */
-  signingKeys: Pick<WebhookSigningKeys, "signing">;
   delays: RetryDelays;
-  timeoutMs: number;
   /** An attempt in flight longer than this is taken to have died with its process. */
   leaseMs: number;
-  allowPrivate: boolean;
-  resolve?: Resolver;
   maxInFlightPerWebhook: number;
   maxInFlight: number;
   /** A registration whose attempts have all failed for this long is disabled. */
@@ -153,7 +136,6 @@ export class DeliveryScheduler {
   private readonly timers: DueTimers<number>;
   private readonly inFlightPerWebhook = new Map<number, number>();
   private readonly work = new Set<Promise<void>>();
-  private readonly openedSecrets = new Map<string, string>();
   /**
    * The trace of each unfinished delivery: that of the request or event that created it (or
    * replayed it), from its event's metadata. Its attempts are spans of that trace, and the
@@ -161,7 +143,7 @@ export class DeliveryScheduler {
    */
   private readonly traces = new Map<number, TraceCarrier>();
   private readonly throttles: ThrottleGate;
-  private readonly auth: ReceiverAuth;
+  private readonly receivers: ReceiverCalls;
   private inFlight = 0;
   private position: number | undefined;
   private savedPosition: number | undefined;
@@ -184,11 +166,13 @@ export class DeliveryScheduler {
   constructor(private readonly options: SchedulerOptions) {
     this.clock = options.clock ?? systemClock;
     this.throttles = new ThrottleGate(options.throttle, this.clock, () => this.wake());
-    this.auth = new ReceiverAuth({
-      open: (sealed) => this.open(sealed),
-      timeoutMs: options.timeoutMs,
-      allowPrivate: options.allowPrivate,
-      ...(options.resolve ? { resolve: options.resolve } : {}),
+    const { secrets, signingKeys, timeoutMs, allowPrivate, resolve } = options;
+    this.receivers = new ReceiverCalls({
+      secrets,
+      signingKeys,
+      timeoutMs,
+      allowPrivate,
+      ...(resolve ? { resolve } : {}),
       clock: this.clock,
     });
     this.timers = dueTimers<number>({
@@ -793,63 +777,19 @@ export class DeliveryScheduler {
     }
 
     const perSecond = current.registration.rateLimit?.perSecond;
-    if (!slotTaken && perSecond) await this.throttles.slot(webhookId, perSecond, () => this.closed);
-    const { signatureAlgorithms } = current.registration;
-    const headers = deliveryHeaders({
-      secrets: this.secretsOf(current),
-      signatureAlgorithms,
-      signingKeys: signatureAlgorithms.includes("ed25519") ? await this.options.signingKeys.signing() : [],
-      body: delivery.body,
-      eventId: delivery.eventId,
-      eventType: delivery.eventType,
+    const slot = async () => {
+      if (perSecond) await this.throttles.slot(webhookId, perSecond, () => this.closed);
+    };
+    if (!slotTaken) await slot();
+    const result = await this.receivers.call({
+      webhookId,
       deliveryId,
-      timestampSeconds: Math.floor(this.now() / 1000),
-      ...(turn ? { sequence: turn.sequence } : {}),
+      registration: current,
+      delivery,
+      turn,
+      trace: this.traces.get(deliveryId),
+      beforeAgain: slot,
     });
-    const { span, context: trace } = startSpan(
-      tracerFor("notification"),
-      `POST webhook ${delivery.eventType}`,
-      SpanKind.CLIENT,
-      extractTrace(this.traces.get(deliveryId) ?? {}),
-    );
-    const send = (auth: AttemptAuth, authHeaders: Record<string, string>) =>
-      sendAttempt({
-        url: current.registration.url,
-        // The delivery's own headers win; a registration's static headers cannot name them.
-        headers: { ...authHeaders, ...headers },
-        body: delivery.body,
-        timeoutMs: this.options.timeoutMs,
-        allowPrivate: this.options.allowPrivate,
-        ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
-        trace,
-        credentialHeaders: auth.credentialHeaders,
-      });
-    let result: AttemptResult;
-    try {
-      const sealed = current.registration.auth;
-      const auth = sealed ? await this.auth.forAttempt(webhookId, sealed) : NO_RECEIVER_AUTH;
-      result = await send(auth, auth.headers);
-      // A 401 may be a token the receiver no longer takes: one more request, with a new one.
-      if (result.statusCode === 401 && auth.refresh) {
-        const fresh = await auth.refresh();
-        if (perSecond) await this.throttles.slot(webhookId, perSecond, () => this.closed);
-        result = await send(auth, fresh);
-      }
-    } catch (error) {
-      if (!(error instanceof TokenError)) throw error;
-      result = { ok: false, statusCode: null, error: `no OAuth2 token: ${error.message}`, durationMs: 0 };
-    }
-    if (span.isRecording()) {
-      span.setAttributes({
-        "http.request.method": "POST",
-        "cheese.webhook.id": webhookId,
-        "cheese.delivery.id": deliveryId,
-        "cheese.delivery.attempt": attempt,
-        "cheese.webhook.event_type": delivery.eventType,
-        ...(result.statusCode !== null ? { "http.response.status_code": result.statusCode } : {}),
-      });
-    }
-    endSpan(span, result.ok ? undefined : (result.error ?? "failed"));
     const now = this.nowIso();
     // A receiver that asks to be disabled is disabled before its slot is given back and its
     // attempt's failure recorded: this delivery's next attempt is claimed only after that record,
@@ -914,20 +854,6 @@ export class DeliveryScheduler {
     });
     if (result)
       this.options.logger.warn({ deliveryId }, "attempt abandoned by a stopped process recorded as failed");
-  }
-
-  /** The secrets that sign now, opened (each sealed secret is opened once per process). */
-  private secretsOf(registration: LiveWebhook): string[] {
-    return signingSecrets(registration, this.nowIso()).map((sealed) => this.open(sealed));
-  }
-
-  private open(sealed: SealedSecret): string {
-    let secret = this.openedSecrets.get(sealed.data);
-    if (secret === undefined) {
-      secret = this.options.secrets.open(sealed);
-      this.openedSecrets.set(sealed.data, secret);
-    }
-    return secret;
   }
 }
 
