@@ -32,6 +32,9 @@ interface Jsz {
 /**
  * Reads every server's counters. A connection that closed during the window takes its counts
  * with it, so clients connected throughout are what this counts (the services' connections are).
+ * A server's endpoints are read one after another, not at one instant: under traffic a message
+ * may be counted over a route and not yet into its server, a few messages against a window's
+ * thousands.
  */
 export async function readNatsTraffic(monitors: readonly string[]): Promise<NatsTraffic> {
   const traffic: NatsTraffic = { servers: { in: 0, routesIn: 0 }, clients: {}, streams: {} };
