@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { dateTime, int64Id } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 import { httpUrl } from "./urls.ts";
 
@@ -7,9 +8,6 @@ export const CheeseStatus = z
   .enum(cheeseStatuses)
   .openapi({ description: "one of: available, pending, sold" });
 export type CheeseStatus = z.infer<typeof CheeseStatus>;
-
-const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
-const dateTime = z.string().openapi({ format: "date-time" });
 
 export const Category = z.object({ id: int64Id, name: z.string() }).openapi("Category");
 export const Tag = z.object({ id: int64Id, name: z.string() }).openapi("Tag");

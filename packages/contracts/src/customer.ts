@@ -1,9 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Cheese } from "./cheese.ts";
 import { type RatePlan, ratePlans } from "./config.ts";
-
-const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
-const dateTime = z.string().openapi({ format: "date-time" });
+import { dateTime, int64Id } from "./fields.ts";
 
 export const customerStatuses = ["bronze", "silver", "gold", "platinum"] as const;
 export const CustomerStatus = z

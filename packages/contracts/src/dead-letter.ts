@@ -1,7 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { dateTime } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
-
-const dateTime = z.string().openapi({ format: "date-time" });
 
 /** A durable consumer's name: one NATS subject token. */
 export const consumerName = z

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Cheese, CheeseStatus } from "./cheese.ts";
 import { CustomerStatus } from "./customer.ts";
+import { dateTime, int64Id } from "./fields.ts";
 import { OrderItem, OrderStatus } from "./order.ts";
 import { pageQuery } from "./paging.ts";
 
@@ -10,8 +11,6 @@ import { pageQuery } from "./paging.ts";
  * holds the public facts of it. A history never carries personal data of anyone but the caller,
  * nor anything erased by crypto-shredding.
  */
-const dateTime = z.string().openapi({ format: "date-time" });
-const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
 
 const entry = <T extends string, D extends z.ZodType>(type: T, data: D, description: string) =>
   z.object({ type: z.literal(type), at: dateTime, data }).openapi({ description });

@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import type { CryptoKey, KeyObject } from "jose";
 import { ratePlans, scopes, type TokenScope } from "./config.ts";
 import { UsernameParam } from "./customer.ts";
+import { dateTime } from "./fields.ts";
 
 /**
  * What the identity part of the customer service (the OAuth 2.0 authorization server and the
@@ -182,8 +183,6 @@ export const revocationCodec = jsonCodec<RevocationEntry>((parsed) => {
   if (typeof keep === "string") entry.keep = keep;
   return entry;
 });
-
-const dateTime = z.string().openapi({ format: "date-time" });
 
 export const OAuthGrant = z
   .object({

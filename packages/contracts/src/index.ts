@@ -22,4 +22,6 @@ export * from "./rpc/history.ts";
 export * from "./rpc/notification.ts";
 export * from "./rpc/ordering.ts";
 export * from "./webhook.ts";
+export * from "./webhook-deliveries.ts";
 export * from "./webhook-documents.ts";
+export * from "./webhook-events.ts";

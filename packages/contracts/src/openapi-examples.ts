@@ -1,5 +1,6 @@
 import { errorTypeFor } from "./errors.ts";
-import { type WebhookEventKind, webhookEventExample } from "./webhook.ts";
+import type { WebhookEventKind } from "./webhook.ts";
+import { webhookEventExample } from "./webhook-events.ts";
 
 /**
  * The examples of the OpenAPI document: one request body and one response body per operation and

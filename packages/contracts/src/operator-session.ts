@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
-
-const dateTime = z.string().openapi({ format: "date-time" });
+import { dateTime } from "./fields.ts";
 
 /** How long an operator's console session lasts (POST /v2/operator/sessions). */
 export const OPERATOR_SESSION_TTL_SECONDS = 8 * 3600;

@@ -1,13 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { isoCountryCodes } from "./countries.ts";
+import { dateTime, int64Id } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 
 export const orderStatuses = ["placed", "approved", "shipped", "delivered", "cancelled"] as const;
 export const OrderStatus = z.enum(orderStatuses);
 export type OrderStatus = z.infer<typeof OrderStatus>;
 
-const int64Id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({ format: "int64" });
-const dateTime = z.string().openapi({ format: "date-time" });
 const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const Address = z

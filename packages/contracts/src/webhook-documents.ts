@@ -1,5 +1,6 @@
 import type { RouteConfig } from "@hono/zod-openapi";
-import { webhookDeliveryHeaders, webhookEnvelope, webhookEventData, webhookEventKinds } from "./webhook.ts";
+import { webhookEventKinds } from "./webhook.ts";
+import { webhookDeliveryHeaders, webhookEnvelope, webhookEventData } from "./webhook-events.ts";
 
 /**
  * The documents a receiver reads of the webhook events, all made from `webhookEventData`: the

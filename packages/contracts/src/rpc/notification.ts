@@ -2,22 +2,18 @@ import { defineRpc } from "@cheese/messaging";
 import { z } from "zod";
 import { consumerName, DeadLetter } from "../dead-letter.ts";
 import {
-  Delivery,
-  DeliveryDetail,
-  DeliveryStatus,
   FilterPreview,
-  ResendResult,
   replayStatuses,
   SecretRotated,
-  SigningKeyRotated,
   Webhook,
   WebhookAuthInput,
   WebhookCreated,
   WebhookEventKind,
   WebhookRateLimit,
   WebhookSignatureAlgorithm,
-  WebhookSigningKeySet,
 } from "../webhook.ts";
+import { Delivery, DeliveryDetail, DeliveryStatus, ResendResult } from "../webhook-deliveries.ts";
+import { SigningKeyRotated, WebhookSigningKeySet } from "../webhook-events.ts";
 
 const webhookId = z.number().int().positive();
 const page = {
