@@ -608,6 +608,34 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("leaves no consumer on a notice channel's stream once its followers are closed", async () => {
+    const channel = `left${Date.now()}`;
+    const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
+    const followerBus = await connectNatsBus({ url: server.url, name: "follower", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    const jsm = await nc.jetstreamManager();
+    const consumers = async () => {
+      const names: string[] = [];
+      for await (const info of jsm.consumers.list(`NOTICES_${channel}`)) names.push(info.name);
+      return names.length;
+    };
+    try {
+      const follower = followerBus.follow(channel, { onNotice: () => {}, onReset: () => {} });
+      await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
+      await announcer.announce(channel, 1);
+      // The follower's own, and the announcer's (which follows the channel's lease records).
+      expect(await consumers()).toBe(2);
+      await follower.close();
+      await expect.poll(consumers).toBe(1);
+      await announcer.close();
+      await expect.poll(consumers).toBe(0);
+    } finally {
+      await nc.close();
+      await followerBus.close();
+      await announcer.close();
+    }
+  });
+
   it("stores the notices announced in one turn as one message, handed to a follower one by one in order", async () => {
     const channel = `together${Date.now()}`;
     const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });

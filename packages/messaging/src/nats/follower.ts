@@ -1,7 +1,7 @@
 /**
  * A notice channel's stream, followed in order, with its read lease.
  */
-import { ConsumerEvents, DeliverPolicy, type JsMsg } from "nats";
+import { type Consumer, ConsumerEvents, DeliverPolicy, type JsMsg } from "nats";
 import { decodeJson } from "../json.ts";
 import { AppliedSequence, NOTICE_BARRIER_WAIT_MS, NOTICE_COUNT_HEADER } from "../notices.ts";
 import { BusUnavailableError, type FollowHandlers } from "../port.ts";
@@ -234,6 +234,7 @@ export class NatsFollower {
       const lost = this.bus.link.lost();
       const what = `notices ${this.channel}`;
       let stopRenewing = () => {};
+      let consumer: Consumer | undefined;
       const run = ++this.runs;
       try {
         await unlessLost(this.ensure(), lost, what);
@@ -248,7 +249,7 @@ export class NatsFollower {
             : { seq: await this.lastSequence(lost) };
         const start = from.seq;
         const only = this.hooks.only;
-        const consumer = await unlessLost(
+        consumer = await unlessLost(
           this.bus.js.consumers.get(this.stream, {
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: start + 1,
@@ -311,6 +312,10 @@ export class NatsFollower {
         this.following = false;
         this.applied.abandon();
         this.hooks.onStop?.();
+        // The server keeps an ordered consumer 5 min after its last pull unless it is deleted. Not
+        // waited for: the run that lost its link starts over as soon as it is back, and a close's
+        // request goes out before the connection drains.
+        void consumer?.delete().catch(() => {});
       }
     }
   }
