@@ -171,6 +171,26 @@ describe("JetStream replicas and limits on a three-node cluster", () => {
       ),
     );
 
+  it("acknowledges every publish of one event id made at once through three servers, and stores it once", async () => {
+    const buses = await busOnEachServer("relay");
+    try {
+      const subject = "events.test.relayed.twice";
+      const before = (await streamInfo(cluster.nodes[0]!.url, "EVENTS")).state.messages;
+      // As two relays in a lease handover publish the same events: each publish is asked while
+      // the others of its id are still in flight (JetStream's 10158), and answered once one is stored.
+      for (let round = 0; round < 20; round++) {
+        const id = `relayed-${round}`;
+        const published = await Promise.allSettled(
+          buses.flatMap((bus) => [1, 2].map(() => bus.publish({ id, subject, payload: { round } }))),
+        );
+        expect(published.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))).toEqual([]);
+      }
+      expect((await streamInfo(cluster.nodes[0]!.url, "EVENTS")).state.messages).toBe(before + 20);
+    } finally {
+      for (const bus of buses) await bus.close();
+    }
+  }, 60_000);
+
   it("replays a dead letter once when clients of three servers replay it at once", async () => {
     const buses = await busOnEachServer("replayer");
     try {
