@@ -24,7 +24,6 @@ import {
   type RetryDelays,
   steerOf,
 } from "../domain/delivery.ts";
-import { laneDecider, sequenceOf } from "../domain/lane.ts";
 import {
   evolveHealth,
   failedLongEnough,
@@ -36,6 +35,7 @@ import {
   webhookStream,
 } from "../domain/webhook.ts";
 import type { FirstAttempt } from "../handlers/deps.ts";
+import { LaneGate } from "./lane-gate.ts";
 import { ReceiverCalls, type ReceiverCallsOptions } from "./receiver-calls.ts";
 import type { ScheduleSnapshot, SnapshotStore, TraceCarrier } from "./snapshot.ts";
 import { ThrottleGate } from "./throttle-gate.ts";
@@ -102,7 +102,8 @@ const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
  * time; once it is resumed they go out oldest first.
  *
  * A delivery in an ordered lane (domain/lane.ts) is claimed only once its lane, asked before each
- * attempt, releases it as its head; the lane's stream decides, so every replica keeps the order.
+ * attempt, releases it as its head (`LaneGate`); the lane's stream decides, so every replica
+ * keeps the order.
  *
  * Isolation: at most `maxInFlightPerWebhook` attempts per registration are in flight in this
  * process, so a receiver that hangs until the time-out holds only its own slots.
@@ -117,13 +118,6 @@ export class DeliveryScheduler {
   private readonly webhooks = new Map<number, WebhookView>();
   /** Revisions at which recent deliveries finished, so late events about them cost no read. */
   private readonly finished = new Map<number, { revision: number; webhookId: number; lane?: string }>();
-  /**
-   * Deliveries of an ordered lane that are not its head (domain/lane.ts), by lane stream: they
-   * are not tried again until a later event of their lane is followed.
-   */
-  private readonly waitingInLane = new Map<string, Set<number>>();
-  /** The last revision followed per lane stream (of the most recently moved lanes). */
-  private readonly laneRevisions = new Map<string, number>();
   private readonly busy = new Set<number>();
   /** Deliveries whose time has come (their timers ran), until their state moves on. */
   private readonly due = new Set<number>();
@@ -143,6 +137,7 @@ export class DeliveryScheduler {
    */
   private readonly traces = new Map<number, TraceCarrier>();
   private readonly throttles: ThrottleGate;
+  private readonly lanes: LaneGate;
   private readonly receivers: ReceiverCalls;
   private inFlight = 0;
   private position: number | undefined;
@@ -166,6 +161,7 @@ export class DeliveryScheduler {
   constructor(private readonly options: SchedulerOptions) {
     this.clock = options.clock ?? systemClock;
     this.throttles = new ThrottleGate(options.throttle, this.clock, () => this.wake());
+    this.lanes = new LaneGate(options.store, FINISHED_MEMORY);
     const { secrets, signingKeys, timeoutMs, allowPrivate, resolve } = options;
     this.receivers = new ReceiverCalls({
       secrets,
@@ -410,41 +406,14 @@ export class DeliveryScheduler {
 
   /** A lane moved: its deliveries that waited for their turn are tried again. */
   private applyLaneEvent(event: RecordedEvent): void {
-    const lane = event.streamName;
-    const revision = Math.max(this.laneRevisions.get(lane) ?? -1, event.revision);
-    this.laneRevisions.delete(lane); // kept newest last; a lane forgotten costs one more try at most
-    this.laneRevisions.set(lane, revision);
-    if (this.laneRevisions.size > FINISHED_MEMORY)
-      this.laneRevisions.delete(this.laneRevisions.keys().next().value!);
-    const waiting = this.waitingInLane.get(lane);
-    if (!waiting) return;
-    this.waitingInLane.delete(lane);
-    for (const deliveryId of waiting) if (this.index.has(deliveryId)) this.due.add(deliveryId);
+    for (const deliveryId of this.lanes.moved(event))
+      if (this.index.has(deliveryId)) this.due.add(deliveryId);
   }
 
-  /**
-   * Keeps a delivery's lane in step with it (any replica may; the lane's decider makes repeats
-   * no-ops): a finished delivery lets the next one go, a replayed or resent one waits its turn.
-   */
+  /** Keeps a delivery's lane, if it has one, in step with it (`LaneGate.follow`). */
   private async followLane(deliveryId: number, event: DeliveryEvent): Promise<void> {
-    const finishes =
-      event.type === "AttemptSucceeded" ||
-      event.type === "DeliveryDeadLettered" ||
-      event.type === "DeliveryCancelled";
-    if (!finishes && event.type !== "DeliveryReplayed") return;
     const lane = this.index.get(deliveryId)?.lane ?? this.finished.get(deliveryId)?.lane;
-    if (!lane) return;
-    // By round, so that a replica reading old events again (a start without a snapshot) neither
-    // reopens a delivery whose replay has finished since nor finishes one replayed since.
-    const round = "round" in event.data ? event.data.round : undefined;
-    await handleCommand(
-      this.options.store,
-      lane,
-      laneDecider,
-      finishes
-        ? { type: "Finish", deliveryId, ...(round !== undefined ? { round } : {}) }
-        : { type: "Reopen", deliveryId, round: round ?? 0 },
-    );
+    if (lane) await this.lanes.follow(lane, deliveryId, event);
   }
 
   private async applyDeliveryEvent(event: RecordedEvent): Promise<void> {
@@ -572,7 +541,7 @@ export class DeliveryScheduler {
         this.due.delete(deliveryId);
         continue;
       }
-      if (this.busy.has(deliveryId) || this.inLaneWait(deliveryId, tracked)) continue;
+      if (this.busy.has(deliveryId) || this.lanes.waits(deliveryId, tracked.lane)) continue;
       if (tracked.status === "attempting") {
         this.run(deliveryId, undefined, () => this.abandon(deliveryId));
         continue;
@@ -599,34 +568,6 @@ export class DeliveryScheduler {
   /** Which of two due deliveries to start first: this process's own, then the older. */
   private readonly first = (a: Due, b: Due): number =>
     Number(this.own.has(b[0])) - Number(this.own.has(a[0])) || olderFirst(a, b);
-
-  private inLaneWait(deliveryId: number, tracked: Tracked): boolean {
-    return tracked.lane !== undefined && (this.waitingInLane.get(tracked.lane)?.has(deliveryId) ?? false);
-  }
-
-  /**
-   * Asks the delivery's lane whether it may go now (it is the head), and its sequence. One that
-   * may not waits, out of the scans, until its lane moves; `seen` is the lane revision followed
-   * before asking, so a move followed meanwhile is not missed.
-   */
-  private async laneTurn(deliveryId: number, lane: string): Promise<{ sequence: number } | undefined> {
-    const seen = this.laneRevisions.get(lane) ?? -1;
-    try {
-      const released = await handleCommand(this.options.store, lane, laneDecider, {
-        type: "Release",
-        deliveryId,
-      });
-      return { sequence: sequenceOf(released.state, deliveryId) ?? 0 };
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      if ((this.laneRevisions.get(lane) ?? -1) === seen) {
-        const waiting = this.waitingInLane.get(lane) ?? new Set<number>();
-        waiting.add(deliveryId);
-        this.waitingInLane.set(lane, waiting);
-      }
-      return undefined;
-    }
-  }
 
   private hasCapacity(webhookId: number): boolean {
     return (
@@ -729,7 +670,7 @@ export class DeliveryScheduler {
     }
     // An ordered lane's delivery goes only in its turn (every attempt: its retries hold the lane).
     const lane = this.index.get(deliveryId)?.lane;
-    const turn = lane ? await this.laneTurn(deliveryId, lane) : undefined;
+    const turn = lane ? await this.lanes.turn(deliveryId, lane) : undefined;
     if (lane && !turn) return;
     const rateLimit = registration.registration.rateLimit ?? null;
     if (!rateLimit) this.throttles.lifted(webhookId);
