@@ -10,9 +10,9 @@ import {
 import type { AttemptResult, DeliveryState } from "../domain/delivery.ts";
 import { type LiveWebhook, signingSecrets } from "../domain/webhook.ts";
 import type { Resolver } from "../security/address-policy.ts";
-import { type AttemptAuth, NO_RECEIVER_AUTH, ReceiverAuth, TokenError } from "../security/receiver-auth.ts";
 import type { SealedSecret, SecretBox } from "../security/secrets.ts";
 import type { WebhookSigningKeys } from "../security/signing-keys.ts";
+import { type AttemptAuth, NO_RECEIVER_AUTH, ReceiverAuth, TokenError } from "./attempt-auth.ts";
 import { deliveryHeaders, sendAttempt } from "./sender.ts";
 import type { TraceCarrier } from "./snapshot.ts";
 
