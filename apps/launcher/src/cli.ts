@@ -105,9 +105,10 @@ async function main(): Promise<{ stop(): Promise<void> }> {
   // One host per NATS node and per process (`LAUNCH_HOSTS=netns`), made before anything starts.
   const hosts = onHosts ? makeHosts(hostNames(backends, config.REPLICAS), dataDir) : undefined;
   const hostOf = (name: string): Host | undefined => hosts?.get(name);
-  // The processes that share the machine's cores: the nats-servers, and every replica of every
-  // process of the services (the gateway's included).
-  const sharing = (hosts ? NATS_NODES.length : 1) + (backends.length + 1) * config.REPLICAS;
+  // The processes that share the machine's cores: one per host when there are hosts (the
+  // nats-servers and every replica of every process, the gateway's included); else the one
+  // nats-server and those replicas.
+  const sharing = hosts?.size ?? 1 + (backends.length + 1) * config.REPLICAS;
   let nats: RunningNats[] = [];
   try {
     if (hosts && natsBinary) {
