@@ -10,7 +10,7 @@ export {
   createInProcessBus,
   type InProcessBroker,
   type InProcessBrokerOptions,
-} from "./in-process.ts";
+} from "./in-process/index.ts";
 export {
   type Change,
   type Codec,
