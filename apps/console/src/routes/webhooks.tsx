@@ -16,10 +16,10 @@ import type { Context, Hono } from "hono";
 import { type ConsoleContext, type Form, PAGE_SIZE, view } from "../context.ts";
 import { idOf, invalid, localTime, problemOf, text, texts } from "../requests.tsx";
 import type { ConsoleSession } from "../session.ts";
+import { DeliveryPage } from "../views/deliveries.tsx";
 import type { Notice } from "../views/layout.tsx";
 import {
   DeleteWebhookPage,
-  DeliveryPage,
   type FieldErrors,
   type ThrottleAuthDraft,
   type WebhookDraft,

@@ -3,12 +3,7 @@ import type { Schemas } from "@cheese/client";
 
 type DeadLetter = Schemas["DeadLetter"];
 
-import { ActionButton, Layout, type Notice, Time } from "./layout.tsx";
-
-interface Session {
-  csrf: string;
-  operatorId: string;
-}
+import { ActionButton, Layout, type Notice, type Session, Time } from "./layout.tsx";
 
 /**
  * Integration events a service's consumer kept failing: each with the consumer, the event, the

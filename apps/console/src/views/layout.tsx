@@ -11,10 +11,16 @@ export interface Notice {
 
 export type Section = "webhooks" | "orders" | "dead-letters";
 
+/** The signed-in operator, as every page after sign-in is handed it: who, and the form token. */
+export interface Session {
+  csrf: string;
+  operatorId: string;
+}
+
 export interface PageFrame {
   title: string;
   /** Absent on the sign-in page. */
-  signedIn?: { csrf: string; operatorId: string; section: Section };
+  signedIn?: Session & { section: Section };
   notice?: Notice | undefined;
 }
 

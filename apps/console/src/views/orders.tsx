@@ -1,14 +1,9 @@
 /** @jsxImportSource hono/jsx */
 import type { Schemas } from "@cheese/client";
 import type { Child } from "hono/jsx";
-import { ActionButton, Csrf, Layout, type Notice, Time } from "./layout.tsx";
+import { ActionButton, Csrf, Layout, type Notice, type Session, Time } from "./layout.tsx";
 
 type Order = Schemas["Order"];
-
-interface Session {
-  csrf: string;
-  operatorId: string;
-}
 
 export interface OrderQueue {
   orders: Order[];
