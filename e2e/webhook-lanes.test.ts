@@ -108,6 +108,17 @@ describe("ordered webhook lanes", () => {
     expect(answers.get(placed.at(-1)!)).toBe(200);
     expect(placed.at(-1)!.receivedAt).toBeGreaterThanOrEqual(refusedUntil);
     expect(slowRequests.at(-1)!.receivedAt).toBeGreaterThanOrEqual(placed.at(-1)!.receivedAt);
+
+    // What an operator finds of a delivery's number: each attempt's recorded request headers.
+    const deliveryId = placed[0]!.headers["x-cheese-delivery"];
+    const sequences = async () => {
+      const detail = await json(await api("GET", `/webhooks/${hook.id}/deliveries/${deliveryId}`));
+      return detail.attempts.map(
+        (attempt: { request: { headers: Record<string, string> } | null }) =>
+          attempt.request?.headers["x-cheese-sequence"],
+      );
+    };
+    await expect.poll(sequences).toEqual(placed.map(() => "1"));
   });
 
   it("turns ordering off and on by PATCH, shown in reads; a bad value is 422 naming ordered", async () => {
