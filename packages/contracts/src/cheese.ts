@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { dateTime, int64Id } from "./fields.ts";
+import { dateTime, int64Id, pathId } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 import { httpUrl } from "./urls.ts";
 
@@ -168,12 +168,7 @@ export function toCheeseChanges(
 }
 
 export const CheeseIdParam = z.object({
-  cheeseId: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .openapi({ param: { name: "cheeseId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+  cheeseId: pathId("cheeseId"),
 });
 
 /** The writes of an existing cheese take the ETag the client last saw. */

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Cheese } from "./cheese.ts";
 import { type RatePlan, ratePlans } from "./config.ts";
-import { dateTime, int64Id } from "./fields.ts";
+import { dateTime, int64Id, pathId } from "./fields.ts";
 
 export const customerStatuses = ["bronze", "silver", "gold", "platinum"] as const;
 export const CustomerStatus = z
@@ -242,10 +242,5 @@ export const IssuedApiKey = z
 export type IssuedApiKey = z.infer<typeof IssuedApiKey>;
 
 export const ApiKeyIdParam = UsernameParam.extend({
-  id: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+  id: pathId("id"),
 });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isoCountryCodes } from "./countries.ts";
-import { dateTime, int64Id } from "./fields.ts";
+import { dateTime, int64Id, pathId } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 
 export const orderStatuses = ["placed", "approved", "shipped", "delivered", "cancelled"] as const;
@@ -129,12 +129,7 @@ export const OrderList = z
 export type OrderList = z.infer<typeof OrderList>;
 
 export const OrderIdParam = z.object({
-  orderId: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .openapi({ param: { name: "orderId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+  orderId: pathId("orderId"),
 });
 
 /** GET /store/orders: a page, optionally of some statuses only. */

@@ -1,7 +1,7 @@
 // A registration's deliveries as the API answers them: their statuses, each attempt with its
 // request and answer, a resend's and a test event's result, the list and its query.
 import { z } from "@hono/zod-openapi";
-import { dateTime, int64Id } from "./fields.ts";
+import { dateTime, int64Id, pathId } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 import { WebhookEventKind, WebhookIdParam, webhookEventKinds } from "./webhook.ts";
 
@@ -143,12 +143,7 @@ export const DeliveryList = z
 // ---- Path and query parameters of /webhooks/{id}/deliveries ----
 
 export const DeliveryIdParam = WebhookIdParam.extend({
-  deliveryId: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .openapi({ param: { name: "deliveryId", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+  deliveryId: pathId("deliveryId"),
 });
 
 /** A query value of several items, comma-separated (`a,b`), as the items; absent stays absent. */

@@ -3,7 +3,7 @@
 // and the /webhooks/{id} parameter. Its deliveries: webhook-deliveries.ts; what a receiver gets:
 // webhook-events.ts.
 import { z } from "@hono/zod-openapi";
-import { dateTime, int64Id } from "./fields.ts";
+import { dateTime, int64Id, pathId } from "./fields.ts";
 import { pageQuery } from "./paging.ts";
 import { httpUrl } from "./urls.ts";
 
@@ -495,12 +495,7 @@ export const WebhookList = z
 // ---- Path and query parameters of /webhooks ----
 
 export const WebhookIdParam = z.object({
-  id: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .openapi({ param: { name: "id", in: "path" }, type: "integer", format: "int64", minimum: 1 }),
+  id: pathId("id"),
 });
 
 export const WebhookListQuery = z.object(pageQuery);
