@@ -63,7 +63,7 @@ describe("values stored for later readers", async () => {
     ["a lone high surrogate", "Brie \ud83e"],
     ["a lone low surrogate", "Brie \udd80"],
     ["a line feed", "Brie\nde Meaux"],
-  ])("refuses a cheese name with %s (422 naming name), in a body and in the query", async (_, name) => {
+  ])("refuses a cheese name with %s: 422 naming name in a body, 400 naming it in the query", async (_, name) => {
     const bearer = { authorization: `Bearer ${token}` };
     expect(await refusedFields(await post("/cheeses", { name }, bearer))).toEqual(["name"]);
     // A lone surrogate has no UTF-8, so no percent-encoding: it reaches the API only in JSON.
@@ -72,8 +72,8 @@ describe("values stored for later readers", async () => {
       method: "POST",
       headers: bearer,
     });
-    expect([400, 422]).toContain(query.status);
-    expect(JSON.stringify(await query.json())).toContain("name");
+    expect(query.status).toBe(400);
+    expect((await query.json()).message).toMatch(/^invalid query parameter: name: /);
   });
 
   it("takes names with accents, emoji and other scripts, and http(s) URLs with escapes", async () => {
