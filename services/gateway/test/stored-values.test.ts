@@ -63,18 +63,23 @@ describe("values stored for later readers", async () => {
     ["a lone high surrogate", "Brie \ud83e"],
     ["a lone low surrogate", "Brie \udd80"],
     ["a line feed", "Brie\nde Meaux"],
-  ])("refuses a cheese name with %s: 422 naming name in a body, 400 naming it in the query", async (_, name) => {
-    const bearer = { authorization: `Bearer ${token}` };
-    expect(await refusedFields(await post("/cheeses", { name }, bearer))).toEqual(["name"]);
-    // A lone surrogate has no UTF-8, so no percent-encoding: it reaches the API only in JSON.
-    if (/\p{Cs}/u.test(name)) return;
-    const query = await app.request(`/v2/cheeses/7?name=${encodeURIComponent(name)}`, {
-      method: "POST",
-      headers: bearer,
-    });
-    expect(query.status).toBe(400);
-    expect((await query.json()).message).toMatch(/^invalid query parameter: name: /);
-  });
+  ])(
+    "refuses a cheese name with %s: 422 naming name in a body, 400 naming it in the query",
+    async (_, name) => {
+      const bearer = { authorization: `Bearer ${token}` };
+      expect(await refusedFields(await post("/cheeses", { name }, bearer))).toEqual(["name"]);
+      // A lone surrogate has no UTF-8, so no percent-encoding: it reaches the API only in JSON.
+      if (/\p{Cs}/u.test(name)) return;
+      const query = await app.request(`/v2/cheeses/7?name=${encodeURIComponent(name)}`, {
+        method: "POST",
+        headers: bearer,
+      });
+      expect(query.status).toBe(400);
+      expect(((await query.json()) as { message: string }).message).toMatch(
+        /^invalid query parameter: name: /,
+      );
+    },
+  );
 
   it("takes names with accents, emoji and other scripts, and http(s) URLs with escapes", async () => {
     // No catalogue answers here: past validation the request reaches the bus (503), not a 422.
