@@ -46,10 +46,14 @@ export const notificationConfigSchema = z.object({
   WEBHOOK_TIMEOUT: duration("10s").refine((ms) => ms > 0, "must be more than 0"),
   WEBHOOK_ALLOW_PRIVATE_URLS: flag,
   WEBHOOK_SECRETS_KEY: secretsKey,
-  /** Attempts in flight at once per registration and process: a slow receiver holds only these. */
-  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(100).default(16),
+  /**
+   * Attempts in flight at once per registration and process: a slow receiver holds only these,
+   * and a registration gets at most this many ÷ the time an attempt holds its slot, per second
+   * (docs/webhooks.md, "Isolation").
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(1000).default(64),
   /** Attempts in flight at once per process, over all registrations. */
-  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(1000).default(200),
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(500),
   /** A registration whose attempts have all failed for this long is disabled (5 days). */
   WEBHOOK_DISABLE_AFTER: duration("120h").refine((ms) => ms > 0, "must be more than 0"),
   /** The most a receiver's `Retry-After` (on a 429 or 503) may defer a delivery's next attempt by. */
