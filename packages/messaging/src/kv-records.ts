@@ -44,7 +44,7 @@ export class KvRecords<T> {
   private opening: Promise<KeyValue> | undefined;
 
   constructor(
-    private readonly bus: MessageBus,
+    private readonly bus: Pick<MessageBus, "kv">,
     readonly bucket: string,
     private readonly codec: Codec<T>,
     private readonly options: KvOptions & { attempts?: number } = {},

@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { NatsError, nanos, type StreamInfo } from "nats";
 import { decodeJson, encodeJson } from "../json.ts";
+import { jsonCodec, KvRecords } from "../kv-records.ts";
 import {
   NOTICE_BARRIER_WAIT_MS,
   NOTICE_BATCH_MAX,
@@ -12,7 +13,7 @@ import {
   NOTICE_MAX_AGE_MS,
   NOTICE_MAX_MSGS,
 } from "../notices.ts";
-import { type Follower, type FollowHandlers, type KeyValue, KvConflictError } from "../port.ts";
+import type { Follower, FollowHandlers } from "../port.ts";
 import {
   encodeLeaseRecord,
   LEASE_HEADER,
@@ -64,7 +65,16 @@ function appendLeaseRecord(replies: ReplyInbox, channel: string, record: LeaseRe
  * the channels this bus announces on.
  */
 export class NoticeChannels {
-  constructor(private readonly bus: BusContext) {}
+  /** Each notice channel's first stream, by its creation time (`created`), by channel. */
+  private readonly firstStreams: KvRecords<string>;
+
+  constructor(private readonly bus: BusContext) {
+    this.firstStreams = new KvRecords(
+      bus,
+      NOTICE_STREAMS_BUCKET,
+      jsonCodec((parsed) => (typeof parsed === "string" ? parsed : undefined)),
+    );
+  }
 
   /** Notice channels whose stream this bus has made sure of. */
   private readonly noticeStreams = new Map<string, Promise<void>>();
@@ -144,27 +154,11 @@ export class NoticeChannels {
     await leases.table.settled(stored.seq, sentAt);
   }
 
-  private noticeStreamsMade: Promise<KeyValue> | undefined;
-
-  /** The bucket of each notice channel's first stream, by its creation time (`created`). */
-  private firstNoticeStreams(): Promise<KeyValue> {
-    if (!this.noticeStreamsMade) {
-      const opened = this.bus.kv(NOTICE_STREAMS_BUCKET);
-      opened.catch(() => {
-        if (this.noticeStreamsMade === opened) this.noticeStreamsMade = undefined;
-      });
-      this.noticeStreamsMade = opened;
-    }
-    return this.noticeStreamsMade;
-  }
-
   /** Records the channel's stream as its first, unless one is recorded already (never changed). */
   private async recordFirstStream(channel: string): Promise<void> {
     const { stream } = noticeStream(channel);
-    const [info, made] = await Promise.all([this.bus.jsm.streams.info(stream), this.firstNoticeStreams()]);
-    await made.create(channel, encodeJson(info.created)).catch((error: unknown) => {
-      if (!(error instanceof KvConflictError)) throw error;
-    });
+    const [info] = await Promise.all([this.bus.jsm.streams.info(stream), this.firstStreams.open()]);
+    await this.firstStreams.create(channel, info.created);
   }
 
   /**
@@ -185,10 +179,11 @@ export class NoticeChannels {
   /** The stream's info, if it is the channel's first stream (as recorded); else undefined. */
   private firstStreamInfo = async (channel: string): Promise<StreamInfo | undefined> => {
     const { stream } = noticeStream(channel);
-    const [info, made] = await Promise.all([this.bus.jsm.streams.info(stream), this.firstNoticeStreams()]);
-    const first = await made.get(channel);
-    if (!first) return undefined;
-    return decodeJson(first.value) === info.created ? info : undefined;
+    const [info, first] = await Promise.all([
+      this.bus.jsm.streams.info(stream),
+      this.firstStreams.get(channel),
+    ]);
+    return first !== undefined && first.value === info.created ? info : undefined;
   };
 
   /** Per channel announced on: its lease holders, as this bus's own follower of it and their acks tell. */
