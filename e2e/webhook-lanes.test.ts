@@ -109,16 +109,23 @@ describe("ordered webhook lanes", () => {
     expect(placed.at(-1)!.receivedAt).toBeGreaterThanOrEqual(refusedUntil);
     expect(slowRequests.at(-1)!.receivedAt).toBeGreaterThanOrEqual(placed.at(-1)!.receivedAt);
 
-    // What an operator finds of a delivery's number: each attempt's recorded request headers.
-    const deliveryId = placed[0]!.headers["x-cheese-delivery"];
-    const sequences = async () => {
+    // What an operator finds of a delivery's number: each attempt's `sequence`, as its request
+    // carried it, in the delivery's detail and in the list.
+    const deliveryId = Number(placed[0]!.headers["x-cheese-delivery"]);
+    type Attempt = { sequence?: number; request?: { headers: Record<string, string> } | null };
+    const detailed = async () => {
       const detail = await json(await api("GET", `/webhooks/${hook.id}/deliveries/${deliveryId}`));
-      return detail.attempts.map(
-        (attempt: { request: { headers: Record<string, string> } | null }) =>
-          attempt.request?.headers["x-cheese-sequence"],
-      );
+      return (detail.attempts as Attempt[]).map((attempt) => [
+        attempt.sequence,
+        attempt.request?.headers["x-cheese-sequence"],
+      ]);
     };
-    await expect.poll(sequences).toEqual(placed.map(() => "1"));
+    await expect.poll(detailed).toEqual(placed.map(() => [1, "1"]));
+    const listed = await json(await api("GET", `/webhooks/${hook.id}/deliveries?limit=100`));
+    const inList = (listed.items as { id: number; attempts: Attempt[] }[]).find(
+      ({ id }) => id === deliveryId,
+    );
+    expect(inList?.attempts.map((attempt) => attempt.sequence)).toEqual(placed.map(() => 1));
   });
 
   it("turns ordering off and on by PATCH, shown in reads; a bad value is 422 naming ordered", async () => {

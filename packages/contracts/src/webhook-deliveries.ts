@@ -28,6 +28,10 @@ export const DeliveryAttempt = z
       .min(0)
       .openapi({ description: "0 for the original schedule, n after the nth replay" }),
     startedAt: dateTime,
+    sequence: z.number().int().min(1).optional().openapi({
+      description:
+        "for a registration with ordered lanes: the delivery's place in its lane, sent as X-Cheese-Sequence with this attempt (every attempt of the delivery carries the same, replays too); absent outside a lane and in attempts recorded before it was kept",
+    }),
     outcome: z.enum(["succeeded", "failed", "unknown", "in_flight"]).openapi({
       description: "unknown: the notification process stopped during the attempt; it counts as failed",
     }),

@@ -84,6 +84,17 @@ describe("delivery decider", () => {
       .thenRefuses({ body: { status: 409 } });
   });
 
+  it("records the place its lane released it at on the attempt it claims, and none outside a lane", () => {
+    given([created])
+      .when({ type: "StartAttempt", now: plus(1), sequence: 7 })
+      .thenEmits([
+        { type: "AttemptStarted", data: { round: 0, attempt: 1, startedAt: plus(1), sequence: 7 } },
+      ]);
+    given([created])
+      .when({ type: "StartAttempt", now: plus(1) })
+      .thenEmits([{ type: "AttemptStarted", data: { round: 0, attempt: 1, startedAt: plus(1) } }]);
+  });
+
   it("does not start an attempt before it is due", () => {
     given([created, started(1, t0), failedAt(1, t0, plus(60_000))])
       .when({ type: "StartAttempt", now: plus(59_999) })

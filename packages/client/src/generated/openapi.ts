@@ -2397,6 +2397,8 @@ export interface components {
             round: number;
             /** Format: date-time */
             startedAt: string;
+            /** @description for a registration with ordered lanes: the delivery's place in its lane, sent as X-Cheese-Sequence with this attempt (every attempt of the delivery carries the same, replays too); absent outside a lane and in attempts recorded before it was kept */
+            sequence?: number;
             /**
              * @description unknown: the notification process stopped during the attempt; it counts as failed
              * @enum {string}
@@ -2454,6 +2456,8 @@ export interface components {
             round: number;
             /** Format: date-time */
             startedAt: string;
+            /** @description for a registration with ordered lanes: the delivery's place in its lane, sent as X-Cheese-Sequence with this attempt (every attempt of the delivery carries the same, replays too); absent outside a lane and in attempts recorded before it was kept */
+            sequence?: number;
             /**
              * @description unknown: the notification process stopped during the attempt; it counts as failed
              * @enum {string}

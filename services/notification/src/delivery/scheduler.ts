@@ -675,7 +675,11 @@ export class DeliveryScheduler {
     const rateLimit = registration.registration.rateLimit ?? null;
     if (!rateLimit) this.throttles.lifted(webhookId);
     else if (!(await this.throttles.admitted(webhookId, rateLimit.perSecond))) return;
-    const claimed = await this.command(deliveryId, { type: "StartAttempt", now: this.nowIso() });
+    const claimed = await this.command(deliveryId, {
+      type: "StartAttempt",
+      now: this.nowIso(),
+      ...(turn ? { sequence: turn.sequence } : {}),
+    });
     if (claimed?.state.status !== "attempting") return;
     this.own.add(deliveryId); // its retries are this process's first
     await this.sendClaimed(webhookId, deliveryId, claimed.state, turn, answered, { slotTaken: true });

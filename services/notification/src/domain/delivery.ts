@@ -60,7 +60,8 @@ type AttemptKey = { round: number; attempt: number };
 
 export type DeliveryEvent =
   | DomainEvent<"DeliveryCreated", DeliveryFacts & { dueAt: string }>
-  | DomainEvent<"AttemptStarted", AttemptKey & { startedAt: string }>
+  /** `sequence`: the attempt's place in its ordered lane (`X-Cheese-Sequence`); absent outside a lane. */
+  | DomainEvent<"AttemptStarted", AttemptKey & { startedAt: string; sequence?: number }>
   | DomainEvent<
       "AttemptSucceeded",
       AttemptKey & { statusCode: number; durationMs: number; finishedAt: string } & AttemptDetail
@@ -93,7 +94,8 @@ export type DeliveryCommand =
    * claimed as any other.
    */
   | { type: "Create"; facts: DeliveryFacts; delays: RetryDelays; startAt?: string }
-  | { type: "StartAttempt"; now: string }
+  /** `sequence`: the place its lane released it at (domain/lane.ts), for a delivery in one. */
+  | { type: "StartAttempt"; now: string; sequence?: number }
   | {
       type: "RecordResult";
       round: number;
@@ -217,7 +219,12 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
         return [
           {
             type: "AttemptStarted",
-            data: { round: state.round, attempt: state.attempt + 1, startedAt: command.now },
+            data: {
+              round: state.round,
+              attempt: state.attempt + 1,
+              startedAt: command.now,
+              ...(command.sequence === undefined ? {} : { sequence: command.sequence }),
+            },
           },
         ];
       case "RecordResult": {

@@ -33,7 +33,7 @@ export interface DeliveryDocument extends Document {
 export const DELIVERIES = "deliveries";
 
 /** Raise when projectDelivery writes something else: the read model is rebuilt (architecture.md). */
-export const DELIVERIES_VERSION = 4;
+export const DELIVERIES_VERSION = 5;
 
 /** The `deliveries` collection's indexes and every query run on it (handlers/). */
 export const deliveriesCollection: CollectionDefinition = {
@@ -181,11 +181,12 @@ function attemptsAfter(
 ): Record<string, DeliveryAttemptDetail> {
   switch (event.type) {
     case "AttemptStarted": {
-      const { round, attempt, startedAt } = event.data;
+      const { round, attempt, startedAt, sequence } = event.data;
       const entry: DeliveryAttemptDetail = {
         attempt,
         round,
         startedAt,
+        ...(sequence === undefined ? {} : { sequence }),
         outcome: "in_flight",
         statusCode: null,
         error: null,
