@@ -119,6 +119,21 @@ describe("operator console", () => {
     await system?.stop();
   });
 
+  /** An order of the cheese on sale, placed by an operator client: its id. */
+  async function placeOrder(): Promise<number> {
+    const { token } = await gateway.tokens.issue(
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },
+      600,
+    );
+    const placed = await gateway.app.request("/v2/store/order", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ items: [{ cheeseId, quantity: 2 }], shippingAddress: address }),
+    });
+    expect(placed.status).toBe(201);
+    return ((await placed.json()) as { id: number }).id;
+  }
+
   it("sends a visitor without a session to the sign-in form, on pages and on actions", async () => {
     const browser = new Browser(consoleApp);
     for (const path of ["/console", "/console/webhooks", "/console/orders", "/console/webhooks/1"]) {
@@ -268,6 +283,14 @@ describe("operator console", () => {
     expect((await read()).ordered).toBe(true);
     const page = await (await browser.open(`/console/webhooks/${id}`)).text();
     expect(page).toMatch(/name="ordered" value="true" checked/);
+
+    // An order placed now goes out in its lane: its delivery's row shows the number it carries.
+    await placeOrder();
+    await expect
+      .poll(async () => (await (await browser.open(`/console/webhooks/${id}`)).text()).match(/lane #\d+/g), {
+        timeout: 10_000,
+      })
+      .toEqual(["lane #1"]);
 
     // The edit form sends what is shown: the box left unticked turns ordering off.
     const edited = await browser.open(`/console/webhooks/${id}/edit`, {
@@ -420,17 +443,7 @@ describe("operator console", () => {
   });
 
   it("ships and delivers an order as the operator, through the ordering service", async () => {
-    const { token } = await gateway.tokens.issue(
-      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },
-      600,
-    );
-    const placed = await gateway.app.request("/v2/store/order", {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ items: [{ cheeseId, quantity: 2 }], shippingAddress: address }),
-    });
-    expect(placed.status).toBe(201);
-    const order = (await placed.json()) as { id: number };
+    const order = { id: await placeOrder() };
     await expect
       .poll(
         async () =>

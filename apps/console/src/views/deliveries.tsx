@@ -31,6 +31,7 @@ export function DeliveriesTable({ base, deliveries }: { base: string; deliveries
             <tr data-delivery={String(d.id)} data-status={d.status}>
               <td class="num">
                 <a href={`${base}/deliveries/${d.id}`}>#{d.id}</a>
+                {last?.sequence !== undefined && <div class="muted">lane #{last.sequence}</div>}
               </td>
               <td>
                 <code>{d.eventType}</code>
