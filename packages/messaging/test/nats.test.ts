@@ -636,6 +636,37 @@ describe("NATS adapter specifics", () => {
     }
   });
 
+  it("leaves no consumer on a bucket's stream once its watcher is closed", async () => {
+    const bucket = `watched${Date.now()}`;
+    const bus = await connectNatsBus({ url: server.url, name: "watcher", logger: silentLogger });
+    const nc = await connect({ servers: server.url });
+    const jsm = await nc.jetstreamManager();
+    const consumers = async () => {
+      const names: string[] = [];
+      for await (const info of jsm.consumers.list(`KV_${bucket}`)) names.push(info.name);
+      return names.length;
+    };
+    try {
+      const kv = await bus.kv(bucket);
+      const seen: string[] = [];
+      const watcher = kv.watch(">", (change) => seen.push(change.key));
+      await expect
+        .poll(async () => {
+          await kv.put("k", new TextEncoder().encode("1"));
+          return seen.length;
+        })
+        .toBeGreaterThan(0);
+      expect(await consumers()).toBe(1);
+      // nats.js's watcher is an ordered push consumer, which the server removes once no one
+      // listens (after its 5 s inactive threshold); a watcher that did not stop would keep it.
+      await watcher.close();
+      await expect.poll(consumers, { timeout: 15_000, interval: 250 }).toBe(0);
+    } finally {
+      await nc.close();
+      await bus.close();
+    }
+  }, 30_000);
+
   it("stores the notices announced in one turn as one message, handed to a follower one by one in order", async () => {
     const channel = `together${Date.now()}`;
     const announcer = await connectNatsBus({ url: server.url, name: "announcer", logger: silentLogger });
