@@ -126,6 +126,13 @@ describe("ordered webhook lanes", () => {
       ({ id }) => id === deliveryId,
     );
     expect(inList?.attempts.map((attempt) => attempt.sequence)).toEqual(placed.map(() => 1));
+    // The order's next event went second in its lane, once.
+    const confirmed = Number(slowRequests.at(-1)!.headers["x-cheese-delivery"]);
+    const confirmedSequences = async () => {
+      const detail = await json(await api("GET", `/webhooks/${hook.id}/deliveries/${confirmed}`));
+      return (detail.attempts as Attempt[]).map((attempt) => attempt.sequence);
+    };
+    await expect.poll(confirmedSequences).toEqual([2]);
   });
 
   it("turns ordering off and on by PATCH, shown in reads; a bad value is 422 naming ordered", async () => {

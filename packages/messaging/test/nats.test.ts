@@ -651,12 +651,15 @@ describe("NATS adapter specifics", () => {
       const seen: string[] = [];
       const watcher = kv.watch(">", (change) => seen.push(change.key));
       await expect
-        .poll(async () => {
-          await kv.put("k", new TextEncoder().encode("1"));
-          return seen.length;
-        })
+        .poll(
+          async () => {
+            await kv.put("k", new TextEncoder().encode("1"));
+            return seen.length;
+          },
+          { timeout: 10_000 },
+        )
         .toBeGreaterThan(0);
-      expect(await consumers()).toBe(1);
+      expect(await consumers()).toBeGreaterThan(0);
       // nats.js's watcher is an ordered push consumer, which the server removes once no one
       // listens (after its 5 s inactive threshold); a watcher that did not stop would keep it.
       await watcher.close();

@@ -237,5 +237,17 @@ describe("ordered lanes across two schedulers", () => {
     expect(delivered()).toEqual(["7 order.placed #1", "7 order.confirmed #2"]);
     const [placedAgain, confirmedAgain] = receiver.requests("/lanes").slice(-2);
     expect(confirmedAgain!.receivedAt - placedAgain!.receivedAt).toBeGreaterThanOrEqual(slowAnswerMs);
+    // Every attempt recorded the number it carried, the replayed round's as the first.
+    for (const [deliveryId, sequence] of [
+      [placed, 1],
+      [confirmed, 2],
+    ]) {
+      const started = (await store.readStream(deliveryStream(deliveryId!))).filter(
+        (event) => event.type === "AttemptStarted",
+      );
+      const recorded = started.map((event) => event.data as { round: number; sequence?: number });
+      expect(new Set(recorded.map(({ round }) => round))).toEqual(new Set([0, 1]));
+      expect(new Set(recorded.map((data) => data.sequence))).toEqual(new Set([sequence]));
+    }
   });
 });

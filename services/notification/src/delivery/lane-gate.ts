@@ -50,7 +50,10 @@ export class LaneGate {
     const seen = this.revisions.get(lane) ?? -1;
     try {
       const released = await handleCommand(this.store, lane, laneDecider, { type: "Release", deliveryId });
-      return { sequence: sequenceOf(released.state, deliveryId) ?? 0 };
+      const sequence = sequenceOf(released.state, deliveryId);
+      // A release that succeeded leaves the delivery released, numbered: never reached.
+      if (sequence === null) throw new Error(`lane ${lane} released delivery ${deliveryId} without a number`);
+      return { sequence };
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if ((this.revisions.get(lane) ?? -1) === seen) {
