@@ -282,8 +282,13 @@ describe("webhook delivery by the notification service", () => {
     for (const delivery of recorded) expect(delivery.attempts).toHaveLength(6);
   });
 
-  it("keeps a receiver that times out from delaying the others", async () => {
-    await startReplica({ WEBHOOK_TIMEOUT: "800ms" });
+  it("keeps a receiver that times out from delaying the others: it holds only its own slots", async () => {
+    // Its 12 deliveries would take every one of the process's 6 slots; it may hold only 4.
+    await startReplica({
+      WEBHOOK_TIMEOUT: "800ms",
+      WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: "4",
+      WEBHOOK_MAX_IN_FLIGHT: "6",
+    });
     receiver.behave("/stuck", { delayMs: 5000 });
     const stuck = await register("/stuck", ["webhook.test"]);
     const prompt = await register("/prompt", ["webhook.test"]);
