@@ -7,7 +7,7 @@ import {
   startNatsServer,
   tempDir,
 } from "@cheese/testing";
-import { AckPolicy, connect, nanos, headers as natsHeaders } from "nats";
+import { AckPolicy, connect, type JetStreamManager, nanos, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusUnavailableError, connectNatsBus, type MessageBus, silentLogger } from "../src/index.ts";
 import { takesSubjectLists } from "../src/nats/consumer.ts";
@@ -614,11 +614,7 @@ describe("NATS adapter specifics", () => {
     const followerBus = await connectNatsBus({ url: server.url, name: "follower", logger: silentLogger });
     const nc = await connect({ servers: server.url });
     const jsm = await nc.jetstreamManager();
-    const consumers = async () => {
-      const names: string[] = [];
-      for await (const info of jsm.consumers.list(`NOTICES_${channel}`)) names.push(info.name);
-      return names.length;
-    };
+    const consumers = () => consumersOn(jsm, `NOTICES_${channel}`);
     try {
       const follower = followerBus.follow(channel, { onNotice: () => {}, onReset: () => {} });
       await expect.poll(() => follower.barrier(), { timeout: 5_000 }).toBe(true);
@@ -641,11 +637,7 @@ describe("NATS adapter specifics", () => {
     const bus = await connectNatsBus({ url: server.url, name: "watcher", logger: silentLogger });
     const nc = await connect({ servers: server.url });
     const jsm = await nc.jetstreamManager();
-    const consumers = async () => {
-      const names: string[] = [];
-      for await (const info of jsm.consumers.list(`KV_${bucket}`)) names.push(info.name);
-      return names.length;
-    };
+    const consumers = () => consumersOn(jsm, `KV_${bucket}`);
     try {
       const kv = await bus.kv(bucket);
       const seen: string[] = [];
@@ -825,6 +817,13 @@ describe("notice channels on a three-node NATS cluster", () => {
     expect(checked).toBeGreaterThan(0);
   }, 60_000);
 });
+
+/** How many consumers the stream has, ephemeral ones included. */
+async function consumersOn(jsm: JetStreamManager, stream: string): Promise<number> {
+  let count = 0;
+  for await (const _ of jsm.consumers.list(stream)) count++;
+  return count;
+}
 
 /** `size` nats-servers with JetStream, routed to each other on loopback, each with its own store. */
 async function loopbackCluster(size: number): Promise<{ urls: string[]; stop: () => Promise<void> }> {
