@@ -113,13 +113,13 @@ describe("ordered webhook lanes", () => {
     // carried it, in the delivery's detail and in the list.
     const deliveryId = Number(placed[0]!.headers["x-cheese-delivery"]);
     type Attempt = { sequence?: number; request?: { headers: Record<string, string> } | null };
-    const detailed = async () => {
-      const detail = await json(await api("GET", `/webhooks/${hook.id}/deliveries/${deliveryId}`));
-      return (detail.attempts as Attempt[]).map((attempt) => [
+    const attemptsOf = async (id: number) =>
+      (await json(await api("GET", `/webhooks/${hook.id}/deliveries/${id}`))).attempts as Attempt[];
+    const detailed = async () =>
+      (await attemptsOf(deliveryId)).map((attempt) => [
         attempt.sequence,
         attempt.request?.headers["x-cheese-sequence"],
       ]);
-    };
     await expect.poll(detailed).toEqual(placed.map(() => [1, "1"]));
     const listed = await json(await api("GET", `/webhooks/${hook.id}/deliveries?limit=100`));
     const inList = (listed.items as { id: number; attempts: Attempt[] }[]).find(
@@ -128,11 +128,9 @@ describe("ordered webhook lanes", () => {
     expect(inList?.attempts.map((attempt) => attempt.sequence)).toEqual(placed.map(() => 1));
     // The order's next event went second in its lane, once.
     const confirmed = Number(slowRequests.at(-1)!.headers["x-cheese-delivery"]);
-    const confirmedSequences = async () => {
-      const detail = await json(await api("GET", `/webhooks/${hook.id}/deliveries/${confirmed}`));
-      return (detail.attempts as Attempt[]).map((attempt) => attempt.sequence);
-    };
-    await expect.poll(confirmedSequences).toEqual([2]);
+    await expect
+      .poll(async () => (await attemptsOf(confirmed)).map((attempt) => attempt.sequence))
+      .toEqual([2]);
   });
 
   it("turns ordering off and on by PATCH, shown in reads; a bad value is 422 naming ordered", async () => {
