@@ -20,7 +20,7 @@ import type { Logger } from "./logger.ts";
  */
 export interface DueTimers<K extends DueKey, V = undefined> {
   /** Runs `key`'s work at `dueAt` (epoch ms; at once when it has passed); a key set again moves. */
-  set(key: K, dueAt: number, ...value: V extends undefined ? [] : [V]): void;
+  set(key: K, dueAt: number, ...value: [V] extends [undefined] ? [] : [V]): void;
   /** The key is no longer due (a run under way finishes). */
   delete(key: K): void;
   /** When the key is due, if it is. */

@@ -25,7 +25,7 @@ import {
   getOrderAsOf,
   listOrders,
 } from "./handlers/order-queries.ts";
-import { REVIEW_TAKEOVER_MS, reviewOrder } from "./handlers/order-review.ts";
+import { type Placement, placementOf, REVIEW_TAKEOVER_MS, reviewOrder } from "./handlers/order-review.ts";
 import { catalogueOverBus, customerVaultOverBus } from "./handlers/other-services.ts";
 import { placeOrder } from "./handlers/place-order.ts";
 
@@ -53,17 +53,19 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
     // the projection.
     // The replica that placed an order reviews it; the others only if it has not done so
     // REVIEW_TAKEOVER_MS after its due time (their timer is dropped once they see the outcome).
-    const reviews = dueTimers<number>({
+    // Each carries the placement the projection saw, so that the review reads nothing (an order
+    // found placed at start carries none: its review reads it).
+    const reviews = dueTimers<number, Placement | undefined>({
       name: "order review",
       clock,
       logger,
-      run: (orderId) => reviewOrder({ store, clock, catalogue }, orderId),
+      run: (orderId, placement) => reviewOrder({ store, clock, catalogue }, orderId, placement),
     });
     const placedHere = new Set<number>();
-    const review = (order: Order, takeover: boolean) => {
+    const review = (order: Order, takeover: boolean, placement?: Placement) => {
       if (reviews.dueAt(order.id) !== undefined) return;
       const due = Date.parse(order.createdAt) + config.ORDER_AUTO_APPROVE_DELAY;
-      reviews.set(order.id, takeover ? due + REVIEW_TAKEOVER_MS : due);
+      reviews.set(order.id, takeover ? due + REVIEW_TAKEOVER_MS : due, placement);
     };
     ctx.onStop(reviews);
     let live = false;
@@ -80,7 +82,7 @@ export const orderingService: ServiceDefinition<OrderingConfig, OrderingDeps> = 
         // Reviews follow the orders reads reach, not a rebuild beside them.
         if (!live || rebuilding) return;
         const { order } = event.data as { order: Order };
-        if (order.status === "placed") review(order, !placedHere.delete(order.id));
+        if (order.status === "placed") review(order, !placedHere.delete(order.id), placementOf(event, order));
         else reviews.delete(order.id);
       },
     });

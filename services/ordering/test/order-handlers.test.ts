@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrderEvent } from "../src/domain/order.ts";
 import { REVIEW_TAKEOVER_MS } from "../src/handlers/order-review.ts";
 import { orderingService } from "../src/main.ts";
-import { newBroker } from "./support.ts";
+import { expectOutcomeOfPlacement, newBroker } from "./support.ts";
 
 const HOUR = 3_600_000;
 const erasedAddress = { street: "[erased]", city: "[erased]", country: address.country };
@@ -141,7 +141,7 @@ describe("ordering's handlers", () => {
       });
   });
 
-  it("keeps an order placed until the delay has passed, then approves it", async () => {
+  it("keeps an order placed until the delay has passed, then approves it, caused by the placement", async () => {
     const { order } = await spec
       .given()
       .when(orderingRpc.placeOrder, { fields: fields(5), owner: { customerId: 42, ownerId: "cust:42" } })
@@ -152,6 +152,7 @@ describe("ordering's handlers", () => {
     expect(await status()).toBe("placed");
     await spec.clock.advance(1);
     await expect.poll(status).toBe("approved");
+    await expectOutcomeOfPlacement(spec.store, order.id, "OrderApproved");
   });
 
   it("reviews an order another replica placed only REVIEW_TAKEOVER_MS after the one it placed itself", async () => {

@@ -10,7 +10,7 @@ import {
 import { ManualClock } from "@cheese/service-kit/testing";
 import { address, fakeCatalogue, fakeCustomerVault } from "@cheese/service-testing/stand-ins";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newBroker, orderingOn } from "./support.ts";
+import { expectOutcomeOfPlacement, newBroker, orderingOn } from "./support.ts";
 
 const operator = { customerId: null, ownerId: "client:ops" };
 const everyone = { kind: "operator" as const, customerId: null };
@@ -307,6 +307,8 @@ describe("the ordering service's process manager", () => {
       catalogue.setDown(false);
       await clock.advance(1000);
       await expect.poll(() => status()).toBe("approved");
+      // Found placed at start: the review read its placement.
+      await expectOutcomeOfPlacement(second.service.wired.store, order.id, "OrderApproved");
     } finally {
       await second.service.stop();
       await catalogue.close();
