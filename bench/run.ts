@@ -53,6 +53,7 @@ const { values: args } = parseArgs({
 });
 const quick = args.quick;
 const cluster = args.cluster;
+const root = tempDir("bench");
 const options: BenchOptions = {
   system: cluster ? "cluster" : "single",
   quick,
@@ -62,6 +63,8 @@ const options: BenchOptions = {
   rounds: quick ? 1 : 2,
   replicas: Number(args.replicas ?? (cluster ? 2 : 1)),
   oneRegistrationRate: Number(args.rate ?? (quick ? 30 : ONE_REGISTRATION_RATE)),
+  root: root.path,
+  keep: args.keep,
 };
 if (!(Number.isInteger(options.oneRegistrationRate) && options.oneRegistrationRate > 0))
   throw new Error(`--rate takes a whole number of orders a second above 0, not ${args.rate}`);
@@ -73,7 +76,6 @@ const wanted = selection(args.only, [
 
 const http = all.filter((s): s is HttpScenario => s.kind === "http" && wanted(s.name, s.fixture.name));
 const measurements = all.filter((s): s is Measurement => s.kind === "measurement" && wanted(s.name));
-const root = tempDir("bench");
 const profileDir = join(root.path, "profiles");
 const progress = (line: string) => console.error(`bench: ${line}`);
 const problems: string[] = [];
@@ -88,7 +90,6 @@ if (http.length > 0) {
       http,
       {
         ...options,
-        root: root.path,
         baseline,
         // Node refuses --cpu-prof in NODE_OPTIONS; the launcher's services inherit its own flags.
         ...(args.profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {}),

@@ -53,7 +53,7 @@ export const best = <R extends LoadResult>(results: R[]): R =>
 
 export async function compareWithBaseline(
   scenarios: HttpScenario[],
-  options: BenchOptions & { root: string; baseline: Baseline; nodeArgs?: string[] },
+  options: BenchOptions & { baseline: Baseline; nodeArgs?: string[] },
   progress: (line: string) => void,
 ): Promise<FixtureResult[]> {
   const fixtures = [...new Set(scenarios.map((s) => s.fixture))];
@@ -74,7 +74,7 @@ export async function compareWithBaseline(
 async function runFixture(
   fixture: Fixture,
   scenarios: HttpScenario[],
-  options: BenchOptions & { root: string; baseline: Baseline; nodeArgs?: string[] },
+  options: BenchOptions & { baseline: Baseline; nodeArgs?: string[] },
   progress: (line: string) => void,
 ): Promise<FixtureResult> {
   const dataDir = join(options.root, fixture.name.replace(/[^\w.-]+/g, "-"));

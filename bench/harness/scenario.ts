@@ -10,6 +10,8 @@
  * Scenarios with the same `Fixture` share one start of the system; each fixture starts a fresh
  * system on its own DATA_DIR, and the harness reports its time to /readyz and its memory.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Window } from "./profile.ts";
 import type { SystemKind } from "./system.ts";
 
@@ -37,6 +39,19 @@ export interface BenchOptions {
    * measurement adds the spans of the monotonic clock its profiles are summarised over.
    */
   profile?: { nodeArgs: string[]; windows: Window[] };
+  /** The run's directory: the fixtures' data, and each measurement's own ({@link measurementDir}). */
+  root: string;
+  /** `--keep`: the run's directory stays, with every system's data and logs. */
+  keep: boolean;
+}
+
+/**
+ * A directory of a measurement's own in the run's: its systems' data and logs. `remove` empties
+ * it once the measurement is done, unless the run keeps its directory (`--keep`).
+ */
+export function measurementDir(options: BenchOptions, name: string): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(options.root, `${name}-`));
+  return { path, remove: () => options.keep || rmSync(path, { recursive: true, force: true }) };
 }
 
 /** One request as autocannon sends it. `body` is sent as given (JSON text). */

@@ -18,10 +18,14 @@
  * `--quick`: 30 orders/s for 2 s with one registration, then 5 and 10 orders/s with ten.
  */
 import { join } from "node:path";
-import { tempDir } from "@cheese/testing";
 import { clientOf, settle } from "../harness/compare.ts";
 import { monotonicUs } from "../harness/profile.ts";
-import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import {
+  type BenchOptions,
+  type MeasuredRow,
+  type Measurement,
+  measurementDir,
+} from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 import { STAGES, saturatedStage, stageP99s, stageRows } from "./order-stages.ts";
 import {
@@ -44,7 +48,7 @@ const RATES = { full: [10, 20, 35, 50, 75, 100, 150], quick: [5, 10] };
 
 /** A system for one measurement, and `at(rate)`: a run of orders once the system is quiet. */
 async function deliveriesSystem(options: BenchOptions, name: string) {
-  const root = tempDir(name);
+  const root = measurementDir(options, name);
   const system = await startSystem({
     kind: options.system,
     dataDir: join(root.path, "data"),

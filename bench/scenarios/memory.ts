@@ -8,9 +8,13 @@
  */
 import { join } from "node:path";
 import { writeCatalogueHistory } from "@cheese/service-testing/histories";
-import { tempDir } from "@cheese/testing";
 import { idleUsage, settle } from "../harness/compare.ts";
-import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import {
+  type BenchOptions,
+  type MeasuredRow,
+  type Measurement,
+  measurementDir,
+} from "../harness/scenario.ts";
 import { startSystem, type TreeUsage } from "../harness/system.ts";
 
 const MB = 1024 * 1024;
@@ -42,7 +46,7 @@ export const idleMemory: Measurement = {
   kind: "measurement",
   name: "memory at rest, and what the cheeses add",
   async run(options: BenchOptions) {
-    const root = tempDir("bench-memory");
+    const root = measurementDir(options, "memory");
     try {
       const cheeses = options.quick ? 2_000 : 100_000;
       const empty = await idleOn(join(root.path, "empty"), options, false);

@@ -8,9 +8,13 @@
  * times, read back from the stores (`order-stages.ts`).
  */
 import { join } from "node:path";
-import { tempDir } from "@cheese/testing";
 import { clientOf } from "../harness/compare.ts";
-import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import {
+  type BenchOptions,
+  type MeasuredRow,
+  type Measurement,
+  measurementDir,
+} from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 import { stageRows } from "./order-stages.ts";
 import {
@@ -29,7 +33,7 @@ export const orderWebhooks: Measurement = {
   kind: "measurement",
   name: "order placed → order.placed webhook",
   async run(options: BenchOptions) {
-    const root = tempDir("bench-orders");
+    const root = measurementDir(options, "orders");
     const system = await startSystem({
       kind: options.system,
       dataDir: join(root.path, "data"),

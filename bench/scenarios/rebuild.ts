@@ -11,9 +11,13 @@ import { createSqliteEventStore } from "@cheese/event-store";
 import { createMemoryReadModels } from "@cheese/read-models";
 import { createLogger, startProjection } from "@cheese/service-kit";
 import { writeCatalogueHistory } from "@cheese/service-testing/histories";
-import { tempDir } from "@cheese/testing";
 import { cheesesProjection } from "../../services/catalogue/src/projections/cheeses.ts";
-import type { BenchOptions, MeasuredRow, Measurement } from "../harness/scenario.ts";
+import {
+  type BenchOptions,
+  type MeasuredRow,
+  type Measurement,
+  measurementDir,
+} from "../harness/scenario.ts";
 import { startSystem } from "../harness/system.ts";
 
 const number = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -23,7 +27,7 @@ export const projectionRebuild: Measurement = {
   kind: "measurement",
   name: "projection rebuild (embedded stores)",
   async run(options: BenchOptions) {
-    const root = tempDir("bench-rebuild");
+    const root = measurementDir(options, "rebuild");
     try {
       const dataDir = join(root.path, "data");
       const cheeses = options.quick ? 1_000 : 100_000;

@@ -12,6 +12,8 @@ const options = (quick: boolean, system: BenchOptions["system"] = "single"): Ben
   rounds: 1,
   replicas: 1,
   oneRegistrationRate: quick ? 30 : 300,
+  root: "/nowhere", // named only: these tests run no scenario
+  keep: false,
 });
 
 const namesOf = (all: Scenario[]) =>
