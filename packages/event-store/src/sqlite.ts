@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import {
   categoryOf,
   type EventStore,
+  EventStoreUnavailableError,
   type EventToAppend,
   type ExpectedRevision,
   type RecordedEvent,
@@ -19,8 +20,8 @@ export interface SqliteEventStoreOptions {
   /** How often subscriptions look for appends made by other processes. Default 50 ms. */
   pollIntervalMs?: number;
   /**
-   * How long a write or read waits for another connection's lock before it fails with
-   * `SQLITE_BUSY`. Default 5 s.
+   * How long a write or read waits for another connection's lock before it fails (a write with
+   * `EventStoreUnavailableError`). Default 5 s.
    */
   busyTimeoutMs?: number;
 }
@@ -102,7 +103,12 @@ interface WriteError {
   code?: string;
 }
 
-/** The error a write failed with, as the caller's thread can throw it. */
+/**
+ * The error a write failed with, as the caller's thread can throw it. A write that waited its
+ * busy timeout for another connection's lock (`SQLITE_BUSY`: replicas on one file, a commit held
+ * up by a slow disk) is the store not answering in time, as EventStoreDB's deadline is: 503 with
+ * Retry-After for the caller, not an internal error.
+ */
 function toError(error: WriteError): Error {
   if (error.wrongRevision) {
     return new WrongExpectedRevisionError(
@@ -111,11 +117,20 @@ function toError(error: WriteError): Error {
       error.wrongRevision.actual,
     );
   }
-  return Object.assign(
+  const failure = Object.assign(
     new Error(error.message),
     { name: error.name },
     error.code ? { code: error.code } : {},
   );
+  if (error.code?.startsWith("SQLITE_BUSY")) {
+    return new EventStoreUnavailableError(
+      "the event store stayed locked by another writer past its busy timeout",
+      {
+        cause: failure,
+      },
+    );
+  }
+  return failure;
 }
 
 export function createSqliteEventStore(options: SqliteEventStoreOptions): EventStore {

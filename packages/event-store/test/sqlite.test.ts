@@ -5,7 +5,12 @@ import { fileURLToPath } from "node:url";
 import { tempDir } from "@cheese/testing";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { type EventStore, type RecordedEvent, WrongExpectedRevisionError } from "../src/port.ts";
+import {
+  type EventStore,
+  EventStoreUnavailableError,
+  type RecordedEvent,
+  WrongExpectedRevisionError,
+} from "../src/port.ts";
 import { createSqliteEventStore } from "../src/sqlite.ts";
 import { eventStoreContract, waitFor } from "./contract.ts";
 
@@ -281,7 +286,7 @@ describe("SQLite adapter group commit (writes of one tick in one transaction)", 
     });
   });
 
-  it("when the transaction cannot be had, every write of the tick is refused and nothing is written", async () => {
+  it("when the transaction cannot be had, every write of the tick is refused as the store unavailable (503) and nothing is written", async () => {
     await withStore(
       async (store, file) => {
         // Another connection holds the write lock past the store's busy timeout.
@@ -294,7 +299,12 @@ describe("SQLite adapter group commit (writes of one tick in one transaction)", 
         other.exec("ROLLBACK");
         other.close();
         expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected"]);
-        expect((outcomes[0] as PromiseRejectedResult).reason).toMatchObject({ code: "SQLITE_BUSY" });
+        for (const outcome of outcomes) {
+          const reason = (outcome as PromiseRejectedResult).reason;
+          // The service answers it 503 with Retry-After, as an event store that does not answer.
+          expect(reason).toBeInstanceOf(EventStoreUnavailableError);
+          expect(reason).toMatchObject({ dependency: "event store", cause: { code: "SQLITE_BUSY" } });
+        }
         expect(await store.readStream("cheese-1")).toEqual([]);
         expect(await store.readStream("cheese-2")).toEqual([]);
         await store.append("cheese-1", [{ type: "CheeseAdded", data: {} }], {

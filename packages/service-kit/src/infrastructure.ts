@@ -49,7 +49,11 @@ export async function openEventStore(config: BaseConfig, service: string): Promi
       deadlineMs: dependencyDeadline(config),
     });
   }
-  return createSqliteEventStore({ file: join(serviceDataDir(config, service), "events.sqlite") });
+  return createSqliteEventStore({
+    file: join(serviceDataDir(config, service), "events.sqlite"),
+    // A write waits this long for another replica's lock on the file, then answers 503.
+    busyTimeoutMs: dependencyDeadline(config),
+  });
 }
 
 /**
