@@ -10,6 +10,7 @@
 // from src/ (tests, tsx) and from dist/ (the build emits it as an entry of its own).
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
+import { untilNotBusy } from "./busy-retry.js";
 
 /**
  * @typedef {"no_stream" | "any" | "stream_exists" | number} ExpectedRevision
@@ -30,9 +31,15 @@ const db = new Database(file);
 db.pragma("journal_mode = WAL");
 // FULL fsyncs the WAL on every commit: an acknowledged append survives a crash or power loss.
 db.pragma("synchronous = FULL");
-// Other processes (replicas) write to the same file: wait for their lock instead of failing. The
-// wait blocks only this thread.
-db.pragma(`busy_timeout = ${Number(busyTimeoutMs)}`);
+// Other processes (replicas) write to the same file: wait for their lock instead of failing (and
+// try again where SQLite refuses sooner: busy-retry.js). The wait blocks only this thread.
+const busyTimeout = Number(busyTimeoutMs);
+db.pragma(`busy_timeout = ${busyTimeout}`);
+/** Sleeps this thread (a worker's own: the event loop is elsewhere). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const pause = (/** @type {number} */ ms) => {
+  Atomics.wait(sleeper, 0, 0, ms);
+};
 
 /** @type {import("better-sqlite3").Statement<[string], { revision: number, deleted: number }>} */
 const selectStream = db.prepare("SELECT revision, deleted FROM streams WHERE name = ?");
@@ -156,9 +163,20 @@ const commitGroup = db.transaction((/** @type {Write[]} */ writes) =>
  */
 function commit(writes) {
   try {
-    if (writes.length === 1)
-      return [{ ok: true, value: transaction.immediate(/** @type {Write} */ (writes[0])) }];
-    return commitGroup.immediate(writes);
+    return untilNotBusy(
+      (leftMs) => {
+        // A try after a refusal: SQLite's own wait for the lock ends within what is left.
+        if (leftMs < busyTimeout) db.pragma(`busy_timeout = ${Math.ceil(leftMs)}`);
+        try {
+          if (writes.length === 1)
+            return [{ ok: true, value: transaction.immediate(/** @type {Write} */ (writes[0])) }];
+          return commitGroup.immediate(writes);
+        } finally {
+          if (leftMs < busyTimeout) db.pragma(`busy_timeout = ${busyTimeout}`);
+        }
+      },
+      { timeoutMs: busyTimeout, now: () => performance.now(), pause },
+    );
   } catch (error) {
     const failed = /** @type {Outcome} */ ({ ok: false, error: describe(error) });
     return writes.map(() => failed);

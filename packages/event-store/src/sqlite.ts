@@ -104,10 +104,11 @@ interface WriteError {
 }
 
 /**
- * The error a write failed with, as the caller's thread can throw it. A write that waited its
- * busy timeout for another connection's lock (`SQLITE_BUSY`: replicas on one file, a commit held
- * up by a slow disk) is the store not answering in time, as EventStoreDB's deadline is: 503 with
- * Retry-After for the caller, not an internal error.
+ * The error a write failed with, as the caller's thread can throw it. A write that could not have
+ * another connection's lock within its busy timeout (`SQLITE_BUSY`: replicas on one file, a commit
+ * held up by a slow disk; the writer thread tries again where SQLite refuses sooner, busy-retry.js)
+ * is the store not answering in time, as EventStoreDB's deadline is: 503 with Retry-After for the
+ * caller, not an internal error.
  */
 function toError(error: WriteError): Error {
   if (error.wrongRevision) {
