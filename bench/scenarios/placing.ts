@@ -4,10 +4,10 @@
  * delivery is awaited. Shared by the order → webhook measurement (`orders.ts`, one registration)
  * and the deliveries-per-second one (`deliveries.ts`, ten).
  */
-import { envelopeOf, Receiver } from "@cheese/testing/receiver";
 import { ms } from "../harness/compare.ts";
 import { type NatsTraffic, trafficPerUnit } from "../harness/nats-traffic.ts";
 import { percentiles } from "../harness/percentiles.ts";
+import { type ReceiverThread, startReceiverThread } from "../harness/receiver-thread.ts";
 import type { MeasuredRow, SystemClient } from "../harness/scenario.ts";
 import { BENCH_API_KEY, type System, type TreeUsage } from "../harness/system.ts";
 import { deliveryKey, type OrderTimes } from "./order-stages.ts";
@@ -15,14 +15,14 @@ import { deliveryKey, type OrderTimes } from "./order-stages.ts";
 /** A registration for `order.placed` and the receiver it points at. */
 export interface Registration {
   webhookId: number;
-  receiver: Receiver;
-  /** How many of the receiver's requests have been read (they are read once). */
+  receiver: ReceiverThread;
+  /** How many of the receiver's arrivals have been read (they are read once). */
   read: number;
 }
 
 /** Registers one more webhook for `order.placed`, at a receiver of its own on `system.receiverHost`. */
 export async function register(system: System): Promise<Registration> {
-  const receiver = await Receiver.start(system.receiverHost);
+  const receiver = await startReceiverThread(system.receiverHost);
   const registered = await fetch(`${system.rootUrl}/v2/webhooks`, {
     method: "POST",
     headers: { "x-api-key": BENCH_API_KEY, "content-type": "application/json" },
@@ -125,12 +125,11 @@ export async function atRate(
   const expected = answered.size * registrations.length;
   const collect = () => {
     for (const registration of registrations) {
-      const requests = registration.receiver.requests();
-      for (; registration.read < requests.length; registration.read++) {
-        const request = requests[registration.read]!;
-        const orderId = String(envelopeOf(request).data.order_id);
+      const arrived = registration.receiver.arrivals();
+      for (; registration.read < arrived.length; registration.read++) {
+        const { orderId, receivedAt } = arrived[registration.read]!;
         const key = deliveryKey(orderId, registration.webhookId);
-        if (answered.has(orderId) && !arrivals.has(key)) arrivals.set(key, request.receivedAt);
+        if (answered.has(orderId) && !arrivals.has(key)) arrivals.set(key, receivedAt);
       }
     }
   };
