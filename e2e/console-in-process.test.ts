@@ -103,36 +103,40 @@ describe("operator console", () => {
       fetch: async (request) => gateway.app.fetch(request),
       log: { warn: () => {} },
     });
-    const { token } = await gateway.tokens.issue(
-      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:cheeses"] },
-      600,
-    );
-    const added = await gateway.app.request("/v2/cheeses", {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "Console Comté", pricePerKg: 12 }),
+    cheeseId = await createdByOperatorClient("write:cheeses", "/v2/cheeses", {
+      name: "Console Comté",
+      pricePerKg: 12,
     });
-    expect(added.status).toBe(201);
-    cheeseId = ((await added.json()) as { id: number }).id;
   });
   afterAll(async () => {
     await system?.stop();
   });
 
-  /** An order of the cheese on sale, placed by an operator client: its id. */
-  async function placeOrder(): Promise<number> {
+  /** POSTs `body` to `path` as an operator client with `scope`: 201 expected, the new id. */
+  async function createdByOperatorClient(
+    scope: "write:cheeses" | "write:orders",
+    path: string,
+    body: unknown,
+  ): Promise<number> {
     const { token } = await gateway.tokens.issue(
-      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: ["write:orders"] },
+      { kind: "client", sub: OPERATOR_CLIENT.id, scopes: [scope] },
       600,
     );
-    const placed = await gateway.app.request("/v2/store/order", {
+    const created = await gateway.app.request(path, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ items: [{ cheeseId, quantity: 2 }], shippingAddress: address }),
+      body: JSON.stringify(body),
     });
-    expect(placed.status).toBe(201);
-    return ((await placed.json()) as { id: number }).id;
+    expect(created.status).toBe(201);
+    return ((await created.json()) as { id: number }).id;
   }
+
+  /** An order of the cheese on sale, placed by an operator client: its id. */
+  const placeOrder = () =>
+    createdByOperatorClient("write:orders", "/v2/store/order", {
+      items: [{ cheeseId, quantity: 2 }],
+      shippingAddress: address,
+    });
 
   it("sends a visitor without a session to the sign-in form, on pages and on actions", async () => {
     const browser = new Browser(consoleApp);
