@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
-import { busConfig } from "./support/nats-identity.ts";
+import { busAs } from "./support/nats-identity.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
-type MessageBus = Awaited<ReturnType<typeof connectBus>>;
+type MessageBus = Awaited<ReturnType<typeof busAs>>;
 
 const DAY_MS = 24 * 3_600_000;
 
@@ -33,7 +32,7 @@ describe("customer API keys", () => {
     });
     second = await startExtraGateway(system);
     operator = await operatorHeaders(system);
-    bus = await connectBus(busConfig(system), "notification");
+    bus = await busAs(system, "notification");
     bus.consume({
       durable: `e2e-api-keys-${randomUUID().slice(0, 8)}`,
       subjects: ["events.customer.api_key.expiring"],

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import { connectBus, createLogger } from "@cheese/service-kit";
+import { createLogger } from "@cheese/service-kit";
 import { type Behaviour, envelopeOf, Receiver } from "@cheese/testing/receiver";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, launchChromium, localPage, screenshot, screenshotDir } from "./support/browser.ts";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { busConfig } from "./support/nats-identity.ts";
+import { busAs } from "./support/nats-identity.ts";
 import { tokenRequest } from "./support/oauth.ts";
 import { address, createCheese, http } from "./support/orders.ts";
 import { json, OPERATOR_CLIENT, OPERATOR_KEY, type RunningSystem, startSystem } from "./support/system.ts";
@@ -429,7 +429,7 @@ describe.skipIf(!executablePath)("in a browser", () => {
       // A consumer of the system's bus (ordering's, as far as the bus can tell: it publishes and
       // consumes as ordering) that gives an event up after half a second of failures instead of
       // DEAD_LETTER_AFTER's 24 h.
-      const bus = await connectBus(busConfig(system), "ordering", createLogger("e2e-dead-letters", "silent"));
+      const bus = await busAs(system, "ordering", createLogger("e2e-dead-letters", "silent"));
       const consumer = `e2e-browser-${randomBytes(4).toString("hex")}`;
       const subject = "events.ordering.stock.counted";
       const eventId = `evt-${randomBytes(6).toString("hex")}`;

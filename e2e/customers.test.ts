@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders, registerAndLogin, uniqueUsername } from "./support/credentials.ts";
-import { busConfig } from "./support/nats-identity.ts";
+import { busAs } from "./support/nats-identity.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
-type MessageBus = Awaited<ReturnType<typeof connectBus>>;
+type MessageBus = Awaited<ReturnType<typeof busAs>>;
 type DeliveredEvent = { subject: string; payload: unknown };
 
 /** Customer accounts over HTTP: registration, batches, reading, replacing, tiers and events. */
@@ -20,7 +19,7 @@ describe("customers", () => {
     // which the default test configuration lets through.
     system = await startSystem({ env: { RATE_LIMIT_PLANS: "" } });
     operator = await operatorHeaders(system);
-    bus = await connectBus(busConfig(system), "ordering");
+    bus = await busAs(system, "ordering");
     bus.consume({
       durable: `e2e-customers-${randomUUID().slice(0, 8)}`,
       subjects: ["events.customer.>"],

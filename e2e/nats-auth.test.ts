@@ -2,11 +2,11 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { cheeseChangeNotices, customerRpc, REVOCATIONS_BUCKET, revocationCodec } from "@cheese/contracts";
 import { callRpc, KvRecords } from "@cheese/messaging";
-import { connectBus, createLogger } from "@cheese/service-kit";
+import { createLogger } from "@cheese/service-kit";
 import { connect, Events, type NatsConnection, type NatsError, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { busConfig, natsOptions } from "./support/nats-identity.ts";
+import { busAs, natsOptions } from "./support/nats-identity.ts";
 import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
@@ -29,7 +29,7 @@ describe("NATS authorization", () => {
 
   /** customer.customer.get for the registered customer, asked as the service `identity`. */
   async function getCustomerAs(identity: string) {
-    const bus = await connectBus(busConfig(system), identity, createLogger("e2e-nats-auth", "silent"));
+    const bus = await busAs(system, identity, createLogger("e2e-nats-auth", "silent"));
     try {
       return await callRpc(
         bus,
@@ -61,7 +61,7 @@ describe("NATS authorization", () => {
   });
 
   it("lets the gateway watch the revocations the customer service writes, and not write them", async () => {
-    const bus = await connectBus(busConfig(system), "gateway", createLogger("e2e-nats-auth", "silent"));
+    const bus = await busAs(system, "gateway", createLogger("e2e-nats-auth", "silent"));
     try {
       const revocations = new KvRecords(bus, REVOCATIONS_BUCKET, revocationCodec, { readOnly: true });
       const seen: string[] = [];

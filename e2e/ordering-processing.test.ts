@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { connectBus } from "@cheese/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { busConfig } from "./support/nats-identity.ts";
+import { busAs } from "./support/nats-identity.ts";
 import { createCheese, type Headers, http, orderBody, waitForStatus } from "./support/orders.ts";
 import { json, type RunningSystem, startSystem, waitUntilReady } from "./support/system.ts";
 
@@ -26,7 +25,7 @@ describe("order processing with two replicas", () => {
   let api: ReturnType<typeof http>;
   let receiver: Server;
   const received: WebhookEvent[] = [];
-  let bus: Awaited<ReturnType<typeof connectBus>>;
+  let bus: Awaited<ReturnType<typeof busAs>>;
   /** Ordering's integration events in the order they were published (one durable, one at a time). */
   const published: { subject: string; id: string; orderId: number }[] = [];
   /** Status of POST /webhooks; the tests reading events check it first. */
@@ -51,7 +50,7 @@ describe("order processing with two replicas", () => {
     });
     operator = await operatorHeaders(system);
     api = http(system);
-    bus = await connectBus(busConfig(system), "notification");
+    bus = await busAs(system, "notification");
     bus.consume({
       durable: `e2e-ordering-${randomUUID().slice(0, 8)}`,
       subjects: ["events.ordering.order.>"],

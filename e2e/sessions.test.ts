@@ -91,7 +91,9 @@ describe("sessions and access", () => {
       // What a caller could time is the work behind the answer: both verify an argon2 hash (an
       // unknown user a dummy one), so both cost the customer service about the same CPU time.
       // Without the dummy hash an unknown user would cost a fraction. Measured as CPU time, not
-      // wall-clock time, which the machine's other load would blur.
+      // wall-clock time, which the machine's other load would blur. The processes' own background
+      // work (consumers, collections) lands in some batches: each kind's cheapest batch of
+      // alternating rounds is compared, as that work only ever adds.
       const customers = system.pids().customer ?? [];
       expect(customers.length).toBeGreaterThan(0);
       const cpuOf = async (usernames: string[]) => {
@@ -102,9 +104,15 @@ describe("sessions and access", () => {
         }
         return cpuSeconds(customers) - before;
       };
-      const logins = 12;
-      const wrongCpu = await cpuOf(Array.from({ length: logins }, () => alice.username));
-      const unknownCpu = await cpuOf(Array.from({ length: logins }, (_, i) => `nobody_${i}`));
+      const logins = 6;
+      const wrongBatches: number[] = [];
+      const unknownBatches: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        wrongBatches.push(await cpuOf(Array.from({ length: logins }, () => alice.username)));
+        unknownBatches.push(await cpuOf(Array.from({ length: logins }, (_, i) => `nobody_${round}_${i}`)));
+      }
+      const wrongCpu = Math.min(...wrongBatches);
+      const unknownCpu = Math.min(...unknownBatches);
       expect(unknownCpu).toBeGreaterThan(wrongCpu * 0.6);
       expect(unknownCpu).toBeLessThan(wrongCpu * 1.7);
     });
