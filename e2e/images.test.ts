@@ -275,6 +275,20 @@ describe("oversized uploads are refused without reading them", () => {
     expect(outcome.status).toBe(413);
     expect(JSON.parse(outcome.body)).toMatchObject({ code: 413, type: "payload_too_large" });
   });
+
+  it("answers 413 to a client that goes quiet for 3 s past the limit, then sends more before it reads", async () => {
+    // The gateway lingers 5 s after its 413 (docs/api.md). A client whose bytes came after it
+    // had closed would meet a reset, which destroys the 413 still unread: a busy client, or one
+    // on a loaded machine, would read a reset instead of its answer.
+    const cheese = await newCheese("Quiet Quark");
+    const outcome = await rawUpload(cheese.id, {
+      sendUpTo: 14 * MiB,
+      readAfterSending: true,
+      quietAt: { bytes: 12 * MiB, ms: 3_000 },
+    });
+    expect(outcome.status).toBe(413);
+    expect(JSON.parse(outcome.body)).toMatchObject({ code: 413, type: "payload_too_large" });
+  });
 });
 
 /**
@@ -282,10 +296,17 @@ describe("oversized uploads are refused without reading them", () => {
  * given, else chunked), then filler bytes in 64 KB chunks until the first response bytes
  * arrive or `sendUpTo` bytes went out, then reads the response until the server closes.
  * With `readAfterSending`, nothing is read (the socket is paused) until `sendUpTo` went out.
+ * With `quietAt`, the sending pauses once, as a client busy elsewhere would.
  */
 function rawUpload(
   cheeseId: number,
-  options: { contentLength?: number; sendUpTo: number; readAfterSending?: boolean },
+  options: {
+    contentLength?: number;
+    sendUpTo: number;
+    readAfterSending?: boolean;
+    /** Once `bytes` went out, sends nothing for `ms`, then goes on. */
+    quietAt?: { bytes: number; ms: number };
+  },
 ): Promise<{ status: number; head: string; body: string; sentBeforeAnswer: number }> {
   const target = new URL(url(`/cheeses/${cheeseId}/uploadImage`));
   const boundary = "----cheese-boundary";
@@ -336,8 +357,14 @@ function rawUpload(
       });
     });
     if (options.readAfterSending) socket.pause();
+    let quiet = options.quietAt;
     const pump = () => {
       while (answeredAt === undefined && !socket.destroyed && sent < options.sendUpTo) {
+        if (quiet && sent >= quiet.bytes) {
+          setTimeout(pump, quiet.ms);
+          quiet = undefined;
+          return;
+        }
         const piece = sent === 0 ? partHead : filler;
         sent += piece.length;
         if (!socket.write(frame(piece))) {

@@ -1,7 +1,10 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 
-/** How long a client whose gateway closed may still send before its connection is dropped. */
-const LINGER_MS = 2_000;
+/**
+ * How long a client whose gateway closed may still send before its connection is dropped: the
+ * gateway's own linger (`services/gateway/src/server.ts`).
+ */
+const LINGER_MS = 5_000;
 /** The most of one request kept to send again (a header section; the gateway allows 16 KiB). */
 const REPLAYABLE_BYTES = 64 * 1024;
 /** Methods a request may be sent to another gateway with, as no gateway answered it (RFC 9110 §9.2.2). */

@@ -11,8 +11,13 @@ import { errorTypeFor } from "@cheese/contracts";
 import type { Logger } from "@cheese/service-kit";
 import { getRequestListener } from "@hono/node-server";
 
-/** How long a closing connection keeps reading what the client still sends (see `closeGently`). */
-const LINGER_MS = 2_000;
+/**
+ * How long a closing connection keeps reading what the client still sends (see `closeGently`),
+ * and how long a connection with an unread body may go silent (`drainUnread`): nginx's
+ * `lingering_timeout`. A client that does not read its answer within it (a busy process on a
+ * loaded machine: 2 s was seen too short) loses the answer to the reset.
+ */
+const LINGER_MS = 5_000;
 /** The most of an unread body drained to keep its connection: an image upload's limit. */
 const MAX_DRAIN_BYTES = 11 * 1024 * 1024;
 /**
