@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
+import { isBusy } from "./busy-retry.js";
 import {
   categoryOf,
   type EventStore,
@@ -123,7 +124,7 @@ function toError(error: WriteError): Error {
     { name: error.name },
     error.code ? { code: error.code } : {},
   );
-  if (error.code?.startsWith("SQLITE_BUSY")) {
+  if (isBusy(error)) {
     return new EventStoreUnavailableError(
       "the event store stayed locked by another writer past its busy timeout",
       {
