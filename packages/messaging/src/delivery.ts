@@ -1,5 +1,15 @@
 /** Event rules shared by both adapters so they behave alike. */
 /**
+ * Publishing an event id again within this window stores it once: 2 min, JetStream's own default.
+ * What publishes an event again is the outbox relay, from a checkpoint saved every second, after
+ * a crash, a lost publish acknowledgement or a standby's take-over of the lease (`RELAY_LEASE`, 5 s):
+ * seconds after the first publish. Past the window a republished event is stored twice, and every
+ * consumer handles it once anyway (by event id, order id or credential version). Each server keeps
+ * the id of every event published within the window, and reads them back from disk on a restart.
+ */
+export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+/**
  * How long a delivered event may go unacked before it is delivered again. It bounds the stall of
  * a durable (one event in flight at a time) when nats-server dies after handing an event out, or
  * the process handling it dies: the event is then pending until this runs out. A handler still

@@ -2,6 +2,7 @@ export { DEADLINE_HEADER } from "./deadline.ts";
 export {
   DEFAULT_ACK_WAIT_MS,
   DEFAULT_DEAD_LETTER_AFTER_MS,
+  DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_MAX_REDELIVERY_DELAY_MS,
   redeliveryDelayMs,
 } from "./delivery.ts";

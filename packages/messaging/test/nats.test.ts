@@ -37,17 +37,17 @@ messageBusContract("nats", async () => ({
 }));
 
 describe("NATS adapter specifics", () => {
-  it("creates the EVENTS stream on events.> with the duplicate window, and updates it", async () => {
-    const bus = await connectNatsBus({ url: server.url, name: "cfg", duplicateWindowMs: 60_000 });
+  it("creates the EVENTS stream on events.> with a duplicate window of 2 minutes, and updates it", async () => {
+    const bus = await connectNatsBus({ url: server.url, name: "cfg" });
     const nc = await connect({ servers: server.url });
     try {
       const jsm = await nc.jetstreamManager();
       const info = await jsm.streams.info("EVENTS");
       expect(info.config.subjects).toEqual(["events.>"]);
-      expect(info.config.duplicate_window).toBe(nanos(60_000));
+      expect(info.config.duplicate_window).toBe(nanos(2 * 60_000));
       expect(info.config.storage).toBe("file");
-      await (await connectNatsBus({ url: server.url, name: "cfg2", duplicateWindowMs: 120_000 })).close();
-      expect((await jsm.streams.info("EVENTS")).config.duplicate_window).toBe(nanos(120_000));
+      await (await connectNatsBus({ url: server.url, name: "cfg2", duplicateWindowMs: 60_000 })).close();
+      expect((await jsm.streams.info("EVENTS")).config.duplicate_window).toBe(nanos(60_000));
     } finally {
       await bus.close();
       await nc.close();

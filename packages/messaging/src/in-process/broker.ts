@@ -1,5 +1,6 @@
 import {
   DEFAULT_DEAD_LETTER_AFTER_MS,
+  DEFAULT_DUPLICATE_WINDOW_MS,
   DEFAULT_MAX_REDELIVERY_DELAY_MS,
   failureText,
   noStreamFor,
@@ -23,7 +24,7 @@ import { subjectMatches } from "../subjects.ts";
 import { Bucket } from "./bucket.ts";
 
 export interface InProcessBrokerOptions {
-  /** Publishing the same event id again within this window stores it once (default 1 h). */
+  /** Publishing the same event id again within this window stores it once (default 2 min). */
   duplicateWindowMs?: number;
   /** Oldest events are dropped beyond this many, like a stream's max_msgs (default 100 000). */
   maxEvents?: number;
@@ -117,7 +118,7 @@ export class Broker {
 
   constructor(options: InProcessBrokerOptions) {
     this.log = options.logger ?? consoleLogger;
-    this.duplicateWindowMs = options.duplicateWindowMs ?? 3_600_000;
+    this.duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
     this.maxEvents = options.maxEvents ?? 100_000;
     this.deadLetterAfterMs = options.deadLetterAfterMs ?? DEFAULT_DEAD_LETTER_AFTER_MS;
     this.onDeadLetter = options.onDeadLetter;

@@ -12,7 +12,7 @@ import {
   nkeyAuthenticator,
 } from "nats";
 import { pastDeadline, withDeadline } from "../deadline.ts";
-import { DEFAULT_DEAD_LETTER_AFTER_MS, noStreamFor } from "../delivery.ts";
+import { DEFAULT_DEAD_LETTER_AFTER_MS, DEFAULT_DUPLICATE_WINDOW_MS, noStreamFor } from "../delivery.ts";
 import { decodeJson, encodeJson, encodePassedReply, splitPassedReply } from "../json.ts";
 import { type BusLogger, consoleLogger } from "../log.ts";
 import {
@@ -71,7 +71,10 @@ export interface NatsBusOptions {
   name: string;
   /** JetStream stream holding `events.>`; created or updated at connect. */
   eventsStream?: string;
-  /** Publishing the same event id again within this window stores it once (at most `eventsMaxAgeMs`). */
+  /**
+   * Publishing the same event id again within this window stores it once (at most `eventsMaxAgeMs`;
+   * default {@link DEFAULT_DUPLICATE_WINDOW_MS}).
+   */
   duplicateWindowMs?: number;
   /**
    * Copies JetStream keeps of `EVENTS` and of every key-value bucket, each on another server of
@@ -141,7 +144,7 @@ export async function connectNatsBus(options: NatsBusOptions): Promise<MessageBu
     await streams.ensure(stream, {
       subjects: ["events.>"],
       // The server refuses a duplicate window longer than the stream's age limit.
-      duplicate_window: nanos(Math.min(options.duplicateWindowMs ?? 3_600_000, maxAgeMs)),
+      duplicate_window: nanos(Math.min(options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS, maxAgeMs)),
       max_age: nanos(maxAgeMs),
       max_bytes: options.eventsMaxBytes ?? DEFAULT_EVENTS_MAX_BYTES,
     });
