@@ -47,7 +47,7 @@ async function idleOn(dataDir: string, options: BenchOptions, restart: boolean):
   const system = await start();
   try {
     await settle(system);
-    return await idleUsage(system.usage);
+    return await idleUsage(system.usage, options);
   } finally {
     await system.stop();
   }
