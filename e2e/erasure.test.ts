@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Order } from "@cheese/contracts";
-import { connect } from "nats";
+import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
-import { natsOptions } from "./support/nats-identity.ts";
+import { natsAs } from "./support/nats-identity.ts";
 import { createCheese, http } from "./support/orders.ts";
 import { type ExtraGateway, startExtraGateway } from "./support/second-gateway.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
@@ -177,14 +177,20 @@ describe("erasure", () => {
 
   it("keeps the erased customer's address (its keyed order's) in no key-value bucket and no file", async () => {
     // The operators' identity lists the buckets; each is read as the service that owns it.
-    const monitor = await connect(natsOptions(system, "monitor"));
-    const owners = {
-      gateway: await connect(natsOptions(system, "gateway")),
-      catalogue: await connect(natsOptions(system, "catalogue")),
-      customer: await connect(natsOptions(system, "customer")),
-      notification: await connect(natsOptions(system, "notification")),
+    const connected: NatsConnection[] = [];
+    const as = async (identity: string) => {
+      const nc = await natsAs(system, identity);
+      connected.push(nc);
+      return nc;
     };
     try {
+      const monitor = await as("monitor");
+      const owners = {
+        gateway: await as("gateway"),
+        catalogue: await as("catalogue"),
+        customer: await as("customer"),
+        notification: await as("notification"),
+      };
       const held: string[] = [];
       for await (const stream of (await monitor.jetstreamManager()).streams.list()) {
         if (!stream.config.name.startsWith("KV_")) continue;
@@ -207,7 +213,7 @@ describe("erasure", () => {
       expect(held).toEqual([]);
       expect(filesContaining(system.dataDir, address.street)).toEqual([]);
     } finally {
-      await Promise.all([monitor, ...Object.values(owners)].map((nc) => nc.close()));
+      await Promise.all(connected.map((nc) => nc.close()));
     }
   });
 

@@ -6,7 +6,7 @@ import { createLogger } from "@cheese/service-kit";
 import { connect, Events, type NatsConnection, type NatsError, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerAndLogin, type TestCustomer } from "./support/credentials.ts";
-import { busAs, natsOptions } from "./support/nats-identity.ts";
+import { busAs, natsAs } from "./support/nats-identity.ts";
 import { launcherOnly, type RunningSystem, startSystem } from "./support/system.ts";
 
 /**
@@ -83,7 +83,7 @@ describe("NATS authorization", () => {
     const applied = `notices.${cheeseChangeNotices.channel}.applied`;
     const connected: NatsConnection[] = [];
     const as = async (identity: string) => {
-      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      const nc = await natsAs(system, identity, { reconnect: false });
       connected.push(nc);
       return nc;
     };
@@ -128,7 +128,7 @@ describe("NATS authorization", () => {
     const [notices, leases] = [`notices.${channel}`, `notices.${channel}.lease`];
     const connected: NatsConnection[] = [];
     const as = async (identity: string) => {
-      const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+      const nc = await natsAs(system, identity, { reconnect: false });
       connected.push(nc);
       const refused: unknown[] = [];
       void (async () => {
@@ -180,7 +180,7 @@ describe("NATS authorization", () => {
    * of its first message) are refused by the server, and it is as it was.
    */
   async function expectKeptFrom(identity: string, stream: string, { firstMessage = false } = {}) {
-    const nc = await connect({ ...natsOptions(system, identity), reconnect: false });
+    const nc = await natsAs(system, identity, { reconnect: false });
     try {
       const jsm = await nc.jetstreamManager();
       const before = await jsm.streams.info(stream);

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { envelopeOf, Receiver } from "@cheese/testing/receiver";
-import { connect, type NatsConnection } from "nats";
+import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { operatorHeaders, registerAndLogin, type TestCustomer } from "./support/credentials.ts";
 import { filesContaining } from "./support/files.ts";
-import { natsOptions } from "./support/nats-identity.ts";
+import { natsAs } from "./support/nats-identity.ts";
 import { createCheese, http } from "./support/orders.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 
@@ -67,7 +67,7 @@ describe("an erased customer's order, in integration events and webhook deliveri
     // The customer who placed it sees its address and notes.
     expect(order).toMatchObject({ shippingAddress: address, notes });
     orderId = order.id;
-    nats = await connect(natsOptions(system, "notification"));
+    nats = await natsAs(system, "notification");
   });
   afterAll(async () => {
     await nats?.close();

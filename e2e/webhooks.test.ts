@@ -1,9 +1,8 @@
 import { envelopeOf, type ReceivedRequest, Receiver } from "@cheese/testing/receiver";
 import { verifyWebhook } from "@cheese/webhook-signature";
-import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { operatorHeaders } from "./support/credentials.ts";
-import { natsOptions } from "./support/nats-identity.ts";
+import { natsAs } from "./support/nats-identity.ts";
 import { json, type RunningSystem, startSystem } from "./support/system.ts";
 import { webhookCalls } from "./support/webhooks.ts";
 
@@ -55,7 +54,7 @@ describe("webhooks over HTTP, delivered to a real receiver", () => {
 
   /** How many `cheese.added` integration events the EVENTS stream holds, read as operators do. */
   const addedEventsPublished = async () => {
-    const monitor = await connect(natsOptions(system, "monitor"));
+    const monitor = await natsAs(system, "monitor");
     try {
       const subject = "events.catalogue.cheese.added";
       const { state } = await (await monitor.jetstreamManager()).streams.info("EVENTS", {
