@@ -1,10 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { closeGently } from "@cheese/service-kit/launch";
 
-/**
- * How long a client whose gateway closed may still send before its connection is dropped: the
- * gateway's own linger (`services/gateway/src/server.ts`).
- */
-const LINGER_MS = 5_000;
 /** The most of one request kept to send again (a header section; the gateway allows 16 KiB). */
 const REPLAYABLE_BYTES = 64 * 1024;
 /** Methods a request may be sent to another gateway with, as no gateway answered it (RFC 9110 §9.2.2). */
@@ -122,19 +118,4 @@ class Relay {
     if (!REPLAYABLE.test(text) || text.indexOf("\r\n\r\n") !== text.length - 4) return undefined;
     return request;
   }
-}
-
-/**
- * Ends the client's side after everything the gateway sent, reading and dropping what the client
- * still sends (a body or header the gateway refused) until it closes, at most `LINGER_MS`: closing
- * with unread input would reset the connection, and the reset can destroy the gateway's answer
- * before the client read it, as the gateway's own server avoids for a direct client.
- */
-function closeGently(client: Socket): void {
-  client.on("data", () => {});
-  client.resume();
-  client.end();
-  const timer = setTimeout(() => client.destroy(), LINGER_MS);
-  timer.unref();
-  client.once("close", () => clearTimeout(timer));
 }

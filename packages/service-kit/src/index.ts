@@ -14,6 +14,7 @@ export * from "./health.ts";
 export * from "./history.ts";
 export * from "./ids.ts";
 export * from "./infrastructure.ts";
+export * from "./linger.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./ports.ts";

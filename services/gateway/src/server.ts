@@ -8,16 +8,9 @@ import {
 } from "node:http";
 import type { Duplex } from "node:stream";
 import { errorTypeFor } from "@cheese/contracts";
-import type { Logger } from "@cheese/service-kit";
+import { closeGently, LINGER_MS, type Logger } from "@cheese/service-kit";
 import { getRequestListener } from "@hono/node-server";
 
-/**
- * How long a closing connection keeps reading what the client still sends (see `closeGently`),
- * and how long a connection with an unread body may go silent (`drainUnread`): nginx's
- * `lingering_timeout`. A client that does not read its answer within it (a busy process on a
- * loaded machine: 2 s was seen too short) loses the answer to the reset.
- */
-const LINGER_MS = 5_000;
 /** The most of an unread body drained to keep its connection: an image upload's limit. */
 const MAX_DRAIN_BYTES = 11 * 1024 * 1024;
 /**
@@ -93,7 +86,7 @@ export function createGatewayServer(
           const last = (response as ServerResponse & { _last?: boolean })._last;
           if (request.complete || !last) return;
           const socket = request.socket;
-          socket.destroySoon = () => closeGently(socket);
+          socket.destroySoon = () => closeAnswered(socket);
         });
         response.once("finish", () => drainUnread(request));
       }
@@ -124,12 +117,12 @@ export function createGatewayServer(
     closing.add(socket);
     if (inFlight && (inFlight.req.complete || inFlight.headersSent) && !inFlight.writableFinished) {
       const earlier = inFlight.req.complete;
-      inFlight.once("finish", () => closeGently(socket, earlier ? answer : undefined));
+      inFlight.once("finish", () => closeAnswered(socket, earlier ? answer : undefined));
       return;
     }
     // Otherwise nothing of an answer is on the wire yet (a request whose body broke is still
     // being read by the app, which can no longer answer it).
-    closeGently(socket, answer);
+    closeAnswered(socket, answer);
   });
   return server;
 }
@@ -154,7 +147,7 @@ function drainUnread(request: IncomingMessage): void {
   const onData = (chunk: Buffer) => {
     drained += chunk.length;
     lastData = Date.now();
-    if (drained > MAX_DRAIN_BYTES && !closing.has(request.socket)) closeGently(request.socket);
+    if (drained > MAX_DRAIN_BYTES && !closing.has(request.socket)) closeAnswered(request.socket);
   };
   const check = () => {
     if (request.complete || request.destroyed) return;
@@ -216,17 +209,8 @@ function rawHttpResponse(status: number, message: string, requestId: string): st
 /** Connections answered for the last time and closing (see `closeGently`). */
 const closing = new WeakSet<Duplex>();
 
-/**
- * Sends the last bytes and half-closes, then keeps reading (and dropping) what the client still
- * sends until it closes too, at most `LINGER_MS`: closing with unread input would reset the
- * connection, and a reset can destroy the answer before the client has read it.
- */
-export function closeGently(socket: Duplex, lastBytes?: string): void {
+/** Closes the connection after its last answer without losing it (`closeGently`), marked as closing. */
+function closeAnswered(socket: Duplex, lastBytes?: string): void {
   closing.add(socket);
-  socket.end(lastBytes);
-  socket.on("data", () => {});
-  socket.resume();
-  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  timer.unref();
-  socket.once("close", () => clearTimeout(timer));
+  closeGently(socket, lastBytes);
 }
